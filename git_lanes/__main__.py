@@ -1,0 +1,3 @@
+from git_lanes.cli import main
+
+main()

@@ -1,0 +1,150 @@
+"""The foundation of the API: opening a repository, lanes, transitions, inspection."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from git_lanes.domain import inspect, lanes, restore, setup, transitions
+from git_lanes.domain.context import Context
+from git_lanes.errors import NotARepository
+from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.store import open_store
+from git_lanes.store.setup import init_repository
+
+
+class CoreApi:
+    """A repository opened for lanes. Long-lived faces keep one open so start-up is paid once."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        store = open_store(path)
+        trunk = store.config_get("lanes.trunk")
+        if not trunk:
+            raise NotARepository(f"{store.root} is not set up for lanes", code="not_initialized",
+                                 hint="run `git lanes init`")
+        self.ctx = Context(store, trunk, clock)
+
+    @classmethod
+    def init(cls, path: str | os.PathLike | None = None, trunk: str | None = None,
+             clock: Callable[[], float] = time.time) -> tuple[CoreApi, dict]:
+        """Set up `path` for lanes (running `git init` first in a plain directory). Idempotent."""
+        directory = Path(path or os.getcwd()).resolve()
+        created_repo = False
+        try:
+            store = open_store(directory)
+        except NotARepository:
+            if trunk is not None:
+                lanes.validate_lane_name(trunk)
+            directory.mkdir(parents=True, exist_ok=True)
+            init_repository(directory, trunk or "main")
+            store = open_store(directory)
+            created_repo = True
+        chosen = setup.choose_trunk(store, trunk)
+        lanes.validate_lane_name(chosen)
+        report = setup.initialize(store, chosen, clock())
+        report["created_repository"] = created_repo
+        return cls(store.root, clock=clock), report
+
+    @property
+    def root(self) -> Path:
+        return self.ctx.store.root
+
+    @property
+    def trunk(self) -> str:
+        return self.ctx.trunk
+
+    @contextmanager
+    def _writing(self) -> Iterator[Context]:
+        """Serialize with every other local writer and finish what a killed one left half-done."""
+        with self.ctx.store.locked():
+            transitions.recover(self.ctx)
+            yield self.ctx
+
+    def _workspace(self, lane: str | None, cwd: str | os.PathLike | None) -> tuple[str, Path]:
+        if lane is not None:
+            return lane, lanes.require_workspace(self.ctx, lane)
+        return lanes.lane_at(self.ctx, Path(cwd or os.getcwd()))
+
+    # -- lanes -----------------------------------------------------------------------------------------
+    def lane_create(self, name: str, source: str | None = None) -> dict:
+        with self._writing() as ctx:
+            lane, created = lanes.create(ctx, name, source)
+        return lane.to_dict() | {"created": created}
+
+    def lane_list(self) -> list[dict]:
+        return [lane.to_dict() for lane in lanes.list_lanes(self.ctx)]
+
+    def lane_show(self, name: str) -> dict:
+        lane = lanes.get_lane(self.ctx, name)
+        changed = self.ctx.store.changed_paths(lane.workspace) if lane.workspace else {}
+        recent = inspect.history(self.ctx, lane=name, limit=10)
+        return lane.to_dict() | {
+            "dirty": changed,
+            "proposals": [t.to_dict() for t in transitions.pending_for(self.ctx, name)],
+            "recent": recent["transitions"], "totals": recent["totals"],
+            "unpromoted": False if lane.is_trunk else lanes.unpromoted(self.ctx, name),
+        }
+
+    def lane_path(self, name: str) -> str:
+        lanes.lane_head(self.ctx, name)
+        return str(lanes.require_workspace(self.ctx, name))
+
+    def lane_delete(self, name: str, *, force: bool = False) -> dict:
+        with self._writing() as ctx:
+            path = lanes.workspace_path(ctx, name) if name != ctx.trunk else None
+            unsaved = restore.unsaved_tree(ctx, name, path) if path is not None else None
+            kept = None
+            if unsaved is not None and force:
+                kept = restore.backup(ctx, name, path, unsaved, f"deleting lane {name}")
+            return lanes.delete(ctx, name, force=force, unsaved=unsaved is not None, backup=kept)
+
+    # -- transitions -----------------------------------------------------------------------------------
+    def commit(self, prompt: str, agent_id: str, *, lane: str | None = None, cwd: str | os.PathLike | None = None,
+               agent_type: str | None = None, model: str | None = None, tags: tuple[str, ...] = (),
+               cost: Cost | None = None, auto_accept: bool = False) -> dict:
+        """Snapshot a workspace as a proposed transition of its lane; with `auto_accept`, decide it too."""
+        intent = Intent(prompt=prompt, agent_id=agent_id, agent_type=agent_type, model=model, tags=tags)
+        cost = cost or Cost()
+        name, path = self._workspace(lane, cwd)
+        with self._writing() as ctx:
+            record = transitions.propose(ctx, name, path, intent, cost)
+            if record is None:
+                return {"status": "unchanged", "lane": name, "head": lanes.lane_head(ctx, name),
+                        "message": f"nothing to snapshot: workspace of {name!r} matches its lane head"}
+            if auto_accept:
+                record = self._decide(ctx, record)
+        return record.to_dict()
+
+    def _decide(self, ctx: Context, record: Transition) -> Transition:
+        return transitions.accept(ctx, record)
+
+    def accept(self, transition_id: str) -> dict:
+        with self._writing() as ctx:
+            return self._decide(ctx, transitions.find(ctx, transition_id)).to_dict()
+
+    def reject(self, transition_id: str, reason: str | None = None) -> dict:
+        with self._writing() as ctx:
+            return transitions.reject(ctx, transitions.find(ctx, transition_id), reason).to_dict()
+
+    def restore(self, state: str, *, lane: str | None = None, cwd: str | os.PathLike | None = None,
+                force: bool = False) -> dict:
+        name, path = self._workspace(lane, cwd)
+        with self._writing() as ctx:
+            return restore.restore(ctx, name, path, inspect.resolve_state(ctx, state), force=force)
+
+    # -- inspection ------------------------------------------------------------------------------------
+    def status(self) -> dict:
+        return inspect.status(self.ctx)
+
+    def history(self, *, lane: str | None = None, status: str | None = None, agent: str | None = None,
+                limit: int | None = None) -> dict:
+        return inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit)
+
+    def show(self, transition_id: str) -> dict:
+        return inspect.show(self.ctx, transitions.find(self.ctx, transition_id))
+
+    def diff(self, old: str, new: str, mode: str = "patch") -> dict:
+        return inspect.diff(self.ctx, old, new, mode)

@@ -1,0 +1,65 @@
+"""`git lanes`: the command-line face. Command modules load only when their command runs, so `--help`,
+`--version` and commands that need no repository pay for neither pygit2 nor the whole command tree."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from git_lanes import __version__
+
+# name -> "module:attribute"; one module per command group.
+COMMANDS: dict[str, str] = {
+    "init": "git_lanes.cli.setup:init",
+    "demo": "git_lanes.cli.setup:demo",
+    "lane": "git_lanes.cli.lane:lane",
+    "commit": "git_lanes.cli.work:commit",
+    "propose": "git_lanes.cli.work:propose",
+    "accept": "git_lanes.cli.work:accept",
+    "reject": "git_lanes.cli.work:reject",
+    "restore": "git_lanes.cli.work:restore",
+    "status": "git_lanes.cli.inspect:status",
+    "history": "git_lanes.cli.inspect:history",
+    "show": "git_lanes.cli.inspect:show",
+    "diff": "git_lanes.cli.inspect:diff",
+}
+
+
+class LazyGroup(click.Group):
+    def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy or {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module_name, attribute = self.lazy[name].split(":")
+            return getattr(importlib.import_module(module_name), attribute)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="git-lanes")
+def cli() -> None:
+    """Coordinate many AI coding agents working in one git repository.
+
+    Each agent works in its own lane (a real git worktree); its work is snapshotted as git states with the
+    intent and cost behind each change; promotion between lanes refuses to guess. All state lives in git.
+
+    \b
+    Example:
+      git lanes init
+      git lanes lane create feature/auth
+      cd "$(git lanes lane path feature/auth)" && $EDITOR auth.py
+      git lanes commit -m "Add login" --agent-id coder-1 --auto-accept
+
+    Exit codes: 0 ok, 1 user error, 2 usage, 3 conflict or stale, 4 gate failed.
+    """
+
+
+def main() -> None:
+    cli.main(args=sys.argv[1:], prog_name="git lanes")

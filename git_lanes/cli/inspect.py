@@ -1,0 +1,121 @@
+"""`status`, `history`, `show`, `diff`: reading what happened."""
+
+from __future__ import annotations
+
+import click
+
+from git_lanes.cli.output import json_option, open_api, run, short, table
+
+
+def _summary(t: dict) -> str:
+    return t["intent"]["prompt"].strip().splitlines()[0]
+
+
+def format_cost(c: dict) -> str:
+    return (f"tokens {c['tokens_in']}/{c['tokens_out']}  calls {c['api_calls']}  {c['wall_time']:.1f}s  "
+            f"${c['cost_usd']:.4f}")
+
+
+@click.command()
+@json_option
+def status(as_json: bool) -> None:
+    """Show lanes, workspaces, pending proposals and workspaces with unsnapshotted edits.
+
+    \b
+    Example:
+      git lanes status
+    """
+    def render(r: dict) -> str:
+        rows = [[("* " if lane["trunk"] else "  ") + lane["name"], short(lane["head"]),
+                 lane["workspace"] or "(no workspace)",
+                 f"{len(lane['dirty'])} unsnapshotted" if lane["dirty"] else ""] for lane in r["lanes"]]
+        lines = ["lanes:", table(rows)]
+        if r["proposals"]:
+            lines.append("pending proposals:")
+            lines.append(table([["  " + short(t["id"]), t["lane"], t["intent"]["agent_id"], _summary(t)]
+                                for t in r["proposals"]]))
+        for dirty in r["dirty"]:
+            lines.append(f"unsnapshotted in {dirty['lane']}:")
+            lines += [f"  {kind:9} {path}" for path, kind in sorted(dirty["paths"].items())]
+        return "\n".join(lines)
+
+    run(lambda: open_api().status(), as_json, render)
+
+
+@click.command()
+@click.option("--lane", metavar="LANE", help="Only this lane's transitions.")
+@click.option("--status", "status_", type=click.Choice(["proposed", "accepted", "rejected"]),
+              help="Only transitions with this status.")
+@click.option("--agent", metavar="AGENT", help="Only this agent's transitions.")
+@click.option("-n", "limit", type=click.IntRange(min=0), metavar="N", help="Show at most N (totals count all).")
+@json_option
+def history(lane: str | None, status_: str | None, agent: str | None, limit: int | None, as_json: bool) -> None:
+    """List transitions newest first with prompt, agent, tags and cost, plus totals.
+
+    \b
+    Example:
+      git lanes history --lane feature/auth --status rejected -n 20
+    """
+    def render(r: dict) -> str:
+        rows = [[short(t["id"]), t["status"], t["lane"], t["intent"]["agent_id"],
+                 ",".join(t["intent"]["tags"]), format_cost(t["cost"]), _summary(t)] for t in r["transitions"]]
+        totals = r["totals"]
+        counts = ", ".join(f"{n} {s}" for s, n in r["counts"].items() if n)
+        return "\n".join(filter(None, [table(rows),
+                                       f"total: {totals['count']} transitions ({counts or 'none'})  "
+                                       f"{format_cost(totals)}"]))
+
+    run(lambda: open_api().history(lane=lane, status=status_, agent=agent, limit=limit), as_json, render)
+
+
+@click.command()
+@click.argument("transition_id", metavar="ID")
+@json_option
+def show(transition_id: str, as_json: bool) -> None:
+    """Show one transition: its record, intent, cost, evaluations and changed paths.
+
+    \b
+    Example:
+      git lanes show 3f9c2a1b
+    """
+    def render(t: dict) -> str:
+        intent = t["intent"]
+        lines = [f"transition {t['id']} ({t['kind']})", f"status     {t['status']}"
+                 + (f" — {t['reason']}" if t.get("reason") else ""),
+                 f"lane       {t['lane']}", f"from       {t['from'] or '-'}", f"to         {t['to']}",
+                 f"agent      {intent['agent_id']}" + (f" ({intent['agent_type']})" if intent["agent_type"] else "")
+                 + (f" model {intent['model']}" if intent["model"] else ""),
+                 f"tags       {', '.join(intent['tags']) or '-'}", f"cost       {format_cost(t['cost'])}", "",
+                 *["    " + line for line in intent["prompt"].strip().splitlines()], ""]
+        for e in t["evaluations"]:
+            lines.append(f"gate {e['gate']}: {'passed' if e['passed'] else 'FAILED'} (exit {e['exit_code']}, "
+                         f"{e['duration']:.2f}s)")
+        lines += [f"  {c['kind']:9} {c['path']}" for c in t["changes"]]
+        return "\n".join(lines)
+
+    run(lambda: open_api().show(transition_id), as_json, render)
+
+
+@click.command()
+@click.argument("old", metavar="A")
+@click.argument("new", metavar="B")
+@click.option("--stat", "mode", flag_value="stat", help="Show a diffstat.")
+@click.option("--name-only", "mode", flag_value="name-only", help="Show only the changed paths.")
+@json_option
+def diff(old: str, new: str, mode: str | None, as_json: bool) -> None:
+    """Show the difference between two states (lanes, transition ids or git revisions).
+
+    \b
+    Example:
+      git lanes diff main feature/auth --stat
+    """
+    mode = mode or "patch"
+
+    def render(r: dict) -> str:
+        if mode == "name-only":
+            return "\n".join(c["path"] for c in r["changes"])
+        if mode == "stat":
+            return r["stat"].rstrip("\n")
+        return r["patch"].rstrip("\n")
+
+    run(lambda: open_api().diff(old, new, mode), as_json, render)

@@ -1,0 +1,66 @@
+"""What every command shares: `--json`, rendering, and turning errors into one line and an exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from git_lanes.errors import EXIT_USER, LanesError
+
+
+def json_option(command: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")(command)
+
+
+def open_api(path: str | None = None) -> Any:
+    from git_lanes.api import Lanes
+
+    return Lanes(path or os.getcwd())
+
+
+def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | None]) -> None:
+    """Run `action`, print its result, and exit with the error's code if it raised."""
+    try:
+        result = action()
+    except LanesError as exc:
+        fail(exc, as_json)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except click.exceptions.Exit:
+        raise
+    except Exception as exc:  # a bug or an environment failure still gets one line, not a traceback
+        if os.environ.get("GIT_LANES_DEBUG"):
+            raise
+        fail(LanesError(f"{type(exc).__name__}: {exc}", code="internal",
+                        hint="set GIT_LANES_DEBUG=1 for a traceback"), as_json)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, sort_keys=True, default=str))
+    else:
+        text = render(result)
+        if text:
+            click.echo(text)
+
+
+def fail(exc: LanesError, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(exc.to_dict(), indent=2, sort_keys=True, default=str))
+    click.echo(f"git-lanes: error: {exc.message}", err=True)
+    if exc.hint:
+        click.echo(f"hint: {exc.hint}", err=True)
+    sys.exit(exc.exit_code or EXIT_USER)
+
+
+def short(oid: str | None) -> str:
+    return oid[:8] if oid else "-"
+
+
+def table(rows: list[list[str]]) -> str:
+    if not rows:
+        return ""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)

@@ -1,0 +1,54 @@
+"""`init` and `demo`."""
+
+from __future__ import annotations
+
+import click
+
+from git_lanes.cli.output import json_option, run, short
+
+
+@click.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option("--trunk", metavar="NAME", help="The trunk lane's branch (default: the current branch, or main).")
+@json_option
+def init(directory: str | None, trunk: str | None, as_json: bool) -> None:
+    """Set up a repository for lanes (running `git init` first in a plain directory). Idempotent.
+
+    Sets lanes.trunk, core.logAllRefUpdates=always and notes.displayRef, excludes .lanes/, and gives an
+    empty repository an initial state from its working tree.
+
+    \b
+    Example:
+      git lanes init --trunk main
+    """
+    def action() -> dict:
+        from git_lanes.api import Lanes
+
+        return Lanes.init(directory, trunk)[1]
+
+    def render(r: dict) -> str:
+        if r["already_initialized"]:
+            return f"{r['root']} is already set up for lanes (trunk {r['trunk']})"
+        text = f"set up {r['root']} for lanes (trunk {r['trunk']})"
+        return text + (f"\ninitial state {short(r['initial_state'])}" if r["initial_state"] else "")
+
+    run(action, as_json, render)
+
+
+@click.command()
+@click.option("--keep", is_flag=True, help="Keep the demo repository instead of deleting it.")
+@click.option("--directory", type=click.Path(file_okay=False), help="Play the demo in this new directory.")
+@json_option
+def demo(keep: bool, directory: str | None, as_json: bool) -> None:
+    """Play a short scenario of agents working in parallel lanes in a temporary repository.
+
+    \b
+    Example:
+      git lanes demo --keep
+    """
+    def action() -> dict:
+        from git_lanes.demo import play
+
+        return play(directory=directory, keep=keep, narrate=None if as_json else click.echo)
+
+    run(action, as_json, lambda r: f"\ndemo repository: {r['repository']}" if r.get("kept") else None)

@@ -1,0 +1,1 @@
+"""Decisions: lanes, transitions, promotion, gates, coordination. No printing, no environment, no pygit2."""

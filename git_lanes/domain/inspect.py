@@ -1,0 +1,84 @@
+"""Read-only views: status, history with totals, one transition, diffs between states."""
+
+from __future__ import annotations
+
+from git_lanes.domain import lanes, transitions
+from git_lanes.domain.context import Context
+from git_lanes.errors import NotFound, UserError
+from git_lanes.model import refs
+from git_lanes.model.records import STATUSES, Cost, Transition
+
+DIFF_MODES = ("patch", "stat", "name-only")
+
+
+def status(ctx: Context) -> dict:
+    lane_rows = []
+    dirty = []
+    for lane in lanes.list_lanes(ctx):
+        changed = ctx.store.changed_paths(lane.workspace) if lane.workspace else {}
+        row = lane.to_dict() | {"dirty": sorted(changed)}
+        lane_rows.append(row)
+        if changed:
+            dirty.append({"lane": lane.name, "workspace": str(lane.workspace), "paths": changed})
+    pending = [t.to_dict() for t in transitions.pending_for(ctx)]
+    return {"trunk": ctx.trunk, "lanes": lane_rows, "proposals": pending, "dirty": dirty}
+
+
+def history(ctx: Context, *, lane: str | None = None, status: str | None = None, agent: str | None = None,
+            limit: int | None = None) -> dict:
+    if status is not None and status not in STATUSES:
+        raise UserError(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
+    if lane is not None:
+        lanes.lane_head(ctx, lane)
+    if limit is not None and limit < 0:
+        raise UserError("-n must not be negative")
+    selected = [t for t in reversed(transitions.all_transitions(ctx))
+                if (lane is None or t.lane == lane) and (status is None or t.status == status)
+                and (agent is None or t.intent.agent_id == agent)]
+    total = sum((t.cost for t in selected), Cost())
+    shown = selected if limit is None else selected[:limit]
+    counts = {s: sum(1 for t in selected if t.status == s) for s in STATUSES}
+    return {"transitions": [t.to_dict() for t in shown], "totals": total.to_dict() | {"count": len(selected)},
+            "counts": counts}
+
+
+def show(ctx: Context, transition: Transition) -> dict:
+    base_tree = ctx.store.tree_of(transition.base) if transition.base else ctx.store.empty_tree()
+    changes = ctx.store.diff_trees(base_tree, transition.tree)
+    return transition.to_dict() | {"changes": [{"path": c.path, "kind": c.kind} for c in changes]}
+
+
+def resolve_state(ctx: Context, spec: str) -> str:
+    """A state commit from a lane name, a transition id prefix, or any git revision."""
+    spec = spec.strip()
+    if not spec:
+        raise UserError("empty state name")
+    head = ctx.store.read_ref(refs.lane_ref(spec, ctx.trunk)) if _could_be_lane(spec) else None
+    if head:
+        return head
+    if all(c in "0123456789abcdef" for c in spec) and len(spec) >= 4:
+        try:
+            return transitions.find(ctx, spec).state
+        except NotFound:
+            pass
+    return ctx.store.resolve(spec)
+
+
+def _could_be_lane(spec: str) -> bool:
+    return ".." not in spec and not spec.startswith("-") and " " not in spec and ":" not in spec
+
+
+def diff(ctx: Context, old: str, new: str, mode: str) -> dict:
+    if mode not in DIFF_MODES:
+        raise UserError(f"unknown diff mode {mode!r}")
+    old_state, new_state = resolve_state(ctx, old), resolve_state(ctx, new)
+    old_tree, new_tree = ctx.store.tree_of(old_state), ctx.store.tree_of(new_state)
+    changes = ctx.store.diff_trees(old_tree, new_tree)
+    result = {"from": old_state, "to": new_state,
+              "changes": [{"path": c.path, "kind": c.kind} for c in changes]}
+    if mode == "patch":
+        result["patch"] = ctx.store.patch(old_tree, new_tree)
+    elif mode == "stat":
+        text, files, insertions, deletions = ctx.store.diff_stat(old_tree, new_tree)
+        result |= {"stat": text, "files_changed": files, "insertions": insertions, "deletions": deletions}
+    return result

@@ -1,0 +1,175 @@
+"""Lanes: named heads with a real worktree each. The trunk is `refs/heads/<trunk>` in the main worktree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from git_lanes.domain.context import Context
+from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.model import refs
+from git_lanes.model.names import validate_lane_name
+from git_lanes.store import RefUpdate
+
+
+@dataclass(frozen=True)
+class Lane:
+    name: str
+    ref: str
+    head: str
+    is_trunk: bool
+    workspace: Path | None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "ref": self.ref, "head": self.head, "trunk": self.is_trunk,
+                "workspace": str(self.workspace) if self.workspace else None}
+
+
+def lane_names(ctx: Context) -> list[str]:
+    names = [ref[len(refs.LANE_HEADS):] for ref in ctx.store.list_refs(refs.LANE_HEADS)]
+    trunk = [ctx.trunk] if ctx.store.read_ref(refs.lane_ref(ctx.trunk, ctx.trunk)) else []
+    return trunk + sorted(names)
+
+
+def lane_head(ctx: Context, name: str) -> str:
+    head = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk))
+    if head is None:
+        validate_lane_name(name)
+        raise NotFound(f"no lane named {name!r}", code="unknown_lane", hint="see `git lanes lane list`")
+    return head
+
+
+def get_lane(ctx: Context, name: str) -> Lane:
+    head = lane_head(ctx, name)
+    return Lane(name, refs.lane_ref(name, ctx.trunk), head, name == ctx.trunk, workspace_path(ctx, name))
+
+
+def list_lanes(ctx: Context) -> list[Lane]:
+    return [get_lane(ctx, name) for name in lane_names(ctx)]
+
+
+def default_workspace(ctx: Context, name: str) -> Path:
+    return ctx.store.root / refs.WORKSPACES_DIR / name
+
+
+def workspace_path(ctx: Context, name: str) -> Path | None:
+    """Where the lane is checked out, or None. The trunk's workspace is the main worktree while it is on it."""
+    if name == ctx.trunk:
+        main = next(w for w in ctx.store.list_worktrees() if w.is_main)
+        return main.path if main.branch == refs.lane_ref(ctx.trunk, ctx.trunk) else None
+    path = default_workspace(ctx, name)
+    return path if (path / ".git").is_file() else None
+
+
+def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:
+    """The lane whose workspace holds `directory`."""
+    directory = directory.resolve()
+    workspaces = (ctx.store.root / refs.WORKSPACES_DIR).resolve()
+    probe = directory
+    while probe != workspaces and workspaces in probe.parents:
+        if (probe / ".git").is_file():
+            name = probe.relative_to(workspaces).as_posix()
+            lane_head(ctx, name)
+            return name, probe
+        probe = probe.parent
+    trunk_workspace = workspace_path(ctx, ctx.trunk)
+    if trunk_workspace and (directory == trunk_workspace or trunk_workspace in directory.parents) \
+            and workspaces not in directory.parents and directory != workspaces:
+        return ctx.trunk, trunk_workspace
+    raise UserError(f"{directory} is not inside a lane's workspace", code="not_in_workspace",
+                    hint="pass -w LANE, or cd into .lanes/workspaces/<lane>")
+
+
+def start_point(ctx: Context, source: str | None) -> str:
+    if source is None:
+        return lane_head(ctx, ctx.trunk)
+    head = ctx.store.read_ref(refs.lane_ref(source, ctx.trunk)) if _plausible_lane(source) else None
+    return head or ctx.store.resolve(source)
+
+
+def _plausible_lane(name: str) -> bool:
+    try:
+        validate_lane_name(name)
+    except UserError:
+        return False
+    return True
+
+
+def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
+    """Create the lane and its workspace. For an existing lane with no workspace here (a clone, a crash
+    between the two steps), only the workspace is made. Returns the lane and whether the ref was new."""
+    validate_lane_name(name)
+    ref = refs.lane_ref(name, ctx.trunk)
+    existing = ctx.store.read_ref(ref)
+    if existing is not None and (name == ctx.trunk or workspace_path(ctx, name) is not None):
+        raise Refused(f"lane {name!r} already exists", code="lane_exists",
+                      hint=f"its workspace is at `git lanes lane path {name}`")
+    created = existing is None
+    head = existing or start_point(ctx, source)
+    if created:
+        ctx.store.update_refs([RefUpdate(ref, head, None, f"lanes: create lane {name}")])
+    path = default_workspace(ctx, name)
+    if path.exists() and any(path.iterdir()):
+        raise Refused(f"{path} exists and is not empty", code="workspace_exists")
+    ctx.store.add_worktree(path, head)
+    return Lane(name, ref, head, False, path), created
+
+
+def unpromoted(ctx: Context, name: str) -> bool:
+    """True when the lane's head is reachable from no other lane: deleting it would orphan work."""
+    head = lane_head(ctx, name)
+    for other in lane_names(ctx):
+        if other != name and ctx.store.is_ancestor(head, lane_head(ctx, other)):
+            return False
+    return True
+
+
+def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str | None) -> dict:
+    """Remove the lane's ref and workspace. The last head stays reachable from refs/lanes/deleted/<lane>,
+    whose reflog remembers every lane of that name ever deleted."""
+    if name == ctx.trunk:
+        raise Refused("the trunk lane cannot be deleted", code="trunk")
+    head = lane_head(ctx, name)
+    path = workspace_path(ctx, name)
+    if not force:
+        if unsaved:
+            raise Refused(f"lane {name!r} has unsnapshotted edits in {path}", code="dirty_workspace",
+                          hint="snapshot them with `git lanes commit`, or pass --force (they are kept in a "
+                               "backup ref)")
+        if unpromoted(ctx, name):
+            raise Refused(f"lane {name!r} has work not promoted into any other lane", code="unpromoted",
+                          hint=f"promote it with `git lanes promote {name}`, or pass --force")
+    graveyard = refs.DELETED + name
+    ctx.store.update_refs([
+        RefUpdate(graveyard, head, ctx.store.read_ref(graveyard), f"lanes: delete lane {name} at {head}"),
+        RefUpdate(refs.lane_ref(name, ctx.trunk), None, head, f"lanes: delete lane {name}"),
+    ])
+    if path is not None:
+        ctx.store.remove_worktree(path)
+    return {"lane": name, "head": head, "kept_at": graveyard, "backup": backup}
+
+
+def require_workspace(ctx: Context, name: str) -> Path:
+    path = workspace_path(ctx, name)
+    if path is None:
+        raise NotFound(f"lane {name!r} has no workspace here", code="workspace_missing",
+                       hint=f"make one with `git lanes lane create {name}`")
+    return path
+
+
+def ensure_current(ctx: Context, name: str, path: Path) -> str:
+    """The lane head, after checking the workspace was built on it; a stale workspace could silently revert
+    what moved the lane since (a promotion, another writer)."""
+    head = lane_head(ctx, name)
+    workspace_head = ctx.store.workspace_head(path)
+    if workspace_head != head and ctx.store.index_tree(path) == ctx.store.tree_of(head):
+        # The lane moved to exactly what this workspace snapshotted (a process was killed between the
+        # accept and moving the workspace's HEAD): only HEAD is behind, nothing can be reverted.
+        ctx.store.set_workspace_head(path, head)
+        workspace_head = head
+    if workspace_head != head:
+        raise Conflict(f"workspace of {name!r} is at {str(workspace_head)[:8]} but the lane is at {head[:8]}",
+                       code="stale_workspace",
+                       hint=f"bring it up to date with `git lanes restore {name} -w {name}` after saving "
+                            "your edits, or `git lanes lane reset`")
+    return head

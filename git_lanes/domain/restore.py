@@ -1,0 +1,53 @@
+"""Unsaved work in workspaces: finding it, keeping it in a backup ref, and restoring a workspace to a state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from git_lanes.domain import lanes, transitions
+from git_lanes.domain.context import Context
+from git_lanes.errors import Refused
+from git_lanes.model import refs
+from git_lanes.store import RefUpdate
+
+
+def unsaved_tree(ctx: Context, lane: str, path: Path) -> str | None:
+    """The workspace's content as a tree when no state holds it yet (not its head, not a pending proposal)."""
+    tree = ctx.store.snapshot(path)
+    head = ctx.store.workspace_head(path)
+    if head is not None and tree == ctx.store.tree_of(head):
+        return None
+    if any(t.tree == tree for t in transitions.pending_for(ctx, lane)):
+        return None
+    return tree
+
+
+def backup(ctx: Context, lane: str, path: Path, tree: str, reason: str) -> str:
+    """Keep `tree` (a workspace's unsaved content) at refs/lanes/backups/<lane>/<id>; return the ref."""
+    head = ctx.store.workspace_head(path)
+    backup_id = transitions.new_id()
+    commit = ctx.store.write_commit(tree, [head] if head else [],
+                                    f"Backup of lane {lane}'s workspace before {reason}\n")
+    ref = f"{refs.BACKUPS}{lane}/{backup_id}"
+    ctx.store.update_refs([RefUpdate(ref, commit, None, f"lanes: backup before {reason}")])
+    return ref
+
+
+def restore(ctx: Context, lane: str, path: Path, state: str, *, force: bool) -> dict:
+    """Make the workspace's files equal `state` with its HEAD on the lane head, so the next commit records
+    the return to `state` as a new transition. Unsaved edits are refused, or with `force` kept first."""
+    head = lanes.lane_head(ctx, lane)
+    unsaved = unsaved_tree(ctx, lane, path)
+    kept = None
+    if unsaved is not None:
+        if not force:
+            raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
+                          hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
+                               "backup ref and restore anyway")
+        kept = backup(ctx, lane, path, unsaved, f"restore to {state[:8]}")
+    ctx.store.checkout(path, ctx.store.tree_of(state), force=True)
+    if lane != ctx.trunk:
+        ctx.store.set_workspace_head(path, head)
+    return {"lane": lane, "workspace": str(path), "state": state, "lane_head": head, "backup": kept,
+            "changed_from_head": [c.path for c in ctx.store.diff_trees(ctx.store.tree_of(head),
+                                                                      ctx.store.tree_of(state))]}

@@ -1,0 +1,66 @@
+"""`init`: make a repository ready for lanes. Idempotent."""
+
+from __future__ import annotations
+
+from git_lanes.domain import transitions
+from git_lanes.domain.context import Context
+from git_lanes.errors import Refused
+from git_lanes.model import refs
+from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.store import RefUpdate, Store
+
+INIT_AGENT = "git-lanes"
+
+
+def choose_trunk(store: Store, requested: str | None) -> str:
+    configured = store.config_get("lanes.trunk")
+    if configured and requested and configured != requested:
+        raise Refused(f"this repository's trunk is already {configured!r}", code="trunk_set",
+                      hint="change it with `git config lanes.trunk NAME` if you really mean to")
+    return configured or requested or store.head_branch() or refs.DEFAULT_TRUNK
+
+
+def initialize(store: Store, trunk: str, now: float) -> dict:
+    changed = []
+    if store.config_get("lanes.trunk") != trunk:
+        store.config_set("lanes.trunk", trunk)
+        changed.append("lanes.trunk")
+    if store.config_get("core.logAllRefUpdates") != "always":
+        store.config_set("core.logAllRefUpdates", "always")
+        changed.append("core.logAllRefUpdates")
+    if store.config_add("notes.displayRef", refs.NOTES):
+        changed.append("notes.displayRef")
+    if store.exclude("/.lanes/"):
+        changed.append("info/exclude")
+    ctx = Context(store, trunk, lambda: now)
+    initial = None
+    with store.locked():
+        if store.read_ref(refs.lane_ref(trunk, trunk)) is None:
+            initial = _initial_state(ctx, store)
+            changed.append("initial state")
+    return {"root": str(store.root), "trunk": trunk, "changed": changed,
+            "initial_state": initial, "already_initialized": not changed}
+
+
+def _initial_state(ctx: Context, store: Store) -> str:
+    """The trunk's first state: HEAD's commit when HEAD has one, else a snapshot of the working tree."""
+    trunk_ref = refs.lane_ref(ctx.trunk, ctx.trunk)
+    head_branch = store.head_branch()
+    current = store.read_ref(f"refs/heads/{head_branch}") if head_branch else store.read_ref("HEAD")
+    if current is not None:
+        store.update_refs([RefUpdate(trunk_ref, current, None, "lanes: init trunk")])
+        return current
+    if head_branch != ctx.trunk:
+        store.point_head(ctx.trunk)
+    tree = store.snapshot(store.root)
+    intent = Intent(prompt="Initial state", agent_id=INIT_AGENT)
+    transition_id = transitions.new_id()
+    state = store.write_commit(tree, [], transitions.commit_message(intent, ctx.trunk, transition_id, "init"),
+                               author_name=INIT_AGENT, author_email=f"{INIT_AGENT}@lanes")
+    record = Transition(id=transition_id, lane=ctx.trunk, base=None, state=state, tree=tree, status="accepted",
+                        intent=intent, cost=Cost(), kind="init", created_at=ctx.now(), decided_at=ctx.now())
+    store.update_refs([
+        transitions.record_updates(ctx, [record], "lanes: init"),
+        RefUpdate(trunk_ref, state, None, "lanes: initial state"),
+    ])
+    return state

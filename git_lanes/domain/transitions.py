@@ -1,0 +1,166 @@
+"""Transitions: propose a state for a lane, then accept or reject it. Each step is one compare-and-swap
+transaction over the notes ref and the lane's refs; `recover` finishes any step a killed process left."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from git_lanes.domain import lanes
+from git_lanes.domain.context import Context
+from git_lanes.errors import Conflict, NotFound, Refused
+from git_lanes.model import refs
+from git_lanes.model.names import resolve_prefix
+from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.store import RefUpdate
+
+
+def new_id() -> str:
+    return secrets.token_hex(8)
+
+
+def commit_message(intent: Intent, lane: str, transition_id: str, kind: str) -> str:
+    body = intent.prompt.strip()
+    trailers = [f"Lanes-Agent: {intent.agent_id}", f"Lanes-Lane: {lane}", f"Lanes-Transition: {transition_id}"]
+    if kind != "commit":
+        trailers.append(f"Lanes-Kind: {kind}")
+    return f"{body}\n\n" + "\n".join(trailers) + "\n"
+
+
+def load(ctx: Context, state: str) -> Transition | None:
+    text = ctx.store.read_note(refs.NOTES, state)
+    return Transition.from_json(text) if text is not None else None
+
+
+def all_transitions(ctx: Context) -> list[Transition]:
+    """Every recorded transition, oldest first. A `proposed` record whose proposal ref is gone was left by a
+    process killed before it acknowledged anything, so it is not shown."""
+    pending = set(ctx.store.list_refs(refs.PROPOSALS))
+    found = []
+    for _, text in ctx.store.iter_notes(refs.NOTES):
+        record = Transition.from_json(text)
+        if record.status == "proposed" and refs.proposal_ref(record.id) not in pending:
+            continue
+        found.append(record)
+    return sorted(found, key=lambda t: (t.created_at, t.id))
+
+
+def find(ctx: Context, prefix: str) -> Transition:
+    """A transition by unique id prefix; pending proposals are searched first, as they are what one decides."""
+    pending = {ref[len(refs.PROPOSALS):]: oid for ref, oid in ctx.store.list_refs(refs.PROPOSALS).items()}
+    matches = [tid for tid in pending if tid.startswith(prefix.strip())]
+    if len(matches) == 1:
+        record = load(ctx, pending[matches[0]])
+        if record is not None:
+            return record
+    records = {t.id: t for t in all_transitions(ctx)}
+    return records[resolve_prefix(prefix, records, "transition")]
+
+
+def record_updates(ctx: Context, records: list[Transition], message: str) -> RefUpdate:
+    return ctx.store.write_notes(refs.NOTES, {t.state: t.to_json() for t in records}, message)
+
+
+def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost) -> Transition | None:
+    """Snapshot the workspace as a proposed next state of `lane`; None when nothing changed."""
+    head = lanes.ensure_current(ctx, lane, workspace)
+    tree = ctx.store.snapshot(workspace)
+    if tree == ctx.store.tree_of(head):
+        return None
+    return propose_state(ctx, lane, head, tree, [head], intent, cost, "commit")
+
+
+def propose_state(ctx: Context, lane: str, base: str, tree: str, parents: list[str], intent: Intent,
+                  cost: Cost, kind: str, extra: dict | None = None) -> Transition:
+    transition_id = new_id()
+    state = ctx.store.write_commit(tree, parents, commit_message(intent, lane, transition_id, kind),
+                                   author_name=intent.agent_id, author_email=f"{intent.agent_id}@lanes")
+    record = Transition(id=transition_id, lane=lane, base=base, state=state, tree=tree, status="proposed",
+                        intent=intent, cost=cost, kind=kind, created_at=ctx.now(), extra=extra or {})
+    ctx.store.update_refs([
+        record_updates(ctx, [record], f"lanes: propose {transition_id[:8]} on {lane}"),
+        RefUpdate(refs.proposal_ref(transition_id), state, None, f"lanes: propose on {lane}: {intent.summary}"),
+    ])
+    return record
+
+
+def save(ctx: Context, record: Transition, message: str) -> None:
+    ctx.store.update_refs([record_updates(ctx, [record], message)])
+
+
+def accept(ctx: Context, record: Transition) -> Transition:
+    _require_pending(record)
+    ref = refs.lane_ref(record.lane, ctx.trunk)
+    current = ctx.store.read_ref(ref)
+    if current != record.base:
+        raise Conflict(f"lane {record.lane!r} moved since {record.id[:8]} was proposed "
+                       f"(proposed on {str(record.base)[:8]}, now {str(current)[:8]})", code="stale_proposal",
+                       hint=f"rerun the work from the new head (`git lanes lane reset {record.lane}`), or "
+                            f"reject it with `git lanes reject {record.id[:8]}`")
+    accepted = record.decided("accepted", ctx.now())
+    ctx.store.update_refs([
+        record_updates(ctx, [accepted], f"lanes: accept {record.id[:8]}"),
+        RefUpdate(ref, record.state, record.base, f"lanes: accept {record.id[:8]}: {record.intent.summary}"),
+        RefUpdate(refs.proposal_ref(record.id), None, record.state, f"lanes: accept {record.id[:8]}"),
+    ])
+    _follow_lane(ctx, record.lane, record.base, record.state)
+    return accepted
+
+
+def reject(ctx: Context, record: Transition, reason: str | None) -> Transition:
+    _require_pending(record)
+    rejected = record.decided("rejected", ctx.now(), reason)
+    ctx.store.update_refs([
+        record_updates(ctx, [rejected], f"lanes: reject {record.id[:8]}"),
+        RefUpdate(refs.rejected_ref(record.id), record.state, None, f"lanes: reject {record.id[:8]}"),
+        RefUpdate(refs.proposal_ref(record.id), None, record.state, f"lanes: reject {record.id[:8]}"),
+    ])
+    return rejected
+
+
+def _require_pending(record: Transition) -> None:
+    if record.status != "proposed":
+        raise Refused(f"transition {record.id[:8]} is already {record.status}", code="already_decided")
+
+
+def _follow_lane(ctx: Context, lane: str, old: str | None, new: str) -> None:
+    """Keep a linked workspace's detached HEAD on its lane head after the lane moved from `old`."""
+    path = lanes.workspace_path(ctx, lane)
+    if path is not None and lane != ctx.trunk and ctx.store.workspace_head(path) == old:
+        ctx.store.set_workspace_head(path, new)
+
+
+def recover(ctx: Context) -> list[str]:
+    """Finish decisions a killed process recorded but did not complete. Call with the lock held."""
+    finished = []
+    for ref, state in ctx.store.list_refs(refs.PROPOSALS).items():
+        record = load(ctx, state)
+        if record is None or record.status == "proposed":
+            continue
+        updates = [RefUpdate(ref, None, state, f"lanes: finish {record.status} {record.id[:8]}")]
+        lane_ref = refs.lane_ref(record.lane, ctx.trunk)
+        if record.status == "accepted" and ctx.store.read_ref(lane_ref) == record.base:
+            updates.append(RefUpdate(lane_ref, record.state, record.base, f"lanes: finish accept {record.id[:8]}"))
+        rejected = refs.rejected_ref(record.id)
+        if record.status == "rejected" and ctx.store.read_ref(rejected) is None:
+            updates.append(RefUpdate(rejected, record.state, None, f"lanes: finish reject {record.id[:8]}"))
+        ctx.store.update_refs(updates)
+        if record.status == "accepted":
+            _follow_lane(ctx, record.lane, record.base, record.state)
+        finished.append(record.id)
+    return finished
+
+
+def pending_for(ctx: Context, lane: str | None = None) -> list[Transition]:
+    found = []
+    for state in ctx.store.list_refs(refs.PROPOSALS).values():
+        record = load(ctx, state)
+        if record is not None and (lane is None or record.lane == lane):
+            found.append(record)
+    return sorted(found, key=lambda t: t.created_at)
+
+
+def require_found(record: Transition | None, what: str) -> Transition:
+    if record is None:
+        raise NotFound(f"no transition record for {what}")
+    return record

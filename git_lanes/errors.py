@@ -1,0 +1,72 @@
+"""The one error hierarchy. Every face maps these to its own protocol: an exit code in the CLI, an error
+result in MCP, a deny in a hook, a status in HTTP."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_USER = 1
+EXIT_USAGE = 2
+EXIT_CONFLICT = 3
+EXIT_GATE = 4
+
+
+class LanesError(Exception):
+    """A failure a user can act on. `code` is stable across releases; `hint` says what to do next."""
+
+    exit_code = EXIT_USER
+    code = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None, code: str | None = None,
+                 details: dict | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if code:
+            self.code = code
+        self.details = details or {}
+
+    def to_dict(self) -> dict:
+        record = {"error": self.code, "message": self.message}
+        if self.hint:
+            record["hint"] = self.hint
+        if self.details:
+            record.update(self.details)
+        return record
+
+
+class UserError(LanesError):
+    code = "invalid"
+
+
+class NotFound(LanesError):
+    code = "not_found"
+
+
+class Ambiguous(LanesError):
+    code = "ambiguous"
+
+
+class NotARepository(LanesError):
+    code = "not_a_repository"
+
+
+class Refused(LanesError):
+    """The request is well-formed but would lose work or break a rule."""
+
+    code = "refused"
+
+
+class Conflict(LanesError):
+    """Something moved underneath us (a compare-and-swap failed) or both sides changed the same path."""
+
+    exit_code = EXIT_CONFLICT
+    code = "conflict"
+
+
+class GateFailed(LanesError):
+    exit_code = EXIT_GATE
+    code = "gate_failed"
+
+
+class UnsupportedFormat(LanesError):
+    code = "unsupported_format"

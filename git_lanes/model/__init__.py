@@ -1,0 +1,1 @@
+"""Frozen records and validated names. No I/O, no git."""

@@ -1,0 +1,310 @@
+"""The repository: refs moved only by compare-and-swap, objects, notes, and the local writers' lock."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
+from git_lanes.store import lock, setup, trees
+from git_lanes.store.trees import Change, Entry
+from git_lanes.store.workspace import WorkspaceOps, Worktree
+
+FALLBACK_NAME = "git-lanes"
+FALLBACK_EMAIL = "git-lanes@localhost"
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """Move `name` from `old` to `new`. `old=None` means the ref must not exist; `new=None` deletes it."""
+
+    name: str
+    new: str | None
+    old: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    oid: str
+    tree: str
+    parents: tuple[str, ...]
+    message: str
+    author: str
+    time: int
+
+
+def open_store(path: str | os.PathLike | None = None) -> Store:
+    start = Path(path or os.getcwd())
+    try:
+        git_dir = pygit2.discover_repository(str(start))
+    except pygit2.GitError:
+        git_dir = None
+    if not git_dir:
+        raise NotARepository(f"not a git repository: {start}", hint="run `git lanes init` first")
+    return Store(pygit2.Repository(_common_dir(Path(git_dir))), Path(git_dir))
+
+
+def _common_dir(git_dir: Path) -> str:
+    commondir_file = git_dir / "commondir"
+    if commondir_file.exists():
+        return str((git_dir / commondir_file.read_text().strip()).resolve())
+    return str(git_dir)
+
+
+class Store(WorkspaceOps):
+    """One repository's object database and refs, seen from its common git dir."""
+
+    def __init__(self, repo: pygit2.Repository, discovered_git_dir: Path | None = None) -> None:
+        self.repo = repo
+        self.common_dir = Path(repo.path).resolve()
+        if repo.is_bare or not repo.workdir:
+            raise UserError("git-lanes needs a repository with a working tree", code="bare_repository")
+        self.root = Path(repo.workdir).resolve()
+        self.discovered_git_dir = (discovered_git_dir or self.common_dir).resolve()
+        self._workspace_repos: dict[Path, pygit2.Repository] = {}
+
+    # -- locking ---------------------------------------------------------------------------------------
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        with lock.exclusive(self.common_dir / "lanes.lock"):
+            yield
+
+    # -- config ----------------------------------------------------------------------------------------
+    def config_get(self, key: str) -> str | None:
+        try:
+            return self.repo.config[key]
+        except KeyError:
+            return None
+
+    def config_set(self, key: str, value: str) -> None:
+        self.repo.config[key] = value
+
+    def config_add(self, key: str, value: str) -> bool:
+        return setup.ensure_multivar(self.repo, key, value)
+
+    def exclude(self, pattern: str) -> bool:
+        return setup.ensure_excluded(self.common_dir, pattern)
+
+    def head_branch(self) -> str | None:
+        return setup.head_branch(self.repo)
+
+    def point_head(self, branch: str) -> None:
+        setup.point_head(self.repo, branch)
+
+    def signature(self, name: str | None = None, email: str | None = None) -> pygit2.Signature:
+        try:
+            default = self.repo.default_signature
+            base_name, base_email = default.name, default.email
+        except (KeyError, pygit2.GitError):
+            base_name, base_email = FALLBACK_NAME, FALLBACK_EMAIL
+        when, offset = _now()
+        return pygit2.Signature(name or base_name, email or base_email, when, offset)
+
+    # -- refs ------------------------------------------------------------------------------------------
+    def read_ref(self, name: str) -> str | None:
+        ref = self.repo.references.get(name)
+        if ref is None:
+            return None
+        if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+            ref = ref.resolve()
+        return str(ref.target)
+
+    def list_refs(self, prefix: str) -> dict[str, str]:
+        found = {}
+        for name in self.repo.references:
+            if name.startswith(prefix):
+                oid = self.read_ref(name)
+                if oid:
+                    found[name] = oid
+        return found
+
+    def update_refs(self, updates: list[RefUpdate]) -> None:
+        """Apply every update, or none if any ref is not at its expected old value."""
+        if not updates:
+            return
+        try:
+            with self.repo.transaction() as tx:
+                for update in updates:
+                    tx.lock_ref(update.name)
+                for update in updates:
+                    current = self.read_ref(update.name)
+                    if current != update.old:
+                        raise Conflict(f"{update.name} moved: expected {_short(update.old)}, found "
+                                       f"{_short(current)}", code="stale_ref",
+                                       hint="another writer got there first; re-read and retry")
+                for update in updates:
+                    if update.new is None:
+                        tx.remove(update.name)
+                    else:
+                        # pygit2 cannot pass a signature here; libgit2 uses the configured identity
+                        tx.set_target(update.name, pygit2.Oid(hex=update.new), None, update.message)
+        except pygit2.GitError as exc:
+            raise Conflict(f"could not update refs: {exc}", code="ref_locked",
+                           hint="another process holds a ref lock; retry") from None
+
+    def resolve(self, rev: str) -> str:
+        """A commit id for any revision expression git understands."""
+        try:
+            obj = self.repo.revparse_single(rev)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            raise NotFound(f"unknown revision {rev!r}") from None
+        return str(commit.id)
+
+    def expand_object_prefix(self, prefix: str) -> str | None:
+        try:
+            obj = self.repo.revparse_single(prefix)
+            return str(obj.peel(pygit2.Commit).id)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            return None
+
+    # -- objects ---------------------------------------------------------------------------------------
+    def write_blob(self, data: bytes) -> str:
+        return str(self.repo.create_blob(data))
+
+    def read_blob(self, oid: str) -> bytes:
+        return self.repo[oid].data
+
+    def write_commit(self, tree: str, parents: list[str], message: str, *, author_name: str | None = None,
+                     author_email: str | None = None) -> str:
+        author = self.signature(author_name, author_email)
+        committer = self.signature()
+        oid = self.repo.create_commit(None, author, committer, message, pygit2.Oid(hex=tree),
+                                      [pygit2.Oid(hex=p) for p in parents])
+        return str(oid)
+
+    def commit_info(self, oid: str) -> CommitInfo:
+        commit = self.repo[oid].peel(pygit2.Commit)
+        return CommitInfo(str(commit.id), str(commit.tree_id), tuple(str(p) for p in commit.parent_ids),
+                          commit.message, f"{commit.author.name} <{commit.author.email}>", commit.commit_time)
+
+    def tree_of(self, commit: str) -> str:
+        return str(self.repo[commit].peel(pygit2.Commit).tree_id)
+
+    def empty_tree(self) -> str:
+        return str(self.repo.TreeBuilder().write())
+
+    def edit_tree(self, base: str | None, edits: dict[str, Entry | None]) -> str:
+        return trees.edit_tree(self.repo, base, edits)
+
+    def diff_trees(self, old: str | None, new: str | None) -> list[Change]:
+        return trees.diff_trees(self.repo, old, new)
+
+    def entry_at(self, tree: str, path: str) -> Entry | None:
+        return trees.entry_at(self.repo, tree, path)
+
+    def read_path(self, tree: str, path: str) -> bytes | None:
+        entry = trees.entry_at(self.repo, tree, path)
+        return None if entry is None else self.repo[entry.oid].data
+
+    def list_tree(self, tree: str, path: str = "") -> dict[str, Entry]:
+        """The direct entries of the directory `path` in `tree` (empty when it is missing)."""
+        try:
+            node = self.repo[tree] if not path else self.repo[tree][path]
+        except KeyError:
+            return {}
+        if node.type != pygit2.GIT_OBJECT_TREE:
+            return {}
+        node = self.repo[node.id]
+        return {item.name: Entry(str(item.id), item.filemode) for item in node}
+
+    def patch(self, old_tree: str, new_tree: str, *, paths: list[str] | None = None) -> str:
+        diff = self.repo[old_tree].diff_to_tree(self.repo[new_tree])
+        return diff.patch or ""
+
+    def diff_stat(self, old_tree: str, new_tree: str) -> tuple[str, int, int, int]:
+        diff = self.repo[old_tree].diff_to_tree(self.repo[new_tree])
+        stats = diff.stats
+        return (stats.format(pygit2.GIT_DIFF_STATS_FULL, 80), stats.files_changed, stats.insertions,
+                stats.deletions)
+
+    # -- ancestry --------------------------------------------------------------------------------------
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        if ancestor == descendant:
+            return True
+        return self.repo.descendant_of(pygit2.Oid(hex=descendant), pygit2.Oid(hex=ancestor))
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        base = self.repo.merge_base(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
+        return str(base) if base else None
+
+    def walk(self, head: str, limit: int | None = None) -> Iterator[CommitInfo]:
+        for count, commit in enumerate(self.repo.walk(pygit2.Oid(hex=head), pygit2.GIT_SORT_TOPOLOGICAL)):
+            if limit is not None and count >= limit:
+                return
+            yield self.commit_info(str(commit.id))
+
+    # -- notes -----------------------------------------------------------------------------------------
+    def read_note(self, notes_ref: str, target: str) -> str | None:
+        head = self.read_ref(notes_ref)
+        if head is None:
+            return None
+        path = _note_path(self.repo, self.tree_of(head), target)
+        if path is None:
+            return None
+        return self.repo[self.repo[self.tree_of(head)][path].id].data.decode()
+
+    def iter_notes(self, notes_ref: str) -> Iterator[tuple[str, str]]:
+        """(annotated object id, note text) for every note, in any fanout git may have written."""
+        head = self.read_ref(notes_ref)
+        if head is None:
+            return
+        yield from _walk_notes(self.repo, self.repo[self.tree_of(head)], "")
+
+    def write_notes(self, notes_ref: str, notes: dict[str, str], message: str) -> RefUpdate:
+        """Write a notes commit with `notes` set, returning the ref move for the caller to apply."""
+        head = self.read_ref(notes_ref)
+        base_tree = self.tree_of(head) if head else None
+        edits: dict[str, Entry | None] = {}
+        for target, text in notes.items():
+            existing = _note_path(self.repo, base_tree, target) if base_tree else None
+            path = existing or f"{target[:2]}/{target[2:]}"
+            edits[path] = Entry(self.write_blob(text.encode()), pygit2.GIT_FILEMODE_BLOB)
+        tree = self.edit_tree(base_tree, edits)
+        commit = self.write_commit(tree, [head] if head else [], message + "\n")
+        return RefUpdate(notes_ref, commit, head, message)
+
+
+def _note_path(repo: pygit2.Repository, tree: str | None, target: str) -> str | None:
+    """Where the note for `target` sits in a notes tree, whatever its fanout."""
+    if tree is None:
+        return None
+    node = repo[tree]
+    prefix = ""
+    rest = target
+    while rest:
+        if rest in node:
+            return prefix + rest
+        head = rest[:2]
+        if head in node and node[head].filemode == pygit2.GIT_FILEMODE_TREE:
+            node = repo[node[head].id]
+            prefix += head + "/"
+            rest = rest[2:]
+        else:
+            return None
+    return None
+
+
+def _walk_notes(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
+    for item in tree:
+        name = prefix + item.name
+        if item.filemode == pygit2.GIT_FILEMODE_TREE:
+            yield from _walk_notes(repo, repo[item.id], name)
+        elif len(name) == 40:
+            yield name, repo[item.id].data.decode()
+
+
+def _now() -> tuple[int, int]:
+    offset = -(time.altzone if time.daylight and time.localtime().tm_isdst else time.timezone) // 60
+    return int(time.time()), offset
+
+
+def _short(oid: str | None) -> str:
+    return oid[:8] if oid else "nothing"

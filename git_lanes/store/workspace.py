@@ -1,0 +1,152 @@
+"""Workspaces: real git worktrees. Snapshots go through each worktree's own index, so git's stat cache makes
+their cost follow what changed, and `git diff` inside a workspace shows exactly what is not yet snapshotted."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from git_lanes.errors import NotFound
+from git_lanes.store.gitcli import run_git
+
+# Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
+_CHANGED = ~(pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED)
+
+
+@dataclass(frozen=True)
+class Worktree:
+    path: Path
+    head: str | None
+    is_main: bool
+    branch: str | None
+
+
+class WorkspaceOps:
+    """Mixed into Store: operations on the repository's worktrees."""
+
+    repo: pygit2.Repository
+    root: Path
+    common_dir: Path
+    _workspace_repos: dict[Path, pygit2.Repository]
+
+    def workspace_repo(self, path: Path) -> pygit2.Repository:
+        path = Path(path).resolve()
+        cached = self._workspace_repos.get(path)
+        if cached is None:
+            if not (path / ".git").exists():
+                raise NotFound(f"no workspace at {path}", code="workspace_missing")
+            cached = pygit2.Repository(str(path))
+            self._workspace_repos[path] = cached
+        return cached
+
+    def add_worktree(self, path: Path, commit: str) -> None:
+        # libgit2's add_worktree insists on creating a branch; a detached worktree needs git itself.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        run_git(["worktree", "add", "--detach", "--quiet", str(path), commit], cwd=self.root)
+
+    def remove_worktree(self, path: Path) -> None:
+        self._workspace_repos.pop(Path(path).resolve(), None)
+        run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=self.root, check=False)
+        if path.exists():
+            shutil.rmtree(path)
+        run_git(["worktree", "prune"], cwd=self.root, check=False)
+        _remove_empty_parents(path.parent, self.root / ".lanes")
+
+    def list_worktrees(self) -> list[Worktree]:
+        found = [self._describe(self.root, is_main=True)]
+        for name in self.repo.list_worktrees():
+            try:
+                worktree = self.repo.lookup_worktree(name)
+                path = Path(worktree.path).resolve()
+            except (KeyError, pygit2.GitError):
+                continue
+            if path.exists():
+                found.append(self._describe(path, is_main=False))
+        return found
+
+    def _describe(self, path: Path, is_main: bool) -> Worktree:
+        repo = self.repo if is_main else self.workspace_repo(path)
+        branch = None
+        head = None
+        try:
+            ref = repo.references.get("HEAD")
+            if ref is not None and ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+                branch = ref.target
+            head = None if repo.head_is_unborn else str(repo.head.target)
+        except pygit2.GitError:
+            pass
+        return Worktree(path, head, is_main, branch)
+
+    def workspace_head(self, path: Path) -> str | None:
+        repo = self.workspace_repo(path)
+        return None if repo.head_is_unborn else str(repo.head.target)
+
+    def set_workspace_head(self, path: Path, commit: str) -> None:
+        """Point a linked workspace's detached HEAD at `commit` (the main worktree follows its branch)."""
+        repo = self.workspace_repo(path)
+        if repo.head_is_detached or repo.head_is_unborn:
+            repo.set_head(pygit2.Oid(hex=commit))
+
+    def snapshot(self, path: Path) -> str:
+        """Stage the workspace's files as they are (ignore rules apply) and return the tree's id."""
+        index = self.workspace_repo(path).index
+        index.read(False)
+        index.add_all()
+        # Writing the tree first lets the index file carry git's cache-tree extension.
+        tree = index.write_tree()
+        index.write()
+        return str(tree)
+
+    def index_tree(self, path: Path) -> str:
+        index = self.workspace_repo(path).index
+        index.read(False)
+        return str(index.write_tree())
+
+    def changed_paths(self, path: Path) -> dict[str, str]:
+        """Paths whose file or index entry differs from the workspace's HEAD: path -> short status."""
+        repo = self.workspace_repo(path)
+        changed = {}
+        for name, flags in repo.status().items():
+            if flags & _CHANGED:
+                changed[name] = _describe_status(flags)
+        return changed
+
+    def unstaged_paths(self, path: Path) -> list[str]:
+        """Paths whose file differs from the index: edits made since the last snapshot."""
+        repo = self.workspace_repo(path)
+        mask = (pygit2.GIT_STATUS_WT_NEW | pygit2.GIT_STATUS_WT_MODIFIED | pygit2.GIT_STATUS_WT_DELETED |
+                pygit2.GIT_STATUS_WT_TYPECHANGE | pygit2.GIT_STATUS_WT_RENAMED)
+        return sorted(name for name, flags in repo.status().items() if flags & mask)
+
+    def checkout(self, path: Path, tree: str, *, paths: list[str] | None = None, force: bool = False) -> None:
+        """Make the workspace's files and index match `tree` (only `paths`, when given)."""
+        repo = self.workspace_repo(path)
+        strategy = pygit2.GIT_CHECKOUT_FORCE if force else pygit2.GIT_CHECKOUT_SAFE
+        if paths is None:
+            strategy |= pygit2.GIT_CHECKOUT_REMOVE_UNTRACKED if force else 0
+            repo.checkout_tree(repo[tree], strategy=strategy)
+        elif paths:
+            repo.checkout_tree(repo[tree], strategy=strategy | pygit2.GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH,
+                               paths=paths)
+
+
+def _describe_status(flags: int) -> str:
+    if flags & (pygit2.GIT_STATUS_WT_NEW | pygit2.GIT_STATUS_INDEX_NEW):
+        return "added"
+    if flags & (pygit2.GIT_STATUS_WT_DELETED | pygit2.GIT_STATUS_INDEX_DELETED):
+        return "deleted"
+    if flags & pygit2.GIT_STATUS_CONFLICTED:
+        return "conflicted"
+    return "modified"
+
+
+def _remove_empty_parents(directory: Path, stop: Path) -> None:
+    while directory != stop and stop in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent

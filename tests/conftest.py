@@ -1,0 +1,83 @@
+"""Hermetic fixtures: every test gets its own HOME, git config, pinned identity and dates, and real git
+repositories in temporary directories. Faces are exercised through real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PINNED_DATE = "2026-01-01T00:00:00+0000"
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    (home / ".gitconfig").write_text("[user]\n\tname = Test\n\temail = test@example.com\n"
+                                     "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
+    for key in list(os.environ):
+        if key.startswith(("GIT_", "LANES_")):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", PINNED_DATE)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", PINNED_DATE)
+    monkeypatch.setenv("TZ", "UTC")
+    return home
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> Result:
+    proc = subprocess.run([sys.executable, "-m", "git_lanes", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def git(*args: str, cwd: Path, check: bool = True) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=check).stdout
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository set up for lanes with one committed file on the trunk `main`."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "README.md").write_text("# project\n")
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("print('hello')\n")
+    from git_lanes.api import Lanes
+
+    Lanes.init(root, "main")
+    return root
+
+
+@pytest.fixture
+def api(repo: Path):
+    from git_lanes.api import Lanes
+
+    return Lanes(repo)
+
+
+def workspace(repo: Path, lane: str) -> Path:
+    return repo / ".lanes" / "workspaces" / lane
