@@ -1,0 +1,48 @@
+"""Many machines, one project: pull, push and sync all lane state with an ordinary git remote."""
+
+from __future__ import annotations
+
+import os
+
+from git_lanes.domain import sync
+from git_lanes.domain.context import Context
+from git_lanes.errors import NotARepository, UserError
+from git_lanes.store import open_store
+
+DEFAULT_REMOTE = "origin"
+
+
+class SyncApi:
+    ctx: Context
+
+    def pull(self, remote: str | None = None) -> dict:
+        """Fetch the remote's lane state and merge it here; nothing is pushed."""
+        return sync.run(self.ctx, self._remote(remote), "pull")
+
+    def push(self, remote: str | None = None) -> dict:
+        """Push what is strictly ahead here, under a lease; what needs a merge is held back for `sync`."""
+        return sync.run(self.ctx, self._remote(remote), "push")
+
+    def sync(self, remote: str | None = None) -> dict:
+        """Pull, merge, push; retried after a fresh merge when another machine pushed first."""
+        return sync.run(self.ctx, self._remote(remote), "sync")
+
+    def _remote(self, remote: str | None) -> str:
+        return remote or self.ctx.store.config_get("lanes.remote") or DEFAULT_REMOTE
+
+    @classmethod
+    def open_for_sync(cls, path: str | os.PathLike | None = None, trunk: str | None = None) -> tuple:
+        """The repository opened for lanes, setting up a plain `git clone` first (its checked-out branch
+        becomes the trunk). Returns (api, the init report or None when it was already set up)."""
+        try:
+            return cls(path), None  # type: ignore[call-arg]
+        except NotARepository as exc:
+            if exc.code != "not_initialized":
+                raise
+        store = open_store(path)
+        branch = trunk or store.head_branch()
+        if not branch or store.read_ref(f"refs/heads/{branch}") is None:
+            raise UserError(f"{store.root} has no trunk to sync yet", code="no_trunk",
+                            hint="check out the trunk first (e.g. `git checkout main` in a clone), or pass --trunk")
+        api, report = cls.init(path, branch)  # type: ignore[attr-defined]
+        return api, report

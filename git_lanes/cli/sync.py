@@ -1,0 +1,126 @@
+"""`push`, `pull` and `sync`: all lane state through an ordinary git remote."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from git_lanes.cli.output import json_option, run, short
+from git_lanes.errors import EXIT_CONFLICT
+
+
+def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) -> None:
+    outcome: dict = {}
+
+    def action() -> dict:
+        from git_lanes.api import Lanes
+
+        api, initialized = Lanes.open_for_sync(None, trunk)
+        report = getattr(api, mode)(remote)
+        report["initialized"] = initialized is not None
+        outcome.update(report)
+        return report
+
+    run(action, as_json, render)
+    if outcome.get("diverged"):
+        sys.exit(EXIT_CONFLICT)
+
+
+_remote_argument = click.argument("remote", required=False)
+_trunk_option = click.option("--trunk", metavar="NAME",
+                             help="In a clone not yet set up for lanes: the trunk (default: the checked-out branch).")
+
+
+@click.command()
+@_remote_argument
+@_trunk_option
+@json_option
+def sync(remote: str | None, trunk: str | None, as_json: bool) -> None:
+    """Pull, merge and push all lane state with REMOTE (default: lanes.remote, else origin).
+
+    Lane heads only fast-forward (a diverged lane is reported, nothing is overwritten); transition notes
+    merge per record; the ledger's local-only ops are replayed on the remote's head, and an op that no
+    longer holds is recorded as refused for its agent. Pushes carry a lease and are retried after a fresh
+    merge when another machine pushed first. Exits 3 when a lane diverged.
+
+    \b
+    Example:
+      git lanes sync origin
+      git lanes sync --json
+    """
+    _command("sync", remote, trunk, as_json)
+
+
+@click.command()
+@_remote_argument
+@_trunk_option
+@json_option
+def pull(remote: str | None, trunk: str | None, as_json: bool) -> None:
+    """Fetch REMOTE's lane state and merge it here, pushing nothing.
+
+    Works in a plain `git clone` not yet set up for lanes: it is set up first. Exits 3 when a lane diverged.
+
+    \b
+    Example:
+      git clone https://example.com/project.git && cd project
+      git lanes pull
+    """
+    _command("pull", remote, trunk, as_json)
+
+
+@click.command()
+@_remote_argument
+@_trunk_option
+@json_option
+def push(remote: str | None, trunk: str | None, as_json: bool) -> None:
+    """Push the lane state that is strictly ahead of REMOTE, under a lease on each ref.
+
+    Nothing here changes; what would need a merge first (the remote moved too) is held back and listed:
+    run `git lanes sync` for it. Exits 3 when a lane diverged.
+
+    \b
+    Example:
+      git lanes push origin
+    """
+    _command("push", remote, trunk, as_json)
+
+
+def render(report: dict) -> str:
+    lines = [_headline(report)]
+    if report.get("initialized"):
+        lines.insert(0, "set up this clone for lanes")
+    for title, key in (("in", "came_in"), ("out", "went_out")):
+        for move in report[key]:
+            lines.append(f"  {title:<4}{move['kind']} {move['name']}: {move['how']} "
+                         f"{short(move['from'])}..{short(move['to'])}")
+    ledger = report["ledger"]
+    if any(ledger.values()):
+        lines.append(f"  ledger: {ledger['came_in']} ops came in, {ledger['went_out']} went out, "
+                     f"{ledger['replayed']} replayed, {ledger['refused']} refused")
+    for actor, ops in sorted(report["refused"].items()):
+        for op in ops:
+            reason = (op.get("refusal") or {}).get("message", "no longer holds")
+            lines.append(f"  refused for {actor}: {op['type']} {op['id'][:8]}: {reason}")
+    for conflict in report["notes"]["conflicts"]:
+        lines.append(f"  note of {short(conflict['state'])}: {conflict['reason']}")
+    for item in report["diverged"]:
+        lines.append(f"  diverged {item['kind']} {item['name']}: here {short(item['local'])}, remote "
+                     f"{short(item['remote'])}; nothing overwritten")
+    for item in report["kept"]:
+        lines.append(f"  kept lane {item['lane']}: {item['reason']}")
+    for item in report["held_back"]:
+        lines.append(f"  held back {item['kind']} {item['name']} ({item['side']}): run `git lanes sync`")
+    for item in report["workspaces"]:
+        if item["status"] != "updated":
+            lines.append(f"  workspace of {item['lane']} {item['status']}: {item['reason']}")
+    return "\n".join(lines)
+
+
+def _headline(report: dict) -> str:
+    verb = {"pull": "pulled from", "push": "pushed to", "sync": "synced with"}[report["mode"]]
+    came, went = len(report["came_in"]), len(report["went_out"])
+    if not came and not went and not report["diverged"] and not report["held_back"]:
+        return f"{verb} {report['remote']}: already up to date"
+    tries = f" ({report['attempts']} attempts)" if report["attempts"] > 1 else ""
+    return f"{verb} {report['remote']}: {came} refs came in, {went} went out{tries}"

@@ -1,0 +1,159 @@
+"""Sync: fetch the remote's lane state, merge it with ours, push the result under a lease; retry on a race.
+
+A sync killed at any instant leaves both sides consistent: the fetch only refreshes the tracking copies, the
+local merge is one compare-and-swap transaction (workspaces follow afterwards and catch up on the next sync),
+and the remote changes only through one leased push. The next sync picks up wherever this one stopped."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from git_lanes.domain import lanes, sync_plan, transitions
+from git_lanes.domain.context import Context
+from git_lanes.domain.sync_plan import Plan
+from git_lanes.errors import Conflict
+from git_lanes.model import refs
+from git_lanes.store import RefUpdate
+from git_lanes.store import remote as transport
+from git_lanes.store.follow import fast_forward_files
+
+MODES = ("pull", "push", "sync")
+MAX_ATTEMPTS = 10
+
+
+@dataclass
+class Report:
+    remote: str
+    mode: str
+    attempts: int = 0
+    came_in: list[dict] = field(default_factory=list)
+    went_out: list[dict] = field(default_factory=list)
+    held_back: list[dict] = field(default_factory=list)
+    diverged: list[dict] = field(default_factory=list)
+    kept: list[dict] = field(default_factory=list)
+    refused: dict[str, list[dict]] = field(default_factory=dict)
+    workspaces: list[dict] = field(default_factory=list)
+    notes: dict = field(default_factory=lambda: {"merged": 0, "conflicts": []})
+    ledger: dict = field(default_factory=lambda: {"came_in": 0, "went_out": 0, "replayed": 0, "refused": 0})
+
+    def absorb_local(self, plan: Plan) -> None:
+        """What this attempt changed here: it stays changed even if the push must be retried."""
+        self.came_in += [move.to_dict() for move in plan.local]
+        seen = {op["id"] for ops in self.refused.values() for op in ops}
+        for op in plan.refused:
+            if op["id"] not in seen:
+                self.refused.setdefault(op["actor"], []).append(op)
+        self.ledger["came_in"] += plan.ledger["came_in"]
+        self.ledger["replayed"] += plan.ledger["replayed"]
+        self.ledger["refused"] = sum(len(ops) for ops in self.refused.values())
+        self.notes["merged"] += plan.notes["merged"]
+        self.notes["conflicts"] += plan.notes["conflicts"]
+
+    def absorb_final(self, plan: Plan, pushed: bool) -> None:
+        self.diverged, self.kept, self.held_back = plan.diverged, plan.kept, plan.held_back
+        if pushed:
+            self.went_out = [move.to_dict() for move in plan.remote]
+            self.ledger["went_out"] = plan.ledger["went_out"]
+
+    def to_dict(self) -> dict:
+        return {"remote": self.remote, "mode": self.mode, "attempts": self.attempts, "came_in": self.came_in,
+                "went_out": self.went_out, "held_back": self.held_back, "diverged": self.diverged,
+                "kept": self.kept, "refused": self.refused, "workspaces": self.workspaces, "notes": self.notes,
+                "ledger": self.ledger}
+
+
+def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
+        sleep: Callable[[float], None] = time.sleep) -> dict:
+    """Pull, push or sync with `remote`. `lock` serializes the local merge with every other local writer
+    (the store's lock by default); the network is never used while it is held."""
+    transport.check_remote(ctx.store, remote)
+    report = Report(remote, mode)
+    locked = lock or ctx.store.locked
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        report.attempts = attempt
+        fetched = transport.fetch(ctx.store, remote, ctx.trunk)
+        with locked():
+            transitions.recover(ctx)
+            plan = sync_plan.build(ctx, remote, fetched, mode)
+            if mode != "push":
+                apply_local(ctx, remote, plan, report)
+                report.absorb_local(plan)
+        if mode == "pull" or not plan.remote:
+            report.absorb_final(plan, pushed=False)
+            return report.to_dict()
+        result = transport.push(ctx.store, remote, plan.push_updates())
+        if result.ok:
+            _record_pushed(ctx, remote, plan, fetched)
+            report.absorb_final(plan, pushed=True)
+            return report.to_dict()
+        if not result.raced:
+            ref, reason = next(iter(result.rejected.items()))
+            raise transport.RemoteFailed(f"{remote} refused {ref}: {reason}",
+                                         hint="a server-side hook or permission refused the push")
+        # Another machine pushed first: merge with what it pushed and try again, a little later each time.
+        sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))
+    raise Conflict(f"{remote} kept moving: gave up after {MAX_ATTEMPTS} attempts", code="sync_raced",
+                   hint="everything merged so far is kept; run the sync again")
+
+
+def apply_local(ctx: Context, remote: str, plan: Plan, report: Report) -> None:
+    """Move every local ref of the plan in one compare-and-swap transaction, then bring workspaces along."""
+    store = ctx.store
+    trunk_move = next((m for m in plan.local if m.kind == "lane" and m.name == ctx.trunk and m.new), None)
+    if trunk_move is not None:
+        # The main worktree follows the trunk branch itself, so its files must move first: moving the branch
+        # under them would make the next snapshot revert what came in.
+        main = lanes.workspace_path(ctx, ctx.trunk)
+        reason = fast_forward_files(store, main, store.tree_of(trunk_move.new)) if main else None
+        if reason:
+            plan.local.remove(trunk_move)
+            report.workspaces.append({"lane": ctx.trunk, "path": str(main), "status": "blocked",
+                                      "reason": reason, "behind": trunk_move.new})
+        elif main is not None:
+            report.workspaces.append({"lane": ctx.trunk, "path": str(main), "status": "updated"})
+    store.update_refs([RefUpdate(m.ref, m.new, m.old, f"lanes: {m.how} {m.kind} {m.name} from {remote}")
+                       for m in plan.local])
+    moved = {m.name for m in plan.local if m.kind == "lane" and m.name != ctx.trunk}
+    report.workspaces += catch_up_workspaces(ctx, moved)
+
+
+def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
+    """Bring every linked workspace whose lane moved ahead of it up to date when its edits allow, else say
+    so. Every lane is looked at, so a sync killed before this step is completed by the next one."""
+    found = []
+    for worktree in ctx.store.list_worktrees():
+        if worktree.is_main or worktree.head is None:
+            continue
+        name = _lane_of(ctx, worktree.path)
+        head = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk)) if name else None
+        if head is None or head == worktree.head or not ctx.store.is_ancestor(worktree.head, head):
+            continue
+        reason = fast_forward_files(ctx.store, worktree.path, ctx.store.tree_of(head))
+        if reason is None:
+            ctx.store.set_workspace_head(worktree.path, head)
+            found.append({"lane": name, "path": str(worktree.path), "status": "updated"})
+        elif name in moved:
+            found.append({"lane": name, "path": str(worktree.path), "status": "stale", "reason": reason,
+                          "hint": f"save or drop the edits, then `git lanes restore {name} -w {name}`"})
+    return found
+
+
+def _lane_of(ctx: Context, path) -> str | None:
+    base = (ctx.store.root / refs.WORKSPACES_DIR).resolve()
+    try:
+        return path.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return None
+
+
+def _record_pushed(ctx: Context, remote: str, plan: Plan, fetched: dict[str, str]) -> None:
+    """Keep the tracking copies true after a push; a failure only means a concurrent fetch refreshed them."""
+    updates = [RefUpdate(transport.tracking_ref(remote, m.ref), m.new, fetched.get(m.ref),
+                         f"lanes: pushed to {remote}") for m in plan.remote]
+    try:
+        ctx.store.update_refs(updates)
+    except Conflict:
+        pass

@@ -1,0 +1,206 @@
+"""Planning a sync: from the local refs and the remote's (as just fetched), decide every ref move on each side.
+
+Nothing moves here. New objects (a notes merge, a replayed ledger) are written, but stay unreferenced until
+the plan is applied with compare-and-swap locally and pushed with a lease remotely."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from git_lanes.domain import lanes
+from git_lanes.domain.context import Context
+from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, how, kind_of, merge_note, \
+    note_status
+from git_lanes.model import refs
+from git_lanes.store import remote as transport
+
+
+@dataclass
+class Plan:
+    local: list[Move] = field(default_factory=list)
+    remote: list[Move] = field(default_factory=list)
+    diverged: list[dict] = field(default_factory=list)
+    held_back: list[dict] = field(default_factory=list)
+    # lanes deleted on the remote that keep their ref here because a workspace here still uses them
+    kept: list[dict] = field(default_factory=list)
+    notes: dict = field(default_factory=lambda: {"merged": 0, "conflicts": []})
+    ledger: dict = field(default_factory=lambda: {"came_in": 0, "went_out": 0, "replayed": 0})
+    refused: list[dict] = field(default_factory=list)
+
+    def push_updates(self) -> list[transport.PushUpdate]:
+        return [transport.PushUpdate(move.ref, move.new, move.old) for move in self.remote]
+
+
+def local_refs(ctx: Context) -> dict[str, str]:
+    found = {}
+    for pattern in transport.synced_patterns(ctx.trunk):
+        if pattern.endswith("*"):
+            found.update(ctx.store.list_refs(pattern[:-1]))
+        else:
+            oid = ctx.store.read_ref(pattern)
+            if oid:
+                found[pattern] = oid
+    return found
+
+
+def build(ctx: Context, remote: str, fetched: dict[str, str], mode: str) -> Plan:
+    """Decide every move. `mode` is pull, push or sync; a push moves nothing here and pushes only what needs
+    no merge, holding the rest back for a sync."""
+    local = local_refs(ctx)
+    planner = _Planner(ctx, remote, local, fetched, Plan())
+    notes_head = planner.notes()
+    planner.ledger(replay_ops=mode != "push")
+    planner.lanes()
+    for kind in ("rejected", "deleted", "run"):
+        planner.fast_forward_only(kind)
+    planner.proposals(notes_head)
+    if mode == "push":
+        _hold_back(planner.plan, local)
+    return planner.plan
+
+
+class _Planner:
+    def __init__(self, ctx: Context, remote: str, local: dict[str, str], fetched: dict[str, str],
+                 plan: Plan) -> None:
+        self.ctx, self.store, self.remote = ctx, ctx.store, remote
+        self.local, self.fetched, self.plan = local, fetched, plan
+        self.is_ancestor: Callable[[str, str], bool] = self.store.is_ancestor
+
+    def _names(self, kind: str) -> dict[str, str]:
+        """name -> ref for every ref of `kind` on either side."""
+        found = {}
+        for ref in set(self.local) | set(self.fetched):
+            ref_kind, name = kind_of(ref, self.ctx.trunk)
+            if ref_kind == kind:
+                found[name] = ref
+        return dict(sorted(found.items()))
+
+    def _move(self, side: str, kind: str, name: str, ref: str, old: str | None, new: str | None,
+              how_: str | None = None) -> None:
+        move = Move(kind, name, ref, old, new, how_ or how(old, new))
+        (self.plan.local if side == "local" else self.plan.remote).append(move)
+
+    def _travel(self, kind: str, name: str, ref: str, decision: str) -> None:
+        mine, theirs = self.local.get(ref), self.fetched.get(ref)
+        if decision == PULL:
+            self._move("local", kind, name, ref, mine, theirs)
+        elif decision == PUSH:
+            self._move("remote", kind, name, ref, theirs, mine)
+        elif decision == DIVERGED:
+            self.plan.diverged.append({"kind": kind, "name": name, "ref": ref, "local": mine, "remote": theirs,
+                                       "base": self.store.merge_base(mine, theirs)})
+
+    def fast_forward_only(self, kind: str) -> None:
+        for name, ref in self._names(kind).items():
+            self._travel(kind, name, ref, classify(self.local.get(ref), self.fetched.get(ref), self.is_ancestor))
+
+    def lanes(self) -> None:
+        """Lane heads only fast-forward. A lane missing on one side was either created on the other or
+        deleted on this one; refs/lanes/deleted/<lane> (where a deletion leaves the last head) tells which."""
+        for name, ref in self._names("lane").items():
+            mine, theirs = self.local.get(ref), self.fetched.get(ref)
+            decision = classify(mine, theirs, self.is_ancestor)
+            if decision == PULL and mine is None and self._deleted_over(self.local, name, theirs):
+                self._move("remote", "lane", name, ref, theirs, None)
+            elif decision == PUSH and theirs is None and self._deleted_over(self.fetched, name, mine):
+                if lanes.workspace_path(self.ctx, name) is not None:
+                    self.plan.kept.append({"lane": name, "head": mine,
+                                           "reason": "deleted on the remote; its workspace here keeps it"})
+                else:
+                    self._move("local", "lane", name, ref, mine, None)
+            else:
+                self._travel("lane", name, ref, decision)
+
+    def _deleted_over(self, side: dict[str, str], name: str, head: str | None) -> bool:
+        graveyard = side.get(refs.DELETED + name)
+        return name != self.ctx.trunk and head is not None and graveyard is not None \
+            and self.is_ancestor(head, graveyard)
+
+    def proposals(self, notes_head: str | None) -> None:
+        """A proposal decided on either side (its merged note says so) disappears on both."""
+        for name, ref in self._names("proposal").items():
+            mine, theirs = self.local.get(ref), self.fetched.get(ref)
+            if mine is not None and theirs is not None and mine != theirs:
+                self._travel("proposal", name, ref, DIVERGED)
+                continue
+            state = mine or theirs
+            decided = note_status(transport.note_at(self.store, notes_head, state or "")) in DECIDED
+            if decided and mine is not None:
+                self._move("local", "proposal", name, ref, mine, None, "decided")
+            if decided and theirs is not None:
+                self._move("remote", "proposal", name, ref, theirs, None, "decided")
+            if not decided and mine != theirs:
+                self._travel("proposal", name, ref, PULL if mine is None else PUSH)
+
+    def notes(self) -> str | None:
+        """Plan the notes ref and return the merged notes commit the proposals are judged by."""
+        ref = refs.NOTES
+        mine, theirs = self.local.get(ref), self.fetched.get(ref)
+        decision = classify(mine, theirs, self.is_ancestor)
+        if decision != DIVERGED:
+            self._travel("notes", "lanes", ref, decision)
+            return theirs if decision == PULL else mine
+        assert mine is not None and theirs is not None
+        edits = {}
+        differing = transport.differing_notes(self.store, mine, theirs)
+        for target in sorted(differing):
+            ours_text = transport.note_at(self.store, mine, target)
+            theirs_text = transport.note_at(self.store, theirs, target)
+            if theirs_text is None:
+                continue
+            if ours_text is None:
+                edits[target] = theirs_text
+                continue
+            merged = merge_note(ours_text, theirs_text)
+            if merged.text != ours_text:
+                edits[target] = merged.text
+            if merged.conflict:
+                self.plan.notes["conflicts"].append({"state": target, "reason": merged.conflict})
+        merge = transport.write_notes_merge(self.store, mine, theirs, edits,
+                                            f"lanes: merge notes from {self.remote}")
+        self.plan.notes["merged"] = len(differing)
+        self._move("local", "notes", "lanes", ref, mine, merge, "merged")
+        self._move("remote", "notes", "lanes", ref, theirs, merge, "merged")
+        return merge
+
+    def ledger(self, replay_ops: bool) -> None:
+        ref = refs.LEDGER
+        mine, theirs = self.local.get(ref), self.fetched.get(ref)
+        decision = classify(mine, theirs, self.is_ancestor)
+        if decision == PULL:
+            self.plan.ledger["came_in"] = transport.count_between(self.store, mine, theirs)
+        elif decision == PUSH:
+            self.plan.ledger["went_out"] = transport.count_between(self.store, theirs, mine)
+        if decision != DIVERGED:
+            self._travel("ledger", "ledger", ref, decision)
+            return
+        assert mine is not None and theirs is not None
+        if not replay_ops:
+            self.plan.held_back.append({"kind": "ledger", "name": "ledger", "ref": ref, "from": theirs,
+                                        "to": mine, "how": "replayed", "side": "remote"})
+            return
+        from git_lanes.ledger import merge as ledger_merge
+
+        replay = ledger_merge.replay(self.store, mine, theirs)
+        self.plan.ledger.update(came_in=replay.came_in, went_out=replay.replayed + len(replay.refused),
+                                replayed=replay.replayed)
+        self.plan.refused.extend(replay.refused)
+        self._move("local", "ledger", "ledger", ref, mine, replay.head, "replayed")
+        self._move("remote", "ledger", "ledger", ref, theirs, replay.head, "replayed")
+
+
+def _hold_back(plan: Plan, local: dict[str, str]) -> None:
+    """A push moves nothing here: incoming moves and anything that needs a merge wait for a sync."""
+    held = [move.to_dict() | {"side": "local"} for move in plan.local]
+    notes_merged = any(move.kind == "notes" for move in plan.local)
+    keep = []
+    for move in plan.remote:
+        needs_merge = move.kind in ("notes", "ledger") and move.new != local.get(move.ref)
+        # a proposal decided only in notes that cannot be pushed yet would vanish without its decision
+        if needs_merge or (move.kind == "proposal" and move.how == "decided" and notes_merged):
+            held.append(move.to_dict() | {"side": "remote"})
+        else:
+            keep.append(move)
+    plan.local, plan.remote, plan.held_back = [], keep, plan.held_back + held
+    plan.refused = []

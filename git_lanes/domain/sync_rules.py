@@ -1,0 +1,133 @@
+"""The merge rules of sync (DESIGN.md §2), as pure decisions: no refs are read or moved here.
+
+Every rule is symmetric (the same two inputs give the same result on either machine), so two machines that
+merge the same pair concurrently converge instead of trading merge commits forever."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from git_lanes.errors import LanesError
+from git_lanes.model import refs
+from git_lanes.model.records import check_format
+
+SAME, PULL, PUSH, DIVERGED = "same", "pull", "push", "diverged"
+DECIDED = ("accepted", "rejected")
+
+
+@dataclass(frozen=True)
+class Move:
+    """One ref to move on one side: `old` -> `new` (None: absent). The ref's name is the same on both sides."""
+
+    kind: str
+    name: str
+    ref: str
+    old: str | None
+    new: str | None
+    how: str
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "ref": self.ref, "from": self.old, "to": self.new,
+                "how": self.how}
+
+
+def classify(local: str | None, remote: str | None, is_ancestor: Callable[[str, str], bool]) -> str:
+    """How an only-fast-forward ref travels: nothing to do, pull, push, or diverged (nothing overwritten)."""
+    if local == remote:
+        return SAME
+    if local is None:
+        return PULL
+    if remote is None:
+        return PUSH
+    if is_ancestor(local, remote):
+        return PULL
+    if is_ancestor(remote, local):
+        return PUSH
+    return DIVERGED
+
+
+def how(old: str | None, new: str | None) -> str:
+    if old is None:
+        return "created"
+    if new is None:
+        return "deleted"
+    return "fast-forward"
+
+
+def kind_of(ref: str, trunk: str) -> tuple[str, str]:
+    """(kind, name) of a synced ref: lane, proposal, rejected, deleted, run, ledger or notes."""
+    if ref == f"refs/heads/{trunk}":
+        return "lane", trunk
+    for prefix, kind in ((refs.LANE_HEADS, "lane"), (refs.PROPOSALS, "proposal"), (refs.REJECTED, "rejected"),
+                         (refs.DELETED, "deleted"), (refs.RUNS, "run")):
+        if ref.startswith(prefix):
+            return kind, ref[len(prefix):]
+    if ref == refs.LEDGER:
+        return "ledger", "ledger"
+    if ref == refs.NOTES:
+        return "notes", "lanes"
+    raise ValueError(f"{ref} is not a synced ref")
+
+
+# -- notes: one JSON transition record per state commit ---------------------------------------------------
+@dataclass(frozen=True)
+class RecordMerge:
+    text: str
+    conflict: str | None = None
+
+
+def merge_note(ours: str, theirs: str) -> RecordMerge:
+    """Merge two versions of one transition record: a decision beats `proposed`, evaluations are united.
+
+    Two different decisions cannot both stand: `accepted` wins because the accept already moved a lane
+    head, which sync never moves back; the clash is reported."""
+    if ours == theirs:
+        return RecordMerge(ours)
+    try:
+        a, b = _record(ours), _record(theirs)
+    except (ValueError, LanesError):
+        # Not a record this version understands: keep one deterministically and say so.
+        return RecordMerge(max(ours, theirs), "unreadable note")
+    primary, other = sorted((a, b), key=_precedence, reverse=True)
+    merged = dict(primary)
+    merged["evaluations"] = _united(primary.get("evaluations") or [], other.get("evaluations") or [])
+    conflict = None
+    if a.get("status") in DECIDED and b.get("status") in DECIDED and a["status"] != b["status"]:
+        conflict = f"decided both accepted and rejected; kept {primary['status']}"
+    return RecordMerge(json.dumps(merged, indent=2, sort_keys=True) + "\n", conflict)
+
+
+def note_status(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return _record(text).get("status")
+    except (ValueError, LanesError):
+        return None
+
+
+def _record(text: str) -> dict:
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    check_format(data, "transition note")
+    return data
+
+
+def _precedence(record: dict) -> tuple:
+    status = record.get("status")
+    rank = {"accepted": 2, "rejected": 1}.get(status, 0)
+    return rank, record.get("decided_at") or 0, json.dumps(record, sort_keys=True)
+
+
+def _united(first: list, second: list) -> list:
+    seen = {json.dumps(e, sort_keys=True) for e in first}
+    united = list(first)
+    for evaluation in second:
+        key = json.dumps(evaluation, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            united.append(evaluation)
+    return united

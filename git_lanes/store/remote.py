@@ -1,0 +1,219 @@
+"""Remotes: fetching lane state into `refs/lanes-remote/<remote>/…` and pushing it back with a lease on every
+ref. The network is the git CLI's: it speaks every transport and credential helper a user has set up."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pygit2
+
+from git_lanes.errors import Conflict, LanesError, NotFound, UserError
+from git_lanes.model import refs
+from git_lanes.store.gitcli import run_git
+from git_lanes.store.repo import RefUpdate, Store
+from git_lanes.store.trees import Entry
+
+NETWORK_TIMEOUT = 600.0
+_REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_MISSING_REF = re.compile(r"couldn't find remote ref (\S+)")
+
+
+class RemoteFailed(LanesError):
+    """The git transport failed (unreachable, refused by a hook, bad credentials): nothing was changed."""
+
+    code = "remote_failed"
+
+
+@dataclass(frozen=True)
+class PushUpdate:
+    """Make the remote's `ref` `new` (None deletes it), provided it is still `expected` (None: absent)."""
+
+    ref: str
+    new: str | None
+    expected: str | None
+
+
+@dataclass(frozen=True)
+class PushResult:
+    ok: bool
+    # ref -> git's reason, for every ref the remote refused
+    rejected: dict[str, str]
+
+    @property
+    def raced(self) -> bool:
+        """True when every refusal says only that the remote moved (a lease or lock lost to another writer)."""
+        return not self.ok and all(_is_race(reason) for reason in self.rejected.values())
+
+
+def tracking_prefix(remote: str) -> str:
+    return f"{refs.REMOTE_PREFIX}{remote}/"
+
+
+def tracking_ref(remote: str, ref: str) -> str:
+    """Where the remote's `ref` is kept here: refs/lanes/x -> refs/lanes-remote/<remote>/lanes/x."""
+    return tracking_prefix(remote) + ref[len("refs/"):]
+
+
+def remote_ref_of(remote: str, tracking: str) -> str:
+    return "refs/" + tracking[len(tracking_prefix(remote)):]
+
+
+def synced_patterns(trunk: str) -> list[str]:
+    """Every ref pattern that travels (DESIGN.md §1); backups stay on the machine whose workspace they saved."""
+    return [f"refs/heads/{trunk}", refs.LANE_HEADS + "*", refs.PROPOSALS + "*", refs.REJECTED + "*",
+            refs.DELETED + "*", refs.RUNS + "*", refs.LEDGER, refs.NOTES]
+
+
+def check_remote(store: Store, remote: str) -> str:
+    """The remote's URL; a clear error for a name that is not a configured remote."""
+    if not _REMOTE_NAME.match(remote):
+        raise UserError(f"invalid remote name {remote!r}", code="invalid_remote")
+    url = store.config_get(f"remote.{remote}.url")
+    if not url:
+        raise NotFound(f"no remote named {remote!r}", code="unknown_remote",
+                       hint=f"add it with `git remote add {remote} URL`")
+    return url
+
+
+def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
+    """Copy the remote's lane state into the tracking namespace (pruning what it no longer has) and return
+    remote ref -> oid as fetched. Tracking refs are a cache of the remote, so forcing them is safe: nothing
+    here is ever pushed from that namespace."""
+    prefix = tracking_prefix(remote)
+    patterns = synced_patterns(trunk)
+    # An exact refspec the remote lacks fails the whole fetch, so each missing one is dropped and retried;
+    # usually (the trunk and notes exist) this is one round trip.
+    for _ in range(len(patterns) + 1):
+        specs = [f"+{pattern}:{tracking_ref(remote, pattern)}" for pattern in patterns]
+        proc = run_git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--atomic",
+                        "--no-auto-gc", "--no-recurse-submodules", remote, *specs],
+                       cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
+        if proc.returncode == 0:
+            break
+        missing = _MISSING_REF.findall(proc.stderr)
+        if not missing or not set(missing) & set(patterns):
+            raise RemoteFailed(f"git fetch from {remote!r} failed: {_last_line(proc.stderr)}",
+                               hint="check the remote's URL and your access to it")
+        patterns = [pattern for pattern in patterns if pattern not in missing]
+        _forget(store, [tracking_ref(remote, ref) for ref in missing])
+    return {remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()}
+
+
+def _forget(store: Store, tracking: list[str]) -> None:
+    """Drop tracking copies of refs the remote no longer has (a cache: a lost race here is harmless)."""
+    updates = [RefUpdate(name, None, oid, "lanes: gone from the remote") for name in tracking
+               if (oid := store.read_ref(name)) is not None]
+    try:
+        store.update_refs(updates)
+    except Conflict:
+        pass
+
+
+def push(store: Store, remote: str, updates: list[PushUpdate], *, atomic: bool = True) -> PushResult:
+    """Push every update under a lease on its expected value, all-or-nothing where the server can.
+
+    No refspec carries `+`: it would silently switch the lease off."""
+    if not updates:
+        return PushResult(True, {})
+    args = ["push", "--porcelain", "--no-verify"]
+    if atomic:
+        args.append("--atomic")
+    for update in updates:
+        args.append(f"--force-with-lease={update.ref}:{update.expected or ''}")
+    args.append(remote)
+    args += [f"{update.new or ''}:{update.ref}" for update in updates]
+    proc = run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
+    if atomic and "does not support --atomic" in proc.stderr:
+        return push(store, remote, updates, atomic=False)
+    rejected = _rejections(proc.stdout)
+    if proc.returncode != 0 and not rejected:
+        raise RemoteFailed(f"git push to {remote!r} failed: {_last_line(proc.stderr)}",
+                           hint="check the remote's URL and your access to it")
+    return PushResult(not rejected, rejected)
+
+
+def _rejections(porcelain: str) -> dict[str, str]:
+    found = {}
+    for line in porcelain.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0] == "!":
+            found[parts[1].split(":", 1)[-1]] = parts[2]
+    return found
+
+
+def _is_race(reason: str) -> bool:
+    return any(word in reason for word in ("stale info", "fetch first", "non-fast-forward", "atomic push failed",
+                                            "cannot lock", "failed to lock", "incorrect old value"))
+
+
+def _git(store: Store, args: list[str]) -> None:
+    proc = run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
+    if proc.returncode != 0:
+        raise RemoteFailed(f"git {args[0]} failed: {_last_line(proc.stderr)}",
+                           hint="check the remote's URL and your access to it")
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+# -- notes: reading a record at a given notes commit, and writing a merge of two notes commits -----------
+def note_at(store: Store, notes_commit: str | None, target: str) -> str | None:
+    """The note text for `target` in the notes tree of `notes_commit`, whatever its fanout."""
+    if notes_commit is None:
+        return None
+    node = store.repo[store.tree_of(notes_commit)]
+    rest = target
+    while rest:
+        if rest in node:
+            return store.repo[node[rest].id].data.decode()
+        head = rest[:2]
+        if head not in node or node[head].filemode != pygit2.GIT_FILEMODE_TREE:
+            return None
+        node = store.repo[node[head].id]
+        rest = rest[2:]
+    return None
+
+
+def differing_notes(store: Store, ours: str, theirs: str) -> set[str]:
+    """Annotated object ids whose note differs between two notes commits (equal subtrees are skipped)."""
+    changes = store.diff_trees(store.tree_of(ours), store.tree_of(theirs))
+    return {change.path.replace("/", "") for change in changes}
+
+
+def write_notes_merge(store: Store, ours: str, theirs: str, notes: dict[str, str], message: str) -> str:
+    """A notes commit with parents (ours, theirs) whose tree is ours with `notes` set."""
+    base_tree = store.tree_of(ours)
+    edits: dict[str, Entry | None] = {}
+    for target, text in notes.items():
+        path = _note_path(store, base_tree, target) or f"{target[:2]}/{target[2:]}"
+        edits[path] = Entry(store.write_blob(text.encode()), pygit2.GIT_FILEMODE_BLOB)
+    tree = store.edit_tree(base_tree, edits)
+    return store.write_commit(tree, [ours, theirs], message + "\n")
+
+
+def _note_path(store: Store, tree: str, target: str) -> str | None:
+    node = store.repo[tree]
+    prefix, rest = "", target
+    while rest:
+        if rest in node:
+            return prefix + rest
+        head = rest[:2]
+        if head not in node or node[head].filemode != pygit2.GIT_FILEMODE_TREE:
+            return None
+        node = store.repo[node[head].id]
+        prefix, rest = prefix + head + "/", rest[2:]
+    return None
+
+
+
+def count_between(store: Store, ancestor: str | None, head: str | None) -> int:
+    """How many commits `head` has that `ancestor` has not."""
+    if head is None:
+        return 0
+    walker = store.repo.walk(pygit2.Oid(hex=head), pygit2.GIT_SORT_NONE)
+    if ancestor is not None:
+        walker.hide(pygit2.Oid(hex=ancestor))
+    return sum(1 for _ in walker)
