@@ -58,7 +58,7 @@ def workspace_path(ctx: Context, name: str) -> Path | None:
         main = next(w for w in ctx.store.list_worktrees() if w.is_main)
         return main.path if main.branch == refs.lane_ref(ctx.trunk, ctx.trunk) else None
     path = default_workspace(ctx, name)
-    return path if (path / ".git").is_file() else None
+    return path if ctx.store.is_workspace(path) else None
 
 
 def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:
@@ -67,7 +67,7 @@ def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:
     workspaces = (ctx.store.root / refs.WORKSPACES_DIR).resolve()
     probe = directory
     while probe != workspaces and workspaces in probe.parents:
-        if (probe / ".git").is_file():
+        if ctx.store.is_workspace(probe):
             name = probe.relative_to(workspaces).as_posix()
             lane_head(ctx, name)
             return name, probe
@@ -109,6 +109,7 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
     if created:
         ctx.store.update_refs([RefUpdate(ref, head, None, f"lanes: create lane {name}")])
     path = default_workspace(ctx, name)
+    ctx.store.clear_unfinished_worktree(path)
     if path.exists() and any(path.iterdir()):
         raise Refused(f"{path} exists and is not empty", code="workspace_exists")
     ctx.store.add_worktree(path, head)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pygit2
 
 from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
-from git_lanes.store import lock, setup, trees
+from git_lanes.store import lock, setup, stale, trees
 from git_lanes.store.trees import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
 
@@ -69,6 +69,7 @@ class Store(WorkspaceOps):
         self.root = Path(repo.workdir).resolve()
         self.discovered_git_dir = (discovered_git_dir or self.common_dir).resolve()
         self._workspace_repos: dict[Path, pygit2.Repository] = {}
+        self._warm_indexes: set[Path] = set()
 
     # -- locking ---------------------------------------------------------------------------------------
     @contextmanager
@@ -129,25 +130,33 @@ class Store(WorkspaceOps):
         """Apply every update, or none if any ref is not at its expected old value."""
         if not updates:
             return
+        owned_locks = [self.common_dir / f"{u.name}.lock" for u in updates if stale.owned_ref(u.name)]
         try:
-            with self.repo.transaction() as tx:
-                for update in updates:
-                    tx.lock_ref(update.name)
-                for update in updates:
-                    current = self.read_ref(update.name)
-                    if current != update.old:
-                        raise Conflict(f"{update.name} moved: expected {_short(update.old)}, found "
-                                       f"{_short(current)}", code="stale_ref",
-                                       hint="another writer got there first; re-read and retry")
-                for update in updates:
-                    if update.new is None:
-                        tx.remove(update.name)
-                    else:
-                        # pygit2 cannot pass a signature here; libgit2 uses the configured identity
-                        tx.set_target(update.name, pygit2.Oid(hex=update.new), None, update.message)
+            stale.retrying(lambda: self._apply_ref_updates(updates), owned_locks, pygit2.GitError,
+                           "could not update refs")
         except pygit2.GitError as exc:
+            locks = [self.common_dir / f"{u.name}.lock" for u in updates]
+            held = next((lock for lock in [*locks, self.common_dir / "packed-refs.lock"] if lock.exists()), None)
             raise Conflict(f"could not update refs: {exc}", code="ref_locked",
-                           hint="another process holds a ref lock; retry") from None
+                           hint=f"retry; if no git process is running, delete {held}" if held
+                           else "another process holds a ref lock; retry") from None
+
+    def _apply_ref_updates(self, updates: list[RefUpdate]) -> None:
+        with self.repo.transaction() as tx:
+            for update in updates:
+                tx.lock_ref(update.name)
+            for update in updates:
+                current = self.read_ref(update.name)
+                if current != update.old:
+                    raise Conflict(f"{update.name} moved: expected {_short(update.old)}, found "
+                                   f"{_short(current)}", code="stale_ref",
+                                   hint="another writer got there first; re-read and retry")
+            for update in updates:
+                if update.new is None:
+                    tx.remove(update.name)
+                else:
+                    # pygit2 cannot pass a signature here; libgit2 uses the configured identity
+                    tx.set_target(update.name, pygit2.Oid(hex=update.new), None, update.message)
 
     def resolve(self, rev: str) -> str:
         """A commit id for any revision expression git understands."""

@@ -3,6 +3,7 @@ their cost follow what changed, and `git diff` inside a workspace shows exactly 
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +11,8 @@ from pathlib import Path
 import pygit2
 
 from git_lanes.errors import NotFound
-from git_lanes.store.gitcli import run_git
+from git_lanes.store import stale
+from git_lanes.store.gitcli import GitCommandFailed, run_git
 
 # Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
 _CHANGED = ~(pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED)
@@ -31,6 +33,7 @@ class WorkspaceOps:
     root: Path
     common_dir: Path
     _workspace_repos: dict[Path, pygit2.Repository]
+    _warm_indexes: set[Path]
 
     def workspace_repo(self, path: Path) -> pygit2.Repository:
         path = Path(path).resolve()
@@ -42,6 +45,18 @@ class WorkspaceOps:
             self._workspace_repos[path] = cached
         return cached
 
+    def is_workspace(self, path: Path) -> bool:
+        """A finished worktree lives at `path` (not one a killed `git worktree add` left half made)."""
+        return (path / ".git").is_file() and not _unfinished(path)
+
+    def clear_unfinished_worktree(self, path: Path) -> bool:
+        """Remove what a killed `git worktree add` left at `path`; True when there was something. Nothing in
+        it was ever handed to anyone: git marks a worktree `initializing` until its checkout is complete."""
+        if not _unfinished(path):
+            return False
+        self.remove_worktree(path)
+        return True
+
     def add_worktree(self, path: Path, commit: str) -> None:
         # libgit2's add_worktree insists on creating a branch; a detached worktree needs git itself.
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -49,6 +64,7 @@ class WorkspaceOps:
 
     def remove_worktree(self, path: Path) -> None:
         self._workspace_repos.pop(Path(path).resolve(), None)
+        self._warm_indexes.discard(Path(path).resolve())
         run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=self.root, check=False)
         if path.exists():
             shutil.rmtree(path)
@@ -88,17 +104,32 @@ class WorkspaceOps:
         """Point a linked workspace's detached HEAD at `commit` (the main worktree follows its branch)."""
         repo = self.workspace_repo(path)
         if repo.head_is_detached or repo.head_is_unborn:
-            repo.set_head(pygit2.Oid(hex=commit))
+            stale.retrying(lambda: repo.set_head(pygit2.Oid(hex=commit)), [Path(repo.path) / "HEAD.lock"],
+                           pygit2.GitError, "could not move the workspace's HEAD")
 
     def snapshot(self, path: Path) -> str:
         """Stage the workspace's files as they are (ignore rules apply) and return the tree's id."""
+        path = Path(path).resolve()
+        index_lock = self._admin_dir(path) / "index.lock"
+        locks = [index_lock] if path != self.root else []
+        if path not in self._warm_indexes:
+            # A fresh process: git refreshes the index with parallel lstat and needs no libgit2 index load,
+            # which beats pygit2 until the index is held open (then the next snapshot takes the path below).
+            self._warm_indexes.add(path)
+            stale.retrying(lambda: run_git(["add", "-A"], cwd=path, env=_workspace_env()), locks,
+                           GitCommandFailed, "could not update the workspace's index")
+            return run_git(["write-tree"], cwd=path, env=_workspace_env()).stdout.strip()
         index = self.workspace_repo(path).index
         index.read(False)
         index.add_all()
         # Writing the tree first lets the index file carry git's cache-tree extension.
         tree = index.write_tree()
-        index.write()
+        stale.retrying(index.write, locks, pygit2.GitError, "could not write the workspace's index")
         return str(tree)
+
+    def _admin_dir(self, path: Path) -> Path:
+        """The worktree's private git dir, where its index and HEAD live."""
+        return Path(self.workspace_repo(path).path)
 
     def index_tree(self, path: Path) -> str:
         index = self.workspace_repo(path).index
@@ -131,6 +162,30 @@ class WorkspaceOps:
         elif paths:
             repo.checkout_tree(repo[tree], strategy=strategy | pygit2.GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH,
                                paths=paths)
+
+
+def _unfinished(path: Path) -> bool:
+    dot_git = path / ".git"
+    try:
+        pointer = dot_git.read_text().strip()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return False
+    if not pointer.startswith("gitdir: "):
+        return False
+    admin = (path / pointer[len("gitdir: "):]).resolve()
+    try:
+        return (admin / "locked").read_text().strip() == "initializing"
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+# What a git hook or an outer git command may have set, which would point git at another repository or index.
+_REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                "GIT_PREFIX", "GIT_NAMESPACE")
+
+
+def _workspace_env() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key not in _REDIRECTING}
 
 
 def _describe_status(flags: int) -> str:

@@ -1,0 +1,95 @@
+"""Lock files a killed process left behind.
+
+git and libgit2 take a lock by creating `<file>.lock` and renaming it over `<file>`; a process killed in
+between leaves the `.lock`, and every later writer of that file then fails until someone deletes it. git
+never guesses and asks a human to delete it. For the files only git-lanes writes (its own refs, its notes
+ref, its workspaces' index and HEAD) we can do better, because every git-lanes writer holds the writers'
+flock: a `.lock` found while we hold it was left by a dead process, or by a plain git command (a `git
+status` in a workspace refreshing the index, say) that holds it for moments. So a lock is removed only when
+no process has it open and it has not changed over a short grace period; anything else is reported with
+the path, as git would."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+from git_lanes.errors import Conflict
+
+T = TypeVar("T")
+
+# Long enough for a live git to finish a ref or index update it has started; short enough to go unnoticed.
+GRACE_SECONDS = 0.05
+# Where /proc cannot tell us who holds a file open, only a lock this old is presumed abandoned.
+ABANDONED_AFTER_SECONDS = 600.0
+OWNED_NOTES = "refs/notes/lanes"
+
+
+def owned_ref(name: str) -> bool:
+    """Refs only git-lanes writes, so a leftover lock on them is ours to clear."""
+    return name.startswith("refs/lanes/") or name == OWNED_NOTES
+
+
+def clear_if_stale(lock: Path) -> bool:
+    """Delete `lock` if it was abandoned; True when it is gone now. Call with the writers' flock held."""
+    try:
+        before = lock.stat()
+    except FileNotFoundError:
+        return True
+    if _held_open(lock, before.st_mtime):
+        return False
+    time.sleep(GRACE_SECONDS)
+    try:
+        after = lock.stat()
+    except FileNotFoundError:
+        return True
+    if (after.st_ino, after.st_mtime_ns, after.st_size) != (before.st_ino, before.st_mtime_ns, before.st_size):
+        return False
+    if _held_open(lock, after.st_mtime):
+        return False
+    try:
+        lock.unlink()
+    except FileNotFoundError:
+        pass
+    return True
+
+
+def retrying(action: Callable[[], T], locks: Iterable[Path], failure: type[Exception], what: str) -> T:
+    """Run `action`; if it fails with `failure` while one of `locks` exists, clear the abandoned ones and run
+    it once more. A lock that is still live becomes a Conflict that names it."""
+    try:
+        return action()
+    except failure:
+        present = [lock for lock in locks if lock.exists()]
+        if not present:
+            raise
+        live = [lock for lock in present if not clear_if_stale(lock)]
+        if live:
+            raise Conflict(f"{what}: {live[0]} is locked by another process", code="locked",
+                           hint=f"retry; if no git process is running, delete {live[0]}") from None
+    return action()
+
+
+def _held_open(path: Path, mtime: float) -> bool:
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return time.time() - mtime < ABANDONED_AFTER_SECONDS
+    target = str(path.resolve())
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        fd_dir = proc / pid / "fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd_dir / fd) == target:
+                    return True
+            except OSError:
+                continue
+    return False
