@@ -135,10 +135,14 @@ def recover(ctx: Context) -> list[str]:
     finished = []
     for ref, state in ctx.store.list_refs(refs.PROPOSALS).items():
         record = load(ctx, state)
+        lane_ref = refs.lane_ref(record.lane, ctx.trunk) if record is not None else ""
+        if record is not None and record.status == "proposed" and ctx.store.read_ref(lane_ref) == state:
+            # libgit2 commits a transaction's refs one by one: the lane moved, the note did not follow.
+            record = record.decided("accepted", ctx.now())
+            save(ctx, record, f"lanes: finish accept {record.id[:8]}")
         if record is None or record.status == "proposed":
             continue
         updates = [RefUpdate(ref, None, state, f"lanes: finish {record.status} {record.id[:8]}")]
-        lane_ref = refs.lane_ref(record.lane, ctx.trunk)
         if record.status == "accepted" and ctx.store.read_ref(lane_ref) == record.base:
             updates.append(RefUpdate(lane_ref, record.state, record.base, f"lanes: finish accept {record.id[:8]}"))
         rejected = refs.rejected_ref(record.id)
