@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from git_lanes.domain import inspect, lanes, restore, setup, transitions
+from git_lanes.domain import gates, inspect, lanes, restore, setup, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository
 from git_lanes.model.records import Cost, Intent, Transition
@@ -114,16 +114,19 @@ class CoreApi:
             if record is None:
                 return {"status": "unchanged", "lane": name, "head": lanes.lane_head(ctx, name),
                         "message": f"nothing to snapshot: workspace of {name!r} matches its lane head"}
-            if auto_accept:
-                record = self._decide(ctx, record)
+        if auto_accept:
+            return self._decide(record)
         return record.to_dict()
 
-    def _decide(self, ctx: Context, record: Transition) -> Transition:
-        return transitions.accept(ctx, record)
+    def _decide(self, record: Transition) -> dict:
+        """Run the trunk's gates on the proposed tree, then accept it, or reject it when a required gate
+        failed (GateFailed, exit 4). The gates run outside the writers' lock: one may take minutes."""
+        evaluations = gates.evaluate(self.ctx, record)
+        with self._writing() as ctx:
+            return gates.decide(ctx, record, evaluations)
 
     def accept(self, transition_id: str) -> dict:
-        with self._writing() as ctx:
-            return self._decide(ctx, transitions.find(ctx, transition_id)).to_dict()
+        return self._decide(transitions.find(self.ctx, transition_id))
 
     def reject(self, transition_id: str, reason: str | None = None) -> dict:
         with self._writing() as ctx:

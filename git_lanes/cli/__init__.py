@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "history": "git_lanes.cli.inspect:history",
     "show": "git_lanes.cli.inspect:show",
     "diff": "git_lanes.cli.inspect:diff",
+    "promote": "git_lanes.cli.promote:promote",
+    "evaluate": "git_lanes.cli.promote:evaluate",
     "push": "git_lanes.cli.sync:push",
     "pull": "git_lanes.cli.sync:pull",
     "sync": "git_lanes.cli.sync:sync",

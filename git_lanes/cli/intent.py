@@ -8,11 +8,15 @@ from typing import Any
 import click
 
 
-def intent_options(command: Callable) -> Callable:
+def intent_options(command: Callable | None = None, *, required: bool = True) -> Callable:
+    """The options as a decorator; `required=False` (as `@intent_options(required=False)`) lets a command
+    that can name its own intent, like `promote`, leave out -m and --agent-id."""
+    if command is None:
+        return lambda decorated: intent_options(decorated, required=required)
     options = [
-        click.option("-m", "--message", "--prompt", "prompt", required=True, metavar="PROMPT",
+        click.option("-m", "--message", "--prompt", "prompt", required=required, metavar="PROMPT",
                      help="The instruction that caused this change; its first line is the commit subject."),
-        click.option("--agent-id", envvar="GIT_LANES_AGENT", required=True, show_envvar=True,
+        click.option("--agent-id", envvar="GIT_LANES_AGENT", required=required, show_envvar=True,
                      help="Who did the work."),
         click.option("--agent-type", metavar="TYPE", help="The agent's role, e.g. feature_dev."),
         click.option("--model", metavar="MODEL", help="The model behind the agent."),

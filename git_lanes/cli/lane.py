@@ -1,4 +1,4 @@
-"""`git lanes lane …`: create, list, show, locate and delete lanes."""
+"""`git lanes lane …`: create, list, show, locate, reset and delete lanes."""
 
 from __future__ import annotations
 
@@ -115,3 +115,32 @@ def delete(name: str, force: bool, as_json: bool) -> None:
         return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "")
 
     run(lambda: open_api().lane_delete(name, force=force), as_json, render)
+
+
+@lane.command()
+@click.argument("name")
+@click.option("--onto", metavar="TARGET", help="The lane whose head to start from (default: the trunk).")
+@click.option("--reason", metavar="TEXT", help="Why the old attempt is set aside; kept with it as signal.")
+@click.option("--force", is_flag=True, help="Reset even over unsnapshotted edits (kept in a backup ref).")
+@json_option
+def reset(name: str, onto: str | None, reason: str | None, force: bool, as_json: bool) -> None:
+    """Move lane NAME and its workspace to TARGET's head, to rerun the work from there.
+
+    The old head, when it holds work TARGET lacks, is kept as a rejected state (a transition of kind
+    "reset" with the reason) under refs/lanes/rejected/, so the attempt stays signal. Refuses while the
+    workspace has unsnapshotted edits, unless --force.
+
+    \b
+    Example:
+      git lanes lane reset feature/auth --onto main --reason "auth.py changed on main"
+    """
+    import os
+
+    def render(r: dict) -> str:
+        text = f"reset {r['lane']} onto {r['onto']}: {short(r['from'])} -> {short(r['to'])}"
+        if r["kept_at"]:
+            text += f"\nthe old head is kept as a rejected state at {r['kept_at']}"
+        return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "")
+
+    run(lambda: open_api().lane_reset(name, onto, force=force, reason=reason,
+                                      agent_id=os.environ.get("GIT_LANES_AGENT")), as_json, render)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from git_lanes.domain import lanes
+from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, NotFound, Refused
 from git_lanes.model import refs
@@ -64,6 +64,7 @@ def record_updates(ctx: Context, records: list[Transition], message: str) -> Ref
 def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost) -> Transition | None:
     """Snapshot the workspace as a proposed next state of `lane`; None when nothing changed."""
     head = lanes.ensure_current(ctx, lane, workspace)
+    attention.check(ctx, lane, workspace)
     tree = ctx.store.snapshot(workspace)
     if tree == ctx.store.tree_of(head):
         return None

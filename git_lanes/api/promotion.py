@@ -1,0 +1,114 @@
+"""Promotion, evaluation gates and lane reset: the API the `promote`, `evaluate` and `lane reset` faces call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from git_lanes.domain import gates, lanes, promotion, reset, transitions
+from git_lanes.domain.context import Context
+from git_lanes.errors import Conflict, GateFailed, Refused
+from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.store import merge_gate
+
+# A target that moves under every attempt is being written faster than its gates run; give up and say so.
+MAX_ATTEMPTS = 5
+
+
+class PromotionApi:
+    """Mixed into `Lanes`, next to CoreApi, which provides `ctx` and `_writing`."""
+
+    ctx: Context
+    _writing: Callable[[], AbstractContextManager[Context]]
+
+    def promote(self, lane: str, into: str | None = None, *, prompt: str | None = None,
+                agent_id: str | None = None, agent_type: str | None = None, model: str | None = None,
+                tags: tuple[str, ...] = (), cost: Cost | None = None, dry_run: bool = False,
+                force: bool = False, auto_accept: bool = False) -> dict:
+        """Promote `lane` into `into` (default: the trunk). Collisions raise Conflict (exit 3) unless
+        `force`; a failing required gate rejects the attempt and raises GateFailed (exit 4)."""
+        target = into or self.ctx.trunk
+        if dry_run:
+            plan = promotion.plan(self.ctx, lane, target)
+            status = "up_to_date" if plan.up_to_date else "collision" if plan.comparison.collisions else "clean"
+            return {"status": status, "dry_run": True, **plan.to_dict(),
+                    **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {})}
+        intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=agent_id or self._human(),
+                        agent_type=agent_type, model=model, tags=tags)
+        with merge_gate.serialized(self.ctx.store.common_dir, target):
+            for attempt in range(1, MAX_ATTEMPTS + 1):
+                # The cost was spent once, whatever number of attempts a moving target forces.
+                report = self._attempt(lane, target, intent, cost if attempt == 1 else Cost(), force, auto_accept)
+                if report is not None:
+                    return report | {"attempts": attempt}
+        raise Conflict(f"{target} moved under each of {MAX_ATTEMPTS} attempts to promote {lane}",
+                       code="target_busy", hint="retry when the target is quieter")
+
+    def _attempt(self, lane: str, target: str, intent: Intent, cost: Cost | None, force: bool,
+                 auto_accept: bool) -> dict | None:
+        """One try: plan and propose under the writers' lock, run the gates without it, then decide under it
+        again. None when the target moved while the gates ran (the attempt is rejected as superseded)."""
+        with self._writing() as ctx:
+            plan = promotion.plan(ctx, lane, target)
+            if plan.up_to_date:
+                return {"status": "up_to_date", **plan.to_dict(), "transition": None}
+            record = promotion.propose(ctx, plan, intent, cost or Cost(), force=force)
+            checks = gates.load(ctx)
+            if not checks:
+                return self._settle(ctx, plan, record, (), auto_accept)
+        evaluations = gates.evaluate(self.ctx, record, checks)
+        with self._writing() as ctx:
+            if lanes.lane_head(ctx, target) != record.base:
+                transitions.reject(ctx, record.with_evaluations(evaluations),
+                                   f"superseded: {target} moved while the gates ran; recomputed")
+                return None
+            return self._settle(ctx, plan, record, evaluations, auto_accept)
+
+    def _settle(self, ctx: Context, plan: promotion.Plan, record: Transition, evaluations: tuple,
+                auto_accept: bool) -> dict:
+        report = plan.to_dict() | {"forced": record.extra.get("forced", []), "backup": record.extra.get("backup")}
+        try:
+            if auto_accept or gates.failures(evaluations):
+                decided = gates.decide(ctx, record, evaluations)
+            else:
+                if evaluations:
+                    record = record.with_evaluations(evaluations)
+                    transitions.save(ctx, record, f"lanes: evaluate {record.id[:8]}")
+                decided = record.to_dict()
+        except GateFailed as failure:
+            failure.details.update(report)
+            raise
+        worktree = decided.pop("worktree", None)
+        return {"status": decided["status"], **report, "transition": decided, "worktree": worktree}
+
+    def evaluate(self, transition_id: str) -> dict:
+        """Re-run the gates on a pending proposal and record the results in its note (exit 4 when a required
+        gate fails; the proposal stays pending)."""
+        record = transitions.find(self.ctx, transition_id)
+        _require_pending(record)
+        checks = gates.load(self.ctx)
+        evaluations = gates.evaluate(self.ctx, record, checks)
+        with self._writing() as ctx:
+            current = transitions.load(ctx, record.state) or record
+            _require_pending(current)
+            current = current.with_evaluations(evaluations)
+            transitions.save(ctx, current, f"lanes: evaluate {current.id[:8]}")
+        if gates.failures(evaluations):
+            raise gates.gate_failed(current)
+        return current.to_dict() | {"gates": [g.name for g in checks]}
+
+    def lane_reset(self, name: str, onto: str | None = None, *, force: bool = False, reason: str | None = None,
+                   agent_id: str | None = None) -> dict:
+        """Move lane `name` (and its workspace) to the head of `onto` (default: the trunk)."""
+        with self._writing() as ctx:
+            return reset.reset(ctx, name, onto or ctx.trunk, force=force, reason=reason, agent_id=agent_id)
+
+    def _human(self) -> str:
+        """Who promotes when no agent id is given: the person in git's configured identity."""
+        return self.ctx.store.signature().name
+
+
+def _require_pending(record: Transition) -> None:
+    if record.status != "proposed":
+        raise Refused(f"transition {record.id[:8]} is already {record.status}", code="already_decided",
+                      hint=f"its evaluations are in `git lanes show {record.id[:8]}`")

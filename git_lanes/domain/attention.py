@@ -1,0 +1,159 @@
+"""Bringing a checked-out target up to date after a promotion, path by path, without ever overwriting what
+a person typed, and refusing a later snapshot that would silently revert the promoted change.
+
+Each worktree keeps `lanes-promoted.json` in its private git dir: the paths a landed promotion changed that
+its files do not hold yet. An entry is *pending* from just before the target's ref moves until its file is
+written (so a process killed in between leaves a record the next writer finishes), and needs *attention*
+when the file had unsaved edits: the edits stay, the index is pointed at the promoted version (so `git diff`
+shows the edits against it), and a snapshot is refused until the person either takes the promoted version
+or stages their own (`git add`), saying they merged it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from git_lanes.domain import lanes
+from git_lanes.domain.context import Context
+from git_lanes.errors import Conflict
+from git_lanes.model.records import Transition
+from git_lanes.store.trees import Entry
+from git_lanes.store.worktree_files import WorktreeFiles
+
+RECORD = "lanes-promoted.json"
+FORMAT = 1
+
+
+def checked_out(ctx: Context, lane: str, at: str) -> Path | None:
+    """The worktree that shows `lane` and follows it (its HEAD at `at`), if any."""
+    path = lanes.workspace_path(ctx, lane)
+    if path is None:
+        return None
+    if lane != ctx.trunk and ctx.store.workspace_head(path) != at:
+        return None  # a stale workspace: ensure_current refuses it until it is brought up to date
+    return path
+
+
+def prepare(ctx: Context, record: Transition) -> Path | None:
+    """Before `record` moves its lane: note every path it changes as pending in the lane's worktree."""
+    worktree = checked_out(ctx, record.lane, str(record.base))
+    if worktree is None or record.base is None:
+        return None
+    files = _files(ctx, worktree)
+    entries = _load(files)
+    for change in ctx.store.diff_trees(ctx.store.tree_of(record.base), record.tree):
+        entries[change.path] = {"state": record.state, "old": _dump(change.old), "new": _dump(change.new),
+                                "pending": True}
+    _save(files, entries)
+    return worktree
+
+
+def finish(ctx: Context, lane: str, worktree: Path) -> dict:
+    """Write each pending path whose file is untouched; leave edited ones for attention. Returns what was
+    done: {"path", "updated": [...], "attention": [...]}."""
+    files = _files(ctx, worktree)
+    entries = _load(files)
+    updated, attention = _settle(ctx, lane, files, entries)
+    return {"path": str(worktree), "updated": updated, "attention": attention}
+
+
+def check(ctx: Context, lane: str, worktree: Path) -> None:
+    """Before snapshotting `worktree`: finish what a killed promotion left pending, and refuse while a
+    file left for attention still holds the version the promotion replaced."""
+    files = _files(ctx, worktree)
+    entries = _load(files)
+    if not entries:
+        return
+    _, attention = _settle(ctx, lane, files, entries)
+    if attention:
+        shown = ", ".join(attention[:5]) + (f" and {len(attention) - 5} more" if len(attention) > 5 else "")
+        raise Conflict(f"a promotion changed {shown} while this worktree had unsaved edits there; a snapshot "
+                       f"now would revert the promoted change", code="unmerged_promotion",
+                       details={"paths": attention, "worktree": str(worktree)},
+                       hint="`git diff -- PATH` shows your edits against the promoted version: merge them "
+                            "into it and `git add PATH`, or take the promoted version with "
+                            "`git checkout -- PATH`; then commit again")
+
+
+def forget(ctx: Context, worktree: Path) -> None:
+    """Drop every record: the worktree was just made to match a state exactly."""
+    _files(ctx, worktree).write_record(RECORD, None)
+
+
+def _settle(ctx: Context, lane: str, files: WorktreeFiles, entries: dict) -> tuple[list[str], list[str]]:
+    head = lanes.lane_head(ctx, lane)
+    landed: dict[str, bool] = {}
+    updated, attention = [], []
+    # Deletions first, then shallow paths before deep ones, so a file replacing a directory (or the other
+    # way round) finds its place free.
+    for path in sorted(entries, key=lambda p: (entries[p]["new"] is not None, p.count("/"), p)):
+        entry = entries[path]
+        state = entry["state"]
+        if state not in landed:
+            landed[state] = ctx.store.is_ancestor(state, head)
+        if not landed[state]:
+            del entries[path]  # that promotion never moved the lane (a process was killed before it did)
+            continue
+        old, new = _load_entry(entry["old"]), _load_entry(entry["new"])
+        if entry["pending"]:
+            done = _bring(files, path, old, new)
+        else:
+            done = _resolved(files, path, new)
+        if done:
+            del entries[path]
+            updated.append(path)
+        else:
+            entry["pending"] = False
+            attention.append(path)
+    files.save_index()
+    _save(files, entries)
+    return sorted(updated), sorted(attention)
+
+
+def _bring(files: WorktreeFiles, path: str, old: Entry | None, new: Entry | None) -> bool:
+    """Update one path from `old` to `new`; False (leaving the file alone) when it holds unsaved edits."""
+    on_disk = files.file_entry(path)
+    if on_disk == new:
+        files.track(path)
+        return True
+    if on_disk == old and files.index_entry(path) == old:
+        try:
+            if new is None:
+                files.remove(path)
+            else:
+                files.write(path, new)
+            return True
+        except OSError:
+            pass  # something unexpected stands in the way (a non-empty directory, a file as a parent)
+    files.stage(path, new)
+    return False
+
+
+def _resolved(files: WorktreeFiles, path: str, new: Entry | None) -> bool:
+    if files.file_entry(path) == new:
+        files.track(path)
+        return True
+    # Staging anything but the promoted version is the person's own answer (`git add` after merging).
+    return files.index_entry(path) != new
+
+
+def _files(ctx: Context, worktree: Path) -> WorktreeFiles:
+    return WorktreeFiles(ctx.store.workspace_repo(worktree))
+
+
+def _load(files: WorktreeFiles) -> dict:
+    record = files.read_record(RECORD)
+    if not record or record.get("format") != FORMAT:
+        return {}
+    return dict(record.get("paths") or {})
+
+
+def _save(files: WorktreeFiles, entries: dict) -> None:
+    files.write_record(RECORD, {"format": FORMAT, "paths": entries} if entries else None)
+
+
+def _dump(entry: Entry | None) -> list | None:
+    return None if entry is None else [entry.oid, entry.mode]
+
+
+def _load_entry(data: list | None) -> Entry | None:
+    return None if data is None else Entry(data[0], int(data[1]))

@@ -1,0 +1,158 @@
+"""Evaluation gates: commands declared in `.lanes.toml` at the trunk's committed head, run on a candidate
+tree in a scratch checkout. Reading them from the trunk (never a workspace) means a lane cannot change the
+gates that judge it.
+
+    [[gate]]
+    name = "tests"
+    command = ["python", "-m", "pytest", "-q"]   # or a shell string: "make test"
+    required = true                             # default; a failing optional gate is only recorded
+    timeout = 600                               # seconds
+    workdir = "."                               # relative to the tree
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from git_lanes.domain import lanes, promotion, transitions
+from git_lanes.domain.context import Context
+from git_lanes.errors import GateFailed, UserError
+from git_lanes.model.names import normalize_repo_path
+from git_lanes.model.records import Evaluation, Transition
+from git_lanes.store import scratch
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG = ".lanes.toml"
+DEFAULT_TIMEOUT = 600.0
+_KEYS = {"name", "command", "required", "timeout", "workdir"}
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    command: str | tuple[str, ...]
+    required: bool = True
+    timeout: float = DEFAULT_TIMEOUT
+    workdir: str = ""
+
+
+def parse(text: str) -> tuple[Gate, ...]:
+    """The `[[gate]]` entries of a `.lanes.toml`; other tables belong to other parts of git-lanes."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _invalid(f"{CONFIG} is not valid TOML: {exc}") from None
+    entries = data.get("gate", [])
+    if not isinstance(entries, list):
+        raise _invalid(f"{CONFIG}: `gate` must be an array of tables ([[gate]])")
+    gates = [_gate(entry, number) for number, entry in enumerate(entries, 1)]
+    names = [g.name for g in gates]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise _invalid(f"{CONFIG}: two gates are named {duplicate!r}")
+    return tuple(gates)
+
+
+def _gate(entry: object, number: int) -> Gate:
+    if not isinstance(entry, dict):
+        raise _invalid(f"{CONFIG}: gate {number} is not a table")
+    unknown = sorted(set(entry) - _KEYS)
+    if unknown:
+        raise _invalid(f"{CONFIG}: gate {number} has unknown key(s) {', '.join(unknown)}")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise _invalid(f"{CONFIG}: gate {number} needs a name")
+    command = entry.get("command")
+    if isinstance(command, list) and command and all(isinstance(a, str) for a in command):
+        command = tuple(command)
+    elif not (isinstance(command, str) and command.strip()):
+        raise _invalid(f"{CONFIG}: gate {name!r} needs a command (an argv list or a shell string)")
+    required = entry.get("required", True)
+    timeout = entry.get("timeout", DEFAULT_TIMEOUT)
+    if not isinstance(required, bool):
+        raise _invalid(f"{CONFIG}: gate {name!r}: required must be true or false")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise _invalid(f"{CONFIG}: gate {name!r}: timeout must be a positive number of seconds")
+    workdir = entry.get("workdir", ".")
+    if not isinstance(workdir, str):
+        raise _invalid(f"{CONFIG}: gate {name!r}: workdir must be a path relative to the tree")
+    try:
+        workdir = normalize_repo_path(workdir)
+    except UserError as exc:
+        raise _invalid(f"{CONFIG}: gate {name!r}: {exc.message}") from None
+    return Gate(name, command, required, float(timeout), workdir)
+
+
+def _invalid(message: str) -> UserError:
+    return UserError(message, code="invalid_gates", hint=f"fix {CONFIG} on the trunk; until then nothing is "
+                                                         "evaluated and nothing is accepted")
+
+
+def load(ctx: Context) -> tuple[Gate, ...]:
+    head = lanes.lane_head(ctx, ctx.trunk)
+    text = ctx.store.read_path(ctx.store.tree_of(head), CONFIG)
+    return parse(text.decode("utf-8", "replace")) if text is not None else ()
+
+
+def evaluate(ctx: Context, record: Transition, gates: tuple[Gate, ...] | None = None) -> tuple[Evaluation, ...]:
+    """Run every gate on the record's state in one scratch checkout, restored between gates. Takes no
+    lock: a gate may run for minutes and must not stall other writers."""
+    gates = load(ctx) if gates is None else gates
+    if not gates:
+        return ()
+    results = []
+    with scratch.checkout(ctx.store.root, record.state) as tree_dir:
+        for number, gate in enumerate(gates):
+            if number:
+                scratch.restore(tree_dir)
+            results.append(_run(gate, tree_dir, record))
+    return tuple(results)
+
+
+def _run(gate: Gate, tree_dir, record: Transition) -> Evaluation:
+    cwd = tree_dir / gate.workdir if gate.workdir else tree_dir
+    if not cwd.is_dir():
+        return Evaluation(gate.name, False, gate.required, None, 0.0,
+                          f"workdir {gate.workdir!r} is not a directory in the candidate tree", record.tree)
+    command = gate.command if isinstance(gate.command, str) else list(gate.command)
+    result = scratch.run_command(command, cwd, gate.timeout, {
+        "GIT_LANES_GATE": gate.name, "GIT_LANES_TRANSITION": record.id, "GIT_LANES_LANE": record.lane,
+        "GIT_LANES_STATE": record.state})
+    return Evaluation(gate.name, result.exit_code == 0, gate.required, result.exit_code, result.duration,
+                      result.output_tail, record.tree)
+
+
+def failures(evaluations: tuple[Evaluation, ...]) -> list[Evaluation]:
+    return [e for e in evaluations if e.required and not e.passed]
+
+
+def decide(ctx: Context, record: Transition, evaluations: tuple[Evaluation, ...]) -> dict:
+    """Accept `record` with its evaluations, or reject it when a required gate failed (raising GateFailed).
+    Call with the writers' lock held; the record is re-read, since another writer may have decided it."""
+    current = transitions.load(ctx, record.state) or record
+    judged = current.with_evaluations(evaluations) if evaluations else current
+    failed = failures(evaluations)
+    if failed:
+        raise gate_failed(transitions.reject(ctx, judged, failure_reason(failed)))
+    if judged.kind == "promote":
+        accepted, worktree = promotion.land(ctx, judged)
+        return accepted.to_dict() | ({"worktree": worktree} if worktree else {})
+    return transitions.accept(ctx, judged).to_dict()
+
+
+def failure_reason(failed: list[Evaluation]) -> str:
+    return "; ".join(f"gate {e.gate} failed" + (f" (exit {e.exit_code})" if e.exit_code is not None else "")
+                     for e in failed)
+
+
+def gate_failed(record: Transition, extra: dict | None = None) -> GateFailed:
+    failed = failures(record.evaluations)
+    return GateFailed(f"{record.id[:8]} on {record.lane}: {failure_reason(failed)}"
+                      + ("; rejected" if record.status == "rejected" else ""),
+                      details={"transition": record.to_dict()} | (extra or {}),
+                      hint=f"see the output with `git lanes show {record.id[:8]}`; the attempt is kept as signal")

@@ -1,0 +1,62 @@
+"""`lane reset`: start a lane again from another lane's head. The old head, when it holds work the new one
+lacks, is kept as a rejected state of kind "reset" with the reason, so the attempt stays signal."""
+
+from __future__ import annotations
+
+from git_lanes.domain import attention, lanes, restore, transitions
+from git_lanes.domain.context import Context
+from git_lanes.errors import Refused
+from git_lanes.model import refs
+from git_lanes.model.records import Intent, Transition
+from git_lanes.store import RefUpdate
+
+RESET_AGENT = "git-lanes"
+
+
+def reset(ctx: Context, lane: str, onto: str, *, force: bool, reason: str | None, agent_id: str | None) -> dict:
+    if lane == ctx.trunk:
+        raise Refused("the trunk lane cannot be reset", code="trunk",
+                      hint="promote into it, or restore a state in its worktree and commit")
+    old = lanes.lane_head(ctx, lane)
+    new = lanes.lane_head(ctx, onto)
+    path = lanes.workspace_path(ctx, lane)
+    kept = None
+    if path is not None:
+        unsaved = restore.unsaved_tree(ctx, lane, path)
+        if unsaved is not None:
+            if not force:
+                raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
+                              hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
+                                   "backup ref and reset anyway")
+            kept = restore.backup(ctx, lane, path, unsaved, f"reset onto {onto}")
+    why = reason or f"reset onto {onto} at {new[:8]}"
+    record = None
+    updates = []
+    if not ctx.store.is_ancestor(old, new):
+        record = _kept_attempt(ctx, lane, old, new, onto, why, agent_id or RESET_AGENT)
+        updates += [transitions.record_updates(ctx, [record], f"lanes: reset {lane}: keep {old[:8]}"),
+                    RefUpdate(refs.rejected_ref(record.id), record.state, None, f"lanes: reset {lane}: {why}")]
+    if old != new:
+        updates.append(RefUpdate(refs.lane_ref(lane, ctx.trunk), new, old, f"lanes: reset {lane} onto {onto}"))
+    ctx.store.update_refs(updates)
+    if path is not None:
+        ctx.store.checkout(path, ctx.store.tree_of(new), force=True)
+        ctx.store.set_workspace_head(path, new)
+        attention.forget(ctx, path)
+    return {"lane": lane, "onto": onto, "from": old, "to": new, "workspace": str(path) if path else None,
+            "kept_at": refs.rejected_ref(record.id) if record else None,
+            "transition": record.to_dict() if record else None, "backup": kept}
+
+
+def _kept_attempt(ctx: Context, lane: str, old: str, new: str, onto: str, reason: str, agent_id: str) -> Transition:
+    """A state commit holding the old head's tree (its own note would otherwise be overwritten), recorded
+    as a rejected transition of kind "reset"."""
+    transition_id = transitions.new_id()
+    intent = Intent(prompt=f"Reset {lane} onto {onto}\n\n{reason}", agent_id=agent_id)
+    tree = ctx.store.tree_of(old)
+    state = ctx.store.write_commit(tree, [old], transitions.commit_message(intent, lane, transition_id, "reset"),
+                                   author_name=agent_id, author_email=f"{agent_id}@lanes")
+    now = ctx.now()
+    return Transition(id=transition_id, lane=lane, base=old, state=state, tree=tree, status="rejected",
+                      intent=intent, kind="reset", created_at=now, decided_at=now, reason=reason,
+                      extra={"onto": onto, "new_head": new})

@@ -1,0 +1,125 @@
+"""Scratch checkouts of a candidate state, and running a gate's command in one.
+
+A scratch checkout is a detached `git worktree` in a fresh temporary directory, so the gate sees exactly
+the candidate tree (never a lane's loose files) and git tools work inside it. It is removed afterwards; one
+left by a killed process is swept by the next checkout once its owner is gone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from git_lanes.store.gitcli import run_git
+
+PREFIX = "git-lanes-gate-"
+TAIL_BYTES = 4000
+# Variables that would point a gate's git commands at our repository instead of its scratch checkout.
+_GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_code: int | None
+    duration: float
+    output_tail: str
+    timed_out: bool = False
+
+
+@contextmanager
+def checkout(root: Path, commit: str) -> Iterator[Path]:
+    """A detached worktree of `commit` in a temporary directory, removed on exit."""
+    _sweep(root)
+    holder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    path = holder / "tree"
+    try:
+        # No hooks: a repository's post-checkout hook has no business running on a gate's scratch copy.
+        run_git(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", str(path), commit],
+                cwd=root)
+        yield path
+    finally:
+        run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=root, check=False)
+        shutil.rmtree(holder, ignore_errors=True)
+
+
+def restore(path: Path) -> None:
+    """Put a scratch checkout back to its commit, so each gate sees the candidate as committed."""
+    run_git(["reset", "--hard", "--quiet"], cwd=path)
+    run_git(["clean", "-fdxq"], cwd=path)
+
+
+def _sweep(root: Path) -> None:
+    """Remove scratch worktrees whose owning process is gone (it was killed mid-gate)."""
+    proc = run_git(["worktree", "list", "--porcelain"], cwd=root, check=False)
+    stale = False
+    for line in proc.stdout.splitlines():
+        if not line.startswith("worktree "):
+            continue
+        path = Path(line[len("worktree "):])
+        holder = path.parent
+        if not holder.name.startswith(PREFIX):
+            continue
+        pid = holder.name[len(PREFIX):].partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(holder, ignore_errors=True)
+            stale = True
+    if stale:
+        run_git(["worktree", "prune"], cwd=root, check=False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: dict[str, str]) -> CommandResult:
+    """Run `command` (argv list, or a string for the shell) with output captured; on timeout its whole
+    process group is killed."""
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION} | extra_env
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as output:
+        try:
+            proc = subprocess.Popen(command, cwd=cwd, env=env, shell=isinstance(command, str),
+                                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        except OSError as exc:
+            return CommandResult(None, time.monotonic() - started, f"could not start the command: {exc}")
+        timed_out = False
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            code = None
+        duration = time.monotonic() - started
+        tail = _tail(output)
+    if timed_out:
+        tail += f"\n[git-lanes: timed out after {timeout:g}s; killed]"
+    return CommandResult(code, round(duration, 3), tail, timed_out)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _tail(output) -> str:
+    size = output.seek(0, os.SEEK_END)
+    output.seek(max(0, size - TAIL_BYTES))
+    return output.read().decode("utf-8", "replace")
