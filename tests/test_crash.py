@@ -1,0 +1,171 @@
+"""SIGKILL at many instants of `commit`, `accept` and `lane create`, run as real processes: afterwards
+`git fsck` is clean, every transition acknowledged before is intact, and the next command works (no lock
+file a dead process left blocks it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli, workspace
+
+pytestmark = pytest.mark.slow
+
+ROUNDS = 14
+
+
+def start(*args: str, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "git_lanes", *args, "--json"], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def kill_after(proc: subprocess.Popen, delay: float) -> bool:
+    """Kill `proc` after `delay` seconds; True when it was still running (so the kill interrupted it)."""
+    try:
+        proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        return True
+    proc.communicate()
+    return False
+
+
+def instants(duration: float) -> list[float]:
+    """Kill delays spread over a whole uninterrupted run, start-up included, so the kills land everywhere:
+    interpreter start, imports, snapshot, object writes and each ref transaction."""
+    return [duration * (i + 0.5) / ROUNDS for i in range(ROUNDS)]
+
+
+def timed_run(*args: str, cwd: Path) -> tuple[float, dict]:
+    began = time.perf_counter()
+    result = run_cli(*args, "--json", cwd=cwd)
+    assert result.code == 0, result.err
+    return time.perf_counter() - began, result.json
+
+
+def assert_consistent(repo: Path, lane: str, acknowledged: list[dict]) -> None:
+    fsck = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=repo, capture_output=True,
+                          text=True)
+    assert fsck.returncode == 0 and "error" not in fsck.stderr, fsck.stderr
+    head = git("rev-parse", f"refs/lanes/heads/{lane}", cwd=repo).strip()
+    for record in acknowledged:
+        ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", record["to"], head], cwd=repo)
+        assert ancestor.returncode == 0, f"acknowledged state {record['to']} is gone from {lane}"
+        note = json.loads(git("notes", "--ref", "lanes", "show", record["to"], cwd=repo))
+        assert (note["id"], note["status"]) == (record["id"], "accepted")
+
+
+def edit(ws: Path, round_: int) -> None:
+    (ws / "work.txt").write_text(f"round {round_}\n")
+    (ws / "notes" / f"{round_}.txt").parent.mkdir(exist_ok=True)
+    (ws / "notes" / f"{round_}.txt").write_text(f"{round_}\n" * 50)
+
+
+def test_kill_during_commit_auto_accept(repo):
+    run_cli("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    acknowledged = []
+    edit(ws, 0)
+    duration, record = timed_run("commit", "-m", "round 0", "--agent-id", "a", "--auto-accept", cwd=ws)
+    acknowledged.append(record)
+    for round_, delay in enumerate(instants(duration), start=1):
+        edit(ws, round_)
+        kill_after(start("commit", "-m", f"killed {round_}", "--agent-id", "a", "--auto-accept", cwd=ws), delay)
+        assert_consistent(repo, "feat", acknowledged)
+        # The next command works; when the killed one got as far as proposing, its proposal is still
+        # pending, and the workspace may already equal it.
+        after = run_cli("commit", "-m", f"after {round_}", "--agent-id", "a", "--auto-accept", "--json", cwd=ws)
+        assert after.code == 0, after.err
+        if after.json["status"] == "accepted":
+            acknowledged.append(after.json)
+        assert_consistent(repo, "feat", acknowledged)
+    assert git("status", "--porcelain", cwd=ws) == ""
+
+
+def test_kill_during_accept(repo):
+    run_cli("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    acknowledged = []
+    edit(ws, 0)
+    proposed = run_cli("propose", "-m", "round 0", "--agent-id", "a", "--json", cwd=ws).json
+    duration, record = timed_run("accept", proposed["id"][:8], cwd=repo)
+    acknowledged.append(record)
+    for round_, delay in enumerate(instants(duration), start=1):
+        edit(ws, round_)
+        proposal = run_cli("propose", "-m", f"round {round_}", "--agent-id", "a", "--json", cwd=ws)
+        assert proposal.code == 0, proposal.err
+        kill_after(start("accept", proposal.json["id"], cwd=repo), delay)
+        assert_consistent(repo, "feat", acknowledged)
+        again = run_cli("accept", proposal.json["id"], "--json", cwd=repo)
+        # Either this accept does it, or the killed one got far enough and recovery finished it.
+        assert again.code == 0 or again.json["error"] == "already_decided", again.err
+        shown = run_cli("show", proposal.json["id"], "--json", cwd=repo).json
+        assert shown["status"] == "accepted"
+        acknowledged.append(shown)
+        assert not git("for-each-ref", "refs/lanes/proposals", cwd=repo).strip()
+        assert_consistent(repo, "feat", acknowledged)
+        assert git("rev-parse", "HEAD", cwd=ws).strip() == proposal.json["to"]
+
+
+def test_kill_during_lane_create(repo):
+    (repo / "src" / "more.py").write_text("x = 1\n" * 200)
+    run_cli("commit", "-m", "more", "--agent-id", "a", "--auto-accept", cwd=repo)
+    duration, _ = timed_run("lane", "create", "probe", cwd=repo)
+    trunk = git("rev-parse", "refs/heads/main", cwd=repo).strip()
+    for round_, delay in enumerate(instants(duration)):
+        name = f"lane{round_}"
+        kill_after(start("lane", "create", name, cwd=repo), delay)
+        fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True)
+        assert fsck.returncode == 0, fsck.stderr
+        again = run_cli("lane", "create", name, "--json", cwd=repo)
+        assert again.code == 0 or again.json["error"] == "lane_exists", again.err
+        ws = workspace(repo, name)
+        assert run_cli("lane", "path", name, cwd=repo).out.strip() == str(ws)
+        assert git("rev-parse", "HEAD", cwd=ws).strip() == trunk
+        assert git("status", "--porcelain", cwd=ws) == ""
+        assert str(ws) in git("worktree", "list", cwd=repo)
+        (ws / "mine.txt").write_text(name)
+        committed = run_cli("commit", "-m", "works", "--agent-id", "a", "--auto-accept", "--json", cwd=ws)
+        assert committed.code == 0 and committed.json["status"] == "accepted", committed.err
+
+
+@pytest.mark.parametrize("leftover", ["refs/lanes/heads/feat.lock", "refs/notes/lanes.lock", "worktree-index",
+                                      "worktree-HEAD"])
+def test_a_lock_file_left_by_a_dead_process_does_not_block(repo, leftover):
+    run_cli("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    admin = Path(git("rev-parse", "--absolute-git-dir", cwd=ws).strip())
+    lock = {"worktree-index": admin / "index.lock", "worktree-HEAD": admin / "HEAD.lock"}.get(
+        leftover, repo / ".git" / leftover)
+    lock.write_text("")
+    (ws / "f.txt").write_text("f\n")
+    result = run_cli("commit", "-m", "f", "--agent-id", "a", "--auto-accept", "--json", cwd=ws)
+    assert result.code == 0 and result.json["status"] == "accepted", result.err
+    assert not lock.exists()
+
+
+def test_a_lock_held_open_by_a_live_process_is_left_alone(repo):
+    run_cli("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    lock = repo / ".git" / "refs" / "lanes" / "heads" / "feat.lock"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'w'); "
+                               "print('held', flush=True); time.sleep(60)", str(lock)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        (ws / "f.txt").write_text("f\n")
+        result = run_cli("commit", "-m", "f", "--agent-id", "a", "--auto-accept", cwd=ws)
+        assert result.code == 3, result.err
+        assert str(lock) in result.err and "Traceback" not in result.err
+        assert lock.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+        os.unlink(lock)
