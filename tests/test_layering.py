@@ -1,0 +1,143 @@
+"""DESIGN.md §4's import rules, checked on every source file's parsed imports (new modules are covered as
+they appear): pygit2 only in the storage layer; `model` imports no other layer; the domain and the ledger
+never reach up to the API or a face, and neither print nor read the environment; faces never touch pygit2
+or the store; command modules load nothing heavy when they are imported."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "git_lanes"
+FACES = {"cli", "demo", "mcp", "http", "hooks", "sdk", "__main__"}
+GIT_LIBRARIES = {"pygit2", "dulwich"}
+# Whatever a layer may import from git_lanes, besides itself; `errors` is the one shared hierarchy.
+ALLOWED = {
+    "model": {"errors"},
+    "store": {"errors", "model"},
+    "ledger": {"errors", "model", "store"},
+    "domain": {"errors", "model", "store", "ledger"},
+    "api": {"errors", "model", "store", "ledger", "domain"},
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    file: Path
+    line: int
+    module: str
+    top_level: bool  # executed when the module is imported, not inside a function
+
+    def __str__(self) -> str:
+        return f"{self.file.relative_to(PACKAGE.parent)}:{self.line} imports {self.module}"
+
+
+def source_files() -> list[Path]:
+    files = sorted(PACKAGE.rglob("*.py"))
+    assert len(files) > 20, "the package was not found"
+    return files
+
+
+def layer_of(file: Path) -> str:
+    parts = file.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else Path(parts[0]).stem
+
+
+def module_name(file: Path) -> str:
+    parts = list(file.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(file: Path, source: str | None = None) -> list[Import]:
+    tree = ast.parse(source if source is not None else file.read_text(), filename=str(file))
+    package = module_name(file) if file.name == "__init__.py" else module_name(file).rpartition(".")[0]
+    nested = {id(node) for func in ast.walk(tree) if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for node in ast.walk(func)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from git_lanes.store import repo` imports the submodule git_lanes.store.repo too
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
+        else:
+            continue
+        found += [Import(file, node.lineno, name, id(node) not in nested) for name in names]
+    return found
+
+
+def git_lanes_layer(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "git_lanes" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+ALL_IMPORTS = [imp for file in source_files() for imp in imports_of(file)]
+
+
+def violations(predicate) -> list[str]:
+    return [str(imp) for imp in ALL_IMPORTS if predicate(imp)]
+
+
+def test_only_the_store_imports_a_git_library():
+    assert violations(lambda imp: imp.module.split(".")[0] in GIT_LIBRARIES
+                      and layer_of(imp.file) != "store") == []
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_lower_layers_import_only_what_is_beneath_them(layer):
+    def breaks_rule(imp: Import) -> bool:
+        target = git_lanes_layer(imp.module)
+        return layer_of(imp.file) == layer and target is not None and target != layer \
+            and target not in ALLOWED[layer] and imp.module != "git_lanes"
+    assert violations(breaks_rule) == []
+
+
+def test_faces_never_touch_the_store_or_pygit2():
+    def breaks_rule(imp: Import) -> bool:
+        return layer_of(imp.file) in FACES and (imp.module.split(".")[0] in GIT_LIBRARIES
+                                                or git_lanes_layer(imp.module) == "store")
+    assert violations(breaks_rule) == []
+
+
+def test_command_modules_import_nothing_heavy_at_import_time():
+    """`--help` and repo-less commands load command modules; the API, domain and store load inside the
+    action that needs them."""
+    heavy = {"api", "domain", "store", "ledger"}
+
+    def breaks_rule(imp: Import) -> bool:
+        return layer_of(imp.file) == "cli" and imp.top_level and (
+            git_lanes_layer(imp.module) in heavy or imp.module.split(".")[0] in GIT_LIBRARIES)
+    assert violations(breaks_rule) == []
+
+
+@pytest.mark.parametrize("layer", ["model", "domain", "ledger"])
+def test_pure_layers_neither_print_nor_read_the_environment(layer):
+    found = []
+    for file in source_files():
+        if layer_of(file) != layer:
+            continue
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"print",
+                                                                                                 "input"}:
+                found.append(f"{file.name}:{node.lineno} calls {node.func.id}")
+            if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv", "getcwd", "stdout",
+                                                                 "stderr"}:
+                found.append(f"{file.name}:{node.lineno} uses {node.attr}")
+    assert found == []
+
+
+def test_the_checker_sees_a_violation():
+    """The rules above are only as good as the parser: planted violations must be caught."""
+    planted = PACKAGE / "model" / "planted.py"
+    imports = imports_of(planted, "from ..store import repo\nimport pygit2\n\ndef f():\n    import dulwich\n")
+    assert {(imp.module, imp.top_level) for imp in imports} == {
+        ("git_lanes.store", True), ("git_lanes.store.repo", True), ("pygit2", True), ("dulwich", False)}
