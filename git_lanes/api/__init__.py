@@ -5,11 +5,12 @@ Each capability contributes a mixin in its own module; `Lanes` unites them."""
 from __future__ import annotations
 
 from git_lanes.api.core import CoreApi
+from git_lanes.api.ledger import LedgerApi
 from git_lanes.api.promotion import PromotionApi
 from git_lanes.api.sync import SyncApi
 
 
-class Lanes(CoreApi, SyncApi, PromotionApi):
+class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

@@ -29,6 +29,13 @@ COMMANDS: dict[str, str] = {
     "push": "git_lanes.cli.sync:push",
     "pull": "git_lanes.cli.sync:pull",
     "sync": "git_lanes.cli.sync:sync",
+    "agent": "git_lanes.cli.agent:agent",
+    "task": "git_lanes.cli.task:task",
+    "ticket": "git_lanes.cli.ticket:ticket",
+    "claim": "git_lanes.cli.claim:claim",
+    "dirty": "git_lanes.cli.claim:dirty",
+    "board": "git_lanes.cli.board:board",
+    "wait": "git_lanes.cli.board:wait",
 }
 
 

@@ -1,0 +1,111 @@
+"""`git lanes agent …`: register agents, keep their leases alive, list them. Also the `--agent` option the
+coordination commands share."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import click
+
+from git_lanes.cli.output import json_option, open_api, run, table
+
+
+def agent_option(required: bool = True, help_text: str = "The agent acting.") -> Callable:
+    return click.option("--agent", "agent", envvar="GIT_LANES_AGENT", show_envvar=True, required=required,
+                        metavar="ID", help=help_text)
+
+
+def ago(moment: float | None) -> str:
+    if moment is None:
+        return "-"
+    delta = moment - time.time()
+    minutes = abs(delta) / 60
+    text = f"{minutes:.0f}m" if minutes >= 1 else f"{abs(delta):.0f}s"
+    return f"in {text}" if delta >= 0 else f"{text} ago"
+
+
+def render_overlaps(overlaps: list[dict]) -> list[str]:
+    lines = []
+    for o in overlaps:
+        what = o.get("claim") and f"claim {o['claim']}" or o.get("file") and f"dirty {o['file']}" or "?"
+        mine = o.get("glob") or o.get("file")
+        lines.append(f"warning: {mine} overlaps {o['agent']}'s {what}")
+    return lines
+
+
+@click.group()
+def agent() -> None:
+    """Register agents and keep their leases alive.
+
+    An agent's lease (15 minutes) is extended by register, heartbeat, claiming a task or files and
+    publishing its dirty set; a task whose owner's lease lapsed is open to others again.
+
+    \b
+    Example:
+      git lanes agent register coder-1 --kind claude --lane feature/auth
+      git lanes agent heartbeat coder-1
+    """
+
+
+@agent.command()
+@click.argument("agent_id", metavar="ID")
+@click.option("--kind", metavar="KIND", help="What sort of agent this is (default: agent).")
+@click.option("--lane", metavar="LANE", help="The lane this agent works in (its dirty set is computed there).")
+@json_option
+def register(agent_id: str, kind: str | None, lane: str | None, as_json: bool) -> None:
+    """Register agent ID (or update it), starting its lease.
+
+    Posts to everyone sent before an agent's first call do not flood in; posts sent to it directly do.
+
+    \b
+    Example:
+      git lanes agent register coder-1 --kind claude --lane feature/auth
+    """
+    def render(r: dict) -> str:
+        verb = "registered" if r["registered"] else "updated"
+        return f"{verb} {r['agent']} (kind {r['kind']}, lane {r['lane'] or '-'}), lease until {ago(r['lease_until'])}"
+
+    run(lambda: open_api().agent_register(agent_id, kind, lane), as_json, render)
+
+
+@agent.command()
+@click.argument("agent_id", metavar="ID")
+@json_option
+def heartbeat(agent_id: str, as_json: bool) -> None:
+    """Extend agent ID's lease; report unread posts, pending wakes and refused ops; refresh its dirty set.
+
+    The dirty set is computed from git (the agent's lane workspace against its lane head).
+
+    \b
+    Example:
+      git lanes agent heartbeat coder-1 --json
+    """
+    def render(r: dict) -> str:
+        lines = [f"{r['agent']}: lease until {ago(r['lease_until'])}, {r['unread']} unread posts, "
+                 f"{len(r['wakes'])} pending wakes"]
+        lines += [f"wake: {w['kind']} {w.get('task', '')[:8] if w.get('task') else ''}".rstrip() for w in r["wakes"]]
+        lines += [f"refused: your {w['original']['type']} {w['original']['id'][:8]}: {w.get('message')}"
+                  for w in r["refused"]]
+        if r.get("dirty"):
+            lines += render_overlaps(r["dirty"]["overlaps"])
+        return "\n".join(lines)
+
+    run(lambda: open_api().agent_heartbeat(agent_id), as_json, render)
+
+
+@agent.command(name="list")
+@json_option
+def list_(as_json: bool) -> None:
+    """List agents with their leases, lanes, tasks, claims and dirty-set sizes.
+
+    \b
+    Example:
+      git lanes agent list
+    """
+    def render(rows: list[dict]) -> str:
+        return table([[r["id"], r["kind"] or "-", "alive" if r["alive"] else "lapsed", r["lane"] or "-",
+                       ",".join(t[:8] for t in r["tasks"]) or "-", f"{len(r['claims'])} claims",
+                       f"{r['dirty']} dirty"] for r in rows]) or "no agents"
+
+    run(lambda: open_api().agent_list(), as_json, render)

@@ -1,0 +1,112 @@
+"""`git lanes board …` and `git lanes wait`: messages between agents, and sleeping until something concerns
+an agent."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from git_lanes.cli.agent import agent_option
+from git_lanes.cli.output import json_option, open_api, run
+
+
+def render_post(p: dict) -> str:
+    when = time.strftime("%H:%M", time.localtime(p["time"]))
+    to = f" -> {p['to']}" if p["to"] else ""
+    flags = (" [unread]" if p.get("unread") else "") + (" [resolved]" if p.get("resolved") else "")
+    return f"#{p['seq']} {when} {p['kind']} {p['from']}{to}{flags}: {p['text']}"
+
+
+@click.group()
+def board() -> None:
+    """Post and read messages. A post without --to goes to everyone else.
+
+    Each agent has a read cursor: `board read` shows what is unread and marks it read; heartbeat reports
+    the unread count; `git lanes wait` returns when an unread post arrives.
+
+    \b
+    Example:
+      git lanes board post "Who owns the session cache?" --kind question --agent coder-1
+      git lanes board read --agent coder-2 --unread
+    """
+
+
+@board.command()
+@click.argument("text")
+@agent_option()
+@click.option("--kind", type=click.Choice(["note", "question", "handoff"]), default="note", show_default=True)
+@click.option("--to", "target", metavar="AGENT", help="Send to this agent only.")
+@json_option
+def post(text: str, agent: str, kind: str, target: str | None, as_json: bool) -> None:
+    """Post TEXT on the board (at most 16 KiB).
+
+    \b
+    Example:
+      git lanes board post "Schema is in docs/api.md" --agent coder-1 --to coder-2
+    """
+    run(lambda: open_api().board_post(text, agent, kind, target), as_json,
+        lambda r: f"posted #{r['post']} ({r['kind']} to {r['to'] or 'everyone'})")
+
+
+@board.command()
+@agent_option(required=False, help_text="Whose posts to read (and mark read); without it, show the board.")
+@click.option("--unread", "unread_only", is_flag=True, help="Only unread posts.")
+@click.option("--all", "everything", is_flag=True, help="Include posts sent to other agents.")
+@click.option("--limit", type=click.IntRange(min=1, max=1000), default=20, show_default=True,
+              help="How many recent posts to include besides the unread ones.")
+@json_option
+def read(agent: str | None, unread_only: bool, everything: bool, limit: int, as_json: bool) -> None:
+    """Read the board as an agent: unread posts and recent ones; what is shown is marked read.
+
+    \b
+    Example:
+      git lanes board read --agent coder-2 --unread
+    """
+    def render(r: dict) -> str:
+        return "\n".join(render_post(p) for p in r["posts"]) or "no posts"
+
+    run(lambda: open_api().board_read(agent, unread_only=unread_only, everything=everything, limit=limit),
+        as_json, render)
+
+
+@board.command()
+@click.argument("post_id", metavar="POST", type=click.IntRange(min=1))
+@agent_option(required=False, help_text="Who resolves it.")
+@json_option
+def resolve(post_id: int, agent: str | None, as_json: bool) -> None:
+    """Mark post number POST (a question, say) resolved.
+
+    \b
+    Example:
+      git lanes board resolve 12 --agent coder-2
+    """
+    run(lambda: open_api().board_resolve(post_id, agent), as_json,
+        lambda r: f"post #{r['post']} resolved by {r['resolved_by']}")
+
+
+@click.command()
+@agent_option()
+@click.option("--timeout", type=click.FloatRange(min=0, max=86400), default=60.0, show_default=True,
+              metavar="SECONDS", help="Return after this long even if nothing happened.")
+@json_option
+def wait(agent: str, timeout: float, as_json: bool) -> None:
+    """Sleep until something concerns the agent, and say what: a task of its became ready (task_ready),
+    another agent stepped into its files (overlap), one of its ops was refused by a sync (refused), an
+    unread post for it arrived (post) — or the timeout passed (timeout).
+
+    What it returns is taken: the wakes leave the queue and the posts are marked read.
+
+    \b
+    Example:
+      git lanes wait --agent coder-2 --timeout 300 --json
+    """
+    def render(r: dict) -> str:
+        lines = [f"{r['reason']} after {r['waited']:.2f}s"]
+        for w in r["wakes"]:
+            subject = w.get("task") or w.get("agent") or (w.get("original") or {}).get("type") or ""
+            lines.append(f"wake: {w['kind']} {str(subject)[:16]}".rstrip())
+        lines += [render_post(p) for p in r["posts"]]
+        return "\n".join(lines)
+
+    run(lambda: open_api().wait(agent, timeout), as_json, render)

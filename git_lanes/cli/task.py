@@ -1,0 +1,221 @@
+"""`git lanes task …`: tasks with dependencies and compare-and-swap claims."""
+
+from __future__ import annotations
+
+import click
+
+from git_lanes.cli.agent import agent_option, render_overlaps
+from git_lanes.cli.output import json_option, open_api, run, short, table
+
+STATUSES = ["open", "claimed", "blocked", "done"]
+
+
+def render_task_row(rows: list[dict]) -> str:
+    return table([[short(r["id"]), r["status"] + ("*" if r["ready"] and r["status"] != "done" else ""),
+                   r["owner"] or "-", f"v{r['version']}", r["title"]] for r in rows]) or "no tasks"
+
+
+@click.group()
+def task() -> None:
+    """Create, list, claim and finish tasks.
+
+    Exactly one of several concurrent claimers of a task wins; the others get exit code 3 at once and can
+    take another task. A `*` after a status means every dependency is done.
+
+    \b
+    Example:
+      git lanes task create "Add login" --files 'src/auth/**'
+      git lanes task list --ready
+      git lanes task claim 3fa2 --agent coder-1
+    """
+
+
+@task.command()
+@click.argument("title")
+@click.option("--description", "-d", metavar="TEXT", help="What needs doing, in more words.")
+@click.option("--depends", multiple=True, metavar="TASK", help="A task that must be done first (repeatable).")
+@click.option("--ticket", metavar="TICKET", help="The ticket this task belongs to.")
+@click.option("--files", multiple=True, metavar="GLOB", help="Files the task will touch (repeatable); claimed "
+              "for whoever claims the task.")
+@agent_option(required=False, help_text="Who creates it (default: your git user name).")
+@json_option
+def create(title: str, description: str | None, depends: tuple[str, ...], ticket: str | None,
+           files: tuple[str, ...], agent: str | None, as_json: bool) -> None:
+    """Create a task titled TITLE; print its id.
+
+    \b
+    Example:
+      git lanes task create "Add login form" --depends 3fa2 --ticket 91c0 --files 'src/auth/**'
+    """
+    run(lambda: open_api().task_create(title, actor=agent, description=description, depends=depends,
+                                       ticket=ticket, files=files), as_json, lambda r: r["task"])
+
+
+@task.group()
+def dep() -> None:
+    """Edit task dependencies.
+
+    \b
+    Example:
+      git lanes task dep add 7c1e 3fa2
+    """
+
+
+@dep.command(name="add")
+@click.argument("task_id", metavar="TASK")
+@click.argument("depends_on", metavar="DEPENDS_ON")
+@agent_option(required=False, help_text="Who makes the change.")
+@json_option
+def dep_add(task_id: str, depends_on: str, agent: str | None, as_json: bool) -> None:
+    """Make TASK wait for DEPENDS_ON. A dependency that would close a cycle is refused and named.
+
+    \b
+    Example:
+      git lanes task dep add 7c1e 3fa2
+    """
+    def render(r: dict) -> str:
+        verb = "now depends on" if r["added"] else "already depends on"
+        return f"task {short(r['task'])} {verb} {short(r['depends_on'])}"
+
+    run(lambda: open_api().task_dep_add(task_id, depends_on, agent), as_json, render)
+
+
+@task.command(name="list")
+@click.option("--ready", is_flag=True, help="Only open tasks whose dependencies are all done.")
+@click.option("--status", type=click.Choice(STATUSES), help="Only tasks with this status.")
+@click.option("--owner", metavar="AGENT", help="Only tasks this agent holds.")
+@json_option
+def list_(ready: bool, status: str | None, owner: str | None, as_json: bool) -> None:
+    """List tasks, oldest first.
+
+    \b
+    Example:
+      git lanes task list --ready
+    """
+    run(lambda: open_api().task_list(ready=ready, status=status, owner=owner), as_json, render_task_row)
+
+
+@task.command()
+@click.argument("task_id", metavar="TASK")
+@json_option
+def show(task_id: str, as_json: bool) -> None:
+    """Show a task with its version, dependencies, owner and lane.
+
+    \b
+    Example:
+      git lanes task show 3fa2 --json
+    """
+    def render(r: dict) -> str:
+        lines = [f"task {r['id']}  v{r['version']}", f"title    {r['title']}",
+                 f"status   {r['status']}{' (owner lease lapsed)' if r['lapsed'] else ''}"
+                 f"{', ready' if r['ready'] else ''}",
+                 f"owner    {r['owner'] or '-'}", f"lane     {r['lane'] or '-'}", f"ticket   {short(r['ticket'])}"]
+        lines += [f"depends  {short(d)} ({s})" for d, s in r["depends_status"].items()]
+        lines += [f"files    {f}" for f in r["files"]]
+        if r["blocked_reason"]:
+            lines.append(f"blocked  {r['blocked_reason']}")
+        if r["description"]:
+            lines += ["", r["description"]]
+        return "\n".join(lines)
+
+    run(lambda: open_api().task_show(task_id), as_json, render)
+
+
+@task.command()
+@click.argument("task_id", metavar="TASK")
+@agent_option()
+@click.option("--version", type=int, metavar="V", help="Claim only if the task is still at this version.")
+@click.option("--lane", metavar="LANE", help="The lane the work happens in (default: the agent's lane).")
+@json_option
+def claim(task_id: str, agent: str, version: int | None, lane: str | None, as_json: bool) -> None:
+    """Claim TASK for an agent. A loser of a race, or a stale --version, exits 3 at once.
+
+    The task's --files become the agent's file claims; overlaps with other agents are warned about.
+
+    \b
+    Example:
+      git lanes task claim 3fa2 --agent coder-1 --version 1
+    """
+    def render(r: dict) -> str:
+        text = f"{r['owner']} {'already holds' if r['already'] else 'claimed'} task {short(r['task'])} (v{r['version']})"
+        if not r["ready"]:
+            text += "\nnot ready yet: `git lanes wait` returns when its dependencies are done"
+        return "\n".join([text] + render_overlaps(r["overlaps"]))
+
+    run(lambda: open_api().task_claim(task_id, agent, version, lane), as_json, render)
+
+
+@task.command()
+@click.argument("task_id", metavar="TASK")
+@agent_option(required=False, help_text="Who finished it.")
+@json_option
+def done(task_id: str, agent: str | None, as_json: bool) -> None:
+    """Mark TASK done; wake the owners of tasks it makes ready; post ticket_ready when its ticket is done.
+
+    \b
+    Example:
+      git lanes task done 3fa2 --agent coder-1
+    """
+    def render(r: dict) -> str:
+        lines = [f"task {short(r['task'])} done"]
+        lines += [f"now ready: {short(t)}" for t in r["now_ready"]]
+        lines += [f"woke {w['agent']} for {short(w['task'])}" for w in r["woken"]]
+        if r["ticket_ready"]:
+            lines.append(f"ticket {short(r['ticket_ready'])} is ready")
+        return "\n".join(lines)
+
+    run(lambda: open_api().task_done(task_id, agent), as_json, render)
+
+
+@task.command()
+@click.argument("task_id", metavar="TASK")
+@click.option("--reason", required=True, help="Why the work cannot go on.")
+@agent_option(required=False, help_text="Who blocks it.")
+@json_option
+def block(task_id: str, reason: str, agent: str | None, as_json: bool) -> None:
+    """Pause TASK; its owner keeps it (a blocked task does not lapse).
+
+    \b
+    Example:
+      git lanes task block 3fa2 --reason "waiting for the API schema"
+    """
+    run(lambda: open_api().task_block(task_id, reason, agent), as_json,
+        lambda r: f"task {short(r['task'])} blocked (owner {r['owner'] or '-'})")
+
+
+@task.command()
+@click.argument("task_id", metavar="TASK")
+@agent_option(required=False, help_text="Who resumes it.")
+@json_option
+def resume(task_id: str, agent: str | None, as_json: bool) -> None:
+    """Resume a blocked TASK.
+
+    \b
+    Example:
+      git lanes task resume 3fa2
+    """
+    run(lambda: open_api().task_resume(task_id, agent), as_json,
+        lambda r: f"task {short(r['task'])} {r['status']}")
+
+
+@task.command()
+@click.argument("task_id", metavar="TASK")
+@click.option("--to", "target", required=True, metavar="AGENT", help="The new owner.")
+@click.option("--note", metavar="TEXT", help="A word for the new owner, added to the handoff post.")
+@agent_option(required=False, help_text="Who hands it over.")
+@json_option
+def handoff(task_id: str, target: str, note: str | None, agent: str | None, as_json: bool) -> None:
+    """Hand TASK to another agent: owner, lane, file claims and dirty set move together in one op.
+
+    The new owner gets a handoff post, even if it has not started yet.
+
+    \b
+    Example:
+      git lanes task handoff 3fa2 --to coder-2 --note "tests are green, docs left"
+    """
+    def render(r: dict) -> str:
+        moved = r["moved"]
+        return (f"task {short(r['task'])} handed from {r['from'] or '-'} to {r['to']} (lane {moved['lane'] or '-'}, "
+                f"{len(moved['claims'])} claims, {len(moved['dirty'])} dirty files)")
+
+    run(lambda: open_api().task_handoff(task_id, target, agent, note), as_json, render)

@@ -1,0 +1,127 @@
+"""Agents in the ledger: who they are, their leases, and the wake queue that `wait` drains.
+
+An agent's lease (15 minutes by default) is extended by the calls that show it is at work (register,
+heartbeat, claiming a task or files, publishing its dirty set). A task whose owner's lease lapsed is open
+again. Leases are judged against op time inside the fold, and against the reader's clock in views."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from git_lanes.errors import NotFound, UserError
+from git_lanes.ledger import Op, State, Tx
+from git_lanes.model.names import validate_lane_name
+
+LEASE_SECONDS = 15 * 60
+SYSTEM = "git-lanes"
+MAX_WAKES = 200
+BOARD_META = "board/meta.json"
+_AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
+Reader = State | Tx
+
+
+def validate_agent_id(agent: Any) -> str:
+    if not isinstance(agent, str) or not _AGENT_ID.fullmatch(agent) or agent.endswith(".json"):
+        raise UserError(f"invalid agent id {agent!r}", code="invalid_agent",
+                        hint="agent ids are 1-64 letters, digits and . _ @ + -, starting with a letter or "
+                             "digit; pass --agent ID or set GIT_LANES_AGENT")
+    return agent
+
+
+def agent_path(agent: str) -> str:
+    return f"agents/{agent}.json"
+
+
+def wakes_path(agent: str) -> str:
+    return f"wakes/{agent}.json"
+
+
+def reader_path(agent: str) -> str:
+    return f"board/readers/{agent}.json"
+
+
+def get_agent(state: Reader, agent: str) -> dict:
+    record = state.get(agent_path(validate_agent_id(agent)))
+    if record is None:
+        raise NotFound(f"no agent named {agent!r}", code="unknown_agent",
+                       hint=f"register it with `git lanes agent register {agent}`")
+    return record
+
+
+def lease_alive(record: dict | None, now: float) -> bool:
+    return record is not None and float(record.get("lease_until") or 0) >= now
+
+
+def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | None = None,
+          lane: str | None = None) -> dict:
+    """The agent's record after it acted at `time`, created on its first call. Its board cursor starts
+    at the board's current end then, so old broadcasts do not flood in (directed posts still reach it)."""
+    validate_agent_id(agent)
+    record = tx.get(agent_path(agent)) or {"id": agent, "kind": "agent", "lane": None, "registered": time,
+                                           "lease_until": time + LEASE_SECONDS}
+    if kind is not None:
+        record["kind"] = kind
+    if lane is not None:
+        record["lane"] = validate_lane_name(lane)
+    if extend:
+        record["lease_until"] = max(float(record["lease_until"]), time + LEASE_SECONDS)
+    record["last_seen"] = time
+    tx.put(agent_path(agent), record)
+    reader = tx.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": []}
+    if reader.get("cursor") is None:
+        reader["cursor"] = int((tx.get(BOARD_META) or {}).get("seq", 0))
+        tx.put(reader_path(agent), reader)
+    return record
+
+
+def add_wake(tx: Tx, agent: str, op: Op, kind: str, detail: dict[str, Any]) -> None:
+    """Queue a wake for `agent`: `wait` returns with it, and heartbeat reports it until then."""
+    queue = tx.get(wakes_path(agent)) or {"agent": agent, "wakes": []}
+    wake_id = f"{op.id}.{len(queue['wakes'])}"
+    queue["wakes"] = (queue["wakes"] + [{"id": wake_id, "kind": kind, "time": op.time, "op": op.id,
+                                         "by": op.actor, **detail}])[-MAX_WAKES:]
+    tx.put(wakes_path(agent), queue)
+
+
+def pending_wakes(state: Reader, agent: str) -> list[dict]:
+    return list((state.get(wakes_path(agent)) or {}).get("wakes", []))
+
+
+def take_wakes(tx: Tx, agent: str, ids: set[str]) -> list[dict]:
+    queue = tx.get(wakes_path(agent))
+    if queue is None:
+        return []
+    taken = [w for w in queue["wakes"] if w["id"] in ids]
+    queue["wakes"] = [w for w in queue["wakes"] if w["id"] not in ids]
+    if queue["wakes"]:
+        tx.put(wakes_path(agent), queue)
+    else:
+        tx.delete(wakes_path(agent))
+    return taken
+
+
+def register(tx: Tx, op: Op) -> dict:
+    agent = validate_agent_id(op.args.get("agent"))
+    kind = op.args.get("kind") or "agent"
+    if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", kind):
+        raise UserError(f"invalid agent kind {kind!r}", code="invalid_kind")
+    existed = tx.get(agent_path(agent)) is not None
+    record = touch(tx, agent, op.time, kind=kind, lane=op.args.get("lane"))
+    return {"agent": agent, "registered": not existed, "kind": record["kind"], "lane": record["lane"],
+            "lease_until": record["lease_until"]}
+
+
+def list_agents(state: State, now: float) -> list[dict]:
+    found = []
+    for name in state.names("agents"):
+        record = state.get(f"agents/{name}")
+        if record is not None:
+            found.append(describe(record, now))
+    return found
+
+
+def describe(record: dict, now: float) -> dict:
+    return {"id": record["id"], "kind": record.get("kind"), "lane": record.get("lane"),
+            "registered": record.get("registered"), "last_seen": record.get("last_seen"),
+            "lease_until": record.get("lease_until"), "alive": lease_alive(record, now)}

@@ -1,0 +1,130 @@
+"""The board: posts in one total order (their sequence number is their id), a read cursor per agent for
+posts to everyone, and an inbox per agent for posts directed to it, so a post sent before an agent's first
+call still reaches it while old broadcasts do not flood in. Reading marks read."""
+
+from __future__ import annotations
+
+from git_lanes.domain.agents import BOARD_META, Reader, reader_path, touch, validate_agent_id
+from git_lanes.errors import NotFound, Refused, UserError
+from git_lanes.ledger import Op, Tx
+
+AGENT_KINDS = ("note", "question", "handoff")
+# Records of what the system did: shown on the board, never counted unread, never a wake.
+SYSTEM_KINDS = ("ticket_ready",)
+MAX_TEXT = 16 * 1024
+MAX_SEQ = 10**8 - 1
+
+
+def post_path(seq: int) -> str:
+    digits = f"{seq:08d}"
+    return f"board/posts/{digits[0:2]}/{digits[2:4]}/{digits[4:6]}/{digits}.json"
+
+
+def current_seq(state: Reader) -> int:
+    return int((state.get(BOARD_META) or {}).get("seq", 0))
+
+
+def add_post(tx: Tx, op: Op, sender: str, kind: str, text: str, to: str | None) -> int:
+    seq = current_seq(tx) + 1
+    if seq > MAX_SEQ:
+        raise Refused("the board is full", code="board_full")
+    tx.put(post_path(seq), {"seq": seq, "id": op.id, "from": sender, "to": to, "kind": kind, "text": text,
+                            "time": op.time, "resolved": None})
+    tx.put(BOARD_META, {"seq": seq})
+    if to is not None:
+        reader = tx.get(reader_path(to)) or {"agent": to, "cursor": None, "inbox": []}
+        reader["inbox"] = reader["inbox"] + [seq]
+        tx.put(reader_path(to), reader)
+    return seq
+
+
+def validate_text(text: object) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise UserError("the post's text must not be empty", code="empty_post")
+    if len(text.encode()) > MAX_TEXT:
+        raise UserError(f"the post is {len(text.encode())} bytes; the limit is {MAX_TEXT}", code="post_too_large",
+                        hint="post a summary and point to a file in your lane")
+    return text
+
+
+def post(tx: Tx, op: Op) -> dict:
+    sender = validate_agent_id(op.actor)
+    kind = op.args.get("kind") or "note"
+    if kind not in AGENT_KINDS:
+        raise UserError(f"unknown post kind {kind!r}; use one of {', '.join(AGENT_KINDS)}", code="invalid_kind")
+    to = op.args.get("to")
+    if to is not None:
+        validate_agent_id(to)
+        if to == sender:
+            raise UserError("a post to yourself reaches nobody", code="post_to_self")
+    text = validate_text(op.args.get("text"))
+    touch(tx, sender, op.time, extend=False)
+    seq = add_post(tx, op, sender, kind, text, to)
+    return {"post": seq, "kind": kind, "to": to}
+
+
+def mark_read(tx: Tx, agent: str, through: int) -> int:
+    reader = tx.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": []}
+    reader["cursor"] = max(int(reader.get("cursor") or 0), min(int(through), current_seq(tx)))
+    reader["inbox"] = [seq for seq in reader["inbox"] if seq > through]
+    tx.put(reader_path(agent), reader)
+    return reader["cursor"]
+
+
+def read(tx: Tx, op: Op) -> dict:
+    agent = validate_agent_id(op.args.get("agent"))
+    through = op.args.get("through")
+    if not isinstance(through, int) or through < 0:
+        raise UserError(f"invalid read position {through!r}", code="invalid_post")
+    touch(tx, agent, op.time, extend=False)
+    return {"agent": agent, "cursor": mark_read(tx, agent, through)}
+
+
+def resolve(tx: Tx, op: Op) -> dict:
+    seq = op.args.get("post")
+    record = tx.get(post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
+    if record is None:
+        raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
+    if record.get("resolved"):
+        raise Refused(f"post #{seq} was already resolved by {record['resolved']['by']}", code="already_resolved")
+    record["resolved"] = {"by": op.actor, "time": op.time}
+    tx.put(post_path(seq), record)
+    return {"post": seq, "resolved_by": op.actor}
+
+
+def get_post(state: Reader, seq: int) -> dict | None:
+    return state.get(post_path(seq)) if 0 < seq <= MAX_SEQ else None
+
+
+def unread(state: Reader, agent: str) -> list[dict]:
+    """Posts that count as unread for `agent`: those directed to it that it has not read, and posts to
+    everyone from others after its cursor. Costs the agent's backlog, never the board's length."""
+    reader = state.get(reader_path(agent)) or {}
+    end = current_seq(state)
+    cursor = reader.get("cursor")
+    seqs = set(reader.get("inbox") or [])
+    for seq in range(int(end if cursor is None else cursor) + 1, end + 1):
+        record = get_post(state, seq)
+        if record and record["to"] is None and record["from"] != agent and record["kind"] in AGENT_KINDS:
+            seqs.add(seq)
+    posts = [get_post(state, seq) for seq in sorted(seqs)]
+    return [p for p in posts if p is not None]
+
+
+def recent(state: Reader, agent: str | None, limit: int, everything: bool) -> list[dict]:
+    """The last `limit` posts `agent` may see (all posts for `everything` or without an agent), oldest first."""
+    found: list[dict] = []
+    seq = current_seq(state)
+    while seq > 0 and len(found) < limit:
+        record = get_post(state, seq)
+        if record and (everything or agent is None or record["to"] in (None, agent) or record["from"] == agent):
+            found.append(record)
+        seq -= 1
+    found.reverse()
+    return found
+
+
+def view(post: dict) -> dict:
+    return {k: post.get(k) for k in ("seq", "id", "from", "to", "kind", "text", "time", "resolved")}
+
+

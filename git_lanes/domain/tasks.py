@@ -1,0 +1,249 @@
+"""Tasks: a dependency DAG with compare-and-swap claims. Each task carries a version bumped by every change;
+a claim names the version it saw (or none) and exactly one of several concurrent claimers wins, the others
+getting a conflict at once. A claimed task whose owner's lease lapsed is open again; a blocked one stays put.
+Finishing a task wakes the owners of the tasks it makes ready, and may make its ticket ready."""
+
+from __future__ import annotations
+
+from git_lanes.domain import claims, tickets
+from git_lanes.domain.agents import (Reader, add_wake, agent_path, lease_alive, touch, validate_agent_id)
+from git_lanes.domain.board import add_post
+from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.ledger import Op, Tx
+from git_lanes.model.names import resolve_prefix, validate_lane_name
+
+MAX_TITLE = 200
+MAX_DESCRIPTION = 20_000
+MAX_DEPENDS = 100
+
+
+def task_path(task_id: str) -> str:
+    return f"tasks/{task_id[:2]}/{task_id}.json"
+
+
+def task_ids(state: Reader, prefix: str = "") -> list[str]:
+    buckets = [prefix[:2]] if len(prefix) >= 2 else [b for b in state.names("tasks") if b.startswith(prefix)]
+    return [name[:-5] for bucket in buckets for name in state.names(f"tasks/{bucket}")
+            if name.startswith(prefix) and name.endswith(".json")]
+
+
+def resolve_task(state: Reader, prefix: str) -> str:
+    prefix = prefix.strip().lower()
+    if not prefix or any(c not in "0123456789abcdef" for c in prefix):
+        raise NotFound(f"no task matches {prefix!r}", code="unknown_task", hint="see `git lanes task list`")
+    return resolve_prefix(prefix, task_ids(state, prefix), "task")
+
+
+def get_task(state: Reader, task_id: object) -> dict:
+    record = state.get(task_path(task_id)) if isinstance(task_id, str) and len(task_id) >= 2 else None
+    if record is None:
+        raise NotFound(f"no task {task_id!r}", code="unknown_task", hint="see `git lanes task list`")
+    return record
+
+
+def validate_title(title: object, limit: int = MAX_TITLE) -> str:
+    if not isinstance(title, str) or not title.strip():
+        raise UserError("the title must not be empty", code="empty_title")
+    if "\n" in title.strip() or len(title) > limit:
+        raise UserError(f"the title must be one line of at most {limit} characters", code="invalid_title")
+    return title.strip()
+
+
+def is_ready(state: Reader, task: dict) -> bool:
+    return all(get_task(state, dep)["status"] == "done" for dep in task["depends"])
+
+
+def owner_alive(state: Reader, task: dict, now: float) -> bool:
+    return task.get("owner") is not None and lease_alive(state.get(agent_path(task["owner"])), now)
+
+
+def effective_status(state: Reader, task: dict, now: float) -> str:
+    """`claimed` turns back into `open` once the owner's lease lapsed; every other status is as stored."""
+    if task["status"] == "claimed" and not owner_alive(state, task, now):
+        return "open"
+    return task["status"]
+
+
+def _save(tx: Tx, op: Op, task: dict) -> dict:
+    task["version"] = int(task["version"]) + 1
+    task["updated"] = op.time
+    tx.put(task_path(task["id"]), task)
+    return task
+
+
+def create(tx: Tx, op: Op) -> dict:
+    args = op.args
+    title = validate_title(args.get("title"))
+    description = args.get("description") or ""
+    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
+        raise UserError(f"the description must be text of at most {MAX_DESCRIPTION} characters",
+                        code="invalid_description")
+    depends = list(dict.fromkeys(args.get("depends") or []))
+    if len(depends) > MAX_DEPENDS:
+        raise UserError(f"a task may depend on at most {MAX_DEPENDS} tasks", code="too_many_depends")
+    files = claims.validate_globs(args.get("files") or [])
+    ticket = args.get("ticket")
+    if ticket is not None:
+        tickets.get_ticket(tx, ticket)
+    task = {"id": op.id, "title": title, "description": description, "depends": depends, "dependents": [],
+            "ticket": None, "files": files, "status": "open", "owner": None, "lane": None, "version": 1,
+            "created": op.time, "created_by": op.actor, "updated": op.time, "blocked_reason": None,
+            "done_at": None}
+    for dep in depends:
+        upstream = get_task(tx, dep)
+        upstream["dependents"] = upstream["dependents"] + [op.id]
+        tx.put(task_path(dep), upstream)
+    tx.put(task_path(op.id), task)
+    if ticket is not None:
+        tickets.attach(tx, op, ticket, task)
+    return {"task": op.id, "version": 1, "ready": is_ready(tx, task), "ticket": ticket}
+
+
+def dep_add(tx: Tx, op: Op) -> dict:
+    task = get_task(tx, op.args.get("task"))
+    upstream = get_task(tx, op.args.get("depends_on"))
+    if task["id"] == upstream["id"]:
+        raise UserError(f"task {task['id'][:8]} cannot depend on itself", code="dependency_on_self")
+    if upstream["id"] in task["depends"]:
+        return {"task": task["id"], "depends_on": upstream["id"], "added": False, "version": task["version"]}
+    cycle = _path(tx, upstream["id"], task["id"])
+    if cycle is not None:
+        names = " -> ".join(t[:8] for t in [task["id"], *cycle])
+        raise Refused(f"that dependency would make a cycle: {names}", code="cycle", details={"cycle": cycle})
+    task["depends"] = task["depends"] + [upstream["id"]]
+    upstream["dependents"] = upstream["dependents"] + [task["id"]]
+    tx.put(task_path(upstream["id"]), upstream)
+    _save(tx, op, task)
+    return {"task": task["id"], "depends_on": upstream["id"], "added": True, "version": task["version"]}
+
+
+def _path(state: Reader, start: str, goal: str) -> list[str] | None:
+    """A dependency path start -> … -> goal, if one exists."""
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    seen = set()
+    while stack:
+        node, path = stack.pop()
+        if node == goal:
+            return path
+        if node in seen:
+            continue
+        seen.add(node)
+        stack += [(dep, path + [dep]) for dep in get_task(state, node)["depends"]]
+    return None
+
+
+def claim(tx: Tx, op: Op) -> dict:
+    agent = validate_agent_id(op.args.get("agent"))
+    task = get_task(tx, op.args.get("task"))
+    version = op.args.get("version")
+    if version is not None and version != task["version"]:
+        raise Conflict(f"task {task['id'][:8]} is at version {task['version']}, not {version}",
+                       code="version_conflict", details={"task": task["id"], "version": task["version"]},
+                       hint="re-read it with `git lanes task show`, or take another task")
+    if task["status"] == "done":
+        raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
+    holder = task.get("owner")
+    if holder not in (None, agent) and (task["status"] == "blocked" or owner_alive(tx, task, op.time)):
+        raise Conflict(f"task {task['id'][:8]} is {task['status']} by {holder}", code="task_claimed",
+                       details={"task": task["id"], "owner": holder, "version": task["version"]},
+                       hint="take another task: `git lanes task list --ready`")
+    record = touch(tx, agent, op.time)
+    if holder == agent and task["status"] in ("claimed", "blocked"):
+        return {"task": task["id"], "owner": agent, "version": task["version"], "already": True,
+                "ready": is_ready(tx, task), "overlaps": []}
+    lane = op.args.get("lane") or record.get("lane")
+    task.update(owner=agent, status="claimed", lane=validate_lane_name(lane) if lane else task.get("lane"))
+    _save(tx, op, task)
+    overlaps = claims.add_globs(tx, op, agent, task["files"], task["id"])["overlaps"] if task["files"] else []
+    return {"task": task["id"], "owner": agent, "version": task["version"], "already": False,
+            "previous_owner": holder if holder != agent else None, "ready": is_ready(tx, task),
+            "overlaps": overlaps}
+
+
+def done(tx: Tx, op: Op) -> dict:
+    task = get_task(tx, op.args.get("task"))
+    if task["status"] == "done":
+        raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
+    task.update(status="done", done_at=op.time, blocked_reason=None)
+    _save(tx, op, task)
+    woken = []
+    for dependent_id in task["dependents"]:
+        dependent = get_task(tx, dependent_id)
+        if dependent["status"] in ("claimed", "blocked") and dependent.get("owner") and is_ready(tx, dependent):
+            add_wake(tx, dependent["owner"], op, "task_ready", {"task": dependent_id, "title": dependent["title"]})
+            woken.append({"agent": dependent["owner"], "task": dependent_id})
+    ready = [d for d in task["dependents"] if get_task(tx, d)["status"] != "done" and is_ready(tx, get_task(tx, d))]
+    ticket = tickets.recheck(tx, op, task["ticket"]) if task["ticket"] else None
+    return {"task": task["id"], "version": task["version"], "now_ready": ready, "woken": woken,
+            "ticket_ready": ticket}
+
+
+def block(tx: Tx, op: Op) -> dict:
+    task = get_task(tx, op.args.get("task"))
+    reason = validate_title(op.args.get("reason"), 2000) if op.args.get("reason") is not None else None
+    if not reason:
+        raise UserError("say why the task is blocked (--reason)", code="empty_reason")
+    if task["status"] in ("done", "blocked"):
+        raise Conflict(f"task {task['id'][:8]} is already {task['status']}", code=f"task_{task['status']}")
+    task.update(status="blocked", blocked_reason=reason)
+    _save(tx, op, task)
+    return {"task": task["id"], "status": "blocked", "owner": task["owner"], "version": task["version"]}
+
+
+def resume(tx: Tx, op: Op) -> dict:
+    task = get_task(tx, op.args.get("task"))
+    if task["status"] != "blocked":
+        raise Conflict(f"task {task['id'][:8]} is {task['status']}, not blocked", code="not_blocked")
+    task.update(status="claimed" if task["owner"] else "open", blocked_reason=None)
+    if task["owner"]:
+        touch(tx, task["owner"], op.time)
+    _save(tx, op, task)
+    return {"task": task["id"], "status": task["status"], "owner": task["owner"], "version": task["version"]}
+
+
+def handoff(tx: Tx, op: Op) -> dict:
+    """Owner, lane, file claims and dirty set move to the new owner in this one op; a handoff post tells it."""
+    task = get_task(tx, op.args.get("task"))
+    target = validate_agent_id(op.args.get("to"))
+    if task["status"] == "done":
+        raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
+    source = task.get("owner")
+    if source == target:
+        raise UserError(f"task {task['id'][:8]} is already {target}'s", code="handoff_to_owner")
+    moved: dict = {"claims": [], "dirty": [], "lane": task.get("lane")}
+    if source is not None:
+        moved.update(claims.move(tx, source, target))
+        source_record = tx.get(agent_path(source))
+        if source_record is not None:
+            moved["lane"] = source_record.get("lane") or task.get("lane")
+            tx.put(agent_path(source), {**source_record, "lane": None})
+    touch(tx, target, op.time, lane=moved["lane"])
+    task.update(owner=target, status="claimed", lane=moved["lane"], blocked_reason=None)
+    _save(tx, op, task)
+    note = op.args.get("note")
+    text = f"task {task['id'][:8]} \"{task['title']}\" is yours now (from {source or 'nobody'})"
+    post = add_post(tx, op, op.actor, "handoff", text + (f": {note}" if note else ""), target) \
+        if target != op.actor else None
+    return {"task": task["id"], "from": source, "to": target, "version": task["version"], "moved": moved,
+            "post": post}
+
+
+def view(state: Reader, task: dict, now: float) -> dict:
+    status = effective_status(state, task, now)
+    return {**{k: task.get(k) for k in ("id", "title", "description", "depends", "dependents", "ticket", "files",
+                                        "owner", "lane", "version", "created", "created_by", "updated",
+                                        "blocked_reason", "done_at")},
+            "status": status, "stored_status": task["status"], "lapsed": status != task["status"],
+            "ready": status != "done" and is_ready(state, task)}
+
+
+def list_tasks(state: Reader, now: float, *, ready: bool = False, status: str | None = None,
+               owner: str | None = None) -> list[dict]:
+    rows = [view(state, get_task(state, task_id), now) for task_id in task_ids(state)]
+    if ready:
+        rows = [r for r in rows if r["ready"] and r["status"] == "open"]
+    if status:
+        rows = [r for r in rows if r["status"] == status]
+    if owner:
+        rows = [r for r in rows if r["owner"] == owner and r["status"] != "open"]
+    return sorted(rows, key=lambda r: (r["created"], r["id"]))

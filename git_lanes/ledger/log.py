@@ -1,0 +1,164 @@
+"""The ledger: `refs/lanes/ledger`, a chain of commits, one per op, each commit's tree the materialized state
+after its op (DESIGN.md §2). Reading state is one tree read; an append rewrites only the touched subtrees.
+
+These functions are the contract the sync layer builds on:
+
+- `read_op(store, commit) -> Op` parses one ledger commit.
+- `ops_between(store, ancestor, head) -> list[Op]` lists the ops after `ancestor` up to `head`, oldest first.
+- `apply_op(store, base_head, op) -> (new_head | None, result_or_refusal)` applies an existing op (keeping its
+  id, actor, time and args) on top of `base_head`, writing objects but moving no ref.
+- `append(store, op, ...)` is the local write: lock, apply on the current head, compare-and-swap the ref.
+
+The fold decides each op from the state it reads and the op alone (its time included), never from the clock
+or the environment, so replaying the same op on the same state gives the same commit tree and result."""
+
+from __future__ import annotations
+
+import importlib
+import time as _time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from git_lanes.errors import Conflict, LanesError, UnsupportedFormat
+from git_lanes.ledger.op import Op, decode_message, encode_message
+from git_lanes.ledger.state import Record, State, encode_record
+from git_lanes.model.refs import LEDGER
+from git_lanes.store import RefUpdate, Store
+from git_lanes.store.trees import Entry
+
+META = "ledger.json"
+BLOB_MODE = 0o100644
+# The coordination model's fold, bound by name so this generic log does not import the domain layer.
+DEFAULT_FOLD = "git_lanes.domain.coordination:FOLD"
+# Every this many ops the appender asks git whether the repository needs packing (`git gc --auto`).
+MAINTENANCE_EVERY = 500
+CAS_ATTEMPTS = 5
+
+
+class Fold(Protocol):
+    """The model's rules: decide one op against a state. `apply` returns the record edits (path -> record or
+    None to delete) and the op's result, or raises a LanesError to refuse the op; it must depend only on the
+    state and the op. `summary` is the one-line description `git log --oneline` shows."""
+
+    def apply(self, state: State, op: Op) -> tuple[dict[str, Record | None], dict[str, Any]]: ...
+
+    def summary(self, op: Op, result: dict[str, Any]) -> str: ...
+
+
+@dataclass(frozen=True)
+class Appended:
+    op: Op
+    commit: str
+    ops: int
+
+
+def default_fold() -> Fold:
+    module, attribute = DEFAULT_FOLD.split(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def head(store: Store) -> str | None:
+    """The ledger's head commit, or None before the first op."""
+    return store.read_ref(LEDGER)
+
+
+def state_at(store: Store, commit: str | None) -> State:
+    """The state after the op at `commit` (the empty state for None)."""
+    return State(store, store.tree_of(commit) if commit else None)
+
+
+def read_op(store: Store, commit: str) -> Op:
+    """Parse ledger commit `commit` into its Op (id, type, actor, time, args, and the result recorded there).
+
+    Raises UnsupportedFormat for a commit that holds no op or an op in an unknown major format."""
+    return decode_message(store.commit_info(commit).message, commit)
+
+
+def ops_between(store: Store, ancestor: str | None, head_commit: str) -> list[Op]:
+    """The ops of the commits after `ancestor` up to and including `head_commit`, oldest first, following
+    first parents (the ledger is linear). `ancestor=None` means from the first op. Raises UnsupportedFormat
+    when `ancestor` is not on `head_commit`'s chain."""
+    ops: list[Op] = []
+    commit: str | None = head_commit
+    while commit is not None and commit != ancestor:
+        info = store.commit_info(commit)
+        ops.append(decode_message(info.message, commit))
+        commit = info.parents[0] if info.parents else None
+    if commit != ancestor:
+        raise UnsupportedFormat(f"{ancestor[:8] if ancestor else '-'} is not an ancestor of ledger commit "
+                                f"{head_commit[:8]}")
+    ops.reverse()
+    return ops
+
+
+def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold | None = None) \
+        -> tuple[str | None, dict[str, Any]]:
+    """Apply `op` on top of ledger commit `base_head` (None: the empty ledger) without moving any ref.
+
+    The op keeps its id, type, actor, time and args; the fold decides it afresh against `base_head`'s state.
+    Returns `(new_commit, result)` when the op holds: `new_commit` is a ledger commit whose parent is
+    `base_head`, whose tree is the state after the op, and whose message records the op with this result.
+    Returns `(None, refusal)` when the fold refuses it; `refusal` is the error record (`error` code,
+    `message`, optional `hint`, plus `exit_code`: 3 for a lost race or version conflict, 1 for bad input).
+    Nothing is written for a refusal. Deterministic: the same (state, op) gives the same tree and result."""
+    try:
+        commit, recorded, _ = _build(store, base_head, op, fold or default_fold())
+    except LanesError as exc:
+        return None, refusal(exc)
+    return commit, recorded.result or {}
+
+
+def refusal(exc: LanesError) -> dict[str, Any]:
+    return exc.to_dict() | {"exit_code": exc.exit_code}
+
+
+def append(store: Store, op: Op, fold: Fold | None = None) -> Appended:
+    """Apply `op` on the current head under the local writers' lock and compare-and-swap the ref to the new
+    commit. Raises the fold's error when it refuses; a refused op changes nothing and is not recorded."""
+    fold = fold or default_fold()
+    with store.locked():
+        for attempt in range(CAS_ATTEMPTS):
+            base = head(store)
+            commit, recorded, ops = _build(store, base, op, fold)
+            try:
+                store.update_refs([RefUpdate(LEDGER, commit, base, f"lanes ledger: {recorded.type} {op.id}")])
+            except Conflict:
+                # Only a writer outside the lock (a plain `git update-ref`, say) can move the ref here.
+                if attempt == CAS_ATTEMPTS - 1:
+                    raise
+                _time.sleep(0.01 * (attempt + 1))
+                continue
+            appended = Appended(recorded, commit, ops)
+            break
+    if appended.ops % MAINTENANCE_EVERY == 0:
+        maintain(store)
+    return appended
+
+
+def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op, int]:
+    state = state_at(store, base)
+    edits, result = fold.apply(state, op)
+    meta = state.get(META) or {}
+    ops = int(meta.get("ops", 0)) + 1
+    edits = {**edits, META: {"format": 1, "ops": ops, "last_op": op.id}}
+    tree_edits: dict[str, Entry | None] = {}
+    for path, record in edits.items():
+        tree_edits[path] = None if record is None else Entry(store.write_blob(encode_record(record)), BLOB_MODE)
+    tree = store.edit_tree(state.tree, tree_edits)
+    recorded = op.with_result(result)
+    message = encode_message(recorded, fold.summary(recorded, result))
+    commit = store.write_commit(tree, [base] if base else [], message, author_name=op.actor,
+                                author_email="agent@lanes")
+    return commit, recorded, ops
+
+
+def maintain(store: Store) -> None:
+    """Let git pack the loose objects the ledger leaves (each op writes a commit, a blob or two and the trees
+    on their paths). `git gc --auto` does nothing below `gc.auto` loose objects (6700 by default) and
+    honours `gc.auto=0`; libgit2 never runs it on its own."""
+    from git_lanes.store.gitcli import run_git
+
+    try:
+        run_git(["gc", "--auto", "--quiet"], cwd=store.root, check=False, timeout=600)
+    except Exception:  # packing is an optimisation; an append that succeeded must not report failure
+        pass

@@ -1,0 +1,95 @@
+"""Ledger operations: what one commit of `refs/lanes/ledger` records.
+
+A ledger commit's message is a one-line summary naming the actor and the op (so `git log --oneline` reads as
+the operation log), a blank line, then the op as one line of JSON:
+`{"format": 1, "id", "type", "actor", "time", "args", "result"}`."""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from git_lanes.errors import UnsupportedFormat, UserError
+
+FORMAT = 1
+MAX_ACTOR = 100
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation. `id`, `type`, `actor`, `time` and `args` are fixed when it is made and survive a
+    replay on another head (sync); `result` is what the fold decided the last time it was applied."""
+
+    id: str
+    type: str
+    actor: str
+    time: float
+    args: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id or any(c not in "0123456789abcdef" for c in self.id):
+            raise UnsupportedFormat(f"ledger op id {self.id!r} is not lowercase hex")
+        if not self.type or not isinstance(self.type, str):
+            raise UnsupportedFormat("ledger op without a type")
+        validate_actor(self.actor)
+        if not isinstance(self.time, (int, float)) or not math.isfinite(self.time):
+            raise UnsupportedFormat(f"ledger op {self.id} has no valid time")
+
+    def with_result(self, result: dict[str, Any]) -> Op:
+        return replace(self, result=result)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "id": self.id, "type": self.type, "actor": self.actor, "time": self.time,
+                "args": self.args, "result": self.result}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Op:
+        if not isinstance(data, dict):
+            raise UnsupportedFormat("ledger op is not a JSON object")
+        check_format(data, "ledger op")
+        try:
+            return cls(id=data["id"], type=data["type"], actor=data["actor"], time=data["time"],
+                       args=dict(data.get("args") or {}), result=data.get("result"))
+        except KeyError as exc:
+            raise UnsupportedFormat(f"ledger op lacks {exc.args[0]!r}") from None
+
+
+def make_op(op_type: str, actor: str, args: dict[str, Any], time: float) -> Op:
+    """A new op with a fresh random id (64 bits, hex)."""
+    return Op(id=secrets.token_hex(8), type=op_type, actor=actor, time=round(time, 3), args=args)
+
+
+def validate_actor(actor: Any) -> str:
+    if not isinstance(actor, str) or not actor.strip() or len(actor) > MAX_ACTOR or \
+            any(c in actor for c in "<>\n\r\x00"):
+        raise UserError(f"invalid actor {actor!r}", code="invalid_actor",
+                        hint="pass --agent ID or set GIT_LANES_AGENT")
+    return actor
+
+
+def check_format(record: dict, what: str) -> None:
+    """Reject records written by a git-lanes whose major format this one does not read."""
+    version = record.get("format")
+    if isinstance(version, bool) or not isinstance(version, (int, float)) or int(version) != FORMAT:
+        raise UnsupportedFormat(f"{what} has format {version!r}; this git-lanes reads format {FORMAT}",
+                                hint="upgrade git-lanes")
+
+
+def encode_message(op: Op, summary: str) -> str:
+    line = " ".join(summary.split()) or f"{op.actor}: {op.type}"
+    return f"{line}\n\n{json.dumps(op.to_dict(), sort_keys=True, ensure_ascii=False)}\n"
+
+
+def decode_message(message: str, commit: str) -> Op:
+    _, sep, body = message.partition("\n\n")
+    if not sep or not body.strip():
+        raise UnsupportedFormat(f"commit {commit[:8]} is not a ledger op (no JSON after the summary)")
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise UnsupportedFormat(f"commit {commit[:8]} holds no valid ledger op: {exc}") from None
+    return Op.from_dict(data)

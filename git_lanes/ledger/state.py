@@ -1,0 +1,99 @@
+"""The materialized state in one ledger tree, read record by record, and the edits an op makes to it.
+
+Every record is a JSON object with a `format` version; reading one in a format this git-lanes does not know
+is a clear error rather than a guess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from git_lanes.errors import UnsupportedFormat
+from git_lanes.ledger.op import FORMAT, check_format
+from git_lanes.store import Store
+
+Record = dict[str, Any]
+
+
+class State:
+    """Read-only view of the ledger state in tree `tree` (None: the empty ledger). Blobs are read lazily,
+    so a reader pays for the records it touches, never for the ledger's length."""
+
+    def __init__(self, store: Store, tree: str | None) -> None:
+        self.store = store
+        self.tree = tree
+        self._records: dict[str, Record | None] = {}
+
+    def get(self, path: str) -> Record | None:
+        if path not in self._records:
+            self._records[path] = self._load(path)
+        return self._records[path]
+
+    def _load(self, path: str) -> Record | None:
+        if self.tree is None:
+            return None
+        data = self.store.read_path(self.tree, path)
+        if data is None:
+            return None
+        try:
+            record = json.loads(data)
+        except ValueError as exc:
+            raise UnsupportedFormat(f"ledger record {path} is not JSON: {exc}") from None
+        if not isinstance(record, dict):
+            raise UnsupportedFormat(f"ledger record {path} is not a JSON object")
+        check_format(record, f"ledger record {path}")
+        return record
+
+    def names(self, directory: str) -> list[str]:
+        """The sorted names directly under `directory` (files and subdirectories)."""
+        if self.tree is None:
+            return []
+        return sorted(self.store.list_tree(self.tree, directory))
+
+    def files(self, directory: str) -> Iterator[str]:
+        """Every record path under `directory`, recursively, in path order."""
+        if self.tree is None:
+            return
+        for name, entry in sorted(self.store.list_tree(self.tree, directory).items()):
+            path = f"{directory}/{name}"
+            if entry.mode == 0o040000:
+                yield from self.files(path)
+            else:
+                yield path
+
+
+class Tx:
+    """A state being changed by one op: reads see the op's own writes; `edits` is what the op changed."""
+
+    def __init__(self, base: State) -> None:
+        self.base = base
+        self.edits: dict[str, Record | None] = {}
+
+    def get(self, path: str) -> Record | None:
+        if path in self.edits:
+            record = self.edits[path]
+            return None if record is None else dict(record)
+        record = self.base.get(path)
+        return None if record is None else json.loads(json.dumps(record))
+
+    def put(self, path: str, record: Record) -> None:
+        self.edits[path] = {**record, "format": FORMAT}
+
+    def delete(self, path: str) -> None:
+        self.edits[path] = None
+
+    def names(self, directory: str) -> list[str]:
+        found = set(self.base.names(directory))
+        prefix = directory + "/"
+        for path, record in self.edits.items():
+            if path.startswith(prefix) and "/" not in path[len(prefix):]:
+                if record is None:
+                    found.discard(path[len(prefix):])
+                else:
+                    found.add(path[len(prefix):])
+        return sorted(found)
+
+
+def encode_record(record: Record) -> bytes:
+    return (json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
