@@ -1,0 +1,102 @@
+"""`git lanes promote`, `evaluate` and `lane reset` as real processes: exit codes, --json, hints."""
+
+from __future__ import annotations
+
+from conftest import git, run_cli, workspace
+from promotion_fixtures import AUTH, edit, head
+
+AGENT = {"GIT_LANES_AGENT": "coder"}
+
+
+def _commit(repo, lane, changes, agent):
+    edit(workspace(repo, lane), changes)
+    result = run_cli("commit", "-m", f"work in {lane}", "--auto-accept", "--json", cwd=workspace(repo, lane),
+                     env={"GIT_LANES_AGENT": agent})
+    assert result.code == 0, result.err
+    return result.json
+
+
+def test_auth_py_changed_on_both_sides_in_different_regions_stops_the_promotion(repo):
+    """The failure the issue names: A and B fork from the same trunk; B changes the top of auth.py and is
+    promoted first; A changes the bottom. Plain git would merge this cleanly; promote must stop."""
+    edit(repo, {"auth.py": AUTH})
+    assert run_cli("commit", "-m", "add auth", "--auto-accept", cwd=repo, env=AGENT).code == 0
+    for lane in ("agent-a", "agent-b"):
+        assert run_cli("lane", "create", lane, cwd=repo).code == 0
+    _commit(repo, "agent-b", {"auth.py": AUTH.replace("level > 1\n", "level >= 1\n")}, "agent-b")
+    assert run_cli("promote", "agent-b", "--auto-accept", cwd=repo, env=AGENT).code == 0
+    _commit(repo, "agent-a", {"auth.py": AUTH.replace("level > 18\n", "level >= 18\n"), "api.py": "x\n"},
+            "agent-a")
+    lane_a, trunk = head(repo, "refs/lanes/heads/agent-a"), head(repo, "main")
+    # plain git would merge it without a word
+    assert git("merge-tree", "--write-tree", trunk, lane_a, cwd=repo, check=False).count("\n") == 1
+
+    result = run_cli("promote", "agent-a", "--auto-accept", cwd=repo, env=AGENT)
+    assert result.code == 3
+    assert "auth.py" in result.err and "lane modified, main modified" in result.err
+    for way in ("git lanes lane reset agent-a --onto main", "git lanes promote main --into agent-a --force",
+                "git lanes promote agent-a --into main --force"):
+        assert way in result.err
+    assert head(repo, "main") == trunk and head(repo, "refs/lanes/heads/agent-a") == lane_a
+    assert git("for-each-ref", "refs/lanes/proposals/", cwd=repo) == ""
+
+    as_json = run_cli("promote", "agent-a", "--json", cwd=repo, env=AGENT)
+    assert as_json.code == 3
+    record = as_json.json
+    assert record["error"] == "collision"
+    assert record["collisions"] == [{"path": "auth.py", "lane": "modified", "target": "modified"}]
+    assert record["lane_only"] == [{"path": "api.py", "kind": "added"}] and record["target_only"] == []
+    assert [w["way"] for w in record["ways"]] == ["rerun", "resolve", "force"]
+
+
+def test_promote_json_reports_the_merge_and_the_worktree(repo):
+    run_cli("lane", "create", "a", cwd=repo)
+    _commit(repo, "a", {"a.txt": "a\n"}, "coder")
+    result = run_cli("promote", "a", "--auto-accept", "-m", "Ship a", "--tokens-in", "7", "--json",
+                     cwd=repo, env=AGENT)
+    assert result.code == 0, result.err
+    record = result.json
+    assert record["status"] == "accepted" and record["attempts"] == 1
+    assert record["transition"]["intent"] == {"prompt": "Ship a", "agent_id": "coder", "agent_type": None,
+                                              "model": None, "tags": []}
+    assert record["transition"]["cost"]["tokens_in"] == 7
+    assert record["worktree"] == {"path": str(repo.resolve()), "updated": ["a.txt"], "attention": []}
+
+
+def test_promote_without_an_agent_id_is_recorded_as_the_git_user(repo):
+    run_cli("lane", "create", "a", cwd=repo)
+    _commit(repo, "a", {"a.txt": "a\n"}, "coder")
+    result = run_cli("promote", "a", "--auto-accept", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    assert result.json["transition"]["intent"]["agent_id"] == "Test"
+    assert result.json["transition"]["intent"]["prompt"] == "Promote a into main"
+
+
+def test_promote_text_output_and_dry_run(repo):
+    run_cli("lane", "create", "a", cwd=repo)
+    _commit(repo, "a", {"a.txt": "a\n"}, "coder")
+    dry = run_cli("promote", "a", "--dry-run", cwd=repo)
+    assert dry.code == 0 and "would land cleanly" in dry.out and "a.txt" in dry.out
+    done = run_cli("promote", "a", "--auto-accept", cwd=repo, env=AGENT)
+    assert done.code == 0 and done.out.startswith("promoted a into main as ")
+    again = run_cli("promote", "a", cwd=repo, env=AGENT)
+    assert again.code == 0 and "nothing to promote" in again.out
+
+
+def test_promote_bad_input_is_one_line_and_exit_1(repo):
+    result = run_cli("promote", "no-such-lane", cwd=repo, env=AGENT)
+    assert result.code == 1 and result.err.startswith("git-lanes: error: no lane named 'no-such-lane'")
+    assert "Traceback" not in result.err
+    same = run_cli("promote", "main", cwd=repo, env=AGENT)
+    assert same.code == 1 and "into itself" in same.err
+
+
+def test_lane_reset_command(repo):
+    run_cli("lane", "create", "a", cwd=repo)
+    _commit(repo, "a", {"a.txt": "a\n"}, "coder")
+    result = run_cli("lane", "reset", "a", "--onto", "main", "--reason", "start over", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    assert result.json["transition"]["reason"] == "start over"
+    assert head(repo, "refs/lanes/heads/a") == head(repo, "main")
+    text = run_cli("lane", "reset", "a", cwd=repo)
+    assert text.code == 0 and text.out.startswith("reset a onto main")

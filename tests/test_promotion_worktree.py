@@ -1,0 +1,110 @@
+"""A checked-out target after a promotion: untouched files follow, files with unsaved edits are left as the
+person typed them, and a later commit from that worktree must never silently revert the promoted change."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import git, workspace
+from promotion_fixtures import edit, head, land, trunk_file
+
+from git_lanes.domain import attention, promotion, transitions
+from git_lanes.errors import Conflict
+
+
+def _promote_app_change(api, repo, lane="a", target=None):
+    land(api, repo, lane, {"src/app.py": "print('promoted')\n", "other.txt": "o\n"})
+    return api.promote(lane, target, auto_accept=True)
+
+
+def test_unsaved_edits_in_the_trunk_worktree_are_left_and_reported(api, repo):
+    edit(repo, {"src/app.py": "print('typed by a person')\n"})
+    result = _promote_app_change(api, repo)
+    assert result["status"] == "accepted"
+    assert trunk_file(repo, "src/app.py") == "print('promoted')\n"
+    assert (repo / "src/app.py").read_text() == "print('typed by a person')\n"
+    assert result["worktree"]["attention"] == ["src/app.py"]
+    assert result["worktree"]["updated"] == ["other.txt"]
+    # git shows the person's edits against the promoted version
+    assert "-print('promoted')" in git("diff", "--", "src/app.py", cwd=repo)
+
+
+def test_a_commit_from_the_stale_trunk_worktree_is_refused_until_merged(api, repo):
+    edit(repo, {"src/app.py": "print('typed by a person')\n"})
+    _promote_app_change(api, repo)
+    edit(repo, {"notes.txt": "unrelated\n"})
+    with pytest.raises(Conflict) as info:
+        api.commit("from the main worktree", "human", cwd=repo)
+    assert info.value.code == "unmerged_promotion" and info.value.details["paths"] == ["src/app.py"]
+    # the person merges the promoted change into their edit and stages it: that is their answer
+    edit(repo, {"src/app.py": "print('promoted')\nprint('typed by a person')\n"})
+    git("add", "src/app.py", cwd=repo)
+    record = api.commit("from the main worktree", "human", cwd=repo, auto_accept=True)
+    assert record["status"] == "accepted"
+    assert trunk_file(repo, "src/app.py") == "print('promoted')\nprint('typed by a person')\n"
+
+
+def test_taking_the_promoted_version_clears_the_refusal(api, repo):
+    edit(repo, {"src/app.py": "print('typed by a person')\n"})
+    _promote_app_change(api, repo)
+    git("checkout", "--", "src/app.py", cwd=repo)
+    edit(repo, {"notes.txt": "n\n"})
+    assert api.commit("notes", "human", cwd=repo, auto_accept=True)["status"] == "accepted"
+    assert trunk_file(repo, "src/app.py") == "print('promoted')\n"
+
+
+def test_unsaved_edits_in_a_target_lane_workspace_are_left_and_guarded(api, repo):
+    api.lane_create("target")
+    ws = workspace(repo, "target")
+    edit(ws, {"src/app.py": "print('agent draft')\n"})
+    result = _promote_app_change(api, repo, target="target")
+    assert result["worktree"]["attention"] == ["src/app.py"]
+    assert (ws / "src/app.py").read_text() == "print('agent draft')\n"
+    assert (ws / "other.txt").read_text() == "o\n"
+    with pytest.raises(Conflict) as info:
+        api.commit("draft", "agent", lane="target")
+    assert info.value.code == "unmerged_promotion"
+
+
+def test_a_promotion_killed_before_its_worktree_update_is_finished_by_the_next_commit(api, repo):
+    """The window between the target's ref move and the file writes: the main worktree still holds the old
+    content with HEAD (symbolic) already on the new state, so a naive snapshot would revert the promotion."""
+    land(api, repo, "a", {"src/app.py": "print('promoted')\n"})
+    ctx = api.ctx
+    with ctx.store.locked():
+        plan = promotion.plan(ctx, "a", "main")
+        record = promotion.propose(ctx, plan, api_intent(), api_cost(), force=False)
+        attention.prepare(ctx, record)
+        transitions.accept(ctx, record)  # ...and the process dies here
+    assert (repo / "src/app.py").read_text() == "print('hello')\n"
+    edit(repo, {"notes.txt": "n\n"})
+    committed = api.commit("notes", "human", cwd=repo, auto_accept=True)
+    assert committed["status"] == "accepted"
+    assert trunk_file(repo, "src/app.py") == "print('promoted')\n"
+    assert (repo / "src/app.py").read_text() == "print('promoted')\n"
+
+
+def test_a_record_left_by_a_promotion_that_never_landed_is_ignored(api, repo):
+    land(api, repo, "a", {"src/app.py": "print('promoted')\n"})
+    ctx = api.ctx
+    before = head(repo, "main")
+    with ctx.store.locked():
+        plan = promotion.plan(ctx, "a", "main")
+        record = promotion.propose(ctx, plan, api_intent(), api_cost(), force=False)
+        attention.prepare(ctx, record)  # ...and the process dies before the ref moves
+    edit(repo, {"notes.txt": "n\n"})
+    assert api.commit("notes", "human", cwd=repo, auto_accept=True)["status"] == "accepted"
+    assert (repo / "src/app.py").read_text() == "print('hello')\n"
+    assert git("rev-parse", "HEAD~1", cwd=repo).strip() == before
+    assert not (repo / ".git" / attention.RECORD).exists()
+
+
+def api_intent():
+    from git_lanes.model.records import Intent
+
+    return Intent(prompt="promote a", agent_id="lead")
+
+
+def api_cost():
+    from git_lanes.model.records import Cost
+
+    return Cost()
