@@ -34,11 +34,13 @@ def walk(command: click.Command, ctx: click.Context) -> Iterator[tuple[click.Com
 
 
 def root_context() -> click.Context:
-    return click.Context(cli, info_name=PROG)
+    # With the group's own settings (-h as well as --help), which every subcommand's context inherits.
+    return click.Context(cli, info_name=PROG, **cli.context_settings)
 
 
 def escape(text: str) -> str:
     text = text.replace("\\", "\\e").replace("-", "\\-")
+    text = "".join(c if ord(c) < 128 else f"\\[u{ord(c):04X}]" for c in text)
     return "\n".join("\\&" + line if line.startswith((".", "'")) else line for line in text.splitlines())
 
 
