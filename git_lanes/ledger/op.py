@@ -91,5 +91,5 @@ def decode_message(message: str, commit: str) -> Op:
     try:
         data = json.loads(body)
     except ValueError as exc:
-        raise UnsupportedFormat(f"commit {commit[:8]} holds no valid ledger op: {exc}") from None
+        raise UnsupportedFormat(f"commit {commit[:8]} is not a ledger op (its JSON is invalid: {exc})") from None
     return Op.from_dict(data)

@@ -1,0 +1,117 @@
+"""The board and wake-ups: read cursors, inboxes for posts sent before an agent's first call, reading marks
+read, heartbeat counts, refused ops reported to their actor, and `wait` taking what it returns."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from ledger_helpers import Clock, ledger_head
+
+from git_lanes import ledger
+from git_lanes.api import Lanes
+from git_lanes.errors import NotFound, Refused, UserError
+from git_lanes.ledger.merge import refused_op
+from git_lanes.store import RefUpdate
+
+
+@pytest.fixture
+def lanes(repo):
+    return Lanes(repo, clock=Clock())
+
+
+def test_old_broadcasts_do_not_flood_a_new_agent_but_directed_posts_reach_it(lanes):
+    lanes.board_post("before anyone joined", "lead")
+    lanes.board_post("for you, when you start", "lead", kind="handoff", to="late")
+    lanes.agent_register("late")
+    lanes.board_post("after it joined", "lead")
+    read = lanes.board_read("late", unread_only=True)
+    assert [p["text"] for p in read["posts"]] == ["for you, when you start", "after it joined"]
+    assert lanes.board_read("late", unread_only=True)["posts"] == []
+    assert lanes.agent_heartbeat("late")["unread"] == 0
+
+
+def test_posts_to_others_are_not_unread_and_own_posts_never_are(lanes):
+    for agent in ("a", "b", "c"):
+        lanes.agent_register(agent)
+    lanes.board_post("to b only", "a", to="b")
+    lanes.board_post("to everyone else", "a", kind="question")
+    assert lanes.agent_heartbeat("a")["unread"] == 0
+    assert lanes.agent_heartbeat("b")["unread"] == 2
+    assert lanes.agent_heartbeat("c")["unread"] == 1
+    everything = lanes.board_read("c", everything=True)
+    assert [p["text"] for p in everything["posts"]] == ["to b only", "to everyone else"]
+    assert [p["unread"] for p in everything["posts"]] == [False, True]
+    assert lanes.agent_heartbeat("c")["unread"] == 0
+
+
+def test_bad_posts_are_refused_and_change_nothing(lanes, repo):
+    lanes.agent_register("a")
+    head = ledger_head(repo)
+    for text, kwargs in [("", {}), ("x" * 20_000, {}), ("hi", {"kind": "ticket_ready"}), ("hi", {"to": "a"}),
+                         ("hi", {"to": "../etc"})]:
+        with pytest.raises(UserError):
+            lanes.board_post(text, "a", **kwargs)
+    with pytest.raises(UserError):
+        lanes.board_post("hi", "bad agent")
+    assert ledger_head(repo) == head
+
+
+def test_resolve_marks_a_post_once(lanes):
+    seq = lanes.board_post("is the schema final?", "a", kind="question")["post"]
+    assert lanes.board_resolve(seq, actor="b")["resolved_by"] == "b"
+    assert lanes.board_read()["posts"][0]["resolved"]["by"] == "b"
+    with pytest.raises(Refused):
+        lanes.board_resolve(seq, actor="b")
+    with pytest.raises(NotFound):
+        lanes.board_resolve(99, actor="b")
+
+
+def test_wait_returns_at_once_for_what_is_already_there_and_at_the_timeout_otherwise(lanes):
+    lanes.agent_register("b")
+    began = time.monotonic()
+    assert lanes.wait("b", timeout=0.3)["reason"] == "timeout"
+    assert time.monotonic() - began >= 0.3
+    lanes.board_post("ping", "a", to="b")
+    got = lanes.wait("b", timeout=5)
+    assert got["reason"] == "post" and [p["text"] for p in got["posts"]] == ["ping"]
+    assert lanes.agent_heartbeat("b")["unread"] == 0
+
+
+def test_wait_wakes_when_another_writer_posts(lanes, repo):
+    lanes.agent_register("b")
+    other = Lanes(repo)
+
+    def post_later() -> None:
+        time.sleep(0.3)
+        other.board_post("wake up", "a")
+
+    thread = threading.Thread(target=post_later)
+    thread.start()
+    got = lanes.wait("b", timeout=30)
+    thread.join()
+    assert got["reason"] == "post" and got["posts"][0]["text"] == "wake up"
+    assert got["waited"] < 30
+
+
+def test_a_refused_op_reaches_its_actor_on_the_next_heartbeat(lanes, repo):
+    store = lanes.ctx.store
+    task = lanes.task_create("t", actor="lead")["task"]
+    lanes.task_claim(task, "winner")
+    lost = ledger.make_op("task.claim", "loser", {"task": task, "agent": "loser"}, lanes.ctx.now())
+    new, refusal = ledger.apply_op(store, ledger_head(repo), lost)
+    assert new is None
+    stand_in = refused_op(lost, refusal)
+    recorded, _ = ledger.apply_op(store, ledger_head(repo), stand_in)
+    store.update_refs([RefUpdate("refs/lanes/ledger", recorded, ledger_head(repo), "test: sync stand-in")])
+    beat = lanes.agent_heartbeat("loser")
+    assert [(r["original"]["id"], r["error"]) for r in beat["refused"]] == [(lost.id, "task_claimed")]
+    assert lanes.agent_heartbeat("loser")["refused"] == []
+
+
+def test_invalid_wait_arguments(lanes):
+    with pytest.raises(UserError):
+        lanes.wait("b", timeout=-1)
+    with pytest.raises(UserError):
+        lanes.wait("no spaces", timeout=0)
