@@ -1,0 +1,191 @@
+"""Evaluation gates: declared at the trunk's committed head, run on the candidate tree in a scratch
+checkout, recorded in the transition's note; a failing required gate rejects and exits 4."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from conftest import git, run_cli, workspace
+from promotion_fixtures import edit, head, land
+
+from git_lanes.domain.gates import Gate, parse
+from git_lanes.errors import GateFailed, UserError
+
+PY = json.dumps(sys.executable)
+AGENT = {"GIT_LANES_AGENT": "coder"}
+
+
+def declare(api, repo, toml: str) -> None:
+    """Commit `.lanes.toml` on the trunk from the main worktree."""
+    edit(repo, {".lanes.toml": toml})
+    api.commit("declare gates", "lead", cwd=repo, auto_accept=True)
+
+
+def gate(name: str, code: str, **options) -> str:
+    lines = ["[[gate]]", f"name = {json.dumps(name)}", f"command = [{PY}, \"-c\", {json.dumps(code)}]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def test_parse_reads_argv_lists_shell_strings_and_defaults():
+    gates = parse('[[gate]]\nname = "unit"\ncommand = ["pytest", "-q"]\n'
+                  '[[gate]]\nname = "lint"\ncommand = "make lint"\nrequired = false\ntimeout = 5\nworkdir = "src/"\n'
+                  '[policy]\nanything = 1\n')
+    assert gates == (Gate("unit", ("pytest", "-q"), True, 600.0, ""), Gate("lint", "make lint", False, 5.0, "src"))
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('[[gate]]\ncommand = "x"\n', "needs a name"),
+    ('[[gate]]\nname = "a"\n', "needs a command"),
+    ('[[gate]]\nname = "a"\ncommand = []\n', "needs a command"),
+    ('[[gate]]\nname = "a"\ncommand = "x"\nrequired = "yes"\n', "required must be"),
+    ('[[gate]]\nname = "a"\ncommand = "x"\ntimeout = 0\n', "timeout must be"),
+    ('[[gate]]\nname = "a"\ncommand = "x"\nworkdir = "../up"\n', "outside the repository"),
+    ('[[gate]]\nname = "a"\ncommand = "x"\ncomand = "typo"\n', "unknown key(s) comand"),
+    ('[[gate]]\nname = "a"\ncommand = "x"\n[[gate]]\nname = "a"\ncommand = "y"\n', "two gates are named"),
+    ('gate = 3\n', "array of tables"),
+    ('[[gate]\n', "not valid TOML"),
+])
+def test_parse_rejects_bad_declarations_with_one_clear_line(text, problem):
+    with pytest.raises(UserError) as info:
+        parse(text)
+    assert problem in info.value.message and info.value.code == "invalid_gates"
+
+
+def test_a_failing_required_gate_rejects_the_promotion_with_exit_4(api, repo):
+    declare(api, repo, gate("tests", "import os, sys; print('3 failed'); sys.exit(2 * (os.environ['GIT_LANES_LANE'] == 'main'))"))
+    land(api, repo, "a", {"a.txt": "a\n"})
+    before = head(repo, "main")
+    result = run_cli("promote", "a", "--auto-accept", "--json", cwd=repo, env=AGENT)
+    assert result.code == 4
+    record = result.json
+    assert record["error"] == "gate_failed" and record["transition"]["status"] == "rejected"
+    [evaluation] = record["transition"]["evaluations"]
+    assert evaluation["gate"] == "tests" and evaluation["exit_code"] == 2 and not evaluation["passed"]
+    assert "3 failed" in evaluation["output_tail"]
+    assert record["lane_only"] == [{"path": "a.txt", "kind": "added"}]
+    assert head(repo, "main") == before
+    assert head(repo, f"refs/lanes/rejected/{record['transition']['id']}") == record["transition"]["to"]
+    text = run_cli("promote", "a", "--auto-accept", cwd=repo, env=AGENT)
+    assert text.code == 4 and "gate tests failed (exit 2)" in text.err
+
+
+def test_a_failing_required_gate_rejects_a_plain_commit_with_auto_accept(api, repo):
+    declare(api, repo, gate("tests", "import sys; sys.exit(1)"))
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {"a.txt": "a\n"})
+    result = run_cli("commit", "-m", "a", "--auto-accept", "--json", cwd=workspace(repo, "a"), env=AGENT)
+    assert result.code == 4 and result.json["transition"]["status"] == "rejected"
+    with pytest.raises(GateFailed):
+        edit(workspace(repo, "a"), {"b.txt": "b\n"})
+        api.commit("b", "coder", lane="a", auto_accept=True)
+
+
+def test_gates_run_on_the_merged_tree_not_the_lane_files(api, repo):
+    # Lane commits are gated too; only the promotion into the trunk must see both lanes' files.
+    check = ("import os, sys; ok = os.environ['GIT_LANES_LANE'] != 'main' or os.path.exists('a.txt') "
+             "and os.path.exists('b.txt') "
+             "and not os.path.exists('loose.txt'); print(sorted(os.listdir('.'))); sys.exit(0 if ok else 1)")
+    api.lane_create("a")
+    land(api, repo, "b", {"b.txt": "b\n"})
+    api.promote("b", auto_accept=True)
+    declare(api, repo, gate("merged", check))
+    land(api, repo, "a", {"a.txt": "a\n"})
+    edit(workspace(repo, "a"), {"loose.txt": "not snapshotted\n"})
+    result = api.promote("a", auto_accept=True)
+    assert result["status"] == "accepted"
+    [evaluation] = result["transition"]["evaluations"]
+    assert evaluation["passed"] and evaluation["tree"] == result["transition"]["tree"]
+
+
+def test_a_lane_cannot_change_its_own_gates(api, repo):
+    declare(api, repo, gate("strict", "import sys; sys.exit(1)"))
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {".lanes.toml": "# no gates here\n", "a.txt": "a\n"})
+    proposed = api.commit("loosen the gates", "coder", lane="a")
+    with pytest.raises(GateFailed):
+        api.accept(proposed["id"])
+    # nor does an uncommitted edit in the trunk's own worktree count
+    edit(repo, {".lanes.toml": "# nothing\n"})
+    edit(workspace(repo, "a"), {"c.txt": "c\n"})
+    with pytest.raises(GateFailed):
+        api.commit("again", "coder", lane="a", auto_accept=True)
+
+
+def test_an_optional_gate_failure_is_recorded_but_does_not_reject(api, repo):
+    declare(api, repo, gate("style", "import sys; sys.exit(1)", required=False) + gate("ok", "pass"))
+    record = land(api, repo, "a", {"a.txt": "a\n"})
+    assert record["status"] == "accepted"
+    assert [(e["gate"], e["passed"], e["required"]) for e in record["evaluations"]] == [
+        ("style", False, False), ("ok", True, True)]
+
+
+def test_each_gate_sees_the_candidate_as_committed(api, repo):
+    first = gate("dirty", "open('junk.txt', 'w').write('x'); open('README.md', 'w').write('changed')")
+    second = gate("clean", "import os, sys; sys.exit(os.path.exists('junk.txt') or "
+                           "open('README.md').read() != '# project\\n')")
+    declare(api, repo, first + second)
+    record = land(api, repo, "a", {"a.txt": "a\n"})
+    assert record["status"] == "accepted", record
+
+
+def test_a_gate_past_its_timeout_is_killed_and_fails(api, repo):
+    declare(api, repo, gate("slow", "import time; time.sleep(60)", timeout=0.5))
+    with pytest.raises(GateFailed) as info:
+        land(api, repo, "a", {"a.txt": "a\n"})
+    [evaluation] = info.value.details["transition"]["evaluations"]
+    assert evaluation["exit_code"] is None and "timed out after 0.5s" in evaluation["output_tail"]
+
+
+def test_gates_run_without_the_writers_lock(api, repo):
+    """A gate that itself writes (here: creates a lane) would wait forever if the lock were held."""
+    create = (f"import subprocess, sys; sys.exit(subprocess.run([{PY}, '-m', 'git_lanes', 'lane', 'create', "
+              f"'from-gate'], cwd={json.dumps(str(repo))}).returncode)")
+    declare(api, repo, gate("writer", create, timeout=60))
+    record = land(api, repo, "a", {"a.txt": "a\n"})
+    assert record["status"] == "accepted" and record["evaluations"][0]["passed"]
+    assert head(repo, "refs/lanes/heads/from-gate")
+
+
+def test_workdir_runs_the_gate_in_a_directory_of_the_tree(api, repo):
+    declare(api, repo, gate("in-src", "import os, sys; sys.exit(not os.path.exists('app.py'))", workdir="src"))
+    assert land(api, repo, "a", {"a.txt": "a\n"})["status"] == "accepted"
+
+
+def test_evaluate_reruns_the_gates_of_a_proposal_and_records_them(api, repo):
+    declare(api, repo, gate("ok", "print('fine')"))
+    land(api, repo, "a", {"a.txt": "a\n"})
+    proposed = api.promote("a")
+    transition_id = proposed["transition"]["id"]
+    assert proposed["status"] == "proposed" and proposed["transition"]["evaluations"][0]["passed"]
+    result = run_cli("evaluate", transition_id[:8], "--json", cwd=repo)
+    assert result.code == 0, result.err
+    assert result.json["status"] == "proposed" and result.json["evaluations"][0]["output_tail"] == "fine\n"
+    note = json.loads(git("notes", "--ref=lanes", "show", proposed["transition"]["to"], cwd=repo))
+    assert note["evaluations"][0]["gate"] == "ok"
+    text = run_cli("evaluate", transition_id[:8], cwd=repo)
+    assert text.code == 0 and "gate ok: passed" in text.out
+    api.accept(transition_id)
+    decided = run_cli("evaluate", transition_id[:8], cwd=repo)
+    assert decided.code == 1 and "already accepted" in decided.err
+
+
+def test_evaluate_exits_4_when_a_required_gate_fails_and_leaves_the_proposal_pending(api, repo):
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {"a.txt": "a\n"})
+    proposed = api.commit("a", "coder", lane="a")
+    declare(api, repo, gate("no", "import sys; sys.exit(3)"))
+    result = run_cli("evaluate", proposed["id"], "--json", cwd=repo)
+    assert result.code == 4 and result.json["transition"]["status"] == "proposed"
+    assert git("for-each-ref", "--format=%(refname)", "refs/lanes/proposals/", cwd=repo).strip()
+
+
+def test_broken_gate_declarations_accept_nothing(api, repo):
+    declare(api, repo, "[[gate]]\nname = 'x'\n")
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {"a.txt": "a\n"})
+    result = run_cli("commit", "-m", "a", "--auto-accept", cwd=workspace(repo, "a"), env=AGENT)
+    assert result.code == 1 and "needs a command" in result.err
+    assert git("ls-tree", "--name-only", "refs/lanes/heads/a", cwd=repo).split().count("a.txt") == 0
