@@ -74,4 +74,6 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli.main(args=sys.argv[1:], prog_name="git lanes")
+    # Shell completion (contrib/completion/) talks to the `git-lanes` program through this variable; click
+    # would derive it from the prog name, which has a space in it.
+    cli.main(args=sys.argv[1:], prog_name="git lanes", complete_var="_GIT_LANES_COMPLETE")
