@@ -1,0 +1,104 @@
+"""The coordination commands as an agent runs them: exact --json records, stable exit codes (3 for a lost
+race, 1 for bad input, 2 for usage), `wait` in its own process woken by another process's post."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from conftest import git, run_cli
+
+
+def ok(*args, cwd, env=None) -> dict:
+    result = run_cli(*args, "--json", cwd=cwd, env=env)
+    assert result.code == 0, result.err
+    return result.json
+
+
+def test_a_coordinated_session_through_the_cli(repo):
+    ok("agent", "register", "coder-1", "--kind", "claude", cwd=repo)
+    ticket = ok("ticket", "open", "Login flow", cwd=repo)["ticket"]
+    schema = ok("task", "create", "Write schema", "--ticket", ticket[:6], "--files", "db/**", cwd=repo)["task"]
+    api = ok("task", "create", "Write API", "--depends", schema[:6], "--ticket", ticket[:6], cwd=repo)["task"]
+    ready = ok("task", "list", "--ready", cwd=repo)
+    assert [t["id"] for t in ready] == [schema]
+    claimed = ok("task", "claim", schema[:6], "--agent", "coder-1", "--version", "1", cwd=repo)
+    assert (claimed["owner"], claimed["version"], claimed["already"]) == ("coder-1", 2, False)
+    lost = run_cli("task", "claim", schema[:6], "--agent", "coder-2", "--json", cwd=repo)
+    assert lost.code == 3 and lost.json["error"] == "task_claimed" and lost.json["owner"] == "coder-1"
+    assert "task_claimed" not in lost.err and "claimed by coder-1" in lost.err
+    stale = run_cli("task", "claim", api[:6], "--agent", "coder-2", "--version", "9", cwd=repo)
+    assert stale.code == 3 and "version" in stale.err
+    ok("task", "claim", api[:6], "--agent", "coder-2", cwd=repo, env={"GIT_LANES_AGENT": "ignored"})
+    done = ok("task", "done", schema[:6], "--agent", "coder-1", cwd=repo)
+    assert done["woken"] == [{"agent": "coder-2", "task": api}]
+    woke = ok("wait", "--agent", "coder-2", "--timeout", "5", cwd=repo)
+    assert woke["reason"] == "task_ready" and woke["wakes"][0]["task"] == api
+    ok("task", "done", api[:6], cwd=repo)
+    shown = ok("ticket", "show", ticket[:6], cwd=repo)
+    assert (shown["status"], shown["done"], shown["total"]) == ("ready", 2, 2)
+    log = git("log", "--oneline", "refs/lanes/ledger", cwd=repo).splitlines()
+    assert [line.split(" ", 1)[1] for line in log] == [
+        f"Test: done task {api[:8]}", "coder-2: take 1 wakes", f"coder-1: done task {schema[:8]}",
+        f"coder-2: claim task {api[:8]} for coder-2 (v2)", f"coder-1: claim task {schema[:8]} for coder-1 (v2)",
+        f"Test: create task {api[:8]} \"Write API\"", f"Test: create task {schema[:8]} \"Write schema\"",
+        f"Test: open ticket {ticket[:8]} \"Login flow\"", "coder-1: register coder-1 (kind claude, lane -)"]
+
+
+def test_bad_input_is_one_line_and_exit_1_and_changes_nothing(repo):
+    ok("agent", "register", "a", cwd=repo)
+    head = git("rev-parse", "refs/lanes/ledger", cwd=repo)
+    for args in [("task", "create", ""), ("task", "show", "ffff"), ("task", "claim", "zz", "--agent", "a"),
+                 ("claim", "add", "../x", "--agent", "a"), ("board", "post", "x" * 17000, "--agent", "a"),
+                 ("agent", "register", "no/slash"), ("ticket", "link", "abc", "def"),
+                 ("board", "resolve", "5")]:
+        result = run_cli(*args, cwd=repo)
+        assert result.code == 1, (args, result.err)
+        assert result.err.startswith("git-lanes: error: ") and "Traceback" not in result.err
+    assert run_cli("board", "post", "hi", cwd=repo).code == 2  # --agent is required
+    assert git("rev-parse", "refs/lanes/ledger", cwd=repo) == head
+
+
+def test_a_dependency_cycle_is_refused_and_named(repo):
+    a = ok("task", "create", "a", cwd=repo)["task"]
+    b = ok("task", "create", "b", "--depends", a, cwd=repo)["task"]
+    result = run_cli("task", "dep", "add", a[:6], b[:6], "--json", cwd=repo)
+    assert result.code == 1 and result.json["error"] == "cycle" and result.json["cycle"] == [b, a]
+    assert f"{a[:8]} -> {b[:8]} -> {a[:8]}" in result.err
+
+
+def test_wait_in_its_own_process_wakes_on_another_process_post(repo):
+    ok("agent", "register", "listener", cwd=repo)
+    waiter = subprocess.Popen([sys.executable, "-m", "git_lanes", "wait", "--agent", "listener", "--timeout", "60",
+                               "--json"], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=os.environ.copy())
+    time.sleep(1.0)  # let it start and find nothing yet
+    assert waiter.poll() is None
+    posted = ok("board", "post", "are you there?", "--agent", "speaker", "--kind", "question", cwd=repo)
+    out, err = waiter.communicate(timeout=30)
+    assert waiter.returncode == 0, err
+    record = json.loads(out)
+    assert record["reason"] == "post" and [p["seq"] for p in record["posts"]] == [posted["post"]]
+    again = ok("board", "read", "--agent", "listener", "--unread", cwd=repo)
+    assert again["posts"] == []
+
+
+def test_claims_dirty_and_board_render_for_people(repo):
+    ok("lane", "create", "feat", cwd=repo)
+    ok("agent", "register", "a", "--lane", "feat", cwd=repo)
+    ok("claim", "add", "src/**", "--agent", "b", cwd=repo)
+    (repo / ".lanes" / "workspaces" / "feat" / "src" / "app.py").write_text("changed\n")
+    result = run_cli("dirty", "publish", "--agent", "a", cwd=repo)
+    assert result.code == 0
+    assert result.out.splitlines() == ["a: 1 changed files in lane feat",
+                                       "warning: src/app.py overlaps b's claim src/**",
+                                       "unclaimed: src/app.py (claim it with `git lanes claim add`)"]
+    listing = run_cli("agent", "list", cwd=repo).out
+    assert listing.split()[:3] == ["a", "agent", "alive"]
+    posted = run_cli("board", "post", "hello", "--agent", "a", cwd=repo).out.strip()
+    assert posted == "posted #1 (note to everyone)"
+    board = run_cli("board", "read", "--agent", "b", cwd=repo).out
+    assert "#1" in board and "note a" in board
