@@ -115,3 +115,18 @@ def test_invalid_wait_arguments(lanes):
         lanes.wait("b", timeout=-1)
     with pytest.raises(UserError):
         lanes.wait("no spaces", timeout=0)
+
+
+def test_unread_counts_leave_out_own_posts_however_they_interleave(lanes):
+    for agent in ("a", "b"):
+        lanes.agent_register(agent)
+    for text, sender in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("a3", "a"), ("a4", "a"), ("q", "b")]:
+        lanes.board_post(text, sender, kind="question" if text == "q" else "note")
+    lanes.board_post("direct", "b", to="a")
+    assert lanes.agent_heartbeat("a")["unread"] == 3
+    assert lanes.agent_heartbeat("b")["unread"] == 4
+    assert [p["text"] for p in lanes.board_read("a", unread_only=True)["posts"]] == ["b1", "q", "direct"]
+    lanes.board_post("a5", "a")
+    assert lanes.agent_heartbeat("a")["unread"] == 0
+    assert [p["text"] for p in lanes.board_read("b", unread_only=True)["posts"]] == ["a1", "a2", "a3", "a4", "a5"]
+    assert lanes.agent_heartbeat("b")["unread"] == 0

@@ -46,7 +46,7 @@ def test_an_append_rewrites_only_the_touched_subtrees(lanes, repo):
     lanes.board_post("hello", "coder-1")
     changed = git("diff-tree", "-r", "--name-only", before, "refs/lanes/ledger^{tree}", cwd=repo).split()
     assert sorted(changed) == ["agents/coder-1.json", "board/meta.json", "board/posts/00/00/00/00000001.json",
-                               "ledger.json"]
+                               "board/readers/coder-1.json", "ledger.json"]
     old_tasks = git("rev-parse", f"{before}:tasks", cwd=repo).strip()
     assert git("rev-parse", "refs/lanes/ledger:tasks", cwd=repo).strip() == old_tasks
 
@@ -136,7 +136,7 @@ def test_plain_git_reads_every_record(lanes, repo):
     lanes.board_post("hi", "coder-1")
     post = json.loads(git("show", "refs/lanes/ledger:board/posts/00/00/00/00000001.json", cwd=repo))
     assert post == {"format": 1, "seq": 1, "id": post["id"], "from": "coder-1", "to": None, "kind": "note",
-                    "text": "hi", "time": post["time"], "resolved": None}
+                    "text": "hi", "time": post["time"], "resolved": None, "broadcasts": 1}
     assert json.loads(git("show", "refs/lanes/ledger:ledger.json", cwd=repo))["ops"] == 2
     assert subprocess.run(["git", "fsck", "--no-progress"], cwd=repo).returncode == 0
 

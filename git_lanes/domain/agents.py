@@ -68,7 +68,7 @@ def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | N
         record["lease_until"] = max(float(record["lease_until"]), time + LEASE_SECONDS)
     record["last_seen"] = time
     tx.put(agent_path(agent), record)
-    reader = tx.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": []}
+    reader = tx.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": [], "own": []}
     if reader.get("cursor") is None:
         reader["cursor"] = int((tx.get(BOARD_META) or {}).get("seq", 0))
         tx.put(reader_path(agent), reader)

@@ -1,6 +1,11 @@
 """The board: posts in one total order (their sequence number is their id), a read cursor per agent for
 posts to everyone, and an inbox per agent for posts directed to it, so a post sent before an agent's first
-call still reaches it while old broadcasts do not flood in. Reading marks read."""
+call still reaches it while old broadcasts do not flood in. Reading marks read.
+
+Counting what is unread costs O(1), whatever the board's length: the board keeps a running count of
+broadcasts (stored in each post too), and a reader keeps its cursor and the seqs of its own broadcasts
+since, so unread = broadcasts after the cursor minus its own. Listing them scans only what lies after the
+cursor, and reading moves the cursor past it."""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ AGENT_KINDS = ("note", "question", "handoff")
 SYSTEM_KINDS = ("ticket_ready",)
 MAX_TEXT = 16 * 1024
 MAX_SEQ = 10**8 - 1
+# `board read` looks this far back for recent posts an agent may see, so its cost stays bounded.
+RECENT_SCAN = 2000
 
 
 def post_path(seq: int) -> str:
@@ -24,18 +31,48 @@ def current_seq(state: Reader) -> int:
     return int((state.get(BOARD_META) or {}).get("seq", 0))
 
 
+def broadcasts_through(state: Reader, seq: int) -> int:
+    """How many counted broadcasts (posts to everyone that wake) the board held after post `seq`."""
+    if seq <= 0:
+        return 0
+    if seq >= current_seq(state):
+        return int((state.get(BOARD_META) or {}).get("broadcasts", 0))
+    return int((get_post(state, seq) or {}).get("broadcasts", 0))
+
+
+def reader_of(state: Reader, agent: str) -> dict:
+    return state.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": [], "own": []}
+
+
 def add_post(tx: Tx, op: Op, sender: str, kind: str, text: str, to: str | None) -> int:
     seq = current_seq(tx) + 1
     if seq > MAX_SEQ:
         raise Refused("the board is full", code="board_full")
+    counted = to is None and kind in AGENT_KINDS
+    broadcasts = broadcasts_through(tx, seq - 1) + (1 if counted else 0)
     tx.put(post_path(seq), {"seq": seq, "id": op.id, "from": sender, "to": to, "kind": kind, "text": text,
-                            "time": op.time, "resolved": None})
-    tx.put(BOARD_META, {"seq": seq})
+                            "time": op.time, "resolved": None, "broadcasts": broadcasts})
+    tx.put(BOARD_META, {"seq": seq, "broadcasts": broadcasts})
     if to is not None:
-        reader = tx.get(reader_path(to)) or {"agent": to, "cursor": None, "inbox": []}
+        reader = reader_of(tx, to)
         reader["inbox"] = reader["inbox"] + [seq]
         tx.put(reader_path(to), reader)
+    if counted:
+        _note_own_broadcast(tx, sender, seq)
     return seq
+
+
+def _note_own_broadcast(tx: Tx, sender: str, seq: int) -> None:
+    """A sender's own broadcast is never unread for it. With nothing else unread its cursor simply moves
+    past it; otherwise the seq is remembered so the count can leave it out."""
+    reader = reader_of(tx, sender)
+    if reader.get("cursor") is None:
+        return
+    if unread_broadcasts(tx, sender, before=seq) == 0:
+        reader.update(cursor=seq, own=[])
+    else:
+        reader["own"] = reader.get("own", []) + [seq]
+    tx.put(reader_path(sender), reader)
 
 
 def validate_text(text: object) -> str:
@@ -64,9 +101,10 @@ def post(tx: Tx, op: Op) -> dict:
 
 
 def mark_read(tx: Tx, agent: str, through: int) -> int:
-    reader = tx.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": []}
+    reader = reader_of(tx, agent)
     reader["cursor"] = max(int(reader.get("cursor") or 0), min(int(through), current_seq(tx)))
     reader["inbox"] = [seq for seq in reader["inbox"] if seq > through]
+    reader["own"] = [seq for seq in reader.get("own", []) if seq > reader["cursor"]]
     tx.put(reader_path(agent), reader)
     return reader["cursor"]
 
@@ -96,18 +134,37 @@ def get_post(state: Reader, seq: int) -> dict | None:
     return state.get(post_path(seq)) if 0 < seq <= MAX_SEQ else None
 
 
-def unread(state: Reader, agent: str) -> list[dict]:
-    """Posts that count as unread for `agent`: those directed to it that it has not read, and posts to
-    everyone from others after its cursor. Costs the agent's backlog, never the board's length."""
-    reader = state.get(reader_path(agent)) or {}
-    end = current_seq(state)
+def unread_broadcasts(state: Reader, agent: str, before: int | None = None) -> int:
+    """How many posts to everyone from others lie after `agent`'s cursor (up to seq `before`, exclusive)."""
+    reader = reader_of(state, agent)
     cursor = reader.get("cursor")
-    seqs = set(reader.get("inbox") or [])
-    for seq in range(int(end if cursor is None else cursor) + 1, end + 1):
+    if cursor is None:
+        return 0
+    end = current_seq(state) if before is None else before - 1
+    own = [seq for seq in reader.get("own", []) if cursor < seq <= end]
+    return max(0, broadcasts_through(state, end) - broadcasts_through(state, int(cursor)) - len(own))
+
+
+def unread_count(state: Reader, agent: str) -> int:
+    return len(reader_of(state, agent)["inbox"]) + unread_broadcasts(state, agent)
+
+
+def unread(state: Reader, agent: str) -> list[dict]:
+    """The posts that count as unread for `agent`: those directed to it that it has not read, and posts to
+    everyone from others after its cursor. Scans only past the cursor, and stops once all are found."""
+    reader = reader_of(state, agent)
+    seqs = set(reader["inbox"])
+    wanted = unread_broadcasts(state, agent)
+    seq = int(reader.get("cursor") or 0)
+    end = current_seq(state)
+    found = 0
+    while found < wanted and seq < end:
+        seq += 1
         record = get_post(state, seq)
         if record and record["to"] is None and record["from"] != agent and record["kind"] in AGENT_KINDS:
             seqs.add(seq)
-    posts = [get_post(state, seq) for seq in sorted(seqs)]
+            found += 1
+    posts = [get_post(state, s) for s in sorted(seqs)]
     return [p for p in posts if p is not None]
 
 
@@ -115,7 +172,8 @@ def recent(state: Reader, agent: str | None, limit: int, everything: bool) -> li
     """The last `limit` posts `agent` may see (all posts for `everything` or without an agent), oldest first."""
     found: list[dict] = []
     seq = current_seq(state)
-    while seq > 0 and len(found) < limit:
+    floor = max(0, seq - RECENT_SCAN)
+    while seq > floor and len(found) < limit:
         record = get_post(state, seq)
         if record and (everything or agent is None or record["to"] in (None, agent) or record["from"] == agent):
             found.append(record)

@@ -25,7 +25,7 @@ def heartbeat(tx: Tx, op: Op) -> dict:
     pending = agents.pending_wakes(tx, agent)
     refused = [w for w in pending if w["kind"] == "refused"]
     agents.take_wakes(tx, agent, {w["id"] for w in refused})
-    return {"agent": agent, "lease_until": record["lease_until"], "unread": len(board.unread(tx, agent)),
+    return {"agent": agent, "lease_until": record["lease_until"], "unread": board.unread_count(tx, agent),
             "wakes": [w for w in pending if w["kind"] != "refused"], "refused": refused, "dirty": dirty}
 
 
