@@ -143,8 +143,10 @@ def _rejections(porcelain: str) -> dict[str, str]:
 
 
 def _is_race(reason: str) -> bool:
+    # The server's own ref transaction losing to a concurrent push reads as a lock or transaction failure.
     return any(word in reason for word in ("stale info", "fetch first", "non-fast-forward", "atomic push failed",
-                                            "cannot lock", "failed to lock", "incorrect old value"))
+                                            "lock", "transaction failed", "failed to update ref",
+                                            "incorrect old value", "expected"))
 
 
 def _git(store: Store, args: list[str]) -> None:

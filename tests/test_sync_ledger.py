@@ -1,0 +1,161 @@
+"""The ledger across machines, through a git daemon on loopback: concurrent claims of one task converge on
+one owner and the loser is told; board posts from three machines arrive once each, in one order everywhere;
+a sync killed at any instant leaves both sides consistent and the next sync completes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from gitserver import clone, make_origin, server  # noqa: F401  (server is a fixture)
+from test_sync import synced_refs
+
+from git_lanes.api import Lanes
+
+WORKER = str(Path(__file__).with_name("sync_worker.py"))
+CONVERGE_ROUNDS = 4
+
+
+def start_machines(tmp_path: Path, server, count: int) -> list[Path]:  # noqa: F811
+    url = server.bare("project")
+    origin = make_origin(tmp_path, url)
+    Lanes(origin).sync()
+    machines = [origin]
+    for index in range(1, count):
+        machine = clone(tmp_path, url, f"machine-{index}")
+        Lanes.open_for_sync(machine)[0].pull()
+        machines.append(machine)
+    return machines
+
+
+def workers(jobs: list[tuple[Path, list[str]]]) -> list[list[dict]]:
+    """Run each machine's actions in its own process, all at once; one JSON record per action."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])])}
+    procs = [subprocess.Popen([sys.executable, WORKER, str(repo), *actions], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for repo, actions in jobs]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        results.append([json.loads(line) for line in out.splitlines()])
+    return results
+
+
+def converge(machines: list[Path], server_repo: Path) -> list[dict]:
+    """Sync every machine in turn until all of them and the server hold the same lane state; the reports."""
+    reports = []
+    for _ in range(CONVERGE_ROUNDS):
+        for machine in machines:
+            reports.append(Lanes(machine).sync())
+        states = [synced_refs(m) for m in machines]
+        if all(s == states[0] for s in states) and states[0] == synced_refs(server_repo):
+            return reports
+    pytest.fail("machines did not converge")
+
+
+@pytest.mark.parametrize("trial", range(5))
+def test_two_machines_claim_one_task_exactly_one_owner_and_the_loser_is_told(tmp_path, server, trial):  # noqa: F811
+    origin, first, second = start_machines(tmp_path, server, 3)
+    task = Lanes(origin).task_create("the one task", actor="lead")["task"]
+    Lanes(origin).sync()
+    for machine in (first, second):
+        Lanes(machine).sync()
+    rng = random.Random(trial)
+    jobs = []
+    for machine, agent in ((first, "agent-a"), (second, "agent-b")):
+        actions = [f"claim:{task}:{agent}", "sync"]
+        if rng.random() < 0.5:
+            actions.insert(0, "sync")
+        jobs.append((machine, actions))
+    results = workers(jobs)
+    claims = {r["result"]["owner"]: r["result"]["op"] for rs in results for r in rs if r["action"].startswith("claim")}
+    assert set(claims) == {"agent-a", "agent-b"}  # both claims held on their own machine
+    assert all(r["ok"] for rs in results for r in rs), results
+    reports = [r["result"] for rs in results for r in rs if r["action"] == "sync"]
+    reports += converge([origin, first, second], server.path("project"))
+
+    owners = {Lanes(m).task_show(task)["owner"] for m in (origin, first, second)}
+    assert len(owners) == 1
+    winner = owners.pop()
+    loser, loser_machine = ("agent-b", second) if winner == "agent-a" else ("agent-a", first)
+    told = Lanes(loser_machine).agent_heartbeat(loser)["refused"]
+    assert [w["original"]["type"] for w in told] == ["task.claim"]
+    assert told[0]["original"]["args"]["task"] == task
+    winner_machine = first if winner == "agent-a" else second
+    assert Lanes(winner_machine).agent_heartbeat(winner)["refused"] == []
+    # exactly one sync found the loser's claim no longer held, and reported it under the loser's name
+    refused = [(actor, op["id"]) for report in reports for actor, ops in report["refused"].items() for op in ops]
+    assert refused == [(loser, claims[loser])]
+
+
+def board_texts(machine: Path) -> list[str]:
+    posts = Lanes(machine).board_read(None, everything=True, limit=10_000)["posts"]
+    return [post["text"] for post in posts]
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_board_posts_from_three_machines_arrive_once_in_one_order(tmp_path, server, trial):  # noqa: F811
+    machines = start_machines(tmp_path, server, 3)
+    rng = random.Random(100 + trial)
+    jobs, expected = [], []
+    for index, machine in enumerate(machines):
+        actions = []
+        for n in range(5):
+            text = f"m{index} post {n}"
+            expected.append(text)
+            actions.append(f"post:{text}:agent-{index}")
+            if rng.random() < 0.5:
+                actions.append("sync")
+        jobs.append((machine, actions))
+    workers(jobs)
+    converge(machines, server.path("project"))
+    orders = [board_texts(m) for m in machines]
+    assert sorted(orders[0]) == sorted(expected)  # every post, once
+    assert orders[1] == orders[0] and orders[2] == orders[0]
+    for index in range(3):  # each machine's own posts keep their order
+        mine = [t for t in orders[0] if t.startswith(f"m{index} ")]
+        assert mine == [f"m{index} post {n}" for n in range(5)]
+
+
+def test_a_sync_killed_at_any_instant_leaves_both_sides_consistent(tmp_path, server):  # noqa: F811
+    origin, other = start_machines(tmp_path, server, 2)
+    remote = server.path("project")
+    env = {**os.environ}
+    rng = random.Random(7)
+    expected: list[str] = []
+    duration = None
+    for trial in range(12):
+        for machine, tag in ((origin, "o"), (other, "x")):
+            for n in range(3):
+                text = f"{tag}{trial}.{n}"
+                Lanes(machine).board_post(text, f"agent-{tag}")
+                expected.append(text)
+        Lanes(origin).sync()  # the remote is ahead of `other`, and `other` is ahead of it: a real merge
+        started = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "git_lanes", "sync", "--json"], cwd=other, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        if duration is None:
+            proc.wait(timeout=120)
+            duration = time.monotonic() - started
+            continue
+        time.sleep(rng.uniform(0, duration))
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        for repo in (other, remote):
+            fsck = subprocess.run(["git", "fsck", "--no-dangling", "--no-progress"], cwd=repo,
+                                  capture_output=True, text=True)
+            assert fsck.returncode == 0, fsck.stderr
+        # both sides stay readable, and nothing acknowledged on either side is gone
+        assert set(board_texts(origin)) <= set(expected)
+        local = board_texts(other)
+        assert all(t in local for t in expected if t.startswith("x"))
+    converge([origin, other], remote)
+    assert sorted(board_texts(origin)) == sorted(expected)
+    assert board_texts(other) == board_texts(origin)
