@@ -19,6 +19,10 @@ def render_evaluations(evaluations: list[dict]) -> list[str]:
     return lines
 
 
+def _paths(count: int) -> str:
+    return f"{count} path" + ("" if count == 1 else "s")
+
+
 def render_promotion(r: dict) -> str:
     lane, target = r["lane"], r["target"]
     if r["status"] == "up_to_date":
@@ -34,8 +38,8 @@ def render_promotion(r: dict) -> str:
     t = r["transition"]
     verb = {"accepted": "promoted", "proposed": "proposed promoting"}.get(t["status"], t["status"])
     lines = [f"{verb} {lane} into {target} as {short(t['id'])} (merge {short(t['to'])}): "
-             f"{len(r['lane_only']) + len(r['forced'])} paths from {lane}, {len(r['target_only'])} kept from "
-             f"{target}"]
+             f"{_paths(len(r['lane_only']) + len(r['forced']))} from {lane}, {len(r['target_only'])} kept "
+             f"from {target}"]
     if r["forced"]:
         lines.append(f"forced on {len(r['forced'])} colliding paths; {target}'s versions kept at {r['backup']}")
     lines += render_evaluations(t["evaluations"])
@@ -43,7 +47,7 @@ def render_promotion(r: dict) -> str:
         lines.append(f"accept it with `git lanes accept {short(t['id'])}`")
     worktree = r.get("worktree")
     if worktree:
-        lines.append(f"updated {len(worktree['updated'])} paths in {worktree['path']}")
+        lines.append(f"updated {_paths(len(worktree['updated']))} in {worktree['path']}")
         if worktree["attention"]:
             lines.append("these files had unsaved edits and were left as they are; they need attention "
                          "(`git diff` shows them against the promoted version):")

@@ -29,6 +29,7 @@ else:  # pragma: no cover
 
 CONFIG = ".lanes.toml"
 DEFAULT_TIMEOUT = 600.0
+OUTPUT_LINES = 5  # of a failed gate's output, shown with the error; the note keeps a longer tail
 _KEYS = {"name", "command", "required", "timeout", "workdir"}
 
 
@@ -152,7 +153,8 @@ def failure_reason(failed: list[Evaluation]) -> str:
 
 def gate_failed(record: Transition, extra: dict | None = None) -> GateFailed:
     failed = failures(record.evaluations)
+    output = "".join(f"\n  {line}" for e in failed for line in e.output_tail.strip().splitlines()[-OUTPUT_LINES:])
     return GateFailed(f"{record.id[:8]} on {record.lane}: {failure_reason(failed)}"
-                      + ("; rejected" if record.status == "rejected" else ""),
+                      + ("; rejected" if record.status == "rejected" else "") + output,
                       details={"transition": record.to_dict()} | (extra or {}),
                       hint=f"see the output with `git lanes show {record.id[:8]}`; the attempt is kept as signal")
