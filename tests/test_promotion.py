@@ -213,3 +213,25 @@ def test_resolving_by_hand_brings_the_target_in_then_promotes_cleanly(api, repo)
     api.commit("merge auth by hand", "a", lane="a", auto_accept=True)
     assert api.promote("a", auto_accept=True)["status"] == "accepted"
     assert trunk_file(repo, "auth.py") == "one A\ntwo B\n"
+
+
+def test_a_newer_promotion_of_the_same_lane_supersedes_a_pending_one(api, repo):
+    land(api, repo, "a", {"a.txt": "a\n"})
+    first = api.promote("a")["transition"]
+    land(api, repo, "other", {"o.txt": "o\n"})
+    other = api.promote("other")["transition"]
+    second = api.promote("a", auto_accept=True)["transition"]
+    assert api.show(first["id"])["status"] == "rejected"
+    assert api.show(first["id"])["reason"].startswith(f"superseded by {second['id'][:8]}")
+    assert api.show(other["id"])["status"] == "proposed"
+
+
+def test_reset_rejects_proposals_made_on_the_old_head(api, repo):
+    land(api, repo, "a", {"a.txt": "a\n"})
+    edit(workspace(repo, "a"), {"b.txt": "b\n"})
+    pending = api.commit("pending work", "agent", lane="a")
+    land(api, repo, "b", {"c.txt": "c\n"})
+    api.promote("b", auto_accept=True)
+    result = api.lane_reset("a", force=True)
+    assert result["rejected_proposals"] == [pending["id"]]
+    assert api.show(pending["id"])["status"] == "rejected"

@@ -122,8 +122,18 @@ def propose(ctx: Context, p: Plan, intent: Intent, cost: Cost, *, force: bool) -
     if p.comparison.collisions:
         extra["forced"] = [c.path for c in p.comparison.collisions]
         extra["backup"] = backup_target(ctx, p)
-    return transitions.propose_state(ctx, p.target, p.target_head, merged_tree(ctx, p),
-                                     [p.target_head, p.lane_head], intent, cost, "promote", extra)
+    record = transitions.propose_state(ctx, p.target, p.target_head, merged_tree(ctx, p),
+                                       [p.target_head, p.lane_head], intent, cost, "promote", extra)
+    _supersede_earlier(ctx, record, p.lane)
+    return record
+
+
+def _supersede_earlier(ctx: Context, record: Transition, lane: str) -> None:
+    """One live promotion per lane and target: earlier pending ones (left by a killed process, or proposed
+    on a head the target has since left) are rejected in favour of the new one, and kept as signal."""
+    for earlier in transitions.pending_for(ctx, record.lane):
+        if earlier.id != record.id and earlier.kind == "promote" and earlier.extra.get("promoted_lane") == lane:
+            transitions.reject(ctx, earlier, f"superseded by {record.id[:8]}, a newer promotion of {lane}")
 
 
 def land(ctx: Context, record: Transition) -> tuple[Transition, dict | None]:

@@ -39,13 +39,17 @@ def reset(ctx: Context, lane: str, onto: str, *, force: bool, reason: str | None
     if old != new:
         updates.append(RefUpdate(refs.lane_ref(lane, ctx.trunk), new, old, f"lanes: reset {lane} onto {onto}"))
     ctx.store.update_refs(updates)
+    stale = [t for t in transitions.pending_for(ctx, lane) if t.base == old and old != new]
+    for proposal in stale:
+        transitions.reject(ctx, proposal, f"the lane was reset onto {onto}; this was proposed on {old[:8]}")
     if path is not None:
         ctx.store.checkout(path, ctx.store.tree_of(new), force=True)
         ctx.store.set_workspace_head(path, new)
         attention.forget(ctx, path)
     return {"lane": lane, "onto": onto, "from": old, "to": new, "workspace": str(path) if path else None,
             "kept_at": refs.rejected_ref(record.id) if record else None,
-            "transition": record.to_dict() if record else None, "backup": kept}
+            "transition": record.to_dict() if record else None, "backup": kept,
+            "rejected_proposals": [t.id for t in stale]}
 
 
 def _kept_attempt(ctx: Context, lane: str, old: str, new: str, onto: str, reason: str, agent_id: str) -> Transition:

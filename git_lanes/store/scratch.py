@@ -39,7 +39,8 @@ def checkout(root: Path, commit: str) -> Iterator[Path]:
     """A detached worktree of `commit` in a temporary directory, removed on exit."""
     _sweep(root)
     holder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
-    path = holder / "tree"
+    # The worktree's admin entry is named after its directory: a unique name keeps concurrent gates apart.
+    path = holder / holder.name
     try:
         # No hooks: a repository's post-checkout hook has no business running on a gate's scratch copy.
         run_git(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", str(path), commit],
