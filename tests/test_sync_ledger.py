@@ -37,7 +37,8 @@ def start_machines(tmp_path: Path, server, count: int) -> list[Path]:  # noqa: F
 
 def workers(jobs: list[tuple[Path, list[str]]]) -> list[list[dict]]:
     """Run each machine's actions in its own process, all at once; one JSON record per action."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])])}
+    here = Path(__file__).resolve()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parent), str(here.parents[1])])}
     procs = [subprocess.Popen([sys.executable, WORKER, str(repo), *actions], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env) for repo, actions in jobs]
     results = []
@@ -61,7 +62,7 @@ def converge(machines: list[Path], server_repo: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("trial", range(5))
-def test_two_machines_claim_one_task_exactly_one_owner_and_the_loser_is_told(tmp_path, server, trial):  # noqa: F811
+def test_two_machines_claim_one_task_one_owner_and_the_loser_is_told(tmp_path, server, trial):  # noqa: F811
     origin, first, second = start_machines(tmp_path, server, 3)
     task = Lanes(origin).task_create("the one task", actor="lead")["task"]
     Lanes(origin).sync()
@@ -75,7 +76,8 @@ def test_two_machines_claim_one_task_exactly_one_owner_and_the_loser_is_told(tmp
             actions.insert(0, "sync")
         jobs.append((machine, actions))
     results = workers(jobs)
-    claims = {r["result"]["owner"]: r["result"]["op"] for rs in results for r in rs if r["action"].startswith("claim")}
+    claims = {r["result"]["owner"]: r["result"]["op"] for rs in results for r in rs
+              if r["action"].startswith("claim")}
     assert set(claims) == {"agent-a", "agent-b"}  # both claims held on their own machine
     assert all(r["ok"] for rs in results for r in rs), results
     reports = [r["result"] for rs in results for r in rs if r["action"] == "sync"]

@@ -43,6 +43,6 @@ class SyncApi:
         branch = trunk or store.head_branch()
         if not branch or store.read_ref(f"refs/heads/{branch}") is None:
             raise UserError(f"{store.root} has no trunk to sync yet", code="no_trunk",
-                            hint="check out the trunk first (e.g. `git checkout main` in a clone), or pass --trunk")
+                            hint="check out the trunk first (`git checkout main` in a clone), or pass --trunk")
         api, report = cls.init(path, branch)  # type: ignore[attr-defined]
         return api, report

@@ -28,8 +28,8 @@ def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) ->
 
 
 _remote_argument = click.argument("remote", required=False)
-_trunk_option = click.option("--trunk", metavar="NAME",
-                             help="In a clone not yet set up for lanes: the trunk (default: the checked-out branch).")
+_TRUNK_HELP = "In a clone not yet set up for lanes: the trunk (default: the checked-out branch)."
+_trunk_option = click.option("--trunk", metavar="NAME", help=_TRUNK_HELP)
 
 
 @click.command()

@@ -1,0 +1,99 @@
+"""Run logs travel as append-only chains, and the steps a killed sync leaves undone are finished by the next."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import git, run_cli, workspace
+from gitserver import clone, make_origin, server  # noqa: F401  (server is a fixture)
+from test_sync import edit_and_accept, synced_refs
+
+from git_lanes.api import Lanes
+
+
+def append_run_event(repo, run: str, text: str) -> str:
+    """One event on a run log chain, written with plain git as any writer of refs/lanes/runs/* would."""
+    ref = f"refs/lanes/runs/{run}"
+    parent = git("rev-parse", "--verify", "--quiet", ref, cwd=repo, check=False).strip()
+    tree = git("rev-parse", f"{parent}^{{tree}}", cwd=repo) if parent else git("mktree", cwd=repo)
+    tree = tree.strip()
+    args = ["commit-tree", tree, "-m", text] + (["-p", parent] if parent else [])
+    commit = git(*args, cwd=repo).strip()
+    git("update-ref", ref, commit, parent or "0" * 40, cwd=repo)
+    return commit
+
+
+@pytest.fixture
+def pair(tmp_path, server):  # noqa: F811
+    url = server.bare("project")
+    origin = make_origin(tmp_path, url)
+    edit_and_accept(origin, "feat", "feat.txt", "v1\n")
+    Lanes(origin).sync()
+    other = clone(tmp_path, url, "machine-b")
+    Lanes.open_for_sync(other)[0].pull()
+    return origin, other, server.path("project")
+
+
+def test_run_logs_fast_forward_and_a_diverged_run_is_reported(pair):
+    origin, other, remote = pair
+    append_run_event(origin, "r1", "tool attempted")
+    append_run_event(origin, "r2", "phase change")
+    Lanes(origin).sync()
+    Lanes(other).sync()
+    assert synced_refs(other) == synced_refs(origin)
+    head = append_run_event(other, "r1", "tool completed")
+    Lanes(other).sync()
+    Lanes(origin).sync()
+    assert git("rev-parse", "refs/lanes/runs/r1", cwd=origin).strip() == head
+    mine = append_run_event(origin, "r2", "origin's event")
+    theirs = append_run_event(other, "r2", "other's event")
+    Lanes(origin).sync()
+    report = Lanes(other).sync()
+    assert [(d["kind"], d["name"]) for d in report["diverged"]] == [("run", "r2")]
+    assert git("rev-parse", "refs/lanes/runs/r2", cwd=remote).strip() == mine
+    assert git("rev-parse", "refs/lanes/runs/r2", cwd=other).strip() == theirs
+
+
+def test_a_workspace_left_behind_by_a_killed_sync_catches_up_on_the_next(pair):
+    origin, other, _ = pair
+    mine = Lanes(other)
+    mine.lane_create("feat")
+    before = git("rev-parse", "refs/lanes/heads/feat", cwd=other).strip()
+    edit_and_accept(origin, "feat", "feat.txt", "v2\n")
+    Lanes(origin).sync()
+    # the state a sync killed between its ref transaction and moving the workspace leaves behind
+    git("fetch", "--quiet", "origin", "refs/lanes/heads/feat", cwd=other)
+    after = git("rev-parse", "FETCH_HEAD", cwd=other).strip()
+    git("update-ref", "refs/lanes/heads/feat", after, before, cwd=other)
+    assert git("rev-parse", "HEAD", cwd=workspace(other, "feat")).strip() == before
+
+    report = mine.sync()
+    assert {"lane": "feat", "status": "updated"}.items() <= report["workspaces"][0].items()
+    assert git("rev-parse", "HEAD", cwd=workspace(other, "feat")).strip() == after
+    assert (workspace(other, "feat") / "feat.txt").read_text() == "v2\n"
+    assert git("status", "--porcelain", cwd=workspace(other, "feat")) == ""
+
+
+def test_trunk_files_written_but_branch_not_moved_is_finished_by_the_next_sync(pair):
+    origin, other, _ = pair
+    edit_and_accept(origin, "main", "README.md", "# v2\n")
+    Lanes(origin).sync()
+    # a sync killed after writing the main worktree's files, before its ref transaction
+    git("fetch", "--quiet", "origin", "refs/heads/main", cwd=other)
+    new = git("rev-parse", "FETCH_HEAD", cwd=other).strip()
+    git("read-tree", "-u", "-m", "HEAD", new, cwd=other)
+    assert (other / "README.md").read_text() == "# v2\n"
+
+    report = Lanes(other).sync()
+    assert ("lane", "main") in {(m["kind"], m["name"]) for m in report["came_in"]}
+    assert git("rev-parse", "main", cwd=other).strip() == new
+    assert git("status", "--porcelain", "--untracked-files=no", cwd=other) == ""
+
+
+def test_pushing_to_a_checked_out_branch_of_a_non_bare_remote_fails_clearly(pair, tmp_path):
+    origin, other, _ = pair
+    git("remote", "add", "peer", f"file://{other}", cwd=origin)  # a non-bare remote: main is checked out
+    edit_and_accept(origin, "main", "README.md", "# v2\n")
+    result = run_cli("sync", "peer", "--json", cwd=origin)
+    assert result.code == 1 and result.json["error"] == "remote_failed"
+    assert "refused refs/heads/main" in result.json["message"]
+    assert git("status", "--porcelain", "--untracked-files=no", cwd=other) == ""
