@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from git_lanes.domain.board_index import current_seq
 from git_lanes.errors import NotFound, UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.model.names import validate_lane_name
@@ -16,7 +17,6 @@ from git_lanes.model.names import validate_lane_name
 LEASE_SECONDS = 15 * 60
 SYSTEM = "git-lanes"
 MAX_WAKES = 200
-BOARD_META = "board/meta.json"
 _AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 Reader = State | Tx
 
@@ -56,21 +56,24 @@ def lease_alive(record: dict | None, now: float) -> bool:
 def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | None = None,
           lane: str | None = None) -> dict:
     """The agent's record after it acted at `time`, created on its first call. Its board cursor starts
-    at the board's current end then, so old broadcasts do not flood in (directed posts still reach it)."""
+    at the board's current end then, so old broadcasts do not flood in (directed posts still reach it).
+    Calls that do not extend the lease (a post) leave an existing record untouched."""
     validate_agent_id(agent)
-    record = tx.get(agent_path(agent)) or {"id": agent, "kind": "agent", "lane": None, "registered": time,
-                                           "lease_until": time + LEASE_SECONDS}
+    existing = tx.get(agent_path(agent))
+    record = dict(existing) if existing else {"id": agent, "kind": "agent", "lane": None, "registered": time,
+                                              "last_seen": time, "lease_until": time + LEASE_SECONDS}
     if kind is not None:
         record["kind"] = kind
     if lane is not None:
         record["lane"] = validate_lane_name(lane)
     if extend:
         record["lease_until"] = max(float(record["lease_until"]), time + LEASE_SECONDS)
-    record["last_seen"] = time
-    tx.put(agent_path(agent), record)
+        record["last_seen"] = time
+    if existing is None or record != existing:
+        tx.put(agent_path(agent), record)
     reader = tx.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": [], "own": []}
     if reader.get("cursor") is None:
-        reader["cursor"] = int((tx.get(BOARD_META) or {}).get("seq", 0))
+        reader["cursor"] = current_seq(tx)
         tx.put(reader_path(agent), reader)
     return record
 

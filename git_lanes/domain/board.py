@@ -2,42 +2,24 @@
 posts to everyone, and an inbox per agent for posts directed to it, so a post sent before an agent's first
 call still reaches it while old broadcasts do not flood in. Reading marks read.
 
-Counting what is unread costs O(1), whatever the board's length: the board keeps a running count of
-broadcasts (stored in each post too), and a reader keeps its cursor and the seqs of its own broadcasts
-since, so unread = broadcasts after the cursor minus its own. Listing them scans only what lies after the
+Counting what is unread costs O(1), whatever the board's length: each post carries the running count of
+broadcasts, and a reader keeps its cursor and the seqs of its own broadcasts since, so unread = broadcasts
+after the cursor minus its own. Listing them scans only what lies after the
 cursor, and reading moves the cursor past it."""
 
 from __future__ import annotations
 
-from git_lanes.domain.agents import BOARD_META, Reader, reader_path, touch, validate_agent_id
+from git_lanes.domain.agents import Reader, reader_path, touch, validate_agent_id
+from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_through, current_seq, get_post,
+                                         post_path)
 from git_lanes.errors import NotFound, Refused, UserError
 from git_lanes.ledger import Op, Tx
 
-AGENT_KINDS = ("note", "question", "handoff")
 # Records of what the system did: shown on the board, never counted unread, never a wake.
 SYSTEM_KINDS = ("ticket_ready",)
 MAX_TEXT = 16 * 1024
-MAX_SEQ = 10**8 - 1
 # `board read` looks this far back for recent posts an agent may see, so its cost stays bounded.
 RECENT_SCAN = 2000
-
-
-def post_path(seq: int) -> str:
-    digits = f"{seq:08d}"
-    return f"board/posts/{digits[0:2]}/{digits[2:4]}/{digits[4:6]}/{digits}.json"
-
-
-def current_seq(state: Reader) -> int:
-    return int((state.get(BOARD_META) or {}).get("seq", 0))
-
-
-def broadcasts_through(state: Reader, seq: int) -> int:
-    """How many counted broadcasts (posts to everyone that wake) the board held after post `seq`."""
-    if seq <= 0:
-        return 0
-    if seq >= current_seq(state):
-        return int((state.get(BOARD_META) or {}).get("broadcasts", 0))
-    return int((get_post(state, seq) or {}).get("broadcasts", 0))
 
 
 def reader_of(state: Reader, agent: str) -> dict:
@@ -52,7 +34,6 @@ def add_post(tx: Tx, op: Op, sender: str, kind: str, text: str, to: str | None) 
     broadcasts = broadcasts_through(tx, seq - 1) + (1 if counted else 0)
     tx.put(post_path(seq), {"seq": seq, "id": op.id, "from": sender, "to": to, "kind": kind, "text": text,
                             "time": op.time, "resolved": None, "broadcasts": broadcasts})
-    tx.put(BOARD_META, {"seq": seq, "broadcasts": broadcasts})
     if to is not None:
         reader = reader_of(tx, to)
         reader["inbox"] = reader["inbox"] + [seq]
@@ -130,8 +111,6 @@ def resolve(tx: Tx, op: Op) -> dict:
     return {"post": seq, "resolved_by": op.actor}
 
 
-def get_post(state: Reader, seq: int) -> dict | None:
-    return state.get(post_path(seq)) if 0 < seq <= MAX_SEQ else None
 
 
 def unread_broadcasts(state: Reader, agent: str, before: int | None = None) -> int:

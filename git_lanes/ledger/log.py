@@ -26,11 +26,11 @@ from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate, Store
 from git_lanes.store.trees import Entry
 
-META = "ledger.json"
 BLOB_MODE = 0o100644
 # The coordination model's fold, bound by name so this generic log does not import the domain layer.
 DEFAULT_FOLD = "git_lanes.domain.coordination:FOLD"
-# Every this many ops the appender asks git whether the repository needs packing (`git gc --auto`).
+# About once in this many appends (chosen by the op's random id, so concurrent writers spread it) the
+# appender asks git whether the repository needs packing (`git gc --auto`).
 MAINTENANCE_EVERY = 500
 CAS_ATTEMPTS = 5
 
@@ -49,7 +49,6 @@ class Fold(Protocol):
 class Appended:
     op: Op
     commit: str
-    ops: int
 
 
 def default_fold() -> Fold:
@@ -102,7 +101,7 @@ def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold | None = No
     `message`, optional `hint`, plus `exit_code`: 3 for a lost race or version conflict, 1 for bad input).
     Nothing is written for a refusal. Deterministic: the same (state, op) gives the same tree and result."""
     try:
-        commit, recorded, _ = _build(store, base_head, op, fold or default_fold())
+        commit, recorded = _build(store, base_head, op, fold or default_fold())
     except LanesError as exc:
         return None, refusal(exc)
     return commit, recorded.result or {}
@@ -119,7 +118,7 @@ def append(store: Store, op: Op, fold: Fold | None = None) -> Appended:
     with store.locked():
         for attempt in range(CAS_ATTEMPTS):
             base = head(store)
-            commit, recorded, ops = _build(store, base, op, fold)
+            commit, recorded = _build(store, base, op, fold)
             try:
                 store.update_refs([RefUpdate(LEDGER, commit, base, f"lanes ledger: {recorded.type} {op.id}")])
             except Conflict:
@@ -128,19 +127,16 @@ def append(store: Store, op: Op, fold: Fold | None = None) -> Appended:
                     raise
                 _time.sleep(0.01 * (attempt + 1))
                 continue
-            appended = Appended(recorded, commit, ops)
+            appended = Appended(recorded, commit)
             break
-    if appended.ops % MAINTENANCE_EVERY == 0:
+    if int(op.id[:8], 16) % MAINTENANCE_EVERY == 0:
         maintain(store)
     return appended
 
 
-def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op, int]:
+def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op]:
     state = state_at(store, base)
     edits, result = fold.apply(state, op)
-    meta = state.get(META) or {}
-    ops = int(meta.get("ops", 0)) + 1
-    edits = {**edits, META: {"format": 1, "ops": ops, "last_op": op.id}}
     tree_edits: dict[str, Entry | None] = {}
     for path, record in edits.items():
         tree_edits[path] = None if record is None else Entry(store.write_blob(encode_record(record)), BLOB_MODE)
@@ -149,7 +145,7 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op,
     message = encode_message(recorded, fold.summary(recorded, result))
     commit = store.write_commit(tree, [base] if base else [], message, author_name=op.actor,
                                 author_email="agent@lanes")
-    return commit, recorded, ops
+    return commit, recorded
 
 
 def maintain(store: Store) -> None:

@@ -1,0 +1,40 @@
+"""Where board posts live in the ledger tree, and how the board's end is found without a counter record.
+
+A post is `board/<aa>/<bb>/<cc>/<seq:08d>.json` (seq = aabbccdd): every tree on that path holds at most 100
+entries, so an append rewrites a fixed few small trees however long the board grows. The board's end is the
+largest path, found with four tree reads; each post carries the running count of broadcasts up to it."""
+
+from __future__ import annotations
+
+from git_lanes.ledger import State, Tx
+
+Reader = State | Tx
+MAX_SEQ = 10**8 - 1
+# Posts to everyone of these kinds count as unread and wake; system records (ticket_ready) never do.
+AGENT_KINDS = ("note", "question", "handoff")
+
+
+def post_path(seq: int) -> str:
+    digits = f"{seq:08d}"
+    return f"board/{digits[0:2]}/{digits[2:4]}/{digits[4:6]}/{digits}.json"
+
+
+def get_post(state: Reader, seq: int) -> dict | None:
+    return state.get(post_path(seq)) if 0 < seq <= MAX_SEQ else None
+
+
+def current_seq(state: Reader) -> int:
+    """The last post's seq (0 for an empty board)."""
+    directory = "board"
+    for _ in range(3):
+        levels = [n for n in state.names(directory) if len(n) == 2 and n.isdigit()]
+        if not levels:
+            return 0
+        directory = f"{directory}/{max(levels)}"
+    files = [n for n in state.names(directory) if n.endswith(".json")]
+    return int(max(files)[:-5]) if files else 0
+
+
+def broadcasts_through(state: Reader, seq: int) -> int:
+    """How many counted broadcasts (posts to everyone that wake) the board held after post `seq`."""
+    return int((get_post(state, seq) or {}).get("broadcasts", 0)) if seq > 0 else 0
