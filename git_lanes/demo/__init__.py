@@ -15,6 +15,7 @@ from git_lanes.demo.session import DemoSession
 SCENES = [
     "git_lanes.demo.foundation",
     "git_lanes.demo.promotion",
+    "git_lanes.demo.coordination",
     "git_lanes.demo.sync",
 ]
 
