@@ -220,14 +220,21 @@ class LedgerApi:
             wakes = agents.pending_wakes(state, agent)
             posts = board.unread(state, agent)
             if wakes or posts:
-                return self._take(agent, wakes, posts, time.monotonic() - started)
+                taken = self._take(agent, wakes, posts, time.monotonic() - started)
+                if taken is not None:
+                    return taken
             if not watch.wait(deadline):
                 return {"agent": agent, "reason": "timeout", "wakes": [], "posts": [],
                         "waited": round(time.monotonic() - started, 3)}
 
-    def _take(self, agent: str, wakes: list[dict], posts: list[dict], waited: float) -> dict:
+    def _take(self, agent: str, wakes: list[dict], posts: list[dict], waited: float) -> dict | None:
+        """Take what was seen; None when another waiter for the same agent took all of it first."""
         through = max((p["seq"] for p in posts), default=None)
-        self._append("wake.take", agent, {"agent": agent, "wakes": [w["id"] for w in wakes], "through": through})
+        result = self._append("wake.take", agent, {"agent": agent, "wakes": [w["id"] for w in wakes],
+                                                   "through": through})
+        wakes = [w for w in wakes if w["id"] in set(result["taken"])]
+        if not wakes and not posts:
+            return None
         kinds = [w["kind"] for w in wakes]
         reason = next((k for k in ("task_ready", "overlap", "refused") if k in kinds), "post")
         return {"agent": agent, "reason": reason, "wakes": wakes, "posts": [board.view(p) for p in posts],
