@@ -76,25 +76,49 @@ def test_two_machines_claim_one_task_one_owner_and_the_loser_is_told(tmp_path, s
             actions.insert(0, "sync")
         jobs.append((machine, actions))
     results = workers(jobs)
-    claims = {r["result"]["owner"]: r["result"]["op"] for rs in results for r in rs
-              if r["action"].startswith("claim")}
-    assert set(claims) == {"agent-a", "agent-b"}  # both claims held on their own machine
-    assert all(r["ok"] for rs in results for r in rs), results
-    reports = [r["result"] for rs in results for r in rs if r["action"] == "sync"]
-    reports += converge([origin, first, second], server.path("project"))
+    syncs = [r for rs in results for r in rs if r["action"] == "sync"]
+    assert all(r["ok"] for r in syncs), syncs
+    claims = {r["action"].rsplit(":", 1)[1]: r for rs in results for r in rs if r["action"].startswith("claim")}
+    reports = [r["result"] for r in syncs] + converge([origin, first, second], server.path("project"))
 
     owners = {Lanes(m).task_show(task)["owner"] for m in (origin, first, second)}
     assert len(owners) == 1
     winner = owners.pop()
     loser, loser_machine = ("agent-b", second) if winner == "agent-a" else ("agent-a", first)
+    winner_machine = first if winner == "agent-a" else second
+    assert claims[winner]["ok"]
+    assert Lanes(winner_machine).agent_heartbeat(winner)["refused"] == []
+    refused = [(actor, op["id"]) for report in reports for actor, ops in report["refused"].items() for op in ops]
     told = Lanes(loser_machine).agent_heartbeat(loser)["refused"]
+    if not claims[loser]["ok"]:
+        # the winner's claim had already arrived by sync: the loser was refused at once, exit 3
+        assert claims[loser]["error"]["error"] == "task_claimed"
+        assert refused == [] and told == []
+        return
+    # both claims held locally: exactly one sync found the loser's no longer held and recorded it for the
+    # loser, whose next heartbeat says so
+    assert refused == [(loser, claims[loser]["result"]["op"])]
     assert [w["original"]["type"] for w in told] == ["task.claim"]
     assert told[0]["original"]["args"]["task"] == task
-    winner_machine = first if winner == "agent-a" else second
-    assert Lanes(winner_machine).agent_heartbeat(winner)["refused"] == []
-    # exactly one sync found the loser's claim no longer held, and reported it under the loser's name
-    refused = [(actor, op["id"]) for report in reports for actor, ops in report["refused"].items() for op in ops]
-    assert refused == [(loser, claims[loser])]
+
+
+def test_claims_made_apart_the_second_sync_refuses_its_claim_and_tells_the_agent(tmp_path, server):  # noqa: F811
+    origin, first, second = start_machines(tmp_path, server, 3)
+    task = Lanes(origin).task_create("the one task", actor="lead")["task"]
+    Lanes(origin).sync()
+    Lanes(first).sync()
+    Lanes(second).sync()
+    Lanes(first).task_claim(task, "agent-a")
+    lost = Lanes(second).task_claim(task, "agent-b")
+    assert Lanes(first).sync()["refused"] == {}
+    report = Lanes(second).sync()
+    assert [(op["id"], op["type"]) for op in report["refused"]["agent-b"]] == [(lost["op"], "task.claim")]
+    assert report["refused"]["agent-b"][0]["refusal"]["error"] == "task_claimed"
+    assert report["ledger"]["refused"] == 1
+    assert Lanes(second).task_show(task)["owner"] == "agent-a"
+    told = Lanes(second).agent_heartbeat("agent-b")["refused"]
+    assert [w["original"]["id"] for w in told] == [lost["op"]]
+    assert Lanes(second).agent_heartbeat("agent-b")["refused"] == []  # told once
 
 
 def board_texts(machine: Path) -> list[str]:
