@@ -189,3 +189,13 @@ def test_broken_gate_declarations_accept_nothing(api, repo):
     result = run_cli("commit", "-m", "a", "--auto-accept", cwd=workspace(repo, "a"), env=AGENT)
     assert result.code == 1 and "needs a command" in result.err
     assert git("ls-tree", "--name-only", "refs/lanes/heads/a", cwd=repo).split().count("a.txt") == 0
+
+
+def test_a_scratch_checkout_left_by_a_killed_gate_is_swept(api, repo, tmp_path):
+    holder = tmp_path / "git-lanes-gate-999999999-left"  # no such process
+    holder.mkdir()
+    git("worktree", "add", "--detach", "--quiet", str(holder / holder.name), "main", cwd=repo)
+    declare(api, repo, gate("ok", "pass"))
+    assert land(api, repo, "a", {"a.txt": "a\n"})["status"] == "accepted"
+    listed = git("worktree", "list", "--porcelain", cwd=repo)
+    assert "git-lanes-gate-" not in listed and not holder.exists()
