@@ -9,7 +9,7 @@ from git_lanes.cli.output import json_option, open_api, run, short, table
 
 @click.group()
 def lane() -> None:
-    """Create, list, inspect and delete lanes.
+    """Create, list, inspect, reset and delete lanes.
 
     A lane is a named line of accepted states with its own workspace, a real git worktree under
     .lanes/workspaces/<lane>.
