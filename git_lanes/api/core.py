@@ -95,11 +95,11 @@ class CoreApi:
     def lane_delete(self, name: str, *, force: bool = False) -> dict:
         with self._writing() as ctx:
             path = lanes.workspace_path(ctx, name) if name != ctx.trunk else None
-            unsaved = restore.unsaved_tree(ctx, name, path) if path is not None else None
+            unsaved = path is not None and restore.has_unsaved(ctx, name, path)
             kept = None
-            if unsaved is not None and force:
-                kept = restore.backup(ctx, name, path, unsaved, f"deleting lane {name}")
-            return lanes.delete(ctx, name, force=force, unsaved=unsaved is not None, backup=kept)
+            if unsaved and force:
+                kept = restore.backup(ctx, name, path, ctx.store.content_tree(path), f"deleting lane {name}")
+            return lanes.delete(ctx, name, force=force, unsaved=unsaved, backup=kept)
 
     # -- transitions -----------------------------------------------------------------------------------
     def commit(self, prompt: str, agent_id: str, *, lane: str | None = None, cwd: str | os.PathLike | None = None,

@@ -73,8 +73,9 @@ def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:
             return name, probe
         probe = probe.parent
     trunk_workspace = workspace_path(ctx, ctx.trunk)
+    lanes_dir = workspaces.parent  # excluded from the trunk's worktree: nothing under it is trunk content
     if trunk_workspace and (directory == trunk_workspace or trunk_workspace in directory.parents) \
-            and workspaces not in directory.parents and directory != workspaces:
+            and lanes_dir not in directory.parents and directory != lanes_dir:
         return ctx.trunk, trunk_workspace
     raise UserError(f"{directory} is not inside a lane's workspace", code="not_in_workspace",
                     hint="pass -w LANE, or cd into .lanes/workspaces/<lane>")
@@ -151,6 +152,7 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
 
 
 def require_workspace(ctx: Context, name: str) -> Path:
+    lane_head(ctx, name)  # an unknown or invalid lane name says so, rather than "no workspace"
     path = workspace_path(ctx, name)
     if path is None:
         raise NotFound(f"lane {name!r} has no workspace here", code="workspace_missing",

@@ -11,15 +11,17 @@ from git_lanes.model import refs
 from git_lanes.store import RefUpdate
 
 
+def has_unsaved(ctx: Context, lane: str, path: Path) -> bool:
+    """Whether the workspace holds content no state holds yet (not its head, not a pending proposal). Reads
+    only, so a refusal based on it writes nothing."""
+    if not ctx.store.changed_paths(path):
+        return False
+    return not any(ctx.store.files_match(path, t.tree) for t in transitions.pending_for(ctx, lane))
+
+
 def unsaved_tree(ctx: Context, lane: str, path: Path) -> str | None:
-    """The workspace's content as a tree when no state holds it yet (not its head, not a pending proposal)."""
-    tree = ctx.store.snapshot(path)
-    head = ctx.store.workspace_head(path)
-    if head is not None and tree == ctx.store.tree_of(head):
-        return None
-    if any(t.tree == tree for t in transitions.pending_for(ctx, lane)):
-        return None
-    return tree
+    """The workspace's content as a tree when no state holds it yet, else None. The index is left alone."""
+    return ctx.store.content_tree(path) if has_unsaved(ctx, lane, path) else None
 
 
 def backup(ctx: Context, lane: str, path: Path, tree: str, reason: str) -> str:
@@ -37,14 +39,13 @@ def restore(ctx: Context, lane: str, path: Path, state: str, *, force: bool) -> 
     """Make the workspace's files equal `state` with its HEAD on the lane head, so the next commit records
     the return to `state` as a new transition. Unsaved edits are refused, or with `force` kept first."""
     head = lanes.lane_head(ctx, lane)
-    unsaved = unsaved_tree(ctx, lane, path)
     kept = None
-    if unsaved is not None:
+    if has_unsaved(ctx, lane, path):
         if not force:
             raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
                           hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
                                "backup ref and restore anyway")
-        kept = backup(ctx, lane, path, unsaved, f"restore to {state[:8]}")
+        kept = backup(ctx, lane, path, ctx.store.content_tree(path), f"restore to {state[:8]}")
     ctx.store.checkout(path, ctx.store.tree_of(state), force=True)
     if lane != ctx.trunk:
         ctx.store.set_workspace_head(path, head)

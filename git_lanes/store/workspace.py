@@ -131,6 +131,23 @@ class WorkspaceOps:
         """The worktree's private git dir, where its index and HEAD live."""
         return Path(self.workspace_repo(path).path)
 
+    def content_tree(self, path: Path) -> str:
+        """The workspace's files as a tree, like `snapshot`, but leaving the index as it was: for keeping
+        edits in a backup without staging them."""
+        index = self.workspace_repo(path).index
+        index.read(False)
+        index.add_all()
+        tree = index.write_tree()
+        index.read(True)  # drop the in-memory staging; the index file was never written
+        return str(tree)
+
+    def files_match(self, path: Path, tree: str) -> bool:
+        """Whether the workspace's files (ignore rules apply) equal `tree`. Reads only: no object, no index."""
+        repo = self.workspace_repo(path)
+        flags = pygit2.GIT_DIFF_INCLUDE_UNTRACKED | pygit2.GIT_DIFF_RECURSE_UNTRACKED_DIRS | \
+            pygit2.GIT_DIFF_INCLUDE_TYPECHANGE
+        return len(repo[tree].peel(pygit2.Tree).diff_to_workdir(flags=flags)) == 0
+
     def index_tree(self, path: Path) -> str:
         index = self.workspace_repo(path).index
         index.read(False)

@@ -1,0 +1,328 @@
+"""The foundation's command-line face, run as real `git lanes` processes: the exact `--json` shapes, exit
+codes, and bad input answered with one error line, no traceback, and nothing written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli, workspace
+
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+HEX16 = re.compile(r"^[0-9a-f]{16}$")
+TRANSITION_KEYS = {"format", "id", "kind", "lane", "from", "to", "tree", "status", "intent", "cost", "evaluations",
+                   "created_at", "decided_at", "reason"}
+INTENT_KEYS = {"prompt", "agent_id", "agent_type", "model", "tags"}
+COST_KEYS = {"tokens_in", "tokens_out", "api_calls", "wall_time", "cost_usd"}
+LANE_KEYS = {"name", "ref", "head", "trunk", "workspace"}
+
+
+def ok(*args: str, cwd: Path, env: dict | None = None):
+    result = run_cli(*args, "--json", cwd=cwd, env=env)
+    assert result.code == 0, result.err
+    assert result.err == ""
+    return result.json
+
+
+def assert_error(result, code: str, exit_code: int = 1, as_json: bool = True) -> None:
+    assert result.code == exit_code, (result.code, result.err)
+    assert "Traceback" not in result.err
+    first, *rest = result.err.rstrip("\n").split("\n")
+    assert first.startswith("git-lanes: error: ") and len(first) > len("git-lanes: error: ")
+    assert all(line.startswith("hint: ") for line in rest), result.err
+    if as_json:
+        assert result.json["error"] == code and result.json["message"] == first[len("git-lanes: error: "):]
+
+
+def fails(*args: str, cwd: Path, code: str, exit_code: int = 1, env: dict | None = None) -> dict:
+    result = run_cli(*args, "--json", cwd=cwd, env=env)
+    assert_error(result, code, exit_code)
+    return result.json
+
+
+def repository_state(repo: Path) -> tuple:
+    """Everything a refused command must leave as it was: refs, worktrees, workspaces, loose objects."""
+    lanes_dir = repo / ".lanes"
+    files = sorted(str(p.relative_to(repo)) for p in lanes_dir.rglob("*")) if lanes_dir.exists() else []
+    return (git("for-each-ref", cwd=repo), git("worktree", "list", "--porcelain", cwd=repo), files,
+            git("count-objects", cwd=repo), git("status", "--porcelain", cwd=repo))
+
+
+def assert_transition(record: dict, *, status: str, lane: str, prompt: str, agent: str) -> None:
+    assert set(record) == TRANSITION_KEYS
+    assert set(record["intent"]) == INTENT_KEYS and set(record["cost"]) == COST_KEYS
+    assert record["format"] == 1 and record["kind"] == "commit" and HEX16.match(record["id"])
+    assert HEX40.match(record["from"]) and HEX40.match(record["to"]) and HEX40.match(record["tree"])
+    assert (record["status"], record["lane"]) == (status, lane)
+    assert (record["intent"]["prompt"], record["intent"]["agent_id"]) == (prompt, agent)
+    assert isinstance(record["created_at"], float) and record["evaluations"] == []
+    assert (record["decided_at"] is None) == (status == "proposed")
+
+
+# -- shapes ------------------------------------------------------------------------------------------------
+
+def test_init_shape_and_idempotence(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.txt").write_text("a\n")
+    first = ok("init", "--trunk", "trunk", cwd=plain)
+    assert set(first) == {"root", "trunk", "changed", "initial_state", "already_initialized", "created_repository"}
+    assert first["root"] == str(plain.resolve()) and first["trunk"] == "trunk"
+    assert first["created_repository"] is True and first["already_initialized"] is False
+    assert first["changed"] == ["lanes.trunk", "core.logAllRefUpdates", "notes.displayRef", "info/exclude",
+                                "initial state"]
+    assert git("rev-parse", "refs/heads/trunk", cwd=plain).strip() == first["initial_state"]
+    again = ok("init", cwd=plain)
+    assert again == {**first, "changed": [], "initial_state": None, "already_initialized": True,
+                     "created_repository": False}
+    assert git("config", "lanes.trunk", cwd=plain).strip() == "trunk"
+    fails("init", "--trunk", "other", cwd=plain, code="trunk_set")
+
+
+def test_lane_commands_shapes(repo):
+    trunk = git("rev-parse", "main", cwd=repo).strip()
+    created = ok("lane", "create", "feat/x", cwd=repo)
+    ws = workspace(repo, "feat/x")
+    assert created == {"name": "feat/x", "ref": "refs/lanes/heads/feat/x", "head": trunk, "trunk": False,
+                       "workspace": str(ws), "created": True}
+    assert run_cli("lane", "create", "other", cwd=repo).out == f"{workspace(repo, 'other')}\n"
+    listed = ok("lane", "list", cwd=repo)
+    assert [lane["name"] for lane in listed] == ["main", "feat/x", "other"]
+    assert all(set(lane) == LANE_KEYS for lane in listed)
+    assert listed[0] == {"name": "main", "ref": "refs/heads/main", "head": trunk, "trunk": True,
+                         "workspace": str(repo)}
+    assert ok("lane", "path", "feat/x", cwd=repo) == {"lane": "feat/x", "workspace": str(ws)}
+    assert run_cli("lane", "path", "feat/x", cwd=repo).out == f"{ws}\n"
+    (ws / "new.txt").write_text("new\n")
+    shown = ok("lane", "show", "feat/x", cwd=repo)
+    assert set(shown) == LANE_KEYS | {"dirty", "proposals", "recent", "totals", "unpromoted"}
+    assert shown["dirty"] == {"new.txt": "added"} and shown["proposals"] == [] and shown["recent"] == []
+    assert shown["unpromoted"] is False
+    assert shown["totals"] == {"tokens_in": 0, "tokens_out": 0, "api_calls": 0, "wall_time": 0.0,
+                               "cost_usd": 0.0, "count": 0}
+    fails("lane", "delete", "feat/x", cwd=repo, code="dirty_workspace")
+    deleted = ok("lane", "delete", "other", cwd=repo)
+    assert deleted == {"lane": "other", "head": trunk, "kept_at": "refs/lanes/deleted/other", "backup": None}
+    forced = ok("lane", "delete", "feat/x", "--force", cwd=repo)
+    assert forced["backup"].startswith("refs/lanes/backups/feat/x/")
+    assert git("show", f"{forced['backup']}:new.txt", cwd=repo) == "new\n"
+    assert not ws.exists()
+    assert [lane["name"] for lane in ok("lane", "list", cwd=repo)] == ["main"]
+
+
+def test_transition_commands_shapes(repo):
+    ok("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    head = git("rev-parse", "refs/lanes/heads/feat", cwd=repo).strip()
+    (ws / "a.txt").write_text("a\n")
+    proposed = ok("propose", "-m", "Add a\n\nbecause", "--agent-id", "coder", "--agent-type", "dev", "--model",
+                  "m1", "--tag", "x", "--tag", "y", "--tokens-in", "10", "--tokens-out", "5", "--api-calls", "2",
+                  "--wall-time", "1.5", "--cost-usd", "0.25", cwd=ws)
+    assert_transition(proposed, status="proposed", lane="feat", prompt="Add a\n\nbecause", agent="coder")
+    assert proposed["intent"] == {"prompt": "Add a\n\nbecause", "agent_id": "coder", "agent_type": "dev",
+                                  "model": "m1", "tags": ["x", "y"]}
+    assert proposed["cost"] == {"tokens_in": 10, "tokens_out": 5, "api_calls": 2, "wall_time": 1.5,
+                                "cost_usd": 0.25}
+    assert proposed["from"] == head and proposed["reason"] is None
+    assert git("rev-parse", f"refs/lanes/proposals/{proposed['id']}", cwd=repo).strip() == proposed["to"]
+
+    accepted = ok("accept", proposed["id"][:6], cwd=repo)
+    assert accepted == {**proposed, "status": "accepted", "decided_at": accepted["decided_at"]}
+    assert isinstance(accepted["decided_at"], float)
+    fails("accept", proposed["id"], cwd=repo, code="already_decided")
+
+    unchanged = ok("commit", "-m", "again", "--agent-id", "coder", cwd=ws)
+    assert unchanged == {"status": "unchanged", "lane": "feat", "head": proposed["to"],
+                         "message": "nothing to snapshot: workspace of 'feat' matches its lane head"}
+
+    (ws / "a.txt").write_text("worse\n")
+    text = run_cli("commit", "-m", "Make it worse", cwd=ws, env={"GIT_LANES_AGENT": "env-agent"})
+    assert text.code == 0 and re.fullmatch(r"proposed [0-9a-f]{8} on feat: Make it worse\n", text.out)
+    attempt = ok("history", "--status", "proposed", cwd=repo)["transitions"][0]
+    assert attempt["intent"]["agent_id"] == "env-agent"
+    rejected = ok("reject", attempt["id"][:8], "--reason", "worse", cwd=repo)
+    assert rejected == {**attempt, "status": "rejected", "reason": "worse", "decided_at": rejected["decided_at"]}
+    assert git("rev-parse", f"refs/lanes/rejected/{attempt['id']}", cwd=repo).strip() == attempt["to"]
+    assert not git("for-each-ref", "refs/lanes/proposals", cwd=repo)
+
+    (ws / "b.txt").write_text("b\n")
+    auto = ok("commit", "-m", "Add b", "--agent-id", "other", "--auto-accept", cwd=ws)
+    assert_transition(auto, status="accepted", lane="feat", prompt="Add b", agent="other")
+    assert auto["from"] == proposed["to"]
+    assert git("rev-parse", "refs/lanes/heads/feat", cwd=repo).strip() == auto["to"]
+    assert git("rev-parse", "HEAD", cwd=ws).strip() == auto["to"]
+
+
+def test_inspection_commands_shapes(repo):
+    ok("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    base = git("rev-parse", "main", cwd=repo).strip()
+    (ws / "a.txt").write_text("a\n")
+    first = ok("commit", "-m", "Add a", "--agent-id", "p", "--tokens-in", "7", "--cost-usd", "0.5",
+               "--auto-accept", cwd=ws)
+    (ws / "b.txt").write_text("b\n")
+    second = ok("propose", "-m", "Add b", "--agent-id", "q", "--tokens-in", "3", cwd=ws)
+
+    history = ok("history", cwd=repo)
+    assert set(history) == {"transitions", "totals", "counts"}
+    assert [t["id"] for t in history["transitions"]][:2] == [second["id"], first["id"]]
+    assert history["counts"] == {"proposed": 1, "accepted": 2, "rejected": 0}  # init's state counts too
+    assert history["totals"] == {"tokens_in": 10, "tokens_out": 0, "api_calls": 0, "wall_time": 0.0,
+                                 "cost_usd": 0.5, "count": 3}
+    filtered = ok("history", "--lane", "feat", "--agent", "p", "-n", "5", cwd=repo)
+    assert [t["id"] for t in filtered["transitions"]] == [first["id"]]
+    assert ok("history", "-n", "0", cwd=repo)["transitions"] == []
+
+    shown = ok("show", first["id"][:7], cwd=repo)
+    assert shown == {**first, "changes": [{"path": "a.txt", "kind": "added"}]}
+
+    changes = [{"kind": "added", "path": "a.txt"}]
+    patch = ok("diff", "main", "feat", cwd=repo)
+    assert set(patch) == {"from", "to", "changes", "patch"}
+    assert (patch["from"], patch["to"], patch["changes"]) == (base, first["to"], changes)
+    assert "+a" in patch["patch"] and patch["patch"].startswith("diff --git a/a.txt b/a.txt")
+    stat = ok("diff", "main", first["id"][:8], "--stat", cwd=repo)
+    assert set(stat) == {"from", "to", "changes", "stat", "files_changed", "insertions", "deletions"}
+    assert (stat["files_changed"], stat["insertions"], stat["deletions"]) == (1, 1, 0)
+    assert ok("diff", base, "feat", "--name-only", cwd=repo) == {"from": base, "to": first["to"],
+                                                                  "changes": changes}
+    assert run_cli("diff", "main", "feat", "--name-only", cwd=repo).out == "a.txt\n"
+
+    (ws / "c.txt").write_text("c\n")
+    status = ok("status", cwd=repo)
+    assert set(status) == {"trunk", "lanes", "proposals", "dirty"}
+    assert status["trunk"] == "main"
+    assert [(lane["name"], set(lane)) for lane in status["lanes"]] == [("main", LANE_KEYS | {"dirty"}),
+                                                                       ("feat", LANE_KEYS | {"dirty"})]
+    assert [p["id"] for p in status["proposals"]] == [second["id"]]
+    assert status["dirty"][0]["lane"] == "feat" and status["dirty"][0]["paths"]["c.txt"] == "added"
+
+
+def test_restore_shape(repo):
+    ok("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    (ws / "f.txt").write_text("1\n")
+    first = ok("commit", "-m", "one", "--agent-id", "a", "--auto-accept", cwd=ws)
+    (ws / "f.txt").write_text("2\n")
+    second = ok("commit", "-m", "two", "--agent-id", "a", "--auto-accept", cwd=ws)
+    (ws / "f.txt").write_text("typing\n")
+    before = repository_state(repo)
+    fails("restore", first["id"][:8], cwd=ws, code="dirty_workspace")
+    assert repository_state(repo) == before and (ws / "f.txt").read_text() == "typing\n"
+    restored = ok("restore", first["id"][:8], "--force", cwd=ws)
+    assert set(restored) == {"lane", "workspace", "state", "lane_head", "backup", "changed_from_head"}
+    assert (restored["lane"], restored["workspace"], restored["state"], restored["lane_head"]) == \
+        ("feat", str(ws), first["to"], second["to"])
+    assert restored["changed_from_head"] == ["f.txt"] and (ws / "f.txt").read_text() == "1\n"
+    assert git("show", f"{restored['backup']}:f.txt", cwd=repo) == "typing\n"
+
+
+# -- bad input -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["a..b", "x.lock", "a b", "HEAD", "", "a/", "x~1", "@"])
+def test_bad_lane_names(repo, name):
+    before = repository_state(repo)
+    fails("lane", "create", name, cwd=repo, code="invalid_lane_name")
+    assert repository_state(repo) == before
+
+
+def test_lane_name_starting_with_a_dash(repo):
+    before = repository_state(repo)
+    result = run_cli("lane", "create", "--json", "--", "-x", cwd=repo)
+    assert_error(result, "invalid_lane_name")
+    usage = run_cli("lane", "create", "-x", cwd=repo)
+    assert usage.code == 2 and "Traceback" not in usage.err and "No such option" in usage.err
+    assert repository_state(repo) == before
+
+
+@pytest.mark.parametrize("args", [["lane", "show", "nope"], ["lane", "path", "nope"], ["lane", "delete", "nope"],
+                                  ["history", "--lane", "nope"]])
+def test_unknown_lane(repo, args):
+    before = repository_state(repo)
+    fails(*args, cwd=repo, code="unknown_lane")
+    assert repository_state(repo) == before
+
+
+@pytest.mark.parametrize("command", ["accept", "reject", "show"])
+def test_unknown_transition_id(repo, command):
+    before = repository_state(repo)
+    fails(command, "deadbeef", cwd=repo, code="not_found")
+    fails(command, " ", cwd=repo, code="invalid_id")
+    assert repository_state(repo) == before
+
+
+def test_ambiguous_id_lists_candidates(api, repo):
+    api.lane_create("feat")
+    ws = workspace(repo, "feat")
+    ids = []
+    for i in range(17):  # 17 ids over 16 leading hex digits: two must share one
+        (ws / "n.txt").write_text(str(i))
+        ids.append(api.commit(f"n{i}", "a", lane="feat", auto_accept=True)["id"])
+    shared = next(c for c in "0123456789abcdef" if sum(i.startswith(c) for i in ids) > 1)
+    for command in ("show", "accept", "reject"):
+        error = fails(command, shared, cwd=repo, code="ambiguous")
+        assert error["candidates"] == sorted(i for i in ids if i.startswith(shared))
+
+
+def test_outside_a_repository(tmp_path):
+    outside = tmp_path / "nowhere"
+    outside.mkdir()
+    for args in (["status"], ["lane", "list"], ["history"], ["accept", "abc"],
+                 ["commit", "-m", "x", "--agent-id", "a"], ["diff", "a", "b"]):
+        fails(*args, cwd=outside, code="not_a_repository")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_repository_not_set_up_for_lanes(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
+    fails("status", cwd=tmp_path / "r", code="not_initialized")
+
+
+def test_paths_outside_any_workspace(repo):
+    ok("lane", "create", "feat", cwd=repo)
+    before = repository_state(repo)
+    for cwd in (repo / ".lanes", repo / ".lanes" / "workspaces"):
+        fails("commit", "-m", "x", "--agent-id", "a", cwd=cwd, code="not_in_workspace")
+        fails("restore", "main", cwd=cwd, code="not_in_workspace")
+    fails("commit", "-m", "x", "--agent-id", "a", "-w", "nope", cwd=repo, code="unknown_lane")
+    fails("commit", "-m", "x", "--agent-id", "a", "-w", "a..b", cwd=repo, code="invalid_lane_name")
+    fails("diff", "main", "no-such-rev", cwd=repo, code="not_found")
+    fails("restore", "no-such-rev", "-w", "feat", cwd=repo, code="not_found")
+    assert repository_state(repo) == before
+
+
+@pytest.mark.parametrize("args", [["commit", "-m", "x", "--agent-id", "a", "--tokens-in", "-1"],
+                                  ["commit", "-m", "x", "--agent-id", "a", "--cost-usd", "nan-ish"],
+                                  ["commit", "--agent-id", "a"], ["history", "--status", "maybe"],
+                                  ["history", "-n", "-3"], ["no-such-command"], ["lane", "create"]])
+def test_usage_errors_exit_2(repo, args):
+    before = repository_state(repo)
+    result = run_cli(*args, cwd=repo)
+    assert result.code == 2 and "Traceback" not in result.err and "Error:" in result.err
+    assert repository_state(repo) == before
+
+
+def test_agent_and_prompt_are_validated(repo):
+    ok("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    (ws / "a.txt").write_text("a\n")
+    before = repository_state(repo)
+    fails("commit", "-m", "  ", "--agent-id", "a", cwd=ws, code="empty_prompt")
+    fails("commit", "-m", "x", "--agent-id", "a<b>", cwd=ws, code="invalid_agent")
+    assert repository_state(repo) == before
+
+
+def test_accepting_a_proposal_whose_lane_moved_exits_3(repo):
+    ok("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    (ws / "a.txt").write_text("a\n")
+    proposal = ok("propose", "-m", "a", "--agent-id", "a", cwd=ws)
+    other = git("commit-tree", "-p", proposal["from"], "-m", "moved", f"{proposal['from']}^{{tree}}",
+                cwd=repo).strip()
+    git("update-ref", "refs/lanes/heads/feat", other, proposal["from"], cwd=repo)
+    before = repository_state(repo)
+    error = fails("accept", proposal["id"], cwd=repo, code="stale_proposal", exit_code=3)
+    assert "moved" in error["message"] and error["hint"]
+    assert repository_state(repo) == before
