@@ -83,6 +83,22 @@ def test_a_promotion_killed_before_its_worktree_update_is_finished_by_the_next_c
     assert (repo / "src/app.py").read_text() == "print('promoted')\n"
 
 
+def test_a_file_written_after_a_killed_promotion_noted_it_is_left_for_attention(api, repo):
+    land(api, repo, "a", {"src/app.py": "print('promoted')\n"})
+    ctx = api.ctx
+    with ctx.store.locked():
+        record = promotion.propose(ctx, promotion.plan(ctx, "a", "main"), api_intent(), api_cost(), force=False)
+        attention.prepare(ctx, record)
+        transitions.accept(ctx, record)  # ...and the process dies here
+    # someone writes the old content again, on purpose: not ours to overwrite
+    (repo / "src/app.py").unlink()
+    (repo / "src/app.py").write_text("print('hello')\n")
+    with pytest.raises(Conflict) as info:
+        api.commit("revert?", "human", cwd=repo)
+    assert info.value.details["paths"] == ["src/app.py"]
+    assert (repo / "src/app.py").read_text() == "print('hello')\n"
+
+
 def test_a_record_left_by_a_promotion_that_never_landed_is_ignored(api, repo):
     land(api, repo, "a", {"src/app.py": "print('promoted')\n"})
     ctx = api.ctx

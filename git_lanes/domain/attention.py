@@ -42,7 +42,7 @@ def prepare(ctx: Context, record: Transition) -> Path | None:
     entries = _load(files)
     for change in ctx.store.diff_trees(ctx.store.tree_of(record.base), record.tree):
         entries[change.path] = {"state": record.state, "old": _dump(change.old), "new": _dump(change.new),
-                                "pending": True}
+                                "pending": True, "stamp": files.stamp(change.path)}
     _save(files, entries)
     return worktree
 
@@ -95,7 +95,7 @@ def _settle(ctx: Context, lane: str, files: WorktreeFiles, entries: dict) -> tup
             continue
         old, new = _load_entry(entry["old"]), _load_entry(entry["new"])
         if entry["pending"]:
-            done = _bring(files, path, old, new)
+            done = _bring(files, path, old, new, entry.get("stamp"))
         else:
             done = _resolved(files, path, new)
         if done:
@@ -109,13 +109,14 @@ def _settle(ctx: Context, lane: str, files: WorktreeFiles, entries: dict) -> tup
     return sorted(updated), sorted(attention)
 
 
-def _bring(files: WorktreeFiles, path: str, old: Entry | None, new: Entry | None) -> bool:
-    """Update one path from `old` to `new`; False (leaving the file alone) when it holds unsaved edits."""
+def _bring(files: WorktreeFiles, path: str, old: Entry | None, new: Entry | None, stamp: list | None) -> bool:
+    """Update one path from `old` to `new`; False (leaving the file alone) when it holds unsaved edits, or
+    was written at all since the promotion noted it (a person restoring that very version is an answer too)."""
     on_disk = files.file_entry(path)
     if on_disk == new:
         files.track(path)
         return True
-    if on_disk == old and files.index_entry(path) == old:
+    if on_disk == old and files.index_entry(path) == old and files.stamp(path) == stamp:
         try:
             if new is None:
                 files.remove(path)

@@ -53,6 +53,14 @@ class WorktreeFiles:
         mode = EXECUTABLE if info.st_mode & 0o111 else REGULAR
         return Entry(str(pygit2.hashfile(str(full))), mode)
 
+    def stamp(self, path: str) -> list[int] | None:
+        """What changes whenever anything writes the file (None when absent): to tell it was left alone."""
+        try:
+            info = os.lstat(self.root / path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return [info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino]
+
     def index_entry(self, path: str) -> Entry | None:
         try:
             entry = self.index[path]
