@@ -227,3 +227,27 @@ def test_file_remote_and_unknown_remote(tmp_path):
     git("remote", "add", "broken", str(tmp_path / "absent.git"), cwd=other)
     broken = run_cli("pull", "broken", "--json", cwd=other)
     assert broken.code == 1 and broken.json["error"] == "remote_failed"
+
+
+def test_a_lane_recreated_after_its_deletion_travels_and_a_diverged_marker_is_only_reported(machines):
+    origin, other, server = machines
+    mine = Lanes.open_for_sync(other)[0]
+    mine.pull()
+    Lanes(origin).lane_delete("feat", force=True)
+    Lanes(origin).sync()
+    mine.sync()
+    assert "refs/lanes/heads/feat" not in synced_refs(other)
+    # the name is taken again here, after this machine heard of the deletion: a new lane, so it travels
+    mine.lane_create("feat")
+    report = mine.sync()
+    assert ("lane", "feat", "created") in {(m["kind"], m["name"], m["how"]) for m in report["went_out"]}
+    assert report["kept"] == []
+    Lanes(origin).sync()
+    assert synced_refs(origin)["refs/lanes/heads/feat"] == synced_refs(other)["refs/lanes/heads/feat"]
+    # the new lane gets its own work and is deleted too: the two deletion markers have diverged
+    edit_and_accept(other, "feat", "new.txt", "new\n")
+    mine.lane_delete("feat", force=True)
+    result = run_cli("sync", "--json", cwd=other)
+    assert result.code == 0, result.out
+    assert [(d["kind"], d["name"]) for d in result.json["diverged"]] == [("deleted", "feat")]
+    assert "refs/lanes/heads/feat" not in synced_refs(server.path("project"))

@@ -23,7 +23,9 @@ def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) ->
         return report
 
     run(action, as_json, render)
-    if outcome.get("diverged"):
+    # Diverged lanes and run logs need a person; a diverged deleted-lane marker keeps both sides' and is
+    # only reported.
+    if any(item["kind"] in ("lane", "run") for item in outcome.get("diverged", ())):
         sys.exit(EXIT_CONFLICT)
 
 

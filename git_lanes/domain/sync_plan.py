@@ -101,9 +101,9 @@ class _Planner:
         for name, ref in self._names("lane").items():
             mine, theirs = self.local.get(ref), self.fetched.get(ref)
             decision = classify(mine, theirs, self.is_ancestor)
-            if decision == PULL and mine is None and self._deleted_over(self.local, name, theirs):
+            if decision == PULL and mine is None and self._deleted_over(self.local, self.fetched, name, theirs):
                 self._move("remote", "lane", name, ref, theirs, None)
-            elif decision == PUSH and theirs is None and self._deleted_over(self.fetched, name, mine):
+            elif decision == PUSH and theirs is None and self._deleted_over(self.fetched, self.local, name, mine):
                 if lanes.workspace_path(self.ctx, name) is not None:
                     self.plan.kept.append({"lane": name, "head": mine,
                                            "reason": "deleted on the remote; its workspace here keeps it"})
@@ -112,10 +112,13 @@ class _Planner:
             else:
                 self._travel("lane", name, ref, decision)
 
-    def _deleted_over(self, side: dict[str, str], name: str, head: str | None) -> bool:
-        graveyard = side.get(refs.DELETED + name)
+    def _deleted_over(self, side: dict[str, str], other: dict[str, str], name: str, head: str | None) -> bool:
+        """True when `side` deleted lane `name` at `head` (or past it) and `other` has not heard of it yet.
+        Once both sides hold the same marker, a lane of that name on one side was created after it."""
+        marker = refs.DELETED + name
+        graveyard = side.get(marker)
         return name != self.ctx.trunk and head is not None and graveyard is not None \
-            and self.is_ancestor(head, graveyard)
+            and graveyard != other.get(marker) and self.is_ancestor(head, graveyard)
 
     def proposals(self, notes_head: str | None) -> None:
         """A proposal decided on either side (its merged note says so) disappears on both."""

@@ -4,6 +4,7 @@ ref. The network is the git CLI's: it speaks every transport and credential help
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 import pygit2
@@ -15,6 +16,7 @@ from git_lanes.store.repo import RefUpdate, Store
 from git_lanes.store.trees import Entry
 
 NETWORK_TIMEOUT = 600.0
+FETCH_LOCK_RETRIES = 3
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _MISSING_REF = re.compile(r"couldn't find remote ref (\S+)")
 
@@ -83,20 +85,26 @@ def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
     prefix = tracking_prefix(remote)
     patterns = synced_patterns(trunk)
     # An exact refspec the remote lacks fails the whole fetch, so each missing one is dropped and retried;
-    # usually (the trunk and notes exist) this is one round trip.
-    for _ in range(len(patterns) + 1):
+    # usually (the trunk and notes exist) this is one round trip. A concurrent fetch holding a tracking
+    # ref's lock is waited out a few times.
+    lock_waits = 0
+    for _ in range(len(patterns) + FETCH_LOCK_RETRIES + 1):
         specs = [f"+{pattern}:{tracking_ref(remote, pattern)}" for pattern in patterns]
         proc = run_git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--atomic",
                         "--no-auto-gc", "--no-recurse-submodules", remote, *specs],
                        cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
         if proc.returncode == 0:
             break
-        missing = _MISSING_REF.findall(proc.stderr)
-        if not missing or not set(missing) & set(patterns):
+        missing = [ref for ref in _MISSING_REF.findall(proc.stderr) if ref in patterns]
+        if missing:
+            patterns = [pattern for pattern in patterns if pattern not in missing]
+            _forget(store, [tracking_ref(remote, ref) for ref in missing])
+        elif "lock" in proc.stderr and lock_waits < FETCH_LOCK_RETRIES:
+            lock_waits += 1
+            time.sleep(0.05 * lock_waits)
+        else:
             raise RemoteFailed(f"git fetch from {remote!r} failed: {_last_line(proc.stderr)}",
                                hint="check the remote's URL and your access to it")
-        patterns = [pattern for pattern in patterns if pattern not in missing]
-        _forget(store, [tracking_ref(remote, ref) for ref in missing])
     return {remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()}
 
 
