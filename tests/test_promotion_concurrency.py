@@ -101,6 +101,14 @@ def test_sigkill_at_any_instant_of_a_promotion_leaves_the_target_before_or_after
     outcomes = []
     for trial in range(trials):
         lane = f"k{trial}"
+        if trial == trials // 2:
+            # From here on a gate runs too, so kills also land in the scratch checkout and the gate itself.
+            (repo / ".lanes.toml").write_text(f'[[gate]]\nname = "ok"\ncommand = ["{sys.executable}", "-c", "pass"]\n')
+            api.commit("declare a gate", "lead", cwd=repo, auto_accept=True)
+            started = time.monotonic()
+            land(api, repo, "warmup-gated", {"warmup-gated.txt": "w\n"})
+            _start(repo, "promote", "warmup-gated", "--auto-accept").communicate()
+            duration = time.monotonic() - started
         land(api, repo, lane, {f"{lane}.txt": f"{trial}\n"})
         before, lane_head = head(repo, "main"), head(repo, f"refs/lanes/heads/{lane}")
         proc = _start(repo, "promote", lane, "--auto-accept")
@@ -124,6 +132,7 @@ def test_sigkill_at_any_instant_of_a_promotion_leaves_the_target_before_or_after
     (repo / "final.txt").write_text("final\n")
     result = run_cli("commit", "-m", "final", "--auto-accept", "--json", cwd=repo, env={"GIT_LANES_AGENT": "h"})
     assert result.code == 0, result.err
+    assert "git-lanes-gate-" not in git("worktree", "list", "--porcelain", cwd=repo)
     for trial in range(trials):
         landed = subprocess.run(["git", "merge-base", "--is-ancestor", f"refs/lanes/heads/k{trial}", "main"],
                                 cwd=repo).returncode == 0
