@@ -35,13 +35,22 @@ def checked_out(ctx: Context, lane: str, at: str) -> Path | None:
 
 def prepare(ctx: Context, record: Transition) -> Path | None:
     """Before `record` moves its lane: note every path it changes as pending in the lane's worktree."""
-    worktree = checked_out(ctx, record.lane, str(record.base))
-    if worktree is None or record.base is None:
+    if record.base is None:
+        return None
+    return prepare_move(ctx, record.lane, record.base, record.state)
+
+
+def prepare_move(ctx: Context, lane: str, old: str, new: str) -> Path | None:
+    """Before `lane` moves from state `old` to `new` by any means: note the paths that differ as pending
+    in the worktree that shows the lane, and return it (None when no worktree follows the lane). After the
+    move, `finish` writes them; if the process dies first, the next snapshot there finishes it."""
+    worktree = checked_out(ctx, lane, old)
+    if worktree is None:
         return None
     files = _files(ctx, worktree)
     entries = _load(files)
-    for change in ctx.store.diff_trees(ctx.store.tree_of(record.base), record.tree):
-        entries[change.path] = {"state": record.state, "old": _dump(change.old), "new": _dump(change.new),
+    for change in ctx.store.diff_trees(ctx.store.tree_of(old), ctx.store.tree_of(new)):
+        entries[change.path] = {"state": new, "old": _dump(change.old), "new": _dump(change.new),
                                 "pending": True, "stamp": files.stamp(change.path)}
     _save(files, entries)
     return worktree
