@@ -58,6 +58,10 @@ class PromotionApi:
                 return self._settle(ctx, plan, record, (), auto_accept)
         evaluations = gates.evaluate(self.ctx, record, checks)
         with self._writing() as ctx:
+            current = transitions.load(ctx, record.state) or record
+            if current.status != "proposed":  # someone decided it by hand meanwhile; their word stands
+                return {"status": current.status, **_report(plan, record), "transition": current.to_dict(),
+                        "worktree": None}
             if lanes.lane_head(ctx, target) != record.base:
                 transitions.reject(ctx, record.with_evaluations(evaluations),
                                    f"superseded: {target} moved while the gates ran; recomputed")
@@ -66,7 +70,7 @@ class PromotionApi:
 
     def _settle(self, ctx: Context, plan: promotion.Plan, record: Transition, evaluations: tuple,
                 auto_accept: bool) -> dict:
-        report = plan.to_dict() | {"forced": record.extra.get("forced", []), "backup": record.extra.get("backup")}
+        report = _report(plan, record)
         try:
             if auto_accept or gates.failures(evaluations):
                 decided = gates.decide(ctx, record, evaluations)
@@ -106,6 +110,10 @@ class PromotionApi:
     def _human(self) -> str:
         """Who promotes when no agent id is given: the person in git's configured identity."""
         return self.ctx.store.signature().name
+
+
+def _report(plan: promotion.Plan, record: Transition) -> dict:
+    return plan.to_dict() | {"forced": record.extra.get("forced", []), "backup": record.extra.get("backup")}
 
 
 def _require_pending(record: Transition) -> None:
