@@ -97,3 +97,30 @@ def test_pushing_to_a_checked_out_branch_of_a_non_bare_remote_fails_clearly(pair
     assert result.code == 1 and result.json["error"] == "remote_failed"
     assert "refused refs/heads/main" in result.json["message"]
     assert git("status", "--porcelain", "--untracked-files=no", cwd=other) == ""
+
+
+def test_a_push_that_loses_the_race_is_retried_after_a_fresh_merge_and_loses_nothing(pair):
+    from contextlib import contextmanager
+
+    from git_lanes.domain import sync
+
+    origin, other, remote = pair
+    Lanes(origin).board_post("origin 1", "agent-o")
+    api = Lanes(other)
+    api.board_post("other 1", "agent-x")
+    rivals = []
+
+    @contextmanager
+    def merge_lock_while_a_rival_pushes():
+        if not rivals:  # after our fetch, before our merge: another machine pushes
+            rivals.append(Lanes(origin).sync())
+        with api.ctx.store.locked():
+            yield
+
+    report = sync.run(api.ctx, "origin", "sync", lock=merge_lock_while_a_rival_pushes, sleep=lambda _: None)
+    assert report["attempts"] == 2
+    Lanes(origin).sync()
+    texts = [p["text"] for p in Lanes(origin).board_read(None, everything=True)["posts"]]
+    assert sorted(texts) == ["origin 1", "other 1"]
+    assert [p["text"] for p in Lanes(other).board_read(None, everything=True)["posts"]] == texts
+    assert synced_refs(origin) == synced_refs(other) == synced_refs(remote)
