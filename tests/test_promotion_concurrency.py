@@ -97,7 +97,7 @@ def test_sigkill_at_any_instant_of_a_promotion_leaves_the_target_before_or_after
     started = time.monotonic()
     _start(repo, "promote", "warmup", "--auto-accept").communicate()
     duration = time.monotonic() - started
-    trials = 12
+    trials = 16
     outcomes = []
     for trial in range(trials):
         lane = f"k{trial}"
