@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from git_lanes.domain import lanes, promotion, transitions
 from git_lanes.domain.context import Context
@@ -115,7 +116,7 @@ def evaluate(ctx: Context, record: Transition, gates: tuple[Gate, ...] | None = 
     return tuple(results)
 
 
-def _run(gate: Gate, tree_dir, record: Transition) -> Evaluation:
+def _run(gate: Gate, tree_dir: Path, record: Transition) -> Evaluation:
     cwd = tree_dir / gate.workdir if gate.workdir else tree_dir
     if not cwd.is_dir():
         return Evaluation(gate.name, False, gate.required, None, 0.0,

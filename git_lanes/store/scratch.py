@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from git_lanes.store.gitcli import run_git
 
@@ -120,7 +121,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _tail(output) -> str:
+def _tail(output: IO[bytes]) -> str:
     size = output.seek(0, os.SEEK_END)
     output.seek(max(0, size - TAIL_BYTES))
     return output.read().decode("utf-8", "replace")
