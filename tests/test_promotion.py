@@ -235,3 +235,19 @@ def test_reset_rejects_proposals_made_on_the_old_head(api, repo):
     result = api.lane_reset("a", force=True)
     assert result["rejected_proposals"] == [pending["id"]]
     assert api.show(pending["id"])["status"] == "rejected"
+
+
+def test_the_trunk_worktree_receives_modes_links_deletions_and_a_file_turned_directory(api, repo):
+    api.lane_create("a")
+    ws = workspace(repo, "a")
+    edit(ws, {"bin/run": "#!/bin/sh\necho hi\n", "README.md": None, "src/app.py": None,
+              "src/app.py/main.py": "print('now a package')\n"})
+    os.chmod(ws / "bin/run", 0o755)
+    (ws / "link").symlink_to("bin/run")
+    api.commit("reshape", "a", lane="a", auto_accept=True)
+    result = api.promote("a", auto_accept=True)
+    assert result["worktree"]["attention"] == []
+    assert os.access(repo / "bin/run", os.X_OK) and os.readlink(repo / "link") == "bin/run"
+    assert not (repo / "README.md").exists()
+    assert (repo / "src/app.py/main.py").read_text() == "print('now a package')\n"
+    assert git("status", "--porcelain", cwd=repo) == ""
