@@ -97,6 +97,17 @@ def time_plain_git(clone: Path) -> float:
     return time.perf_counter() - started
 
 
+def time_local_append(clone: Path, count: int = 10) -> float:
+    """What one local ledger append costs in the same clone: a replayed op writes as much."""
+    from git_lanes.api import Lanes
+
+    api = Lanes(clone)
+    started = time.perf_counter()
+    for number in range(count):
+        api.board_post(f"timing post {number}", "agent-timing")
+    return (time.perf_counter() - started) / count
+
+
 def measure(remote: Path, clone: Path, scratch: Path, reps: int) -> dict[str, float]:
     samples: dict[str, list[float]] = {"git fetch + git push": [], "git lanes sync (CLI)": [],
                                        "sync through an open API": []}
@@ -132,6 +143,8 @@ def main() -> None:
             medians = measure(remote, clone, case / "scratch", args.reps)
             label = "ledger fast-forwards" if local_ops == 0 else f"{local_ops} local ops replayed on top"
             report(f"sync with {args.ops} remote ops waiting, {label} (median of {args.reps}):", medians)
+            _, copy = fresh_copy(remote, clone, case / "scratch")
+            print(f"  (one local ledger append in this clone: {time_local_append(copy) * 1000:.1f} ms)")
 
 
 if __name__ == "__main__":
