@@ -251,3 +251,24 @@ def test_a_lane_recreated_after_its_deletion_travels_and_a_diverged_marker_is_on
     assert result.code == 0, result.out
     assert [(d["kind"], d["name"]) for d in result.json["diverged"]] == [("deleted", "feat")]
     assert "refs/lanes/heads/feat" not in synced_refs(server.path("project"))
+
+
+def test_evaluations_made_on_two_machines_are_united(machines):
+    origin, other, _ = machines
+    gate = '[[gate]]\nname = "unique"\ncommand = "python3 -c \'import uuid; print(uuid.uuid4())\'"\n'
+    edit_and_accept(origin, "main", ".lanes.toml", gate)
+    api = Lanes(origin)
+    (workspace(origin, "feat") / "p.txt").write_text("p\n")
+    pending = api.commit("to evaluate", "coder-1", lane="feat")
+    api.sync()
+    mine = Lanes.open_for_sync(other)[0]
+    mine.pull()
+    api.evaluate(pending["id"])
+    mine.evaluate(pending["id"])
+    api.sync()
+    report = mine.sync()
+    assert report["notes"]["merged"] == 1
+    api.sync()
+    for repo in (origin, other):
+        evaluations = Lanes(repo).show(pending["id"])["evaluations"]
+        assert len(evaluations) == 2 and len({e["output_tail"] for e in evaluations}) == 2
