@@ -33,6 +33,11 @@ def git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
+# Installed packages run from compiled bytecode; a PYTHONDONTWRITEBYTECODE environment would charge every
+# `git-lanes` process for compiling its modules again.
+CLI_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def touch_one(root: Path, trial: int, folders: int) -> None:
     # A different file each time, with new content, so neither side can reuse an earlier blob.
     path = root / f"d{trial % folders:03d}" / f"f{trial % folders:05d}.txt"
@@ -78,7 +83,7 @@ def bench_size(base: Path, files: int, trials: int) -> dict:
 
     def cli_commit(trial: int) -> None:
         subprocess.run([BIN / "git-lanes", "commit", "-m", f"change {trial}", "--agent-id", "bench",
-                        "--auto-accept"], cwd=proc_ws, check=True, capture_output=True)
+                        "--auto-accept"], cwd=proc_ws, check=True, capture_output=True, env=CLI_ENV)
 
     samples: dict[str, list[float]] = {"git": [], "api": [], "cli": [], "startup": [], "git_version": []}
     # Interleaved so that machine noise hits every contender alike; the first round only warms caches.
@@ -90,7 +95,7 @@ def bench_size(base: Path, files: int, trials: int) -> dict:
             if trial:
                 samples[name].append(elapsed)
         if trial:
-            samples["startup"].append(timed(lambda: subprocess.run([BIN / "git-lanes", "--version"],
+            samples["startup"].append(timed(lambda: subprocess.run([BIN / "git-lanes", "--version"], env=CLI_ENV,
                                                                    check=True, capture_output=True)))
             samples["git_version"].append(timed(lambda: subprocess.run(["git", "--version"], check=True,
                                                                        capture_output=True)))
@@ -100,7 +105,8 @@ def bench_size(base: Path, files: int, trials: int) -> dict:
         create["git"].append(timed(lambda: git("worktree", "add", "--detach", "-q", str(base / f"wt-{files}-{trial}"),
                                                "HEAD", cwd=plain)))
         create["lanes"].append(timed(lambda: subprocess.run([BIN / "git-lanes", "lane", "create", f"c{trial}"],
-                                                            cwd=lanes_root, check=True, capture_output=True)))
+                                                            cwd=lanes_root, check=True, capture_output=True,
+                                                            env=CLI_ENV)))
     return {name: median_ms(values) for name, values in samples.items()} | \
         {"create_git": median_ms(create["git"]), "create_lanes": median_ms(create["lanes"])}
 
