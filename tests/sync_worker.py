@@ -22,6 +22,12 @@ def act(api: Lanes, action: str) -> dict:
         return api.board_post(text, agent)
     if verb == "heartbeat":
         return api.agent_heartbeat(rest)
+    if verb == "lane":  # lane:NAME:FILE:TEXT — write FILE in lane NAME's workspace and accept it
+        lane, path, text = rest.split(":", 2)
+        if lane not in {row["name"] for row in api.lane_list()} or api.lane_show(lane)["workspace"] is None:
+            api.lane_create(lane)
+        (api.root / ".lanes" / "workspaces" / lane / path).write_text(text)
+        return api.commit(f"write {path}", f"agent-{lane}", lane=lane, auto_accept=True)
     raise SystemExit(f"unknown action {action!r}")
 
 

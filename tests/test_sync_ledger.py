@@ -185,3 +185,37 @@ def test_a_sync_killed_at_any_instant_leaves_both_sides_consistent(tmp_path, ser
     converge([origin, other], remote)
     assert sorted(board_texts(origin)) == sorted(expected)
     assert board_texts(other) == board_texts(origin)
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_random_interleavings_of_work_posts_and_syncs_lose_nothing(tmp_path, server, trial):  # noqa: F811
+    machines = start_machines(tmp_path, server, 3)
+    rng = random.Random(500 + trial)
+    jobs, posts, files = [], [], {}
+    for index, machine in enumerate(machines):
+        actions = []
+        for step in range(6):
+            roll = rng.random()
+            if roll < 0.4:
+                text = f"m{index} post {step}"
+                posts.append(text)
+                actions.append(f"post:{text}:agent-{index}")
+            elif roll < 0.75:
+                lane = f"m{index}/lane{rng.randrange(2)}"
+                files[(lane, f"step{step}.txt")] = f"{index}.{step}\n"
+                actions.append(f"lane:{lane}:step{step}.txt:{index}.{step}\n")
+            else:
+                actions.append("sync")
+        jobs.append((machine, actions))
+    results = workers(jobs)
+    assert all(r["ok"] for rs in results for r in rs), results
+    converge(machines, server.path("project"))
+    order = board_texts(machines[0])
+    assert sorted(order) == sorted(posts)
+    for machine in machines:
+        assert board_texts(machine) == order
+        api = Lanes(machine)
+        for (lane, path), text in files.items():
+            head = api.lane_show(lane)["head"]
+            blob = subprocess.run(["git", "show", f"{head}:{path}"], cwd=machine, capture_output=True, text=True)
+            assert blob.stdout == text, (machine, lane, path)
