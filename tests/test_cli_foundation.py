@@ -326,3 +326,21 @@ def test_accepting_a_proposal_whose_lane_moved_exits_3(repo):
     error = fails("accept", proposal["id"], cwd=repo, code="stale_proposal", exit_code=3)
     assert "moved" in error["message"] and error["hint"]
     assert repository_state(repo) == before
+
+
+def test_status_lists_only_what_no_state_holds(repo):
+    ok("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    (ws / "proposed.txt").write_text("p\n")
+    ok("propose", "-m", "p", "--agent-id", "a", cwd=ws)
+    assert ok("status", cwd=repo)["dirty"] == []
+    assert ok("lane", "show", "feat", cwd=repo)["dirty"] == {}
+    (ws / "proposed.txt").write_text("edited after proposing\n")
+    (ws / "new.txt").write_text("n\n")
+    assert ok("lane", "show", "feat", cwd=repo)["dirty"] == {"proposed.txt": "modified", "new.txt": "added"}
+    # the trunk's worktree: a `git add` by hand is staged, but in no state
+    (repo / "README.md").write_text("# staged by hand\n")
+    git("add", "README.md", cwd=repo)
+    dirty = {d["lane"]: d["paths"] for d in ok("status", cwd=repo)["dirty"]}
+    assert dirty == {"main": {"README.md": "modified"},
+                     "feat": {"proposed.txt": "modified", "new.txt": "added"}}

@@ -79,7 +79,7 @@ class CoreApi:
 
     def lane_show(self, name: str) -> dict:
         lane = lanes.get_lane(self.ctx, name)
-        changed = self.ctx.store.changed_paths(lane.workspace) if lane.workspace else {}
+        changed = inspect.unsnapshotted(self.ctx, name, lane.workspace) if lane.workspace else {}
         recent = inspect.history(self.ctx, lane=name, limit=10)
         return lane.to_dict() | {
             "dirty": changed,

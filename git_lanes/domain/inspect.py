@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from git_lanes.domain import lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotFound, UserError
@@ -11,11 +13,21 @@ from git_lanes.model.records import STATUSES, Cost, Transition
 DIFF_MODES = ("patch", "stat", "name-only")
 
 
+def unsnapshotted(ctx: Context, lane: str, path: Path) -> dict[str, str]:
+    """Paths whose content no state holds: what `git diff` shows (the files against the index, which each
+    snapshot writes), plus what the index holds beyond HEAD when no pending proposal explains it (a snapshot
+    killed before it was proposed, a `git add` by hand). A pending proposal's paths are not unsnapshotted."""
+    unstaged, staged = ctx.store.workspace_changes(path)
+    if staged and not transitions.pending_for(ctx, lane):
+        return {**staged, **unstaged}
+    return unstaged
+
+
 def status(ctx: Context) -> dict:
     lane_rows = []
     dirty = []
     for lane in lanes.list_lanes(ctx):
-        changed = ctx.store.changed_paths(lane.workspace) if lane.workspace else {}
+        changed = unsnapshotted(ctx, lane.name, lane.workspace) if lane.workspace else {}
         row = lane.to_dict() | {"dirty": sorted(changed)}
         lane_rows.append(row)
         if changed:

@@ -16,6 +16,10 @@ from git_lanes.store.gitcli import GitCommandFailed, run_git
 
 # Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
 _CHANGED = ~(pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED)
+_WORKTREE_CHANGED = (pygit2.GIT_STATUS_WT_NEW | pygit2.GIT_STATUS_WT_MODIFIED | pygit2.GIT_STATUS_WT_DELETED |
+                     pygit2.GIT_STATUS_WT_TYPECHANGE | pygit2.GIT_STATUS_WT_RENAMED | pygit2.GIT_STATUS_CONFLICTED)
+_INDEX_CHANGED = (pygit2.GIT_STATUS_INDEX_NEW | pygit2.GIT_STATUS_INDEX_MODIFIED | pygit2.GIT_STATUS_INDEX_DELETED |
+                  pygit2.GIT_STATUS_INDEX_TYPECHANGE | pygit2.GIT_STATUS_INDEX_RENAMED)
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,18 @@ class WorkspaceOps:
             if flags & _CHANGED:
                 changed[name] = _describe_status(flags)
         return changed
+
+    def workspace_changes(self, path: Path) -> tuple[dict[str, str], dict[str, str]]:
+        """(files that differ from the index, index entries that differ from HEAD): path -> short status,
+        from one walk of the workspace. The first is what `git diff` shows."""
+        unstaged: dict[str, str] = {}
+        staged: dict[str, str] = {}
+        for name, flags in self.workspace_repo(path).status().items():
+            if flags & _WORKTREE_CHANGED:
+                unstaged[name] = _describe_status(flags & _WORKTREE_CHANGED)
+            if flags & _INDEX_CHANGED:
+                staged[name] = _describe_status(flags & _INDEX_CHANGED)
+        return unstaged, staged
 
     def unstaged_paths(self, path: Path) -> list[str]:
         """Paths whose file differs from the index: edits made since the last snapshot."""
