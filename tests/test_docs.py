@@ -5,6 +5,7 @@ Start-up stays light: `--version` and `--help` load neither pygit2 nor the API."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -78,6 +79,20 @@ def test_man_page_is_installed_where_man_finds_it():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     data_files = config["tool"]["setuptools"]["data-files"]
     assert data_files["share/man/man1"] == ["man/git-lanes.1"]
+    installed = Path(sys.prefix) / "share" / "man" / "man1" / "git-lanes.1"
+    assert installed.exists(), "editable installs get the man page from contrib/packaging/backend.py"
+
+
+@pytest.mark.skipif(shutil.which("man") is None, reason="man is not installed")
+def test_man_and_git_help_find_the_page_from_path(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("MANPATH", "MANPAGER", "PAGER")}
+    env |= {"PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ['PATH']}", "MANPAGER": "cat",
+            "MANWIDTH": "80"}
+    found = subprocess.run(["man", "-w", "git-lanes"], capture_output=True, text=True, env=env)
+    assert found.returncode == 0 and Path(found.stdout.strip()).resolve().parent.parent.parent.parent == \
+        Path(sys.prefix).resolve(), found.stderr
+    shown = subprocess.run(["git", "lanes", "--help"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert shown.returncode == 0 and "GIT-LANES(1)" in shown.stdout, shown.stderr
 
 
 PROBE = """
