@@ -124,3 +124,18 @@ def test_a_push_that_loses_the_race_is_retried_after_a_fresh_merge_and_loses_not
     assert sorted(texts) == ["origin 1", "other 1"]
     assert [p["text"] for p in Lanes(other).board_read(None, everything=True)["posts"]] == texts
     assert synced_refs(origin) == synced_refs(other) == synced_refs(remote)
+
+
+def test_a_push_refused_by_a_server_hook_says_why_and_pushes_nothing(pair):
+    origin, _, remote = pair
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nif grep -q refs/lanes/heads/secret; then echo 'no secret lanes' >&2; exit 1; fi\n")
+    hook.chmod(0o755)
+    before = synced_refs(remote)
+    edit_and_accept(origin, "secret", "s.txt", "s\n")
+    edit_and_accept(origin, "feat", "feat.txt", "v2\n")
+    result = run_cli("sync", "--json", cwd=origin)
+    assert result.code == 1 and result.json["error"] == "remote_failed"
+    assert "pre-receive hook declined" in result.json["message"]
+    assert "no secret lanes" in result.json["message"]
+    assert synced_refs(remote) == before  # atomic: the allowed refs did not go either

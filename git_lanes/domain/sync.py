@@ -90,9 +90,11 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
             report.absorb_final(plan, pushed=True)
             return report.to_dict()
         if not result.raced:
-            ref, reason = next(iter(result.rejected.items()))
-            raise transport.RemoteFailed(f"{remote} refused {ref}: {reason}",
-                                         hint="a server-side hook or permission refused the push")
+            ref, reason = result.refusal()
+            said = f" ({result.server_said})" if result.server_said else ""
+            raise transport.RemoteFailed(f"{remote} refused {ref}: {reason}{said}",
+                                         hint="a server-side hook or permission refused the push; nothing "
+                                              "merged here is lost, and the next sync pushes it")
         # Another machine pushed first: merge with what it pushed and try again, a little later each time.
         sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))
     raise Conflict(f"{remote} kept moving: gave up after {MAX_ATTEMPTS} attempts", code="sync_raced",

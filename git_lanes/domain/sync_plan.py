@@ -12,6 +12,7 @@ from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, how, kind_of, merge_note, \
     note_status
+from git_lanes.ledger import merge as ledger_merge
 from git_lanes.model import refs
 from git_lanes.store import remote as transport
 
@@ -183,8 +184,6 @@ class _Planner:
             self.plan.held_back.append({"kind": "ledger", "name": "ledger", "ref": ref, "from": theirs,
                                         "to": mine, "how": "replayed", "side": "remote"})
             return
-        from git_lanes.ledger import merge as ledger_merge
-
         replay = ledger_merge.replay(self.store, mine, theirs)
         self.plan.ledger.update(came_in=replay.came_in, went_out=replay.replayed + len(replay.refused),
                                 replayed=replay.replayed)

@@ -41,11 +41,18 @@ class PushResult:
     ok: bool
     # ref -> git's reason, for every ref the remote refused
     rejected: dict[str, str]
+    # what the server's hooks said, if anything
+    server_said: str = ""
 
     @property
     def raced(self) -> bool:
         """True when every refusal says only that the remote moved (a lease or lock lost to another writer)."""
         return not self.ok and all(_is_race(reason) for reason in self.rejected.values())
+
+    def refusal(self) -> tuple[str, str]:
+        """The ref and reason that explain a failed push (not the refs an atomic push dropped with it)."""
+        causes = [(ref, why) for ref, why in self.rejected.items() if not _is_race(why)]
+        return (causes or list(self.rejected.items()) or [("-", "rejected")])[0]
 
 
 def tracking_prefix(remote: str) -> str:
@@ -138,7 +145,8 @@ def push(store: Store, remote: str, updates: list[PushUpdate], *, atomic: bool =
     if proc.returncode != 0 and not rejected:
         raise RemoteFailed(f"git push to {remote!r} failed: {_last_line(proc.stderr)}",
                            hint="check the remote's URL and your access to it")
-    return PushResult(not rejected, rejected)
+    said = [line[len("remote:"):].strip() for line in proc.stderr.splitlines() if line.startswith("remote:")]
+    return PushResult(not rejected, rejected, "; ".join(line for line in said if line))
 
 
 def _rejections(porcelain: str) -> dict[str, str]:
