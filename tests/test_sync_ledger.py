@@ -115,6 +115,10 @@ def test_claims_made_apart_the_second_sync_refuses_its_claim_and_tells_the_agent
     assert [(op["id"], op["type"]) for op in report["refused"]["agent-b"]] == [(lost["op"], "task.claim")]
     assert report["refused"]["agent-b"][0]["refusal"]["error"] == "task_claimed"
     assert report["ledger"]["refused"] == 1
+    from git_lanes.cli.sync import render
+
+    assert f"refused for agent-b: task.claim {lost['op'][:8]}: task {task[:8]} is claimed by agent-a" \
+        in render(report)
     assert Lanes(second).task_show(task)["owner"] == "agent-a"
     told = Lanes(second).agent_heartbeat("agent-b")["refused"]
     assert [w["original"]["id"] for w in told] == [lost["op"]]

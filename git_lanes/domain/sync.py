@@ -10,6 +10,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from git_lanes.domain import lanes, sync_plan, transitions
 from git_lanes.domain.context import Context
@@ -143,7 +144,7 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
     return found
 
 
-def _lane_of(ctx: Context, path) -> str | None:
+def _lane_of(ctx: Context, path: Path) -> str | None:
     base = (ctx.store.root / refs.WORKSPACES_DIR).resolve()
     try:
         return path.resolve().relative_to(base).as_posix()
