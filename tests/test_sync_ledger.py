@@ -223,3 +223,41 @@ def test_random_interleavings_of_work_posts_and_syncs_lose_nothing(tmp_path, ser
             head = api.lane_show(lane)["head"]
             blob = subprocess.run(["git", "show", f"{head}:{path}"], cwd=machine, capture_output=True, text=True)
             assert blob.stdout == text, (machine, lane, path)
+
+
+def posts_by_text(machine: Path) -> dict[str, dict]:
+    return {p["text"]: p for p in Lanes(machine).board_read(None, everything=True, limit=10_000)["posts"]}
+
+
+def test_a_read_cursor_replayed_past_remote_posts_never_hides_them(tmp_path, server):  # noqa: F811
+    origin, other = start_machines(tmp_path, server, 2)
+    Lanes(origin).board_post("common", "agent-o")
+    Lanes(origin).sync()
+    Lanes(other).sync()
+    Lanes(other).board_read("reader")  # an agent already at work, whose cursor is at the merge base
+    Lanes(other).sync()
+    Lanes(origin).sync()
+    Lanes(origin).board_post("to everyone, from origin", "agent-o")
+    Lanes(origin).board_post("to the reader, from origin", "agent-o", to="reader")
+    Lanes(origin).sync()
+    Lanes(other).board_post("from other", "agent-x")
+    seen = Lanes(other).board_read("reader", unread_only=True)  # what this machine has, moving its cursor
+    assert [p["text"] for p in seen["posts"]] == ["from other"]
+    Lanes(other).sync()
+    unread = {p["text"] for p in Lanes(other).board_read("reader", unread_only=True)["posts"]}
+    assert {"to everyone, from origin", "to the reader, from origin"} <= unread
+    assert Lanes(other).board_read("reader", unread_only=True)["posts"] == []  # and now they are read
+
+
+def test_resolving_a_local_post_resolves_that_post_after_the_replay(tmp_path, server):  # noqa: F811
+    origin, other = start_machines(tmp_path, server, 2)
+    Lanes(origin).board_post("origin's question", "agent-o", kind="question")
+    mine = Lanes(other).board_post("other's question", "agent-x", kind="question")
+    Lanes(other).board_resolve(mine["post"], actor="agent-x")
+    Lanes(origin).sync()
+    Lanes(other).sync()
+    Lanes(origin).sync()
+    for machine in (origin, other):
+        posts = posts_by_text(machine)
+        assert posts["other's question"]["resolved"] is not None
+        assert posts["origin's question"]["resolved"] is None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from git_lanes.domain import lanes
+from git_lanes.domain import lanes, sync_ledger
 from git_lanes.domain.context import Context
 from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, how, kind_of, merge_note, \
     note_status
@@ -184,7 +184,7 @@ class _Planner:
             self.plan.held_back.append({"kind": "ledger", "name": "ledger", "ref": ref, "from": theirs,
                                         "to": mine, "how": "replayed", "side": "remote"})
             return
-        replay = ledger_merge.replay(self.store, mine, theirs)
+        replay = ledger_merge.replay(self.store, mine, theirs, rebase=sync_ledger.rebase_for(self.store))
         self.plan.ledger.update(came_in=replay.came_in, went_out=replay.replayed + len(replay.refused),
                                 replayed=replay.replayed)
         self.plan.refused.extend(replay.refused)

@@ -5,8 +5,9 @@ actor learns of it on its next heartbeat. The result descends from the remote he
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.ledger.log import Fold, apply_op, ops_between
@@ -15,6 +16,19 @@ from git_lanes.store import Store
 from git_lanes.store.remote import count_between
 
 REFUSED = "refused"
+
+
+class Rebase(Protocol):
+    """The model's knowledge of arguments that name a position in the log (a post's sequence number, a read
+    cursor), which a replay on another head renumbers. Generic ids (op ids) need none."""
+
+    def op(self, op: Op) -> Op:
+        """The op to apply on the new head, its positional arguments translated."""
+        ...
+
+    def applied(self, original: Op, result: dict[str, Any]) -> None:
+        """Learn where a replayed op landed (`original.result` is where it had landed before)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -31,14 +45,18 @@ def refused_op(op: Op, refusal: dict[str, Any]) -> Op:
     return make_op(REFUSED, op.actor, {"op": op.to_dict(), "refusal": refusal}, op.time)
 
 
-def replay(store: Store, local: str, remote: str, fold: Fold | None = None) -> Replay:
-    """Replay the ops of `local` that `remote` lacks on top of `remote`, writing commits but moving no ref."""
+def replay(store: Store, local: str, remote: str, fold: Fold | None = None,
+           rebase: Callable[[str | None, str], Rebase] | None = None) -> Replay:
+    """Replay the ops of `local` that `remote` lacks on top of `remote`, writing commits but moving no ref.
+    `rebase(merge_base, remote)` gives the model's translation of positional arguments, if it has any."""
     base = store.merge_base(local, remote)
     came_in = count_between(store, base, remote)
+    translate = rebase(base, remote) if rebase else None
     head = remote
     replayed = 0
     refused = []
-    for op in ops_between(store, base, local):
+    for original in ops_between(store, base, local):
+        op = translate.op(original) if translate else original
         new_head, result = apply_op(store, head, op, fold)
         if new_head is None:
             stand_in = refused_op(op, result)
@@ -51,5 +69,7 @@ def replay(store: Store, local: str, remote: str, fold: Fold | None = None) -> R
                             "refusal": result, "refused_as": stand_in.id})
         else:
             replayed += 1
+            if translate:
+                translate.applied(original, result)
         head = new_head
     return Replay(head, came_in, replayed, refused)
