@@ -145,3 +145,17 @@ def test_fold_is_pure_given_state_and_op(lanes, repo):
     state = ledger.state_at(store, ledger_head(repo))
     op = make_op("ticket.open", "a", {"title": "T"}, 5.0)
     assert FOLD.apply(state, op) == FOLD.apply(state, op)
+
+
+def test_a_transaction_sees_directories_its_own_edits_create(lanes, repo):
+    from git_lanes.domain import board_index
+
+    lanes.agent_register("a")
+    state = ledger.state_at(lanes.ctx.store, ledger_head(repo))
+    tx = ledger.Tx(state)
+    tx.put(board_index.post_path(99), {"seq": 99})
+    tx.put(board_index.post_path(100), {"seq": 100})
+    assert tx.names("board/00/00") == ["00", "01"]
+    assert board_index.current_seq(tx) == 100
+    tx.delete(board_index.post_path(100))
+    assert board_index.current_seq(tx) == 99

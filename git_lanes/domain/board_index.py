@@ -24,15 +24,20 @@ def get_post(state: Reader, seq: int) -> dict | None:
 
 
 def current_seq(state: Reader) -> int:
-    """The last post's seq (0 for an empty board)."""
-    directory = "board"
-    for _ in range(3):
-        levels = [n for n in state.names(directory) if len(n) == 2 and n.isdigit()]
-        if not levels:
-            return 0
-        directory = f"{directory}/{max(levels)}"
-    files = [n for n in state.names(directory) if n.endswith(".json")]
-    return int(max(files)[:-5]) if files else 0
+    """The last post's seq (0 for an empty board): the largest path, one tree read per level."""
+    return _last(state, "board", 0)
+
+
+def _last(state: Reader, directory: str, depth: int) -> int:
+    names = state.names(directory)
+    if depth == 3:
+        files = [n for n in names if n.endswith(".json")]
+        return int(max(files)[:-5]) if files else 0
+    for level in sorted((n for n in names if len(n) == 2 and n.isdigit()), reverse=True):
+        found = _last(state, f"{directory}/{level}", depth + 1)
+        if found:
+            return found
+    return 0
 
 
 def broadcasts_through(state: Reader, seq: int) -> int:

@@ -87,11 +87,13 @@ class Tx:
         found = set(self.base.names(directory))
         prefix = directory + "/"
         for path, record in self.edits.items():
-            if path.startswith(prefix) and "/" not in path[len(prefix):]:
-                if record is None:
-                    found.discard(path[len(prefix):])
-                else:
-                    found.add(path[len(prefix):])
+            if not path.startswith(prefix):
+                continue
+            child, nested, _ = path[len(prefix):].partition("/")
+            if record is not None:
+                found.add(child)  # a file, or a directory an edit beneath it creates
+            elif not nested:
+                found.discard(child)
         return sorted(found)
 
 
