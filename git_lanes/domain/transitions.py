@@ -99,11 +99,14 @@ def accept(ctx: Context, record: Transition) -> Transition:
                        hint=f"rerun the work from the new head (`git lanes lane reset {record.lane}`), or "
                             f"reject it with `git lanes reject {record.id[:8]}`")
     accepted = record.decided("accepted", ctx.now())
+    # libgit2 commits a transaction's refs one at a time, so a kill can land between any two. The decision
+    # (record and lane) goes first; the proposal ref goes last, so while it exists `recover` sees the
+    # proposal and can finish whatever part of the decision is missing.
     ctx.store.update_refs([
         record_updates(ctx, [accepted], f"lanes: accept {record.id[:8]}"),
         RefUpdate(ref, record.state, record.base, f"lanes: accept {record.id[:8]}: {record.intent.summary}"),
-        RefUpdate(refs.proposal_ref(record.id), None, record.state, f"lanes: accept {record.id[:8]}"),
     ])
+    _drop_proposal(ctx, record, "accept")
     _follow_lane(ctx, record.lane, record.base, record.state)
     return accepted
 
@@ -111,12 +114,20 @@ def accept(ctx: Context, record: Transition) -> Transition:
 def reject(ctx: Context, record: Transition, reason: str | None) -> Transition:
     _require_pending(record)
     rejected = record.decided("rejected", ctx.now(), reason)
+    kept = refs.rejected_ref(record.id)
+    # As in accept: the proposal ref goes last. A kill that left only the rejected ref leaves the proposal
+    # pending, and deciding it again finds that ref already pointing at the state.
     ctx.store.update_refs([
         record_updates(ctx, [rejected], f"lanes: reject {record.id[:8]}"),
-        RefUpdate(refs.rejected_ref(record.id), record.state, None, f"lanes: reject {record.id[:8]}"),
-        RefUpdate(refs.proposal_ref(record.id), None, record.state, f"lanes: reject {record.id[:8]}"),
+        RefUpdate(kept, record.state, ctx.store.read_ref(kept), f"lanes: reject {record.id[:8]}"),
     ])
+    _drop_proposal(ctx, record, "reject")
     return rejected
+
+
+def _drop_proposal(ctx: Context, record: Transition, verb: str) -> None:
+    ctx.store.update_refs([RefUpdate(refs.proposal_ref(record.id), None, record.state,
+                                     f"lanes: {verb} {record.id[:8]}")])
 
 
 def _require_pending(record: Transition) -> None:
@@ -134,7 +145,7 @@ def _follow_lane(ctx: Context, lane: str, old: str | None, new: str) -> None:
 def recover(ctx: Context) -> list[str]:
     """Finish decisions a killed process recorded but did not complete. Call with the lock held."""
     finished = []
-    for ref, state in ctx.store.list_refs(refs.PROPOSALS).items():
+    for state in ctx.store.list_refs(refs.PROPOSALS).values():
         record = load(ctx, state)
         lane_ref = refs.lane_ref(record.lane, ctx.trunk) if record is not None else ""
         if record is not None and record.status == "proposed" and ctx.store.read_ref(lane_ref) == state:
@@ -143,13 +154,14 @@ def recover(ctx: Context) -> list[str]:
             save(ctx, record, f"lanes: finish accept {record.id[:8]}")
         if record is None or record.status == "proposed":
             continue
-        updates = [RefUpdate(ref, None, state, f"lanes: finish {record.status} {record.id[:8]}")]
+        updates = []
         if record.status == "accepted" and ctx.store.read_ref(lane_ref) == record.base:
             updates.append(RefUpdate(lane_ref, record.state, record.base, f"lanes: finish accept {record.id[:8]}"))
         rejected = refs.rejected_ref(record.id)
         if record.status == "rejected" and ctx.store.read_ref(rejected) is None:
             updates.append(RefUpdate(rejected, record.state, None, f"lanes: finish reject {record.id[:8]}"))
         ctx.store.update_refs(updates)
+        _drop_proposal(ctx, record, f"finish {record.status}")  # last, as in accept and reject
         if record.status == "accepted":
             _follow_lane(ctx, record.lane, record.base, record.state)
         finished.append(record.id)
