@@ -60,9 +60,9 @@ class LedgerApi:
         state = self._state()
         now = self.ctx.now()
         rows = agents.list_agents(state, now)
+        held = [t for t in tasks.list_tasks(state, now) if t["status"] in ("claimed", "blocked")]
         for row in rows:
-            row["tasks"] = [t["id"] for t in tasks.list_tasks(state, now, owner=row["id"])
-                            if t["status"] in ("claimed", "blocked")]
+            row["tasks"] = [t["id"] for t in held if t["owner"] == row["id"]]
             row["claims"] = claims.claimed_globs(state, row["id"])
             row["dirty"] = len(claims.dirty_files(state, row["id"]))
         return rows
