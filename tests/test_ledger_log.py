@@ -159,3 +159,13 @@ def test_a_transaction_sees_directories_its_own_edits_create(lanes, repo):
     assert board_index.current_seq(tx) == 100
     tx.delete(board_index.post_path(100))
     assert board_index.current_seq(tx) == 99
+
+
+def test_ledger_log_lists_recent_ops_newest_first(lanes):
+    assert lanes.ledger_log() == []
+    lanes.agent_register("a")
+    lanes.board_post("hello", "a")
+    rows = lanes.ledger_log(limit=5)
+    assert [(r["type"], r["summary"]) for r in rows] == [("board.post", "a: post #1 note to everyone"),
+                                                         ("agent.register", "a: register a (kind agent, lane -)")]
+    assert rows[0]["result"] == {"post": 1, "kind": "note", "to": None}
