@@ -95,7 +95,8 @@ def wait(agent: str, timeout: float, as_json: bool) -> None:
     another agent stepped into its files (overlap), one of its ops was refused by a sync (refused), an
     unread post for it arrived (post) — or the timeout passed (timeout).
 
-    What it returns is taken: the wakes leave the queue and the posts are marked read.
+    What it returns is taken: the wakes leave the queue and the posts are marked read. Waiting takes no
+    lock and does not extend the agent's lease (heartbeat does).
 
     \b
     Example:
