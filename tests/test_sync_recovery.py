@@ -139,3 +139,15 @@ def test_a_push_refused_by_a_server_hook_says_why_and_pushes_nothing(pair):
     assert "pre-receive hook declined" in result.json["message"]
     assert "no secret lanes" in result.json["message"]
     assert synced_refs(remote) == before  # atomic: the allowed refs did not go either
+
+
+def test_a_tracking_ref_lock_left_by_a_killed_fetch_is_cleared(pair):
+    origin, other, _ = pair
+    Lanes(origin).board_post("news", "agent-o")
+    Lanes(origin).sync()
+    tracking = other / ".git" / "refs" / "lanes-remote" / "origin" / "lanes"
+    tracking.mkdir(parents=True, exist_ok=True)
+    (tracking / "ledger.lock").write_text("")  # what a fetch killed mid-update leaves
+    report = Lanes(other).sync()
+    assert report["ledger"]["came_in"] == 1
+    assert not (tracking / "ledger.lock").exists()

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pygit2
 
 from git_lanes.errors import Conflict, LanesError, NotFound, UserError
 from git_lanes.model import refs
+from git_lanes.store import stale
 from git_lanes.store.gitcli import run_git
 from git_lanes.store.repo import RefUpdate, Store
 from git_lanes.store.trees import Entry
@@ -19,6 +21,7 @@ NETWORK_TIMEOUT = 600.0
 FETCH_LOCK_RETRIES = 3
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _MISSING_REF = re.compile(r"couldn't find remote ref (\S+)")
+_LOCK_PATH = re.compile(r"Unable to create '([^']+\.lock)'")
 
 
 class RemoteFailed(LanesError):
@@ -108,11 +111,23 @@ def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
             _forget(store, [tracking_ref(remote, ref) for ref in missing])
         elif "lock" in proc.stderr and lock_waits < FETCH_LOCK_RETRIES:
             lock_waits += 1
+            _clear_abandoned_tracking_locks(store, remote, proc.stderr)
             time.sleep(0.05 * lock_waits)
         else:
             raise RemoteFailed(f"git fetch from {remote!r} failed: {_last_line(proc.stderr)}",
                                hint="check the remote's URL and your access to it")
     return {remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()}
+
+
+def _clear_abandoned_tracking_locks(store: Store, remote: str, stderr: str) -> None:
+    """A fetch killed mid-update leaves `<tracking ref>.lock`, which fails every later fetch. Only sync writes
+    the tracking namespace, so under the writers' flock a lock no process holds open is abandoned."""
+    namespace = (store.common_dir / tracking_prefix(remote)).resolve()
+    with store.locked():
+        for path in _LOCK_PATH.findall(stderr):
+            lock = Path(path).resolve()
+            if namespace in lock.parents:
+                stale.clear_if_stale(lock)
 
 
 def _forget(store: Store, tracking: list[str]) -> None:
