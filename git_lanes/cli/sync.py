@@ -9,6 +9,9 @@ import click
 from git_lanes.cli.output import json_option, run, short
 from git_lanes.errors import EXIT_CONFLICT
 
+# A first pull can move thousands of refs; the text report lists this many each way, --json all of them.
+LISTED = 30
+
 
 def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) -> None:
     outcome: dict = {}
@@ -93,9 +96,11 @@ def render(report: dict) -> str:
     if report.get("initialized"):
         lines.insert(0, "set up this clone for lanes")
     for title, key in (("in", "came_in"), ("out", "went_out")):
-        for move in report[key]:
+        for move in report[key][:LISTED]:
             lines.append(f"  {title:<4}{move['kind']} {move['name']}: {move['how']} "
                          f"{short(move['from'])}..{short(move['to'])}")
+        if len(report[key]) > LISTED:
+            lines.append(f"  {title:<4}... and {len(report[key]) - LISTED} more (see --json)")
     ledger = report["ledger"]
     if any(ledger.values()):
         lines.append(f"  ledger: {ledger['came_in']} ops came in, {ledger['went_out']} went out, "
