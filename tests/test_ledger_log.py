@@ -15,6 +15,7 @@ from git_lanes.api import Lanes
 from git_lanes.domain.coordination import FOLD
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.ledger import Op, make_op
+from git_lanes.store import RefUpdate
 
 
 @pytest.fixture
@@ -169,3 +170,15 @@ def test_ledger_log_lists_recent_ops_newest_first(lanes):
     assert [(r["type"], r["summary"]) for r in rows] == [("board.post", "a: post #1 note to everyone"),
                                                          ("agent.register", "a: register a (kind agent, lane -)")]
     assert rows[0]["result"] == {"post": 1, "kind": "note", "to": None}
+
+
+def test_reads_use_the_head_tree_alone_never_the_history(lanes, repo):
+    store = lanes.ctx.store
+    task = lanes.task_create("t", actor="a")["task"]
+    lanes.board_post("hello", "a")
+    head = ledger_head(repo)
+    # A head whose history holds no op at all: a replaying reader would fail, a tree reader cannot tell.
+    orphan = store.write_commit(store.tree_of(head), [], "not an op\n")
+    store.update_refs([RefUpdate("refs/lanes/ledger", orphan, head, "test: history without ops")])
+    assert [t["id"] for t in lanes.task_list()] == [task]
+    assert [p["text"] for p in lanes.board_read()["posts"]] == ["hello"]
