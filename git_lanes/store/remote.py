@@ -4,6 +4,7 @@ ref. The network is the git CLI's: it speaks every transport and credential help
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,9 +101,8 @@ def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
     lock_waits = 0
     for _ in range(len(patterns) + FETCH_LOCK_RETRIES + 1):
         specs = [f"+{pattern}:{tracking_ref(remote, pattern)}" for pattern in patterns]
-        proc = run_git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--atomic",
-                        "--no-auto-gc", "--no-recurse-submodules", remote, *specs],
-                       cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
+        proc = _network(store, ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--atomic",
+                                "--no-auto-gc", "--no-recurse-submodules", remote, *specs])
         if proc.returncode == 0:
             break
         missing = [ref for ref in _MISSING_REF.findall(proc.stderr) if ref in patterns]
@@ -116,6 +116,8 @@ def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
         else:
             raise RemoteFailed(f"git fetch from {remote!r} failed: {_last_line(proc.stderr)}",
                                hint="check the remote's URL and your access to it")
+    else:
+        raise RemoteFailed(f"git fetch from {remote!r} kept failing: {_last_line(proc.stderr)}")
     return {remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()}
 
 
@@ -153,7 +155,7 @@ def push(store: Store, remote: str, updates: list[PushUpdate], *, atomic: bool =
         args.append(f"--force-with-lease={update.ref}:{update.expected or ''}")
     args.append(remote)
     args += [f"{update.new or ''}:{update.ref}" for update in updates]
-    proc = run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
+    proc = _network(store, args)
     if atomic and "does not support --atomic" in proc.stderr:
         return push(store, remote, updates, atomic=False)
     rejected = _rejections(proc.stdout)
@@ -180,11 +182,12 @@ def _is_race(reason: str) -> bool:
                                             "incorrect old value", "expected"))
 
 
-def _git(store: Store, args: list[str]) -> None:
-    proc = run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
-    if proc.returncode != 0:
-        raise RemoteFailed(f"git {args[0]} failed: {_last_line(proc.stderr)}",
-                           hint="check the remote's URL and your access to it")
+def _network(store: Store, args: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise RemoteFailed(f"git {args[0]} gave no answer in {NETWORK_TIMEOUT:.0f} s",
+                           hint="check the network and the remote; what merged here is kept, run the sync again") from None
 
 
 def _last_line(text: str) -> str:
