@@ -187,7 +187,7 @@ def _network(store: Store, args: list[str]) -> subprocess.CompletedProcess:
         return run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise RemoteFailed(f"git {args[0]} gave no answer in {NETWORK_TIMEOUT:.0f} s",
-                           hint="check the network and the remote; what merged here is kept, run the sync again") from None
+                           hint="check the network and the remote; what merged here is kept: sync again") from None
 
 
 def _last_line(text: str) -> str:
