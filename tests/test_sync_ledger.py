@@ -261,3 +261,15 @@ def test_resolving_a_local_post_resolves_that_post_after_the_replay(tmp_path, se
         posts = posts_by_text(machine)
         assert posts["other's question"]["resolved"] is not None
         assert posts["origin's question"]["resolved"] is None
+
+
+def test_concurrent_syncs_from_one_machine_all_succeed_and_lose_nothing(tmp_path, server):  # noqa: F811
+    origin, other = start_machines(tmp_path, server, 2)
+    for n in range(3):
+        Lanes(origin).board_post(f"origin {n}", "agent-o")
+    Lanes(origin).sync()
+    jobs = [(other, [f"post:other {n}:agent-{n}", "sync", "sync"]) for n in range(3)]
+    results = workers(jobs)
+    assert all(r["ok"] for rs in results for r in rs), results
+    converge([origin, other], server.path("project"))
+    assert sorted(board_texts(other)) == sorted([f"origin {n}" for n in range(3)] + [f"other {n}" for n in range(3)])
