@@ -272,3 +272,23 @@ def test_evaluations_made_on_two_machines_are_united(machines):
     for repo in (origin, other):
         evaluations = Lanes(repo).show(pending["id"])["evaluations"]
         assert len(evaluations) == 2 and len({e["output_tail"] for e in evaluations}) == 2
+
+
+def test_push_face_reports_what_it_held_back_and_the_json_record_is_stable(machines):
+    origin, other, _ = machines
+    Lanes.open_for_sync(other)[0].pull()
+    edit_and_accept(origin, "feat", "a.txt", "a\n")
+    Lanes(origin).sync()
+    edit_and_accept(other, "fresh", "f.txt", "f\n")
+    text = run_cli("push", cwd=other)
+    assert text.code == 0, text.err
+    assert text.out.splitlines()[0] == "pushed to origin: 0 refs came in, 1 went out"
+    assert "  out lane fresh: created" in text.out
+    assert "  held back lane feat (local): run `git lanes sync`" in text.out
+    result = run_cli("sync", "--json", cwd=other)
+    assert result.code == 0, result.err
+    assert set(result.json) == {"remote", "mode", "attempts", "came_in", "went_out", "held_back", "diverged",
+                                "kept", "refused", "workspaces", "notes", "ledger", "initialized"}
+    assert result.json["mode"] == "sync" and result.json["initialized"] is False
+    assert set(result.json["ledger"]) == {"came_in", "went_out", "replayed", "refused"}
+    assert {"kind", "name", "ref", "from", "to", "how"} == set(result.json["came_in"][0])
