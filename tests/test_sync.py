@@ -148,6 +148,17 @@ def test_diverged_lane_is_reported_nothing_overwritten_and_exit_3(machines):
     assert "notes" in {m["kind"] for m in result.json["went_out"]}
     text = run_cli("sync", cwd=other)
     assert text.code == 3 and "diverged lane feat" in text.out
+    # the way on that the report prints: the remote's head as a lane, promoted in with promotion's rules
+    hint = next(line for line in text.out.splitlines() if "to merge:" in line).split("to merge: ")[1]
+    for command in hint.split(" && "):
+        step = run_cli(*command.split()[2:], cwd=other)
+        assert step.code == 0, step.err
+    assert run_cli("sync", cwd=other).code == 0
+    Lanes(origin).sync()
+    assert synced_refs(origin)["refs/lanes/heads/feat"] == synced_refs(other)["refs/lanes/heads/feat"]
+    merged = synced_refs(origin)["refs/lanes/heads/feat"]
+    assert git("show", f"{merged}:a.txt", cwd=origin) == "origin\n"
+    assert git("show", f"{merged}:b.txt", cwd=origin) == "other\n"
 
 
 def test_proposal_decided_on_one_machine_disappears_as_decided_on_both(machines):

@@ -114,6 +114,11 @@ def render(report: dict) -> str:
     for item in report["diverged"]:
         lines.append(f"  diverged {item['kind']} {item['name']}: here {short(item['local'])}, remote "
                      f"{short(item['remote'])}; nothing overwritten")
+        if item["kind"] == "lane" and item["local"] and item["remote"]:
+            # the remote's head as a lane of its own can be promoted in, with promotion's collision rules
+            theirs = f"{item['name']}-{report['remote']}"
+            lines.append(f"    to merge: git lanes lane create {theirs} --from {item['remote_copy']} && "
+                         f"git lanes promote {theirs} --into {item['name']} --auto-accept")
     for item in report["kept"]:
         lines.append(f"  kept lane {item['lane']}: {item['reason']}")
     for item in report["held_back"]:

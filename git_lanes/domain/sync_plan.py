@@ -90,7 +90,8 @@ class _Planner:
             self._move("remote", kind, name, ref, theirs, mine)
         elif decision == DIVERGED:
             self.plan.diverged.append({"kind": kind, "name": name, "ref": ref, "local": mine, "remote": theirs,
-                                       "base": self.store.merge_base(mine, theirs)})
+                                       "base": self.store.merge_base(mine, theirs),
+                                       "remote_copy": transport.tracking_ref(self.remote, ref)})
 
     def fast_forward_only(self, kind: str) -> None:
         for name, ref in self._names(kind).items():
