@@ -13,6 +13,7 @@ import pygit2
 from git_lanes.errors import NotFound
 from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git
+from git_lanes.store.worktree_add import add_detached_worktree, unfinished
 
 # Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
 _CHANGED = ~(pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED)
@@ -51,20 +52,20 @@ class WorkspaceOps:
 
     def is_workspace(self, path: Path) -> bool:
         """A finished worktree lives at `path` (not one a killed `git worktree add` left half made)."""
-        return (path / ".git").is_file() and not _unfinished(path)
+        return (path / ".git").is_file() and not unfinished(path)
 
     def clear_unfinished_worktree(self, path: Path) -> bool:
         """Remove what a killed `git worktree add` left at `path`; True when there was something. Nothing in
         it was ever handed to anyone: git marks a worktree `initializing` until its checkout is complete."""
-        if not _unfinished(path):
+        if not unfinished(path):
             return False
         self.remove_worktree(path)
         return True
 
     def add_worktree(self, path: Path, commit: str) -> None:
-        # libgit2's add_worktree insists on creating a branch; a detached worktree needs git itself.
-        path.parent.mkdir(parents=True, exist_ok=True)
-        run_git(["worktree", "add", "--detach", "--quiet", str(path), commit], cwd=self.root)
+        # libgit2's add_worktree insists on creating a branch, and `git worktree add` leaves a HEAD fsck
+        # rejects when killed halfway; see worktree_add.
+        add_detached_worktree(self.common_dir, path, commit, _workspace_env())
 
     def remove_worktree(self, path: Path) -> None:
         self._workspace_repos.pop(Path(path).resolve(), None)
@@ -195,21 +196,6 @@ class WorkspaceOps:
         elif paths:
             repo.checkout_tree(repo[tree], strategy=strategy | pygit2.GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH,
                                paths=paths)
-
-
-def _unfinished(path: Path) -> bool:
-    dot_git = path / ".git"
-    try:
-        pointer = dot_git.read_text().strip()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return False
-    if not pointer.startswith("gitdir: "):
-        return False
-    admin = (path / pointer[len("gitdir: "):]).resolve()
-    try:
-        return (admin / "locked").read_text().strip() == "initializing"
-    except (FileNotFoundError, NotADirectoryError):
-        return False
 
 
 # What a git hook or an outer git command may have set, which would point git at another repository or index.

@@ -1,0 +1,70 @@
+"""Creating a detached worktree so that a kill at any instant leaves a repository `git fsck` accepts.
+
+`git worktree add` writes the new worktree's HEAD as the null id before it points it at the commit, so a
+SIGKILL in between leaves `worktrees/<name>/HEAD: detached HEAD points at nothing` for fsck. Here the private
+git dir is written complete (HEAD already at the commit) beside the repository's worktrees and renamed into
+place in one step; git's own `locked: initializing` marker stays until the files are checked out, so a
+half-made worktree is recognised and replaced rather than used."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+from git_lanes.store.gitcli import run_git
+
+INITIALIZING = "initializing"
+POINTER_DRAFT = ".git.lanes-draft"
+
+
+def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[str, str]) -> None:
+    worktrees = common_dir / "worktrees"
+    staging = common_dir / "lanes-staging"
+    shutil.rmtree(staging, ignore_errors=True)  # what a killed creation left; we hold the writers' lock
+    staging.mkdir(parents=True)
+    worktrees.mkdir(exist_ok=True)
+    admin = _free_name(worktrees, path.name)
+    draft = staging / secrets.token_hex(4)
+    draft.mkdir()
+    (draft / "locked").write_text(INITIALIZING)
+    (draft / "gitdir").write_text(f"{path / '.git'}\n")
+    (draft / "commondir").write_text("../..\n")
+    (draft / "HEAD").write_text(f"{commit}\n")
+    path.mkdir(parents=True, exist_ok=True)
+    pointer = path / POINTER_DRAFT
+    pointer.write_text(f"gitdir: {admin}\n")
+    os.replace(pointer, path / ".git")  # never a half-written .git file
+    os.rename(draft, admin)
+    shutil.rmtree(staging, ignore_errors=True)
+    run_git(["reset", "--hard", "--quiet", "--no-recurse-submodules"], cwd=path, env=env)
+    (admin / "locked").unlink()
+
+
+def unfinished(path: Path) -> bool:
+    """A worktree at `path` that a killed creation left: its private git dir is missing or still marked."""
+    if (path / POINTER_DRAFT).exists():
+        return True
+    try:
+        pointer = (path / ".git").read_text().strip()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return False
+    if not pointer.startswith("gitdir: "):
+        return True  # not a pointer git could follow; only a killed creation writes .git files here
+    admin = (path / pointer[len("gitdir: "):]).resolve()
+    if not admin.is_dir():
+        return True
+    try:
+        return (admin / "locked").read_text().strip() == INITIALIZING
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def _free_name(worktrees: Path, base: str) -> Path:
+    candidate = worktrees / base
+    number = 0
+    while candidate.exists():
+        number += 1
+        candidate = worktrees / f"{base}{number}"
+    return candidate
