@@ -233,6 +233,10 @@ def test_file_remote_and_unknown_remote(tmp_path):
     other = clone(tmp_path, f"file://{bare}", "b")
     assert run_cli("pull", cwd=other).code == 0
     assert synced_refs(other) == synced_refs(origin)
+    third = clone(tmp_path, f"file://{bare}", "c")  # the other path: init first (it takes the checked-out trunk)
+    assert run_cli("init", cwd=third).code == 0
+    assert run_cli("pull", cwd=third).code == 0
+    assert synced_refs(third) == synced_refs(origin)
     missing = run_cli("sync", "nowhere", cwd=other)
     assert missing.code == 1 and "no remote named 'nowhere'" in missing.err
     git("remote", "add", "broken", str(tmp_path / "absent.git"), cwd=other)
