@@ -125,6 +125,28 @@ def test_kill_during_accept(repo):
     assert git("status", "--porcelain", cwd=ws) == ""
 
 
+def test_kill_during_reject(repo):
+    run_cli("lane", "create", "feat", cwd=repo)
+    ws = workspace(repo, "feat")
+    head = git("rev-parse", "refs/lanes/heads/feat", cwd=repo).strip()
+    edit(ws, 0)
+    proposed = run_cli("propose", "-m", "round 0", "--agent-id", "a", "--json", cwd=ws).json
+    duration, _ = timed_run("reject", proposed["id"][:8], "--reason", "no", cwd=repo)
+    for round_, delay in enumerate(instants(duration), start=1):
+        edit(ws, round_)
+        proposal = run_cli("propose", "-m", f"round {round_}", "--agent-id", "a", "--json", cwd=ws)
+        assert proposal.code == 0, proposal.err
+        kill_after(start("reject", proposal.json["id"], "--reason", "no", cwd=repo), delay)
+        assert_consistent(repo, "feat", [])
+        again = run_cli("reject", proposal.json["id"], "--reason", "no", "--json", cwd=repo)
+        assert again.code == 0 or again.json["error"] == "already_decided", again.err
+        assert run_cli("show", proposal.json["id"], "--json", cwd=repo).json["status"] == "rejected"
+        kept = git("rev-parse", f"refs/lanes/rejected/{proposal.json['id']}", cwd=repo).strip()
+        assert kept == proposal.json["to"]
+        assert not git("for-each-ref", "refs/lanes/proposals", cwd=repo).strip()
+        assert git("rev-parse", "refs/lanes/heads/feat", cwd=repo).strip() == head
+
+
 def test_kill_during_lane_create(repo):
     (repo / "src" / "more.py").write_text("x = 1\n" * 200)
     run_cli("commit", "-m", "more", "--agent-id", "a", "--auto-accept", cwd=repo)
