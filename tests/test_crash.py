@@ -202,3 +202,27 @@ def test_a_lock_held_open_by_a_live_process_is_left_alone(repo):
         holder.kill()
         holder.wait()
         os.unlink(lock)
+
+
+def test_kill_during_lane_delete(repo):
+    duration = None
+    for round_ in range(ROUNDS + 1):
+        name = f"gone{round_}"
+        assert run_cli("lane", "create", name, cwd=repo).code == 0
+        ws = workspace(repo, name)
+        (ws / "work.txt").write_text(f"{round_}\n")
+        head = run_cli("commit", "-m", "work", "--agent-id", "a", "--auto-accept", "--json", cwd=ws).json["to"]
+        if duration is None:
+            duration, _ = timed_run("lane", "delete", name, "--force", cwd=repo)
+            delays = iter(instants(duration))
+            continue
+        kill_after(start("lane", "delete", name, "--force", cwd=repo), next(delays))
+        fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True)
+        assert fsck.returncode == 0, fsck.stderr
+        kept = {git("for-each-ref", "--format=%(objectname)", ref, cwd=repo).strip()
+                for ref in (f"refs/lanes/deleted/{name}", f"refs/lanes/heads/{name}")}
+        assert head in kept, "the lane's work must stay reachable from a ref"
+        again = run_cli("lane", "delete", name, "--force", "--json", cwd=repo)
+        assert again.code == 0 or again.json["error"] == "unknown_lane", again.err
+        assert git("rev-parse", f"refs/lanes/deleted/{name}", cwd=repo).strip() == head
+        assert not ws.exists() and str(ws) not in git("worktree", "list", cwd=repo)

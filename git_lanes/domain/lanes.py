@@ -142,12 +142,15 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
             raise Refused(f"lane {name!r} has work not promoted into any other lane", code="unpromoted",
                           hint=f"promote it with `git lanes promote {name}`, or pass --force")
     graveyard = refs.DELETED + name
-    ctx.store.update_refs([
-        RefUpdate(graveyard, head, ctx.store.read_ref(graveyard), f"lanes: delete lane {name} at {head}"),
-        RefUpdate(refs.lane_ref(name, ctx.trunk), None, head, f"lanes: delete lane {name}"),
-    ])
+    # One step at a time, each leaving a consistent repository if the process dies after it (libgit2 commits
+    # a multi-ref transaction ref by ref, and deleting a ref deletes its reflog): the head is kept first;
+    # the workspace goes before the lane, so a kill in between leaves a lane without a workspace, which
+    # `lane create` gives back, rather than a workspace of no lane.
+    ctx.store.update_refs([RefUpdate(graveyard, head, ctx.store.read_ref(graveyard),
+                                     f"lanes: delete lane {name} at {head}")])
     if path is not None:
         ctx.store.remove_worktree(path)
+    ctx.store.update_refs([RefUpdate(refs.lane_ref(name, ctx.trunk), None, head, f"lanes: delete lane {name}")])
     return {"lane": name, "head": head, "kept_at": graveyard, "backup": backup}
 
 

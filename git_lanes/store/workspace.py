@@ -13,7 +13,7 @@ import pygit2
 from git_lanes.errors import NotFound
 from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git
-from git_lanes.store.worktree_add import add_detached_worktree, unfinished
+from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
 
 # Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
 _CHANGED = ~(pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED)
@@ -68,12 +68,26 @@ class WorkspaceOps:
         add_detached_worktree(self.common_dir, path, commit, _workspace_env())
 
     def remove_worktree(self, path: Path) -> None:
-        self._workspace_repos.pop(Path(path).resolve(), None)
-        self._warm_indexes.discard(Path(path).resolve())
-        run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=self.root, check=False)
+        """Remove a worktree and its private git dir. The files move out of the way in one rename first, so
+        a kill mid-removal never leaves a half-deleted directory that looks like, or blocks, a workspace."""
+        path = Path(path)
+        self._workspace_repos.pop(path.resolve(), None)
+        self._warm_indexes.discard(path.resolve())
+        admin = worktree_admin_dir(path)
+        trash = self.common_dir / "lanes-trash"
+        shutil.rmtree(trash, ignore_errors=True)  # what a killed removal left; we hold the writers' lock
+        if path.exists():
+            trash.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(path, trash / "worktree")
+            except OSError:  # another file system: let git do it in place
+                run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=self.root, check=False)
+        if admin is not None and (self.common_dir / "worktrees") in admin.parents:
+            shutil.rmtree(admin, ignore_errors=True)
+        run_git(["worktree", "prune"], cwd=self.root, check=False)
+        shutil.rmtree(trash, ignore_errors=True)
         if path.exists():
             shutil.rmtree(path)
-        run_git(["worktree", "prune"], cwd=self.root, check=False)
         _remove_empty_parents(path.parent, self.root / ".lanes")
 
     def list_worktrees(self) -> list[Worktree]:

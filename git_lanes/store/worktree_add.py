@@ -42,17 +42,26 @@ def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[s
     (admin / "locked").unlink()
 
 
+def worktree_admin_dir(path: Path) -> Path | None:
+    """The private git dir a worktree's .git file points to (None when there is no such pointer)."""
+    try:
+        pointer = (path / ".git").read_text().strip()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    if not pointer.startswith("gitdir: "):
+        return None
+    return (path / pointer[len("gitdir: "):]).resolve()
+
+
 def unfinished(path: Path) -> bool:
     """A worktree at `path` that a killed creation left: its private git dir is missing or still marked."""
     if (path / POINTER_DRAFT).exists():
         return True
-    try:
-        pointer = (path / ".git").read_text().strip()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+    if not (path / ".git").is_file():
         return False
-    if not pointer.startswith("gitdir: "):
+    admin = worktree_admin_dir(path)
+    if admin is None:
         return True  # not a pointer git could follow; only a killed creation writes .git files here
-    admin = (path / pointer[len("gitdir: "):]).resolve()
     if not admin.is_dir():
         return True
     try:
