@@ -344,3 +344,15 @@ def test_status_lists_only_what_no_state_holds(repo):
     dirty = {d["lane"]: d["paths"] for d in ok("status", cwd=repo)["dirty"]}
     assert dirty == {"main": {"README.md": "modified"},
                      "feat": {"proposed.txt": "modified", "new.txt": "added"}}
+
+
+def test_a_lock_in_the_trunks_worktree_is_reported_not_removed(repo):
+    """The main worktree is a person's: git's own index.lock there may belong to a `git commit` running
+    its hooks, so it is named in the error, as git does, and left alone."""
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("")
+    (repo / "README.md").write_text("# edited\n")
+    before = git("for-each-ref", cwd=repo)
+    error = fails("commit", "-m", "x", "--agent-id", "a", cwd=repo, code="git_failed")
+    assert str(lock) in error["message"] and lock.exists()
+    assert git("for-each-ref", cwd=repo) == before

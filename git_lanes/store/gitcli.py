@@ -17,6 +17,8 @@ def run_git(args: list[str], cwd: Path | str, *, check: bool = True, env: dict |
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and proc.returncode != 0:
         lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
-        detail = lines[-1] if lines else f"exit {proc.returncode}"
+        # git puts the reason on its fatal:/error: line and advice after it ("remove the file manually…")
+        reasons = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
+        detail = (reasons or lines or [f"exit {proc.returncode}"])[-1]
         raise GitCommandFailed(f"git {args[0]} failed: {detail}")
     return proc
