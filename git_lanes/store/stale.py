@@ -7,7 +7,9 @@ ref, its workspaces' index and HEAD) we can do better, because every git-lanes w
 flock: a `.lock` found while we hold it was left by a dead process, or by a plain git command (a `git
 status` in a workspace refreshing the index, say) that holds it for moments. So a lock is removed only when
 no process has it open and it has not changed over a short grace period; anything else is reported with
-the path, as git would."""
+the path, as git would. (One git command holds a lock closed for long: `git commit`, while its hooks run.
+A lane's workspace is committed with `git lanes commit`; the trunk's worktree, where people run `git
+commit`, is never cleared.)"""
 
 from __future__ import annotations
 
