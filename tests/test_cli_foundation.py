@@ -356,3 +356,13 @@ def test_a_lock_in_the_trunks_worktree_is_reported_not_removed(repo):
     error = fails("commit", "-m", "x", "--agent-id", "a", cwd=repo, code="git_failed")
     assert str(lock) in error["message"] and lock.exists()
     assert git("for-each-ref", cwd=repo) == before
+
+
+def test_a_lane_name_that_is_a_folder_of_another_is_refused(repo):
+    ok("lane", "create", "a", cwd=repo)
+    ok("lane", "create", "x/y", cwd=repo)
+    before = repository_state(repo)
+    fails("lane", "create", "a/b", cwd=repo, code="lane_name_clash")
+    fails("lane", "create", "x", cwd=repo, code="lane_name_clash")
+    assert repository_state(repo) == before
+    ok("lane", "create", "ab", cwd=repo)

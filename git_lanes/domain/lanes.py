@@ -105,6 +105,12 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
     if existing is not None and (name == ctx.trunk or workspace_path(ctx, name) is not None):
         raise Refused(f"lane {name!r} already exists", code="lane_exists",
                       hint=f"its workspace is at `git lanes lane path {name}`")
+    clash = next((other for other in lane_names(ctx) if other != ctx.trunk
+                  and (other.startswith(name + "/") or name.startswith(other + "/"))), None)
+    if clash is not None:
+        # Lane names are ref and directory paths: `a` and `a/b` cannot both exist, in git or on disk.
+        raise Refused(f"lane {name!r} cannot exist beside lane {clash!r}: one name is a folder of the other",
+                      code="lane_name_clash", hint="choose a name that is not a folder of, or inside, another lane's")
     created = existing is None
     head = existing or start_point(ctx, source)
     if created:
