@@ -110,7 +110,8 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
     if clash is not None:
         # Lane names are ref and directory paths: `a` and `a/b` cannot both exist, in git or on disk.
         raise Refused(f"lane {name!r} cannot exist beside lane {clash!r}: one name is a folder of the other",
-                      code="lane_name_clash", hint="choose a name that is not a folder of, or inside, another lane's")
+                      code="lane_name_clash",
+                      hint="choose a name that is not a folder of, or inside, another lane's")
     created = existing is None
     head = existing or start_point(ctx, source)
     if created:
