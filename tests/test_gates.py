@@ -199,3 +199,29 @@ def test_a_scratch_checkout_left_by_a_killed_gate_is_swept(api, repo, tmp_path):
     assert land(api, repo, "a", {"a.txt": "a\n"})["status"] == "accepted"
     listed = git("worktree", "list", "--porcelain", cwd=repo)
     assert "git-lanes-gate-" not in listed and not holder.exists()
+
+
+def test_a_gate_checkout_killed_midway_is_swept_and_leaves_fsck_clean(repo):
+    """A scratch checkout whose creator died (even before its files were written) is removed by the next
+    gate run, including the admin entry git marks `initializing`, which `git worktree prune` skips."""
+    import subprocess
+    import sys
+
+    from git_lanes.store import scratch
+    from git_lanes.store.worktree_add import INITIALIZING
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    holder = repo.parent / f"{scratch.PREFIX}{dead.pid}-x"
+    holder.mkdir()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(holder / holder.name), head], cwd=repo,
+                   check=True)
+    admin = repo / ".git" / "worktrees" / holder.name
+    (admin / "locked").write_text(INITIALIZING)
+    with scratch.checkout(repo, repo / ".git", head) as path:
+        assert (path / "README.md").exists()
+    assert not holder.exists() and not admin.exists()
+    listing = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True).stdout
+    assert scratch.PREFIX not in listing
+    assert subprocess.run(["git", "fsck", "--strict"], cwd=repo, capture_output=True).returncode == 0

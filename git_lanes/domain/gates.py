@@ -108,7 +108,7 @@ def evaluate(ctx: Context, record: Transition, gates: tuple[Gate, ...] | None = 
     if not gates:
         return ()
     results = []
-    with scratch.checkout(ctx.store.root, record.state) as tree_dir:
+    with scratch.checkout(ctx.store.root, ctx.store.common_dir, record.state) as tree_dir:
         for number, gate in enumerate(gates):
             if number:
                 scratch.restore(tree_dir)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from git_lanes.store.gitcli import run_git
+from git_lanes.store.worktree_add import add_detached_worktree, alive
 
 PREFIX = "git-lanes-gate-"
 TAIL_BYTES = 4000
@@ -36,16 +37,16 @@ class CommandResult:
 
 
 @contextmanager
-def checkout(root: Path, commit: str) -> Iterator[Path]:
+def checkout(root: Path, common_dir: Path, commit: str) -> Iterator[Path]:
     """A detached worktree of `commit` in a temporary directory, removed on exit."""
     _sweep(root)
     holder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     # The worktree's admin entry is named after its directory: a unique name keeps concurrent gates apart.
     path = holder / holder.name
     try:
-        # No hooks: a repository's post-checkout hook has no business running on a gate's scratch copy.
-        run_git(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", str(path), commit],
-                cwd=root)
+        # Drafted and renamed into place, as lane workspaces are, so a gate killed mid-checkout never leaves
+        # a worktree `git fsck` rejects; and it runs no post-checkout hook on the scratch copy.
+        add_detached_worktree(common_dir, path, commit, _without_git_location({}))
         yield path
     finally:
         run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=root, check=False)
@@ -70,27 +71,19 @@ def _sweep(root: Path) -> None:
         if not holder.name.startswith(PREFIX):
             continue
         pid = holder.name[len(PREFIX):].partition("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
+            # Double force: a checkout killed mid-way is still marked `initializing`, which prune skips.
+            run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=root, check=False)
             shutil.rmtree(holder, ignore_errors=True)
             stale = True
     if stale:
         run_git(["worktree", "prune"], cwd=root, check=False)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: dict[str, str]) -> CommandResult:
     """Run `command` (argv list, or a string for the shell) with output captured; on timeout its whole
     process group is killed."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION} | extra_env
+    env = _without_git_location(extra_env)
     started = time.monotonic()
     with tempfile.TemporaryFile() as output:
         try:
@@ -111,6 +104,10 @@ def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: 
     if timed_out:
         tail += f"\n[git-lanes: timed out after {timeout:g}s; killed]"
     return CommandResult(code, round(duration, 3), tail, timed_out)
+
+
+def _without_git_location(extra_env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION} | extra_env
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -20,13 +20,16 @@ POINTER_DRAFT = ".git.lanes-draft"
 
 
 def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[str, str]) -> None:
+    """Safe without the writers' lock too (gates make scratch checkouts outside it): each call drafts in a
+    directory of its own, and renaming a draft onto an admin dir another caller just took fails, never
+    replaces it, since neither is empty."""
     worktrees = common_dir / "worktrees"
     staging = common_dir / "lanes-staging"
-    shutil.rmtree(staging, ignore_errors=True)  # what a killed creation left; we hold the writers' lock
-    staging.mkdir(parents=True)
+    staging.mkdir(parents=True, exist_ok=True)
+    _sweep_drafts(staging)
     worktrees.mkdir(exist_ok=True)
     admin = _free_name(worktrees, path.name)
-    draft = staging / secrets.token_hex(4)
+    draft = staging / f"{os.getpid()}-{secrets.token_hex(4)}"
     draft.mkdir()
     (draft / "locked").write_text(INITIALIZING)
     (draft / "gitdir").write_text(f"{path / '.git'}\n")
@@ -37,7 +40,6 @@ def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[s
     pointer.write_text(f"gitdir: {admin}\n")
     os.replace(pointer, path / ".git")  # never a half-written .git file
     os.rename(draft, admin)
-    shutil.rmtree(staging, ignore_errors=True)
     run_git(["reset", "--hard", "--quiet", "--no-recurse-submodules"], cwd=path, env=env)
     (admin / "locked").unlink()
 
@@ -68,6 +70,25 @@ def unfinished(path: Path) -> bool:
         return (admin / "locked").read_text().strip() == INITIALIZING
     except (FileNotFoundError, NotADirectoryError):
         return False
+
+
+def _sweep_drafts(staging: Path) -> None:
+    """Remove drafts whose creating process is gone (killed before its rename). A draft is named after its
+    creator's pid, so a live creation's draft is never touched."""
+    for draft in staging.iterdir():
+        pid = draft.name.partition("-")[0]
+        if not pid.isdigit() or not alive(int(pid)):
+            shutil.rmtree(draft, ignore_errors=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _free_name(worktrees: Path, base: str) -> Path:
