@@ -29,7 +29,7 @@ def commit_message(intent: Intent, lane: str, transition_id: str, kind: str) -> 
 
 def load(ctx: Context, state: str) -> Transition | None:
     text = ctx.store.read_note(refs.NOTES, state)
-    return Transition.from_json(text) if text is not None else None
+    return Transition.from_note(text) if text is not None else None
 
 
 def all_transitions(ctx: Context) -> list[Transition]:
@@ -38,7 +38,9 @@ def all_transitions(ctx: Context) -> list[Transition]:
     pending = set(ctx.store.list_refs(refs.PROPOSALS))
     found = []
     for _, text in ctx.store.iter_notes(refs.NOTES):
-        record = Transition.from_json(text)
+        record = Transition.from_note(text)
+        if record is None:
+            continue
         if record.status == "proposed" and refs.proposal_ref(record.id) not in pending:
             continue
         found.append(record)

@@ -165,3 +165,21 @@ class Transition:
         except ValueError as exc:
             raise UnsupportedFormat(f"transition note is not JSON: {exc}") from None
         return cls.from_dict(data)
+
+    @classmethod
+    def from_note(cls, text: str) -> Transition | None:
+        """The record a note under refs/notes/lanes holds, or None for a note that is not one (people and
+        tools may write there with `git notes --ref lanes`). A record followed by text, as `git notes
+        append` leaves it, still reads; a record of an unknown format version still fails."""
+        try:
+            data, _ = json.JSONDecoder().raw_decode(text.lstrip())
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or "format" not in data or "id" not in data:
+            return None
+        try:
+            return cls.from_dict(data)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise UnsupportedFormat(f"transition record {str(data.get('id'))[:16]!r} is malformed: "
+                                    f"{type(exc).__name__} {exc}",
+                                    hint="fix or remove the note with `git notes --ref lanes`") from None
