@@ -55,3 +55,70 @@ def test_a_lanes_record_of_an_unknown_format_version_still_fails_clearly(repo):
     shown = lanes("history", cwd=repo)
     assert shown.code == 1
     assert "format 2" in shown.err and "Traceback" not in shown.err
+
+
+# -- plain git inside a lane's workspace ------------------------------------------------------------------
+def _git_commit(ws: Path, name: str, text: str, message: str) -> str:
+    (ws / name).write_text(text)
+    git("add", name, cwd=ws)
+    git("commit", "-q", "-m", message, cwd=ws)
+    return git("rev-parse", "HEAD", cwd=ws).strip()
+
+
+def test_commits_made_with_plain_git_in_a_workspace_become_the_new_states_ancestry(repo):
+    ws = _lane(repo, "a")
+    agent_commit = _git_commit(ws, "one.txt", "1\n", "agent's own commit")
+    # `git status` there is clean, but nothing the lane holds has this work yet: status must say so.
+    status = lanes("status", "--json", cwd=repo).json
+    assert next(row for row in status["lanes"] if row["name"] == "a")["dirty"] == ["one.txt"]
+    (ws / "two.txt").write_text("2\n")
+    result = _commit(ws, "snapshot on top", "--json")
+    assert result.code == 0, result.err
+    state = result.json["to"]
+    assert git("rev-parse", f"{state}^", cwd=repo).strip() == agent_commit
+    assert git("rev-parse", "refs/lanes/heads/a", cwd=repo).strip() == state
+    assert git("rev-parse", "HEAD", cwd=ws).strip() == state
+    assert git("ls-tree", "--name-only", state, cwd=repo).split() == ["README.md", "one.txt", "src", "two.txt"]
+
+
+def test_a_branch_checked_out_in_a_workspace_is_left_with_its_commits_and_head_returns_to_the_lane(repo):
+    ws = _lane(repo, "a")
+    git("checkout", "-q", "-b", "topic", cwd=ws)
+    topic = _git_commit(ws, "one.txt", "1\n", "on a branch")
+    assert _commit(ws, "take the branch's work").code == 0
+    state = git("rev-parse", "refs/lanes/heads/a", cwd=repo).strip()
+    assert git("rev-parse", "HEAD", cwd=ws).strip() == state
+    assert git("rev-parse", "topic", cwd=repo).strip() == topic
+    (ws / "three.txt").write_text("3\n")
+    assert _commit(ws, "and another").code == 0  # HEAD followed the lane, so the workspace is current
+
+
+def test_a_workspace_whose_commits_diverged_from_the_lane_is_refused_with_a_way_on_that_works(repo):
+    ws = _lane(repo, "a")
+    source = _lane(repo, "src")
+    (source / "s.txt").write_text("s\n")
+    assert _commit(source, "s").code == 0
+    _git_commit(ws, "one.txt", "1\n", "agent's own commit")
+    assert lanes("promote", "src", "--into", "a", "--auto-accept", cwd=repo).code == 0
+    refused = _commit(ws, "would revert s.txt")
+    assert refused.code == 3 and "Traceback" not in refused.err
+    assert "git merge refs/lanes/heads/a" in refused.err
+    # restore and delete see the commits as work the lane lacks
+    assert lanes("restore", "a", "-w", "a", cwd=repo).code == 1
+    assert lanes("lane", "delete", "a", cwd=repo).code == 1
+    git("merge", "-q", "--no-edit", "refs/lanes/heads/a", cwd=ws)
+    merged = _commit(ws, "after merging the lane head", "--json")
+    assert merged.code == 0, merged.err
+    assert git("ls-tree", "--name-only", merged.json["to"], cwd=repo).split() == \
+        ["README.md", "one.txt", "s.txt", "src"]
+
+
+def test_forced_restore_keeps_commits_made_with_plain_git_in_the_backup(repo):
+    ws = _lane(repo, "a")
+    agent_commit = _git_commit(ws, "one.txt", "1\n", "agent's own commit")
+    restored = lanes("restore", "a", "-w", "a", "--force", "--json", cwd=repo)
+    assert restored.code == 0, restored.err
+    backup = restored.json["backup"]
+    assert backup
+    git("merge-base", "--is-ancestor", agent_commit, backup, cwd=repo)  # raises unless kept
+    assert not (ws / "one.txt").exists()

@@ -18,9 +18,20 @@ def unsnapshotted(ctx: Context, lane: str, path: Path) -> dict[str, str]:
     snapshot writes), plus what the index holds beyond HEAD when no pending proposal explains it (a snapshot
     killed before it was proposed, a `git add` by hand). A pending proposal's paths are not unsnapshotted."""
     unstaged, staged = ctx.store.workspace_changes(path)
+    committed = _committed_off_lane(ctx, lane, path)
     if staged and not transitions.pending_for(ctx, lane):
-        return {**staged, **unstaged}
-    return unstaged
+        return {**committed, **staged, **unstaged}
+    return {**committed, **unstaged}
+
+
+def _committed_off_lane(ctx: Context, lane: str, path: Path) -> dict[str, str]:
+    """What plain `git commit` (or `git checkout`) moved the workspace's HEAD to beyond the lane head: no
+    state holds it yet, though `git status` there shows nothing."""
+    head = lanes.lane_head(ctx, lane)
+    at = ctx.store.workspace_head(path)
+    if lane == ctx.trunk or at is None or at == head:
+        return {}
+    return {c.path: c.kind for c in ctx.store.diff_trees(ctx.store.tree_of(head), ctx.store.tree_of(at))}
 
 
 def status(ctx: Context) -> dict:

@@ -170,9 +170,10 @@ def require_workspace(ctx: Context, name: str) -> Path:
     return path
 
 
-def ensure_current(ctx: Context, name: str, path: Path) -> str:
-    """The lane head, after checking the workspace was built on it; a stale workspace could silently revert
-    what moved the lane since (a promotion, another writer)."""
+def ensure_current(ctx: Context, name: str, path: Path) -> tuple[str, str]:
+    """(lane head, the commit a new state builds on), after checking the workspace was built on the head;
+    a stale workspace could silently revert what moved the lane since (a promotion, another writer). Commits
+    made in the workspace with plain git on top of the head are the new state's ancestry, as in git."""
     head = lane_head(ctx, name)
     workspace_head = ctx.store.workspace_head(path)
     if workspace_head != head and ctx.store.index_tree(path) == ctx.store.tree_of(head):
@@ -180,9 +181,12 @@ def ensure_current(ctx: Context, name: str, path: Path) -> str:
         # accept and moving the workspace's HEAD): only HEAD is behind, nothing can be reverted.
         ctx.store.set_workspace_head(path, head)
         workspace_head = head
-    if workspace_head != head:
-        raise Conflict(f"workspace of {name!r} is at {str(workspace_head)[:8]} but the lane is at {head[:8]}",
-                       code="stale_workspace",
-                       hint=f"bring it up to date with `git lanes restore {name} -w {name}` after saving "
-                            "your edits, or `git lanes lane reset`")
-    return head
+    if workspace_head == head or (workspace_head and ctx.store.is_ancestor(head, workspace_head)):
+        return head, workspace_head or head
+    behind = workspace_head is not None and ctx.store.is_ancestor(workspace_head, head)
+    where = "behind" if behind else "off"
+    raise Conflict(f"workspace of {name!r} is at {str(workspace_head)[:8]}, {where} the lane's head "
+                   f"{head[:8]}; a snapshot now could revert what the lane holds", code="stale_workspace",
+                   hint=f"in {path}, `git merge {refs.lane_ref(name, ctx.trunk)}` builds on the head (git keeps "
+                        f"edits it does not touch) and then commit again; or `git lanes restore {name} -w {name} "
+                        "--force` (your edits and commits are kept in a backup ref)")

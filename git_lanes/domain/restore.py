@@ -13,7 +13,11 @@ from git_lanes.store import RefUpdate
 
 def has_unsaved(ctx: Context, lane: str, path: Path) -> bool:
     """Whether the workspace holds content no state holds yet (not its head, not a pending proposal). Reads
-    only, so a refusal based on it writes nothing."""
+    only, so a refusal based on it writes nothing. Commits made there with plain git that the lane does not
+    hold count too."""
+    at = ctx.store.workspace_head(path)
+    if lane != ctx.trunk and at is not None and not ctx.store.is_ancestor(at, lanes.lane_head(ctx, lane)):
+        return True
     if not ctx.store.changed_paths(path):
         return False
     return not any(ctx.store.files_match(path, t.tree) for t in transitions.pending_for(ctx, lane))

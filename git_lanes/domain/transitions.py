@@ -65,12 +65,12 @@ def record_updates(ctx: Context, records: list[Transition], message: str) -> Ref
 
 def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost) -> Transition | None:
     """Snapshot the workspace as a proposed next state of `lane`; None when nothing changed."""
-    head = lanes.ensure_current(ctx, lane, workspace)
+    head, parent = lanes.ensure_current(ctx, lane, workspace)
     attention.check(ctx, lane, workspace)
     tree = ctx.store.snapshot(workspace)
     if tree == ctx.store.tree_of(head):
         return None
-    return propose_state(ctx, lane, head, tree, [head], intent, cost, "commit")
+    return propose_state(ctx, lane, head, tree, [parent], intent, cost, "commit")
 
 
 def propose_state(ctx: Context, lane: str, base: str, tree: str, parents: list[str], intent: Intent,
@@ -138,9 +138,14 @@ def _require_pending(record: Transition) -> None:
 
 
 def _follow_lane(ctx: Context, lane: str, old: str | None, new: str) -> None:
-    """Keep a linked workspace's detached HEAD on its lane head after the lane moved from `old`."""
+    """Keep a linked workspace's HEAD on its lane head after the lane moved from `old`: from `old` itself,
+    or from a commit made there with plain git that the new state was built on."""
     path = lanes.workspace_path(ctx, lane)
-    if path is not None and lane != ctx.trunk and ctx.store.workspace_head(path) == old:
+    if path is None or lane == ctx.trunk:
+        return
+    current = ctx.store.workspace_head(path)
+    if current == old or (current is not None and old is not None and ctx.store.is_ancestor(old, current)
+                          and ctx.store.is_ancestor(current, new)):
         ctx.store.set_workspace_head(path, new)
 
 

@@ -120,9 +120,10 @@ class WorkspaceOps:
         return None if repo.head_is_unborn else str(repo.head.target)
 
     def set_workspace_head(self, path: Path, commit: str) -> None:
-        """Point a linked workspace's detached HEAD at `commit` (the main worktree follows its branch)."""
+        """Point a linked workspace's HEAD, detached, at `commit` (the main worktree follows its branch). A
+        branch someone checked out there with plain git keeps its commits; HEAD leaves it for the lane."""
         repo = self.workspace_repo(path)
-        if repo.head_is_detached or repo.head_is_unborn:
+        if repo.head_is_detached or repo.head_is_unborn or Path(path).resolve() != self.root:
             stale.retrying(lambda: repo.set_head(pygit2.Oid(hex=commit)), [Path(repo.path) / "HEAD.lock"],
                            pygit2.GitError, "could not move the workspace's HEAD")
 
