@@ -31,18 +31,29 @@ class SyncApi:
         return remote or self.ctx.store.config_get("lanes.remote") or DEFAULT_REMOTE
 
     @classmethod
-    def open_for_sync(cls, path: str | os.PathLike | None = None, trunk: str | None = None) -> tuple:
-        """The repository opened for lanes, setting up a plain `git clone` first (its checked-out branch
-        becomes the trunk). Returns (api, the init report or None when it was already set up)."""
+    def open_for_sync(cls, path: str | os.PathLike | None = None, trunk: str | None = None,
+                      remote: str | None = None) -> tuple:
+        """The repository opened for lanes, setting up a plain `git clone` first (its checked-out branch, or
+        `trunk`, becomes the trunk; a trunk the clone has only as `<remote>/<trunk>` is made a local branch
+        as `git checkout` would). Returns (api, the init report or None when it was already set up)."""
         try:
             return cls(path), None  # type: ignore[call-arg]
         except NotARepository as exc:
             if exc.code != "not_initialized":
                 raise
         store = open_store(path)
+        remote = remote or store.config_get("lanes.remote") or DEFAULT_REMOTE
         branch = trunk or store.head_branch()
+        if branch and store.read_ref(f"refs/heads/{branch}") is None:
+            store.branch_from_remote(remote, branch)
         if not branch or store.read_ref(f"refs/heads/{branch}") is None:
-            raise UserError(f"{store.root} has no trunk to sync yet", code="no_trunk",
-                            hint="check out the trunk first (`git checkout main` in a clone), or pass --trunk")
+            # A remote whose HEAD names no branch leaves a clone on an unborn branch with nothing checked out.
+            known = store.remote_branches(remote)
+            hint = (f"name the trunk: `--trunk {known[0] if len(known) == 1 else 'NAME'}`"
+                    + (f" ({remote} has {', '.join(known[:10])})" if len(known) > 1 else "")
+                    if known else "check out the trunk first (`git checkout main` in a clone), or pass --trunk")
+            raise UserError(f"{store.root} has no trunk to sync yet"
+                            + (f": no branch {branch!r} here or on {remote}" if branch else ""),
+                            code="no_trunk", hint=hint)
         api, report = cls.init(path, branch)  # type: ignore[attr-defined]
         return api, report

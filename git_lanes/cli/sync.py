@@ -19,7 +19,7 @@ def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) ->
     def action() -> dict:
         from git_lanes.api import Lanes
 
-        api, initialized = Lanes.open_for_sync(None, trunk)
+        api, initialized = Lanes.open_for_sync(None, trunk, remote)
         report = getattr(api, mode)(remote)
         report["initialized"] = initialized is not None
         outcome.update(report)
@@ -118,7 +118,8 @@ def render(report: dict) -> str:
             # the remote's head as a lane of its own can be promoted in, with promotion's collision rules
             theirs = f"{item['name']}-{report['remote']}"
             lines.append(f"    to merge: git lanes lane create {theirs} --from {item['remote_copy']} && "
-                         f"git lanes promote {theirs} --into {item['name']} --auto-accept")
+                         f"git lanes promote {theirs} --into {item['name']} --auto-accept && "
+                         f"git lanes lane delete {theirs}")
     for item in report["kept"]:
         lines.append(f"  kept lane {item['lane']}: {item['reason']}")
     for item in report["held_back"]:

@@ -93,9 +93,12 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
         if not result.raced:
             ref, reason = result.refusal()
             said = f" ({result.server_said})" if result.server_said else ""
-            raise transport.RemoteFailed(f"{remote} refused {ref}: {reason}{said}",
-                                         hint="a server-side hook or permission refused the push; nothing "
-                                              "merged here is lost, and the next sync pushes it")
+            hint = ("a server-side hook or permission refused the push; nothing merged here is lost, and the "
+                    "next sync pushes it once the remote accepts it")
+            if "checked out" in reason:
+                hint = (f"{remote} is a working repository with that branch checked out, and git refuses to "
+                        f"move it under its files: sync through a bare repository (`git clone --bare`)")
+            raise transport.RemoteFailed(f"{remote} refused {ref}: {reason}{said}", hint=hint)
         # Another machine pushed first: merge with what it pushed and try again, a little later each time.
         sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))
     raise Conflict(f"{remote} kept moving: gave up after {MAX_ATTEMPTS} attempts", code="sync_raced",

@@ -81,7 +81,9 @@ def synced_patterns(trunk: str) -> list[str]:
 def check_remote(store: Store, remote: str) -> str:
     """The remote's URL; a clear error for a name that is not a configured remote."""
     if not _REMOTE_NAME.match(remote):
-        raise UserError(f"invalid remote name {remote!r}", code="invalid_remote")
+        # Lanes keeps a remote's copies under its name, so a URL needs a name first.
+        raise UserError(f"invalid remote name {remote!r}", code="invalid_remote",
+                        hint="REMOTE is the name of a configured remote: `git remote add NAME URL`, then use NAME")
     url = store.config_get(f"remote.{remote}.url")
     if not url:
         raise NotFound(f"no remote named {remote!r}", code="unknown_remote",
@@ -114,10 +116,10 @@ def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
             _clear_abandoned_tracking_locks(store, remote, proc.stderr)
             time.sleep(0.05 * lock_waits)
         else:
-            raise RemoteFailed(f"git fetch from {remote!r} failed: {_last_line(proc.stderr)}",
+            raise RemoteFailed(f"git fetch from {remote!r} failed: {_reason(proc.stderr)}",
                                hint="check the remote's URL and your access to it")
     else:
-        raise RemoteFailed(f"git fetch from {remote!r} kept failing: {_last_line(proc.stderr)}")
+        raise RemoteFailed(f"git fetch from {remote!r} kept failing: {_reason(proc.stderr)}")
     return {remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()}
 
 
@@ -160,10 +162,13 @@ def push(store: Store, remote: str, updates: list[PushUpdate], *, atomic: bool =
         return push(store, remote, updates, atomic=False)
     rejected = _rejections(proc.stdout)
     if proc.returncode != 0 and not rejected:
-        raise RemoteFailed(f"git push to {remote!r} failed: {_last_line(proc.stderr)}",
+        raise RemoteFailed(f"git push to {remote!r} failed: {_reason(proc.stderr)}",
                            hint="check the remote's URL and your access to it")
     said = [line[len("remote:"):].strip() for line in proc.stderr.splitlines() if line.startswith("remote:")]
-    return PushResult(not rejected, rejected, "; ".join(line for line in said if line))
+    # git's refusal of a push into a checked-out branch is one error line and a page of advice
+    told = _reason("\n".join(said)) if any(line.startswith(("error:", "fatal:")) for line in said) \
+        else "; ".join(line for line in said if line)
+    return PushResult(not rejected, rejected, told)
 
 
 def _rejections(porcelain: str) -> dict[str, str]:
@@ -190,8 +195,16 @@ def _network(store: Store, args: list[str]) -> subprocess.CompletedProcess:
                            hint="check the network and the remote; what merged here is kept: sync again") from None
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
+def _reason(text: str) -> str:
+    """git's own reason for a failure: its first fatal:/error: line (with the line it continues onto when
+    it ends in a colon, as "unable to connect to HOST:" does), not the advice it prints after it."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith(("fatal:", "error:")):
+            reason = line.split(":", 1)[1].strip()
+            if reason.endswith(":") and i + 1 < len(lines):
+                reason = f"{reason} {lines[i + 1]}"
+            return reason
     return lines[-1] if lines else "no output"
 
 

@@ -99,6 +99,12 @@ class Store(WorkspaceOps):
     def point_head(self, branch: str) -> None:
         setup.point_head(self.repo, branch)
 
+    def branch_from_remote(self, remote: str, branch: str) -> bool:
+        return setup.branch_from_remote(self.root, self.repo, remote, branch)
+
+    def remote_branches(self, remote: str) -> list[str]:
+        return setup.remote_branches(self.repo, remote)
+
     def signature(self, name: str | None = None, email: str | None = None) -> pygit2.Signature:
         try:
             default = self.repo.default_signature

@@ -47,3 +47,22 @@ def head_branch(repo: pygit2.Repository) -> str | None:
 
 def point_head(repo: pygit2.Repository, branch: str) -> None:
     repo.set_head(f"refs/heads/{branch}")
+
+
+def branch_from_remote(root: Path, repo: pygit2.Repository, remote: str, branch: str) -> bool:
+    """Make local `branch` from `<remote>/<branch>` as `git checkout` does in a clone: checked out when HEAD
+    is unborn (a clone of a remote whose HEAD named no branch has no files yet), else only created. False
+    when there is no such remote-tracking branch."""
+    if repo.references.get(f"refs/remotes/{remote}/{branch}") is None:
+        return False
+    if repo.head_is_unborn:
+        run_git(["checkout", "--quiet", "-b", branch, "--track", f"{remote}/{branch}"], cwd=root)
+    else:
+        run_git(["branch", "--quiet", "--track", branch, f"{remote}/{branch}"], cwd=root)
+    return True
+
+
+def remote_branches(repo: pygit2.Repository, remote: str) -> list[str]:
+    prefix = f"refs/remotes/{remote}/"
+    return sorted(name[len(prefix):] for name in repo.references if name.startswith(prefix)
+                  and name != prefix + "HEAD")
