@@ -97,7 +97,7 @@ def test_lane_commands_shapes(repo):
     assert run_cli("lane", "path", "feat/x", cwd=repo).out == f"{ws}\n"
     (ws / "new.txt").write_text("new\n")
     shown = ok("lane", "show", "feat/x", cwd=repo)
-    assert set(shown) == LANE_KEYS | {"dirty", "proposals", "recent", "totals", "unpromoted"}
+    assert set(shown) == LANE_KEYS | {"dirty", "attention", "proposals", "recent", "totals", "unpromoted"}
     assert shown["dirty"] == {"new.txt": "added"} and shown["proposals"] == [] and shown["recent"] == []
     assert shown["unpromoted"] is False
     assert shown["totals"] == {"tokens_in": 0, "tokens_out": 0, "api_calls": 0, "wall_time": 0.0,
@@ -194,8 +194,8 @@ def test_inspection_commands_shapes(repo):
     status = ok("status", cwd=repo)
     assert set(status) == {"trunk", "lanes", "proposals", "dirty"}
     assert status["trunk"] == "main"
-    assert [(lane["name"], set(lane)) for lane in status["lanes"]] == [("main", LANE_KEYS | {"dirty"}),
-                                                                       ("feat", LANE_KEYS | {"dirty"})]
+    row_keys = LANE_KEYS | {"dirty", "attention"}
+    assert [(lane["name"], set(lane)) for lane in status["lanes"]] == [("main", row_keys), ("feat", row_keys)]
     assert [p["id"] for p in status["proposals"]] == [second["id"]]
     assert status["dirty"][0]["lane"] == "feat" and status["dirty"][0]["paths"]["c.txt"] == "added"
 

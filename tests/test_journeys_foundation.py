@@ -122,3 +122,25 @@ def test_forced_restore_keeps_commits_made_with_plain_git_in_the_backup(repo):
     assert backup
     git("merge-base", "--is-ancestor", agent_commit, backup, cwd=repo)  # raises unless kept
     assert not (ws / "one.txt").exists()
+
+
+# -- files a promotion left needing attention ------------------------------------------------------------
+def test_status_and_lane_show_name_the_files_a_promotion_left_needing_attention(repo):
+    ws = _lane(repo, "a")
+    (ws / "src" / "app.py").write_text("print('from the lane')\n")
+    assert _commit(ws, "change app").code == 0
+    (repo / "src" / "app.py").write_text("print('typed by a person')\n")
+    assert lanes("promote", "a", "--auto-accept", cwd=repo).code == 0
+
+    status = lanes("status", "--json", cwd=repo).json
+    assert next(row for row in status["lanes"] if row["name"] == "main")["attention"] == ["src/app.py"]
+    assert lanes("lane", "show", "main", "--json", cwd=repo).json["attention"] == ["src/app.py"]
+    text = lanes("status", cwd=repo).out
+    assert "1 need attention" in text and "needing attention in main" in text
+    assert "needing attention" in lanes("lane", "show", "main", cwd=repo).out
+    # Reading twice changes nothing: status only looks.
+    assert lanes("status", "--json", cwd=repo).json == status
+
+    git("add", "src/app.py", cwd=repo)  # the person's answer: their version, merged
+    status = lanes("status", "--json", cwd=repo).json
+    assert all(row["attention"] == [] for row in status["lanes"])

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from git_lanes.domain import gates, inspect, lanes, restore, setup, transitions
+from git_lanes.domain import attention, gates, inspect, lanes, restore, setup, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository
 from git_lanes.model.records import Cost, Intent, Transition
@@ -83,6 +83,7 @@ class CoreApi:
         recent = inspect.history(self.ctx, lane=name, limit=10)
         return lane.to_dict() | {
             "dirty": changed,
+            "attention": attention.needing(self.ctx, name, lane.workspace) if lane.workspace else [],
             "proposals": [t.to_dict() for t in transitions.pending_for(self.ctx, name)],
             "recent": recent["transitions"], "totals": recent["totals"],
             "unpromoted": False if lane.is_trunk else lanes.unpromoted(self.ctx, name),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from git_lanes.cli.output import json_option, open_api, run, short, table
+from git_lanes.cli.output import ATTENTION_HINT, json_option, open_api, run, short, table
 
 
 def _summary(t: dict) -> str:
@@ -21,14 +21,16 @@ def format_cost(c: dict) -> str:
 def status(as_json: bool) -> None:
     """Show lanes, workspaces, pending proposals and workspaces with unsnapshotted edits.
 
+    Files a promotion changed while a worktree had unsaved edits there are listed as needing attention:
+    merge the promoted version (`git diff` shows your edits against it) and `git add` them.
+
     \b
     Example:
       git lanes status
     """
     def render(r: dict) -> str:
         rows = [[("* " if lane["trunk"] else "  ") + lane["name"], short(lane["head"]),
-                 lane["workspace"] or "(no workspace)",
-                 f"{len(lane['dirty'])} unsnapshotted" if lane["dirty"] else ""] for lane in r["lanes"]]
+                 lane["workspace"] or "(no workspace)", _counts(lane)] for lane in r["lanes"]]
         lines = ["lanes:", table(rows)]
         if r["proposals"]:
             lines.append("pending proposals:")
@@ -37,9 +39,18 @@ def status(as_json: bool) -> None:
         for dirty in r["dirty"]:
             lines.append(f"unsnapshotted in {dirty['lane']}:")
             lines += [f"  {kind:9} {path}" for path, kind in sorted(dirty["paths"].items())]
+            if dirty["attention"]:
+                lines.append(f"needing attention in {dirty['lane']} after a promotion {ATTENTION_HINT}:")
+                lines += [f"  {path}" for path in dirty["attention"]]
         return "\n".join(lines)
 
     run(lambda: open_api().status(), as_json, render)
+
+
+def _counts(lane: dict) -> str:
+    parts = [f"{len(lane['dirty'])} unsnapshotted" if lane["dirty"] else "",
+             f"{len(lane['attention'])} need attention" if lane["attention"] else ""]
+    return ", ".join(p for p in parts if p)
 
 
 @click.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from git_lanes.cli.output import json_option, open_api, run, short, table
+from git_lanes.cli.output import ATTENTION_HINT, json_option, open_api, run, short, table
 
 
 @click.group()
@@ -58,7 +58,8 @@ def list_(as_json: bool) -> None:
 @click.argument("name")
 @json_option
 def show(name: str, as_json: bool) -> None:
-    """Show a lane: head, workspace, unsnapshotted edits, pending proposals, recent transitions.
+    """Show a lane: head, workspace, unsnapshotted edits, files a promotion left needing attention, pending
+    proposals, recent transitions.
 
     \b
     Example:
@@ -70,6 +71,9 @@ def show(name: str, as_json: bool) -> None:
         if r["dirty"]:
             lines.append("unsnapshotted:")
             lines += [f"  {kind:9} {path}" for path, kind in sorted(r["dirty"].items())]
+        if r["attention"]:
+            lines.append(f"needing attention after a promotion {ATTENTION_HINT}:")
+            lines += [f"  {path}" for path in r["attention"]]
         if r["unpromoted"]:
             lines.append("has work not promoted into any other lane")
         for t in r["proposals"]:

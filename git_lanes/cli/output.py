@@ -13,6 +13,10 @@ import click
 from git_lanes.errors import EXIT_USER, LanesError
 
 
+# What to do with files a promotion changed while a worktree had unsaved edits there.
+ATTENTION_HINT = "(merge the promoted version into your edits, then `git add`)"
+
+
 def json_option(command: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print a JSON record instead of text.")(command)
 

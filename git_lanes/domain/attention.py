@@ -83,6 +83,32 @@ def check(ctx: Context, lane: str, worktree: Path) -> None:
                             "`git checkout -- PATH`; then commit again")
 
 
+def needing(ctx: Context, lane: str, worktree: Path) -> list[str]:
+    """The paths a landed promotion changed that still hold the person's unsaved edits in `worktree`
+    (what `check` would refuse a snapshot over). Reads only: for status views."""
+    files = _files(ctx, worktree)
+    entries = _load(files)
+    if not entries:
+        return []
+    head = lanes.lane_head(ctx, lane)
+    found = []
+    for path, entry in entries.items():
+        if not ctx.store.is_ancestor(entry["state"], head):
+            continue
+        old, new = _load_entry(entry["old"]), _load_entry(entry["new"])
+        on_disk = files.file_entry(path)
+        if on_disk == new:
+            continue
+        if entry["pending"]:
+            # The next writer there brings an untouched file along by itself.
+            untouched = on_disk == old and files.index_entry(path) == old and files.stamp(path) == entry.get("stamp")
+            if not untouched:
+                found.append(path)
+        elif files.index_entry(path) == new:
+            found.append(path)
+    return sorted(found)
+
+
 def forget(ctx: Context, worktree: Path) -> None:
     """Drop every record: the worktree was just made to match a state exactly."""
     _files(ctx, worktree).write_record(RECORD, None)

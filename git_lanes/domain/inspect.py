@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from git_lanes.domain import lanes, transitions
+from git_lanes.domain import attention, lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotFound, UserError
 from git_lanes.model import refs
@@ -39,10 +39,12 @@ def status(ctx: Context) -> dict:
     dirty = []
     for lane in lanes.list_lanes(ctx):
         changed = unsnapshotted(ctx, lane.name, lane.workspace) if lane.workspace else {}
-        row = lane.to_dict() | {"dirty": sorted(changed)}
+        needing = attention.needing(ctx, lane.name, lane.workspace) if lane.workspace else []
+        row = lane.to_dict() | {"dirty": sorted(changed), "attention": needing}
         lane_rows.append(row)
-        if changed:
-            dirty.append({"lane": lane.name, "workspace": str(lane.workspace), "paths": changed})
+        if changed or needing:
+            dirty.append({"lane": lane.name, "workspace": str(lane.workspace), "paths": changed,
+                          "attention": needing})
     pending = [t.to_dict() for t in transitions.pending_for(ctx)]
     return {"trunk": ctx.trunk, "lanes": lane_rows, "proposals": pending, "dirty": dirty}
 
