@@ -101,8 +101,8 @@ def needing(ctx: Context, lane: str, worktree: Path) -> list[str]:
             continue
         if entry["pending"]:
             # The next writer there brings an untouched file along by itself.
-            untouched = on_disk == old and files.index_entry(path) == old and files.stamp(path) == entry.get("stamp")
-            if not untouched:
+            untouched = on_disk == old and files.index_entry(path) == old
+            if not (untouched and files.stamp(path) == entry.get("stamp")):
                 found.append(path)
         elif files.index_entry(path) == new:
             found.append(path)
