@@ -105,3 +105,36 @@ def test_the_way_out_of_a_diverged_lane_leaves_no_helper_lane_behind(tmp_path, o
     api.sync()
     for repo in (machine, clone, bare):
         assert not git("for-each-ref", "refs/lanes/heads/feat-origin", cwd=repo).strip()
+
+
+# -- tasks: an owner whose lease lapsed comes back ----------------------------------------------------------
+def test_a_former_owner_cannot_finish_a_task_someone_took_over(repo):
+    from ledger_helpers import Clock, ledger_head
+
+    from git_lanes.domain.agents import LEASE_SECONDS
+    from git_lanes.errors import Conflict
+
+    lanes = Lanes(repo, clock=Clock())
+    task = lanes.task_create("t", actor="lead")["task"]
+    lanes.task_claim(task, "slow")
+    lanes.ctx.clock.advance(LEASE_SECONDS + 1)
+    lanes.task_claim(task, "fast")
+    head = ledger_head(repo)
+    with pytest.raises(Conflict) as info:
+        lanes.task_done(task, actor="slow")  # back from a long pause, unaware
+    assert info.value.exit_code == 3 and info.value.details["owner"] == "fast"
+    assert ledger_head(repo) == head and lanes.task_show(task)["status"] == "claimed"
+    # a person (not a registered agent) may still close it, and so may the owner
+    assert lanes.task_done(task, actor="fast")["task"] == task
+
+
+def test_after_a_handoff_the_old_owner_done_exits_3_and_a_person_may_close_it(repo):
+    def cli(*args):
+        return run_cli(*args, "--json", cwd=repo)
+
+    task = cli("task", "create", "Add login").json["task"]
+    assert cli("task", "claim", task[:6], "--agent", "coder-1").code == 0
+    assert cli("task", "handoff", task[:6], "--to", "coder-2").code == 0
+    stale = cli("task", "done", task[:6], "--agent", "coder-1")
+    assert stale.code == 3 and stale.json["error"] == "task_claimed" and stale.json["owner"] == "coder-2"
+    assert cli("task", "done", task[:6]).code == 0  # the git user, not an agent

@@ -152,6 +152,9 @@ def claim(task_id: str, agent: str, version: int | None, lane: str | None, as_js
 def done(task_id: str, agent: str | None, as_json: bool) -> None:
     """Mark TASK done; wake the owners of tasks it makes ready; post ticket_ready when its ticket is done.
 
+    An agent cannot finish a task another live agent holds (exit 3): a former owner whose lease lapsed is
+    told who has it now. A person (not a registered agent) may close any task.
+
     \b
     Example:
       git lanes task done 3fa2 --agent coder-1

@@ -160,10 +160,23 @@ def claim(tx: Tx, op: Op) -> dict:
             "overlaps": overlaps}
 
 
+def _not_anothers(tx: Tx, op: Op, task: dict) -> None:
+    """An agent may not finish a task another live agent holds: it is most likely a former owner whose lease
+    lapsed while someone else took the task over. A person (an actor that is not a registered agent) may."""
+    owner = task.get("owner")
+    if owner in (None, op.actor) or tx.get(agent_path(op.actor)) is None:
+        return
+    if task["status"] == "blocked" or owner_alive(tx, task, op.time):
+        raise Conflict(f"task {task['id'][:8]} is {task['status']} by {owner}", code="task_claimed",
+                       details={"task": task["id"], "owner": owner, "version": task["version"]},
+                       hint=f"it is {owner}'s now; ask them on the board, or take another task")
+
+
 def done(tx: Tx, op: Op) -> dict:
     task = get_task(tx, op.args.get("task"))
     if task["status"] == "done":
         raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
+    _not_anothers(tx, op, task)
     task.update(status="done", done_at=op.time, blocked_reason=None)
     _save(tx, op, task)
     woken = []
