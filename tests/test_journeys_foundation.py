@@ -144,3 +144,115 @@ def test_status_and_lane_show_name_the_files_a_promotion_left_needing_attention(
     git("add", "src/app.py", cwd=repo)  # the person's answer: their version, merged
     status = lanes("status", "--json", cwd=repo).json
     assert all(row["attention"] == [] for row in status["lanes"])
+
+
+# -- every Example: in the foundation's and promotion's help, typed as shown --------------------------------
+PLACEHOLDER_ID = "3f9c2a1b"
+
+
+def _examples() -> dict[str, list[str]]:
+    """Each command's example lines as shown in its help (continuation lines joined), keyed by path."""
+    from git_lanes.cli import cli
+    from git_lanes.cli.manpage import root_context, walk
+
+    found = {}
+    for command, ctx in walk(cli, root_context()):
+        block = next(b for b in (command.help or "").split("\n\n") if "Example:" in b)
+        lines = [line.strip() for line in block.splitlines()[2:] if line.strip()]
+        joined: list[str] = []
+        for line in lines:
+            if joined and joined[-1].endswith("\\"):
+                joined[-1] = joined[-1][:-1] + line
+            else:
+                joined.append(line)
+        found[ctx.command_path.removeprefix("git lanes ")] = joined
+    return found
+
+
+def _shell(line: str, cwd: Path, **ids: str):
+    import os
+    import subprocess
+    import sys
+
+    for placeholder, real in ids.items():
+        line = line.replace(placeholder, real)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", f"set -e; {line}; pwd"], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_every_example_in_the_help_works_when_typed_as_shown(tmp_path):
+    examples = _examples()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# project\n")
+    done: list[str] = []
+
+    def typed(command: str, cwd: Path, index: int = 0, placeholder_id: str | None = None) -> str:
+        line = examples[command][index]
+        ran = _shell(line, cwd, **({PLACEHOLDER_ID: placeholder_id} if placeholder_id else {}))
+        assert ran.returncode == 0, f"`{line}` failed:\n{ran.stderr}"
+        done.append(command)
+        return ran.stdout
+
+    def proposal(message: str) -> str:
+        (ws / "auth.py").write_text((ws / "auth.py").read_text() + f"# {message}\n")
+        result = lanes("propose", "-m", message, "--json", cwd=ws)
+        assert result.code == 0, result.err
+        return result.json["id"][:8]
+
+    typed("init", project)
+    typed("lane create", project)
+    typed("lane list", project)
+    typed("lane show", project)
+    ws = Path(typed("lane path", project).splitlines()[-1])
+    assert ws == workspace(project, "feature/auth")
+    (ws / "auth.py").write_text("def login(): ...\n")
+    typed("commit", ws)
+    (ws / "auth.py").write_text("def login(): ...\n# session store\n")
+    typed("propose", project)
+    accepted = lanes("history", "--status", "proposed", "--json", cwd=project).json["transitions"][0]["id"][:8]
+    typed("accept", project, placeholder_id=accepted)
+    typed("reject", project, placeholder_id=proposal("a bad idea"))
+    typed("restore", project, placeholder_id=accepted)
+    typed("status", project)
+    typed("history", project)
+    typed("show", project, placeholder_id=accepted)
+    typed("diff", project)
+    lanes("lane", "create", "release", cwd=project)
+    for index in range(len(examples["promote"])):
+        typed("promote", project, index)
+    typed("evaluate", project, placeholder_id=proposal("to evaluate"))
+    typed("lane reset", project)
+    typed("lane delete", project)
+    assert set(done) >= {"init", "lane create", "lane list", "lane show", "lane path", "lane delete",
+                         "lane reset", "commit", "propose", "accept", "reject", "restore", "status", "history",
+                         "show", "diff", "promote", "evaluate"}
+
+
+def test_accepting_a_stale_proposal_gives_a_way_on_that_keeps_the_lanes_work(repo):
+    ws = _lane(repo, "a")
+    (ws / "x.txt").write_text("x\n")
+    stale = lanes("propose", "-m", "first try", "--json", cwd=ws).json
+    (ws / "y.txt").write_text("y\n")
+    assert _commit(ws, "moves the lane").code == 0
+    refused = lanes("accept", stale["id"][:8], cwd=repo)
+    assert refused.code == 3
+    # `lane reset` would move the lane onto the trunk, dropping "moves the lane": not a way on here.
+    assert "lane reset" not in refused.err
+    suggested = refused.err.split("`git lanes diff ")[1].split("`")[0].split()
+    shown = lanes("diff", *suggested, "--name-only", cwd=repo)
+    assert shown.code == 0 and shown.out == "x.txt\n"
+
+
+def test_restore_after_a_reject_goes_back_without_force_the_attempt_is_kept(repo):
+    ws = _lane(repo, "a")
+    (ws / "x.txt").write_text("x\n")
+    proposed = lanes("propose", "-m", "an attempt", "--json", cwd=ws).json
+    assert lanes("reject", proposed["id"][:8], cwd=repo).code == 0
+    restored = lanes("restore", "a", cwd=ws)
+    assert restored.code == 0, restored.err
+    assert not (ws / "x.txt").exists()
+    assert git("cat-file", "-p", f"refs/lanes/rejected/{proposed['id']}:x.txt", cwd=repo) == "x\n"
+    (ws / "z.txt").write_text("z\n")  # an edit no state holds is still refused
+    assert lanes("restore", "a", cwd=ws).code == 1

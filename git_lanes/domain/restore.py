@@ -8,19 +8,32 @@ from git_lanes.domain import lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Refused
 from git_lanes.model import refs
+from git_lanes.model.records import Transition
 from git_lanes.store import RefUpdate
 
 
 def has_unsaved(ctx: Context, lane: str, path: Path) -> bool:
-    """Whether the workspace holds content no state holds yet (not its head, not a pending proposal). Reads
-    only, so a refusal based on it writes nothing. Commits made there with plain git that the lane does not
-    hold count too."""
+    """Whether the workspace holds content no state holds yet (not its head, not a pending proposal, not a
+    proposal just rejected on that head). Reads only, so a refusal based on it writes nothing. Commits made
+    there with plain git that the lane does not hold count too."""
     at = ctx.store.workspace_head(path)
     if lane != ctx.trunk and at is not None and not ctx.store.is_ancestor(at, lanes.lane_head(ctx, lane)):
         return True
     if not ctx.store.changed_paths(path):
         return False
-    return not any(ctx.store.files_match(path, t.tree) for t in transitions.pending_for(ctx, lane))
+    held = transitions.pending_for(ctx, lane) + _rejected_on(ctx, lane, at)
+    return not any(ctx.store.files_match(path, t.tree) for t in held)
+
+
+def _rejected_on(ctx: Context, lane: str, head: str | None) -> list[Transition]:
+    """Rejected proposals of `lane` built on `head`: after a reject the workspace still shows the attempt,
+    which refs/lanes/rejected/ keeps, so going back from it loses nothing."""
+    found = []
+    for state in ctx.store.list_refs(refs.REJECTED).values():
+        record = transitions.load(ctx, state)
+        if record is not None and record.lane == lane and record.base == head and record.kind == "commit":
+            found.append(record)
+    return found
 
 
 def unsaved_tree(ctx: Context, lane: str, path: Path) -> str | None:

@@ -98,8 +98,8 @@ def accept(ctx: Context, record: Transition) -> Transition:
     if current != record.base:
         raise Conflict(f"lane {record.lane!r} moved since {record.id[:8]} was proposed "
                        f"(proposed on {str(record.base)[:8]}, now {str(current)[:8]})", code="stale_proposal",
-                       hint=f"rerun the work from the new head (`git lanes lane reset {record.lane}`), or "
-                            f"reject it with `git lanes reject {record.id[:8]}`")
+                       hint=f"reject it with `git lanes reject {record.id[:8]}` and redo its change on the "
+                            f"lane's new head (`git lanes diff {str(record.base)[:8]} {record.id[:8]}` shows it)")
     accepted = record.decided("accepted", ctx.now())
     # libgit2 commits a transaction's refs one at a time, so a kill can land between any two. The decision
     # (record and lane) goes first; the proposal ref goes last, so while it exists `recover` sees the
