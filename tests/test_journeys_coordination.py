@@ -138,3 +138,94 @@ def test_after_a_handoff_the_old_owner_done_exits_3_and_a_person_may_close_it(re
     stale = cli("task", "done", task[:6], "--agent", "coder-1")
     assert stale.code == 3 and stale.json["error"] == "task_claimed" and stale.json["owner"] == "coder-2"
     assert cli("task", "done", task[:6]).code == 0  # the git user, not an agent
+
+
+# -- every Example: of the coordination and sync commands runs as typed ------------------------------------
+COORDINATION = ("agent", "task", "ticket", "claim", "dirty", "board", "wait", "push", "pull", "sync")
+# Ids in the examples are placeholders; each stands for a record this journey made.
+PLACEHOLDERS = ("3fa2", "7c1e", "91c0", "12")
+# Each example once, in an order a team would type them; `as` names the record a line prints.
+JOURNEY: list[tuple[str, dict]] = [
+    ("git lanes agent register coder-1 --kind claude --lane feature/auth", {}),
+    ("git lanes agent heartbeat coder-1", {}),
+    ("git lanes agent heartbeat coder-1 --json", {}),
+    ("git lanes agent list", {}),
+    ("git lanes ticket open \"Login flow\"", {"as": "91c0"}),
+    ("git lanes task create \"Add login\" --files 'src/auth/**'", {"as": "3fa2"}),
+    ("git lanes task list --ready", {}),
+    ("git lanes task claim 3fa2 --agent coder-1 --version 1", {}),
+    ("git lanes task claim 3fa2 --agent coder-1", {}),
+    ("git lanes ticket link 91c0 3fa2", {}),
+    ("git lanes task create \"Add login form\" --depends 3fa2 --ticket 91c0 --files 'src/auth/**'", {"as": "7c1e"}),
+    ("git lanes task dep add 7c1e 3fa2", {}),
+    ("git lanes task show 3fa2 --json", {}),
+    ("git lanes ticket list", {}),
+    ("git lanes ticket show 91c0", {}),
+    ("git lanes claim add 'src/auth/**' docs/auth.md --agent coder-1", {}),
+    ("git lanes claim add 'src/auth/**' --agent coder-1", {}),
+    ("git lanes claim list", {}),
+    ("git lanes claim list --json", {}),
+    ("git lanes dirty publish --agent coder-1", {}),
+    ("git lanes dirty list", {}),
+    ("git lanes board post \"Who owns the session cache?\" --kind question --agent coder-1", {}),
+    ("git lanes board read --agent coder-2 --unread", {}),
+    ("git lanes board post \"Schema is in docs/api.md\" --agent coder-1 --to coder-2", {}),
+    ("git lanes board resolve 12 --agent coder-2", {}),
+    ("git lanes wait --agent coder-2 --timeout 300 --json", {}),
+    ("git lanes task block 3fa2 --reason \"waiting for the API schema\"", {}),
+    ("git lanes task resume 3fa2", {}),
+    ("git lanes claim release 'src/auth/**' --agent coder-1", {}),
+    ("git lanes task done 3fa2 --agent coder-1", {}),
+    ("git lanes task handoff 3fa2 --to coder-2 --note \"tests are green, docs left\"", {"3fa2": "7c1e"}),
+    ("git lanes push origin", {}),
+    ("git lanes sync origin", {}),
+    ("git lanes sync --json", {}),
+    ("git lanes pull", {"in": "clone"}),
+]
+
+
+def coordination_examples() -> set[str]:
+    from git_lanes.cli import cli
+    from git_lanes.cli.manpage import root_context, walk
+
+    found = set()
+    for command, ctx in walk(cli, root_context()):
+        if ctx.command_path.split()[2] not in COORDINATION:
+            continue
+        block = next(b for b in (command.help or "").split("\n\n") if "Example:" in b)
+        found |= {line.strip() for line in block.splitlines() if line.strip().startswith("git lanes ")}
+    return found
+
+
+def test_every_example_of_the_coordination_commands_runs_as_typed(tmp_path, repo):
+    import shlex
+
+    assert {line for line, _ in JOURNEY} == coordination_examples(), "a help example is not in the journey"
+    (repo / "src" / "auth").mkdir()
+    (repo / "src" / "auth" / "login.py").write_text("login\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "auth", cwd=repo)
+    bare = tmp_path / "remote.git"
+    git("init", "--quiet", "--bare", str(bare), cwd=tmp_path)
+    git("remote", "add", "origin", bare.as_uri(), cwd=repo)
+    workspace = Path(run_cli("lane", "create", "feature/auth", cwd=repo).out.strip())
+    (workspace / "src" / "auth" / "login.py").write_text("changed\n")
+    assert run_cli("agent", "register", "coder-2", cwd=repo).code == 0
+    ids: dict[str, str] = {}
+    for line, how in JOURNEY:
+        where = repo
+        if how.get("in") == "clone":
+            where = tmp_path / "clone"
+            git("clone", "--quiet", bare.as_uri(), str(where), cwd=tmp_path)
+        if "board resolve" in line:
+            posts = run_cli("board", "read", "--agent", "coder-1", "--all", "--json", cwd=repo).json["posts"]
+            ids["12"] = str(next(p["seq"] for p in posts if p["kind"] == "question"))
+        args = [how.get(word, ids.get(word, word)) for word in shlex.split(line)[2:]]
+        args = [ids.get(word, word) for word in args]
+        result = run_cli(*args, cwd=where, timeout=60)
+        assert result.code == 0, (line, args, result.err)
+        if "as" in how:
+            ids[how["as"]] = result.out.strip()[:4]
+    assert set(PLACEHOLDERS) <= set(ids)
+    assert run_cli("task", "show", ids["7c1e"], "--json", cwd=repo).json["owner"] == "coder-2"
+    assert (tmp_path / "clone" / "src" / "auth" / "login.py").read_text() == "login\n"
