@@ -256,3 +256,40 @@ def test_restore_after_a_reject_goes_back_without_force_the_attempt_is_kept(repo
     assert git("cat-file", "-p", f"refs/lanes/rejected/{proposed['id']}:x.txt", cwd=repo) == "x\n"
     (ws / "z.txt").write_text("z\n")  # an edit no state holds is still refused
     assert lanes("restore", "a", cwd=ws).code == 1
+
+
+# -- a collision's ways on, typed as printed ----------------------------------------------------------------
+def _collide(repo: Path) -> tuple[Path, str]:
+    (repo / "auth.py").write_text("l1\nl2\nl3\n")
+    git("add", "auth.py", cwd=repo)
+    git("commit", "-q", "-m", "auth", cwd=repo)
+    a, b = _lane(repo, "feature/a"), _lane(repo, "feature/b")
+    (a / "auth.py").write_text("A1\nl2\nl3\n")
+    (b / "auth.py").write_text("l1\nl2\nB3\n")
+    assert _commit(a, "a").code == 0 and _commit(b, "b").code == 0
+    assert lanes("promote", "feature/b", "--auto-accept", cwd=repo).code == 0
+    refused = lanes("promote", "feature/a", "--auto-accept", "--json", cwd=repo)
+    assert refused.code == 3
+    return a, refused.json
+
+
+def test_the_resolve_way_on_brings_the_targets_version_into_the_workspace_when_typed(repo):
+    a, record = _collide(repo)
+    resolve = next(w["command"] for w in record["ways"] if w["way"] == "resolve")
+    ran = _shell(resolve, repo)
+    assert ran.returncode == 0, ran.stderr
+    assert (a / "auth.py").read_text() == "l1\nl2\nB3\n"  # main's version, in the workspace
+    backup = ran.stdout.split("kept at ")[1].split()[0]
+    assert git("show", f"{backup}:auth.py", cwd=repo) == "A1\nl2\nl3\n"  # the lane's, kept
+    (a / "auth.py").write_text("A1\nl2\nB3\n")  # merged by hand
+    assert _commit(a, "merge main's auth.py by hand").code == 0
+    assert lanes("promote", "feature/a", "--auto-accept", cwd=repo).code == 0
+    assert git("show", "main:auth.py", cwd=repo) == "A1\nl2\nB3\n"
+
+
+def test_the_force_way_on_lands_when_typed(repo):
+    _, record = _collide(repo)
+    force = next(w["command"] for w in record["ways"] if w["way"] == "force")
+    ran = _shell(force, repo)
+    assert ran.returncode == 0, ran.stderr
+    assert git("show", "main:auth.py", cwd=repo) == "A1\nl2\nl3\n"

@@ -75,10 +75,10 @@ def ways_on(lane: str, target: str) -> list[dict]:
     return [
         {"way": "rerun", "command": f"git lanes lane reset {lane} --onto {target}",
          "what": f"start {lane} again from {target}'s new head; the attempt is kept as a rejected state"},
-        {"way": "resolve", "command": f"git lanes promote {target} --into {lane} --force",
+        {"way": "resolve", "command": f"git lanes promote {target} --into {lane} --force --auto-accept",
          "what": f"bring {target}'s versions into {lane} (yours stay in a backup ref), merge them by hand in "
                  f"its workspace, commit, and promote again"},
-        {"way": "force", "command": f"git lanes promote {lane} --into {target} --force",
+        {"way": "force", "command": f"git lanes promote {lane} --into {target} --force --auto-accept",
          "what": f"{lane}'s version wins on the colliding paths; {target}'s is kept in a backup ref"},
     ]
 
