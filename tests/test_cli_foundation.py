@@ -68,7 +68,8 @@ def test_init_shape_and_idempotence(tmp_path):
     plain.mkdir()
     (plain / "a.txt").write_text("a\n")
     first = ok("init", "--trunk", "trunk", cwd=plain)
-    assert set(first) == {"root", "trunk", "changed", "initial_state", "already_initialized", "created_repository"}
+    assert set(first) == {"root", "trunk", "changed", "initial_state", "already_initialized", "created_repository",
+                          "checked_out"}
     assert first["root"] == str(plain.resolve()) and first["trunk"] == "trunk"
     assert first["created_repository"] is True and first["already_initialized"] is False
     assert first["changed"] == ["lanes.trunk", "core.logAllRefUpdates", "notes.displayRef", "info/exclude",

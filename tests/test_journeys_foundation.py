@@ -293,3 +293,25 @@ def test_the_force_way_on_lands_when_typed(repo):
     ran = _shell(force, repo)
     assert ran.returncode == 0, ran.stderr
     assert git("show", "main:auth.py", cwd=repo) == "A1\nl2\nl3\n"
+
+
+# -- repositories that are not fresh ----------------------------------------------------------------------
+def test_a_trunk_the_main_worktree_is_not_on_is_said_at_init_and_when_committing_there(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    git("init", "-q", "-b", "master", cwd=project)
+    (project / "a.txt").write_text("a\n")
+    git("add", "a.txt", cwd=project)
+    git("commit", "-q", "-m", "a", cwd=project)
+    (project / "sub").mkdir()
+    init = lanes("init", "--trunk", "main", cwd=project / "sub")
+    assert init.code == 0, init.err
+    assert "is on branch master, not the trunk" in init.out and "git switch main" in init.out
+    assert lanes("init", "--json", cwd=project).json["checked_out"] == "master"
+    (project / "sub" / "b.txt").write_text("b\n")
+    refused = lanes("commit", "-m", "b", cwd=project / "sub")
+    assert refused.code == 1
+    assert "on branch 'master', not the trunk 'main'" in refused.err and "git switch main" in refused.err
+    git("switch", "-q", "main", cwd=project)
+    assert lanes("commit", "-m", "b", "--auto-accept", cwd=project / "sub").code == 0
+    assert git("show", "main:sub/b.txt", cwd=project) == "b\n"

@@ -28,9 +28,15 @@ def init(directory: str | None, trunk: str | None, as_json: bool) -> None:
 
     def render(r: dict) -> str:
         if r["already_initialized"]:
-            return f"{r['root']} is already set up for lanes (trunk {r['trunk']})"
-        text = f"set up {r['root']} for lanes (trunk {r['trunk']})"
-        return text + (f"\ninitial state {short(r['initial_state'])}" if r["initial_state"] else "")
+            text = f"{r['root']} is already set up for lanes (trunk {r['trunk']})"
+        else:
+            text = f"set up {r['root']} for lanes (trunk {r['trunk']})"
+            text += f"\ninitial state {short(r['initial_state'])}" if r["initial_state"] else ""
+        if r["checked_out"] != r["trunk"]:
+            where = f"branch {r['checked_out']}" if r["checked_out"] else "a detached HEAD"
+            text += (f"\nnote: {r['root']} is on {where}, not the trunk, so promotions into {r['trunk']} do not "
+                     f"update its files; `git switch {r['trunk']}` makes it the trunk's worktree")
+        return text
 
     run(action, as_json, render)
 

@@ -77,6 +77,14 @@ def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:
     if trunk_workspace and (directory == trunk_workspace or trunk_workspace in directory.parents) \
             and lanes_dir not in directory.parents and directory != lanes_dir:
         return ctx.trunk, trunk_workspace
+    main = ctx.store.root.resolve()
+    if trunk_workspace is None and (directory == main or main in directory.parents) \
+            and lanes_dir not in directory.parents and directory != lanes_dir:
+        branch = ctx.store.head_branch()
+        where = f"branch {branch!r}" if branch else "a detached HEAD"
+        raise UserError(f"{directory} is in the main worktree, which is on {where}, not the trunk "
+                        f"{ctx.trunk!r}", code="not_in_workspace",
+                        hint=f"`git switch {ctx.trunk}` to work on the trunk there, or pass -w LANE")
     raise UserError(f"{directory} is not inside a lane's workspace", code="not_in_workspace",
                     hint="pass -w LANE, or cd into .lanes/workspaces/<lane>")
 

@@ -39,7 +39,8 @@ def initialize(store: Store, trunk: str, now: float) -> dict:
             initial = _initial_state(ctx, store)
             changed.append("initial state")
     return {"root": str(store.root), "trunk": trunk, "changed": changed,
-            "initial_state": initial, "already_initialized": not changed}
+            "initial_state": initial, "already_initialized": not changed,
+            "checked_out": store.head_branch()}
 
 
 def _initial_state(ctx: Context, store: Store) -> str:
