@@ -315,3 +315,35 @@ def test_a_trunk_the_main_worktree_is_not_on_is_said_at_init_and_when_committing
     git("switch", "-q", "main", cwd=project)
     assert lanes("commit", "-m", "b", "--auto-accept", cwd=project / "sub").code == 0
     assert git("show", "main:sub/b.txt", cwd=project) == "b\n"
+
+
+# -- promotion never writes outside the worktree ----------------------------------------------------------
+def test_a_promotion_never_writes_through_a_symlinked_folder_in_the_target_worktree(repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = _lane(repo, "a")
+    (ws / "out").mkdir()
+    (ws / "out" / "file.txt").write_text("from the lane\n")
+    assert _commit(ws, "add out/file.txt").code == 0
+    (repo / "out").symlink_to(outside)  # a person's own, untracked link in the trunk's worktree
+    promoted = lanes("promote", "a", "--auto-accept", "--json", cwd=repo)
+    assert promoted.code == 0, promoted.err
+    assert list(outside.iterdir()) == []
+    assert promoted.json["worktree"]["attention"] == ["out/file.txt"]
+
+
+def test_a_promoted_deletion_never_removes_a_file_through_a_symlinked_folder(repo, tmp_path):
+    ws = _lane(repo, "a")
+    (ws / "src" / "app.py").unlink()
+    assert _commit(ws, "delete src/app.py").code == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.py").write_text("print('hello')\n")  # what the trunk tracks, byte for byte
+    git("rm", "-rq", "--cached", "src", cwd=repo)
+    for child in (repo / "src").iterdir():
+        child.unlink()
+    (repo / "src").rmdir()
+    (repo / "src").symlink_to(outside)
+    git("reset", "-q", cwd=repo)  # the index back at the trunk's head: only the files changed
+    assert lanes("promote", "a", "--auto-accept", cwd=repo).code == 0
+    assert (outside / "app.py").read_text() == "print('hello')\n"

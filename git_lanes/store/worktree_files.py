@@ -40,8 +40,11 @@ class WorktreeFiles:
 
     # -- reading ---------------------------------------------------------------------------------------
     def file_entry(self, path: str) -> Entry | None:
-        """What the file at `path` holds, as the entry a snapshot would record (None when absent)."""
+        """What the file at `path` holds, as the entry a snapshot would record (None when absent). Below a
+        symlinked folder nothing is this worktree's, as git sees it: that reads as something in the way."""
         full = self.root / path
+        if self._beyond_symlink(path):
+            return NOT_A_FILE
         try:
             info = os.lstat(full)
         except (FileNotFoundError, NotADirectoryError):
@@ -68,9 +71,24 @@ class WorktreeFiles:
             return None
         return Entry(str(entry.id), entry.mode)
 
+    def _beyond_symlink(self, path: str) -> bool:
+        """Whether a folder on the way to `path` is a symlink: writing there would land outside the
+        worktree (git refuses such paths too)."""
+        folder = self.root
+        for part in Path(path).parts[:-1]:
+            folder = folder / part
+            try:
+                if stat.S_ISLNK(os.lstat(folder).st_mode):
+                    return True
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+        return False
+
     # -- writing ---------------------------------------------------------------------------------------
     def remove(self, path: str) -> None:
         full = self.root / path
+        if self._beyond_symlink(path):
+            raise OSError(f"{path} is beyond a symbolic link")
         try:
             if full.is_symlink() or full.is_file():
                 full.unlink()
@@ -83,6 +101,8 @@ class WorktreeFiles:
     def write(self, path: str, entry: Entry) -> None:
         """Make the file and its index entry hold `entry`, replacing the file atomically."""
         full = self.root / path
+        if self._beyond_symlink(path):
+            raise OSError(f"{path} is beyond a symbolic link")
         full.parent.mkdir(parents=True, exist_ok=True)
         if entry.mode == GITLINK:
             full.mkdir(exist_ok=True)
