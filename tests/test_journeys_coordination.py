@@ -229,3 +229,34 @@ def test_every_example_of_the_coordination_commands_runs_as_typed(tmp_path, repo
     assert set(PLACEHOLDERS) <= set(ids)
     assert run_cli("task", "show", ids["7c1e"], "--json", cwd=repo).json["owner"] == "coder-2"
     assert (tmp_path / "clone" / "src" / "auth" / "login.py").read_text() == "login\n"
+
+
+def test_git_init_then_lanes_init_then_pull_takes_the_remote_trunk(tmp_path, origin):
+    machine, bare = origin
+    fresh = tmp_path / "fresh"
+    git("init", "--quiet", str(fresh), cwd=tmp_path)
+    git("remote", "add", "origin", bare.as_uri(), cwd=fresh)
+    assert run_cli("init", cwd=fresh).code == 0  # an empty repository: init makes an empty first state
+    pulled = run_cli("pull", cwd=fresh)
+    assert pulled.code == 0, pulled.out + pulled.err
+    assert "replaced the empty initial state" in pulled.out
+    trunk = git("rev-parse", "refs/heads/main", cwd=fresh).strip()
+    assert trunk == git("rev-parse", "refs/heads/main", cwd=bare).strip()
+    assert (fresh / "src" / "app.py").read_text() == "print('hello')\n"
+    assert git("status", "--porcelain", cwd=fresh) == ""
+    assert run_cli("sync", cwd=fresh).code == 0
+    assert git("rev-parse", "refs/heads/main", cwd=bare).strip() == trunk  # no empty root pushed into it
+
+
+def test_a_trunk_with_content_of_its_own_still_diverges(tmp_path, origin):
+    machine, bare = origin
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "mine.txt").write_text("mine\n")
+    git("init", "--quiet", str(fresh), cwd=tmp_path)
+    git("remote", "add", "origin", bare.as_uri(), cwd=fresh)
+    assert run_cli("init", cwd=fresh).code == 0
+    head = git("rev-parse", "refs/heads/main", cwd=fresh).strip()
+    result = run_cli("pull", "--json", cwd=fresh)
+    assert result.code == 3 and [d["name"] for d in result.json["diverged"]] == ["main"]
+    assert git("rev-parse", "refs/heads/main", cwd=fresh).strip() == head

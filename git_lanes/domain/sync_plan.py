@@ -103,6 +103,9 @@ class _Planner:
         for name, ref in self._names("lane").items():
             mine, theirs = self.local.get(ref), self.fetched.get(ref)
             decision = classify(mine, theirs, self.is_ancestor)
+            if decision == DIVERGED and name == self.ctx.trunk and self._holds_nothing(mine):
+                self._move("local", "lane", name, ref, mine, theirs, "replaced the empty initial state")
+                continue
             if decision == PULL and mine is None and self._deleted_over(self.local, self.fetched, name, theirs):
                 self._move("remote", "lane", name, ref, theirs, None)
             elif decision == PUSH and theirs is None and self._deleted_over(self.fetched, self.local, name, mine):
@@ -113,6 +116,13 @@ class _Planner:
                     self._move("local", "lane", name, ref, mine, None)
             else:
                 self._travel("lane", name, ref, decision)
+
+    def _holds_nothing(self, head: str) -> bool:
+        """True for the empty first state `init` makes in a repository with no commits yet (`git init`,
+        `git lanes init`, then a pull): taking the remote's trunk over it loses nothing, where the way on
+        for a diverged lane would put an empty root commit into the shared trunk's history."""
+        info = self.store.commit_info(head)
+        return not info.parents and info.tree == self.store.empty_tree()
 
     def _deleted_over(self, side: dict[str, str], other: dict[str, str], name: str, head: str | None) -> bool:
         """True when `side` deleted lane `name` at `head` (or past it) and `other` has not heard of it yet.
