@@ -38,6 +38,7 @@ def test_a_clone_of_a_remote_whose_head_names_no_branch_is_set_up_with_trunk(tmp
     assert not git("for-each-ref", "refs/heads", cwd=clone).strip()
     pulled = run_cli("pull", "--trunk", "main", cwd=clone)
     assert pulled.code == 0, pulled.err
+    assert "set up this clone for lanes (trunk main)" in pulled.out  # the trunk chosen is named
     assert git("symbolic-ref", "HEAD", cwd=clone).strip() == "refs/heads/main"
     assert (clone / "src" / "app.py").read_text() == "print('hello')\n"
     assert git("status", "--porcelain", cwd=clone) == ""

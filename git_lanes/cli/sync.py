@@ -22,6 +22,7 @@ def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) ->
         api, initialized = Lanes.open_for_sync(None, trunk, remote)
         report = getattr(api, mode)(remote)
         report["initialized"] = initialized is not None
+        report["trunk"] = api.trunk
         outcome.update(report)
         return report
 
@@ -94,7 +95,8 @@ def push(remote: str | None, trunk: str | None, as_json: bool) -> None:
 def render(report: dict) -> str:
     lines = [_headline(report)]
     if report.get("initialized"):
-        lines.insert(0, "set up this clone for lanes")
+        # The trunk came from the checked-out branch, i.e. the remote's HEAD: say which, in case it is not.
+        lines.insert(0, f"set up this clone for lanes (trunk {report['trunk']})")
     for title, key in (("in", "came_in"), ("out", "went_out")):
         for move in report[key][:LISTED]:
             lines.append(f"  {title:<4}{move['kind']} {move['name']}: {move['how']} "
