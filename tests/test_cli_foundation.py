@@ -105,7 +105,8 @@ def test_lane_commands_shapes(repo):
                                "cost_usd": 0.0, "count": 0}
     fails("lane", "delete", "feat/x", cwd=repo, code="dirty_workspace")
     deleted = ok("lane", "delete", "other", cwd=repo)
-    assert deleted == {"lane": "other", "head": trunk, "kept_at": "refs/lanes/deleted/other", "backup": None}
+    assert deleted == {"lane": "other", "head": trunk, "kept_at": "refs/lanes/deleted/other", "backup": None,
+                       "rejected_proposals": []}
     forced = ok("lane", "delete", "feat/x", "--force", cwd=repo)
     assert forced["backup"].startswith("refs/lanes/backups/feat/x/")
     assert git("show", f"{forced['backup']}:new.txt", cwd=repo) == "new\n"

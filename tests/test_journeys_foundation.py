@@ -347,3 +347,22 @@ def test_a_promoted_deletion_never_removes_a_file_through_a_symlinked_folder(rep
     git("reset", "-q", cwd=repo)  # the index back at the trunk's head: only the files changed
     assert lanes("promote", "a", "--auto-accept", cwd=repo).code == 0
     assert (outside / "app.py").read_text() == "print('hello')\n"
+
+
+# -- deleting a lane with proposals awaiting a decision --------------------------------------------------
+def test_lane_delete_refuses_pending_proposals_and_with_force_rejects_and_keeps_them(repo):
+    ws = _lane(repo, "a")
+    (ws / "x.txt").write_text("x\n")
+    assert _commit(ws, "x").code == 0
+    assert lanes("promote", "a", "--auto-accept", cwd=repo).code == 0
+    (ws / "y.txt").write_text("y\n")
+    proposed = lanes("propose", "-m", "y", "--json", cwd=ws).json
+    refused = lanes("lane", "delete", "a", cwd=repo)
+    assert refused.code == 1 and proposed["id"][:8] in refused.err
+    deleted = lanes("lane", "delete", "a", "--force", "--json", cwd=repo)
+    assert deleted.code == 0, deleted.err
+    assert deleted.json["rejected_proposals"] == [proposed["id"]]
+    assert lanes("status", "--json", cwd=repo).json["proposals"] == []
+    shown = lanes("show", proposed["id"][:8], "--json", cwd=repo).json
+    assert shown["status"] == "rejected" and "deleted" in shown["reason"]
+    assert git("cat-file", "-p", f"refs/lanes/rejected/{proposed['id']}:y.txt", cwd=repo) == "y\n"

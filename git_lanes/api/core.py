@@ -10,7 +10,7 @@ from pathlib import Path
 
 from git_lanes.domain import attention, gates, inspect, lanes, restore, setup, transitions
 from git_lanes.domain.context import Context
-from git_lanes.errors import NotARepository
+from git_lanes.errors import NotARepository, Refused
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.store import open_store
 from git_lanes.store.setup import init_repository
@@ -96,11 +96,20 @@ class CoreApi:
     def lane_delete(self, name: str, *, force: bool = False) -> dict:
         with self._writing() as ctx:
             path = lanes.workspace_path(ctx, name) if name != ctx.trunk else None
+            pending = transitions.pending_for(ctx, name)
+            if pending and not force and name != ctx.trunk:
+                raise Refused(f"lane {name!r} has {len(pending)} pending proposal(s) "
+                              f"({', '.join(t.id[:8] for t in pending)})", code="pending_proposals",
+                              hint="accept or reject them first, or pass --force (they are rejected and kept "
+                                   "under refs/lanes/rejected/)")
             unsaved = path is not None and restore.has_unsaved(ctx, name, path)
             kept = None
             if unsaved and force:
                 kept = restore.backup(ctx, name, path, ctx.store.content_tree(path), f"deleting lane {name}")
-            return lanes.delete(ctx, name, force=force, unsaved=unsaved, backup=kept)
+            result = lanes.delete(ctx, name, force=force, unsaved=unsaved, backup=kept)
+            for proposal in pending:
+                transitions.reject(ctx, proposal, f"lane {name} was deleted")
+            return result | {"rejected_proposals": [t.id for t in pending]}
 
     # -- transitions -----------------------------------------------------------------------------------
     def commit(self, prompt: str, agent_id: str, *, lane: str | None = None, cwd: str | os.PathLike | None = None,

@@ -101,14 +101,15 @@ def path(name: str, as_json: bool) -> None:
 
 @lane.command()
 @click.argument("name")
-@click.option("--force", is_flag=True, help="Delete even with unsnapshotted edits (kept in a backup ref) or "
-              "work not promoted anywhere.")
+@click.option("--force", is_flag=True, help="Delete even with unsnapshotted edits (kept in a backup ref), "
+              "work not promoted anywhere, or pending proposals (rejected and kept).")
 @json_option
 def delete(name: str, force: bool, as_json: bool) -> None:
     """Delete lane NAME and remove its workspace.
 
-    Refuses while the workspace has unsnapshotted edits or the lane has work not promoted into any other
-    lane. The last head stays reachable from refs/lanes/deleted/NAME and its reflog.
+    Refuses while the workspace has unsnapshotted edits, the lane has work not promoted into any other
+    lane, or proposals on it await a decision. The last head stays reachable from refs/lanes/deleted/NAME
+    and its reflog.
 
     \b
     Example:
@@ -116,7 +117,9 @@ def delete(name: str, force: bool, as_json: bool) -> None:
     """
     def render(r: dict) -> str:
         text = f"deleted lane {r['lane']} (was {short(r['head'])}; kept at {r['kept_at']})"
-        return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "")
+        text += f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else ""
+        rejected = ", ".join(short(t) for t in r["rejected_proposals"])
+        return text + (f"\nrejected its pending proposals {rejected}" if rejected else "")
 
     run(lambda: open_api().lane_delete(name, force=force), as_json, render)
 

@@ -95,6 +95,10 @@ def accept(ctx: Context, record: Transition) -> Transition:
     _require_pending(record)
     ref = refs.lane_ref(record.lane, ctx.trunk)
     current = ctx.store.read_ref(ref)
+    if current is None:
+        raise Conflict(f"lane {record.lane!r} no longer exists, so {record.id[:8]} cannot be accepted",
+                       code="stale_proposal", hint=f"reject it with `git lanes reject {record.id[:8]}`; its "
+                                                   f"state stays at refs/lanes/rejected/ as signal")
     if current != record.base:
         raise Conflict(f"lane {record.lane!r} moved since {record.id[:8]} was proposed "
                        f"(proposed on {str(record.base)[:8]}, now {str(current)[:8]})", code="stale_proposal",
