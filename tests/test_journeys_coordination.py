@@ -261,3 +261,12 @@ def test_a_trunk_with_content_of_its_own_still_diverges(tmp_path, origin):
     result = run_cli("pull", "--json", cwd=fresh)
     assert result.code == 3 and [d["name"] for d in result.json["diverged"]] == ["main"]
     assert git("rev-parse", "refs/heads/main", cwd=fresh).strip() == head
+
+
+def test_resolving_a_post_someone_resolved_first_is_a_lost_race(repo):
+    assert run_cli("board", "post", "Who owns the cache?", "--kind", "question", "--agent", "a", cwd=repo).code == 0
+    assert run_cli("board", "resolve", "1", "--agent", "b", cwd=repo).code == 0
+    late = run_cli("board", "resolve", "1", "--agent", "c", "--json", cwd=repo)
+    assert late.code == 3 and late.json["error"] == "already_resolved" and "by b" in late.json["message"]
+    missing = run_cli("board", "resolve", "9", "--agent", "c", "--json", cwd=repo)
+    assert missing.code == 1 and missing.json["error"] == "unknown_post"

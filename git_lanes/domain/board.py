@@ -12,7 +12,7 @@ from __future__ import annotations
 from git_lanes.domain.agents import Reader, reader_path, touch, validate_agent_id
 from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_through, current_seq, get_post,
                                          post_path)
-from git_lanes.errors import NotFound, Refused, UserError
+from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.ledger import Op, Tx
 
 # Records of what the system did: shown on the board, never counted unread, never a wake.
@@ -105,7 +105,8 @@ def resolve(tx: Tx, op: Op) -> dict:
     if record is None:
         raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
     if record.get("resolved"):
-        raise Refused(f"post #{seq} was already resolved by {record['resolved']['by']}", code="already_resolved")
+        # like a task already done: someone else got there first, a lost race rather than bad input
+        raise Conflict(f"post #{seq} was already resolved by {record['resolved']['by']}", code="already_resolved")
     record["resolved"] = {"by": op.actor, "time": op.time}
     tx.put(post_path(seq), record)
     return {"post": seq, "resolved_by": op.actor}
