@@ -366,3 +366,39 @@ def test_lane_delete_refuses_pending_proposals_and_with_force_rejects_and_keeps_
     shown = lanes("show", proposed["id"][:8], "--json", cwd=repo).json
     assert shown["status"] == "rejected" and "deleted" in shown["reason"]
     assert git("cat-file", "-p", f"refs/lanes/rejected/{proposed['id']}:y.txt", cwd=repo) == "y\n"
+
+
+# -- unresolved merge conflicts in a workspace ------------------------------------------------------------
+def _conflicted_stash_pop(ws: Path, commit) -> None:
+    """Leave `a.txt` unmerged in the workspace's index, as a conflicting `git stash pop` does."""
+    (ws / "a.txt").write_text("stashed\n")
+    git("add", "a.txt", cwd=ws)
+    git("stash", "-q", cwd=ws)
+    (ws / "a.txt").write_text("snapshotted\n")
+    commit()
+    assert git("stash", "pop", cwd=ws, check=False) is not None
+    assert git("ls-files", "-u", cwd=ws).strip()
+
+
+def test_a_commit_over_unresolved_merge_conflicts_is_refused_like_git_commit(repo):
+    ws = _lane(repo, "a")
+    _conflicted_stash_pop(ws, lambda: _commit(ws, "snapshotted"))
+    refused = _commit(ws, "would record conflict markers")
+    assert refused.code == 3 and "a.txt" in refused.err and "unresolved merge conflicts" in refused.err
+    (ws / "a.txt").write_text("merged\n")
+    git("add", "a.txt", cwd=ws)
+    assert _commit(ws, "resolved").code == 0
+    assert git("show", "refs/lanes/heads/a:a.txt", cwd=repo) == "merged\n"
+
+
+def test_a_long_lived_api_refuses_unresolved_merge_conflicts_too(api, repo):
+    import pytest
+
+    from git_lanes.errors import Conflict
+
+    api.lane_create("a")
+    ws = workspace(repo, "a")
+    _conflicted_stash_pop(ws, lambda: api.commit("snapshotted", "coder-1", lane="a", auto_accept=True))
+    with pytest.raises(Conflict) as info:
+        api.commit("would record conflict markers", "coder-1", lane="a")
+    assert info.value.code == "unmerged_paths" and info.value.details["paths"] == ["a.txt"]

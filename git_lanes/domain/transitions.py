@@ -67,6 +67,13 @@ def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost
     """Snapshot the workspace as a proposed next state of `lane`; None when nothing changed."""
     head, parent = lanes.ensure_current(ctx, lane, workspace)
     attention.check(ctx, lane, workspace)
+    unmerged = ctx.store.unmerged_paths(workspace)
+    if unmerged:
+        shown = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")
+        raise Conflict(f"{shown} still {'has' if len(unmerged) == 1 else 'have'} unresolved merge conflicts; "
+                       "a snapshot would record the conflict markers", code="unmerged_paths",
+                       details={"paths": unmerged},
+                       hint="resolve them and `git add` each (as `git commit` requires), then commit again")
     tree = ctx.store.snapshot(workspace)
     if tree == ctx.store.tree_of(head):
         return None

@@ -147,6 +147,20 @@ class WorkspaceOps:
         stale.retrying(index.write, locks, pygit2.GitError, "could not write the workspace's index")
         return str(tree)
 
+    def unmerged_paths(self, path: Path) -> list[str]:
+        """Paths with unresolved merge conflicts in the workspace's index (a conflicted `git merge`, `git
+        stash pop`...): a snapshot would record their conflict markers as content."""
+        path = Path(path).resolve()
+        if path in self._warm_indexes:
+            index = self.workspace_repo(path).index
+            index.read(False)
+            conflicts = index.conflicts
+            if conflicts is None:
+                return []
+            return sorted({next(e.path for e in sides if e is not None) for sides in conflicts})
+        listed = run_git(["ls-files", "-u", "-z"], cwd=path, env=_workspace_env()).stdout
+        return sorted({entry.split("\t", 1)[1] for entry in listed.split("\0") if "\t" in entry})
+
     def _admin_dir(self, path: Path) -> Path:
         """The worktree's private git dir, where its index and HEAD live."""
         return Path(self.workspace_repo(path).path)
