@@ -402,3 +402,17 @@ def test_a_long_lived_api_refuses_unresolved_merge_conflicts_too(api, repo):
     with pytest.raises(Conflict) as info:
         api.commit("would record conflict markers", "coder-1", lane="a")
     assert info.value.code == "unmerged_paths" and info.value.details["paths"] == ["a.txt"]
+
+
+def test_a_workspace_deleted_by_hand_is_made_again_with_one_worktree_entry(repo):
+    import shutil
+
+    ws = _lane(repo, "a")
+    shutil.rmtree(ws)
+    assert lanes("status", "--json", cwd=repo).json["lanes"][1]["workspace"] is None
+    assert _lane(repo, "a") == ws
+    listed = [line for line in git("worktree", "list", "--porcelain", cwd=repo).splitlines()
+              if line.startswith("worktree ")]
+    assert listed == [f"worktree {repo}", f"worktree {ws}"]
+    (ws / "x.txt").write_text("x\n")
+    assert _commit(ws, "works again").code == 0

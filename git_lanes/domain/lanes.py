@@ -125,6 +125,7 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
     if created:
         ctx.store.update_refs([RefUpdate(ref, head, None, f"lanes: create lane {name}")])
     path = default_workspace(ctx, name)
+    ctx.store.forget_missing_worktree(path)
     ctx.store.clear_unfinished_worktree(path)
     if path.exists() and any(path.iterdir()):
         raise Refused(f"{path} exists and is not empty", code="workspace_exists")

@@ -62,6 +62,22 @@ class WorkspaceOps:
         self.remove_worktree(path)
         return True
 
+    def forget_missing_worktree(self, path: Path) -> None:
+        """Drop git's record of a worktree at `path` whose directory was deleted by hand (not locked with
+        `git worktree lock`), so that making it again leaves one entry in `git worktree list`, not two."""
+        path = Path(path)
+        admins = self.common_dir / "worktrees"
+        if path.exists() or not admins.is_dir():
+            return
+        target = path.resolve() / ".git"
+        for admin in admins.iterdir():
+            try:
+                recorded = Path((admin / "gitdir").read_text().strip())
+            except OSError:
+                continue
+            if recorded == target and not (admin / "locked").exists():
+                shutil.rmtree(admin, ignore_errors=True)
+
     def add_worktree(self, path: Path, commit: str) -> None:
         # libgit2's add_worktree insists on creating a branch, and `git worktree add` leaves a HEAD fsck
         # rejects when killed halfway; see worktree_add.
