@@ -11,7 +11,7 @@ from ledger_helpers import Clock, ledger_head
 
 from git_lanes import ledger
 from git_lanes.api import Lanes
-from git_lanes.errors import NotFound, Refused, UserError
+from git_lanes.errors import Conflict, NotFound, UserError
 from git_lanes.ledger.merge import refused_op
 from git_lanes.store import RefUpdate
 
@@ -62,7 +62,7 @@ def test_resolve_marks_a_post_once(lanes):
     seq = lanes.board_post("is the schema final?", "a", kind="question")["post"]
     assert lanes.board_resolve(seq, actor="b")["resolved_by"] == "b"
     assert lanes.board_read()["posts"][0]["resolved"]["by"] == "b"
-    with pytest.raises(Refused):
+    with pytest.raises(Conflict):
         lanes.board_resolve(seq, actor="b")
     with pytest.raises(NotFound):
         lanes.board_resolve(99, actor="b")
