@@ -45,7 +45,9 @@ def commit(lane: str | None, auto_accept: bool, as_json: bool, **params: Any) ->
     """Snapshot a workspace as a new state of its lane, recording intent and cost.
 
     The state is proposed; with --auto-accept it is decided at once. A workspace that matches its lane
-    head makes no new state and says so.
+    head makes no new state and says so. Commits made in the workspace with plain `git commit` on top of
+    the lane head become the new state's ancestry; a workspace whose HEAD left the lane head otherwise,
+    or with unresolved merge conflicts, is refused.
 
     \b
     Example:
