@@ -416,3 +416,17 @@ def test_a_workspace_deleted_by_hand_is_made_again_with_one_worktree_entry(repo)
     assert listed == [f"worktree {repo}", f"worktree {ws}"]
     (ws / "x.txt").write_text("x\n")
     assert _commit(ws, "works again").code == 0
+
+
+def test_promote_says_when_proposals_on_the_lane_are_left_out(repo):
+    ws = _lane(repo, "a")
+    (ws / "x.txt").write_text("x\n")
+    assert _commit(ws, "x").code == 0
+    (ws / "y.txt").write_text("y\n")
+    pending = lanes("propose", "-m", "y, not yet accepted", "--json", cwd=ws).json["id"]
+    dry = lanes("promote", "a", "--dry-run", "--json", cwd=repo).json
+    assert dry["left_pending"] == [pending]
+    promoted = lanes("promote", "a", "--auto-accept", cwd=repo)
+    assert promoted.code == 0
+    assert f"pending proposals {pending[:8]} are not included" in promoted.out
+    assert git("ls-tree", "--name-only", "main", cwd=repo).split() == ["README.md", "src", "x.txt"]

@@ -31,7 +31,7 @@ class PromotionApi:
         if dry_run:
             plan = promotion.plan(self.ctx, lane, target)
             status = "up_to_date" if plan.up_to_date else "collision" if plan.comparison.collisions else "clean"
-            return {"status": status, "dry_run": True, **plan.to_dict(),
+            return {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
                     **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {})}
         intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=agent_id or self._human(),
                         agent_type=agent_type, model=model, tags=tags)
@@ -40,9 +40,13 @@ class PromotionApi:
                 # The cost was spent once, whatever number of attempts a moving target forces.
                 report = self._attempt(lane, target, intent, cost if attempt == 1 else Cost(), force, auto_accept)
                 if report is not None:
-                    return report | {"attempts": attempt}
+                    return report | {"attempts": attempt, "left_pending": self._left_pending(lane)}
         raise Conflict(f"{target} moved under each of {MAX_ATTEMPTS} attempts to promote {lane}",
                        code="target_busy", hint="retry when the target is quieter")
+
+    def _left_pending(self, lane: str) -> list[str]:
+        """Proposals on `lane` still awaiting a decision: promotion takes the lane's accepted head only."""
+        return [t.id for t in transitions.pending_for(self.ctx, lane) if t.kind == "commit"]
 
     def _attempt(self, lane: str, target: str, intent: Intent, cost: Cost | None, force: bool,
                  auto_accept: bool) -> dict | None:

@@ -24,6 +24,13 @@ def _paths(count: int) -> str:
 
 
 def render_promotion(r: dict) -> str:
+    pending = r.get("left_pending")
+    note = (f"\nnote: {r['lane']}'s pending proposals {', '.join(short(i) for i in pending)} are not included "
+            f"(only its accepted head is promoted; accept them first to include them)") if pending else ""
+    return _render_promotion(r) + note
+
+
+def _render_promotion(r: dict) -> str:
     lane, target = r["lane"], r["target"]
     if r["status"] == "up_to_date":
         return f"nothing to promote: {target} already holds everything in {lane}"
