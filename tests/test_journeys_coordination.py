@@ -270,3 +270,38 @@ def test_resolving_a_post_someone_resolved_first_is_a_lost_race(repo):
     assert late.code == 3 and late.json["error"] == "already_resolved" and "by b" in late.json["message"]
     missing = run_cli("board", "resolve", "9", "--agent", "c", "--json", cwd=repo)
     assert missing.code == 1 and missing.json["error"] == "unknown_post"
+
+
+def test_a_workspace_left_behind_by_sync_prints_a_way_on_that_keeps_the_edits(tmp_path, origin):
+    import re
+    import subprocess
+
+    machine, bare = origin
+    api = Lanes(machine)
+    ours = Path(api.lane_create("feat")["workspace"])
+    (ours / "shared.txt").write_text("base\n")
+    api.commit("base", "coder-1", lane="feat", auto_accept=True)
+    api.sync()
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)
+    assert run_cli("pull", cwd=clone).code == 0
+    theirs = Path(Lanes(clone).lane_create("feat")["workspace"])
+    (theirs / "shared.txt").write_text("their edit\n")  # unsaved, and in the way of what comes next
+    (ours / "shared.txt").write_text("our edit\n")
+    api.commit("ours", "coder-1", lane="feat", auto_accept=True)
+    api.sync()
+    report = run_cli("sync", cwd=clone)
+    assert report.code == 0 and "workspace of feat stale" in report.out
+    way = report.out.split("workspace of feat stale")[1].splitlines()[1]
+    stash_route = re.search(r"`(git stash && .*?)`", way).group(1)
+    assert "--force" in way and "backup ref" in way
+    subprocess.run(stash_route, shell=True, cwd=theirs, capture_output=True)  # the pop stops on the conflict
+    marked = (theirs / "shared.txt").read_text()
+    assert "our edit" in marked and "their edit" in marked
+    (theirs / "shared.txt").write_text("both edits\n")
+    git("add", "shared.txt", cwd=theirs)
+    committed = run_cli("commit", "-m", "merge by hand", "--agent-id", "coder-2", "--auto-accept", cwd=theirs)
+    assert committed.code == 0, committed.err
+    head = git("rev-parse", "refs/lanes/heads/feat", cwd=clone).strip()
+    assert git("show", f"{head}:shared.txt", cwd=clone) == "both edits\n"
+    assert run_cli("sync", cwd=clone).code == 0

@@ -129,6 +129,8 @@ def render(report: dict) -> str:
     for item in report["workspaces"]:
         if item["status"] != "updated":
             lines.append(f"  workspace of {item['lane']} {item['status']}: {item['reason']}")
+            if item.get("hint"):
+                lines.append(f"    {item['hint']}")
     return "\n".join(lines)
 
 

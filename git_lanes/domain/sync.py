@@ -117,7 +117,9 @@ def apply_local(ctx: Context, remote: str, plan: Plan, report: Report) -> None:
         if reason:
             plan.local.remove(trunk_move)
             report.workspaces.append({"lane": ctx.trunk, "path": str(main), "status": "blocked",
-                                      "reason": reason, "behind": trunk_move.new})
+                                      "reason": reason, "behind": trunk_move.new,
+                                      "hint": f"in {main}: `git stash && git lanes sync && git stash pop`, "
+                                              f"then resolve what git marks"})
         elif main is not None:
             report.workspaces.append({"lane": ctx.trunk, "path": str(main), "status": "updated"})
     store.update_refs([RefUpdate(m.ref, m.new, m.old, f"lanes: {m.how} {m.kind} {m.name} from {remote}")
@@ -142,8 +144,13 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
             ctx.store.set_workspace_head(worktree.path, head)
             found.append({"lane": name, "path": str(worktree.path), "status": "updated"})
         elif name in moved:
+            # `git lanes commit` refuses a workspace behind its lane, so the edits go through git's stash
+            # (or into a backup ref), never into a snapshot that would revert what came in.
+            lane_ref = refs.lane_ref(name, ctx.trunk)
             found.append({"lane": name, "path": str(worktree.path), "status": "stale", "reason": reason,
-                          "hint": f"save or drop the edits, then `git lanes restore {name} -w {name}`"})
+                          "hint": f"in {worktree.path}: `git stash && git merge --ff-only {lane_ref} && git stash "
+                                  f"pop`, then resolve what git marks; or `git lanes restore {name} -w {name} "
+                                  f"--force` (your edits are kept in a backup ref)"})
     return found
 
 
