@@ -305,3 +305,20 @@ def test_a_workspace_left_behind_by_sync_prints_a_way_on_that_keeps_the_edits(tm
     head = git("rev-parse", "refs/lanes/heads/feat", cwd=clone).strip()
     assert git("show", f"{head}:shared.txt", cwd=clone) == "both edits\n"
     assert run_cli("sync", cwd=clone).code == 0
+
+
+def test_a_former_owner_cannot_pause_the_new_owners_task(repo):
+    from ledger_helpers import Clock
+
+    from git_lanes.domain.agents import LEASE_SECONDS
+    from git_lanes.errors import Conflict
+
+    lanes = Lanes(repo, clock=Clock())
+    task = lanes.task_create("t", actor="lead")["task"]
+    lanes.task_claim(task, "slow")
+    lanes.ctx.clock.advance(LEASE_SECONDS + 1)
+    lanes.task_claim(task, "fast")
+    with pytest.raises(Conflict):
+        lanes.task_block(task, "I am stuck", actor="slow")
+    assert lanes.task_show(task)["status"] == "claimed"
+    assert lanes.task_block(task, "waiting for the schema", actor="fast")["status"] == "blocked"

@@ -178,6 +178,8 @@ def done(task_id: str, agent: str | None, as_json: bool) -> None:
 def block(task_id: str, reason: str, agent: str | None, as_json: bool) -> None:
     """Pause TASK; its owner keeps it (a blocked task does not lapse).
 
+    Another agent cannot pause a task a live agent holds (exit 3); a person may.
+
     \b
     Example:
       git lanes task block 3fa2 --reason "waiting for the API schema"

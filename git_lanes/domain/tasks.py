@@ -161,8 +161,8 @@ def claim(tx: Tx, op: Op) -> dict:
 
 
 def _not_anothers(tx: Tx, op: Op, task: dict) -> None:
-    """An agent may not finish a task another live agent holds: it is most likely a former owner whose lease
-    lapsed while someone else took the task over. A person (an actor that is not a registered agent) may."""
+    """An agent may not finish or pause a task another live agent holds: it is most likely a former owner whose
+    lease lapsed while someone else took the task over. A person (an actor that is not a registered agent) may."""
     owner = task.get("owner")
     if owner in (None, op.actor) or tx.get(agent_path(op.actor)) is None:
         return
@@ -198,6 +198,7 @@ def block(tx: Tx, op: Op) -> dict:
         raise UserError("say why the task is blocked (--reason)", code="empty_reason")
     if task["status"] in ("done", "blocked"):
         raise Conflict(f"task {task['id'][:8]} is already {task['status']}", code=f"task_{task['status']}")
+    _not_anothers(tx, op, task)
     task.update(status="blocked", blocked_reason=reason)
     _save(tx, op, task)
     return {"task": task["id"], "status": "blocked", "owner": task["owner"], "version": task["version"]}
