@@ -4,13 +4,21 @@ working repository, one that does not exist), and the rough edges found by using
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import git, run_cli
 from gitserver import make_origin
+from ledger_helpers import Clock, ledger_head
 
 from git_lanes.api import Lanes
+from git_lanes.domain.agents import LEASE_SECONDS
+from git_lanes.errors import Conflict
 
 
 def refs_of(path: Path) -> str:
@@ -110,11 +118,6 @@ def test_the_way_out_of_a_diverged_lane_leaves_no_helper_lane_behind(tmp_path, o
 
 # -- tasks: an owner whose lease lapsed comes back ----------------------------------------------------------
 def test_a_former_owner_cannot_finish_a_task_someone_took_over(repo):
-    from ledger_helpers import Clock, ledger_head
-
-    from git_lanes.domain.agents import LEASE_SECONDS
-    from git_lanes.errors import Conflict
-
     lanes = Lanes(repo, clock=Clock())
     task = lanes.task_create("t", actor="lead")["task"]
     lanes.task_claim(task, "slow")
@@ -199,8 +202,6 @@ def coordination_examples() -> set[str]:
 
 
 def test_every_example_of_the_coordination_commands_runs_as_typed(tmp_path, repo):
-    import shlex
-
     assert {line for line, _ in JOURNEY} == coordination_examples(), "a help example is not in the journey"
     (repo / "src" / "auth").mkdir()
     (repo / "src" / "auth" / "login.py").write_text("login\n")
@@ -273,9 +274,6 @@ def test_resolving_a_post_someone_resolved_first_is_a_lost_race(repo):
 
 
 def test_a_workspace_left_behind_by_sync_prints_a_way_on_that_keeps_the_edits(tmp_path, origin):
-    import re
-    import subprocess
-
     machine, bare = origin
     api = Lanes(machine)
     ours = Path(api.lane_create("feat")["workspace"])
@@ -308,11 +306,6 @@ def test_a_workspace_left_behind_by_sync_prints_a_way_on_that_keeps_the_edits(tm
 
 
 def test_a_former_owner_cannot_pause_the_new_owners_task(repo):
-    from ledger_helpers import Clock
-
-    from git_lanes.domain.agents import LEASE_SECONDS
-    from git_lanes.errors import Conflict
-
     lanes = Lanes(repo, clock=Clock())
     task = lanes.task_create("t", actor="lead")["task"]
     lanes.task_claim(task, "slow")
@@ -322,3 +315,27 @@ def test_a_former_owner_cannot_pause_the_new_owners_task(repo):
         lanes.task_block(task, "I am stuck", actor="slow")
     assert lanes.task_show(task)["status"] == "claimed"
     assert lanes.task_block(task, "waiting for the schema", actor="fast")["status"] == "blocked"
+
+
+def test_a_waiting_agent_wakes_with_refused_when_sync_finds_its_claim_lost(tmp_path, origin):
+    machine, bare = origin
+    task = Lanes(machine).task_create("shared", actor="lead")["task"]
+    Lanes(machine).sync()
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)
+    assert run_cli("pull", cwd=clone).code == 0
+    assert run_cli("task", "claim", task[:6], "--agent", "bob", cwd=clone).code == 0
+    Lanes(machine).task_claim(task, "alice")
+    Lanes(machine).sync()
+    waiter = subprocess.Popen([sys.executable, "-m", "git_lanes", "wait", "--agent", "bob", "--timeout", "60",
+                               "--json"], cwd=clone, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        synced = run_cli("sync", "--json", cwd=clone)
+        assert synced.code == 0 and list(synced.json["refused"]) == ["bob"]
+        out, err = waiter.communicate(timeout=60)
+    finally:
+        waiter.kill()
+    assert waiter.returncode == 0, err
+    woke = json.loads(out)
+    assert woke["reason"] == "refused" and woke["wakes"][0]["kind"] == "refused"
+    assert run_cli("task", "show", task[:6], "--json", cwd=clone).json["owner"] == "alice"
