@@ -339,3 +339,14 @@ def test_a_waiting_agent_wakes_with_refused_when_sync_finds_its_claim_lost(tmp_p
     woke = json.loads(out)
     assert woke["reason"] == "refused" and woke["wakes"][0]["kind"] == "refused"
     assert run_cli("task", "show", task[:6], "--json", cwd=clone).json["owner"] == "alice"
+
+
+def test_pull_from_a_mistyped_remote_leaves_a_fresh_clone_as_it_was(tmp_path, origin):
+    machine, bare = origin
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)
+    config = git("config", "--local", "--list", cwd=clone)
+    result = run_cli("pull", "orign", cwd=clone)
+    assert result.code == 1 and "no remote named 'orign'" in result.err
+    assert git("config", "--local", "--list", cwd=clone) == config
+    assert run_cli("status", cwd=clone).code != 0  # still not set up for lanes

@@ -8,6 +8,7 @@ from git_lanes.domain import sync
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
 from git_lanes.store import open_store
+from git_lanes.store import remote as transport
 
 DEFAULT_REMOTE = "origin"
 
@@ -43,6 +44,7 @@ class SyncApi:
                 raise
         store = open_store(path)
         remote = remote or store.config_get("lanes.remote") or DEFAULT_REMOTE
+        transport.check_remote(store, remote)  # a mistyped remote sets nothing up
         branch = trunk or store.head_branch()
         if branch and store.read_ref(f"refs/heads/{branch}") is None:
             store.branch_from_remote(remote, branch)
