@@ -350,3 +350,32 @@ def test_pull_from_a_mistyped_remote_leaves_a_fresh_clone_as_it_was(tmp_path, or
     assert result.code == 1 and "no remote named 'orign'" in result.err
     assert git("config", "--local", "--list", cwd=clone) == config
     assert run_cli("status", cwd=clone).code != 0  # still not set up for lanes
+
+
+def test_a_lane_kept_by_its_workspace_is_not_pushed_back_after_a_remote_deletion(tmp_path, origin):
+    machine, bare = origin
+    api = Lanes(machine)
+    api.lane_create("gone")
+    api.sync()
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)
+    assert run_cli("pull", cwd=clone).code == 0
+    theirs = Path(Lanes(clone).lane_create("gone")["workspace"])
+    (theirs / "unsaved.txt").write_text("work in progress\n")
+    api.lane_delete("gone")
+    api.sync()
+    for _ in range(2):  # the second sync used to push the lane back as if created after the deletion
+        report = run_cli("sync", "--json", cwd=clone)
+        assert report.code == 0, report.err
+        assert [k["lane"] for k in report.json["kept"]] == ["gone"]
+        assert not any(m["name"] == "gone" for m in report.json["went_out"])
+    assert not git("for-each-ref", "refs/lanes/heads/gone", cwd=bare).strip()
+    assert (theirs / "unsaved.txt").exists()
+    text = run_cli("sync", cwd=clone).out
+    assert "git lanes lane delete gone" in text
+    # committing to it brings it back, as for a lane someone advanced
+    assert run_cli("commit", "-m", "keep going", "--agent-id", "b", "--auto-accept", cwd=theirs).code == 0
+    assert run_cli("sync", cwd=clone).code == 0
+    assert git("for-each-ref", "refs/lanes/heads/gone", cwd=bare).strip()
+    api.sync()
+    assert git("for-each-ref", "refs/lanes/heads/gone", cwd=machine).strip()

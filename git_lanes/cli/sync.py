@@ -124,6 +124,8 @@ def render(report: dict) -> str:
                          f"git lanes lane delete {theirs}")
     for item in report["kept"]:
         lines.append(f"  kept lane {item['lane']}: {item['reason']}")
+        if item.get("hint"):
+            lines.append(f"    {item['hint']}")
     for item in report["held_back"]:
         lines.append(f"  held back {item['kind']} {item['name']} ({item['side']}): run `git lanes sync`")
     for item in report["workspaces"]:

@@ -67,6 +67,7 @@ class _Planner:
         self.ctx, self.store, self.remote = ctx, ctx.store, remote
         self.local, self.fetched, self.plan = local, fetched, plan
         self.is_ancestor: Callable[[str, str], bool] = self.store.is_ancestor
+        self.kept_markers: set[str] = set()
 
     def _names(self, kind: str) -> dict[str, str]:
         """name -> ref for every ref of `kind` on either side."""
@@ -95,6 +96,8 @@ class _Planner:
 
     def fast_forward_only(self, kind: str) -> None:
         for name, ref in self._names(kind).items():
+            if ref in self.kept_markers:
+                continue
             self._travel(kind, name, ref, classify(self.local.get(ref), self.fetched.get(ref), self.is_ancestor))
 
     def lanes(self) -> None:
@@ -110,8 +113,13 @@ class _Planner:
                 self._move("remote", "lane", name, ref, theirs, None)
             elif decision == PUSH and theirs is None and self._deleted_over(self.fetched, self.local, name, mine):
                 if lanes.workspace_path(self.ctx, name) is not None:
+                    # The remote's marker stays out too: holding it would make the kept lane look created
+                    # after the deletion, and the next sync would push it back to every machine.
+                    self.kept_markers.add(refs.DELETED + name)
                     self.plan.kept.append({"lane": name, "head": mine,
-                                           "reason": "deleted on the remote; its workspace here keeps it"})
+                                           "reason": "deleted on the remote; its workspace here keeps it",
+                                           "hint": f"`git lanes lane delete {name}` to follow the remote, or "
+                                                   f"commit to it to bring it back"})
                 else:
                     self._move("local", "lane", name, ref, mine, None)
             else:
