@@ -430,3 +430,14 @@ def test_promote_says_when_proposals_on_the_lane_are_left_out(repo):
     assert promoted.code == 0
     assert f"pending proposals {pending[:8]} are not included" in promoted.out
     assert git("ls-tree", "--name-only", "main", cwd=repo).split() == ["README.md", "src", "x.txt"]
+
+
+def test_lane_create_from_a_transition_id_as_restore_and_diff_accept_it(repo):
+    ws = _lane(repo, "a")
+    (ws / "x.txt").write_text("x\n")
+    first = _commit(ws, "x", "--json").json
+    (ws / "y.txt").write_text("y\n")
+    assert _commit(ws, "y").code == 0
+    created = lanes("lane", "create", "b", "--from", first["id"][:8], "--json", cwd=repo)
+    assert created.code == 0, created.err
+    assert created.json["head"] == first["to"]

@@ -71,7 +71,9 @@ class CoreApi:
     # -- lanes -----------------------------------------------------------------------------------------
     def lane_create(self, name: str, source: str | None = None) -> dict:
         with self._writing() as ctx:
-            lane, created = lanes.create(ctx, name, source)
+            # Any state a person can name elsewhere (restore, diff) starts a lane too: a transition id as well.
+            start = inspect.resolve_state(ctx, source) if source is not None else None
+            lane, created = lanes.create(ctx, name, start)
         return lane.to_dict() | {"created": created}
 
     def lane_list(self) -> list[dict]:

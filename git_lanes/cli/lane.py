@@ -23,8 +23,8 @@ def lane() -> None:
 
 @lane.command()
 @click.argument("name")
-@click.option("--from", "source", metavar="LANE|REV", help="Start from this lane's head or revision "
-              "(default: the trunk).")
+@click.option("--from", "source", metavar="LANE|ID|REV", help="Start from this lane's head, transition's "
+              "state or revision (default: the trunk).")
 @json_option
 def create(name: str, source: str | None, as_json: bool) -> None:
     """Create lane NAME and its workspace; print the workspace's path.
