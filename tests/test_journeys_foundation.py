@@ -441,3 +441,22 @@ def test_lane_create_from_a_transition_id_as_restore_and_diff_accept_it(repo):
     created = lanes("lane", "create", "b", "--from", first["id"][:8], "--json", cwd=repo)
     assert created.code == 0, created.err
     assert created.json["head"] == first["to"]
+
+
+def test_the_stale_workspace_way_on_works_through_a_conflicting_merge(repo):
+    ws = _lane(repo, "a")
+    source = _lane(repo, "src")
+    (source / "README.md").write_text("# from src\n")
+    assert _commit(source, "readme from src").code == 0
+    _git_commit(ws, "README.md", "# from a's own git commit\n", "agent's readme")
+    assert lanes("promote", "src", "--into", "a", "--auto-accept", cwd=repo).code == 0
+    refused = _commit(ws, "would revert the promoted readme")
+    assert refused.code == 3 and "resolve them and `git commit`" in refused.err
+    assert git("merge", "refs/lanes/heads/a", cwd=ws, check=False) is not None
+    assert git("ls-files", "-u", cwd=ws).strip()  # stopped on the conflict
+    (ws / "README.md").write_text("# both\n")
+    git("add", "README.md", cwd=ws)
+    git("commit", "-q", "--no-edit", cwd=ws)
+    merged = _commit(ws, "merged", "--json")
+    assert merged.code == 0 and merged.json["status"] == "accepted", merged.err
+    assert git("show", "refs/lanes/heads/a:README.md", cwd=repo) == "# both\n"

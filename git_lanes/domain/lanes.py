@@ -197,5 +197,6 @@ def ensure_current(ctx: Context, name: str, path: Path) -> tuple[str, str]:
     raise Conflict(f"workspace of {name!r} is at {str(workspace_head)[:8]}, {where} the lane's head "
                    f"{head[:8]}; a snapshot now could revert what the lane holds", code="stale_workspace",
                    hint=f"in {path}, `git merge {refs.lane_ref(name, ctx.trunk)}` builds on the head (git keeps "
-                        f"edits it does not touch) and then commit again; or `git lanes restore {name} -w {name} "
-                        "--force` (your edits and commits are kept in a backup ref)")
+                        f"edits it does not touch; if it stops on conflicts, resolve them and `git commit`), then "
+                        f"commit again; or `git lanes restore {name} -w {name} --force` (your edits and commits "
+                        "are kept in a backup ref)")
