@@ -312,6 +312,9 @@ def test_a_trunk_the_main_worktree_is_not_on_is_said_at_init_and_when_committing
     refused = lanes("commit", "-m", "b", cwd=project / "sub")
     assert refused.code == 1
     assert "on branch 'master', not the trunk 'main'" in refused.err and "git switch main" in refused.err
+    for command in (("commit", "-w", "main", "-m", "b"), ("lane", "path", "main")):
+        missing = lanes(*command, cwd=project)
+        assert missing.code == 1 and "git switch main" in missing.err and "lane create" not in missing.err
     git("switch", "-q", "main", cwd=project)
     assert lanes("commit", "-m", "b", "--auto-accept", cwd=project / "sub").code == 0
     assert git("show", "main:sub/b.txt", cwd=project) == "b\n"

@@ -173,6 +173,9 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
 def require_workspace(ctx: Context, name: str) -> Path:
     lane_head(ctx, name)  # an unknown or invalid lane name says so, rather than "no workspace"
     path = workspace_path(ctx, name)
+    if path is None and name == ctx.trunk:
+        raise NotFound(f"the trunk {name!r} has no workspace here: the main worktree is not on it",
+                       code="workspace_missing", hint=f"`git switch {name}` in {ctx.store.root}")
     if path is None:
         raise NotFound(f"lane {name!r} has no workspace here", code="workspace_missing",
                        hint=f"make one with `git lanes lane create {name}`")
