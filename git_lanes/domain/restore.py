@@ -8,7 +8,6 @@ from git_lanes.domain import lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Refused
 from git_lanes.model import refs
-from git_lanes.model.records import Transition
 from git_lanes.store import RefUpdate
 
 
@@ -21,19 +20,19 @@ def has_unsaved(ctx: Context, lane: str, path: Path) -> bool:
         return True
     if not ctx.store.changed_paths(path):
         return False
-    held = transitions.pending_for(ctx, lane) + _rejected_on(ctx, lane, at)
-    return not any(ctx.store.files_match(path, t.tree) for t in held)
+    held = [t.tree for t in transitions.pending_for(ctx, lane)] + _rejected_on(ctx, at)
+    return not any(ctx.store.files_match(path, tree) for tree in dict.fromkeys(held))
 
 
-def _rejected_on(ctx: Context, lane: str, head: str | None) -> list[Transition]:
-    """Rejected proposals of `lane` built on `head`: after a reject the workspace still shows the attempt,
-    which refs/lanes/rejected/ keeps, so going back from it loses nothing."""
-    found = []
+def _rejected_on(ctx: Context, head: str | None) -> list[str]:
+    """Trees of rejected states built on `head`: after a reject the workspace still shows the attempt,
+    which refs/lanes/rejected/ keeps, so going back from it loses nothing. Commit reads only, no notes."""
+    trees = []
     for state in ctx.store.list_refs(refs.REJECTED).values():
-        record = transitions.load(ctx, state)
-        if record is not None and record.lane == lane and record.base == head and record.kind == "commit":
-            found.append(record)
-    return found
+        info = ctx.store.commit_info(state)
+        if info.parents[:1] == (head,):
+            trees.append(info.tree)
+    return trees
 
 
 def unsaved_tree(ctx: Context, lane: str, path: Path) -> str | None:
