@@ -77,6 +77,8 @@ def propose(lane: str | None, as_json: bool, **params: Any) -> None:
 def accept(transition_id: str, as_json: bool) -> None:
     """Accept proposal ID: its lane moves to the proposed state (exit 3 if the lane moved meanwhile).
 
+    The trunk's gates judge the proposed state first; a failing required gate rejects it (exit 4).
+
     \b
     Example:
       git lanes accept 3f9c2a1b
