@@ -379,3 +379,41 @@ def test_a_lane_kept_by_its_workspace_is_not_pushed_back_after_a_remote_deletion
     assert git("for-each-ref", "refs/lanes/heads/gone", cwd=bare).strip()
     api.sync()
     assert git("for-each-ref", "refs/lanes/heads/gone", cwd=machine).strip()
+
+
+# -- lane names where one is a folder of the other ----------------------------------------------------------
+def test_a_lane_named_like_the_folder_of_a_deleted_lane_can_be_created(repo):
+    assert run_cli("lane", "create", "p/q", cwd=repo).code == 0
+    assert run_cli("lane", "delete", "p/q", cwd=repo).code == 0
+    created = run_cli("lane", "create", "p", cwd=repo)  # p/q's reflog, left behind, used to block it
+    assert created.code == 0, created.err
+    assert not (repo / ".git" / "logs" / "refs" / "lanes" / "heads" / "p").is_dir()
+
+
+def test_sync_reports_a_lane_name_clash_between_machines_and_everything_else_travels(tmp_path, origin):
+    machine, bare = origin
+    api = Lanes(machine)
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)
+    assert run_cli("pull", cwd=clone).code == 0
+    api.lane_create("df")
+    api.board_post("hello from origin", "a")
+    api.sync()
+    assert run_cli("lane", "create", "df/sub", cwd=clone).code == 0
+    assert run_cli("board", "post", "hello from the clone", "--agent", "b", cwd=clone).code == 0
+    result = run_cli("sync", "--json", cwd=clone)
+    assert result.code == 3, result.err
+    assert sorted((d["name"], d["clash"]) for d in result.json["diverged"]) == [("df", "local"),
+                                                                             ("df/sub", "remote")]
+    api.sync()
+    texts = [p["text"] for p in api.board_read()["posts"]]
+    assert "hello from the clone" in texts and "hello from origin" in texts
+    text = run_cli("sync", cwd=clone).out
+    assert "lane df not created here" in text and "git lanes lane create NEW --from OLD" in text
+    # the way on: rename the clone's lane; then both sides hold df and df-sub
+    assert run_cli("lane", "create", "df-sub", "--from", "df/sub", cwd=clone).code == 0
+    assert run_cli("lane", "delete", "df/sub", cwd=clone).code == 0
+    assert run_cli("sync", cwd=clone).code == 0
+    api.sync()
+    names = {lane["name"] for lane in api.lane_list()}
+    assert {"df", "df-sub"} <= names and "df/sub" not in names

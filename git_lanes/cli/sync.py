@@ -114,6 +114,13 @@ def render(report: dict) -> str:
     for conflict in report["notes"]["conflicts"]:
         lines.append(f"  note of {short(conflict['state'])}: {conflict['reason']}")
     for item in report["diverged"]:
+        if item.get("clash"):
+            where = "here" if item["clash"] == "local" else f"on {report['remote']}"
+            lines.append(f"  {item['kind']} {item['name']} not created {where}: a {item['kind']} there is named "
+                         f"beneath or above it (a name cannot also be a folder of names)")
+            if item["kind"] == "lane":
+                lines.append("    to rename one: git lanes lane create NEW --from OLD && git lanes lane delete OLD")
+            continue
         lines.append(f"  diverged {item['kind']} {item['name']}: here {short(item['local'])}, remote "
                      f"{short(item['remote'])}; nothing overwritten")
         if item["kind"] == "lane" and item["local"] and item["remote"]:

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from git_lanes.domain import lanes, sync_ledger
 from git_lanes.domain.context import Context
-from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, how, kind_of, merge_note, \
-    note_status
+from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, folder_clash, folders_of, \
+    how, kind_of, merge_note, note_status
 from git_lanes.ledger import merge as ledger_merge
 from git_lanes.model import refs
 from git_lanes.store import remote as transport
@@ -68,6 +68,7 @@ class _Planner:
         self.local, self.fetched, self.plan = local, fetched, plan
         self.is_ancestor: Callable[[str, str], bool] = self.store.is_ancestor
         self.kept_markers: set[str] = set()
+        self._folders: dict[str, tuple[set[str], set[str]]] = {}
 
     def _names(self, kind: str) -> dict[str, str]:
         """name -> ref for every ref of `kind` on either side."""
@@ -80,8 +81,21 @@ class _Planner:
 
     def _move(self, side: str, kind: str, name: str, ref: str, old: str | None, new: str | None,
               how_: str | None = None) -> None:
+        if old is None and new is not None and self._clashes(side, ref):
+            # Lane `a` on one side, `a/b` on the other: git cannot hold both, and one failed ref would fail
+            # the whole local transaction or atomic push, so everything else still travels.
+            self.plan.diverged.append({"kind": kind, "name": name, "ref": ref, "local": self.local.get(ref),
+                                       "remote": self.fetched.get(ref), "clash": side})
+            return
         move = Move(kind, name, ref, old, new, how_ or how(old, new))
         (self.plan.local if side == "local" else self.plan.remote).append(move)
+
+    def _clashes(self, side: str, ref: str) -> bool:
+        if side not in self._folders:
+            names = set(self.local if side == "local" else self.fetched)
+            self._folders[side] = (names, folders_of(names))
+        names, folders = self._folders[side]
+        return folder_clash(names, folders, ref)
 
     def _travel(self, kind: str, name: str, ref: str, decision: str) -> None:
         mine, theirs = self.local.get(ref), self.fetched.get(ref)

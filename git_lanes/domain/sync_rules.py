@@ -48,6 +48,17 @@ def classify(local: str | None, remote: str | None, is_ancestor: Callable[[str, 
     return DIVERGED
 
 
+def folders_of(names: set[str]) -> set[str]:
+    """Every folder some ref in `names` lies beneath: refs/lanes/heads/a/b gives refs/lanes/heads/a, …"""
+    return {name[:i] for name in names for i, char in enumerate(name) if char == "/"}
+
+
+def folder_clash(names: set[str], folders: set[str], ref: str) -> bool:
+    """True when creating `ref` beside `names` (with their `folders`) is impossible in git: a ref cannot
+    also be a folder of refs (lane `a` here, lane `a/b` there)."""
+    return ref in folders or any(ref[:i] in names for i, char in enumerate(ref) if char == "/")
+
+
 def how(old: str | None, new: str | None) -> str:
     if old is None:
         return "created"

@@ -143,11 +143,53 @@ class Store(WorkspaceOps):
         except pygit2.GitError as exc:
             locks = [self.common_dir / f"{u.name}.lock" for u in updates]
             held = next((lock for lock in [*locks, self.common_dir / "packed-refs.lock"] if lock.exists()), None)
-            raise Conflict(f"could not update refs: {exc}", code="ref_locked",
-                           hint=f"retry; if no git process is running, delete {held}" if held
-                           else "another process holds a ref lock; retry") from None
+            hint = f"retry; if no git process is running, delete {held}" if held \
+                else "another process holds a ref lock; retry"
+            if "beneath that folder" in str(exc) or "cannot lock ref" in str(exc) and "exists" in str(exc):
+                hint = "a ref name cannot also be a folder of refs (lane a beside lane a/b): choose another name"
+            raise Conflict(f"could not update refs: {exc}", code="ref_locked", hint=hint) from None
 
     def _apply_ref_updates(self, updates: list[RefUpdate]) -> None:
+        for update in updates:
+            if update.old is None and update.new is not None and stale.owned_ref(update.name):
+                self._clear_orphan_reflogs(update.name)
+        self._transact(updates)
+        # libgit2 leaves a deleted ref's reflog behind where git removes it; left there, reflogs beneath
+        # `logs/refs/lanes/heads/a/` stop lane `a` from ever being created ("there are reflogs beneath").
+        for update in updates:
+            if update.new is None and stale.owned_ref(update.name):
+                self._remove_reflog(update.name)
+
+    def _clear_orphan_reflogs(self, name: str) -> None:
+        """Drop reflogs of refs that no longer exist where they would block creating `name`."""
+        logs = self.common_dir / "logs"
+        beneath = logs / name
+        if beneath.is_dir():
+            for log in sorted(beneath.rglob("*"), reverse=True):
+                if log.is_file() and self.read_ref(log.relative_to(logs).as_posix()) is None:
+                    self._remove_reflog(log.relative_to(logs).as_posix())
+        parts = name.split("/")
+        for i in range(2, len(parts)):
+            folder = "/".join(parts[:i])
+            if (logs / folder).is_file() and self.read_ref(folder) is None:
+                self._remove_reflog(folder)
+
+    def _remove_reflog(self, name: str) -> None:
+        logs = self.common_dir / "logs"
+        path = logs / name
+        try:
+            path.unlink()
+        except (FileNotFoundError, IsADirectoryError):
+            return
+        parent, stop = path.parent, logs / "refs"
+        while parent != stop and stop in parent.parents:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent
+
+    def _transact(self, updates: list[RefUpdate]) -> None:
         with self.repo.transaction() as tx:
             for update in updates:
                 tx.lock_ref(update.name)
