@@ -463,3 +463,16 @@ def test_the_stale_workspace_way_on_works_through_a_conflicting_merge(repo):
     merged = _commit(ws, "merged", "--json")
     assert merged.code == 0 and merged.json["status"] == "accepted", merged.err
     assert git("show", "refs/lanes/heads/a:README.md", cwd=repo) == "# both\n"
+
+
+def test_lane_create_refuses_a_file_in_the_workspaces_place_and_writes_nothing(repo):
+    workspaces = repo / ".lanes" / "workspaces"
+    workspaces.mkdir(parents=True, exist_ok=True)
+    (workspaces / "a").write_text("a person's file\n")
+    before = git("for-each-ref", cwd=repo)
+    for name in ("a", "a/b"):
+        refused = lanes("lane", "create", name, cwd=repo)
+        assert refused.code == 1 and "in the way" in refused.err and "Traceback" not in refused.err
+        assert "internal" not in refused.err.lower()
+    assert git("for-each-ref", cwd=repo) == before
+    assert (workspaces / "a").read_text() == "a person's file\n"

@@ -122,15 +122,31 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
                       hint="choose a name that is not a folder of, or inside, another lane's")
     created = existing is None
     head = existing or start_point(ctx, source)
-    if created:
-        ctx.store.update_refs([RefUpdate(ref, head, None, f"lanes: create lane {name}")])
     path = default_workspace(ctx, name)
     ctx.store.forget_missing_worktree(path)
     ctx.store.clear_unfinished_worktree(path)
-    if path.exists() and any(path.iterdir()):
-        raise Refused(f"{path} exists and is not empty", code="workspace_exists")
+    blocker = _in_the_way(ctx, path)
+    if blocker is not None:
+        # Checked before the lane's ref is made, so a refusal writes nothing.
+        raise Refused(f"{blocker} is in the way of the workspace of lane {name!r}", code="workspace_exists",
+                      hint=f"move {blocker} away, or choose another lane name")
+    if created:
+        ctx.store.update_refs([RefUpdate(ref, head, None, f"lanes: create lane {name}")])
     ctx.store.add_worktree(path, head)
     return Lane(name, ref, head, False, path), created
+
+
+def _in_the_way(ctx: Context, path: Path) -> Path | None:
+    """What stands where the workspace must go: anything but an empty directory at `path`, or something
+    not a directory on the way to it."""
+    if path.is_symlink() or (path.exists() and (not path.is_dir() or any(path.iterdir()))):
+        return path
+    top = ctx.store.root / refs.WORKSPACES_DIR
+    for folder in reversed(path.parents):
+        if folder == top or top in folder.parents:
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                return folder
+    return None
 
 
 def unpromoted(ctx: Context, name: str) -> bool:
