@@ -476,3 +476,18 @@ def test_lane_create_refuses_a_file_in_the_workspaces_place_and_writes_nothing(r
         assert "internal" not in refused.err.lower()
     assert git("for-each-ref", cwd=repo) == before
     assert (workspaces / "a").read_text() == "a person's file\n"
+
+
+def test_a_commit_in_the_middle_of_a_git_merge_is_refused_until_git_concludes_it(repo):
+    git("checkout", "-q", "-b", "side", cwd=repo)
+    (repo / "side.txt").write_text("side\n")
+    git("add", "side.txt", cwd=repo)
+    git("commit", "-q", "-m", "side", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    git("merge", "-q", "--no-ff", "--no-commit", "side", cwd=repo)
+    refused = _commit(repo, "would drop the merge's second parent")
+    assert refused.code == 3 and "git merge is in progress" in refused.err and "`git commit`" in refused.err
+    git("commit", "-q", "--no-edit", cwd=repo)
+    (repo / "after.txt").write_text("after\n")
+    assert _commit(repo, "after the merge").code == 0
+    assert git("rev-list", "--count", "--merges", "main", cwd=repo).strip() == "1"

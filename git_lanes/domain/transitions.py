@@ -67,6 +67,13 @@ def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost
     """Snapshot the workspace as a proposed next state of `lane`; None when nothing changed."""
     head, parent = lanes.ensure_current(ctx, lane, workspace)
     attention.check(ctx, lane, workspace)
+    operation = ctx.store.operation_in_progress(workspace)
+    if operation is not None:
+        finish = "commit" if operation == "merge" else f"{operation} --continue"
+        raise Conflict(f"a git {operation} is in progress in {workspace}; a snapshot now would cut it short",
+                       code="operation_in_progress",
+                       hint=f"finish it with `git {finish}` or drop it with `git {operation} --abort`, then "
+                            "commit again")
     unmerged = ctx.store.unmerged_paths(workspace)
     if unmerged:
         shown = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")

@@ -163,6 +163,12 @@ class WorkspaceOps:
         stale.retrying(index.write, locks, pygit2.GitError, "could not write the workspace's index")
         return str(tree)
 
+    def operation_in_progress(self, path: Path) -> str | None:
+        """The git operation a person left unfinished in the workspace (merge, rebase, cherry-pick, revert,
+        am), which a snapshot would cut short; None when there is none (a bisect does not count)."""
+        state = self.workspace_repo(path).state()
+        return _OPERATIONS.get(int(state))
+
     def unmerged_paths(self, path: Path) -> list[str]:
         """Paths with unresolved merge conflicts in the workspace's index (a conflicted `git merge`, `git
         stash pop`...): a snapshot would record their conflict markers as content."""
@@ -241,6 +247,20 @@ class WorkspaceOps:
         elif paths:
             repo.checkout_tree(repo[tree], strategy=strategy | pygit2.GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH,
                                paths=paths)
+
+
+_OPERATIONS = {
+    int(pygit2.enums.RepositoryState.MERGE): "merge",
+    int(pygit2.enums.RepositoryState.REVERT): "revert",
+    int(pygit2.enums.RepositoryState.REVERT_SEQUENCE): "revert",
+    int(pygit2.enums.RepositoryState.CHERRYPICK): "cherry-pick",
+    int(pygit2.enums.RepositoryState.CHERRYPICK_SEQUENCE): "cherry-pick",
+    int(pygit2.enums.RepositoryState.REBASE): "rebase",
+    int(pygit2.enums.RepositoryState.REBASE_INTERACTIVE): "rebase",
+    int(pygit2.enums.RepositoryState.REBASE_MERGE): "rebase",
+    int(pygit2.enums.RepositoryState.APPLY_MAILBOX): "am",
+    int(pygit2.enums.RepositoryState.APPLY_MAILBOX_OR_REBASE): "rebase",
+}
 
 
 # What a git hook or an outer git command may have set, which would point git at another repository or index.
