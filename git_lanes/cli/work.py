@@ -47,7 +47,7 @@ def commit(lane: str | None, auto_accept: bool, as_json: bool, **params: Any) ->
     The state is proposed; with --auto-accept it is decided at once. A workspace that matches its lane
     head makes no new state and says so. Commits made in the workspace with plain `git commit` on top of
     the lane head become the new state's ancestry; a workspace whose HEAD left the lane head otherwise,
-    or with unresolved merge conflicts, is refused.
+    with unresolved merge conflicts, or in the middle of a git merge or rebase, is refused.
 
     \b
     Example:
