@@ -491,3 +491,24 @@ def test_a_commit_in_the_middle_of_a_git_merge_is_refused_until_git_concludes_it
     (repo / "after.txt").write_text("after\n")
     assert _commit(repo, "after the merge").code == 0
     assert git("rev-list", "--count", "--merges", "main", cwd=repo).strip() == "1"
+
+
+# -- proposals of the same content ---------------------------------------------------------------------
+def test_accepting_one_of_two_proposals_of_the_same_content_supersedes_the_other(repo):
+    ws = _lane(repo, "a")
+    (ws / "x.txt").write_text("x\n")
+    first = lanes("propose", "-m", "x", "--tokens-in", "10", "--json", cwd=ws).json
+    # an agent finishing with `commit --auto-accept` though nothing changed since it proposed
+    second = _commit(ws, "x, for real", "--json")
+    assert second.code == 0 and second.json["status"] == "accepted"
+    assert lanes("status", "--json", cwd=repo).json["proposals"] == []
+    kept = lanes("show", first["id"][:8], "--json", cwd=repo).json
+    assert kept["status"] == "rejected" and "superseded" in kept["reason"]
+    assert kept["cost"]["tokens_in"] == 10
+    # a proposal of different content on the old head stays for a person to decide
+    (ws / "y.txt").write_text("y\n")
+    other = lanes("propose", "-m", "y", "--json", cwd=ws).json
+    (ws / "y.txt").unlink()
+    (ws / "z.txt").write_text("z\n")
+    assert _commit(ws, "z instead").code == 0
+    assert [p["id"] for p in lanes("status", "--json", cwd=repo).json["proposals"]] == [other["id"]]

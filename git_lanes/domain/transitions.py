@@ -128,7 +128,21 @@ def accept(ctx: Context, record: Transition) -> Transition:
     ])
     _drop_proposal(ctx, record, "accept")
     _follow_lane(ctx, record.lane, record.base, record.state)
+    _supersede_same(ctx, accepted)
     return accepted
+
+
+def _supersede_same(ctx: Context, accepted: Transition) -> None:
+    """Other proposals of the same content on the head `accepted` was proposed on (a propose retried, or
+    followed by `commit --auto-accept` with nothing new) can never be accepted now that the lane left that
+    head, and hold nothing the lane lacks: reject them as superseded, kept as signal with their cost."""
+    for state in ctx.store.list_refs(refs.PROPOSALS).values():
+        if state == accepted.state or ctx.store.tree_of(state) != accepted.tree:
+            continue
+        record = load(ctx, state)
+        if record is not None and record.status == "proposed" and record.lane == accepted.lane \
+                and record.base == accepted.base:
+            reject(ctx, record, f"superseded by {accepted.id[:8]}, accepted with the same content")
 
 
 def reject(ctx: Context, record: Transition, reason: str | None) -> Transition:
