@@ -512,3 +512,13 @@ def test_accepting_one_of_two_proposals_of_the_same_content_supersedes_the_other
     (ws / "z.txt").write_text("z\n")
     assert _commit(ws, "z instead").code == 0
     assert [p["id"] for p in lanes("status", "--json", cwd=repo).json["proposals"]] == [other["id"]]
+
+
+def test_an_orphan_branch_in_a_workspace_is_named_as_such_and_the_way_on_works(repo):
+    ws = _lane(repo, "a")
+    git("switch", "-q", "--orphan", "fresh", cwd=ws)
+    refused = _commit(ws, "would delete everything")
+    assert refused.code == 3 and "unborn branch" in refused.err and "None" not in refused.err
+    git("merge", "-q", "refs/lanes/heads/a", cwd=ws)
+    (ws / "x.txt").write_text("x\n")
+    assert _commit(ws, "x").code == 0

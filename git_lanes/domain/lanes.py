@@ -212,9 +212,10 @@ def ensure_current(ctx: Context, name: str, path: Path) -> tuple[str, str]:
     if workspace_head == head or (workspace_head and ctx.store.is_ancestor(head, workspace_head)):
         return head, workspace_head or head
     behind = workspace_head is not None and ctx.store.is_ancestor(workspace_head, head)
-    where = "behind" if behind else "off"
-    raise Conflict(f"workspace of {name!r} is at {str(workspace_head)[:8]}, {where} the lane's head "
-                   f"{head[:8]}; a snapshot now could revert what the lane holds", code="stale_workspace",
+    at = f"is at {workspace_head[:8]}, {'behind' if behind else 'off'}" if workspace_head else \
+        "has no commit checked out (an unborn branch), not"
+    raise Conflict(f"workspace of {name!r} {at} the lane's head {head[:8]}; a snapshot now could revert what "
+                   "the lane holds", code="stale_workspace",
                    hint=f"in {path}, `git merge {refs.lane_ref(name, ctx.trunk)}` builds on the head (git keeps "
                         f"edits it does not touch; if it stops on conflicts, resolve them and `git commit`), then "
                         f"commit again; or `git lanes restore {name} -w {name} --force` (your edits and commits "
