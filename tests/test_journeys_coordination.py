@@ -417,3 +417,16 @@ def test_sync_reports_a_lane_name_clash_between_machines_and_everything_else_tra
     api.sync()
     names = {lane["name"] for lane in api.lane_list()}
     assert {"df", "df-sub"} <= names and "df/sub" not in names
+
+
+def test_a_post_to_an_agent_that_never_started_says_so(repo):
+    assert run_cli("agent", "register", "coder-2", cwd=repo).code == 0
+    typo = run_cli("board", "post", "schema is in docs/api.md", "--agent", "coder-1", "--to", "cdoer-2", cwd=repo)
+    assert typo.code == 0 and "no agent named cdoer-2 has started yet" in typo.out
+    assert run_cli("board", "post", "again", "--agent", "coder-1", "--to", "cdoer-2", "--json",
+                   cwd=repo).json["to_known"] is False
+    known = run_cli("board", "post", "schema is in docs/api.md", "--agent", "coder-1", "--to", "coder-2", cwd=repo)
+    assert known.code == 0 and "has started" not in known.out
+    # it still arrives when that agent starts: a handoff to an agent not yet launched relies on it
+    posts = run_cli("board", "read", "--agent", "cdoer-2", "--unread", "--json", cwd=repo).json["posts"]
+    assert [p["text"] for p in posts] == ["schema is in docs/api.md", "again"]

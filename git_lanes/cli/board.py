@@ -45,8 +45,13 @@ def post(text: str, agent: str, kind: str, target: str | None, as_json: bool) ->
     Example:
       git lanes board post "Schema is in docs/api.md" --agent coder-1 --to coder-2
     """
-    run(lambda: open_api().board_post(text, agent, kind, target), as_json,
-        lambda r: f"posted #{r['post']} ({r['kind']} to {r['to'] or 'everyone'})")
+    def render(r: dict) -> str:
+        line = f"posted #{r['post']} ({r['kind']} to {r['to'] or 'everyone'})"
+        if not r.get("to_known", True):
+            line += f"\nnote: no agent named {r['to']} has started yet; it sees this post when it does"
+        return line
+
+    run(lambda: open_api().board_post(text, agent, kind, target), as_json, render)
 
 
 @board.command()

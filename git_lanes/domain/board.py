@@ -9,7 +9,7 @@ cursor, and reading moves the cursor past it."""
 
 from __future__ import annotations
 
-from git_lanes.domain.agents import Reader, reader_path, touch, validate_agent_id
+from git_lanes.domain.agents import Reader, agent_path, reader_path, touch, validate_agent_id
 from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_through, current_seq, get_post,
                                          post_path)
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
@@ -76,9 +76,12 @@ def post(tx: Tx, op: Op) -> dict:
         if to == sender:
             raise UserError("a post to yourself reaches nobody", code="post_to_self")
     text = validate_text(op.args.get("text"))
+    # A post to an agent that has not started yet waits for it, which is right for a handoff and silent
+    # about a mistyped name; saying so lets the sender tell which.
+    known = to is None or tx.get(agent_path(to)) is not None or reader_of(tx, to)["cursor"] is not None
     touch(tx, sender, op.time, extend=False)
     seq = add_post(tx, op, sender, kind, text, to)
-    return {"post": seq, "kind": kind, "to": to}
+    return {"post": seq, "kind": kind, "to": to, "to_known": known}
 
 
 def mark_read(tx: Tx, agent: str, through: int) -> int:
