@@ -430,3 +430,13 @@ def test_a_post_to_an_agent_that_never_started_says_so(repo):
     # it still arrives when that agent starts: a handoff to an agent not yet launched relies on it
     posts = run_cli("board", "read", "--agent", "cdoer-2", "--unread", "--json", cwd=repo).json["posts"]
     assert [p["text"] for p in posts] == ["schema is in docs/api.md", "again"]
+
+
+def test_pull_in_a_clone_of_an_empty_remote_points_to_init_and_push(tmp_path):
+    bare = tmp_path / "empty.git"
+    git("init", "--quiet", "--bare", str(bare), cwd=tmp_path)
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)
+    result = run_cli("pull", "--json", cwd=clone)
+    assert result.code == 1 and result.json["error"] == "no_trunk"
+    assert "git lanes init" in result.json["hint"] and "git lanes push" in result.json["hint"]

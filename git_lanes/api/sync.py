@@ -53,7 +53,8 @@ class SyncApi:
             known = store.remote_branches(remote)
             hint = (f"name the trunk: `--trunk {known[0] if len(known) == 1 else 'NAME'}`"
                     + (f" ({remote} has {', '.join(known[:10])})" if len(known) > 1 else "")
-                    if known else "check out the trunk first (`git checkout main` in a clone), or pass --trunk")
+                    if known else f"nothing to pull: {remote} has no branches here yet (fetch it first); to start "
+                                  f"the project, commit and run `git lanes init`, then `git lanes push`")
             raise UserError(f"{store.root} has no trunk to sync yet"
                             + (f": no branch {branch!r} here or on {remote}" if branch else ""),
                             code="no_trunk", hint=hint)
