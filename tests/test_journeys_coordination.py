@@ -440,3 +440,14 @@ def test_pull_in_a_clone_of_an_empty_remote_points_to_init_and_push(tmp_path):
     result = run_cli("pull", "--json", cwd=clone)
     assert result.code == 1 and result.json["error"] == "no_trunk"
     assert "git lanes init" in result.json["hint"] and "git lanes push" in result.json["hint"]
+
+
+@pytest.mark.parametrize("args, code, hint", [
+    (("task", "show", "e0"), "unknown_task", "git lanes task list"),
+    (("task", "claim", "0123456789abcdef0123", "--agent", "a"), "unknown_task", "git lanes task list"),
+    (("ticket", "show", "00"), "unknown_ticket", "git lanes ticket list"),
+    (("ticket", "link", "00", "e0"), "unknown_ticket", "git lanes ticket list"),
+])
+def test_an_unknown_hex_id_points_to_its_own_list(repo, args, code, hint):
+    result = run_cli(*args, "--json", cwd=repo)
+    assert result.code == 1 and result.json["error"] == code and hint in result.json["hint"]

@@ -31,7 +31,7 @@ def resolve_task(state: Reader, prefix: str) -> str:
     prefix = prefix.strip().lower()
     if not prefix or any(c not in "0123456789abcdef" for c in prefix):
         raise NotFound(f"no task matches {prefix!r}", code="unknown_task", hint="see `git lanes task list`")
-    return resolve_prefix(prefix, task_ids(state, prefix), "task")
+    return resolve_prefix(prefix, task_ids(state, prefix), "task", "see `git lanes task list`", "unknown_task")
 
 
 def get_task(state: Reader, task_id: object) -> dict:

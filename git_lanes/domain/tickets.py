@@ -24,7 +24,7 @@ def resolve_ticket(state: Reader, prefix: str) -> str:
     prefix = prefix.strip().lower()
     if not prefix or any(c not in "0123456789abcdef" for c in prefix):
         raise NotFound(f"no ticket matches {prefix!r}", code="unknown_ticket", hint="see `git lanes ticket list`")
-    return resolve_prefix(prefix, ticket_ids(state), "ticket")
+    return resolve_prefix(prefix, ticket_ids(state), "ticket", "see `git lanes ticket list`", "unknown_ticket")
 
 
 def get_ticket(state: Reader, ticket_id: object) -> dict:

@@ -44,14 +44,16 @@ def _lane_name_problem(name: str) -> str | None:
     return None
 
 
-def resolve_prefix(prefix: str, candidates: Iterable[str], what: str) -> str:
-    """Resolve a unique prefix among `candidates`, as git does for abbreviated ids."""
+def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,
+                   hint: str = "list them with `git lanes history`", code: str | None = None) -> str:
+    """Resolve a unique prefix among `candidates`, as git does for abbreviated ids; `hint` and `code` say
+    where to find them when none matches."""
     prefix = prefix.strip()
     if not prefix:
         raise UserError(f"empty {what} id", code="invalid_id")
     matches = sorted({c for c in candidates if c.startswith(prefix)})
     if not matches:
-        raise NotFound(f"no {what} matches {prefix!r}", hint=f"list them with `git lanes history`")
+        raise NotFound(f"no {what} matches {prefix!r}", hint=hint, code=code)
     if len(matches) > 1:
         shown = ", ".join(m[:12] for m in matches[:10])
         raise Ambiguous(f"{what} id {prefix!r} is ambiguous: {shown}",
