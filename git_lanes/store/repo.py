@@ -145,7 +145,7 @@ class Store(WorkspaceOps):
             held = next((lock for lock in [*locks, self.common_dir / "packed-refs.lock"] if lock.exists()), None)
             hint = f"retry; if no git process is running, delete {held}" if held \
                 else "another process holds a ref lock; retry"
-            if "beneath that folder" in str(exc) or "cannot lock ref" in str(exc) and "exists" in str(exc):
+            if "beneath that folder" in str(exc) or ("cannot lock ref" in str(exc) and "exists" in str(exc)):
                 hint = "a ref name cannot also be a folder of refs (lane a beside lane a/b): choose another name"
             raise Conflict(f"could not update refs: {exc}", code="ref_locked", hint=hint) from None
 
