@@ -522,3 +522,15 @@ def test_an_orphan_branch_in_a_workspace_is_named_as_such_and_the_way_on_works(r
     git("merge", "-q", "refs/lanes/heads/a", cwd=ws)
     (ws / "x.txt").write_text("x\n")
     assert _commit(ws, "x").code == 0
+
+
+# -- filter drivers (git-lfs, git-crypt) ------------------------------------------------------------------
+def test_a_long_lived_api_stages_through_configured_filter_drivers_as_git_does(api, repo):
+    (repo / ".gitattributes").write_text("*.dat filter=upper\n")
+    git("config", "filter.upper.clean", "tr a-z A-Z", cwd=repo)
+    git("config", "filter.upper.smudge", "cat", cwd=repo)
+    api.commit("attributes", "coder-1", cwd=repo, auto_accept=True)
+    for word in ("first", "second"):  # the second snapshot is the held-open one
+        (repo / "f.dat").write_text(f"{word}\n")
+        api.commit(word, "coder-1", cwd=repo, auto_accept=True)
+        assert git("show", "main:f.dat", cwd=repo) == f"{word.upper()}\n"

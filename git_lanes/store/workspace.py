@@ -148,9 +148,11 @@ class WorkspaceOps:
         path = Path(path).resolve()
         index_lock = self._admin_dir(path) / "index.lock"
         locks = [index_lock] if path != self.root else []
-        if path not in self._warm_indexes:
+        if path not in self._warm_indexes or self._filter_drivers(path):
             # A fresh process: git refreshes the index with parallel lstat and needs no libgit2 index load,
             # which beats pygit2 until the index is held open (then the next snapshot takes the path below).
+            # libgit2 runs no configured filter driver (git-lfs, git-crypt): with one, only git stages
+            # content as git would (an LFS pointer, not the large file; ciphertext, not the secret).
             self._warm_indexes.add(path)
             stale.retrying(lambda: run_git(["add", "-A"], cwd=path, env=_workspace_env()), locks,
                            GitCommandFailed, "could not update the workspace's index")
@@ -162,6 +164,10 @@ class WorkspaceOps:
         tree = index.write_tree()
         stale.retrying(index.write, locks, pygit2.GitError, "could not write the workspace's index")
         return str(tree)
+
+    def _filter_drivers(self, path: Path) -> bool:
+        return any(entry.name.startswith("filter.") and entry.name.endswith((".clean", ".process"))
+                   for entry in self.workspace_repo(path).config)
 
     def operation_in_progress(self, path: Path) -> str | None:
         """The git operation a person left unfinished in the workspace (merge, rebase, cherry-pick, revert,
