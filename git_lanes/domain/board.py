@@ -81,7 +81,7 @@ def post(tx: Tx, op: Op) -> dict:
     known = to is None or tx.get(agent_path(to)) is not None or reader_of(tx, to)["cursor"] is not None
     touch(tx, sender, op.time, extend=False)
     seq = add_post(tx, op, sender, kind, text, to)
-    return {"post": seq, "kind": kind, "to": to, "to_known": known}
+    return {"post": seq, "kind": kind, "to": to} | ({"to_known": known} if to is not None else {})
 
 
 def mark_read(tx: Tx, agent: str, through: int) -> int:
