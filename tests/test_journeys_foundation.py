@@ -534,3 +534,19 @@ def test_a_long_lived_api_stages_through_configured_filter_drivers_as_git_does(a
         (repo / "f.dat").write_text(f"{word}\n")
         api.commit(word, "coder-1", cwd=repo, auto_accept=True)
         assert git("show", "main:f.dat", cwd=repo) == f"{word.upper()}\n"
+
+
+def test_promotion_into_a_worktree_with_crlf_checkouts_updates_files_as_git_would(repo):
+    (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    (repo / "t.txt").write_bytes(b"l1\r\nl2\r\n")
+    assert _commit(repo, "crlf text").code == 0
+    ws = _lane(repo, "a")
+    assert (ws / "t.txt").read_bytes() == b"l1\r\nl2\r\n"
+    (ws / "t.txt").write_bytes(b"l1\r\nl2\r\nl3\r\n")
+    (ws / "new.txt").write_bytes(b"n\r\n")
+    assert _commit(ws, "more lines").code == 0
+    promoted = lanes("promote", "a", "--auto-accept", "--json", cwd=repo).json
+    assert promoted["worktree"]["attention"] == []  # no file was edited: none may look edited
+    assert (repo / "t.txt").read_bytes() == b"l1\r\nl2\r\nl3\r\n"
+    assert (repo / "new.txt").read_bytes() == b"n\r\n"
+    assert git("status", "--porcelain", cwd=repo) == ""

@@ -54,7 +54,13 @@ class WorktreeFiles:
         if not stat.S_ISREG(info.st_mode):
             return NOT_A_FILE
         mode = EXECUTABLE if info.st_mode & 0o111 else REGULAR
-        return Entry(str(pygit2.hashfile(str(full))), mode)
+        try:
+            # As git stages it: through the path's filters (eol=crlf, core.autocrlf), else a file checked
+            # out with CRLF never equals its LF blob and every promoted path looks edited.
+            oid = self.repo.hashfile(str(full), as_path=path)
+        except pygit2.GitError:  # core.safecrlf refusing the conversion: compare the bytes as they are
+            oid = pygit2.hashfile(str(full))
+        return Entry(str(oid), mode)
 
     def stamp(self, path: str) -> list[int] | None:
         """What changes whenever anything writes the file (None when absent): to tell it was left alone."""
@@ -108,7 +114,10 @@ class WorktreeFiles:
             full.mkdir(exist_ok=True)
             self.index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry.oid), entry.mode))
             return
-        data = self.repo[entry.oid].data
+        blob = self.repo[entry.oid]
+        filters = self.repo.load_filter_list(path, pygit2.enums.FilterMode.TO_WORKTREE) \
+            if entry.mode != LINK else None
+        data = filters.apply_to_blob(blob) if filters is not None else blob.data
         fd, temp = tempfile.mkstemp(dir=full.parent, prefix=".lanes-")
         try:
             if entry.mode == LINK:
