@@ -1,28 +1,18 @@
-"""Journeys of a demanding user through the foundation and promotion, each pinning a bug found by using
+"""Journeys of a demanding user through the foundation: plain git inside workspaces, hand-written notes,
+repositories that are not fresh, lanes made and deleted in odd places. Each pins a bug found by using
 `git lanes` as an agent or a person would: through real processes in real repositories."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-from conftest import git, run_cli, workspace
+import pytest
+from conftest import git, workspace
+from journey_helpers import auto_commit, git_commit, lanes, make_lane
 
-AGENT = {"GIT_LANES_AGENT": "coder-1"}
-
-
-def lanes(*args: str, cwd: Path) -> object:
-    return run_cli(*args, cwd=cwd, env=AGENT)
-
-
-def _lane(repo: Path, name: str) -> Path:
-    created = lanes("lane", "create", name, cwd=repo)
-    assert created.code == 0, created.err
-    return Path(created.out.strip())
-
-
-def _commit(cwd: Path, message: str, *extra: str):
-    return lanes("commit", "-m", message, "--auto-accept", *extra, cwd=cwd)
+from git_lanes.errors import Conflict
 
 
 def _foreign_commit(repo: Path) -> str:
@@ -31,11 +21,11 @@ def _foreign_commit(repo: Path) -> str:
     return git("commit-tree", tree, "-m", "not a lanes state", cwd=repo).strip()
 
 
-# -- notes written by hand under refs/notes/lanes ---------------------------------------------------------
+# -- notes written by hand under refs/notes/lanes ------------------------------------------------------------
 def test_a_foreign_note_in_the_lanes_notes_ref_is_skipped_by_listings(repo):
-    ws = _lane(repo, "a")
+    ws = make_lane(repo, "a")
     (ws / "x.txt").write_text("x\n")
-    assert _commit(ws, "add x").code == 0
+    assert auto_commit(ws, "add x").code == 0
     # A person annotates a commit that holds no record (a commit of its own) and appends to a record.
     ledger = _foreign_commit(repo)
     git("notes", "--ref", "lanes", "add", "-m", "hi", ledger, cwd=repo)
@@ -57,22 +47,15 @@ def test_a_lanes_record_of_an_unknown_format_version_still_fails_clearly(repo):
     assert "format 2" in shown.err and "Traceback" not in shown.err
 
 
-# -- plain git inside a lane's workspace ------------------------------------------------------------------
-def _git_commit(ws: Path, name: str, text: str, message: str) -> str:
-    (ws / name).write_text(text)
-    git("add", name, cwd=ws)
-    git("commit", "-q", "-m", message, cwd=ws)
-    return git("rev-parse", "HEAD", cwd=ws).strip()
-
-
+# -- plain git inside a lane's workspace ---------------------------------------------------------------------
 def test_commits_made_with_plain_git_in_a_workspace_become_the_new_states_ancestry(repo):
-    ws = _lane(repo, "a")
-    agent_commit = _git_commit(ws, "one.txt", "1\n", "agent's own commit")
+    ws = make_lane(repo, "a")
+    agent_commit = git_commit(ws, "one.txt", "1\n", "agent's own commit")
     # `git status` there is clean, but nothing the lane holds has this work yet: status must say so.
     status = lanes("status", "--json", cwd=repo).json
     assert next(row for row in status["lanes"] if row["name"] == "a")["dirty"] == ["one.txt"]
     (ws / "two.txt").write_text("2\n")
-    result = _commit(ws, "snapshot on top", "--json")
+    result = auto_commit(ws, "snapshot on top", "--json")
     assert result.code == 0, result.err
     state = result.json["to"]
     assert git("rev-parse", f"{state}^", cwd=repo).strip() == agent_commit
@@ -82,40 +65,69 @@ def test_commits_made_with_plain_git_in_a_workspace_become_the_new_states_ancest
 
 
 def test_a_branch_checked_out_in_a_workspace_is_left_with_its_commits_and_head_returns_to_the_lane(repo):
-    ws = _lane(repo, "a")
+    ws = make_lane(repo, "a")
     git("checkout", "-q", "-b", "topic", cwd=ws)
-    topic = _git_commit(ws, "one.txt", "1\n", "on a branch")
-    assert _commit(ws, "take the branch's work").code == 0
+    topic = git_commit(ws, "one.txt", "1\n", "on a branch")
+    assert auto_commit(ws, "take the branch's work").code == 0
     state = git("rev-parse", "refs/lanes/heads/a", cwd=repo).strip()
     assert git("rev-parse", "HEAD", cwd=ws).strip() == state
     assert git("rev-parse", "topic", cwd=repo).strip() == topic
     (ws / "three.txt").write_text("3\n")
-    assert _commit(ws, "and another").code == 0  # HEAD followed the lane, so the workspace is current
+    assert auto_commit(ws, "and another").code == 0  # HEAD followed the lane, so the workspace is current
 
 
 def test_a_workspace_whose_commits_diverged_from_the_lane_is_refused_with_a_way_on_that_works(repo):
-    ws = _lane(repo, "a")
-    source = _lane(repo, "src")
+    ws = make_lane(repo, "a")
+    source = make_lane(repo, "src")
     (source / "s.txt").write_text("s\n")
-    assert _commit(source, "s").code == 0
-    _git_commit(ws, "one.txt", "1\n", "agent's own commit")
+    assert auto_commit(source, "s").code == 0
+    git_commit(ws, "one.txt", "1\n", "agent's own commit")
     assert lanes("promote", "src", "--into", "a", "--auto-accept", cwd=repo).code == 0
-    refused = _commit(ws, "would revert s.txt")
+    refused = auto_commit(ws, "would revert s.txt")
     assert refused.code == 3 and "Traceback" not in refused.err
     assert "git merge refs/lanes/heads/a" in refused.err
     # restore and delete see the commits as work the lane lacks
     assert lanes("restore", "a", "-w", "a", cwd=repo).code == 1
     assert lanes("lane", "delete", "a", cwd=repo).code == 1
     git("merge", "-q", "--no-edit", "refs/lanes/heads/a", cwd=ws)
-    merged = _commit(ws, "after merging the lane head", "--json")
+    merged = auto_commit(ws, "after merging the lane head", "--json")
     assert merged.code == 0, merged.err
     assert git("ls-tree", "--name-only", merged.json["to"], cwd=repo).split() == \
         ["README.md", "one.txt", "s.txt", "src"]
 
 
+def test_the_stale_workspace_way_on_works_through_a_conflicting_merge(repo):
+    ws = make_lane(repo, "a")
+    source = make_lane(repo, "src")
+    (source / "README.md").write_text("# from src\n")
+    assert auto_commit(source, "readme from src").code == 0
+    git_commit(ws, "README.md", "# from a's own git commit\n", "agent's readme")
+    assert lanes("promote", "src", "--into", "a", "--auto-accept", cwd=repo).code == 0
+    refused = auto_commit(ws, "would revert the promoted readme")
+    assert refused.code == 3 and "resolve them and `git commit`" in refused.err
+    assert git("merge", "refs/lanes/heads/a", cwd=ws, check=False) is not None
+    assert git("ls-files", "-u", cwd=ws).strip()  # stopped on the conflict
+    (ws / "README.md").write_text("# both\n")
+    git("add", "README.md", cwd=ws)
+    git("commit", "-q", "--no-edit", cwd=ws)
+    merged = auto_commit(ws, "merged", "--json")
+    assert merged.code == 0 and merged.json["status"] == "accepted", merged.err
+    assert git("show", "refs/lanes/heads/a:README.md", cwd=repo) == "# both\n"
+
+
+def test_an_orphan_branch_in_a_workspace_is_named_as_such_and_the_way_on_works(repo):
+    ws = make_lane(repo, "a")
+    git("switch", "-q", "--orphan", "fresh", cwd=ws)
+    refused = auto_commit(ws, "would delete everything")
+    assert refused.code == 3 and "unborn branch" in refused.err and "None" not in refused.err
+    git("merge", "-q", "refs/lanes/heads/a", cwd=ws)
+    (ws / "x.txt").write_text("x\n")
+    assert auto_commit(ws, "x").code == 0
+
+
 def test_forced_restore_keeps_commits_made_with_plain_git_in_the_backup(repo):
-    ws = _lane(repo, "a")
-    agent_commit = _git_commit(ws, "one.txt", "1\n", "agent's own commit")
+    ws = make_lane(repo, "a")
+    agent_commit = git_commit(ws, "one.txt", "1\n", "agent's own commit")
     restored = lanes("restore", "a", "-w", "a", "--force", "--json", cwd=repo)
     assert restored.code == 0, restored.err
     backup = restored.json["backup"]
@@ -124,118 +136,80 @@ def test_forced_restore_keeps_commits_made_with_plain_git_in_the_backup(repo):
     assert not (ws / "one.txt").exists()
 
 
-# -- files a promotion left needing attention ------------------------------------------------------------
-def test_status_and_lane_show_name_the_files_a_promotion_left_needing_attention(repo):
-    ws = _lane(repo, "a")
-    (ws / "src" / "app.py").write_text("print('from the lane')\n")
-    assert _commit(ws, "change app").code == 0
-    (repo / "src" / "app.py").write_text("print('typed by a person')\n")
-    assert lanes("promote", "a", "--auto-accept", cwd=repo).code == 0
-
-    status = lanes("status", "--json", cwd=repo).json
-    assert next(row for row in status["lanes"] if row["name"] == "main")["attention"] == ["src/app.py"]
-    assert lanes("lane", "show", "main", "--json", cwd=repo).json["attention"] == ["src/app.py"]
-    text = lanes("status", cwd=repo).out
-    assert "1 need attention" in text and "needing attention in main" in text
-    assert "needing attention" in lanes("lane", "show", "main", cwd=repo).out
-    # Reading twice changes nothing: status only looks.
-    assert lanes("status", "--json", cwd=repo).json == status
-
-    git("add", "src/app.py", cwd=repo)  # the person's answer: their version, merged
-    status = lanes("status", "--json", cwd=repo).json
-    assert all(row["attention"] == [] for row in status["lanes"])
+def test_a_commit_in_the_middle_of_a_git_merge_is_refused_until_git_concludes_it(repo):
+    git("checkout", "-q", "-b", "side", cwd=repo)
+    (repo / "side.txt").write_text("side\n")
+    git("add", "side.txt", cwd=repo)
+    git("commit", "-q", "-m", "side", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    git("merge", "-q", "--no-ff", "--no-commit", "side", cwd=repo)
+    refused = auto_commit(repo, "would drop the merge's second parent")
+    assert refused.code == 3 and "git merge is in progress" in refused.err and "`git commit`" in refused.err
+    git("commit", "-q", "--no-edit", cwd=repo)
+    (repo / "after.txt").write_text("after\n")
+    assert auto_commit(repo, "after the merge").code == 0
+    assert git("rev-list", "--count", "--merges", "main", cwd=repo).strip() == "1"
 
 
-# -- every Example: in the foundation's and promotion's help, typed as shown --------------------------------
-PLACEHOLDER_ID = "3f9c2a1b"
+# -- unresolved merge conflicts in a workspace ---------------------------------------------------------------
+def _conflicted_stash_pop(ws: Path, commit) -> None:
+    """Leave `a.txt` unmerged in the workspace's index, as a conflicting `git stash pop` does."""
+    (ws / "a.txt").write_text("stashed\n")
+    git("add", "a.txt", cwd=ws)
+    git("stash", "-q", cwd=ws)
+    (ws / "a.txt").write_text("snapshotted\n")
+    commit()
+    assert git("stash", "pop", cwd=ws, check=False) is not None
+    assert git("ls-files", "-u", cwd=ws).strip()
 
 
-def _examples() -> dict[str, list[str]]:
-    """Each command's example lines as shown in its help (continuation lines joined), keyed by path."""
-    from git_lanes.cli import cli
-    from git_lanes.cli.manpage import root_context, walk
-
-    found = {}
-    for command, ctx in walk(cli, root_context()):
-        block = next(b for b in (command.help or "").split("\n\n") if "Example:" in b)
-        lines = [line.strip() for line in block.splitlines()[2:] if line.strip()]
-        joined: list[str] = []
-        for line in lines:
-            if joined and joined[-1].endswith("\\"):
-                joined[-1] = joined[-1][:-1] + line
-            else:
-                joined.append(line)
-        found[ctx.command_path.removeprefix("git lanes ")] = joined
-    return found
+def test_a_commit_over_unresolved_merge_conflicts_is_refused_like_git_commit(repo):
+    ws = make_lane(repo, "a")
+    _conflicted_stash_pop(ws, lambda: auto_commit(ws, "snapshotted"))
+    refused = auto_commit(ws, "would record conflict markers")
+    assert refused.code == 3 and "a.txt" in refused.err and "unresolved merge conflicts" in refused.err
+    (ws / "a.txt").write_text("merged\n")
+    git("add", "a.txt", cwd=ws)
+    assert auto_commit(ws, "resolved").code == 0
+    assert git("show", "refs/lanes/heads/a:a.txt", cwd=repo) == "merged\n"
 
 
-def _shell(line: str, cwd: Path, **ids: str):
-    import os
-    import subprocess
-    import sys
-
-    for placeholder, real in ids.items():
-        line = line.replace(placeholder, real)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run(["bash", "-c", f"set -e; {line}; pwd"], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
+def test_a_long_lived_api_refuses_unresolved_merge_conflicts_too(api, repo):
+    api.lane_create("a")
+    ws = workspace(repo, "a")
+    _conflicted_stash_pop(ws, lambda: api.commit("snapshotted", "coder-1", lane="a", auto_accept=True))
+    with pytest.raises(Conflict) as info:
+        api.commit("would record conflict markers", "coder-1", lane="a")
+    assert info.value.code == "unmerged_paths" and info.value.details["paths"] == ["a.txt"]
 
 
-def test_every_example_in_the_help_works_when_typed_as_shown(tmp_path):
-    examples = _examples()
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "README.md").write_text("# project\n")
-    done: list[str] = []
-
-    def typed(command: str, cwd: Path, index: int = 0, placeholder_id: str | None = None) -> str:
-        line = examples[command][index]
-        ran = _shell(line, cwd, **({PLACEHOLDER_ID: placeholder_id} if placeholder_id else {}))
-        assert ran.returncode == 0, f"`{line}` failed:\n{ran.stderr}"
-        done.append(command)
-        return ran.stdout
-
-    def proposal(message: str) -> str:
-        (ws / "auth.py").write_text((ws / "auth.py").read_text() + f"# {message}\n")
-        result = lanes("propose", "-m", message, "--json", cwd=ws)
-        assert result.code == 0, result.err
-        return result.json["id"][:8]
-
-    typed("init", project)
-    typed("lane create", project)
-    typed("lane list", project)
-    typed("lane show", project)
-    ws = Path(typed("lane path", project).splitlines()[-1])
-    assert ws == workspace(project, "feature/auth")
-    (ws / "auth.py").write_text("def login(): ...\n")
-    typed("commit", ws)
-    (ws / "auth.py").write_text("def login(): ...\n# session store\n")
-    typed("propose", project)
-    accepted = lanes("history", "--status", "proposed", "--json", cwd=project).json["transitions"][0]["id"][:8]
-    typed("accept", project, placeholder_id=accepted)
-    typed("reject", project, placeholder_id=proposal("a bad idea"))
-    typed("restore", project, placeholder_id=accepted)
-    typed("status", project)
-    typed("history", project)
-    typed("show", project, placeholder_id=accepted)
-    typed("diff", project)
-    lanes("lane", "create", "release", cwd=project)
-    for index in range(len(examples["promote"])):
-        typed("promote", project, index)
-    typed("evaluate", project, placeholder_id=proposal("to evaluate"))
-    typed("lane reset", project)
-    typed("lane delete", project)
-    assert set(done) >= {"init", "lane create", "lane list", "lane show", "lane path", "lane delete",
-                         "lane reset", "commit", "propose", "accept", "reject", "restore", "status", "history",
-                         "show", "diff", "promote", "evaluate"}
+# -- proposals of the same content ---------------------------------------------------------------------------
+def test_accepting_one_of_two_proposals_of_the_same_content_supersedes_the_other(repo):
+    ws = make_lane(repo, "a")
+    (ws / "x.txt").write_text("x\n")
+    first = lanes("propose", "-m", "x", "--tokens-in", "10", "--json", cwd=ws).json
+    # an agent finishing with `commit --auto-accept` though nothing changed since it proposed
+    second = auto_commit(ws, "x, for real", "--json")
+    assert second.code == 0 and second.json["status"] == "accepted"
+    assert lanes("status", "--json", cwd=repo).json["proposals"] == []
+    kept = lanes("show", first["id"][:8], "--json", cwd=repo).json
+    assert kept["status"] == "rejected" and "superseded" in kept["reason"]
+    assert kept["cost"]["tokens_in"] == 10
+    # a proposal of different content on the old head stays for a person to decide
+    (ws / "y.txt").write_text("y\n")
+    other = lanes("propose", "-m", "y", "--json", cwd=ws).json
+    (ws / "y.txt").unlink()
+    (ws / "z.txt").write_text("z\n")
+    assert auto_commit(ws, "z instead").code == 0
+    assert [p["id"] for p in lanes("status", "--json", cwd=repo).json["proposals"]] == [other["id"]]
 
 
 def test_accepting_a_stale_proposal_gives_a_way_on_that_keeps_the_lanes_work(repo):
-    ws = _lane(repo, "a")
+    ws = make_lane(repo, "a")
     (ws / "x.txt").write_text("x\n")
     stale = lanes("propose", "-m", "first try", "--json", cwd=ws).json
     (ws / "y.txt").write_text("y\n")
-    assert _commit(ws, "moves the lane").code == 0
+    assert auto_commit(ws, "moves the lane").code == 0
     refused = lanes("accept", stale["id"][:8], cwd=repo)
     assert refused.code == 3
     # `lane reset` would move the lane onto the trunk, dropping "moves the lane": not a way on here.
@@ -246,7 +220,7 @@ def test_accepting_a_stale_proposal_gives_a_way_on_that_keeps_the_lanes_work(rep
 
 
 def test_restore_after_a_reject_goes_back_without_force_the_attempt_is_kept(repo):
-    ws = _lane(repo, "a")
+    ws = make_lane(repo, "a")
     (ws / "x.txt").write_text("x\n")
     proposed = lanes("propose", "-m", "an attempt", "--json", cwd=ws).json
     assert lanes("reject", proposed["id"][:8], cwd=repo).code == 0
@@ -258,44 +232,7 @@ def test_restore_after_a_reject_goes_back_without_force_the_attempt_is_kept(repo
     assert lanes("restore", "a", cwd=ws).code == 1
 
 
-# -- a collision's ways on, typed as printed ----------------------------------------------------------------
-def _collide(repo: Path) -> tuple[Path, str]:
-    (repo / "auth.py").write_text("l1\nl2\nl3\n")
-    git("add", "auth.py", cwd=repo)
-    git("commit", "-q", "-m", "auth", cwd=repo)
-    a, b = _lane(repo, "feature/a"), _lane(repo, "feature/b")
-    (a / "auth.py").write_text("A1\nl2\nl3\n")
-    (b / "auth.py").write_text("l1\nl2\nB3\n")
-    assert _commit(a, "a").code == 0 and _commit(b, "b").code == 0
-    assert lanes("promote", "feature/b", "--auto-accept", cwd=repo).code == 0
-    refused = lanes("promote", "feature/a", "--auto-accept", "--json", cwd=repo)
-    assert refused.code == 3
-    return a, refused.json
-
-
-def test_the_resolve_way_on_brings_the_targets_version_into_the_workspace_when_typed(repo):
-    a, record = _collide(repo)
-    resolve = next(w["command"] for w in record["ways"] if w["way"] == "resolve")
-    ran = _shell(resolve, repo)
-    assert ran.returncode == 0, ran.stderr
-    assert (a / "auth.py").read_text() == "l1\nl2\nB3\n"  # main's version, in the workspace
-    backup = ran.stdout.split("kept at ")[1].split()[0]
-    assert git("show", f"{backup}:auth.py", cwd=repo) == "A1\nl2\nl3\n"  # the lane's, kept
-    (a / "auth.py").write_text("A1\nl2\nB3\n")  # merged by hand
-    assert _commit(a, "merge main's auth.py by hand").code == 0
-    assert lanes("promote", "feature/a", "--auto-accept", cwd=repo).code == 0
-    assert git("show", "main:auth.py", cwd=repo) == "A1\nl2\nB3\n"
-
-
-def test_the_force_way_on_lands_when_typed(repo):
-    _, record = _collide(repo)
-    force = next(w["command"] for w in record["ways"] if w["way"] == "force")
-    ran = _shell(force, repo)
-    assert ran.returncode == 0, ran.stderr
-    assert git("show", "main:auth.py", cwd=repo) == "A1\nl2\nl3\n"
-
-
-# -- repositories that are not fresh ----------------------------------------------------------------------
+# -- repositories that are not fresh -------------------------------------------------------------------------
 def test_a_trunk_the_main_worktree_is_not_on_is_said_at_init_and_when_committing_there(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -320,43 +257,11 @@ def test_a_trunk_the_main_worktree_is_not_on_is_said_at_init_and_when_committing
     assert git("show", "main:sub/b.txt", cwd=project) == "b\n"
 
 
-# -- promotion never writes outside the worktree ----------------------------------------------------------
-def test_a_promotion_never_writes_through_a_symlinked_folder_in_the_target_worktree(repo, tmp_path):
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    ws = _lane(repo, "a")
-    (ws / "out").mkdir()
-    (ws / "out" / "file.txt").write_text("from the lane\n")
-    assert _commit(ws, "add out/file.txt").code == 0
-    (repo / "out").symlink_to(outside)  # a person's own, untracked link in the trunk's worktree
-    promoted = lanes("promote", "a", "--auto-accept", "--json", cwd=repo)
-    assert promoted.code == 0, promoted.err
-    assert list(outside.iterdir()) == []
-    assert promoted.json["worktree"]["attention"] == ["out/file.txt"]
-
-
-def test_a_promoted_deletion_never_removes_a_file_through_a_symlinked_folder(repo, tmp_path):
-    ws = _lane(repo, "a")
-    (ws / "src" / "app.py").unlink()
-    assert _commit(ws, "delete src/app.py").code == 0
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "app.py").write_text("print('hello')\n")  # what the trunk tracks, byte for byte
-    git("rm", "-rq", "--cached", "src", cwd=repo)
-    for child in (repo / "src").iterdir():
-        child.unlink()
-    (repo / "src").rmdir()
-    (repo / "src").symlink_to(outside)
-    git("reset", "-q", cwd=repo)  # the index back at the trunk's head: only the files changed
-    assert lanes("promote", "a", "--auto-accept", cwd=repo).code == 0
-    assert (outside / "app.py").read_text() == "print('hello')\n"
-
-
-# -- deleting a lane with proposals awaiting a decision --------------------------------------------------
+# -- deleting a lane with proposals awaiting a decision ------------------------------------------------------
 def test_lane_delete_refuses_pending_proposals_and_with_force_rejects_and_keeps_them(repo):
-    ws = _lane(repo, "a")
+    ws = make_lane(repo, "a")
     (ws / "x.txt").write_text("x\n")
-    assert _commit(ws, "x").code == 0
+    assert auto_commit(ws, "x").code == 0
     assert lanes("promote", "a", "--auto-accept", cwd=repo).code == 0
     (ws / "y.txt").write_text("y\n")
     proposed = lanes("propose", "-m", "y", "--json", cwd=ws).json
@@ -371,98 +276,27 @@ def test_lane_delete_refuses_pending_proposals_and_with_force_rejects_and_keeps_
     assert git("cat-file", "-p", f"refs/lanes/rejected/{proposed['id']}:y.txt", cwd=repo) == "y\n"
 
 
-# -- unresolved merge conflicts in a workspace ------------------------------------------------------------
-def _conflicted_stash_pop(ws: Path, commit) -> None:
-    """Leave `a.txt` unmerged in the workspace's index, as a conflicting `git stash pop` does."""
-    (ws / "a.txt").write_text("stashed\n")
-    git("add", "a.txt", cwd=ws)
-    git("stash", "-q", cwd=ws)
-    (ws / "a.txt").write_text("snapshotted\n")
-    commit()
-    assert git("stash", "pop", cwd=ws, check=False) is not None
-    assert git("ls-files", "-u", cwd=ws).strip()
-
-
-def test_a_commit_over_unresolved_merge_conflicts_is_refused_like_git_commit(repo):
-    ws = _lane(repo, "a")
-    _conflicted_stash_pop(ws, lambda: _commit(ws, "snapshotted"))
-    refused = _commit(ws, "would record conflict markers")
-    assert refused.code == 3 and "a.txt" in refused.err and "unresolved merge conflicts" in refused.err
-    (ws / "a.txt").write_text("merged\n")
-    git("add", "a.txt", cwd=ws)
-    assert _commit(ws, "resolved").code == 0
-    assert git("show", "refs/lanes/heads/a:a.txt", cwd=repo) == "merged\n"
-
-
-def test_a_long_lived_api_refuses_unresolved_merge_conflicts_too(api, repo):
-    import pytest
-
-    from git_lanes.errors import Conflict
-
-    api.lane_create("a")
-    ws = workspace(repo, "a")
-    _conflicted_stash_pop(ws, lambda: api.commit("snapshotted", "coder-1", lane="a", auto_accept=True))
-    with pytest.raises(Conflict) as info:
-        api.commit("would record conflict markers", "coder-1", lane="a")
-    assert info.value.code == "unmerged_paths" and info.value.details["paths"] == ["a.txt"]
-
-
 def test_a_workspace_deleted_by_hand_is_made_again_with_one_worktree_entry(repo):
-    import shutil
-
-    ws = _lane(repo, "a")
+    ws = make_lane(repo, "a")
     shutil.rmtree(ws)
     assert lanes("status", "--json", cwd=repo).json["lanes"][1]["workspace"] is None
-    assert _lane(repo, "a") == ws
+    assert make_lane(repo, "a") == ws
     listed = [line for line in git("worktree", "list", "--porcelain", cwd=repo).splitlines()
               if line.startswith("worktree ")]
     assert listed == [f"worktree {repo}", f"worktree {ws}"]
     (ws / "x.txt").write_text("x\n")
-    assert _commit(ws, "works again").code == 0
-
-
-def test_promote_says_when_proposals_on_the_lane_are_left_out(repo):
-    ws = _lane(repo, "a")
-    (ws / "x.txt").write_text("x\n")
-    assert _commit(ws, "x").code == 0
-    (ws / "y.txt").write_text("y\n")
-    pending = lanes("propose", "-m", "y, not yet accepted", "--json", cwd=ws).json["id"]
-    dry = lanes("promote", "a", "--dry-run", "--json", cwd=repo).json
-    assert dry["left_pending"] == [pending]
-    promoted = lanes("promote", "a", "--auto-accept", cwd=repo)
-    assert promoted.code == 0
-    assert f"pending proposals {pending[:8]} are not included" in promoted.out
-    assert git("ls-tree", "--name-only", "main", cwd=repo).split() == ["README.md", "src", "x.txt"]
+    assert auto_commit(ws, "works again").code == 0
 
 
 def test_lane_create_from_a_transition_id_as_restore_and_diff_accept_it(repo):
-    ws = _lane(repo, "a")
+    ws = make_lane(repo, "a")
     (ws / "x.txt").write_text("x\n")
-    first = _commit(ws, "x", "--json").json
+    first = auto_commit(ws, "x", "--json").json
     (ws / "y.txt").write_text("y\n")
-    assert _commit(ws, "y").code == 0
+    assert auto_commit(ws, "y").code == 0
     created = lanes("lane", "create", "b", "--from", first["id"][:8], "--json", cwd=repo)
     assert created.code == 0, created.err
     assert created.json["head"] == first["to"]
-
-
-def test_the_stale_workspace_way_on_works_through_a_conflicting_merge(repo):
-    ws = _lane(repo, "a")
-    source = _lane(repo, "src")
-    (source / "README.md").write_text("# from src\n")
-    assert _commit(source, "readme from src").code == 0
-    _git_commit(ws, "README.md", "# from a's own git commit\n", "agent's readme")
-    assert lanes("promote", "src", "--into", "a", "--auto-accept", cwd=repo).code == 0
-    refused = _commit(ws, "would revert the promoted readme")
-    assert refused.code == 3 and "resolve them and `git commit`" in refused.err
-    assert git("merge", "refs/lanes/heads/a", cwd=ws, check=False) is not None
-    assert git("ls-files", "-u", cwd=ws).strip()  # stopped on the conflict
-    (ws / "README.md").write_text("# both\n")
-    git("add", "README.md", cwd=ws)
-    git("commit", "-q", "--no-edit", cwd=ws)
-    merged = _commit(ws, "merged", "--json")
-    assert merged.code == 0 and merged.json["status"] == "accepted", merged.err
-    assert git("show", "refs/lanes/heads/a:README.md", cwd=repo) == "# both\n"
 
 
 def test_lane_create_refuses_a_file_in_the_workspaces_place_and_writes_nothing(repo):
@@ -478,53 +312,7 @@ def test_lane_create_refuses_a_file_in_the_workspaces_place_and_writes_nothing(r
     assert (workspaces / "a").read_text() == "a person's file\n"
 
 
-def test_a_commit_in_the_middle_of_a_git_merge_is_refused_until_git_concludes_it(repo):
-    git("checkout", "-q", "-b", "side", cwd=repo)
-    (repo / "side.txt").write_text("side\n")
-    git("add", "side.txt", cwd=repo)
-    git("commit", "-q", "-m", "side", cwd=repo)
-    git("checkout", "-q", "main", cwd=repo)
-    git("merge", "-q", "--no-ff", "--no-commit", "side", cwd=repo)
-    refused = _commit(repo, "would drop the merge's second parent")
-    assert refused.code == 3 and "git merge is in progress" in refused.err and "`git commit`" in refused.err
-    git("commit", "-q", "--no-edit", cwd=repo)
-    (repo / "after.txt").write_text("after\n")
-    assert _commit(repo, "after the merge").code == 0
-    assert git("rev-list", "--count", "--merges", "main", cwd=repo).strip() == "1"
-
-
-# -- proposals of the same content ---------------------------------------------------------------------
-def test_accepting_one_of_two_proposals_of_the_same_content_supersedes_the_other(repo):
-    ws = _lane(repo, "a")
-    (ws / "x.txt").write_text("x\n")
-    first = lanes("propose", "-m", "x", "--tokens-in", "10", "--json", cwd=ws).json
-    # an agent finishing with `commit --auto-accept` though nothing changed since it proposed
-    second = _commit(ws, "x, for real", "--json")
-    assert second.code == 0 and second.json["status"] == "accepted"
-    assert lanes("status", "--json", cwd=repo).json["proposals"] == []
-    kept = lanes("show", first["id"][:8], "--json", cwd=repo).json
-    assert kept["status"] == "rejected" and "superseded" in kept["reason"]
-    assert kept["cost"]["tokens_in"] == 10
-    # a proposal of different content on the old head stays for a person to decide
-    (ws / "y.txt").write_text("y\n")
-    other = lanes("propose", "-m", "y", "--json", cwd=ws).json
-    (ws / "y.txt").unlink()
-    (ws / "z.txt").write_text("z\n")
-    assert _commit(ws, "z instead").code == 0
-    assert [p["id"] for p in lanes("status", "--json", cwd=repo).json["proposals"]] == [other["id"]]
-
-
-def test_an_orphan_branch_in_a_workspace_is_named_as_such_and_the_way_on_works(repo):
-    ws = _lane(repo, "a")
-    git("switch", "-q", "--orphan", "fresh", cwd=ws)
-    refused = _commit(ws, "would delete everything")
-    assert refused.code == 3 and "unborn branch" in refused.err and "None" not in refused.err
-    git("merge", "-q", "refs/lanes/heads/a", cwd=ws)
-    (ws / "x.txt").write_text("x\n")
-    assert _commit(ws, "x").code == 0
-
-
-# -- filter drivers (git-lfs, git-crypt) ------------------------------------------------------------------
+# -- filter drivers (git-lfs, git-crypt) ---------------------------------------------------------------------
 def test_a_long_lived_api_stages_through_configured_filter_drivers_as_git_does(api, repo):
     (repo / ".gitattributes").write_text("*.dat filter=upper\n")
     git("config", "filter.upper.clean", "tr a-z A-Z", cwd=repo)
@@ -534,19 +322,3 @@ def test_a_long_lived_api_stages_through_configured_filter_drivers_as_git_does(a
         (repo / "f.dat").write_text(f"{word}\n")
         api.commit(word, "coder-1", cwd=repo, auto_accept=True)
         assert git("show", "main:f.dat", cwd=repo) == f"{word.upper()}\n"
-
-
-def test_promotion_into_a_worktree_with_crlf_checkouts_updates_files_as_git_would(repo):
-    (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
-    (repo / "t.txt").write_bytes(b"l1\r\nl2\r\n")
-    assert _commit(repo, "crlf text").code == 0
-    ws = _lane(repo, "a")
-    assert (ws / "t.txt").read_bytes() == b"l1\r\nl2\r\n"
-    (ws / "t.txt").write_bytes(b"l1\r\nl2\r\nl3\r\n")
-    (ws / "new.txt").write_bytes(b"n\r\n")
-    assert _commit(ws, "more lines").code == 0
-    promoted = lanes("promote", "a", "--auto-accept", "--json", cwd=repo).json
-    assert promoted["worktree"]["attention"] == []  # no file was edited: none may look edited
-    assert (repo / "t.txt").read_bytes() == b"l1\r\nl2\r\nl3\r\n"
-    assert (repo / "new.txt").read_bytes() == b"n\r\n"
-    assert git("status", "--porcelain", cwd=repo) == ""
