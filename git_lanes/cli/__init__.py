@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 
 import click
@@ -74,6 +75,19 @@ def cli() -> None:
 
 
 def main() -> None:
-    # Shell completion (contrib/completion/) talks to the `git-lanes` program through this variable; click
-    # would derive it from the prog name, which has a space in it.
-    cli.main(args=sys.argv[1:], prog_name="git lanes", complete_var="_GIT_LANES_COMPLETE")
+    args = sys.argv[1:]
+    try:
+        # Shell completion (contrib/completion/) talks to the `git-lanes` program through this variable;
+        # click would derive it from the prog name, which has a space in it.
+        code = cli.main(args=args, prog_name="git lanes", complete_var="_GIT_LANES_COMPLETE",
+                        standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        # A usage error still answers a `--json` caller in JSON, as every other error does.
+        if "--json" in args:
+            click.echo(json.dumps({"error": "usage", "message": exc.format_message()}, indent=2, sort_keys=True))
+        exc.show()
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -38,6 +38,10 @@ def initialize(store: Store, trunk: str, now: float) -> dict:
         if store.read_ref(refs.lane_ref(trunk, trunk)) is None:
             initial = _initial_state(ctx, store)
             changed.append("initial state")
+        if store.read_ref(refs.NOTES) is None:
+            # notes.displayRef naming a missing ref makes every `git log` warn until the first transition.
+            store.update_refs([store.write_notes(refs.NOTES, {}, "lanes: start the transition records")])
+            changed.append(refs.NOTES)
     return {"root": str(store.root), "trunk": trunk, "changed": changed,
             "initial_state": initial, "already_initialized": not changed,
             "checked_out": store.head_branch()}

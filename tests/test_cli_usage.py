@@ -1,0 +1,40 @@
+"""Usage errors and set-up details a `--json` caller or a plain-git user meets first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import git
+
+
+def test_a_usage_error_answers_json_callers_in_json_and_exits_2(repo, cli):
+    result = cli("lane", "create", "--json", cwd=repo)
+    assert result.code == 2
+    assert json.loads(result.out) == {"error": "usage", "message": "Missing argument 'NAME'."}
+    assert "Missing argument 'NAME'" in result.err and "Traceback" not in result.err
+
+
+def test_a_usage_error_without_json_prints_only_usage(repo, cli):
+    result = cli("no-such-command", cwd=repo)
+    assert result.code == 2 and result.out == ""
+    assert "No such command 'no-such-command'" in result.err
+
+
+def test_version_and_help_exit_0(repo, cli):
+    assert cli("--version", cwd=repo).code == 0
+    assert cli("lane", "create", "--help", cwd=repo).code == 0
+
+
+def test_init_on_a_repository_with_history_leaves_git_log_quiet(tmp_path, cli):
+    root = tmp_path / "old"
+    root.mkdir()
+    git("init", "-q", "-b", "master", cwd=root)
+    (root / "f.txt").write_text("x\n")
+    git("add", "f.txt", cwd=root)
+    git("commit", "-qm", "first", cwd=root)
+    assert cli("init", cwd=root).code == 0
+    log = subprocess.run(["git", "log", "-1"], cwd=root, capture_output=True, text=True)
+    assert log.returncode == 0 and log.stderr == ""
+    assert git("rev-parse", "--verify", "refs/notes/lanes", cwd=root).strip()
+    assert cli("init", "--json", cwd=root).json["already_initialized"] is True
