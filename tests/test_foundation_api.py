@@ -154,3 +154,15 @@ def test_ambiguous_and_unknown_ids(api, repo):
         api.show(shared)
     with pytest.raises(NotFound):
         api.show("zzzz")
+
+
+def test_a_lane_and_a_lane_named_like_its_folder_can_both_be_deleted(api, repo):
+    """Deletion markers are flat names: deleting `p/q`, then a later lane `p`, must not clash as a file and a
+    folder under refs/lanes/deleted/."""
+    api.lane_create("p/q")
+    api.lane_delete("p/q")
+    api.lane_create("p")
+    result = api.lane_delete("p")
+    assert result["kept_at"] == "refs/lanes/deleted/p"
+    assert git("rev-parse", "--verify", "refs/lanes/deleted/p%2Fq", cwd=repo).strip()
+    assert git("rev-parse", "--verify", "refs/lanes/deleted/p", cwd=repo).strip()

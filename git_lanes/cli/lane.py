@@ -109,7 +109,7 @@ def delete(name: str, force: bool, as_json: bool) -> None:
 
     Refuses while the workspace has unsnapshotted edits, the lane has work not promoted into any other
     lane, or proposals on it await a decision. The last head stays reachable from refs/lanes/deleted/NAME
-    and its reflog.
+    (a '/' in NAME written as %2F) and its reflog.
 
     \b
     Example:

@@ -159,7 +159,7 @@ def unpromoted(ctx: Context, name: str) -> bool:
 
 
 def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str | None) -> dict:
-    """Remove the lane's ref and workspace. The last head stays reachable from refs/lanes/deleted/<lane>,
+    """Remove the lane's ref and workspace. The last head stays reachable from `refs.deleted_ref(lane)`,
     whose reflog remembers every lane of that name ever deleted."""
     if name == ctx.trunk:
         raise Refused("the trunk lane cannot be deleted", code="trunk")
@@ -173,7 +173,7 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
         if unpromoted(ctx, name):
             raise Refused(f"lane {name!r} has work not promoted into any other lane", code="unpromoted",
                           hint=f"promote it with `git lanes promote {name}`, or pass --force")
-    graveyard = refs.DELETED + name
+    graveyard = refs.deleted_ref(name)
     # One step at a time, each leaving a consistent repository if the process dies after it (libgit2 commits
     # a multi-ref transaction ref by ref, and deleting a ref deletes its reflog): the head is kept first;
     # the workspace goes before the lane, so a kill in between leaves a lane without a workspace, which

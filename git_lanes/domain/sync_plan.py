@@ -129,7 +129,7 @@ class _Planner:
                 if lanes.workspace_path(self.ctx, name) is not None:
                     # The remote's marker stays out too: holding it would make the kept lane look created
                     # after the deletion, and the next sync would push it back to every machine.
-                    self.kept_markers.add(refs.DELETED + name)
+                    self.kept_markers.add(refs.deleted_ref(name))
                     self.plan.kept.append({"lane": name, "head": mine,
                                            "reason": "deleted on the remote; its workspace here keeps it",
                                            "hint": f"`git lanes lane delete {name}` to follow the remote, or "
@@ -140,16 +140,16 @@ class _Planner:
                 self._travel("lane", name, ref, decision)
 
     def _holds_nothing(self, head: str) -> bool:
-        """True for the empty first state `init` makes in a repository with no commits yet (`git init`,
-        `git lanes init`, then a pull): taking the remote's trunk over it loses nothing, where the way on
-        for a diverged lane would put an empty root commit into the shared trunk's history."""
+        """True for the empty root commit `init` starts with: the trunk's first state in a repository with
+        no commits yet (`git init`, `git lanes init`, then a pull), or the notes' empty record set. Taking
+        the remote's over it loses nothing, where a merge would put an empty root into shared history."""
         info = self.store.commit_info(head)
         return not info.parents and info.tree == self.store.empty_tree()
 
     def _deleted_over(self, side: dict[str, str], other: dict[str, str], name: str, head: str | None) -> bool:
         """True when `side` deleted lane `name` at `head` (or past it) and `other` has not heard of it yet.
         Once both sides hold the same marker, a lane of that name on one side was created after it."""
-        marker = refs.DELETED + name
+        marker = refs.deleted_ref(name)
         graveyard = side.get(marker)
         return name != self.ctx.trunk and head is not None and graveyard is not None \
             and graveyard != other.get(marker) and self.is_ancestor(head, graveyard)
@@ -175,6 +175,10 @@ class _Planner:
         ref = refs.NOTES
         mine, theirs = self.local.get(ref), self.fetched.get(ref)
         decision = classify(mine, theirs, self.is_ancestor)
+        if decision == DIVERGED and self._holds_nothing(mine):
+            # `init` starts the notes with an empty record set; a clone that ran it takes the remote's.
+            self._move("local", "notes", "lanes", ref, mine, theirs, "replaced the empty start")
+            return theirs
         if decision != DIVERGED:
             self._travel("notes", "lanes", ref, decision)
             return theirs if decision == PULL else mine

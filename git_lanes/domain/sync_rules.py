@@ -74,7 +74,8 @@ def kind_of(ref: str, trunk: str) -> tuple[str, str]:
     for prefix, kind in ((refs.LANE_HEADS, "lane"), (refs.PROPOSALS, "proposal"), (refs.REJECTED, "rejected"),
                          (refs.DELETED, "deleted"), (refs.RUNS, "run")):
         if ref.startswith(prefix):
-            return kind, ref[len(prefix):]
+            name = ref[len(prefix):]
+            return kind, refs.deleted_lane(name) if kind == "deleted" else name
     if ref == refs.LEDGER:
         return "ledger", "ledger"
     if ref == refs.NOTES:

@@ -19,6 +19,17 @@ def lane_ref(lane: str, trunk: str) -> str:
     return f"refs/heads/{trunk}" if lane == trunk else LANE_HEADS + lane
 
 
+def deleted_ref(lane: str) -> str:
+    """Where a deleted lane's last head is kept. The name is one flat component ('/' written as %2F): lanes
+    `p/q` and, later, `p` can both be deleted, where nested names would clash as a file and a folder."""
+    return DELETED + lane.replace("%", "%25").replace("/", "%2F")
+
+
+def deleted_lane(marker_name: str) -> str:
+    """The lane a deletion marker's name (the part after DELETED) stands for."""
+    return marker_name.replace("%2F", "/").replace("%25", "%")
+
+
 def proposal_ref(transition_id: str) -> str:
     return PROPOSALS + transition_id
 
