@@ -38,3 +38,16 @@ def test_init_on_a_repository_with_history_leaves_git_log_quiet(tmp_path, cli):
     assert log.returncode == 0 and log.stderr == ""
     assert git("rev-parse", "--verify", "refs/notes/lanes", cwd=root).strip()
     assert cli("init", "--json", cwd=root).json["already_initialized"] is True
+
+
+def test_an_empty_tag_is_refused_and_writes_nothing(repo, cli):
+    before = git("for-each-ref", cwd=repo)
+    (repo / "README.md").write_text("changed\n")
+    result = cli("commit", "-m", "x", "--agent-id", "a", "--tag", " ", cwd=repo)
+    assert result.code == 1 and "tag" in result.err and "Traceback" not in result.err
+    assert git("for-each-ref", cwd=repo) == before
+
+
+def test_diff_stat_of_equal_states_prints_nothing_like_git(repo, cli):
+    result = cli("diff", "main", "main", "--stat", cwd=repo)
+    assert result.code == 0 and result.out == ""

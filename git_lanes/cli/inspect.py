@@ -126,7 +126,7 @@ def diff(old: str, new: str, mode: str | None, as_json: bool) -> None:
         if mode == "name-only":
             return "\n".join(c["path"] for c in r["changes"])
         if mode == "stat":
-            return r["stat"].rstrip("\n")
+            return r["stat"].rstrip("\n") if r["changes"] else ""  # git prints nothing for no change
         return r["patch"].rstrip("\n")
 
     run(lambda: open_api().diff(old, new, mode), as_json, render)

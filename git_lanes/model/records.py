@@ -41,6 +41,8 @@ class Intent:
             raise UserError(f"invalid agent id {self.agent_id!r}", code="invalid_agent",
                             hint="pass --agent-id or set GIT_LANES_AGENT")
         object.__setattr__(self, "tags", tuple(self.tags))
+        if any(not tag.strip() or "\n" in tag for tag in self.tags):
+            raise UserError("a tag must be a non-empty single line", code="invalid_tag")
 
     @property
     def summary(self) -> str:
