@@ -73,7 +73,7 @@ def test_init_shape_and_idempotence(tmp_path):
     assert first["root"] == str(plain.resolve()) and first["trunk"] == "trunk"
     assert first["created_repository"] is True and first["already_initialized"] is False
     assert first["changed"] == ["lanes.trunk", "core.logAllRefUpdates", "notes.displayRef", "info/exclude",
-                                "initial state"]
+                                "initial state", "refs/lanes/meta/trunk"]
     assert git("rev-parse", "refs/heads/trunk", cwd=plain).strip() == first["initial_state"]
     again = ok("init", cwd=plain)
     assert again == {**first, "changed": [], "initial_state": None, "already_initialized": True,

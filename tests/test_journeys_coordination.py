@@ -36,21 +36,31 @@ def origin(tmp_path: Path) -> tuple[Path, Path]:
 
 
 # -- sync: remotes that are not what the user expects ------------------------------------------------------
-def test_a_clone_of_a_remote_whose_head_names_no_branch_is_set_up_with_trunk(tmp_path, origin):
+def test_a_clone_of_a_remote_whose_head_names_no_branch_finds_the_trunk(tmp_path, origin):
     machine, bare = origin
     git("symbolic-ref", "HEAD", "refs/heads/master", cwd=bare)  # e.g. pushed to a server defaulting to master
     clone = tmp_path / "clone"
     git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)  # warns: nothing checked out
-    plain = run_cli("pull", cwd=clone)
-    assert plain.code == 1 and "--trunk main" in plain.err and "Traceback" not in plain.err
-    assert not git("for-each-ref", "refs/heads", cwd=clone).strip()
-    pulled = run_cli("pull", "--trunk", "main", cwd=clone)
+    # refs/lanes/meta/trunk, pushed by the first machine, names the trunk; no --trunk needed
+    pulled = run_cli("pull", cwd=clone)
     assert pulled.code == 0, pulled.err
     assert "set up this clone for lanes (trunk main)" in pulled.out  # the trunk chosen is named
     assert git("symbolic-ref", "HEAD", cwd=clone).strip() == "refs/heads/main"
     assert (clone / "src" / "app.py").read_text() == "print('hello')\n"
     assert git("status", "--porcelain", cwd=clone) == ""
     assert run_cli("sync", cwd=clone).code == 0
+
+
+def test_a_clone_of_a_remote_whose_head_is_another_branch_still_takes_the_recorded_trunk(tmp_path, origin):
+    machine, bare = origin
+    git("branch", "develop", "main", cwd=bare)
+    git("symbolic-ref", "HEAD", "refs/heads/develop", cwd=bare)
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)
+    pulled = run_cli("pull", "--json", cwd=clone)
+    assert pulled.code == 0, pulled.err
+    assert pulled.json["trunk"] == "main"
+    assert git("config", "lanes.trunk", cwd=clone).strip() == "main"
 
 
 def test_pushing_to_a_working_repository_says_why_in_one_line_and_the_way_on(tmp_path, origin):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 
-from git_lanes.domain import sync
+from git_lanes.domain import setup, sync
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
+from git_lanes.model import refs
 from git_lanes.store import open_store
 from git_lanes.store import remote as transport
 
@@ -45,7 +46,7 @@ class SyncApi:
         store = open_store(path)
         remote = remote or store.config_get("lanes.remote") or DEFAULT_REMOTE
         transport.check_remote(store, remote)  # a mistyped remote sets nothing up
-        branch = trunk or store.head_branch()
+        branch = trunk or _remote_trunk(store, remote) or store.head_branch()
         if branch and store.read_ref(f"refs/heads/{branch}") is None:
             store.branch_from_remote(remote, branch)
         if not branch or store.read_ref(f"refs/heads/{branch}") is None:
@@ -60,3 +61,8 @@ class SyncApi:
                             code="no_trunk", hint=hint)
         api, report = cls.init(path, branch)  # type: ignore[attr-defined]
         return api, report
+
+
+def _remote_trunk(store, remote: str) -> str | None:
+    """The trunk the remote's refs/lanes/meta/trunk names: the remote's HEAD may be another branch."""
+    return setup.recorded_trunk(store, transport.fetch_meta(store, remote).get(refs.TRUNK_META))

@@ -29,7 +29,7 @@ def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) ->
     run(action, as_json, render)
     # Diverged lanes and run logs need a person; a diverged deleted-lane marker keeps both sides' and is
     # only reported.
-    if any(item["kind"] in ("lane", "run") for item in outcome.get("diverged", ())):
+    if any(item["kind"] in ("lane", "run", "meta") for item in outcome.get("diverged", ())):
         sys.exit(EXIT_CONFLICT)
 
 

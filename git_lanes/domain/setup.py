@@ -8,6 +8,9 @@ from git_lanes.errors import Refused
 from git_lanes.model import refs
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.store import RefUpdate, Store
+from git_lanes.store.trees import Entry
+
+FILE_MODE = 0o100644
 
 INIT_AGENT = "git-lanes"
 
@@ -38,6 +41,9 @@ def initialize(store: Store, trunk: str, now: float) -> dict:
         if store.read_ref(refs.lane_ref(trunk, trunk)) is None:
             initial = _initial_state(ctx, store)
             changed.append("initial state")
+        if store.read_ref(refs.TRUNK_META) is None:
+            record_trunk(store, trunk)
+            changed.append(refs.TRUNK_META)
         if store.read_ref(refs.NOTES) is None:
             # notes.displayRef naming a missing ref makes every `git log` warn until the first transition.
             store.update_refs([store.write_notes(refs.NOTES, {}, "lanes: start the transition records")])
@@ -69,3 +75,20 @@ def _initial_state(ctx: Context, store: Store) -> str:
         RefUpdate(trunk_ref, state, None, "lanes: initial state"),
     ])
     return state
+
+
+def record_trunk(store: Store, trunk: str) -> None:
+    """Name the trunk in refs/lanes/meta/trunk (a commit whose tree holds `trunk`), which travels with sync:
+    a fresh clone learns the trunk from it even when the remote's HEAD is another branch."""
+    blob = store.write_blob(f"{trunk}\n".encode())
+    tree = store.edit_tree(None, {"trunk": Entry(blob, FILE_MODE)})
+    commit = store.write_commit(tree, [], f"lanes: the trunk is {trunk}\n")
+    store.update_refs([RefUpdate(refs.TRUNK_META, commit, None, f"lanes: the trunk is {trunk}")])
+
+
+def recorded_trunk(store: Store, commit: str | None) -> str | None:
+    """The trunk named by a refs/lanes/meta/trunk commit (a local or a fetched one)."""
+    if commit is None:
+        return None
+    data = store.read_path(store.tree_of(commit), "trunk")
+    return data.decode().strip() or None if data else None

@@ -53,6 +53,7 @@ def build(ctx: Context, remote: str, fetched: dict[str, str], mode: str) -> Plan
     notes_head = planner.notes()
     planner.ledger(replay_ops=mode != "push")
     planner.lanes()
+    planner.meta()
     for kind in ("rejected", "deleted", "run"):
         planner.fast_forward_only(kind)
     planner.proposals(notes_head)
@@ -113,6 +114,17 @@ class _Planner:
             if ref in self.kept_markers:
                 continue
             self._travel(kind, name, ref, classify(self.local.get(ref), self.fetched.get(ref), self.is_ancestor))
+
+    def meta(self) -> None:
+        """Shared facts (the trunk's name) only fast-forward. Two machines that each ran `init` hold
+        different commits saying the same thing: the remote's is taken. Saying different things diverges."""
+        for name, ref in self._names("meta").items():
+            mine, theirs = self.local.get(ref), self.fetched.get(ref)
+            decision = classify(mine, theirs, self.is_ancestor)
+            if decision == DIVERGED and self.store.tree_of(mine) == self.store.tree_of(theirs):
+                self._move("local", "meta", name, ref, mine, theirs, "same content")
+            else:
+                self._travel("meta", name, ref, decision)
 
     def lanes(self) -> None:
         """Lane heads only fast-forward. A lane missing on one side was either created on the other or

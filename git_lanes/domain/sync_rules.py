@@ -72,7 +72,7 @@ def kind_of(ref: str, trunk: str) -> tuple[str, str]:
     if ref == f"refs/heads/{trunk}":
         return "lane", trunk
     for prefix, kind in ((refs.LANE_HEADS, "lane"), (refs.PROPOSALS, "proposal"), (refs.REJECTED, "rejected"),
-                         (refs.DELETED, "deleted"), (refs.RUNS, "run")):
+                         (refs.DELETED, "deleted"), (refs.RUNS, "run"), (refs.META, "meta")):
         if ref.startswith(prefix):
             name = ref[len(prefix):]
             return kind, refs.deleted_lane(name) if kind == "deleted" else name

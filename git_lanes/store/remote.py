@@ -75,7 +75,7 @@ def remote_ref_of(remote: str, tracking: str) -> str:
 def synced_patterns(trunk: str) -> list[str]:
     """Every ref pattern that travels (DESIGN.md §1); backups stay on the machine whose workspace they saved."""
     return [f"refs/heads/{trunk}", refs.LANE_HEADS + "*", refs.PROPOSALS + "*", refs.REJECTED + "*",
-            refs.DELETED + "*", refs.RUNS + "*", refs.LEDGER, refs.NOTES]
+            refs.DELETED + "*", refs.RUNS + "*", refs.META + "*", refs.LEDGER, refs.NOTES]
 
 
 def check_remote(store: Store, remote: str) -> str:
@@ -121,6 +121,19 @@ def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
     else:
         raise RemoteFailed(f"git fetch from {remote!r} kept failing: {_reason(proc.stderr)}")
     return {remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()}
+
+
+def fetch_meta(store: Store, remote: str) -> dict[str, str]:
+    """Only the remote's shared facts (refs/lanes/meta/*), for a clone deciding how to set itself up: a
+    glob, so a remote without them fetches nothing rather than failing."""
+    pattern = refs.META + "*"
+    proc = _network(store, ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                            "--no-recurse-submodules", remote, f"+{pattern}:{tracking_ref(remote, pattern)}"])
+    if proc.returncode != 0:
+        raise RemoteFailed(f"git fetch from {remote!r} failed: {_reason(proc.stderr)}",
+                           hint="check the remote's URL and your access to it")
+    return {remote_ref_of(remote, name): oid
+            for name, oid in store.list_refs(tracking_ref(remote, refs.META)).items()}
 
 
 def _clear_abandoned_tracking_locks(store: Store, remote: str, stderr: str) -> None:
