@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 from git_lanes.errors import LanesError
+
+
+# What a git hook or an outer git command may have set, which would point git at another repository, index
+# or object store than the worktree a command runs in.
+_REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_NAMESPACE")
+
+
+def unredirected_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment without git's location variables, so git finds the repository from its cwd."""
+    return {key: value for key, value in os.environ.items() if key not in _REDIRECTING} | (extra or {})
 
 
 class GitCommandFailed(LanesError):

@@ -18,14 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from git_lanes.store.gitcli import run_git
+from git_lanes.store.gitcli import run_git, unredirected_env
 from git_lanes.store.worktree_add import add_detached_worktree, alive
 
 PREFIX = "git-lanes-gate-"
 TAIL_BYTES = 4000
-# Variables that would point a gate's git commands at our repository instead of its scratch checkout.
-_GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX")
 
 
 @dataclass(frozen=True)
@@ -46,7 +43,7 @@ def checkout(root: Path, common_dir: Path, commit: str) -> Iterator[Path]:
     try:
         # Drafted and renamed into place, as lane workspaces are, so a gate killed mid-checkout never leaves
         # a worktree `git fsck` rejects; and it runs no post-checkout hook on the scratch copy.
-        add_detached_worktree(common_dir, path, commit, _without_git_location({}))
+        add_detached_worktree(common_dir, path, commit, unredirected_env())
         yield path
     finally:
         run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=root, check=False)
@@ -83,7 +80,7 @@ def _sweep(root: Path) -> None:
 def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: dict[str, str]) -> CommandResult:
     """Run `command` (argv list, or a string for the shell) with output captured; on timeout its whole
     process group is killed."""
-    env = _without_git_location(extra_env)
+    env = unredirected_env(extra_env)
     started = time.monotonic()
     with tempfile.TemporaryFile() as output:
         try:
@@ -104,10 +101,6 @@ def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: 
     if timed_out:
         tail += f"\n[git-lanes: timed out after {timeout:g}s; killed]"
     return CommandResult(code, round(duration, 3), tail, timed_out)
-
-
-def _without_git_location(extra_env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION} | extra_env
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

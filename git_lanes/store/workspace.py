@@ -12,7 +12,7 @@ import pygit2
 
 from git_lanes.errors import NotFound
 from git_lanes.store import stale
-from git_lanes.store.gitcli import GitCommandFailed, run_git
+from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
 
 # Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
@@ -81,7 +81,7 @@ class WorkspaceOps:
     def add_worktree(self, path: Path, commit: str) -> None:
         # libgit2's add_worktree insists on creating a branch, and `git worktree add` leaves a HEAD fsck
         # rejects when killed halfway; see worktree_add.
-        add_detached_worktree(self.common_dir, path, commit, _workspace_env())
+        add_detached_worktree(self.common_dir, path, commit, unredirected_env())
 
     def remove_worktree(self, path: Path) -> None:
         """Remove a worktree and its private git dir. The files move out of the way in one rename first, so
@@ -154,9 +154,9 @@ class WorkspaceOps:
             # libgit2 runs no configured filter driver (git-lfs, git-crypt): with one, only git stages
             # content as git would (an LFS pointer, not the large file; ciphertext, not the secret).
             self._warm_indexes.add(path)
-            stale.retrying(lambda: run_git(["add", "-A"], cwd=path, env=_workspace_env()), locks,
+            stale.retrying(lambda: run_git(["add", "-A"], cwd=path, env=unredirected_env()), locks,
                            GitCommandFailed, "could not update the workspace's index")
-            return run_git(["write-tree"], cwd=path, env=_workspace_env()).stdout.strip()
+            return run_git(["write-tree"], cwd=path, env=unredirected_env()).stdout.strip()
         index = self.workspace_repo(path).index
         index.read(False)
         index.add_all()
@@ -186,7 +186,7 @@ class WorkspaceOps:
             if conflicts is None:
                 return []
             return sorted({next(e.path for e in sides if e is not None) for sides in conflicts})
-        listed = run_git(["ls-files", "-u", "-z"], cwd=path, env=_workspace_env()).stdout
+        listed = run_git(["ls-files", "-u", "-z"], cwd=path, env=unredirected_env()).stdout
         return sorted({entry.split("\t", 1)[1] for entry in listed.split("\0") if "\t" in entry})
 
     def _admin_dir(self, path: Path) -> Path:
@@ -267,15 +267,6 @@ _OPERATIONS = {
     int(pygit2.enums.RepositoryState.APPLY_MAILBOX): "am",
     int(pygit2.enums.RepositoryState.APPLY_MAILBOX_OR_REBASE): "rebase",
 }
-
-
-# What a git hook or an outer git command may have set, which would point git at another repository or index.
-_REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-                "GIT_PREFIX", "GIT_NAMESPACE")
-
-
-def _workspace_env() -> dict[str, str]:
-    return {key: value for key, value in os.environ.items() if key not in _REDIRECTING}
 
 
 def _describe_status(flags: int) -> str:
