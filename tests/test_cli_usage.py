@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from conftest import git
 
 
@@ -51,3 +53,18 @@ def test_an_empty_tag_is_refused_and_writes_nothing(repo, cli):
 def test_diff_stat_of_equal_states_prints_nothing_like_git(repo, cli):
     result = cli("diff", "main", "main", "--stat", cwd=repo)
     assert result.code == 0 and result.out == ""
+
+
+@pytest.mark.parametrize("typed, meant", [("statu", "status"), ("comit", "commit"), ("lane craete", "create"),
+                                          ("task lsit", "list"), ("promte", "promote")])
+def test_a_mistyped_command_suggests_the_nearest_as_git_does(repo, cli, typed, meant):
+    result = cli(*typed.split(), cwd=repo)
+    suggestion = result.err.partition("Did you mean ")[2]
+    assert result.code == 2 and f"'{meant}'" in suggestion, result.err
+    as_json = cli(*typed.split(), "--json", cwd=repo)
+    assert as_json.code == 2 and f"'{meant}'" in as_json.json["message"].partition("Did you mean ")[2]
+
+
+def test_a_command_far_from_any_gets_no_suggestion(repo, cli):
+    result = cli("xyzzy", cwd=repo)
+    assert result.code == 2 and "No such command 'xyzzy'." in result.err and "Did you mean" not in result.err

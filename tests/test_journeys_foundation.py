@@ -288,6 +288,26 @@ def test_a_workspace_deleted_by_hand_is_made_again_with_one_worktree_entry(repo)
     assert auto_commit(ws, "works again").code == 0
 
 
+def test_deleting_a_lane_whose_workspace_was_removed_by_hand_prunes_it_from_git_worktree_list(repo):
+    ws = make_lane(repo, "a/b")
+    other = make_lane(repo, "c")
+    shutil.rmtree(ws)
+    assert "prunable" in git("worktree", "list", "--porcelain", cwd=repo)
+    deleted = lanes("lane", "delete", "a/b", "--force", "--json", cwd=repo)
+    assert deleted.code == 0, deleted.err
+    listed = git("worktree", "list", "--porcelain", cwd=repo)
+    assert "prunable" not in listed and str(ws) not in listed and f"worktree {other}" in listed
+    assert git("fsck", "--no-progress", cwd=repo) == ""
+
+
+def test_a_locked_worktree_of_a_deleted_lane_stays_as_git_worktree_lock_asks(repo):
+    ws = make_lane(repo, "a")
+    git("worktree", "lock", "--reason", "on a removable disk", str(ws), cwd=repo)
+    shutil.rmtree(ws)
+    assert lanes("lane", "delete", "a", "--force", cwd=repo).code == 0
+    assert f"worktree {ws}" in git("worktree", "list", "--porcelain", cwd=repo)
+
+
 def test_lane_create_from_a_transition_id_as_restore_and_diff_accept_it(repo):
     ws = make_lane(repo, "a")
     (ws / "x.txt").write_text("x\n")

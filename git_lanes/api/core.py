@@ -126,15 +126,23 @@ class CoreApi:
             if record is None:
                 return {"status": "unchanged", "lane": name, "head": lanes.lane_head(ctx, name),
                         "message": f"nothing to snapshot: workspace of {name!r} matches its lane head"}
+            if auto_accept and not gates.load(ctx):
+                # Nothing to run, so propose and decide in one critical section: no other writer can
+                # accept the same content in between and leave this proposal superseded.
+                return gates.decide(ctx, record, ())
         if auto_accept:
-            return self._decide(record)
+            return self._decide(record, raced=True)
         return record.to_dict()
 
-    def _decide(self, record: Transition) -> dict:
+    def _decide(self, record: Transition, *, raced: bool = False) -> dict:
         """Run the trunk's gates on the proposed tree, then accept it, or reject it when a required gate
-        failed (GateFailed, exit 4). The gates run outside the writers' lock: one may take minutes."""
+        failed (GateFailed, exit 4). The gates run outside the writers' lock: one may take minutes.
+        `raced`: the record was proposed by this call, so another writer deciding it while the gates ran is
+        a lost race (see gates.decide_raced), not a request to decide a decided transition."""
         evaluations = gates.evaluate(self.ctx, record)
         with self._writing() as ctx:
+            if raced:
+                return gates.decide_raced(ctx, record, evaluations)
             return gates.decide(ctx, record, evaluations)
 
     def accept(self, transition_id: str) -> dict:

@@ -40,7 +40,24 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class SuggestingGroup(click.Group):
+    """A group that answers a mistyped command with the nearest ones, as git does ("statu" -> status) and as
+    click already does for mistyped options."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                              list[str]]:
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and self.get_command(ctx, name) is None and not name.startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
+            if close:
+                choices = " or ".join(repr(c) for c in close)
+                ctx.fail(f"No such command {name!r}. Did you mean {choices}?")
+        return super().resolve_command(ctx, args)
+
+
+class LazyGroup(SuggestingGroup):
     def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = lazy or {}

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import click
 
+from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.output import json_option, open_api, run, table
 
 
@@ -34,7 +35,7 @@ def render_overlaps(overlaps: list[dict]) -> list[str]:
     return lines
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def agent() -> None:
     """Register agents and keep their leases alive.
 

@@ -7,6 +7,7 @@ import time
 
 import click
 
+from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.agent import agent_option
 from git_lanes.cli.output import json_option, open_api, run
 
@@ -18,7 +19,7 @@ def render_post(p: dict) -> str:
     return f"#{p['seq']} {when} {p['kind']} {p['from']}{to}{flags}: {p['text']}"
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def board() -> None:
     """Post and read messages. A post without --to goes to everyone else.
 

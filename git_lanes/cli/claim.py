@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import click
 
+from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.agent import agent_option, render_overlaps
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def claim() -> None:
     """Claim files you mean to change; overlaps with others are warned about, never blocked.
 
@@ -68,7 +69,7 @@ def release(globs: tuple[str, ...], agent: str, as_json: bool) -> None:
         lambda r: f"{r['agent']} released {', '.join(r['released']) or 'nothing'}")
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def dirty() -> None:
     """Publish and list dirty sets: the files each agent actually changed, computed from git.
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
+from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.output import ATTENTION_HINT, json_option, open_api, run, short, table
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def lane() -> None:
     """Create, list, inspect, reset and delete lanes.
 

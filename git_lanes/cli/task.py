@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.agent import agent_option, render_overlaps
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
@@ -15,7 +16,7 @@ def render_task_row(rows: list[dict]) -> str:
                    r["owner"] or "-", f"v{r['version']}", r["title"]] for r in rows]) or "no tasks"
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def task() -> None:
     """Create, list, claim and finish tasks.
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from git_lanes.domain import lanes, promotion, transitions
 from git_lanes.domain.context import Context
-from git_lanes.errors import GateFailed, UserError
+from git_lanes.errors import Conflict, GateFailed, UserError
+from git_lanes.model import refs
 from git_lanes.model.names import normalize_repo_path
 from git_lanes.model.records import Evaluation, Transition
 from git_lanes.store import scratch
@@ -145,6 +146,27 @@ def decide(ctx: Context, record: Transition, evaluations: tuple[Evaluation, ...]
         accepted, worktree = promotion.land(ctx, judged)
         return accepted.to_dict() | ({"worktree": worktree} if worktree else {})
     return transitions.accept(ctx, judged).to_dict()
+
+
+def decide_raced(ctx: Context, record: Transition, evaluations: tuple[Evaluation, ...]) -> dict:
+    """Decide a proposal this process just made, whose gates ran outside the lock. Another writer may have
+    decided it meanwhile: accepting the same content on the same head supersedes it. When the lane now holds
+    exactly this content, the work landed: answer with the transition that carried it. Otherwise the race is
+    lost and nothing of ours moved: a Conflict (exit 3), never a refusal of bad input."""
+    current = transitions.load(ctx, record.state) or record
+    if current.status == "proposed":
+        return decide(ctx, record, evaluations)
+    if current.status == "accepted":
+        return current.to_dict()
+    head = ctx.store.read_ref(refs.lane_ref(record.lane, ctx.trunk))
+    if head is not None and ctx.store.tree_of(head) == record.tree:
+        landed = transitions.load(ctx, head)
+        if landed is not None and landed.status == "accepted":
+            return landed.to_dict() | {"superseded": current.id}
+    raise Conflict(f"{record.id[:8]} on {record.lane} was {current.status} by another writer while its gates "
+                   f"ran" + (f": {current.reason}" if current.reason else ""), code="decided_meanwhile",
+                   hint=f"see `git lanes show {record.id[:8]}` and the lane's history; commit again if the "
+                        "workspace still holds work the lane lacks")
 
 
 def failure_reason(failed: list[Evaluation]) -> str:

@@ -182,6 +182,8 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
                                      f"lanes: delete lane {name} at {head}")])
     if path is not None:
         ctx.store.remove_worktree(path)
+    else:  # its folder was removed by hand: git's record of it goes too, or `git worktree list` keeps it
+        ctx.store.forget_missing_worktree(default_workspace(ctx, name))
     ctx.store.update_refs([RefUpdate(refs.lane_ref(name, ctx.trunk), None, head, f"lanes: delete lane {name}")])
     return {"lane": name, "head": head, "kept_at": graveyard, "backup": backup}
 
