@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from git_lanes.api.core import CoreApi
 from git_lanes.api.ledger import LedgerApi
+from git_lanes.api.overview import OverviewApi
 from git_lanes.api.promotion import PromotionApi
 from git_lanes.api.sync import SyncApi
 
 
-class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi):
+class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

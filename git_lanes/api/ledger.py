@@ -203,6 +203,12 @@ class LedgerApi:
     def board_resolve(self, post: int, actor: str | None = None) -> dict:
         return self._append("board.resolve", self._actor(actor), {"post": post})
 
+    def board_answer(self, post: int, text: str, agent: str) -> dict:
+        """Answer question #post: a post to its asker naming it, and the question resolved, in one op."""
+        agents.validate_agent_id(agent)
+        board.validate_text(text)
+        return self._append("board.answer", agent, {"post": post, "text": text})
+
     # -- waiting ---------------------------------------------------------------------------------------
     def wait(self, agent: str, timeout: float = DEFAULT_WAIT) -> dict:
         """Return as soon as a wake is queued for `agent` (a task of its became ready, an overlap, a refused

@@ -117,6 +117,27 @@ def resolve(tx: Tx, op: Op) -> dict:
 
 
 
+def answer(tx: Tx, op: Op) -> dict:
+    """Answer question #post: a post to its asker that names the question, and the question resolved, in one
+    op, so nobody sees the answer without the question being settled or the other way round."""
+    seq = op.args.get("post")
+    question = tx.get(post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
+    if question is None:
+        raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
+    if question.get("resolved"):
+        raise Conflict(f"post #{seq} was already resolved by {question['resolved']['by']}",
+                       code="already_resolved")
+    sender = validate_agent_id(op.actor)
+    text = validate_text(op.args.get("text"))
+    to = question["from"] if question["from"] != sender else None
+    touch(tx, sender, op.time, extend=False)
+    reply = add_post(tx, op, sender, "note", text, to)
+    tx.put(post_path(reply), {**tx.get(post_path(reply)), "reply_to": seq})
+    question["resolved"] = {"by": sender, "time": op.time, "answer": reply}
+    tx.put(post_path(seq), question)
+    return {"post": reply, "answers": seq, "to": to, "resolved_by": sender}
+
+
 def unread_broadcasts(state: Reader, agent: str, before: int | None = None) -> int:
     """How many posts to everyone from others lie after `agent`'s cursor (up to seq `before`, exclusive)."""
     reader = reader_of(state, agent)
@@ -166,6 +187,7 @@ def recent(state: Reader, agent: str | None, limit: int, everything: bool) -> li
 
 
 def view(post: dict) -> dict:
-    return {k: post.get(k) for k in ("seq", "id", "from", "to", "kind", "text", "time", "resolved")}
+    view = {k: post.get(k) for k in ("seq", "id", "from", "to", "kind", "text", "time", "resolved")}
+    return view | ({"reply_to": post["reply_to"]} if post.get("reply_to") else {})
 
 

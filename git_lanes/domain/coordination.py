@@ -74,6 +74,7 @@ HANDLERS: dict[str, Handler] = {
     "board.post": board.post,
     "board.read": board.read,
     "board.resolve": board.resolve,
+    "board.answer": board.answer,
     "wake.take": take,
     "refused": refused,
 }
@@ -101,6 +102,7 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "board.post": lambda op, r: f"post #{r.get('post')} {r.get('kind')} to {r.get('to') or 'everyone'}",
     "board.read": lambda op, r: f"read board through #{r.get('cursor')}",
     "board.resolve": lambda op, r: f"resolve post #{r.get('post')}",
+    "board.answer": lambda op, r: f"answer post #{r.get('answers')} with #{r.get('post')}",
     "wake.take": lambda op, r: f"take {len(r.get('taken') or [])} wakes"
                                + (f", read through #{r['through']}" if r.get("through") else ""),
     "refused": lambda op, r: f"refused {(op.args.get('op') or {}).get('type')} "

@@ -292,6 +292,11 @@ class Store(WorkspaceOps):
         base = self.repo.merge_base(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
         return str(base) if base else None
 
+    def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
+        """(commits reachable from `a` and not `b`, commits reachable from `b` and not `a`)."""
+        ahead, behind = self.repo.ahead_behind(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
+        return ahead, behind
+
     def walk(self, head: str, limit: int | None = None) -> Iterator[CommitInfo]:
         for count, commit in enumerate(self.repo.walk(pygit2.Oid(hex=head), pygit2.GIT_SORT_TOPOLOGICAL)):
             if limit is not None and count >= limit:
