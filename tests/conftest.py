@@ -49,8 +49,9 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-def git(*args: str, cwd: Path, check: bool = True) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=check).stdout
+def git(*args: str, cwd: Path, check: bool = True, input: str | None = None, env: dict | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=check, input=input,
+                          env={**os.environ, **env} if env else None).stdout
 
 
 @pytest.fixture

@@ -303,7 +303,7 @@ def test_push_face_reports_what_it_held_back_and_the_json_record_is_stable(machi
     result = run_cli("sync", "--json", cwd=other)
     assert result.code == 0, result.err
     assert set(result.json) == {"remote", "mode", "attempts", "came_in", "went_out", "held_back", "diverged",
-                                "kept", "refused", "workspaces", "notes", "ledger", "initialized",
+                                "kept", "invalid", "refused", "workspaces", "notes", "ledger", "initialized",
                                 "trunk"}
     assert result.json["mode"] == "sync" and result.json["initialized"] is False
     assert set(result.json["ledger"]) == {"came_in", "went_out", "replayed", "refused"}

@@ -85,3 +85,18 @@ def test_every_synced_ref_has_a_kind():
     assert kind_of("refs/notes/lanes", "main") == ("notes", "lanes")
     with pytest.raises(ValueError):
         kind_of("refs/heads/other", "main")
+
+
+def test_only_refs_git_lanes_could_have_written_are_moved():
+    from git_lanes.domain.sync_rules import ref_problem
+
+    good = ["refs/heads/main", "refs/lanes/heads/feat/x", "refs/lanes/deleted/feat%2Fx",
+            "refs/lanes/proposals/0123456789abcdef", "refs/lanes/runs/r1", "refs/lanes/meta/trunk",
+            "refs/lanes/ledger", "refs/notes/lanes"]
+    assert [ref_problem(ref, "main", "commit") for ref in good] == [None] * len(good)
+    assert "trunk" in ref_problem("refs/lanes/heads/main", "main", "commit")
+    for bad in ("refs/lanes/heads/HEAD", "refs/lanes/heads/-rf", "refs/lanes/deleted/a/b",
+                "refs/lanes/proposals/zz", "refs/lanes/runs/-x", "refs/lanes/heads/" + "a" * 300):
+        assert ref_problem(bad, "main", "commit") is not None, bad
+    assert ref_problem("refs/lanes/heads/feat", "main", "blob") == "points at a blob, not a commit"
+    assert "missing" in ref_problem("refs/lanes/heads/feat", "main", None)

@@ -29,7 +29,8 @@ def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) ->
     run(action, as_json, render)
     # Diverged lanes and run logs need a person; a diverged deleted-lane marker keeps both sides' and is
     # only reported.
-    if any(item["kind"] in ("lane", "run", "meta") for item in outcome.get("diverged", ())):
+    if any(item["kind"] in ("lane", "run", "meta") for item in outcome.get("diverged", ())) \
+            or outcome.get("invalid"):
         sys.exit(EXIT_CONFLICT)
 
 
@@ -48,7 +49,8 @@ def sync(remote: str | None, trunk: str | None, as_json: bool) -> None:
     Lane heads only fast-forward (a diverged lane is reported, nothing is overwritten); transition notes
     merge per record; the ledger's local-only ops are replayed on the remote's head, and an op that no
     longer holds is recorded as refused for its agent. Pushes carry a lease and are retried after a fresh
-    merge when another machine pushed first. Exits 3 when a lane diverged.
+    merge when another machine pushed first. Exits 3 when a lane diverged or a ref git-lanes would never
+    write (a lane named like the trunk, a non-commit head) was refused.
 
     \b
     Example:
@@ -65,7 +67,8 @@ def sync(remote: str | None, trunk: str | None, as_json: bool) -> None:
 def pull(remote: str | None, trunk: str | None, as_json: bool) -> None:
     """Fetch REMOTE's lane state and merge it here, pushing nothing.
 
-    Works in a plain `git clone` not yet set up for lanes: it is set up first. Exits 3 when a lane diverged.
+    Works in a plain `git clone` not yet set up for lanes: it is set up first. Exits 3 when a lane diverged
+    or a ref was refused.
 
     \b
     Example:
@@ -83,7 +86,7 @@ def push(remote: str | None, trunk: str | None, as_json: bool) -> None:
     """Push the lane state that is strictly ahead of REMOTE, under a lease on each ref.
 
     Nothing here changes; what would need a merge first (the remote moved too) is held back and listed:
-    run `git lanes sync` for it. Exits 3 when a lane diverged.
+    run `git lanes sync` for it. Exits 3 when a lane diverged or a ref was refused.
 
     \b
     Example:
@@ -129,6 +132,10 @@ def render(report: dict) -> str:
             lines.append(f"    to merge: git lanes lane create {theirs} --from {item['remote_copy']} && "
                          f"git lanes promote {theirs} --into {item['name']} --auto-accept && "
                          f"git lanes lane delete {theirs}")
+    for item in report.get("invalid", ()):
+        where = "here" if item["side"] == "local" else f"on {report['remote']}"
+        lines.append(f"  refused {item['ref']} {where}: {item['reason']}")
+        lines.append(f"    {item['hint']}")
     for item in report["kept"]:
         lines.append(f"  kept lane {item['lane']}: {item['reason']}")
         if item.get("hint"):
@@ -146,7 +153,7 @@ def render(report: dict) -> str:
 def _headline(report: dict) -> str:
     verb = {"pull": "pulled from", "push": "pushed to", "sync": "synced with"}[report["mode"]]
     came, went = len(report["came_in"]), len(report["went_out"])
-    if not came and not went and not report["diverged"] and not report["held_back"]:
+    if not came and not went and not report["diverged"] and not report["held_back"] and not report.get("invalid"):
         return f"{verb} {report['remote']}: already up to date"
     tries = f" ({report['attempts']} attempts)" if report["attempts"] > 1 else ""
     return f"{verb} {report['remote']}: {came} refs came in, {went} went out{tries}"

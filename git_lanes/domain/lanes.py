@@ -26,9 +26,11 @@ class Lane:
 
 
 def lane_names(ctx: Context) -> list[str]:
+    """The trunk, then every lane under refs/lanes/heads/ in name order. A ref there that no lane could be
+    (one named like the trunk, a name `lane create` refuses) is not a lane: sync reports it."""
     names = [ref[len(refs.LANE_HEADS):] for ref in ctx.store.list_refs(refs.LANE_HEADS)]
     trunk = [ctx.trunk] if ctx.store.read_ref(refs.lane_ref(ctx.trunk, ctx.trunk)) else []
-    return trunk + sorted(names)
+    return trunk + sorted(name for name in names if name != ctx.trunk and _plausible_lane(name))
 
 
 def lane_head(ctx: Context, name: str) -> str:
@@ -36,6 +38,12 @@ def lane_head(ctx: Context, name: str) -> str:
     if head is None:
         validate_lane_name(name)
         raise NotFound(f"no lane named {name!r}", code="unknown_lane", hint="see `git lanes lane list`")
+    kind = ctx.store.object_kind(head)
+    if kind != "commit":
+        ref = refs.lane_ref(name, ctx.trunk)
+        raise Refused(f"{ref} points at {('a ' + kind) if kind else 'a missing object'}, not a state",
+                      code="invalid_lane_head",
+                      hint=f"git-lanes never writes that; point it at a commit, or remove it: `git update-ref -d {ref}`")
     return head
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from git_lanes.domain import lanes, sync_plan, transitions
 from git_lanes.domain.context import Context
 from git_lanes.domain.sync_plan import Plan
-from git_lanes.errors import Conflict
+from git_lanes.errors import Conflict, LanesError
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
 from git_lanes.store import remote as transport
@@ -35,6 +35,7 @@ class Report:
     held_back: list[dict] = field(default_factory=list)
     diverged: list[dict] = field(default_factory=list)
     kept: list[dict] = field(default_factory=list)
+    invalid: list[dict] = field(default_factory=list)
     refused: dict[str, list[dict]] = field(default_factory=dict)
     workspaces: list[dict] = field(default_factory=list)
     notes: dict = field(default_factory=lambda: {"merged": 0, "conflicts": []})
@@ -55,6 +56,7 @@ class Report:
 
     def absorb_final(self, plan: Plan, pushed: bool) -> None:
         self.diverged, self.kept, self.held_back = plan.diverged, plan.kept, plan.held_back
+        self.invalid = plan.invalid
         if pushed:
             self.went_out = [move.to_dict() for move in plan.remote]
             self.ledger["went_out"] = plan.ledger["went_out"]
@@ -62,7 +64,7 @@ class Report:
     def to_dict(self) -> dict:
         return {"remote": self.remote, "mode": self.mode, "attempts": self.attempts, "came_in": self.came_in,
                 "went_out": self.went_out, "held_back": self.held_back, "diverged": self.diverged,
-                "kept": self.kept, "refused": self.refused, "workspaces": self.workspaces, "notes": self.notes,
+                "kept": self.kept, "invalid": self.invalid, "refused": self.refused, "workspaces": self.workspaces, "notes": self.notes,
                 "ledger": self.ledger}
 
 
@@ -75,10 +77,11 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
     locked = lock or ctx.store.locked
     for attempt in range(1, MAX_ATTEMPTS + 1):
         report.attempts = attempt
-        fetched = transport.fetch(ctx.store, remote, ctx.trunk)
+        fetch = transport.fetch(ctx.store, remote, ctx.trunk)
+        fetched = fetch.refs
         with locked():
             transitions.recover(ctx)
-            plan = sync_plan.build(ctx, remote, fetched, mode)
+            plan = sync_plan.build(ctx, remote, fetched, mode, fetch.unstorable)
             if mode != "push":
                 apply_local(ctx, remote, plan, report)
                 report.absorb_local(plan)
@@ -132,11 +135,15 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
     """Bring every linked workspace whose lane moved ahead of it up to date when its edits allow, else say
     so. Every lane is looked at, so a sync killed before this step is completed by the next one."""
     found = []
+    known = set(lanes.lane_names(ctx))
     for worktree in ctx.store.list_worktrees():
         if worktree.is_main or worktree.head is None:
             continue
         name = _lane_of(ctx, worktree.path)
-        head = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk)) if name else None
+        try:
+            head = lanes.lane_head(ctx, name) if name and name in known else None
+        except LanesError:  # a lane head git-lanes never wrote: sync reports the ref, the rest goes on
+            continue
         if head is None or head == worktree.head or not ctx.store.is_ancestor(worktree.head, head):
             continue
         reason = fast_forward_files(ctx.store, worktree.path, ctx.store.tree_of(head))

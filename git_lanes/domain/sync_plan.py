@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from git_lanes.domain import lanes, sync_ledger
 from git_lanes.domain.context import Context
 from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, folder_clash, folders_of, \
-    how, kind_of, merge_note, note_status
+    how, kind_of, merge_note, note_status, ref_problem
 from git_lanes.ledger import merge as ledger_merge
 from git_lanes.model import refs
 from git_lanes.store import remote as transport
@@ -28,6 +28,9 @@ class Plan:
     notes: dict = field(default_factory=lambda: {"merged": 0, "conflicts": []})
     ledger: dict = field(default_factory=lambda: {"came_in": 0, "went_out": 0, "replayed": 0})
     refused: list[dict] = field(default_factory=list)
+    # refs on either side that git-lanes would never have written (a lane named like the trunk, a blob as a
+    # lane head, a name `lane create` refuses): left alone on both sides and reported
+    invalid: list[dict] = field(default_factory=list)
 
     def push_updates(self) -> list[transport.PushUpdate]:
         return [transport.PushUpdate(move.ref, move.new, move.old) for move in self.remote]
@@ -45,11 +48,13 @@ def local_refs(ctx: Context) -> dict[str, str]:
     return found
 
 
-def build(ctx: Context, remote: str, fetched: dict[str, str], mode: str) -> Plan:
+def build(ctx: Context, remote: str, fetched: dict[str, str], mode: str,
+          unstorable: dict[str, str] | None = None) -> Plan:
     """Decide every move. `mode` is pull, push or sync; a push moves nothing here and pushes only what needs
     no merge, holding the rest back for a sync."""
-    local = local_refs(ctx)
-    planner = _Planner(ctx, remote, local, fetched, Plan())
+    plan = Plan()
+    local, fetched = _screen(ctx, remote, local_refs(ctx), fetched, unstorable or {}, plan)
+    planner = _Planner(ctx, remote, local, fetched, plan)
     notes_head = planner.notes()
     planner.ledger(replay_ops=mode != "push")
     planner.lanes()
@@ -60,6 +65,26 @@ def build(ctx: Context, remote: str, fetched: dict[str, str], mode: str) -> Plan
     if mode == "push":
         _hold_back(planner.plan, local)
     return planner.plan
+
+
+def _screen(ctx: Context, remote: str, local: dict[str, str], fetched: dict[str, str], unstorable: dict[str, str],
+            plan: Plan) -> tuple[dict[str, str], dict[str, str]]:
+    """Drop every ref that is not what git-lanes writes, on whichever side holds it, and report it. A name
+    refused on one side is left alone on the other too: planning it from one side only would push over, or
+    pull under, the refused copy."""
+    problems = [("remote", ref, None, f"cannot be stored here: {why}") for ref, why in sorted(unstorable.items())]
+    for side, found in (("local", local), ("remote", fetched)):
+        for ref, oid in sorted(found.items()):
+            problem = ref_problem(ref, ctx.trunk, ctx.store.object_kind(oid))
+            if problem is not None:
+                problems.append((side, ref, oid, problem))
+    for side, ref, oid, problem in problems:
+        fix = f"git update-ref -d {ref}" if side == "local" else f"git push {remote} :{ref}"
+        plan.invalid.append({"ref": ref, "side": side, "oid": oid, "reason": problem,
+                             "hint": f"nothing moved for it; someone with access removes it: `{fix}`"})
+    refused = {ref for _, ref, _, _ in problems}
+    return ({r: o for r, o in local.items() if r not in refused},
+            {r: o for r, o in fetched.items() if r not in refused})
 
 
 class _Planner:

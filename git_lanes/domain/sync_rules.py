@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from git_lanes.errors import LanesError
 from git_lanes.model import refs
+from git_lanes.model.names import validate_lane_name
 from git_lanes.model.records import check_format
 
 SAME, PULL, PUSH, DIVERGED = "same", "pull", "push", "diverged"
@@ -81,6 +82,45 @@ def kind_of(ref: str, trunk: str) -> tuple[str, str]:
     if ref == refs.NOTES:
         return "notes", "lanes"
     raise ValueError(f"{ref} is not a synced ref")
+
+
+# -- screening: what a ref must be before sync moves it -----------------------------------------------------
+# A file name holds at most 255 bytes, and git writes `<name>.lock` first.
+MAX_NAME_BYTES = 250
+_HEX = frozenset("0123456789abcdef")
+
+
+def ref_problem(ref: str, trunk: str, object_kind: str | None) -> str | None:
+    """Why sync must not move `ref` (pointing at an object of `object_kind`, None when missing), or None
+    when it is a ref `git lanes` itself could have written: the trunk is only ever `refs/heads/<trunk>`, every
+    name obeys the rules its command enforces locally, and every synced ref points at a commit."""
+    try:
+        kind, name = kind_of(ref, trunk)
+    except ValueError:
+        return "not a ref git-lanes syncs"
+    problem = _name_problem(kind, name, ref[len("refs/"):], trunk)
+    if problem is None and object_kind != "commit":
+        problem = f"points at {('a ' + object_kind) if object_kind else 'an object that is missing'}, not a commit"
+    return problem
+
+
+def _name_problem(kind: str, name: str, raw: str, trunk: str) -> str | None:
+    if kind == "lane" and raw == f"lanes/heads/{trunk}":
+        return f"a lane named like the trunk {trunk!r}; the trunk is only ever refs/heads/{trunk}"
+    if kind in ("proposal", "rejected"):
+        if not 4 <= len(name) <= 64 or not set(name) <= _HEX:
+            return "not a transition id"
+        return None
+    if kind == "deleted" and "/" in raw[len("lanes/deleted/"):]:
+        return "a deletion marker's name is one flat component"
+    if kind in ("lane", "deleted", "run", "meta"):
+        try:
+            validate_lane_name(name)
+        except LanesError as exc:
+            return exc.message
+        if len(raw.encode()) > MAX_NAME_BYTES + len("lanes/heads/"):
+            return "too long for a file name"
+    return None
 
 
 # -- notes: one JSON transition record per state commit ---------------------------------------------------

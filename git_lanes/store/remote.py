@@ -23,12 +23,26 @@ FETCH_LOCK_RETRIES = 3
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _MISSING_REF = re.compile(r"couldn't find remote ref (\S+)")
 _LOCK_PATH = re.compile(r"Unable to create '([^']+\.lock)'")
+# git could not store a tracking ref at all (a name too long for the file system, say), as opposed to
+# finding its lock taken ("File exists"), which is another fetch at work.
+_UNSTORABLE = re.compile(r"cannot lock ref '([^']+)': Unable to create '[^']+': (.+)")
+# A remote can hold any number of refs this machine cannot store; past this many, the fetch gives up.
+MAX_UNSTORABLE = 20
 
 
 class RemoteFailed(LanesError):
     """The git transport failed (unreachable, refused by a hook, bad credentials): nothing was changed."""
 
     code = "remote_failed"
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What a fetch copied: remote ref -> oid, and the remote refs this machine could not store (ref ->
+    why), which were left out."""
+
+    refs: dict[str, str]
+    unstorable: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -91,26 +105,32 @@ def check_remote(store: Store, remote: str) -> str:
     return url
 
 
-def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
-    """Copy the remote's lane state into the tracking namespace (pruning what it no longer has) and return
-    remote ref -> oid as fetched. Tracking refs are a cache of the remote, so forcing them is safe: nothing
-    here is ever pushed from that namespace."""
+def fetch(store: Store, remote: str, trunk: str) -> Fetched:
+    """Copy the remote's lane state into the tracking namespace (pruning what it no longer has). Tracking
+    refs are a cache of the remote, so forcing them is safe: nothing here is ever pushed from that
+    namespace. A remote ref this machine cannot store is left out with a negative refspec and reported."""
     prefix = tracking_prefix(remote)
     patterns = synced_patterns(trunk)
+    unstorable: dict[str, str] = {}
     # An exact refspec the remote lacks fails the whole fetch, so each missing one is dropped and retried;
     # usually (the trunk and notes exist) this is one round trip. A concurrent fetch holding a tracking
     # ref's lock is waited out a few times.
     lock_waits = 0
-    for _ in range(len(patterns) + FETCH_LOCK_RETRIES + 1):
+    for _ in range(len(patterns) + FETCH_LOCK_RETRIES + MAX_UNSTORABLE + 1):
         specs = [f"+{pattern}:{tracking_ref(remote, pattern)}" for pattern in patterns]
+        specs += [f"^{ref}" for ref in unstorable]
         proc = _network(store, ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--atomic",
                                 "--no-auto-gc", "--no-recurse-submodules", remote, *specs])
         if proc.returncode == 0:
             break
         missing = [ref for ref in _MISSING_REF.findall(proc.stderr) if ref in patterns]
+        refused = {remote_ref_of(remote, ref): why for ref, why in _UNSTORABLE.findall(proc.stderr)
+                   if ref.startswith(prefix) and not why.startswith("File exists")}
         if missing:
             patterns = [pattern for pattern in patterns if pattern not in missing]
             _forget(store, [tracking_ref(remote, ref) for ref in missing])
+        elif refused and len(unstorable) < MAX_UNSTORABLE:
+            unstorable.update(refused)
         elif "lock" in proc.stderr and lock_waits < FETCH_LOCK_RETRIES:
             lock_waits += 1
             _clear_abandoned_tracking_locks(store, remote, proc.stderr)
@@ -120,7 +140,8 @@ def fetch(store: Store, remote: str, trunk: str) -> dict[str, str]:
                                hint="check the remote's URL and your access to it")
     else:
         raise RemoteFailed(f"git fetch from {remote!r} kept failing: {_reason(proc.stderr)}")
-    return {remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()}
+    return Fetched({remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()},
+                   unstorable)
 
 
 def fetch_meta(store: Store, remote: str) -> dict[str, str]:

@@ -223,6 +223,15 @@ class Store(WorkspaceOps):
             return None
 
     # -- objects ---------------------------------------------------------------------------------------
+    def object_kind(self, oid: str) -> str | None:
+        """"commit", "tree", "blob" or "tag" for object `oid`; None when it is not here. Reads only its
+        header, so a huge blob costs nothing."""
+        try:
+            kind, _ = self.repo.odb.read_header(pygit2.Oid(hex=oid))
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        return _OBJECT_KINDS.get(int(kind))
+
     def write_blob(self, data: bytes) -> str:
         return str(self.repo.create_blob(data))
 
@@ -361,6 +370,10 @@ def _walk_notes(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iter
             yield from _walk_notes(repo, repo[item.id], name)
         elif len(name) == 40:
             yield name, repo[item.id].data.decode()
+
+
+_OBJECT_KINDS = {pygit2.GIT_OBJECT_COMMIT: "commit", pygit2.GIT_OBJECT_TREE: "tree",
+                 pygit2.GIT_OBJECT_BLOB: "blob", pygit2.GIT_OBJECT_TAG: "tag"}
 
 
 def _now() -> tuple[int, int]:

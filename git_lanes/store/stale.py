@@ -41,6 +41,8 @@ def clear_if_stale(lock: Path) -> bool:
         before = lock.stat()
     except FileNotFoundError:
         return True
+    except OSError:  # a path the file system cannot even hold (too long): nothing there to clear
+        return False
     if _held_open(lock, before.st_mtime):
         return False
     time.sleep(GRACE_SECONDS)

@@ -1,0 +1,152 @@
+"""A peer with push access writing refs git-lanes never would: sync refuses and reports each one (exit 3),
+leaves it alone on both sides, and moves everything else. The trunk is only ever `refs/heads/<trunk>`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli, workspace
+from gitserver import make_origin
+
+from git_lanes.api import Lanes
+
+
+def fsck_clean(path: Path) -> None:
+    proc = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=path, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    """A machine set up for lanes and synced with a bare repository on a local path."""
+    bare = tmp_path / "origin.git"
+    git("init", "--quiet", "--bare", str(bare), cwd=tmp_path)
+    machine = make_origin(tmp_path, str(bare))
+    assert Lanes(machine).sync()["invalid"] == []
+    return machine, bare
+
+
+def plant(bare: Path, ref: str, oid: str) -> None:
+    git("update-ref", ref, oid, cwd=bare)
+
+
+def commit_with(bare: Path, files: dict[str, str], parent: str = "main") -> str:
+    """A commit in `bare` whose tree holds exactly `files`, made with plain git as any pusher could."""
+    rows = "".join(f"100644 blob {git('hash-object', '-w', '--stdin', cwd=bare, input=text).strip()}\t{name}\n"
+                   for name, text in files.items())
+    tree = git("mktree", cwd=bare, input=rows).strip()
+    return git("commit-tree", "-p", parent, "-m", "planted", tree, cwd=bare).strip()
+
+
+def sync(machine: Path, seed: str = "0") -> tuple[int, dict]:
+    result = run_cli("sync", "--json", cwd=machine, env={"PYTHONHASHSEED": seed})
+    assert "Traceback" not in result.err and "internal" not in result.out, result.err
+    return result.code, result.json
+
+
+@pytest.mark.parametrize("seed", ["0", "3", "5"])
+def test_a_lane_named_like_the_trunk_never_reaches_the_main_worktree(pair, seed):
+    machine, bare = pair
+    shadow = commit_with(bare, {"README.md": "# project\n", "evil.txt": "injected\n"})
+    plant(bare, "refs/lanes/heads/main", shadow)
+    (machine / "t.txt").write_text("trunk work\n")
+    Lanes(machine).commit("trunk work", "coder-1", cwd=machine, auto_accept=True)
+
+    code, report = sync(machine, seed)
+    assert code == 3
+    assert [(i["ref"], i["side"]) for i in report["invalid"]] == [("refs/lanes/heads/main", "remote")]
+    assert "trunk" in report["invalid"][0]["reason"]
+    # whatever the hash seed, the trunk is planned from refs/heads/main, and it went out
+    assert [m["ref"] for m in report["went_out"] if m["kind"] == "lane"] == ["refs/heads/main"]
+    assert git("rev-parse", "main", cwd=bare) == git("rev-parse", "main", cwd=machine)
+    assert not (machine / "evil.txt").exists()
+    assert git("status", "--porcelain", cwd=machine) == ""
+    assert git("for-each-ref", "refs/lanes/heads", cwd=machine) == ""
+    assert [lane["name"] for lane in Lanes(machine).lane_list()] == ["main"]
+    fsck_clean(machine)
+
+
+def test_bad_refs_under_every_lanes_namespace_are_refused_and_the_rest_moves(pair):
+    machine, bare = pair
+    main = git("rev-parse", "main", cwd=bare).strip()
+    blob = git("hash-object", "-w", "--stdin", cwd=bare, input="x\n").strip()
+    tag = git("mktag", cwd=bare, input=f"object {main}\ntype commit\ntag t\ntagger x <x@y> 1 +0000\n\nm\n").strip()
+    tree = git("rev-parse", "main^{tree}", cwd=bare).strip()
+    planted = {
+        "refs/lanes/heads/blobby": blob, "refs/lanes/heads/tagged": tag, "refs/lanes/heads/HEAD": main,
+        "refs/lanes/heads/-rf": main, "refs/lanes/proposals/not-a-transition": main,
+        "refs/lanes/rejected/0123456789abcdef": tree, "refs/lanes/runs/-x": main,
+        "refs/lanes/deleted/a/b": main, "refs/lanes/meta/-x": main,
+    }
+    for ref, oid in planted.items():
+        git("update-ref", "--no-deref", ref, oid, cwd=bare)
+    # ... beside a good lane someone pushed in the same round
+    good = commit_with(bare, {"README.md": "# project\n", "g.txt": "good\n"})
+    plant(bare, "refs/lanes/heads/good", good)
+
+    code, report = sync(machine)
+    assert code == 3
+    assert sorted(i["ref"] for i in report["invalid"]) == sorted(planted)
+    assert all(i["side"] == "remote" and i["hint"] for i in report["invalid"])
+    assert [m["ref"] for m in report["came_in"]] == ["refs/lanes/heads/good"]
+    assert git("for-each-ref", "--format=%(refname)", "refs/lanes/heads", cwd=machine).split() == \
+        ["refs/lanes/heads/good"]
+    # nothing was pushed over or under them, and the next sync says the same, without failing
+    assert git("rev-parse", "refs/lanes/heads/blobby", cwd=bare).strip() == blob
+    again_code, again = sync(machine)
+    assert again_code == 3 and sorted(i["ref"] for i in again["invalid"]) == sorted(planted)
+    assert Lanes(machine).lane_create("good")["head"] == good
+    fsck_clean(machine)
+
+
+def test_a_remote_lane_too_long_for_the_file_system_is_refused_not_fatal(pair):
+    machine, bare = pair
+    long_name = "a" * 300
+    main = git("rev-parse", "main", cwd=bare).strip()
+    git("pack-refs", "--all", cwd=bare)
+    packed = (bare / "packed-refs").read_text().splitlines()
+    header = [line for line in packed if line.startswith("#")]
+    rows = sorted([line for line in packed if not line.startswith("#")] +
+                  [f"{main} refs/lanes/heads/{long_name}"], key=lambda line: line.split(" ")[1])
+    (bare / "packed-refs").write_text("\n".join(header + rows) + "\n")
+    plant(bare, "refs/lanes/heads/good", main)
+
+    code, report = sync(machine)
+    assert code == 3
+    assert [i["ref"] for i in report["invalid"]] == [f"refs/lanes/heads/{long_name}"]
+    assert [m["ref"] for m in report["came_in"]] == ["refs/lanes/heads/good"]
+    assert sync(machine)[0] == 3
+    fsck_clean(machine)
+
+
+def test_a_bad_ref_already_here_is_reported_and_every_workspace_still_catches_up(pair):
+    machine, bare = pair
+    api = Lanes(machine)
+    api.lane_create("feat")
+    api.sync()
+    blob = git("hash-object", "-w", "--stdin", cwd=machine, input="x\n").strip()
+    # what an older git-lanes took from a hostile remote: a lane head that is a blob, with a workspace on it
+    api.lane_create("victim")
+    git("update-ref", "refs/lanes/heads/victim", blob, cwd=machine)
+    # meanwhile feat moved on the remote: another machine's commit, pushed with plain git
+    feat_head = git("rev-parse", "refs/lanes/heads/feat", cwd=machine).strip()
+    index = {"GIT_INDEX_FILE": str(machine / ".git" / "other-index")}
+    git("read-tree", feat_head, cwd=machine, env=index)
+    blob_f = git("hash-object", "-w", "--stdin", cwd=machine, input="f\n").strip()
+    git("update-index", "--add", "--cacheinfo", f"100644,{blob_f},f.txt", cwd=machine, env=index)
+    tree = git("write-tree", cwd=machine, env=index).strip()
+    moved = git("commit-tree", "-p", feat_head, "-m", "elsewhere", tree, cwd=machine).strip()
+    git("push", "--quiet", str(bare), f"{moved}:refs/lanes/heads/feat", cwd=machine)
+
+    code, report = sync(machine)
+    assert code == 3
+    assert [(i["ref"], i["side"]) for i in report["invalid"]] == [("refs/lanes/heads/victim", "local")]
+    assert "update-ref -d refs/lanes/heads/victim" in report["invalid"][0]["hint"]
+    assert (workspace(machine, "feat") / "f.txt").read_text() == "f\n"
+    shown = run_cli("lane", "show", "victim", "--json", cwd=machine)
+    assert shown.code == 1 and shown.json["error"] == "invalid_lane_head", shown.err
+    assert os.path.isdir(workspace(machine, "victim"))
