@@ -9,9 +9,10 @@ from git_lanes.api.ledger import LedgerApi
 from git_lanes.api.overview import OverviewApi
 from git_lanes.api.promotion import PromotionApi
 from git_lanes.api.sync import SyncApi
+from git_lanes.api.worktrees import WorktreeApi
 
 
-class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi):
+class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi, WorktreeApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

@@ -116,9 +116,10 @@ class CoreApi:
     # -- transitions -----------------------------------------------------------------------------------
     def commit(self, prompt: str, agent_id: str, *, lane: str | None = None, cwd: str | os.PathLike | None = None,
                agent_type: str | None = None, model: str | None = None, tags: tuple[str, ...] = (),
-               cost: Cost | None = None, auto_accept: bool = False) -> dict:
+               cost: Cost | None = None, auto_accept: bool = False, metadata: dict | None = None) -> dict:
         """Snapshot a workspace as a proposed transition of its lane; with `auto_accept`, decide it too."""
-        intent = Intent(prompt=prompt, agent_id=agent_id, agent_type=agent_type, model=model, tags=tags)
+        intent = Intent(prompt=prompt, agent_id=agent_id, agent_type=agent_type, model=model, tags=tags,
+                        metadata=metadata or {})
         cost = cost or Cost()
         name, path = self._workspace(lane, cwd)
         with self._writing() as ctx:

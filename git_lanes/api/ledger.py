@@ -4,6 +4,7 @@ every read is one read of the head's tree."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -210,11 +211,12 @@ class LedgerApi:
         return self._append("board.answer", agent, {"post": post, "text": text})
 
     # -- waiting ---------------------------------------------------------------------------------------
-    def wait(self, agent: str, timeout: float = DEFAULT_WAIT) -> dict:
+    def wait(self, agent: str, timeout: float = DEFAULT_WAIT, *, stop: threading.Event | None = None) -> dict:
         """Return as soon as a wake is queued for `agent` (a task of its became ready, an overlap, a refused
-        op) or an unread post for it arrives — or at `timeout` seconds. What it returns is taken: the wakes
-        leave the queue and the posts are marked read, so the next wait does not wake for them again.
-        Watching costs a stat per few milliseconds and takes no lock."""
+        op) or an unread post for it arrives — or at `timeout` seconds, or when `stop` is set (a caller that
+        gave up: reason `cancelled`, nothing taken). What it returns is taken: the wakes leave the queue and
+        the posts are marked read, so the next wait does not wake for them again. Watching costs a stat per
+        few milliseconds and takes no lock."""
         agents.validate_agent_id(agent)
         if not 0 <= timeout <= MAX_WAIT:
             raise UserError(f"timeout must be between 0 and {MAX_WAIT:.0f} seconds", code="invalid_timeout")
@@ -222,6 +224,8 @@ class LedgerApi:
         deadline = started + timeout
         watch = LedgerWatch(self.ctx.store.common_dir)
         while True:
+            if stop is not None and stop.is_set():
+                return self._nothing(agent, "cancelled", started)
             state = self._state()
             wakes = agents.pending_wakes(state, agent)
             posts = board.unread(state, agent)
@@ -229,9 +233,14 @@ class LedgerApi:
                 taken = self._take(agent, wakes, posts, time.monotonic() - started)
                 if taken is not None:
                     return taken
-            if not watch.wait(deadline):
-                return {"agent": agent, "reason": "timeout", "wakes": [], "posts": [],
-                        "waited": round(time.monotonic() - started, 3)}
+            if not watch.wait(deadline, stop):
+                return self._nothing(agent, "cancelled" if stop is not None and stop.is_set() else "timeout",
+                                     started)
+
+    @staticmethod
+    def _nothing(agent: str, reason: str, started: float) -> dict:
+        return {"agent": agent, "reason": reason, "wakes": [], "posts": [],
+                "waited": round(time.monotonic() - started, 3)}
 
     def _take(self, agent: str, wakes: list[dict], posts: list[dict], waited: float) -> dict | None:
         """Take what was seen; None when another waiter for the same agent took all of it first."""

@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "dirty": "git_lanes.cli.claim:dirty",
     "board": "git_lanes.cli.board:board",
     "wait": "git_lanes.cli.board:wait",
+    "mcp": "git_lanes.cli.mcp:mcp",
 }
 
 

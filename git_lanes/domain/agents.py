@@ -15,6 +15,9 @@ from git_lanes.ledger import Op, State, Tx
 from git_lanes.model.names import validate_lane_name
 
 LEASE_SECONDS = 15 * 60
+# A call that extends the lease as a side effect (any MCP tool call) appends only when the lease was last
+# extended longer ago than this, so reading the board twice a second does not write the ledger twice a second.
+TOUCH_INTERVAL = 60
 SYSTEM = "git-lanes"
 MAX_WAKES = 200
 _AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
@@ -51,6 +54,14 @@ def get_agent(state: Reader, agent: str) -> dict:
 
 def lease_alive(record: dict | None, now: float) -> bool:
     return record is not None and float(record.get("lease_until") or 0) >= now
+
+
+def lease_needs_extending(record: dict | None, now: float) -> bool:
+    """Whether a call at `now` should extend the lease: the agent is unknown yet, or its lease was last
+    extended more than TOUCH_INTERVAL seconds ago."""
+    if record is None:
+        return True
+    return float(record.get("lease_until") or 0) < now + LEASE_SECONDS - TOUCH_INTERVAL
 
 
 def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | None = None,
@@ -113,6 +124,13 @@ def register(tx: Tx, op: Op) -> dict:
     record = touch(tx, agent, op.time, kind=kind, lane=op.args.get("lane"))
     return {"agent": agent, "registered": not existed, "kind": record["kind"], "lane": record["lane"],
             "lease_until": record["lease_until"]}
+
+
+def touch_op(tx: Tx, op: Op) -> dict:
+    """`agent.touch`: the agent showed it is at work (registering it on its first call)."""
+    agent = validate_agent_id(op.args.get("agent"))
+    record = touch(tx, agent, op.time)
+    return {"agent": agent, "lease_until": record["lease_until"]}
 
 
 def list_agents(state: State, now: float) -> list[dict]:

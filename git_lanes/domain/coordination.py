@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from git_lanes.domain import agents, board, claims, tasks, tickets
+from git_lanes.domain import agents, board, claims, tasks, tickets, worktrees
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.ledger.state import Record
@@ -59,6 +59,7 @@ def refused(tx: Tx, op: Op) -> dict:
 HANDLERS: dict[str, Handler] = {
     "agent.register": agents.register,
     "agent.heartbeat": heartbeat,
+    "agent.touch": agents.touch_op,
     "task.create": tasks.create,
     "task.dep_add": tasks.dep_add,
     "task.claim": tasks.claim,
@@ -77,6 +78,8 @@ HANDLERS: dict[str, Handler] = {
     "board.answer": board.answer,
     "wake.take": take,
     "refused": refused,
+    "worktree.assign": worktrees.assign,
+    "worktree.release": worktrees.release,
 }
 
 
@@ -87,6 +90,7 @@ def _short(value: Any) -> str:
 SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "agent.register": lambda op, r: f"register {r.get('agent')} (kind {r.get('kind')}, lane {r.get('lane') or '-'})",
     "agent.heartbeat": lambda op, r: f"heartbeat {r.get('agent')}",
+    "agent.touch": lambda op, r: f"touch {r.get('agent')}",
     "task.create": lambda op, r: f"create task {_short(r.get('task'))} \"{op.args.get('title')}\"",
     "task.dep_add": lambda op, r: f"task {_short(r.get('task'))} depends on {_short(r.get('depends_on'))}",
     "task.claim": lambda op, r: f"claim task {_short(r.get('task'))} for {r.get('owner')} (v{r.get('version')})",
@@ -105,6 +109,8 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "board.answer": lambda op, r: f"answer post #{r.get('answers')} with #{r.get('post')}",
     "wake.take": lambda op, r: f"take {len(r.get('taken') or [])} wakes"
                                + (f", read through #{r['through']}" if r.get("through") else ""),
+    "worktree.assign": lambda op, r: f"assign lane {r.get('lane')} to {r.get('agent')}",
+    "worktree.release": lambda op, r: f"release lane {r.get('lane') or '-'} of {r.get('agent')}",
     "refused": lambda op, r: f"refused {(op.args.get('op') or {}).get('type')} "
                              f"{_short((op.args.get('op') or {}).get('id'))}",
 }

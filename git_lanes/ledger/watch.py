@@ -8,6 +8,7 @@ no dependency, and never blocks a writer."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -42,12 +43,16 @@ class LedgerWatch:
             return True
         return False
 
-    def wait(self, deadline: float) -> bool:
-        """Sleep until the ledger may have moved (True) or `deadline` (monotonic) passes (False)."""
+    def wait(self, deadline: float, stop: threading.Event | None = None) -> bool:
+        """Sleep until the ledger may have moved (True), or `deadline` (monotonic) passes or `stop` is set
+        (False)."""
         while True:
             if self.changed():
                 return True
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or (stop is not None and stop.is_set()):
                 return False
-            time.sleep(min(POLL_SECONDS, remaining))
+            if stop is None:
+                time.sleep(min(POLL_SECONDS, remaining))
+            elif stop.wait(min(POLL_SECONDS, remaining)):
+                return False

@@ -33,6 +33,8 @@ class Intent:
     agent_type: str | None = None
     model: str | None = None
     tags: tuple[str, ...] = ()
+    # Anything else the caller wants kept with the intent (the SDK's `add_metadata`); JSON values.
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.prompt.strip():
@@ -43,6 +45,12 @@ class Intent:
         object.__setattr__(self, "tags", tuple(self.tags))
         if any(not tag.strip() or "\n" in tag for tag in self.tags):
             raise UserError("a tag must be a non-empty single line", code="invalid_tag")
+        try:
+            valid = all(isinstance(key, str) and key for key in self.metadata) and json.dumps(dict(self.metadata))
+        except (TypeError, ValueError):
+            valid = False
+        if not valid:
+            raise UserError("intent metadata must map non-empty names to JSON values", code="invalid_metadata")
 
     @property
     def summary(self) -> str:
@@ -50,12 +58,14 @@ class Intent:
 
     def to_dict(self) -> dict:
         return {"prompt": self.prompt, "agent_id": self.agent_id, "agent_type": self.agent_type,
-                "model": self.model, "tags": list(self.tags)}
+                "model": self.model, "tags": list(self.tags),
+                **({"metadata": dict(self.metadata)} if self.metadata else {})}
 
     @classmethod
     def from_dict(cls, data: dict) -> Intent:
         return cls(prompt=data["prompt"], agent_id=data["agent_id"], agent_type=data.get("agent_type"),
-                   model=data.get("model"), tags=tuple(data.get("tags") or ()))
+                   model=data.get("model"), tags=tuple(data.get("tags") or ()),
+                   metadata=data.get("metadata") or {})
 
 
 @dataclass(frozen=True)

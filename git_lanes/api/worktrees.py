@@ -1,0 +1,118 @@
+"""Agents and their workspaces through the API: assign an agent a lane (creating or reusing it and its
+workspace), list them, release them, reclaim those of agents that went away; and the lease side of "any call
+from an agent shows it is alive", which the long-lived faces call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from git_lanes import ledger
+from git_lanes.domain import agents, inspect, lanes, worktrees
+from git_lanes.domain.context import Context
+from git_lanes.errors import LanesError
+from git_lanes.model import refs
+from git_lanes.model.names import validate_lane_name
+
+
+class WorktreeApi:
+    """Mixed into `Lanes`, next to CoreApi (`ctx`, `_writing`) and LedgerApi (`_state`, `_append`)."""
+
+    ctx: Context
+    _writing: Callable[[], AbstractContextManager[Context]]
+    _state: Callable[[], ledger.State]
+    _append: Callable[[str, str, dict[str, Any]], dict]
+
+    def agent_lane(self, agent: str) -> str:
+        """The lane assigned to `agent`; a clear error (`no_lane`) when it has none."""
+        return worktrees.require_lane(self._state(), agent)
+
+    def touch_agent(self, agent: str) -> dict | None:
+        """Extend `agent`'s lease (registering it on its first call), unless it was extended within the last
+        minute: then nothing is written and None is returned. Long-lived faces call this on every call an
+        agent makes, as Lockage extends the lease on almost every tool call."""
+        agents.validate_agent_id(agent)
+        record = self._state().get(agents.agent_path(agent))
+        if not agents.lease_needs_extending(record, self.ctx.now()):
+            return None
+        return self._append("agent.touch", agent, {"agent": agent})
+
+    def assign_worktree(self, agent: str, lane: str | None = None, base: str | None = None) -> dict:
+        """Give `agent` a lane to work in and return its workspace path: `lane`, else the lane it already
+        has, else `agent/<id>`. A missing lane is created (from `base`, default the trunk's head) and a
+        missing workspace is made; an existing one is reused. A lane another live agent holds is refused
+        (`lane_assigned`, exit 3)."""
+        state = self._state()
+        name = validate_lane_name(lane or worktrees.assigned_lane(state, agent) or worktrees.default_lane(agent))
+        worktrees.check_free(state, name, agent, self.ctx.now())  # refused before anything is made on disk
+        with self._writing() as ctx:
+            exists = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk)) is not None
+            made_workspace = exists and lanes.workspace_path(ctx, name) is None and name != ctx.trunk
+            if not exists or made_workspace:
+                start = inspect.resolve_state(ctx, base) if base is not None and not exists else None
+                lanes.create(ctx, name, start)
+            path = lanes.require_workspace(ctx, name)
+            head = lanes.lane_head(ctx, name)
+        assigned = self._append("worktree.assign", agent, {"agent": agent, "lane": name})
+        return {"agent": agent, "lane": name, "workspace": str(path), "head": head, "created": not exists,
+                "workspace_created": made_workspace or not exists, "previous_lane": assigned["previous_lane"],
+                "lease_until": assigned["lease_until"], "op": assigned["op"]}
+
+    def list_worktrees(self) -> list[dict]:
+        """Every lane that has a workspace here, with the agents assigned to it and whether they are alive."""
+        state = self._state()
+        now = self.ctx.now()
+        assigned: dict[str, list[dict]] = {}
+        for row in agents.list_agents(state, now):
+            if row["lane"]:
+                assigned.setdefault(row["lane"], []).append({"id": row["id"], "alive": row["alive"]})
+        return [lane.to_dict() | {"agents": assigned.get(lane.name, [])}
+                for lane in lanes.list_lanes(self.ctx) if lane.workspace is not None]
+
+    def release_worktree(self, agent: str, *, keep_workspace: bool = False) -> dict:
+        """`agent` gives its lane back. Its workspace is removed unless `keep_workspace`, another live agent
+        still works there, or it is the trunk's; the lane and its states stay (assign it again to get a new
+        workspace). A workspace holding work no state holds is refused (`dirty_workspace`) before anything
+        changes: commit first."""
+        released = self._release(agent, keep_workspace=keep_workspace, only_if_lapsed=False)
+        assert released is not None
+        return released
+
+    def _release(self, agent: str, *, keep_workspace: bool, only_if_lapsed: bool) -> dict | None:
+        lane = worktrees.require_lane(self._state(), agent)
+        removed = None
+        with self._writing() as ctx:  # ledger appends take this lock too: the state read here holds
+            state = self._state()
+            if only_if_lapsed and (worktrees.assigned_lane(state, agent) != lane
+                                   or agents.lease_alive(state.get(agents.agent_path(agent)), ctx.now())):
+                return None  # the agent came back meanwhile
+            others = [a for a in worktrees.holders(state, lane, ctx.now()) if a != agent]
+            if not keep_workspace and not others:
+                removed = worktrees.remove_workspace(ctx, lane)
+        released = self._append("worktree.release", agent, {"agent": agent})
+        return {"agent": agent, "lane": lane, "workspace_removed": str(removed) if removed else None,
+                "op": released["op"]}
+
+    def reclaim_orphan_worktrees(self, *, dry_run: bool = False) -> dict:
+        """Release the lanes of agents whose lease lapsed and remove their workspaces, except where a
+        workspace holds work no state holds (kept and listed, with the reason) or the agent came back."""
+        reclaimed, kept = [], []
+        for orphan in worktrees.orphans(self._state(), self.ctx.now()):
+            entry = {"agent": orphan["agent"], "lane": orphan["lane"]}
+            if dry_run:
+                with self._writing() as ctx:
+                    path, keep = worktrees.removable(ctx, orphan["lane"])
+                if keep == "unsaved":
+                    kept.append(entry | {"reason": "dirty_workspace", "workspace": str(path)})
+                else:
+                    reclaimed.append(entry | {"workspace": str(path) if path and keep is None else None})
+                continue
+            try:
+                result = self._release(orphan["agent"], keep_workspace=False, only_if_lapsed=True)
+            except LanesError as exc:
+                kept.append(entry | {"reason": exc.code, "message": exc.message})
+                continue
+            if result is not None:
+                reclaimed.append(entry | {"workspace": result["workspace_removed"]})
+        return {"dry_run": dry_run, "reclaimed": reclaimed, "kept": kept}

@@ -1,0 +1,101 @@
+"""What every tool shares: the repository held open, the agent the server was started for, and the shapes
+results and errors take in MCP. No decisions live here: defaults come from the API (the agent's lane), and
+errors keep the code the API gave them."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from git_lanes.api import Lanes
+from git_lanes.errors import EXIT_USER, LanesError, UserError
+
+
+def plain(result: Any) -> Any:
+    """An API result as JSON-ready data, whether the API gave a record (`to_dict()`) or plain dicts."""
+    if hasattr(result, "to_dict"):
+        return plain(result.to_dict())
+    if isinstance(result, dict):
+        return {key: plain(value) for key, value in result.items()}
+    if isinstance(result, (list, tuple)):
+        return [plain(value) for value in result]
+    return result
+
+
+def cli_json(result: Any) -> str:
+    """The text the CLI's `--json` prints for the same result."""
+    return json.dumps(plain(result), indent=2, sort_keys=True, default=str)
+
+
+def error_payload(exc: LanesError) -> dict:
+    """`{"error": {code, reason, message, hint, exit_code, details}}`: `code` is the error's kind (conflict,
+    not_found, invalid, refused, gate_failed, ...), the kind the CLI's exit code comes from; `reason` is the
+    precise code the CLI's `--json` prints (task_claimed, version_conflict, unknown_task, ...)."""
+    kind = type(exc).code
+    error: dict[str, Any] = {"code": exc.code if kind == LanesError.code else kind, "reason": exc.code,
+                             "message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code or EXIT_USER}
+    if exc.details:
+        error["details"] = json.loads(json.dumps(exc.details, default=str))
+    return {"error": error}
+
+
+class Binding:
+    """The repository opened once per worker thread (pygit2 objects are not shared between threads; the
+    SDK runs each tool call on a worker thread, and a pool reuses them), and the server's agent."""
+
+    def __init__(self, path: str | os.PathLike, agent: str | None) -> None:
+        self.path = path
+        self.default_agent = agent or None
+        self._local = threading.local()
+        self.api  # opened now, so a path that is not a lanes repository fails at start, not on a call
+
+    @property
+    def api(self) -> Lanes:
+        api = getattr(self._local, "api", None)
+        if api is None:
+            api = self._local.api = Lanes(self.path)
+        return api
+
+    def agent(self, given: str | None) -> str:
+        """The acting agent: the call's `agent_id`, else the server's."""
+        agent = given or self.default_agent
+        if not agent:
+            raise UserError("no agent_id given, and the server was started without one", code="no_agent",
+                            hint="pass agent_id, or start the server with `git lanes mcp --agent ID` (or "
+                                 "GIT_LANES_AGENT)")
+        return agent
+
+    def actor(self, given: str | None) -> str | None:
+        """Who acts where acting anonymously is allowed (the API then uses git's user name)."""
+        return given or self.default_agent
+
+    def lane(self, given: str | None, agent: str | None) -> str:
+        """The named lane, else the lane assigned to the agent."""
+        if given:
+            return given
+        return self.api.agent_lane(self.agent(agent))
+
+    def touched(self, agent: str | None, call: Callable[[], Any]) -> Any:
+        """Run `call` as `agent`, extending its lease first (Lockage: any tool call from an agent does)."""
+        agent = agent or self.default_agent
+        if agent:
+            self.api.touch_agent(agent)
+        return call()
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: its function (its name, docstring and typed parameters become the tool), the tool set it
+    belongs to, whether it returns a list (wrapped as `{"result": [...]}` in structured content, which MCP
+    wants to be an object), whether it only reads, and whether calling it extends the agent's lease (tools
+    whose own ledger op does so, or that must not, say False)."""
+
+    fn: Callable[..., Any]
+    toolset: str = "core"
+    returns_list: bool = False
+    read_only: bool = False
+    touches: bool = True

@@ -1,0 +1,166 @@
+"""Starting `git lanes mcp`. Importing the MCP SDK takes about a second, and an agent CLI waits for the
+answer to `initialize` before it goes on; so over stdio the answer goes out before the SDK is imported.
+
+Two relay threads stand between the wire and the SDK: the inbound one answers the first message when it is a
+well-formed `initialize` request (with exactly what the SDK answers: same versions, capabilities, server
+info) and hands every line on; the outbound one drops the SDK's own answer to that request and copies the
+rest. The SDK then serves through its public stdio transport, on pipes in place of fds 0 and 1. This module
+uses the standard library only until the relays run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from typing import BinaryIO
+
+from git_lanes import __version__
+from git_lanes.mcp import INSTRUCTIONS, NAME
+
+# The SDK's HANDSHAKE_PROTOCOL_VERSIONS and the capabilities its MCPServer declares (tools, resources and
+# prompts, none of them changing); tests/test_mcp_start.py checks both against the SDK's own answer.
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+CAPABILITIES = {"prompts": {"listChanged": False}, "resources": {"listChanged": False, "subscribe": False},
+                "tools": {"listChanged": False}}
+HOST = "127.0.0.1"
+
+
+def early_answer(message: object) -> dict | None:
+    """The SDK's answer to `message` if it is a well-formed `initialize` request, else None (the SDK answers
+    anything else itself, errors included)."""
+    if not isinstance(message, dict) or message.get("method") != "initialize" or "id" not in message:
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict) or not isinstance(params.get("capabilities"), dict):
+        return None
+    client, requested = params.get("clientInfo"), params.get("protocolVersion")
+    if not isinstance(requested, str) or not isinstance(client, dict) \
+            or not all(isinstance(client.get(key), str) for key in ("name", "version")):
+        return None
+    version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+    return {"jsonrpc": "2.0", "id": message["id"],
+            "result": {"capabilities": CAPABILITIES, "instructions": INSTRUCTIONS, "protocolVersion": version,
+                       "serverInfo": {"name": NAME, "version": __version__}}}
+
+
+class Relay:
+    """The wire (the process's original stdin and stdout) on one side, the SDK's fds 0 and 1 on the other."""
+
+    def __init__(self) -> None:
+        self.wire_in = os.fdopen(os.dup(0), "rb")
+        self.wire_out = os.fdopen(os.dup(1), "wb")
+        inbound_read, self._inbound_write = os.pipe()
+        self._outbound_read, outbound_write = os.pipe()
+        os.dup2(inbound_read, 0)
+        os.dup2(outbound_write, 1)
+        os.close(inbound_read)
+        os.close(outbound_write)
+        self._lock = threading.Lock()
+        self._answered: dict[str, dict] = {}  # request id (as JSON) -> the result sent early
+        self._inbound = threading.Thread(target=self._relay_in, name="mcp-wire-in", daemon=True)
+        self._outbound = threading.Thread(target=self._relay_out, name="mcp-wire-out", daemon=True)
+        self._inbound.start()
+        self._outbound.start()
+
+    def _send(self, line: bytes) -> None:
+        with self._lock:
+            self.wire_out.write(line if line.endswith(b"\n") else line + b"\n")
+            self.wire_out.flush()
+
+    def _relay_in(self) -> None:
+        first = True
+        with os.fdopen(self._inbound_write, "wb", buffering=0) as sdk:
+            for line in self.wire_in:
+                if first:
+                    first = False
+                    self._answer_early(line)
+                try:
+                    sdk.write(line)
+                except BrokenPipeError:  # the SDK stopped serving
+                    return
+
+    def _answer_early(self, line: bytes) -> None:
+        try:
+            answer = early_answer(json.loads(line))
+        except ValueError:
+            return
+        if answer is not None:
+            self._answered[json.dumps(answer["id"])] = answer["result"]
+            self._send(json.dumps(answer, separators=(",", ":")).encode())
+
+    def _relay_out(self) -> None:
+        with os.fdopen(self._outbound_read, "rb") as sdk:
+            for line in sdk:
+                if not line.lstrip().startswith(b"{"):
+                    # Stray output (a print before the SDK took fd 1 over) would break the protocol.
+                    sys.stderr.buffer.write(line)
+                    sys.stderr.flush()
+                elif not self._answered_already(line):
+                    self._send(line)
+
+    def _answered_already(self, line: bytes) -> bool:
+        if not self._answered:
+            return False
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or ("result" not in message and "error" not in message):
+            return False
+        sent = self._answered.pop(json.dumps(message.get("id")), None)
+        if sent is None:
+            return False
+        if message.get("result") != sent:
+            print(f"git-lanes: warning: the SDK answered initialize differently from the early answer: "
+                  f"{json.dumps(message)}", file=sys.stderr)
+        return True
+
+    def close(self) -> None:
+        """After the SDK stopped: let the outbound relay copy what is left, then stop."""
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)  # the last writer of the outbound pipe: the relay now reads to its end
+        os.close(devnull)
+        self._outbound.join(timeout=10)
+
+
+def serve(path: str | os.PathLike, agent: str | None, toolsets: Iterable[str], http_port: int | None) -> None:
+    """Serve MCP over stdio (or, with `http_port`, streamable HTTP on 127.0.0.1) until the client leaves."""
+    relay = Relay() if http_port is None else None
+    try:
+        import anyio
+
+        from git_lanes.mcp.binding import Binding
+        from git_lanes.mcp.server import build
+
+        server = build(Binding(path, agent), toolsets)
+        if relay is not None:
+            anyio.run(server.run_stdio_async)
+        else:
+            anyio.run(_serve_http, server, http_port)
+    finally:
+        if relay is not None:
+            relay.close()
+
+
+async def _serve_http(server: object, port: int) -> None:
+    """Streamable HTTP on 127.0.0.1 only; port 0 lets the OS choose, and the address is printed either way."""
+    import socket
+
+    import uvicorn
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((HOST, port))
+    except OSError as exc:
+        from git_lanes.errors import UserError
+
+        raise UserError(f"cannot listen on {HOST}:{port}: {exc.strerror}", code="port_unavailable",
+                        hint="choose another port, or 0 to let the system choose") from None
+    app = server.streamable_http_app(host=HOST)  # type: ignore[attr-defined]
+    print(f"git-lanes: MCP (streamable HTTP) at http://{HOST}:{listener.getsockname()[1]}/mcp", file=sys.stderr,
+          flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[listener])

@@ -1,0 +1,134 @@
+"""The MCP server: the SDK's `MCPServer` with the tools of the chosen tool sets, each result in the CLI's
+`--json` shape and every failure a tool error (`isError`) carrying `{"error": {code, reason, message, hint}}`.
+Loading this module loads the SDK and the API; `launch` loads it only after answering `initialize`."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, TypedDict
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
+
+from git_lanes import __version__
+from git_lanes.errors import EXIT_USAGE, EXIT_USER, LanesError
+from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, workspaces
+from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
+
+log = logging.getLogger("git_lanes.mcp")
+
+
+class ListResult(TypedDict):
+    """The CLI's JSON list under `result`: structured content is an object in MCP."""
+
+    result: list[dict[str, Any]]
+
+
+class LanesToolError(ToolError):
+    """A LanesError on its way to the client as a tool error; `payload` is what the client gets."""
+
+    def __init__(self, payload: dict) -> None:
+        super().__init__(payload["error"]["message"])
+        self.payload = payload
+
+
+class LanesMCPServer(MCPServer):
+    """The SDK's server, with one change: a failed call answers with the error payload as both its text
+    and its structured content, not the SDK's "Error executing tool X: ..." text."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            return error_result(name, exc)
+
+
+def error_result(tool: str, exc: ToolError) -> CallToolResult:
+    cause = exc.__cause__
+    if isinstance(cause, LanesToolError):
+        payload = cause.payload
+    elif isinstance(exc, UnexpectedToolError):
+        log.error("tool %s failed", tool, exc_info=cause)
+        payload = _payload("internal", "internal", f"{tool} failed: {type(cause).__name__}", EXIT_USER,
+                           "a bug: the server's standard error has the traceback")
+    elif isinstance(cause, ValidationError):
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                             for e in cause.errors())
+        payload = _payload("usage", "invalid_arguments", f"invalid arguments for {tool}: {problems}", EXIT_USAGE,
+                           "see the tool's input schema (tools/list)")
+    elif str(exc).startswith("Unknown tool"):
+        payload = _payload("usage", "unknown_tool", f"no tool named {tool!r} in the tool sets this server "
+                           "offers", EXIT_USAGE, "list them with tools/list; start the server with --toolsets "
+                           "core,publisher,maintenance for more")
+    else:
+        payload = _payload("error", "tool_error", str(exc), EXIT_USER, None)
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload, indent=2, sort_keys=True))],
+                          structured_content=payload, is_error=True)
+
+
+def _payload(code: str, reason: str, message: str, exit_code: int, hint: str | None) -> dict:
+    return {"error": {"code": code, "reason": reason, "message": message, "hint": hint, "exit_code": exit_code}}
+
+
+def result_of(value: Any) -> CallToolResult:
+    """A tool's result: the CLI's `--json` text as content, the same data as structured content."""
+    text = cli_json(value)
+    data = json.loads(text)
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=data if isinstance(data, dict) else {"result": data})
+
+
+def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
+    """The tool function the SDK sees: the spec's own signature (the input schema) and docstring (the
+    description), returning `result_of(...)`, and any LanesError as a LanesToolError."""
+    fn = spec.fn
+    signature = inspect.signature(fn, eval_str=True)
+
+    def call(kwargs: dict[str, Any]) -> Any:
+        if spec.touches:
+            return face.touched(kwargs.get("agent_id"), lambda: fn(**kwargs))
+        return fn(**kwargs)
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def tool(**kwargs: Any) -> Any:
+            try:
+                return result_of(await fn(**kwargs))
+            except LanesError as exc:
+                raise LanesToolError(error_payload(exc)) from exc
+    else:
+        @functools.wraps(fn)
+        def tool(**kwargs: Any) -> Any:  # the SDK runs it on a worker thread
+            try:
+                return result_of(call(kwargs))
+            except LanesError as exc:
+                raise LanesToolError(error_payload(exc)) from exc
+
+    shape: Any = ListResult if spec.returns_list else dict[str, Any]
+    returns = Annotated[CallToolResult, shape]
+    tool.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
+    tool.__annotations__ = {name: p.annotation for name, p in signature.parameters.items()} | {"return": returns}
+    del tool.__wrapped__  # the SDK must read the signature above, not the spec function's
+    return tool
+
+
+def catalog(face: Binding) -> list[ToolSpec]:
+    """Every tool this server can offer, in every tool set."""
+    return coordination.tools(face) + workspaces.tools(face)
+
+
+def build(face: Binding, toolsets: Iterable[str]) -> MCPServer:
+    """The server with the tools of `toolsets` (core is always on)."""
+    chosen = set(toolsets) | {"core"}
+    server = LanesMCPServer(NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    for spec in catalog(face):
+        if spec.toolset in chosen:
+            server.add_tool(guarded(spec, face), name=spec.fn.__name__, description=inspect.cleandoc(spec.fn.__doc__),
+                            annotations=ToolAnnotations(read_only_hint=True) if spec.read_only else None)
+    return server
