@@ -35,18 +35,26 @@ class LanesError(Exception):
 
 
 class UserError(LanesError):
+    """Input that cannot be acted on as given (an invalid name, a missing argument): fix it and retry."""
+
     code = "invalid"
 
 
 class NotFound(LanesError):
+    """No lane, task, ticket, agent or transition by that name or id prefix."""
+
     code = "not_found"
 
 
 class Ambiguous(LanesError):
+    """An id prefix that matches more than one thing: give more characters."""
+
     code = "ambiguous"
 
 
 class NotARepository(LanesError):
+    """Not inside a git repository, or one not set up for lanes (`git lanes init`)."""
+
     code = "not_a_repository"
 
 
@@ -64,9 +72,13 @@ class Conflict(LanesError):
 
 
 class GateFailed(LanesError):
+    """A required evaluation gate failed: the state was rejected (and kept as signal) with the gates' verdicts."""
+
     exit_code = EXIT_GATE
     code = "gate_failed"
 
 
 class UnsupportedFormat(LanesError):
+    """A record written by a newer git-lanes: upgrade to read it."""
+
     code = "unsupported_format"

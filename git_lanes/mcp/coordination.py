@@ -87,7 +87,7 @@ def tools(face: Binding) -> list[ToolSpec]:
         return face.api.task_block(task_id, reason, face.actor(agent_id))
 
     def resume_task(task_id: TaskId, agent_id: AgentId = None) -> dict:
-        """Resume a blocked task."""
+        """Resume a task that block_task paused: it is claimed by its owner again."""
         return face.api.task_resume(task_id, face.actor(agent_id))
 
     def handoff_task(task_id: TaskId,
@@ -122,7 +122,8 @@ def tools(face: Binding) -> list[ToolSpec]:
     def release_files(globs: Annotated[list[str], Field(description="The claimed globs to release; empty: all "
                                                                     "of the agent's claims.")] = (),
                       agent_id: AgentId = None) -> dict:
-        """Release file claims."""
+        """Release the agent's file claims on these globs (all of them when none are given), e.g. when done
+        with an area, so other agents are no longer warned about it."""
         return face.api.claim_release(face.agent(agent_id), globs)
 
     def list_claims(agent: Annotated[str | None, Field(description="Only this agent's claims.")] = None

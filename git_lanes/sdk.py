@@ -1,0 +1,161 @@
+"""The Python SDK: one agent's session on a repository, for orchestrators that script agents.
+
+    from git_lanes import AgentSession
+    session = AgentSession("./repo", agent_id="coder-1", agent_type="feature_dev", lane="feature/auth")
+    with session.work("Add the login form", tags=["auth"], auto_accept=True) as w:
+        (w.path / "login.py").write_text("...")
+        w.record_tokens(tokens_in=2000, tokens_out=1200, cost_usd=0.03)
+
+Like every face it only translates: each call is one call of the `Lanes` API, and errors are the API's own
+(`Conflict`, `GateFailed`, `NotFound`, `UserError`, all `LanesError`s, importable from `git_lanes`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from git_lanes.api import Lanes
+from git_lanes.domain.agents import validate_agent_id
+from git_lanes.errors import GateFailed, LanesError
+from git_lanes.model.records import Cost
+
+# Metadata names that are fields of the intent itself rather than free-form metadata.
+INTENT_FIELDS = ("model", "agent_type")
+
+
+class AgentSession:
+    """An agent (`agent_id`, optionally its role `agent_type` and `model`) working in one repository, in
+    `lane` (default: the lane assigned to the agent, else `agent/<agent_id>`, created on first use). The
+    repository is opened once and held: each call costs what the API costs."""
+
+    def __init__(self, repo_path: str | os.PathLike = ".", agent_id: str | None = None, *,
+                 agent_type: str | None = None, lane: str | None = None, model: str | None = None) -> None:
+        self.api = Lanes(repo_path)
+        self.agent_id = validate_agent_id(agent_id or os.environ.get("GIT_LANES_AGENT"))
+        self.agent_type = agent_type
+        self.model = model
+        self._lane = lane
+
+    @property
+    def lane(self) -> str:
+        """The lane this session works in, giving the agent one (and its workspace) if it has none yet."""
+        if self._lane is None:
+            self.workspace()
+        assert self._lane is not None
+        return self._lane
+
+    def workspace(self) -> Path:
+        """The session's workspace directory, made (with its lane) if missing, and the lane assigned to the
+        agent. Refused (`Conflict`) when another live agent works in that lane."""
+        assigned = self.api.assign_worktree(self.agent_id, self._lane)
+        self._lane = assigned["lane"]
+        return Path(assigned["workspace"])
+
+    def work(self, prompt: str, *, tags: list[str] | tuple[str, ...] = (), auto_accept: bool = False) -> Work:
+        """A block of work on the session's workspace, recorded as one transition when the block ends:
+        snapshotted and proposed, then (with `auto_accept`) judged by the gates and accepted; an exception in
+        the block snapshots the attempt, rejects it with the exception as the reason, puts the workspace back
+        to the lane head (`restore` the attempt's id to see it again) and propagates."""
+        return Work(self, prompt, tuple(tags), auto_accept)
+
+    # -- coordination, bound to the session's agent ---------------------------------------------------
+    def register(self, kind: str | None = None) -> dict:
+        """Register the agent (kind: `kind`, else the session's agent_type) and start its lease."""
+        return self.api.agent_register(self.agent_id, kind or self.agent_type, self._lane)
+
+    def heartbeat(self) -> dict:
+        """Extend the agent's lease; report its unread posts, pending wakes and refused ops."""
+        return self.api.agent_heartbeat(self.agent_id)
+
+    def claim_task(self, task_id: str, version: int | None = None) -> dict:
+        """Claim a task for this agent (in the session's lane, if one is set). Exactly one of several
+        claimers wins; the others get `Conflict` at once and can take another task."""
+        return self.api.task_claim(task_id, self.agent_id, version, self._lane)
+
+    def claim_files(self, *globs: str, task_id: str | None = None) -> dict:
+        """Claim the files this agent means to change; overlaps with others are returned, never blocking."""
+        return self.api.claim_add(globs, self.agent_id, task_id)
+
+    def post(self, text: str, kind: str = "note", to: str | None = None) -> dict:
+        """Post on the board (kind note, question or handoff), to one agent or to everyone else."""
+        return self.api.board_post(text, self.agent_id, kind, to)
+
+    def read_board(self, unread_only: bool = False) -> dict:
+        """This agent's unread posts and recent ones; what is returned is marked read."""
+        return self.api.board_read(self.agent_id, unread_only=unread_only)
+
+    def wait(self, timeout: float = 60.0) -> dict:
+        """Block until a task of this agent's becomes ready, another agent steps into its files, a post for
+        it arrives, or `timeout` seconds pass; the result says which (`reason`)."""
+        return self.api.wait(self.agent_id, timeout)
+
+    def done(self, task_id: str) -> dict:
+        """Mark a task done, waking the owners of the tasks it makes ready."""
+        return self.api.task_done(task_id, self.agent_id)
+
+
+class Work:
+    """What `AgentSession.work()` yields: the workspace `path`, and where to record the cost and metadata
+    of the work. After the block, `result` is the transition record (or an `unchanged` record when the
+    workspace matched its lane head)."""
+
+    def __init__(self, session: AgentSession, prompt: str, tags: tuple[str, ...], auto_accept: bool) -> None:
+        self.session = session
+        self.prompt = prompt
+        self.tags = tags
+        self.auto_accept = auto_accept
+        self.cost = Cost()
+        self.metadata: dict[str, Any] = {}
+        self.result: dict | None = None
+        self.path = Path()
+        self._started = 0.0
+
+    def record_tokens(self, tokens_in: int = 0, tokens_out: int = 0, cost_usd: float = 0.0,
+                      api_calls: int = 0) -> None:
+        """Add spending to this work's cost (calls add up)."""
+        self.cost = self.cost + Cost(tokens_in=tokens_in, tokens_out=tokens_out, api_calls=api_calls,
+                                     cost_usd=cost_usd)
+
+    def add_metadata(self, key: str, value: Any) -> None:
+        """Keep `key: value` with the intent (`model` and `agent_type` set those intent fields)."""
+        self.metadata[key] = value
+
+    def __enter__(self) -> Work:
+        self.path = self.session.workspace()
+        self._started = time.monotonic()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 _traceback: TracebackType | None) -> None:
+        if error is None:
+            try:
+                self.result = self._record(self.auto_accept)
+            except GateFailed as failed:  # recorded: the attempt is rejected with the gates' verdicts
+                self.result = failed.details.get("transition")
+                raise
+            return
+        if not isinstance(error, Exception):
+            return  # KeyboardInterrupt, SystemExit: leave the workspace as it is and let it through
+        try:
+            attempt = self._record(False)
+            if attempt.get("status") == "proposed":
+                attempt = self.session.api.reject(attempt["id"], f"{type(error).__name__}: {error}")
+                # The next block starts from the lane head; the attempt stays under refs/lanes/rejected/.
+                self.session.api.restore(self.session.lane, lane=self.session.lane)
+            self.result = attempt
+        except LanesError as failure:
+            # The block's own error matters more; say on it why its attempt was not recorded.
+            if hasattr(error, "add_note"):
+                error.add_note(f"git-lanes could not record the failed attempt: {failure.message}")
+
+    def _record(self, auto_accept: bool) -> dict:
+        session = self.session
+        metadata = {k: v for k, v in self.metadata.items() if k not in INTENT_FIELDS}
+        wall = Cost(wall_time=round(time.monotonic() - self._started, 3))
+        return session.api.commit(self.prompt, session.agent_id, lane=session.lane,
+                                  agent_type=self.metadata.get("agent_type", session.agent_type),
+                                  model=self.metadata.get("model", session.model), tags=self.tags,
+                                  cost=self.cost + wall, auto_accept=auto_accept, metadata=metadata)

@@ -1,0 +1,188 @@
+"""`git lanes mcp` driven by the MCP SDK's own client in real processes: the tools of each tool set, a whole
+Lockage-style lifecycle, results equal to the CLI's `--json`, and bad arguments as tool errors."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from conftest import run_cli
+from mcp_helpers import call, fails, mcp_session
+
+CORE = {
+    "register_agent", "heartbeat", "create_task", "list_tasks", "get_task", "claim_task", "add_dependency",
+    "task_done", "block_task", "resume_task", "handoff_task", "open_ticket", "link_task_to_ticket", "list_tickets",
+    "assign_worktree", "list_worktrees", "release_worktree", "claim_files", "release_files", "list_claims",
+    "publish_dirty", "list_dirty", "post_board", "read_board", "resolve_question", "wait_for_unblock",
+    "commit", "propose", "accept", "reject", "history", "show", "diff", "status", "promote", "restore",
+}
+MAINTENANCE = {"reclaim_orphan_worktrees"}
+
+
+@pytest.mark.parametrize("args, env, expected", [
+    ((), {}, CORE),
+    (("--toolsets", "core,maintenance"), {}, CORE | MAINTENANCE),
+    (("--toolsets", "publisher"), {}, CORE),
+    ((), {"GIT_LANES_TOOLSETS": "maintenance"}, CORE | MAINTENANCE),
+])
+def test_each_tool_set_lists_its_tools(repo, args, env, expected):
+    async def scenario():
+        async with mcp_session(repo, *args, env=env) as session:
+            return (await session.list_tools()).tools
+
+    tools = anyio.run(scenario)
+    assert {t.name for t in tools} == expected
+    for tool in tools:
+        assert len(tool.description or "") > 30, tool.name
+        assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
+        for name, schema in tool.input_schema.get("properties", {}).items():
+            assert schema.get("description"), f"{tool.name}.{name} has no description"
+
+
+def test_an_unknown_tool_set_is_a_usage_error(repo):
+    result = run_cli("mcp", "--toolsets", "core,bogus", cwd=repo)
+    assert result.code == 2 and "unknown tool set bogus" in result.err
+
+
+def test_outside_a_lanes_repository_the_server_says_so_and_exits_1(tmp_path):
+    result = run_cli("mcp", cwd=tmp_path)
+    assert result.code == 1 and "not a git repository" in result.err and result.out == ""
+
+
+def test_a_lockage_lifecycle_from_ticket_to_the_dependent_owner_waking(repo):
+    """open_ticket -> create_task with a dependency -> claim_task -> assign_worktree -> claim_files -> write
+    -> commit -> task_done, while the dependent task's owner waits in wait_for_unblock on another server."""
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as one, mcp_session(repo, "--agent", "coder-2") as two:
+            ticket = (await call(one, "open_ticket", title="Login flow"))["ticket"]
+            first = await call(one, "create_task", title="Session store", ticket_id=ticket[:6], files=["src/auth/**"])
+            second = await call(one, "create_task", title="Login form", depends=[first["task"]], ticket_id=ticket)
+            assert second["ready"] is False
+            assert (await call(two, "claim_task", task_id=second["task"]))["ready"] is False
+            ready = await call(one, "list_tasks", ready_only=True)
+            assert [t["id"] for t in ready] == [first["task"]]
+
+            progress = anyio.Event()
+            woke: dict = {}
+
+            async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                progress.set()
+
+            async def wait_for_it() -> None:
+                result = await two.call_tool("wait_for_unblock", {"timeout_s": 120}, progress_callback=on_progress)
+                woke.update(result.structured_content)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(wait_for_it)
+                await progress.wait()  # the waiter is waiting before the work below begins
+                claimed = await call(one, "claim_task", task_id=first["task"][:8], version=first["version"])
+                assert claimed["owner"] == "coder-1" and claimed["version"] == 2
+                worktree = await call(one, "assign_worktree")
+                assert worktree["lane"] == "agent/coder-1" and worktree["created"]
+                claim = await call(one, "claim_files", globs=["src/auth/**", "docs/auth.md"])
+                assert claim["agent"] == "coder-1"
+                workspace = anyio.Path(worktree["workspace"])
+                await (workspace / "src" / "auth").mkdir(parents=True)
+                await (workspace / "src" / "auth" / "session.py").write_text("SESSIONS = {}\n")
+                snapshot = await call(one, "commit", prompt="Add the session store", tags=["auth"], tokens_in=1200,
+                                      tokens_out=800, cost_usd=0.02, auto_accept=True)
+                assert snapshot["status"] == "accepted" and snapshot["lane"] == "agent/coder-1"
+                assert snapshot["intent"]["agent_id"] == "coder-1" and snapshot["cost"]["tokens_in"] == 1200
+                done = await call(one, "task_done", task_id=first["task"])
+                assert done["now_ready"] == [second["task"]]
+            assert woke["reason"] == "task_ready"
+            assert [w["task"] for w in woke["wakes"]] == [second["task"]]
+            dirty = await call(one, "publish_dirty")
+            assert dirty["files"] == []  # everything was committed
+            return ticket, first["task"]
+
+    ticket, task = anyio.run(scenario)
+    shown = run_cli("task", "show", task, "--json", cwd=repo).json
+    assert shown["status"] == "done" and shown["ticket"] == ticket
+    assert run_cli("lane", "show", "agent/coder-1", "--json", cwd=repo).json["head"] == \
+        run_cli("history", "--lane", "agent/coder-1", "--json", cwd=repo).json["transitions"][0]["to"]
+
+
+def test_read_tools_return_exactly_what_the_cli_json_prints(repo):
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            task = (await call(session, "create_task", title="Docs", files=["docs/**"]))["task"]
+            await call(session, "claim_task", task_id=task)
+            await call(session, "open_ticket", title="Docs ticket")
+            await call(session, "post_board", text="hello", kind="question")
+            return task, {name: await call(session, name, **args) for name, args in [
+                ("list_tasks", {}), ("get_task", {"task_id": task}), ("list_tickets", {}), ("list_claims", {}),
+                ("history", {}), ("status", {}), ("list_dirty", {}), ("diff", {"a": "main", "b": "main"}),
+            ]}
+
+    task, results = anyio.run(scenario)
+    cli = {"list_tasks": ["task", "list"], "get_task": ["task", "show", task], "list_tickets": ["ticket", "list"],
+           "list_claims": ["claim", "list"], "history": ["history"], "status": ["status"],
+           "list_dirty": ["dirty", "list"], "diff": ["diff", "main", "main"]}
+    for name, args in cli.items():
+        assert results[name] == run_cli(*args, "--json", cwd=repo).json, name
+
+
+def test_bad_arguments_are_tool_errors_with_the_clis_codes(repo):
+    async def scenario():
+        async with mcp_session(repo) as session:
+            unknown = await fails(session, "get_task", task_id="feedbeef")
+            wrong_type = await fails(session, "claim_task", task_id="feedbeef", version="three", agent_id="a")
+            missing = await fails(session, "create_task")
+            escaping = await fails(session, "claim_files", globs=["../outside/**"], agent_id="a")
+            no_agent = await fails(session, "claim_task", task_id="feedbeef")
+            bad_agent = await fails(session, "heartbeat", agent_id="no spaces allowed")
+            no_lane = await fails(session, "commit", prompt="x", agent_id="a")
+            no_tool = await fails(session, "no_such_tool")
+            still_serving = await call(session, "list_tasks")
+            return unknown, wrong_type, missing, escaping, no_agent, bad_agent, no_lane, no_tool, still_serving
+
+    unknown, wrong_type, missing, escaping, no_agent, bad_agent, no_lane, no_tool, serving = anyio.run(scenario)
+    cli = run_cli("task", "show", "feedbeef", "--json", cwd=repo)
+    assert unknown["reason"] == cli.json["error"] == "unknown_task" and unknown["code"] == "not_found"
+    assert unknown["message"] == cli.json["message"] and unknown["hint"] == cli.json["hint"]
+    assert unknown["exit_code"] == cli.code == 1
+    assert (wrong_type["code"], wrong_type["reason"], wrong_type["exit_code"]) == ("usage", "invalid_arguments", 2)
+    assert "version" in wrong_type["message"]
+    assert missing["code"] == "usage" and "title" in missing["message"]
+    assert (escaping["code"], escaping["reason"]) == ("invalid", "path_outside")
+    assert no_agent["reason"] == "no_agent" and "--agent" in no_agent["hint"]
+    assert bad_agent["reason"] == "invalid_agent"
+    assert no_lane["reason"] == "no_lane" and "assign_worktree" in no_lane["hint"]
+    assert no_tool["reason"] == "unknown_tool"
+    assert serving == []
+
+
+def test_worktrees_are_assigned_listed_and_released(repo):
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            mine = await call(session, "assign_worktree", lane="feature/login")
+            again = await call(session, "assign_worktree")
+            taken = await fails(session, "assign_worktree", lane="feature/login", agent_id="coder-2")
+            listed = await call(session, "list_worktrees")
+            await anyio.Path(mine["workspace"], "draft.txt").write_text("unsaved\n")
+            refused = await fails(session, "release_worktree")
+            await call(session, "commit", prompt="Keep the draft", auto_accept=True)
+            released = await call(session, "release_worktree")
+            return mine, again, taken, listed, refused, released, await call(session, "list_worktrees")
+
+    mine, again, taken, listed, refused, released, after = anyio.run(scenario)
+    assert mine["created"] and not again["created"] and again["workspace"] == mine["workspace"]
+    assert (taken["code"], taken["reason"]) == ("conflict", "lane_assigned")
+    assert taken["details"]["holders"] == ["coder-1"]
+    row = next(r for r in listed if r["name"] == "feature/login")
+    assert row["agents"] == [{"id": "coder-1", "alive": True}] and row["workspace"] == mine["workspace"]
+    assert (refused["code"], refused["reason"]) == ("refused", "dirty_workspace")
+    assert released["workspace_removed"] == mine["workspace"]
+    assert [r["name"] for r in after] == ["main"]
+    assert run_cli("lane", "show", "feature/login", "--json", cwd=repo).code == 0  # the lane and its work stay
+
+
+def test_any_call_from_the_servers_agent_extends_its_lease(repo):
+    async def scenario():
+        async with mcp_session(repo, "--agent", "reader") as session:
+            await call(session, "list_tasks")
+
+    assert run_cli("agent", "list", "--json", cwd=repo).json == []
+    anyio.run(scenario)
+    agents = run_cli("agent", "list", "--json", cwd=repo).json
+    assert [(a["id"], a["alive"]) for a in agents] == [("reader", True)]

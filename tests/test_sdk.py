@@ -1,0 +1,124 @@
+"""The Python SDK: each path of `AgentSession.work()` (accepted, left proposed, an exception rejected and
+re-raised, a failing gate), the agent-bound coordination calls, and the package's lazy, typed exports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import run_cli
+from test_gates import declare, gate
+
+import git_lanes
+from git_lanes import AgentSession, Conflict, GateFailed, LanesError, NotFound, UserError
+
+
+@pytest.fixture
+def session(repo):
+    return AgentSession(repo, agent_id="coder-1", agent_type="feature_dev", lane="feature/auth")
+
+
+def test_a_block_that_ends_well_is_snapshotted_and_accepted(session, repo):
+    with session.work("Add the login form", tags=["auth"], auto_accept=True) as w:
+        (w.path / "login.py").write_text("def login(): ...\n")
+        w.record_tokens(tokens_in=2000, tokens_out=1200, cost_usd=0.03)
+        w.record_tokens(tokens_in=10, api_calls=2)
+        w.add_metadata("model", "sonnet")
+        w.add_metadata("temperature", 0.2)
+    assert w.path == repo / ".lanes" / "workspaces" / "feature" / "auth"
+    record = w.result
+    assert record["status"] == "accepted" and record["lane"] == "feature/auth"
+    assert record["intent"] == {"prompt": "Add the login form", "agent_id": "coder-1", "agent_type": "feature_dev",
+                                "model": "sonnet", "tags": ["auth"], "metadata": {"temperature": 0.2}}
+    cost = record["cost"]
+    assert (cost["tokens_in"], cost["tokens_out"], cost["api_calls"], cost["cost_usd"]) == (2010, 1200, 2, 0.03)
+    shown = run_cli("show", record["id"], "--json", cwd=repo).json
+    assert shown["intent"]["metadata"] == {"temperature": 0.2} and shown["status"] == "accepted"
+    assert run_cli("lane", "show", "feature/auth", "--json", cwd=repo).json["head"] == record["to"]
+
+
+def test_without_auto_accept_the_state_is_left_proposed(session, repo):
+    with session.work("Draft the schema") as w:
+        (w.path / "schema.sql").write_text("create table users ();\n")
+    assert w.result["status"] == "proposed"
+    assert [t["id"] for t in run_cli("status", "--json", cwd=repo).json["proposals"]] == [w.result["id"]]
+
+
+def test_an_exception_in_the_block_rejects_the_attempt_and_is_re_raised(session, repo):
+    with session.work("Keep this", auto_accept=True) as kept:
+        (kept.path / "a.txt").write_text("good\n")
+    with pytest.raises(ValueError, match="model gave up"), session.work("Try something", auto_accept=True) as w:
+        (w.path / "a.txt").write_text("half done\n")
+        raise ValueError("model gave up")
+    assert w.result["status"] == "rejected" and w.result["reason"] == "ValueError: model gave up"
+    assert run_cli("lane", "show", "feature/auth", "--json", cwd=repo).json["head"] == kept.result["to"]
+    assert (w.path / "a.txt").read_text() == "good\n"  # the next block starts from the lane head
+    rejected = run_cli("history", "--status", "rejected", "--json", cwd=repo).json["transitions"]
+    assert [t["id"] for t in rejected] == [w.result["id"]]  # the attempt is kept as signal
+
+
+def test_an_exception_with_nothing_changed_is_re_raised_untouched(session):
+    with pytest.raises(KeyError), session.work("Nothing yet") as w:
+        raise KeyError("x")
+    assert w.result["status"] == "unchanged"
+
+
+def test_a_failing_gate_records_the_rejection_and_raises_gate_failed(repo):
+    from git_lanes import Lanes
+
+    declare(Lanes(repo), repo, gate("tests", "import sys; print('1 failed'); sys.exit(1)"))
+    session = AgentSession(repo, agent_id="coder-2", lane="feature/gated")
+    with pytest.raises(GateFailed) as failure, session.work("Break the tests", auto_accept=True) as w:
+        (w.path / "broken.py").write_text("raise SystemExit\n")
+    assert failure.value.code == "gate_failed" and failure.value.exit_code == 4
+    assert w.result["status"] == "rejected" and w.result["evaluations"][0]["passed"] is False
+    assert run_cli("show", w.result["id"], "--json", cwd=repo).json["status"] == "rejected"
+
+
+def test_agent_bound_coordination_calls(repo):
+    one = AgentSession(repo, agent_id="one")
+    two = AgentSession(repo, agent_id="two")
+    assert one.register(kind="claude")["kind"] == "claude"
+    first = run_cli("task", "create", "first", "--json", cwd=repo).json["task"]
+    second = run_cli("task", "create", "second", "--depends", first, "--json", cwd=repo).json["task"]
+    assert one.claim_task(first, version=1)["owner"] == "one"
+    with pytest.raises(Conflict) as lost:
+        two.claim_task(first)
+    assert lost.value.code == "task_claimed"
+    two.claim_task(second)
+    assert one.claim_files("src/**")["claims"] == ["src/**"]
+    assert one.post("take a look", to="two")["post"] == 1
+    assert two.wait(timeout=5)["reason"] == "post"
+    one.done(first)
+    woke = two.wait(timeout=5)
+    assert woke["reason"] == "task_ready" and woke["wakes"][0]["task"] == second
+    assert two.heartbeat()["agent"] == "two"
+    assert [p["text"] for p in two.read_board()["posts"]] == ["take a look"]
+    assert one.lane == "agent/one" and (repo / ".lanes" / "workspaces" / "agent" / "one").is_dir()
+
+
+def test_errors_are_typed_and_share_one_base(repo):
+    with pytest.raises(NotFound):
+        AgentSession(repo, agent_id="x").claim_task("feedbeef")
+    with pytest.raises(UserError) as invalid:
+        AgentSession(repo, agent_id="not valid")
+    assert invalid.value.code == "invalid_agent"
+    assert all(issubclass(kind, LanesError) for kind in (Conflict, GateFailed, NotFound, UserError))
+
+
+def test_importing_the_package_stays_light_and_every_public_name_is_documented():
+    probe = ("import sys, git_lanes; print(sorted(m for m in sys.modules if m.startswith(('pygit2', 'mcp', "
+             "'git_lanes.'))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert json.loads(loaded.replace("'", '"')) == []
+    for name in git_lanes.__all__:
+        value = getattr(git_lanes, name)
+        assert isinstance(value, str) or (value.__doc__ or "").strip(), name
+    for owner in (git_lanes.AgentSession, git_lanes.Work):
+        for name, member in vars(owner).items():
+            if not name.startswith("_") and callable(member) or isinstance(member, property):
+                assert (member.__doc__ or "").strip(), f"{owner.__name__}.{name}"
+    with pytest.raises(AttributeError):
+        git_lanes.NoSuchThing  # noqa: B018
