@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "board": "git_lanes.cli.board:board",
     "wait": "git_lanes.cli.board:wait",
     "mcp": "git_lanes.cli.mcp:mcp",
+    "serve": "git_lanes.cli.serve:serve",
 }
 
 

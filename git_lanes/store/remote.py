@@ -94,7 +94,7 @@ def synced_patterns(trunk: str) -> list[str]:
 
 def check_remote(store: Store, remote: str) -> str:
     """The remote's URL; a clear error for a name that is not a configured remote."""
-    if not _REMOTE_NAME.match(remote):
+    if not _REMOTE_NAME.fullmatch(remote):  # `$` would let a trailing newline through
         # Lanes keeps a remote's copies under its name, so a URL needs a name first.
         raise UserError(f"invalid remote name {remote!r}", code="invalid_remote",
                         hint="REMOTE is the name of a configured remote: `git remote add NAME URL`, then use NAME")

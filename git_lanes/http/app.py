@@ -1,0 +1,247 @@
+"""The ASGI app: the REST API from the route table, its OpenAPI document, the event stream, and the
+dashboard's static files. It translates only: parameters in, the API's records out as JSON (the same ones
+`--json` prints), errors to HTTP statuses with the error's `code` and `hint`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from git_lanes import __version__
+from git_lanes.errors import Conflict, GateFailed, LanesError, NotFound, UserError
+from git_lanes.http import openapi, routes
+from git_lanes.http.events import Broadcaster
+from git_lanes.http.security import COOKIE, Guard
+
+STATIC = Path(__file__).resolve().parent / "static"
+API = "/api/v1"
+MAX_BODY = 1 << 20
+log = logging.getLogger("git_lanes.http")
+
+# The page loads only its own files; nothing inline runs, so injected markup could not run even if some
+# text ever reached the DOM as HTML.
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                 b"connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+                                 b"form-action 'self'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class Service:
+    """The repository held open for the server's life. Reads and writes each use their own `Lanes`
+    (libgit2 objects are not shared between threads), so a gate running for minutes during an accept does
+    not freeze the dashboard's reads."""
+
+    def __init__(self, open_api: Callable[[], Any]) -> None:
+        self.reader = open_api()
+        self.writer = open_api()
+        self._read_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self.feed = self.reader.watch()
+
+    def read(self, action: Callable[[Any], Any]) -> Any:
+        with self._read_lock:
+            return action(self.reader)
+
+    def write(self, action: Callable[[Any], Any]) -> Any:
+        with self._write_lock:
+            return action(self.writer)
+
+    def poll(self) -> list[dict]:
+        return self.read(lambda _: self.feed.poll())
+
+    def dirty(self) -> Any:
+        return self.read(lambda api: api.status()["dirty"])
+
+
+def render(value: Any) -> Any:
+    """Records (with `to_dict`) and plain dicts alike become JSON-ready values."""
+    if hasattr(value, "to_dict"):
+        return render(value.to_dict())
+    if isinstance(value, dict):
+        return {str(k): render(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [render(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def status_of(exc: LanesError) -> int:
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, GateFailed):
+        return 422
+    if isinstance(exc, Conflict):
+        return 409
+    return 400
+
+
+def error(status: int, code: str, message: str, hint: str | None = None, **details: Any) -> JSONResponse:
+    body = {"error": code, "message": message, **({"hint": hint} if hint else {}), **details}
+    return JSONResponse(render(body), status_code=status)
+
+
+def lanes_error(exc: LanesError) -> JSONResponse:
+    return JSONResponse(render(exc.to_dict()), status_code=status_of(exc))
+
+
+class Headers:
+    """Security headers on every response, and the Host check before anything else runs."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def create_app(open_api: Callable[[], Any], token: str, host: str) -> Starlette:
+    """The app for the repository `open_api()` opens, requiring `token` as security.py describes."""
+    service = Service(open_api)
+    guard = Guard(token, host)
+    broadcaster = Broadcaster(service.poll, service.dirty)
+    served = routes.available(type(service.reader))
+    document = openapi.document(served, API, __version__)
+
+    def refused(request: Request) -> JSONResponse | None:
+        verdict = guard.check(request.method, dict(request.headers), request.cookies, request.url.scheme)
+        return error(verdict.status, verdict.code, verdict.message) if verdict else None
+
+    def endpoint(route: routes.Route) -> Callable:
+        async def handle(request: Request) -> Response:
+            denied = refused(request)
+            if denied is not None:
+                return denied
+            try:
+                params = await _params(route, request)
+                run = service.write if route.writes else service.read
+                result = await asyncio.to_thread(run, lambda api: route.call(api, params))
+            except LanesError as exc:
+                return lanes_error(exc)
+            except Exception as exc:  # a bug still answers in JSON, and the log keeps the traceback
+                log.exception("%s %s failed", request.method, request.url.path)
+                return error(500, "internal", f"{type(exc).__name__}: {exc}")
+            return JSONResponse(render(result))
+        return handle
+
+    async def index(request: Request) -> Response:
+        offered = request.query_params.get("token")
+        if offered is None:
+            return FileResponse(STATIC / "index.html", media_type="text/html")
+        if not guard.token_matches(offered):
+            return error(401, "unauthorized", "that link's token is not this server's")
+        # The token leaves the address bar at once; the cookie stands in for it from now on.
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(COOKIE, guard.cookie_value, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def session(request: Request) -> Response:
+        denied = refused(request)
+        if denied is not None:
+            return denied
+        signed_in = guard.authenticated(dict(request.headers), request.cookies)
+        return JSONResponse({"authenticated": signed_in, "can_write": signed_in, "loopback": guard.loopback,
+                             "trunk": service.reader.trunk, "repository": service.reader.root.name,
+                             "version": __version__, "runs": any(r.tag == "runs" for r in served)})
+
+    async def events(request: Request) -> Response:
+        denied = refused(request)
+        if denied is not None:
+            return denied
+        return StreamingResponse(broadcaster.stream(), media_type="text/event-stream",
+                                 headers={"x-accel-buffering": "no"})
+
+    async def spec(request: Request) -> Response:
+        return JSONResponse(document)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        if status == 405:
+            return error(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}")
+        return error(status, "not_found" if status == 404 else "http_error", f"no route {request.url.path}",
+                     hint=f"see {request.base_url}api/openapi.json")
+
+    table = [Route(API + r.path, endpoint(r), methods=[r.method], name=r.operation_id) for r in served]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        broadcaster.start()
+        yield
+        await broadcaster.stop()
+
+    app = Starlette(routes=[Route("/", index), Route("/api/openapi.json", spec), Route(API + "/session", session),
+                            Route(API + "/events", events), *table,
+                            Mount("/static", StaticFiles(directory=STATIC), name="static")],
+                    exception_handlers={HTTPException: not_found}, lifespan=lifespan)
+    app.state.broadcaster = broadcaster
+    app.state.service = service
+    app.add_middleware(Headers, guard=guard)
+    return app
+
+
+async def _params(route: routes.Route, request: Request) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for name, value in request.path_params.items():
+        if name in routes.INTEGER_PATH_PARAMS:
+            value = routes.Param(name, "integer", minimum=None).convert(value, from_text=True)
+        params[name] = value
+    for param in route.query:
+        if param.name in request.query_params:
+            params[param.name] = param.convert(request.query_params[param.name], from_text=True)
+        elif param.required:
+            raise UserError(f"missing query parameter {param.name!r}", code="usage")
+    if route.writes:
+        params.update(_body(route, await request.body()))
+    return params
+
+
+def _body(route: routes.Route, raw: bytes) -> dict[str, Any]:
+    if len(raw) > MAX_BODY:
+        raise UserError(f"the request body is over {MAX_BODY} bytes", code="usage")
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"the request body is not JSON: {exc}", code="usage") from None
+    if not isinstance(data, dict):
+        raise UserError("the request body must be a JSON object", code="usage")
+    known = {p.name: p for p in route.body}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise UserError(f"unknown field(s) {', '.join(unknown)}; this route takes {', '.join(known) or 'none'}",
+                        code="usage")
+    values = {}
+    for name, param in known.items():
+        if name in data and data[name] is not None:
+            values[name] = param.convert(data[name], from_text=False)
+        elif param.required:
+            raise UserError(f"missing field {name!r}", code="usage")
+    return values

@@ -1,0 +1,96 @@
+"""One watcher, many listeners: the server polls the shared change feed (ref moves) and fans each batch out to every open event stream. Workspace edits move no ref, so while someone
+listens the dirty sets are compared every few seconds too and reported as a `workspace` event."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+POLL_SECONDS = 0.1
+DIRTY_EVERY = 2.0
+KEEPALIVE_SECONDS = 15.0
+# A listener this far behind (a stalled tab) loses the oldest batches rather than growing without bound.
+MAX_QUEUED = 100
+
+
+class Broadcaster:
+    def __init__(self, poll: Callable[[], list[dict]], dirty: Callable[[], Any]) -> None:
+        self._poll = poll
+        self._dirty = dirty
+        self._listeners: set[asyncio.Queue] = set()
+        self._closed = False
+        self._task: asyncio.Task | None = None
+        self.batches = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        self.close()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    def close(self) -> None:
+        """End every stream now (shutdown): each listener gets the end marker."""
+        self._closed = True
+        for queue in list(self._listeners):
+            _offer(queue, None)
+
+    @property
+    def listeners(self) -> int:
+        return len(self._listeners)
+
+    async def _run(self) -> None:
+        dirty_seen: Any = None
+        since_dirty = DIRTY_EVERY
+        while not self._closed:
+            await asyncio.sleep(POLL_SECONDS)
+            # Polled with nobody listening too, so a new listener hears what changes after it came.
+            events = await asyncio.to_thread(self._poll)
+            if not self._listeners:
+                dirty_seen, since_dirty = None, DIRTY_EVERY
+                continue
+            since_dirty += POLL_SECONDS
+            if since_dirty >= DIRTY_EVERY:
+                since_dirty = 0.0
+                dirty_now = await asyncio.to_thread(self._dirty)
+                if dirty_seen is not None and dirty_now != dirty_seen:
+                    events.append({"kind": "workspace"})
+                dirty_seen = dirty_now
+            if events:
+                self.publish(events)
+
+    def publish(self, events: list[dict]) -> None:
+        self.batches += 1
+        for queue in list(self._listeners):
+            _offer(queue, events)
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        """One listener's server-sent events, until it disconnects or the server shuts down."""
+        queue: asyncio.Queue = asyncio.Queue(MAX_QUEUED)
+        self._listeners.add(queue)
+        try:
+            yield b"retry: 1000\nevent: hello\ndata: {}\n\n"
+            while not self._closed:
+                try:
+                    events = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                except asyncio.TimeoutError:
+                    yield b": keepalive\n\n"
+                    continue
+                if events is None:
+                    return
+                yield f"event: change\ndata: {json.dumps({'events': events}, default=str)}\n\n".encode()
+        finally:
+            self._listeners.discard(queue)
+
+
+def _offer(queue: asyncio.Queue, item: Any) -> None:
+    if queue.full():
+        queue.get_nowait()
+    queue.put_nowait(item)

@@ -1,0 +1,69 @@
+"""The OpenAPI 3.1 document, derived from the route table (routes.py) so it cannot drift from what is
+served. Records are described as JSON objects and arrays; every error is the one shape `--json` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from git_lanes.http.routes import INTEGER_PATH_PARAMS, Route
+
+ERROR_STATUSES = {"400": "user error or bad request (code `usage` for a malformed one)", "401": "token required",
+                  "403": "wrong origin or host", "404": "not found", "409": "conflict: something moved, or a collision",
+                  "422": "a required gate failed"}
+
+
+def _error_schema() -> dict:
+    return {"type": "object", "required": ["error", "message"],
+            "properties": {"error": {"type": "string", "description": "the stable error code"},
+                           "message": {"type": "string"}, "hint": {"type": "string"}}}
+
+
+def _operation(route: Route, prefix: str) -> dict[str, Any]:
+    parameters = [{"name": name, "in": "path", "required": True,
+                   "schema": {"type": "integer"} if name in INTEGER_PATH_PARAMS else {"type": "string", "minLength": 1}}
+                  for name in route.path_params]
+    parameters += [{"name": p.name, "in": "query", "required": p.required, "schema": p.schema()} for p in route.query]
+    body_type = "array" if route.returns == "array" else "object"
+    operation: dict[str, Any] = {
+        "operationId": route.operation_id, "summary": route.summary, "tags": [route.tag],
+        "parameters": parameters,
+        "responses": {"200": {"description": "the API's record, as `--json` prints it",
+                              "content": {"application/json": {"schema": {"type": body_type}}}},
+                      **{code: {"description": what, "content": {"application/json": {
+                          "schema": {"$ref": "#/components/schemas/Error"}}}}
+                         for code, what in ERROR_STATUSES.items()}},
+    }
+    if route.writes:
+        operation["security"] = [{"bearer": []}, {"cookie": []}]
+        operation["requestBody"] = {"required": any(p.required for p in route.body), "content": {
+            "application/json": {"schema": {
+                "type": "object", "additionalProperties": False,
+                "properties": {p.name: p.schema() for p in route.body},
+                "required": [p.name for p in route.body if p.required]}}}}
+    return operation
+
+
+def document(routes: tuple[Route, ...], prefix: str, version: str) -> dict:
+    paths: dict[str, dict] = {}
+    for route in routes:
+        path = prefix + "/".join(part.split(":")[0] + ("}" if ":" in part else "") for part in route.path.split("/"))
+        paths.setdefault(path, {})[route.method.lower()] = _operation(route, prefix)
+    paths[prefix + "/events"] = {"get": {
+        "operationId": "get_events", "summary": "Server-sent events of what changed (a ref moved, ops appended)",
+        "tags": ["events"], "responses": {"200": {"description": "text/event-stream of `change` events, each "
+                                                                 "`{\"events\": [...]}`",
+                                                  "content": {"text/event-stream": {"schema": {"type": "string"}}}}}}}
+    paths[prefix + "/session"] = {"get": {
+        "operationId": "get_session", "summary": "Whether this client holds the token, and what it serves",
+        "tags": ["events"], "responses": {"200": {"description": "the session",
+                                                  "content": {"application/json": {"schema": {"type": "object"}}}}}}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "git-lanes", "version": version,
+                 "description": "The git-lanes API over HTTP: the same records and error codes as `--json`."},
+        "paths": paths,
+        "components": {"schemas": {"Error": _error_schema()},
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"},
+                                           "cookie": {"type": "apiKey", "in": "cookie",
+                                                      "name": "git_lanes_session"}}},
+    }

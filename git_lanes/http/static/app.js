@@ -1,0 +1,158 @@
+// The dashboard: fetch the API's records, draw them, and redraw whenever the event stream says something
+// moved (a lane, a proposal, a ledger op, a run) — within a second of the change.
+import { h, fill, money, count } from "./dom.js";
+import { taskGraph } from "./graph.js";
+import { costPlot } from "./plot.js";
+import { lanesView, radarView, agentsView, runsView, boardView, historyView, agentState } from "./views.js";
+
+const API = "/api/v1";
+const state = { costUnit: "cost_usd", historyStatus: "" };
+const drafts = new Map();
+const $ = (id) => document.getElementById(id);
+
+async function getJSON(path) {
+  const reply = await fetch(API + path, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  if (!reply.ok) throw Object.assign(new Error(`${path}: ${reply.status}`), { status: reply.status });
+  return reply.json();
+}
+
+function toast(text, kind) {
+  const box = $("toast");
+  box.textContent = text;
+  box.className = `toast ${kind || ""}`;
+  box.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { box.hidden = true; }, kind === "error" ? 8000 : 3000);
+}
+
+function actor() {
+  return $("actor").value.trim() || "human";
+}
+
+async function act(path, body, done) {
+  try {
+    const reply = await fetch(API + path, { method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body) });
+    const record = await reply.json().catch(() => ({}));
+    if (!reply.ok) {
+      toast(`${record.message || reply.statusText}${record.hint ? " — " + record.hint : ""}`, "error");
+      return false;
+    }
+    toast(done, "ok");
+    refresh();
+    return true;
+  } catch (err) {
+    toast(String(err), "error");
+    return false;
+  }
+}
+
+const SOURCES = {
+  session: "/session", status: "/status", radar: "/radar", agents: "/agents", tasks: "/tasks",
+  tickets: "/tickets", board: "/board?limit=100", cost: "/cost",
+};
+
+async function load() {
+  const names = Object.keys(SOURCES);
+  const history = `/transitions?limit=200${state.historyStatus ? "&status=" + state.historyStatus : ""}`;
+  const runs = state.session?.runs ? getJSON("/runs") : Promise.reject(new Error("no runs"));
+  const results = await Promise.allSettled([...names.map((n) => getJSON(SOURCES[n])), getJSON(history), runs]);
+  names.forEach((name, i) => { if (results[i].status === "fulfilled") state[name] = results[i].value; });
+  if (results[names.length].status === "fulfilled") state.history = results[names.length].value;
+  const ran = results[names.length + 1];
+  state.runs = ran.status === "fulfilled" ? ran.value : undefined;
+  state.openQuestions = (state.board?.posts || []).filter((p) => p.kind === "question" && !p.resolved);
+}
+
+function tiles() {
+  const needs = (state.agents || []).filter((a) => agentState(a, state)[1] === "needs").length;
+  const tile = (label, value, kind) => h("div", { class: `tile ${kind || ""}` }, h("b", {}, value), h("span", {}, label));
+  const total = state.cost?.total || {};
+  return [
+    tile("lanes", String(state.status?.lanes?.length ?? "–")),
+    tile("pending", String(state.status?.proposals?.length ?? "–"), state.status?.proposals?.length ? "warn" : ""),
+    tile("overlaps", String(state.radar?.overlaps?.length ?? "–"), state.radar?.overlaps?.length ? "hot" : ""),
+    tile("agents alive", String((state.agents || []).filter((a) => a.alive).length)),
+    tile("needs input", String(needs), needs ? "needs" : ""),
+    tile("spent", `${money(total.cost_usd)} · ${count(total.tokens)} tok`),
+  ];
+}
+
+function render() {
+  const ctx = { canWrite: !!state.session?.can_write, act, actor, drafts };
+  const focused = document.activeElement?.dataset?.key;
+  const caret = focused ? [document.activeElement.selectionStart, document.activeElement.selectionEnd] : null;
+  $("repo").textContent = state.session ? `${state.session.repository} · trunk ${state.session.trunk}` : "";
+  const auth = $("auth");
+  auth.textContent = ctx.canWrite ? "can act" : "read-only";
+  auth.className = `chip ${ctx.canWrite ? "pass" : "gone"}`;
+  auth.title = ctx.canWrite ? "this browser holds the token" : "open the ?token= link `git lanes serve` printed to act";
+  fill($("tiles"), tiles());
+  fill($("lanes"), lanesView(state, ctx));
+  fill($("radar"), radarView(state));
+  fill($("agents"), agentsView(state));
+  fill($("runs"), runsView(state));
+  fill($("tasks"), taskGraph(state.tasks || [], state.tickets || []));
+  fill($("board"), boardView(state, ctx));
+  fill($("cost"), costPlot("by agent", state.cost?.by_agent || [], state.costUnit, state.cost?.start, state.cost?.end),
+    costPlot("by lane", state.cost?.by_lane || [], state.costUnit, state.cost?.start, state.cost?.end));
+  fill($("history"), historyView(state));
+  if (focused) {
+    const again = document.querySelector(`[data-key="${CSS.escape(focused)}"]`);
+    if (again) { again.focus(); again.setSelectionRange(...caret); }
+  }
+  document.body.dataset.rendered = String((Number(document.body.dataset.rendered) || 0) + 1);
+}
+
+let pending = null;
+let running = false;
+let again = false;
+async function refresh() {
+  if (running) { again = true; return; }
+  running = true;
+  try {
+    await load();
+    render();
+  } finally {
+    running = false;
+    if (again) { again = false; refresh(); }
+  }
+}
+
+function soon() {
+  clearTimeout(pending);
+  pending = setTimeout(refresh, 60);
+}
+
+function live() {
+  const dot = $("live");
+  const stream = new EventSource(API + "/events");
+  stream.addEventListener("hello", () => { dot.textContent = "live"; dot.className = "live on"; soon(); });
+  stream.addEventListener("change", soon);
+  stream.onerror = () => { dot.textContent = "reconnecting"; dot.className = "live off"; };
+}
+
+function toggles() {
+  $("cost-unit").addEventListener("click", (e) => {
+    const unit = e.target.dataset?.unit;
+    if (!unit) return;
+    state.costUnit = unit;
+    $("cost-unit").querySelectorAll("button").forEach((b) => b.classList.toggle("on", b.dataset.unit === unit));
+    render();
+  });
+  $("history-filter").addEventListener("click", (e) => {
+    if (e.target.dataset?.status === undefined) return;
+    state.historyStatus = e.target.dataset.status;
+    $("history-filter").querySelectorAll("button").forEach((b) => b.classList.toggle("on", b === e.target));
+    refresh();
+  });
+  const input = $("actor");
+  input.value = localStorage.getItem("git-lanes.actor") || "human";
+  input.addEventListener("change", () => localStorage.setItem("git-lanes.actor", actor()));
+}
+
+toggles();
+refresh();
+live();
+// Unsnapshotted edits move no ref; the server reports them every few seconds, and this is a last resort.
+setInterval(() => { if (document.visibilityState === "visible") refresh(); }, 15000);

@@ -1,0 +1,80 @@
+// Building the page without ever parsing text as HTML: every string an agent wrote (prompts, posts, task
+// titles, file names) goes in as a text node. There is no innerHTML anywhere in the dashboard.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function build(el, props, children) {
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") el.setAttribute("class", value);
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    else if (key === "value" || key === "disabled" || key === "checked") el[key] = value;
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function h(tag, props, ...children) {
+  return build(document.createElement(tag), props, children);
+}
+
+export function svg(tag, props, ...children) {
+  return build(document.createElementNS(SVG_NS, tag), props, children);
+}
+
+export function fill(container, ...children) {
+  container.replaceChildren();
+  build(container, {}, children);
+}
+
+export const short = (oid) => (oid ? String(oid).slice(0, 8) : "–");
+
+export function firstLine(text) {
+  return String(text || "").trim().split("\n")[0];
+}
+
+export function ago(seconds) {
+  if (!seconds) return "–";
+  const delta = Date.now() / 1000 - seconds;
+  if (delta < 60) return `${Math.max(0, Math.round(delta))}s ago`;
+  if (delta < 3600) return `${Math.round(delta / 60)}m ago`;
+  if (delta < 86400) return `${Math.round(delta / 3600)}h ago`;
+  return `${Math.round(delta / 86400)}d ago`;
+}
+
+export function when(seconds) {
+  return seconds ? new Date(seconds * 1000).toLocaleString() : "";
+}
+
+export function money(usd) {
+  const value = Number(usd || 0);
+  return value >= 100 ? `$${value.toFixed(0)}` : value >= 1 ? `$${value.toFixed(2)}` : `$${value.toFixed(4)}`;
+}
+
+export function count(n) {
+  const value = Number(n || 0);
+  return value >= 1e6 ? `${(value / 1e6).toFixed(1)}M` : value >= 1e4 ? `${(value / 1e3).toFixed(0)}k`
+    : value >= 1e3 ? `${(value / 1e3).toFixed(1)}k` : String(value);
+}
+
+export function chip(text, kind) {
+  return h("span", { class: `chip ${kind || text}` }, text);
+}
+
+export function empty(text) {
+  return h("p", { class: "empty" }, text);
+}
+
+// A stable colour per name (agents, lanes), so the same agent looks the same in every section.
+const PALETTE = ["#3b82f6", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#06b6d4", "#ec4899", "#84cc16",
+  "#f97316", "#6366f1", "#14b8a6", "#a855f7"];
+export function colour(name) {
+  let hash = 0;
+  for (const c of String(name)) hash = (hash * 31 + c.codePointAt(0)) >>> 0;
+  return PALETTE[hash % PALETTE.length];
+}

@@ -1,0 +1,144 @@
+"""The dashboard in a real headless Chromium (Debian's, through Playwright) against the real server: lanes
+appear, a CLI commit shows up without a reload, accepting from the page moves the lane, and agent-written
+markup renders as text and runs nothing. Screenshots land in test-artifacts/ (GIT_LANES_ARTIFACTS)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli, workspace
+from dashboard_seed import seed
+from http_helpers import Server
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="Debian's chromium is not installed (apt-get install -y chromium)")
+ARTIFACTS = Path(os.environ.get("GIT_LANES_ARTIFACTS", Path(__file__).resolve().parent.parent / "test-artifacts"))
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync"]
+# Generous bounds for a busy 2-core machine: they stop a broken test, they do not measure speed.
+WAIT_MS = 30_000
+HOSTILE = '<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned = \'img\'">'
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    opened.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+    opened.problems = problems
+    yield opened
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    opened.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+
+
+@pytest.fixture
+def server(repo):
+    with Server(repo) as running:
+        yield running
+
+
+def lane_head_on_page(page, lane: str) -> str:
+    return page.locator(f'tr[data-lane="{lane}"] td:nth-child(2) code').inner_text()
+
+
+def test_lanes_appear_with_their_overlaps_and_proposals(api, repo, page):
+    seeded = seed(api, repo)
+    with Server(repo) as server:
+        page.goto(server.url + "/")
+        for lane in ("main", "feature/auth", "feature/cache", "docs"):
+            page.wait_for_selector(f'tr[data-lane="{lane}"]', timeout=WAIT_MS)
+        assert lane_head_on_page(page, "docs") == api.lane_show("docs")["head"][:8]
+        proposal = page.locator(f'[data-proposal="{seeded["pending"]["id"]}"]')
+        assert "Check the user on login" in proposal.inner_text()
+        assert page.locator('[data-pair="feature/auth|feature/cache"]').count() == 1
+        assert page.locator('[data-agent="coder-2"] .chip.needs').inner_text() == "needs input"
+        assert page.locator('[data-task]').count() == 4
+        assert page.locator('[data-post="2"].open').count() == 1
+        assert page.locator(f'tr.rejected[data-transition="{seeded["rejected"]["id"]}"]').count() == 1
+        # read-only without the token: the buttons say so rather than fail
+        assert proposal.locator("button.accept").is_disabled()
+    assert page.problems == []
+
+
+def test_a_cli_commit_shows_up_without_a_reload(api, repo, server, page):
+    api.lane_create("feat")
+    page.goto(server.url + "/")
+    page.wait_for_selector('tr[data-lane="feat"]', timeout=WAIT_MS)
+    page.wait_for_selector("#live.on", timeout=WAIT_MS)
+    page.evaluate("window.__sameDocument = true")
+    before = lane_head_on_page(page, "feat")
+    ws = workspace(repo, "feat")
+    (ws / "new.txt").write_text("new\n")
+    result = run_cli("commit", "-m", "Add new", "--agent-id", "coder-1", "--auto-accept", "--json", cwd=ws)
+    assert result.code == 0, result.err
+    moved = result.json["to"][:8]
+    assert moved != before
+    page.wait_for_function(f"""() => document.querySelector('tr[data-lane="feat"] td:nth-child(2) code')
+                                   ?.textContent === "{moved}" """, timeout=WAIT_MS)
+    assert page.evaluate("window.__sameDocument") is True  # the same page, not a reload
+    assert page.problems == []
+
+
+def test_accepting_a_proposal_from_the_page_moves_the_lane(api, repo, server, page):
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "f.txt").write_text("f\n")
+    proposal = api.commit("Add f", "coder-1", lane="feat")
+    page.goto(server.url + f"/?token={server.token}")
+    assert page.url == server.url + "/"  # the token left the address bar
+    button = page.locator(f'[data-proposal="{proposal["id"]}"] button.accept')
+    button.wait_for(timeout=WAIT_MS)
+    page.wait_for_selector("#auth.pass", timeout=WAIT_MS)
+    assert not button.is_disabled()
+    button.click()
+    page.wait_for_selector(f'[data-proposal="{proposal["id"]}"]', state="detached", timeout=WAIT_MS)
+    assert git("rev-parse", "refs/lanes/heads/feat", cwd=repo).strip() == proposal["to"]
+    page.wait_for_function(f"""() => document.querySelector('tr[data-lane="feat"] td:nth-child(2) code')
+                                   ?.textContent === "{proposal['to'][:8]}" """, timeout=WAIT_MS)
+    assert page.problems == []
+
+
+def test_answering_a_question_from_the_page(api, repo, server, page):
+    asked = api.board_post("Size or age?", "coder-2", kind="question")
+    page.goto(server.url + f"/?token={server.token}")
+    box = page.locator(f'[data-post="{asked["post"]}"] textarea')
+    box.wait_for(timeout=WAIT_MS)
+    page.wait_for_selector("#auth.pass", timeout=WAIT_MS)
+    box.fill("By size, 10k entries")
+    page.locator(f'[data-post="{asked["post"]}"] button.accept').click()
+    page.wait_for_selector(f'[data-post="{asked["post"]}"].open', state="detached", timeout=WAIT_MS)
+    unread = api.board_read("coder-2", unread_only=True)["posts"]
+    assert [p["text"] for p in unread] == ["By size, 10k entries"]
+    assert page.problems == []
+
+
+def test_agent_written_markup_is_text_and_runs_nothing(api, repo, server, page):
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "f.txt").write_text("f\n")
+    api.commit(f"Fix {HOSTILE}\nmore {HOSTILE}", "coder-1", lane="feat")
+    api.board_post(f"Question {HOSTILE}", "coder-1", kind="question")
+    api.task_create(f"Task {HOSTILE}"[:200])
+    (workspace(repo, "feat") / "<img src=x onerror=alert(1)>.txt").write_text("x\n")
+    page.goto(server.url + "/")
+    page.wait_for_selector('tr[data-lane="feat"] .proposal', timeout=WAIT_MS)
+    page.wait_for_selector('[data-task]', timeout=WAIT_MS)
+    assert HOSTILE in page.locator('tr[data-lane="feat"] .proposal .prompt').inner_text()
+    assert HOSTILE in page.locator('#board .post.open .text').inner_text()
+    assert "<img src=x onerror=alert(1)>.txt" in page.locator('tr[data-lane="feat"] ul.paths').text_content()
+    assert page.locator("main img, main script").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    assert page.problems == []

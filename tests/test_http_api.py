@@ -1,0 +1,209 @@
+"""The REST API of the real `git lanes serve`: the same records and error codes as `--json`, HTTP statuses
+mapped from the error types, the token on every route that needs it, and the event stream."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import urllib.request
+
+import pytest
+from conftest import run_cli, workspace
+from http_helpers import Server
+
+from git_lanes.http import routes
+
+SAMPLE_BODY = {"string": "x", "integer": 1, "number": 1.0, "boolean": False, "array": ["x"]}
+
+
+@pytest.fixture
+def seeded(api, repo):
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "f.txt").write_text("f\n")
+    proposal = api.commit("Add f", "coder-1", lane="feat")
+    task = api.task_create("first task")
+    ticket = api.ticket_open("first ticket")
+    api.board_post("Which schema?", "coder-1", kind="question")
+    return {"name": "feat", "agent": "coder-1", "post": "1", "transition": proposal["id"], "task": task["task"],
+            "ticket": ticket["ticket"]}
+
+
+def sample_path(route: routes.Route, seeded: dict) -> str:
+    values = {"name": seeded["name"], "agent": seeded["agent"], "post": seeded["post"],
+              "id": seeded["ticket"] if route.path.startswith("/tickets") else
+              seeded["task"] if route.path.startswith("/tasks") else seeded["transition"]}
+    path = route.path
+    for name in route.path_params:
+        path = path.replace("{" + name + ":path}", values[name]).replace("{" + name + "}", values[name])
+    query = "&".join(f"{p.name}={p.choices[0] if p.choices else 'x'}" for p in route.query if p.required)
+    return "/api/v1" + path + (f"?{query}" if query else "")
+
+
+def sample_body(route: routes.Route) -> dict:
+    return {p.name: (p.choices[0] if p.choices else SAMPLE_BODY[p.kind]) for p in route.body if p.required}
+
+
+@pytest.fixture
+def server(seeded, repo):
+    with Server(repo) as running:
+        yield running
+
+
+def test_every_route_without_the_token(server, seeded):
+    """On loopback reads are open and every write is refused; nothing ran (the lane did not move)."""
+    before = server.get("/api/v1/lanes/feat").json["head"]
+    for route in routes.ROUTES:
+        path = sample_path(route, seeded)
+        reply = server.request(route.method, path, sample_body(route) if route.writes else None)
+        if route.writes:
+            assert (reply.status, reply.json["error"]) == (401, "unauthorized"), (route.method, path)
+        else:
+            assert reply.status in (200, 400, 404), (route.method, path, reply.body)
+    assert server.get("/api/v1/lanes/feat").json["head"] == before
+    assert server.get("/api/v1/proposals").json[0]["id"] == seeded["transition"]
+
+
+def test_every_route_with_the_token(server, seeded):
+    for route in routes.ROUTES:
+        path = sample_path(route, seeded)
+        reply = server.request(route.method, path, sample_body(route) if route.writes else None,
+                               token=server.token)
+        assert reply.status in (200, 400, 404, 409, 422), (route.method, path, reply.body)
+        assert isinstance(reply.json, (dict, list))
+        if reply.status != 200:
+            assert set(reply.json) >= {"error", "message"}
+
+
+def test_records_match_the_cli_json(server, repo, seeded):
+    cli_status = run_cli("status", "--json", cwd=repo).json
+    assert server.get("/api/v1/status").json == cli_status
+    shown = server.get(f"/api/v1/transitions/{seeded['transition'][:6]}").json
+    assert shown == run_cli("show", seeded["transition"], "--json", cwd=repo).json
+    assert server.get("/api/v1/tasks").json == run_cli("task", "list", "--json", cwd=repo).json
+
+
+def test_errors_map_to_statuses_with_the_cli_codes(server, repo, seeded):
+    missing = server.get("/api/v1/lanes/nope")
+    assert (missing.status, missing.json["error"]) == (404, "unknown_lane")
+    assert missing.json == run_cli("lane", "show", "nope", "--json", cwd=repo).json
+    bad = server.post("/api/v1/lanes", {"name": "bad..name"})
+    assert bad.status == 400 and bad.json["error"] == run_cli("lane", "create", "bad..name", "--json",
+                                                              cwd=repo).json["error"]
+    assert server.post(f"/api/v1/board/{seeded['post']}/resolve", {"actor": "lead"}).status == 200
+    again = server.post(f"/api/v1/board/{seeded['post']}/resolve", {"actor": "lead"})
+    assert (again.status, again.json["error"]) == (409, "already_resolved")
+    usage = server.post("/api/v1/lanes", {"name": "ok", "colour": "blue"})
+    assert (usage.status, usage.json["error"]) == (400, "usage")
+    wrong_type = server.post("/api/v1/tasks", {"title": 5})
+    assert (wrong_type.status, wrong_type.json["error"]) == (400, "usage")
+    not_json = server.request("POST", "/api/v1/tasks", raw=b"{", token=server.token)
+    assert (not_json.status, not_json.json["error"]) == (400, "usage")
+    assert server.get("/api/v1/nothing").status == 404
+    assert server.request("PUT", "/api/v1/lanes", {}, token=server.token).status == 405
+
+
+def test_a_failing_required_gate_is_422(server, api, repo):
+    (repo / ".lanes.toml").write_text('[[gate]]\nname = "no"\ncommand = "exit 1"\n')
+    api.commit("declare gates", "lead", cwd=repo, auto_accept=True)
+    (workspace(repo, "feat") / "g.txt").write_text("g\n")
+    proposal = server.post("/api/v1/lanes/feat/commit", {"prompt": "Add g", "agent_id": "coder-1"}).json
+    failed = server.post(f"/api/v1/transitions/{proposal['id']}/accept")
+    assert (failed.status, failed.json["error"]) == (422, "gate_failed")
+
+
+def test_accept_moves_the_lane_and_a_moved_lane_is_409(server, api, repo, seeded):
+    accepted = server.post(f"/api/v1/transitions/{seeded['transition']}/accept")
+    assert accepted.status == 200 and accepted.json["status"] == "accepted"
+    assert api.lane_show("feat")["head"] == accepted.json["to"]
+    (workspace(repo, "feat") / "h.txt").write_text("h\n")
+    stale = api.commit("Add h", "coder-1", lane="feat")
+    (workspace(repo, "feat") / "h.txt").write_text("h2\n")
+    api.commit("Add h again", "coder-1", lane="feat", auto_accept=True)
+    moved = server.post(f"/api/v1/transitions/{stale['id']}/accept")
+    assert (moved.status, moved.json["error"]) == (409, "stale_proposal")
+
+
+def test_cookie_from_the_token_link_and_the_same_origin_rule(server):
+    assert server.get("/?token=wrong").status == 401
+    link = server.get(f"/?token={server.token}")
+    assert link.status == 303 and link.headers["location"] == "/"
+    cookie = link.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    assert server.token not in cookie
+    session = cookie.split(";")[0]
+    origin = server.url
+    made = server.request("POST", "/api/v1/lanes", {"name": "from-page"},
+                          headers={"Cookie": session, "Origin": origin})
+    assert made.status == 200 and made.json["created"]
+    elsewhere = server.request("POST", "/api/v1/lanes", {"name": "from-evil"},
+                               headers={"Cookie": session, "Origin": "http://evil.example"})
+    assert (elsewhere.status, elsewhere.json["error"]) == (403, "cross_origin")
+    cross_site = server.request("POST", "/api/v1/lanes", {"name": "from-evil"},
+                                headers={"Cookie": session, "Sec-Fetch-Site": "cross-site"})
+    assert cross_site.status == 403
+    unnamed = server.request("POST", "/api/v1/lanes", {"name": "from-evil"}, headers={"Cookie": session})
+    assert unnamed.status == 403
+    bearer_elsewhere = server.request("POST", "/api/v1/lanes", {"name": "from-evil"}, token=server.token,
+                                      headers={"Origin": "http://evil.example"})
+    assert bearer_elsewhere.status == 403
+    assert server.get("/api/v1/lanes/from-evil").status == 404
+    assert server.get("/api/v1/session", headers={"Cookie": session}).json["can_write"] is True
+    assert server.get("/api/v1/session").json["can_write"] is False
+
+
+def test_a_foreign_host_name_is_refused_on_loopback(server):
+    """A page on another site whose name resolves to 127.0.0.1 (DNS rebinding) reads nothing."""
+    reply = server.get("/api/v1/status", headers={"Host": "evil.example"})
+    assert (reply.status, reply.json["error"]) == (403, "forbidden_host")
+    assert server.get("/api/v1/status", headers={"Host": "localhost"}).status == 200
+
+
+def test_every_response_carries_the_security_headers(server):
+    for path in ("/", "/api/v1/status", "/api/openapi.json", "/static/app.js"):
+        headers = {k.lower(): v for k, v in server.get(path).headers.items()}
+        assert "script-src 'self'" in headers["content-security-policy"], path
+        assert headers["x-content-type-options"] == "nosniff"
+
+
+def test_openapi_documents_every_route(server):
+    document = server.get("/api/openapi.json").json
+    assert document["openapi"].startswith("3.")
+    for route in routes.ROUTES:
+        path = "/api/v1" + route.path.replace(":path", "")
+        assert route.method.lower() in document["paths"][path], path
+    assert "/api/v1/events" in document["paths"]
+
+
+def test_events_stream_a_cli_commit_and_end_on_sigterm(server, repo):
+    received: list[dict] = []
+    opened = threading.Event()
+
+    def listen():
+        with urllib.request.urlopen(server.url + "/api/v1/events", timeout=120) as stream:
+            for raw in stream:
+                line = raw.decode().strip()
+                if line == "event: hello":
+                    opened.set()
+                if line.startswith("data: {\"events\""):
+                    received.extend(json.loads(line[6:])["events"])
+        received.append({"kind": "end"})
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    assert opened.wait(60), "the stream never opened"
+    ws = workspace(repo, "feat")
+    (ws / "c.txt").write_text("c\n")
+    commit = run_cli("commit", "-m", "Add c", "--agent-id", "coder-2", "--auto-accept", "--json", cwd=ws).json
+    while not any(e["kind"] == "lane" and e["new"] == commit["to"] for e in received):
+        listener.join(0.05)
+        assert listener.is_alive(), received
+    assert listener.is_alive(), "the stream must still be open when the server is told to stop"
+    assert server.stop(signal.SIGTERM) == 0
+    listener.join(60)
+    assert received[-1] == {"kind": "end"}
+
+
+def test_ctrl_c_stops_the_server_cleanly(server):
+    assert server.get("/api/v1/status").status == 200
+    assert server.stop(signal.SIGINT) == 0
