@@ -89,13 +89,11 @@ class Binding:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: its function (its name, docstring and typed parameters become the tool), the tool set it
-    belongs to, whether it returns a list (wrapped as `{"result": [...]}` in structured content, which MCP
-    wants to be an object), whether it only reads, and whether calling it extends the agent's lease (tools
-    whose own ledger op does so, or that must not, say False)."""
+    """One tool: its function (its name, docstring, typed parameters and return type become the tool), the
+    tool set it belongs to, whether it only reads, and whether calling it extends the agent's lease (tools
+    whose own ledger op does so say False)."""
 
     fn: Callable[..., Any]
     toolset: str = "core"
-    returns_list: bool = False
     read_only: bool = False
     touches: bool = True

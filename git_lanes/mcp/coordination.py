@@ -198,12 +198,12 @@ def tools(face: Binding) -> list[ToolSpec]:
 
     return [
         ToolSpec(register_agent, touches=False), ToolSpec(heartbeat, touches=False), ToolSpec(create_task),
-        ToolSpec(list_tasks, returns_list=True, read_only=True), ToolSpec(get_task, read_only=True),
+        ToolSpec(list_tasks, read_only=True), ToolSpec(get_task, read_only=True),
         ToolSpec(claim_task, touches=False), ToolSpec(add_dependency), ToolSpec(task_done), ToolSpec(block_task),
         ToolSpec(resume_task), ToolSpec(handoff_task), ToolSpec(open_ticket), ToolSpec(link_task_to_ticket),
-        ToolSpec(list_tickets, returns_list=True, read_only=True), ToolSpec(claim_files, touches=False),
-        ToolSpec(release_files), ToolSpec(list_claims, returns_list=True, read_only=True),
-        ToolSpec(publish_dirty, touches=False), ToolSpec(list_dirty, returns_list=True, read_only=True),
+        ToolSpec(list_tickets, read_only=True), ToolSpec(claim_files, touches=False),
+        ToolSpec(release_files), ToolSpec(list_claims, read_only=True),
+        ToolSpec(publish_dirty, touches=False), ToolSpec(list_dirty, read_only=True),
         ToolSpec(post_board), ToolSpec(read_board), ToolSpec(resolve_question),
         ToolSpec(wait_for_unblock, touches=False),
     ]

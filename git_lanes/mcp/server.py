@@ -9,12 +9,12 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from git_lanes import __version__
 from git_lanes.errors import EXIT_USAGE, EXIT_USER, LanesError
@@ -110,12 +110,34 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
             except LanesError as exc:
                 raise LanesToolError(error_payload(exc)) from exc
 
-    shape: Any = ListResult if spec.returns_list else dict[str, Any]
-    returns = Annotated[CallToolResult, shape]
+    returns = Annotated[CallToolResult, output_shape(signature.return_annotation)]
     tool.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
     tool.__annotations__ = {name: p.annotation for name, p in signature.parameters.items()} | {"return": returns}
     del tool.__wrapped__  # the SDK must read the signature above, not the spec function's
     return tool
+
+
+def output_shape(returns: Any) -> Any:
+    """The type the SDK derives a tool's output schema from (and checks its structured content against),
+    from what the tool function says it returns: a record class (one with `json_schema()`) publishes its own
+    schema; a list sits under `result`; anything else is a JSON object."""
+    items = get_args(returns)[0] if get_origin(returns) in (list, tuple) and get_args(returns) else None
+    if callable(getattr(returns, "json_schema", None)):
+        return _publishing(returns.__name__, returns.json_schema())
+    if items is not None and callable(getattr(items, "json_schema", None)):
+        return _publishing(f"{items.__name__}List", {
+            "type": "object", "title": f"{items.__name__}List", "required": ["result"],
+            "properties": {"result": {"type": "array", "items": items.json_schema()}}})
+    return ListResult if get_origin(returns) in (list, tuple) else dict[str, Any]
+
+
+def _publishing(title: str, schema: dict[str, Any]) -> type[BaseModel]:
+    """A model the SDK publishes as `schema` (a record's own) and that accepts any object."""
+    def json_schema(cls: type, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return schema
+
+    return type(title, (BaseModel,), {"model_config": ConfigDict(extra="allow"),
+                                      "__get_pydantic_json_schema__": classmethod(json_schema)})
 
 
 def catalog(face: Binding) -> list[ToolSpec]:

@@ -118,7 +118,7 @@ def tools(face: Binding) -> list[ToolSpec]:
         return face.api.reclaim_orphan_worktrees(dry_run=dry_run)
 
     return [
-        ToolSpec(assign_worktree, touches=False), ToolSpec(list_worktrees, returns_list=True, read_only=True),
+        ToolSpec(assign_worktree, touches=False), ToolSpec(list_worktrees, read_only=True),
         ToolSpec(release_worktree), ToolSpec(commit), ToolSpec(propose), ToolSpec(accept), ToolSpec(reject),
         ToolSpec(history, read_only=True), ToolSpec(show, read_only=True), ToolSpec(diff, read_only=True),
         ToolSpec(status, read_only=True), ToolSpec(promote), ToolSpec(restore),
