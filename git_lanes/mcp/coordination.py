@@ -18,6 +18,8 @@ PROGRESS_SECONDS = 1.0
 
 
 def tools(face: Binding) -> list[ToolSpec]:
+    """The coordination tools, bound to `face` (the repository and the server's agent)."""
+
     def register_agent(agent_id: AgentId = None,
                        kind: Annotated[str | None, Field(description="What sort of agent, e.g. claude.")] = None,
                        lane: Annotated[str | None, Field(description="The lane it works in (it must exist; "

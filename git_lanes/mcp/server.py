@@ -50,6 +50,8 @@ class LanesMCPServer(MCPServer):
 
 
 def error_result(tool: str, exc: ToolError) -> CallToolResult:
+    """The tool error the client gets: a LanesError's own payload; arguments that do not fit the schema and
+    unknown tools as `usage`; anything else (a bug) as `internal`, its traceback logged to standard error."""
     cause = exc.__cause__
     if isinstance(cause, LanesToolError):
         payload = cause.payload

@@ -15,6 +15,8 @@ from git_lanes.model.records import Cost
 
 
 def tools(face: Binding) -> list[ToolSpec]:
+    """The workspace and lanes tools, bound to `face` (the repository and the server's agent)."""
+
     def assign_worktree(lane: Annotated[str | None, Field(description="The lane to work in; default: the lane the "
                                                                       "agent has, else agent/<agent_id>.")] = None,
                         base: Annotated[str | None, Field(description="Where a new lane starts: a lane, transition "
