@@ -1,3 +1,21 @@
-from git_lanes.cli import main
+"""`git-lanes` and `python -m git_lanes`. The agent-hook path (`hook …`) is routed before click loads: it runs
+on every agent tool call and must stay a bare interpreter plus a few milliseconds (DESIGN.md §6)."""
 
-main()
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
+        from git_lanes.hooks import main as hook_main
+
+        sys.exit(hook_main(args[1:]))
+    from git_lanes.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -5,14 +5,16 @@ Each capability contributes a mixin in its own module; `Lanes` unites them."""
 from __future__ import annotations
 
 from git_lanes.api.core import CoreApi
+from git_lanes.api.doctor import DoctorApi
 from git_lanes.api.ledger import LedgerApi
 from git_lanes.api.overview import OverviewApi
 from git_lanes.api.promotion import PromotionApi
+from git_lanes.api.runs import RunsApi
 from git_lanes.api.sync import SyncApi
 from git_lanes.api.worktrees import WorktreeApi
 
 
-class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi, WorktreeApi):
+class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

@@ -39,6 +39,11 @@ COMMANDS: dict[str, str] = {
     "wait": "git_lanes.cli.board:wait",
     "mcp": "git_lanes.cli.mcp:mcp",
     "serve": "git_lanes.cli.serve:serve",
+    "run": "git_lanes.cli.run:run_group",
+    "hook": "git_lanes.cli.hook:hook",
+    "install": "git_lanes.cli.hook:install",
+    "uninstall": "git_lanes.cli.hook:uninstall",
+    "doctor": "git_lanes.cli.hook:doctor",
 }
 
 

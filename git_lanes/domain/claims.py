@@ -12,9 +12,9 @@ from functools import lru_cache
 from git_lanes.domain.agents import Reader, add_wake, touch, validate_agent_id
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, Tx
+from git_lanes.model.globs import MAGIC, glob_matches, segments
 from git_lanes.model.names import normalize_repo_path
 
-MAGIC = set("*?[")
 MAX_GLOBS = 200
 MAX_DIRTY = 10_000
 
@@ -44,11 +44,6 @@ def validate_globs(globs: object) -> list[str]:
     return list(dict.fromkeys(validate_glob(g) for g in globs))
 
 
-def _segments(glob: str) -> tuple[str, ...]:
-    parts = tuple(glob.split("/"))
-    return parts if any(MAGIC & set(p) for p in parts) else parts + ("**",)
-
-
 def _seg_overlap(x: str, y: str) -> bool:
     """Could one segment match both patterns? Exact with a literal side; conservative between two patterns
     (compatible literal prefixes and suffixes), since a claim overlap is a warning, not a refusal."""
@@ -71,7 +66,7 @@ def _literal_prefix(pattern: str) -> str:
 @lru_cache(maxsize=4096)
 def globs_overlap(a: str, b: str) -> bool:
     """True when some path could match both globs."""
-    sa, sb = _segments(a), _segments(b)
+    sa, sb = segments(a), segments(b)
 
     @lru_cache(maxsize=None)
     def walk(i: int, j: int) -> bool:
@@ -84,20 +79,6 @@ def globs_overlap(a: str, b: str) -> bool:
         if i == len(sa) or j == len(sb):
             return False
         return _seg_overlap(sa[i], sb[j]) and walk(i + 1, j + 1)
-
-    return walk(0, 0)
-
-
-def glob_matches(glob: str, path: str) -> bool:
-    sg, sp = _segments(glob), tuple(path.split("/"))
-
-    @lru_cache(maxsize=None)
-    def walk(i: int, j: int) -> bool:
-        if i == len(sg):
-            return j == len(sp)
-        if sg[i] == "**":
-            return walk(i + 1, j) or (j < len(sp) and walk(i, j + 1))
-        return j < len(sp) and fnmatchcase(sp[j], sg[i]) and walk(i + 1, j + 1)
 
     return walk(0, 0)
 

@@ -1,5 +1,21 @@
-"""The storage layer: the only code that imports pygit2 or runs the git CLI."""
+"""The storage layer: the only code that imports pygit2 or runs the git CLI.
 
-from git_lanes.store.repo import RefUpdate, Store, open_store
+`Store` (pygit2) loads on first use, so the light modules the agent-hook path needs (`gitfiles`, `objects`,
+`runlog`) can be imported without paying for pygit2."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from git_lanes.store.repo import RefUpdate, Store, open_store
 
 __all__ = ["RefUpdate", "Store", "open_store"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from git_lanes.store import repo
+
+        return getattr(repo, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,213 @@
+"""Runs through the API: start, list, show, timeline, phase, end, resume briefing and statistics. The run logs
+are written by the same light code the agent hooks use (`domain/control.py`), under the same lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from git_lanes import ledger
+from git_lanes.domain import briefing, control, lanes, runs, tasks
+from git_lanes.domain.context import Context
+from git_lanes.errors import LanesError, NotFound, Refused, UnsupportedFormat, UserError
+from git_lanes.model.calls import HookEvent, bounded
+from git_lanes.model.records import Cost
+from git_lanes.model.runs import RunEvent, RunState, Usage
+
+FOLLOW_POLL_SECONDS = 0.05
+
+
+class RunsApi:
+    ctx: Context
+
+    def _runs(self) -> control.LightRepo:
+        return control.open_repo(self.ctx.store.root, trunk=self.ctx.trunk)
+
+    def _run_state(self, repo: control.LightRepo, run: str) -> tuple[str, str, RunState]:
+        run_id = control.resolve_run(repo, run)
+        head, state = control.read_state(repo, run_id)
+        if head is None or state is None:
+            raise NotFound(f"no run {run!r}", code="unknown_run", hint="list them with `git lanes run list`")
+        return run_id, head, state
+
+    def run_start(self, agent: str, *, lane: str | None = None, task: str | None = None, goal: str | None = None,
+                  phase: str | None = None, cwd: str | os.PathLike | None = None) -> dict:
+        """Start a run and return it; its id goes in GIT_LANES_RUN for the agent's session."""
+        repo = self._runs()
+        policy = repo.policy()
+        if not agent or not agent.strip() or any(c in agent for c in "<>\n"):
+            raise UserError(f"invalid agent {agent!r}", code="invalid_agent", hint="pass --agent or set GIT_LANES_AGENT")
+        if lane is not None:
+            lanes.lane_head(self.ctx, lane)
+        else:
+            lane, _ = control.lane_at(repo, str(cwd or os.getcwd()))
+        if phase is not None and phase not in policy.phase_names:
+            raise UserError(f"unknown phase {phase!r}; the policy has {', '.join(policy.phase_names)}",
+                            code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
+        if task is not None:
+            state = ledger.state_at(self.ctx.store, ledger.head(self.ctx.store))
+            task = tasks.resolve_task(state, task)
+        run = secrets.token_hex(8)
+        event = control.start_event(repo, self.ctx.now(), agent=agent, lane=lane, phase=phase, task=task,
+                                    goal=bounded(goal, 1000) if goal else None)
+        state, _ = control.transact(repo, run, lambda head, current: [event])
+        assert state is not None
+        return runs.view(state, policy)
+
+    def run_list(self, *, active: bool = False) -> list[dict]:
+        repo = self._runs()
+        rows = []
+        for run in repo.log.runs():
+            _, state = control.read_state(repo, run)
+            if state is not None and (not active or state.status == "active"):
+                rows.append(runs.view(state))
+        return sorted(rows, key=lambda r: r["created_at"], reverse=True)
+
+    def run_show(self, run: str) -> dict:
+        repo = self._runs()
+        _, _, state = self._run_state(repo, run)
+        return runs.view(state, repo.policy())
+
+    def _events(self, repo: control.LightRepo, head: str, stop: str | None = None) -> list[RunEvent]:
+        found = []
+        for commit, message in repo.log.commits(head):
+            if commit == stop:
+                break
+            found.append(_event_of(commit, message))
+        found.reverse()
+        return found
+
+    def run_events(self, run: str) -> list[dict]:
+        repo = self._runs()
+        _, head, _ = self._run_state(repo, run)
+        return runs.timeline(self._events(repo, head))
+
+    def run_follow(self, run: str, timeout: float | None = None) -> Iterator[dict]:
+        """The run's timeline, then each new event as it is appended, until the run ends (or `timeout`)."""
+        repo = self._runs()
+        run_id, head, state = self._run_state(repo, run)
+        events = self._events(repo, head)
+        yield from runs.timeline(events)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while state.status != "ended" and (deadline is None or time.monotonic() < deadline):
+            time.sleep(FOLLOW_POLL_SECONDS)
+            current = repo.log.head(run_id)
+            if current is None or current == head:
+                continue
+            fresh = self._events(repo, current, stop=head)
+            rows = runs.timeline(events + fresh)[len(events):]
+            events += fresh
+            head = current
+            _, state = control.read_state(repo, run_id)
+            assert state is not None
+            yield from rows
+
+    def run_phase(self, run: str, phase: str) -> dict:
+        repo = self._runs()
+        policy = repo.policy()
+        if phase not in policy.phase_names:
+            raise UserError(f"unknown phase {phase!r}; the policy has {', '.join(policy.phase_names)}",
+                            code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
+        run_id = control.resolve_run(repo, run)
+
+        def step(head: str | None, state: RunState | None) -> list[RunEvent]:
+            if state is None:
+                raise NotFound(f"no run {run!r}", code="unknown_run")
+            if state.status == "ended":
+                raise Refused(f"run {run_id[:8]} has ended", code="run_ended",
+                              hint="start a new one with `git lanes run start`")
+            return [RunEvent("phase", self.ctx.now(), {"phase": phase, "previous": state.phase})]
+
+        state, _ = control.transact(repo, run_id, step)
+        assert state is not None
+        return runs.view(state, policy)
+
+    def run_end(self, run: str, reason: str | None = None) -> dict:
+        repo = self._runs()
+        run_id = control.resolve_run(repo, run)
+
+        def step(head: str | None, state: RunState | None) -> list[RunEvent]:
+            if state is None:
+                raise NotFound(f"no run {run!r}", code="unknown_run")
+            if state.status == "ended":
+                return []
+            return [RunEvent("run_end", self.ctx.now(), {"reason": reason} if reason else {})]
+
+        state, events = control.transact(repo, run_id, step)
+        assert state is not None
+        return runs.view(state, repo.policy()) | {"already_ended": not events}
+
+    def run_resume(self, run: str) -> dict:
+        """The briefing a new session of `run` starts from (nothing is recorded)."""
+        repo = self._runs()
+        _, _, state = self._run_state(repo, run)
+        return briefing.build(self.ctx, state, repo.policy(), self.ctx.now())
+
+    def run_stats(self, *, by: str = "agent", since: str | None = None) -> dict:
+        if by not in runs.STATS_GROUPS:
+            raise UserError(f"--by must be one of {', '.join(runs.STATS_GROUPS)}", code="invalid_group")
+        if since is not None:
+            since = _day(since)
+        repo = self._runs()
+        states = [s for s in (control.read_state(repo, run)[1] for run in repo.log.runs()) if s is not None]
+        rows = runs.stats(states, by, since)
+        totals = {k: round(sum(r[k] for r in rows), 6) for k in (*runs.DAY_KEYS, "tokens")}
+        return {"by": by, "since": since, "rows": rows, "totals": totals}
+
+    # -- the hook steps that need the whole API ---------------------------------------------------------
+    def hook_briefing(self, run: str) -> str:
+        return self.run_resume(run)["text"]
+
+    def _same_as_last(self, path: Any, transition_id: str) -> bool:
+        from git_lanes.domain import transitions
+
+        try:
+            last = transitions.find(self.ctx, transition_id)
+        except LanesError:
+            return False
+        return last.status == "proposed" and self.ctx.store.content_tree(path) == last.tree
+
+    def hook_snapshot(self, event: HookEvent, state: RunState, mode: str) -> dict[str, Any]:
+        """Snapshot the run's workspace as a state of its lane whose intent is the turn's prompt and whose cost
+        is the turn's usage (`mode`: propose or accept). Returns what happened, never raises a user error."""
+        if not state.lane:
+            return {"status": "skipped", "reason": "the run has no lane"}
+        path = lanes.workspace_path(self.ctx, state.lane)
+        if path is None:
+            return {"status": "skipped", "reason": f"lane {state.lane} has no workspace here"}
+        if state.transitions and self._same_as_last(path, state.transitions[-1]):
+            return {"status": "unchanged", "reason": "the workspace still holds the run's last proposal"}
+        turn = state.turn or {}
+        spent = state.usage.minus(Usage.from_dict(turn.get("usage")))
+        now = self.ctx.now()
+        cost = Cost(tokens_in=spent.input + spent.cache_read + spent.cache_write, tokens_out=spent.output,
+                    api_calls=spent.messages, wall_time=round(max(0.0, now - turn.get("started", now)), 3),
+                    cost_usd=spent.cost_usd)
+        prompt = (turn.get("prompt") or "").strip() or f"agent turn of run {state.id[:8]}"
+        try:
+            result = self.commit(prompt, state.agent, lane=state.lane, cost=cost, agent_type=state.cli,
+                                 model=event.model, tags=(f"run:{state.id[:8]}",), auto_accept=mode == "accept")
+        except LanesError as exc:
+            return {"status": "failed", "error": exc.code, "message": exc.message}
+        return {"status": result.get("status"), "transition": result.get("id"), "lane": state.lane,
+                "cost": cost.to_dict()}
+
+
+def _event_of(commit: str, message: str) -> RunEvent:
+    _, _, body = message.partition("\n\n")
+    try:
+        return RunEvent.from_dict(json.loads(body))
+    except ValueError:
+        raise UnsupportedFormat(f"run commit {commit[:8]} holds no event",
+                                hint="the run log was written by something else") from None
+
+
+def _day(text: str) -> str:
+    try:
+        return time.strftime("%Y-%m-%d", time.strptime(text.strip(), "%Y-%m-%d"))
+    except ValueError:
+        raise UserError(f"invalid date {text!r}", code="invalid_date", hint="write it as YYYY-MM-DD") from None

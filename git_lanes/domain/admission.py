@@ -1,0 +1,204 @@
+"""Admission control (flow's pre-tool hook, DESIGN.md §6): may this tool call run, and what does it cost?
+Pure decisions over the policy, the run's state and where the call writes; the caller reads and charges.
+
+Checks, in order: a run that ended admits nothing; `git lanes run …` itself always passes (the model must be
+able to move on when a budget is spent); shell lines are parsed and every command judged; writes are
+confined to the run's own lane workspace, and to nothing in a read-only phase; past a spend limit nothing
+that writes or runs passes; a write into another agent's claim warns or is denied; last, the step budget of
+the run's phase must hold the call's weight."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from git_lanes.domain import shell
+from git_lanes.errors import LanesError
+from git_lanes.model.calls import ToolCall
+from git_lanes.model.policy import Policy
+from git_lanes.model.runs import RunState
+
+CONTROL_COMMANDS = {"phase", "show", "resume", "events", "list", "stats", "end"}
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the call happens: the repository's main worktree, its common git dir, the run's own lane
+    workspace (None when it has none), the session's directory and the user's home."""
+
+    root: str
+    common_dir: str
+    workspace: str | None
+    cwd: str
+    home: str | None = None
+
+    @property
+    def lanes_dir(self) -> str:
+        return os.path.join(self.root, ".lanes")
+
+
+@dataclass(frozen=True)
+class Decision:
+    allow: bool
+    weight: float
+    reason: str | None = None
+    warnings: tuple[str, ...] = ()
+    control: bool = False  # a `git lanes run …` call: admitted free of charge
+
+
+@dataclass(frozen=True)
+class Spend:
+    run_usd: float
+    day_usd: float
+
+
+@dataclass
+class _Check:
+    call: ToolCall
+    policy: Policy
+    state: RunState
+    place: Place
+    warnings: list[str] = field(default_factory=list)
+
+
+def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend: Spend,
+           claims: dict[str, list[str]]) -> Decision:
+    weight = policy.weight(call.tool, call.canonical)
+    check = _Check(call, policy, state, place)
+    if state.status == "ended":
+        return Decision(False, weight, f"run {state.id[:8]} has ended; start a new one with `git lanes run start`")
+    try:
+        line = shell.parse(call.command) if call.command is not None else None
+    except LanesError as exc:
+        return Decision(False, weight, exc.message + (f" ({exc.hint})" if exc.hint else ""))
+    if line is not None and _is_control(line):
+        return Decision(True, 0.0, control=True)
+    reason = (_commands(check, line) or _writes(check, line) or _spend(check, spend)
+              or _claims(check, line, claims) or _budget(check, weight))
+    return Decision(reason is None, weight, reason, tuple(check.warnings))
+
+
+def _is_control(line: shell.ShellLine) -> bool:
+    def control(argv: tuple[str, ...]) -> bool:
+        words = list(argv)
+        if words[:1] == ["git"] and words[1:2] == ["lanes"]:
+            words = words[2:]
+        elif words and os.path.basename(words[0]) == "git-lanes":
+            words = words[1:]
+        else:
+            return False
+        return words[:1] == ["run"] and len(words) > 1 and words[1] in CONTROL_COMMANDS
+
+    return bool(line.commands) and not line.writes and all(control(c.argv) for c in line.commands)
+
+
+def _commands(check: _Check, line: shell.ShellLine | None) -> str | None:
+    if line is None:
+        return None
+    return shell.check(line, check.policy.allow, check.policy.deny)
+
+
+def write_targets(check: _Check, line: shell.ShellLine | None) -> tuple[list[str], str | None]:
+    """Absolute paths the call writes, or a reason when one cannot be known before it runs."""
+    place = check.place
+    targets = []
+    cwd = os.path.join(place.cwd, check.call.cwd) if check.call.cwd else place.cwd
+    for raw in [*check.call.paths, *(line.writes if line is not None else ())]:
+        path = shell.resolve(raw, cwd, place.home)
+        if path is None:
+            return [], f"cannot tell where `{raw}` is before the command runs; write to a plain path"
+        targets.append(_real(path))
+    return targets, None
+
+
+def _writes(check: _Check, line: shell.ShellLine | None) -> str | None:
+    targets, problem = write_targets(check, line)
+    if problem:
+        return problem
+    place, state, policy = check.place, check.state, check.policy
+    workspace = _real(place.workspace) if place.workspace else None
+    root, git_dir, lanes_dir = _real(place.root), _real(place.common_dir), _real(place.lanes_dir)
+    for path in targets:
+        if _inside(path, git_dir) or (workspace and _inside(path, os.path.join(workspace, ".git"))):
+            return f"{path} is inside git's own files (.git): agents write only to their lane's workspace"
+        mine = workspace is not None and _inside(path, workspace) and \
+            (workspace != root or not _inside(path, lanes_dir))
+        if not mine and _inside(path, root):
+            where = "another lane's workspace" if _inside(path, lanes_dir) else "the main worktree"
+            if workspace is None:
+                return f"{path} is in {where}, and run {state.id[:8]} has no lane workspace to write in"
+            return f"{path} is in {where}, outside this run's lane workspace {workspace}"
+        if mine and state.phase in policy.read_only:
+            following = policy.next_phase(state.phase)
+            way = f"when the plan is ready, run `git lanes run phase {state.id[:8]} {following}`" if following \
+                else "ask the person to move the run to a phase that allows writes"
+            return f"phase {state.phase} is read-only: {os.path.relpath(path, workspace)} is a project file; {way}"
+    return None
+
+
+def _spend(check: _Check, spend: Spend) -> str | None:
+    if not check.call.changes_things:
+        return None
+    policy = check.policy
+    if policy.usd_per_run is not None and spend.run_usd >= policy.usd_per_run - EPSILON:
+        return (f"the spend limit is reached: this run cost ${spend.run_usd:.2f} of ${policy.usd_per_run:.2f} "
+                "(usd_per_run); no more writes or commands. Summarize where you are for the person")
+    if policy.usd_per_day is not None and spend.day_usd >= policy.usd_per_day - EPSILON:
+        return (f"the daily spend limit is reached: runs cost ${spend.day_usd:.2f} today of "
+                f"${policy.usd_per_day:.2f} (usd_per_day); no more writes or commands today")
+    return None
+
+
+def _claims(check: _Check, line: shell.ShellLine | None, claims: dict[str, list[str]]) -> str | None:
+    from git_lanes.model.globs import glob_matches
+
+    workspace = check.place.workspace
+    if not workspace or not claims:
+        return None
+    targets, _ = write_targets(check, line)
+    for path in targets:
+        if not _inside(path, _real(workspace)):
+            continue
+        relative = os.path.relpath(path, _real(workspace)).replace(os.sep, "/")
+        for agent, globs in sorted(claims.items()):
+            glob = next((g for g in globs if glob_matches(g, relative)), None)
+            if glob is None or agent == check.state.agent:
+                continue
+            message = f"{relative} is claimed by {agent} ({glob})"
+            if check.policy.foreign_writes == "deny":
+                return message + "; writing there is denied: coordinate on the board " \
+                                 "(`git lanes board post … --to " + agent + "`)"
+            check.warnings.append(f"warning: {message}; coordinate before changing it")
+    return None
+
+
+def _budget(check: _Check, weight: float) -> str | None:
+    state, policy = check.state, check.policy
+    budget = policy.budget(state.phase)
+    run = state.id[:8]
+    if budget is None:
+        return (f"phase {state.phase!r} has no step budget in .lanes.toml; move to one that has: "
+                f"`git lanes run phase {run} {policy.first_phase}`")
+    spent = state.spent.get(state.phase, 0.0)
+    if spent + weight <= budget + EPSILON:
+        left = budget - spent - weight
+        if left < min(3.0, budget * 0.1) + EPSILON:
+            check.warnings.append(f"{left:g} of {budget:g} step units left in phase {state.phase}")
+        return None
+    following = policy.next_phase(state.phase)
+    way = (f"Summarize what you did and what remains, then continue in the next phase with "
+           f"`git lanes run phase {run} {following}`") if following else \
+        (f"Summarize what you did and what remains, then end the run with `git lanes run end {run}` "
+         "or ask the person to raise the budget")
+    return (f"the step budget of phase {state.phase} is spent ({spent:g} of {budget:g} units used; this "
+            f"{check.call.tool} costs {weight:g}). {way}")
+
+
+def _real(path: str) -> str:
+    """`path` with symbolic links resolved as far as it exists (a new file's directory may be a link)."""
+    return os.path.realpath(path)
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)

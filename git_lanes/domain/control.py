@@ -1,0 +1,393 @@
+"""The control plane on the light storage path: what every agent hook does, without pygit2.
+
+A hook opens the repository from the session's directory, reads the policy blob at the trunk's committed head
+(never a workspace's `.lanes.toml`, so a lane cannot loosen its own wall), and appends to the run's log under
+the runs' lock, deciding against the state the log folds to: check and charge are one step. Steps that need
+the whole API (a resume briefing, the turn's snapshot) are passed in as callables by the face and run
+outside that lock."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from git_lanes.domain import admission, runs, usage
+from git_lanes.errors import Conflict, NotARepository, NotFound, UnsupportedFormat
+from git_lanes.model.calls import HookEvent, Verdict, bounded
+from git_lanes.model.policy import CONFIG, Policy
+from git_lanes.model.refs import LEDGER, WORKSPACES_DIR
+from git_lanes.model.runs import RunEvent, RunState, validate_run_id
+from git_lanes.store import gitfiles
+from git_lanes.store.objects import parse_commit, parse_tree
+from git_lanes.store.runlog import RunLog
+
+CAS_ATTEMPTS = 5
+PROMPT_CHARS = 2000
+ERROR_CHARS = 500
+BRIEF_SOURCES = ("resume", "compact")
+
+
+@dataclass
+class LightRepo:
+    """A repository opened for the hook path: its location, trunk, run logs and (lazily) policy."""
+
+    where: gitfiles.Location
+    trunk: str
+    log: RunLog
+    _policy: Policy | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.where.root
+
+    @property
+    def common_dir(self) -> Path:
+        return self.where.common_dir
+
+    def policy(self) -> Policy:
+        if self._policy is None:
+            self._policy = load_policy(self)
+        return self._policy
+
+
+def open_repo(cwd: str | os.PathLike, trunk: str | None = None) -> LightRepo:
+    where = gitfiles.discover(Path(cwd))
+    trunk = trunk or gitfiles.read_config(where.common_dir).get("lanes.trunk")
+    if not trunk:
+        raise NotARepository(f"{where.root} is not set up for lanes", code="not_initialized",
+                             hint="run `git lanes init`, or uninstall the hooks from this agent's settings")
+    return LightRepo(where, trunk, RunLog(where.common_dir))
+
+
+def load_policy(repo: LightRepo) -> Policy:
+    """The policy of `.lanes.toml` at the trunk's committed head (defaults when the trunk has none)."""
+    head = gitfiles.read_ref(repo.common_dir, f"refs/heads/{repo.trunk}")
+    if head is None:
+        raise NotFound(f"the trunk {repo.trunk!r} has no commit, so there is no policy to read",
+                       code="no_policy", hint="commit on the trunk (`git lanes init` makes the first state)")
+    objects = repo.log.objects
+    headers, _ = parse_commit(objects.read_typed(head, b"commit"))
+    entry = parse_tree(objects.read_typed(headers["tree"][0], b"tree")).get(CONFIG)
+    if entry is None:
+        return Policy()
+    import tomllib
+
+    try:
+        data = tomllib.loads(objects.read_typed(entry[1], b"blob").decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UnsupportedFormat(f"{CONFIG} on the trunk is not valid TOML: {exc}", code="invalid_policy",
+                                hint=f"fix {CONFIG} on the trunk; until then every agent tool call is denied") from None
+    return Policy.from_toml(data, source=entry[1])
+
+
+# -- lanes and workspaces, read from the files --------------------------------------------------------------
+def lane_at(repo: LightRepo, cwd: str) -> tuple[str | None, str | None]:
+    """(lane, its workspace) for a session working in `cwd`; (None, None) outside every lane."""
+    directory = Path(cwd).resolve()
+    workspaces = (repo.root / WORKSPACES_DIR).resolve()
+    if directory == workspaces or workspaces in directory.parents:
+        for probe in (directory, *directory.parents):
+            if probe == workspaces:
+                break
+            if (probe / ".git").is_file():
+                return probe.relative_to(workspaces).as_posix(), str(probe)
+        return None, None
+    lanes_dir = workspaces.parent
+    if (directory == repo.root or repo.root in directory.parents) and lanes_dir not in directory.parents \
+            and directory != lanes_dir and _main_on_trunk(repo):
+        return repo.trunk, str(repo.root)
+    return None, None
+
+
+def workspace_of(repo: LightRepo, lane: str | None) -> str | None:
+    if lane is None:
+        return None
+    if lane == repo.trunk:
+        return str(repo.root) if _main_on_trunk(repo) else None
+    path = repo.root / WORKSPACES_DIR / lane
+    return str(path) if (path / ".git").is_file() else None
+
+
+def _main_on_trunk(repo: LightRepo) -> bool:
+    try:
+        head = (repo.common_dir / "HEAD").read_text().strip()
+    except OSError:
+        return False
+    return head == f"ref: refs/heads/{repo.trunk}"
+
+
+# -- the run's log ----------------------------------------------------------------------------------------
+def session_run_id(cli: str, session: str) -> str:
+    """The run a session with no explicit run belongs to: the same session always finds the same run."""
+    return hashlib.sha1(f"{cli}\0{session}".encode()).hexdigest()[:16]
+
+
+def resolve_run(repo: LightRepo, given: str) -> str:
+    """A run id from a full id or a unique prefix."""
+    from git_lanes.model.names import resolve_prefix
+
+    given = given.strip().lower()
+    if not given or any(c not in "0123456789abcdef" for c in given):
+        validate_run_id(given)
+    return resolve_prefix(given, repo.log.runs(), "run", hint="list them with `git lanes run list`",
+                          code="unknown_run")
+
+
+def read_state(repo: LightRepo, run: str) -> tuple[str | None, RunState | None]:
+    head = repo.log.head(run)
+    if head is None:
+        return None, None
+    try:
+        data = json.loads(repo.log.state_at(head))
+    except ValueError as exc:
+        raise UnsupportedFormat(f"run {run[:8]}'s state is not JSON: {exc}",
+                                hint=f"inspect it with `git log refs/lanes/runs/{run}`") from None
+    return head, RunState.from_dict(data)
+
+
+def append(repo: LightRepo, run: str, head: str | None, state: RunState | None,
+           event: RunEvent) -> tuple[str, RunState]:
+    """Append `event` on top of `head` (call inside `repo.log.locked()`)."""
+    new_state = runs.fold(state, run, event)
+    message = runs.summary_line(new_state, event) + "\n\n" + \
+        json.dumps(event.to_dict(), sort_keys=True, ensure_ascii=False) + "\n"
+    blob = json.dumps(new_state.to_dict(), sort_keys=True, indent=1, ensure_ascii=False).encode() + b"\n"
+    identity = f"{_ident(new_state.agent)} <agent@lanes>"
+    return repo.log.append(run, head, blob, message, identity, event.time), new_state
+
+
+def _ident(name: str) -> str:
+    return "".join(c for c in name if c not in "<>\n\r\0") or "agent"
+
+
+def transact(repo: LightRepo, run: str, step: Callable[[str | None, RunState | None], list[RunEvent]]) \
+        -> tuple[RunState | None, list[RunEvent]]:
+    """Under the runs' lock: read the run's head and state, let `step` decide the events to append from them,
+    append them. A ref moved by a writer outside the lock (sync) is re-read and decided again."""
+    with repo.log.locked():
+        for attempt in range(CAS_ATTEMPTS):
+            head, state = read_state(repo, run)
+            events = step(head, state)
+            try:
+                for event in events:
+                    head, state = append(repo, run, head, state, event)
+            except Conflict:
+                if attempt == CAS_ATTEMPTS - 1:
+                    raise
+                continue
+            return state, events
+    raise AssertionError("unreachable")
+
+
+def start_event(repo: LightRepo, now: float, *, agent: str, lane: str | None, phase: str | None = None,
+                task: str | None = None, goal: str | None = None, cli: str | None = None,
+                session: str | None = None) -> RunEvent:
+    data = {"agent": agent, "phase": phase or repo.policy().first_phase, "lane": lane, "task": task,
+            "goal": goal, "cli": cli, "session": session}
+    return RunEvent("run_start", now, {k: v for k, v in data.items() if v is not None or k == "lane"})
+
+
+# -- hook events --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HookContext:
+    repo: LightRepo
+    run: str
+    event: HookEvent
+    now: float
+
+
+def context(event: HookEvent, now: float) -> HookContext:
+    repo = open_repo(event.cwd)
+    run = resolve_run(repo, event.run) if event.run else session_run_id(event.cli, event.session)
+    return HookContext(repo, run, event, now)
+
+
+def _implicit_start(hc: HookContext, state: RunState | None) -> list[RunEvent]:
+    if state is not None:
+        return []
+    lane, _ = lane_at(hc.repo, hc.event.cwd)
+    agent = hc.event.agent or hc.event.session
+    return [start_event(hc.repo, hc.now, agent=agent, lane=lane, cli=hc.event.cli, session=hc.event.session)]
+
+
+def _usage_events(hc: HookContext, state: RunState | None) -> list[RunEvent]:
+    cursor = state.transcript if state is not None else {}
+    found = usage.refresh(hc.event.cli, hc.event.transcript, cursor, hc.repo.policy())
+    if found is None:
+        return []
+    delta, following = found
+    return [RunEvent("usage", hc.now, {"tokens": delta.tokens_dict(), "cost_usd": delta.cost_usd,
+                                       "messages": delta.messages, "transcript": following})]
+
+
+def pre_tool(event: HookEvent, now: float) -> Verdict:
+    hc = context(event, now)
+    policy = hc.repo.policy()
+    call = event.call
+    assert call is not None
+    outcome: dict[str, Any] = {}
+
+    def step(head: str | None, state: RunState | None) -> list[RunEvent]:
+        events = _implicit_start(hc, state)
+        if events:
+            state = runs.fold(None, hc.run, events[0])
+        assert state is not None
+        if call.changes_things and (policy.usd_per_run is not None or policy.usd_per_day is not None):
+            found = _usage_events(hc, state)
+            for extra in found:
+                state = runs.fold(state, hc.run, extra)
+            events += found
+        place = admission.Place(str(hc.repo.root), str(hc.repo.common_dir), workspace_of(hc.repo, state.lane),
+                                event.cwd, event.home)
+        spend = admission.Spend(state.usage.cost_usd, day_spend(hc.repo, hc.run, state, now))
+        claims = read_claims(hc.repo) if (call.paths or call.command) and policy.foreign_writes else {}
+        decision = admission.decide(policy, state, call, place, spend, claims)
+        outcome["decision"] = decision
+        data = {"tool": call.tool, "input": call.summary, "weight": decision.weight, "phase": state.phase,
+                "id": call.id, "kind": call.kind}
+        if decision.allow:
+            data["weight"] = 0.0 if decision.control else decision.weight
+            if call.plan is not None:
+                data["plan"] = list(call.plan)
+            if decision.control:
+                data["control"] = True
+            return events + [RunEvent("tool_attempted", now, data)]
+        return events + [RunEvent("tool_blocked", now, {**data, "reason": decision.reason})]
+
+    transact(hc.repo, hc.run, step)
+    decision = outcome["decision"]
+    context_text = "\n".join(decision.warnings) or None
+    if decision.allow:
+        return Verdict(True, context=context_text)
+    return Verdict(False, reason=f"git-lanes: {decision.reason}", context=context_text)
+
+
+def post_tool(event: HookEvent, now: float) -> Verdict:
+    hc = context(event, now)
+    call = event.call
+    assert call is not None
+    data: dict[str, Any] = {"id": call.id, "tool": call.tool}
+    if event.duration is not None:
+        data["duration"] = round(event.duration, 3)
+    if event.name == "tool_failed":
+        data["error"] = bounded(event.error or "failed", ERROR_CHARS)
+    kind = "tool_failed" if event.name == "tool_failed" else "tool_completed"
+    transact(hc.repo, hc.run, lambda head, state: _implicit_start(hc, state) + [RunEvent(kind, now, data)])
+    return Verdict()
+
+
+def record(event: HookEvent, now: float, kind: str, data: dict[str, Any], *, with_usage: bool = False) -> RunState:
+    """Append one event of `kind` (starting the run if needed, reading new usage first when asked)."""
+    hc = context(event, now)
+
+    def step(head: str | None, state: RunState | None) -> list[RunEvent]:
+        events = _implicit_start(hc, state)
+        if with_usage:
+            events += _usage_events(hc, state or runs.fold(None, hc.run, events[0]))
+        return events + [RunEvent(kind, now, data)]
+
+    state, _ = transact(hc.repo, hc.run, step)
+    assert state is not None
+    return state
+
+
+def prompt(event: HookEvent, now: float) -> Verdict:
+    record(event, now, "prompt", {"text": bounded(event.prompt or "", PROMPT_CHARS)})
+    return Verdict()
+
+
+def session_start(event: HookEvent, now: float, brief: Callable[[LightRepo, str], str | None]) -> Verdict:
+    """Record the session boundary; on a resume or after compaction (or a new session of a run that already
+    worked), first build the briefing from durable state, while the in-flight set still describes the
+    session that stopped."""
+    hc = context(event, now)
+    _, state = read_state(hc.repo, hc.run)
+    text = None
+    if state is not None and (event.source in BRIEF_SOURCES or state.calls or state.sessions):
+        text = brief(hc.repo, hc.run)
+    data = {"session": event.session, "source": event.source or "startup", "cli": event.cli}
+    if event.model:
+        data["model"] = event.model
+    state = record(event, now, "session_start", data)
+    if text is None:
+        budget = state.spent.get(state.phase, 0.0)
+        limit = hc.repo.policy().budget(state.phase)
+        text = (f"git-lanes run {hc.run[:8]} ({state.agent}, lane {state.lane or '-'}): phase {state.phase}, "
+                f"{budget:g} of {limit if limit is not None else '?'} step units used. "
+                f"`git lanes run show {hc.run[:8]}` shows the budget; `git lanes run phase {hc.run[:8]} PHASE` "
+                "moves on.")
+    return Verdict(context=text)
+
+
+def day_spend(repo: LightRepo, run: str, state: RunState, now: float) -> float:
+    """What every run here cost today (UTC), this run's state taken as given (it may not be written yet)."""
+    today = runs.day_of(now)
+    total = state.days.get(today, {}).get("cost_usd", 0.0)
+    for other, head in repo.log.runs().items():
+        if other == run:
+            continue
+        try:
+            other_state = RunState.from_dict(json.loads(repo.log.state_at(head)))
+        except (ValueError, UnsupportedFormat):
+            continue  # a damaged log of another run must not stop this one; doctor reports it
+        total += other_state.days.get(today, {}).get("cost_usd", 0.0)
+    return round(total, 6)
+
+
+def read_claims(repo: LightRepo) -> dict[str, list[str]]:
+    """Every agent's claimed globs, from the ledger's state tree (`claims/<agent>.json`)."""
+    head = gitfiles.read_ref(repo.common_dir, LEDGER)
+    if head is None:
+        return {}
+    objects = repo.log.objects
+    headers, _ = parse_commit(objects.read_typed(head, b"commit"))
+    folder = parse_tree(objects.read_typed(headers["tree"][0], b"tree")).get("claims")
+    if folder is None:
+        return {}
+    found = {}
+    for name, (_, oid) in parse_tree(objects.read_typed(folder[1], b"tree")).items():
+        if name.endswith(".json"):
+            record = json.loads(objects.read_typed(oid, b"blob"))
+            found[name[:-5]] = [c["glob"] for c in record.get("globs", []) if isinstance(c, dict) and "glob" in c]
+    return found
+
+
+def with_usage(event: HookEvent, now: float, kind: str, data: dict[str, Any]) -> Verdict:
+    """Events at which the transcript has new usage worth recording: compaction, a subagent's or the
+    session's end."""
+    record(event, now, kind, data, with_usage=True)
+    return Verdict()
+
+
+def stop(event: HookEvent, now: float, snapshot: Callable[[LightRepo, RunState, str], dict]) -> Verdict:
+    """The end of an agent turn: record its usage, snapshot the workspace as a state of the lane (the turn's
+    prompt as intent, its tokens and dollars as cost; `[stop] snapshot`), record the turn's end. The snapshot
+    takes the writers' lock and may run gates, so it runs outside the runs' lock."""
+    from git_lanes.model.runs import Usage
+
+    hc = context(event, now)
+
+    def usage_step(head: str | None, state: RunState | None) -> list[RunEvent]:
+        events = _implicit_start(hc, state)
+        return events + _usage_events(hc, state or runs.fold(None, hc.run, events[0]))
+
+    state, _ = transact(hc.repo, hc.run, usage_step)
+    assert state is not None
+    mode = hc.repo.policy().snapshot
+    result = snapshot(hc.repo, state, mode) if mode != "off" else {"status": "off"}
+    spent = state.usage.minus(Usage.from_dict((state.turn or {}).get("usage")))
+    data = {"tokens": spent.tokens_dict(), "cost_usd": spent.cost_usd, "snapshot": result.get("status")}
+    data |= {k: result[k] for k in ("transition", "message") if result.get(k)}
+    record(event, now, "turn_end", data)
+    if result.get("transition"):
+        notice = f"git-lanes: this turn is transition {result['transition'][:8]} ({result.get('status')}) " \
+                 f"of lane {state.lane}"
+        return Verdict(notice=notice)
+    if result.get("status") == "failed":
+        return Verdict(notice=f"git-lanes: the turn's snapshot failed: {result.get('message')}")
+    return Verdict()

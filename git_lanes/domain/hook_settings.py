@@ -1,0 +1,215 @@
+"""The agent CLIs' settings files, edited the way a careful person would: merge our entries without touching
+anything else (other hooks, other keys), idempotently, and remove exactly what we added.
+
+`merge_entries` / `remove_entries` work on any JSON settings document (three levels: event -> matcher group
+-> handlers), so other features (MCP server entries) reuse `load`, `save` and the same discipline."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from git_lanes.errors import UserError
+from git_lanes.store.gitfiles import discover
+
+SCOPES = ("project", "user")
+# A handler is ours when its command runs `git lanes hook <cli> <event>` (however git-lanes was invoked).
+OURS = re.compile(r"(git-lanes['\"]?|git lanes|-m git_lanes)\s+hook\s+(claude|codex|gemini)\s+\w+\s*$")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One CLI's settings: where they live, which events we hook, and a handler's shape."""
+
+    cli: str
+    project_file: str
+    user_file: str
+    events: tuple[str, ...]
+    timeout: Callable[[str], int]
+    extra: Callable[[str], dict]
+
+
+SPECS = {
+    "claude": Spec("claude", ".claude/settings.json", ".claude/settings.json",
+                   ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+                    "PreCompact", "Stop", "SubagentStop", "SessionEnd"),
+                   # seconds; a Stop may run the trunk's gates when [stop] snapshot = "accept"
+                   lambda event: 600 if event == "Stop" else 60, lambda event: {}),
+    "codex": Spec("codex", ".codex/hooks.json", ".codex/hooks.json",
+                  ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop",
+                   "SubagentStop", "SessionEnd"),
+                  lambda event: 3 if event == "SessionEnd" else 600 if event == "Stop" else 60,  # SessionEnd: at most 3 s
+                  lambda event: {"statusMessage": f"git-lanes {event}"}),
+    "gemini": Spec("gemini", ".gemini/settings.json", ".gemini/settings.json",
+                   ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "PreCompress", "AfterAgent",
+                    "SessionEnd"),
+                   lambda event: (600 if event == "AfterAgent" else 60) * 1000,  # milliseconds
+                   lambda event: {"name": f"git-lanes-{event}", "description": "git-lanes control plane"}),
+}
+
+
+def spec(cli: str) -> Spec:
+    if cli not in SPECS:
+        raise UserError(f"unknown agent CLI {cli!r}; one of {', '.join(SPECS)}", code="unknown_cli")
+    return SPECS[cli]
+
+
+def project_root(directory: Path) -> Path:
+    """The root of the worktree holding `directory`: where an agent started there finds project settings."""
+    return discover(directory).worktree
+
+
+def settings_path(cli: str, scope: str, project_root: Path, home: Path, codex_home: Path | None = None) -> Path:
+    s = spec(cli)
+    if scope == "project":
+        return project_root / s.project_file
+    if scope == "user":
+        if cli == "codex" and codex_home is not None:
+            return codex_home / "hooks.json"
+        return home / s.user_file
+    raise UserError(f"unknown scope {scope!r}; one of {', '.join(SCOPES)}", code="invalid_scope")
+
+
+def handlers(cli: str, prefix: str) -> dict[str, dict[str, Any]]:
+    """event -> the handler we install for it."""
+    s = spec(cli)
+    return {event: {"type": "command", "command": f"{prefix} hook {cli} {event}", "timeout": s.timeout(event),
+                    **s.extra(event)} for event in s.events}
+
+
+def is_ours(handler: Any) -> bool:
+    return isinstance(handler, dict) and isinstance(handler.get("command"), str) and \
+        OURS.search(handler["command"]) is not None
+
+
+# -- documents ------------------------------------------------------------------------------------------
+def load(path: Path) -> dict[str, Any]:
+    """A settings document; {} when the file does not exist. A file we cannot read is never overwritten."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"{path} is not valid JSON ({exc}); nothing was changed", code="invalid_settings",
+                        hint="fix the file by hand, then run the command again") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} does not hold a JSON object; nothing was changed", code="invalid_settings")
+    return data
+
+
+def save(path: Path, data: dict[str, Any]) -> None:
+    """Write atomically (a temporary file renamed over the old one), keeping the file's mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    if path.exists():
+        os.chmod(temporary, path.stat().st_mode & 0o7777)
+    os.replace(temporary, path)
+
+
+def merge_entries(data: dict[str, Any], wanted: dict[str, dict[str, Any]], same: Callable[[dict], bool] | None = None,
+                  key: str = "hooks") -> tuple[dict[str, Any], list[str]]:
+    """`data` with each event's handler present (in a matcher group of its own, matching every tool), and
+    the events where one was added. A handler already there (same command) is left as it is; `same` also
+    recognises an older handler of ours to be replaced."""
+    merged = json.loads(json.dumps(data))
+    hooks = merged.get(key)
+    if hooks is None:
+        hooks = merged[key] = {}
+    if not isinstance(hooks, dict):
+        raise UserError(f"`{key}` in the settings is not an object; nothing was changed", code="invalid_settings")
+    added = []
+    for event, handler in wanted.items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise UserError(f"`{key}.{event}` in the settings is not a list; nothing was changed",
+                            code="invalid_settings")
+        present = [h for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if isinstance(h, dict)]
+        if any(h.get("command") == handler["command"] for h in present):
+            continue
+        if same is not None and any(same(h) for h in present):
+            groups[:] = _without(groups, same)
+        groups.append({"hooks": [handler]})
+        added.append(event)
+    return merged, added
+
+
+def remove_entries(data: dict[str, Any], ours: Callable[[dict], bool], key: str = "hooks") \
+        -> tuple[dict[str, Any], list[str]]:
+    """`data` without our handlers (and without the groups, events and table they leave empty), and the
+    events they were removed from."""
+    merged = json.loads(json.dumps(data))
+    hooks = merged.get(key)
+    if not isinstance(hooks, dict):
+        return merged, []
+    removed = []
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = _without(groups, ours)
+        if kept != groups:
+            removed.append(event)
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    if not hooks and removed:
+        del merged[key]
+    return merged, removed
+
+
+def _without(groups: list, ours: Callable[[dict], bool]) -> list:
+    kept = []
+    for group in groups:
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            kept.append(group)
+            continue
+        remaining = [h for h in group["hooks"] if not ours(h)]
+        if len(remaining) == len(group["hooks"]):
+            kept.append(group)
+        elif remaining:
+            kept.append({**group, "hooks": remaining})
+    return kept
+
+
+# -- install, uninstall, inspect ----------------------------------------------------------------------------
+def install(path: Path, cli: str, prefix: str, *, dry_run: bool = False) -> dict[str, Any]:
+    before = load(path)
+    after, added = merge_entries(before, handlers(cli, prefix), same=is_ours)
+    if added and not dry_run:
+        save(path, after)
+    return {"cli": cli, "settings": str(path), "added": added, "changed": bool(added), "dry_run": dry_run,
+            "command": f"{prefix} hook {cli} EVENT"}
+
+
+def uninstall(path: Path, cli: str, *, dry_run: bool = False) -> dict[str, Any]:
+    before = load(path)
+    after, removed = remove_entries(before, is_ours)
+    if removed and not dry_run:
+        save(path, after)
+    return {"cli": cli, "settings": str(path), "removed": removed, "changed": bool(removed), "dry_run": dry_run}
+
+
+def inspect(path: Path, cli: str) -> dict[str, Any]:
+    """Which of our events a settings file hooks, which are missing, and the commands it runs for them."""
+    data = load(path)
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    found: dict[str, list[str]] = {}
+    for event, groups in hooks.items():
+        for group in groups if isinstance(groups, list) else []:
+            for handler in (group.get("hooks") or []) if isinstance(group, dict) else []:
+                if is_ours(handler):
+                    found.setdefault(event, []).append(handler["command"])
+    expected = spec(cli).events
+    return {"cli": cli, "settings": str(path), "exists": path.exists(), "hooked": sorted(found),
+            "missing": [e for e in expected if e not in found], "commands": found}

@@ -1,0 +1,101 @@
+"""The agent-hook face: `git lanes hook claude|codex|gemini EVENT`, run by an agent CLI on every tool call.
+
+This path is the hottest in the product, so `git_lanes.__main__` routes here before click loads, and nothing
+here imports pygit2 or click: the payload is parsed with the standard library, and the domain's control plane
+reads the policy and appends to the run's log through the light storage path. Only a resume briefing and the
+turn's snapshot (once per session or turn) load the whole API.
+
+Fail closed: whatever goes wrong (a bad payload, an unreadable policy, a corrupt log, no repository, a bug)
+becomes a deny with the reason on a pre-tool event, in the CLI's own protocol, and a notice elsewhere. The
+process never exits 1, which every one of these CLIs reads as "hook failed, run the tool"."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from typing import Any
+
+CLIS = {"claude": "git_lanes.hooks.claude", "codex": "git_lanes.hooks.codex", "gemini": "git_lanes.hooks.gemini"}
+USAGE = "usage: git lanes hook claude|codex|gemini EVENT  (the agent CLI sends the event's JSON on stdin)"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in CLIS:
+        # Exit 2 with a reason on stderr blocks the call in all three CLIs: a mistyped install fails closed.
+        sys.stderr.write(f"git-lanes: {USAGE}\n")
+        return 2
+    module = importlib.import_module(CLIS[argv[0]])
+    name = argv[1]
+    answer = respond(module, name, sys.stdin.buffer.read(), dict(os.environ), time.time())
+    if answer.stdout:
+        sys.stdout.write(answer.stdout + "\n")
+    if answer.stderr:
+        sys.stderr.write(answer.stderr + "\n")
+    sys.stdout.flush()
+    return answer.code
+
+
+def respond(module: Any, name: str, raw: bytes, env: dict[str, str], now: float):
+    """The answer to one hook call: the CLI's protocol around the control plane's verdict."""
+    aliases = getattr(module, "ALIASES", {})
+    if aliases.get(name, name) not in module.EVENTS:
+        from git_lanes.model.calls import Verdict
+
+        return module.answer(name, Verdict())  # an event we do not handle: no opinion
+    try:
+        from git_lanes.hooks import protocol
+
+        event = module.to_event(name, protocol.load_payload(raw), env)
+        return module.answer(name, dispatch(event, now))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - every failure must become a deny, never a traceback
+        reason = describe(exc)
+        if aliases.get(name, name) == module.PRE_TOOL:
+            return module.deny(name, f"git-lanes denied this call because the policy could not be evaluated: {reason}")
+        return module.notice(name, f"git-lanes could not record this {name}: {reason}")
+
+
+def describe(exc: BaseException) -> str:
+    from git_lanes.errors import LanesError
+
+    if isinstance(exc, LanesError):
+        return exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
+    return f"internal error {type(exc).__name__}: {exc}"
+
+
+def dispatch(event: Any, now: float):
+    from git_lanes.domain import control
+
+    name = event.name
+    if name == "pre_tool":
+        return control.pre_tool(event, now)
+    if name in ("post_tool", "tool_failed"):
+        return control.post_tool(event, now)
+    if name == "prompt":
+        return control.prompt(event, now)
+    if name == "session_start":
+        return control.session_start(event, now, _briefing)
+    if name == "stop":
+        return control.stop(event, now, lambda repo, state, mode: _api(repo).hook_snapshot(event, state, mode))
+    if name == "pre_compact":
+        return control.with_usage(event, now, "compact", {"trigger": event.source or "auto"})
+    if name == "subagent_stop":
+        return control.with_usage(event, now, "subagent_stop", {"agent_type": event.subagent})
+    if name == "session_end":
+        return control.with_usage(event, now, "session_end", {"reason": event.source or "other"})
+    from git_lanes.model.calls import Verdict
+
+    return Verdict()
+
+
+def _api(repo: Any):
+    from git_lanes.api import Lanes
+
+    return Lanes(repo.root)
+
+
+def _briefing(repo: Any, run: str) -> str:
+    return _api(repo).hook_briefing(run)

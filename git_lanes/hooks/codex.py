@@ -1,0 +1,79 @@
+"""OpenAI Codex CLI's hooks (developers.openai.com/codex/hooks), modelled on Claude Code's: the same JSON on
+stdin and the same deny. Its traps: a bare `permissionDecision: "allow"` is reported as a hook failure (so we
+never send one: silence is the allow), shell calls arrive as `Bash`, file edits as `apply_patch` with the
+patch text in `tool_input.command` (the write-gate reads the paths out of the patch), Stop answers must be
+JSON, and there is no PostToolUseFailure (PostToolUse also follows a failing command)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from git_lanes.hooks import protocol
+from git_lanes.hooks.protocol import Answer, Malformed
+from git_lanes.model.calls import HookEvent, ToolCall, Verdict
+
+CLI = "codex"
+EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt", "PreToolUse": "pre_tool",
+          "PostToolUse": "post_tool", "PreCompact": "pre_compact", "Stop": "stop", "SubagentStop": "subagent_stop",
+          "SessionEnd": "session_end"}
+PRE_TOOL = "PreToolUse"
+PATCH_MARKERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+READ_TOOLS = {"view_image", "web_search", "read_file", "list_dir", "grep_files"}
+
+
+def patch_paths(patch: str) -> tuple[str, ...]:
+    """Every file an apply_patch envelope adds, updates, deletes or moves to (relative to the session's cwd)."""
+    paths = []
+    for line in patch.splitlines():
+        for marker in PATCH_MARKERS:
+            if line.startswith(marker):
+                paths.append(line[len(marker):].strip())
+    if not paths:
+        raise Malformed("apply_patch call whose patch names no file")
+    return tuple(dict.fromkeys(paths))
+
+
+def tool_call(payload: dict[str, Any]) -> ToolCall:
+    name, data, call_id = protocol.call_basics(payload)
+    if name in ("Bash", "shell", "exec_command", "local_shell"):
+        command = protocol.shell_text(data.get("command"), name)
+        workdir = data.get("workdir") if isinstance(data.get("workdir"), str) else None
+        return ToolCall(name, "Bash", "exec", call_id, command, command=command, cwd=workdir)
+    if name == "apply_patch":
+        patch = protocol.require_text(data, "command", name) if "command" in data else \
+            protocol.require_text(data, "input", name)
+        paths = patch_paths(patch)
+        return ToolCall(name, "Edit", "write", call_id, "patch: " + ", ".join(paths), paths=paths)
+    if name in ("spawn_agent", "Agent"):
+        return ToolCall(name, "Agent", "agent", call_id, protocol.summary_of(data))
+    if name == "update_plan":
+        return ToolCall(name, name, "plan", call_id, str(data.get("explanation") or "plan"),
+                        plan=protocol.plan_steps(data.get("plan"), "step"))
+    kind = "read" if name in READ_TOOLS else "exec"
+    return ToolCall(name, name, kind, call_id, protocol.summary_of(data))
+
+
+def to_event(name: str, payload: dict[str, Any], env: dict[str, str]) -> HookEvent:
+    canonical = EVENTS.get(name, "other")
+    call = tool_call(payload) if canonical in ("pre_tool", "post_tool") else None
+    source = {"session_start": "source", "session_end": "reason", "pre_compact": "trigger"}.get(canonical)
+    return protocol.event(CLI, canonical, payload, env, call,
+                          source=protocol.text(payload, source) if source else None,
+                          prompt=protocol.text(payload, "prompt"), subagent=protocol.text(payload, "agent_type"))
+
+
+def answer(name: str, verdict: Verdict) -> Answer:
+    out = protocol.hook_specific(name, verdict) if name in EVENTS else {}
+    if name in ("Stop", "SubagentStop"):
+        # Stop answers must be JSON; only additionalContext and systemMessage mean anything to us there.
+        out.pop("hookSpecificOutput", None)
+    return Answer(json.dumps(out) if out else "")
+
+
+def deny(name: str, reason: str) -> Answer:
+    return answer(name, Verdict(False, reason))
+
+
+def notice(name: str, message: str) -> Answer:
+    return Answer(json.dumps({"systemMessage": message}))

@@ -1,0 +1,198 @@
+"""Runs and their events: the records of the control plane's log (`refs/lanes/runs/<run>`).
+
+A run is one agent's piece of work. Its log is append-only; each event commit also carries the run's
+`RunState`, the fold of the log up to that event (computed by `git_lanes.domain.runs.fold`), so budgets and
+spend are read from one blob and are always a function of the log, never a counter someone keeps."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from git_lanes.errors import UnsupportedFormat, UserError
+from git_lanes.model import records
+
+FORMAT = records.FORMAT_VERSION
+RUN_ID = re.compile(r"[0-9a-f]{4,40}")
+EVENT_TYPE = re.compile(r"[a-z][a-z_]{1,39}")
+# What each event records besides its type and time (DESIGN.md §6; the issue's list plus the run's own
+# start and end). Older readers fold unknown types as no-ops; a new major format is refused.
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "run_start": ("agent", "phase"),
+    "session_start": ("session", "source"),
+    "prompt": ("text",),
+    "tool_attempted": ("tool", "input", "weight", "phase", "id"),
+    "tool_blocked": ("tool", "input", "weight", "phase", "id", "reason"),
+    "tool_completed": ("id", "tool"),
+    "tool_failed": ("id", "tool"),
+    "phase": ("phase",),
+    "usage": ("tokens", "cost_usd"),
+    "compact": ("trigger",),
+    "turn_end": (),
+    "subagent_stop": (),
+    "session_end": ("reason",),
+    "run_end": (),
+}
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
+STATUSES = ("active", "ended")
+
+
+def check_format(data: Any, what: str) -> dict:
+    if not isinstance(data, dict):
+        raise UnsupportedFormat(f"{what} is not a JSON object")
+    records.check_format(data, what)
+    return data
+
+
+def validate_run_id(run: Any) -> str:
+    if not isinstance(run, str) or not RUN_ID.fullmatch(run):
+        raise UserError(f"invalid run id {run!r}", code="invalid_run",
+                        hint="run ids are lowercase hex, as `git lanes run list` shows them")
+    return run
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One entry of a run's log. `data` holds the type's fields (EVENT_FIELDS) and any optional ones."""
+
+    type: str
+    time: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.type, str) or not EVENT_TYPE.fullmatch(self.type):
+            raise UnsupportedFormat(f"invalid run event type {self.type!r}")
+        if isinstance(self.time, bool) or not isinstance(self.time, (int, float)) or not math.isfinite(self.time):
+            raise UnsupportedFormat(f"run event {self.type} has no valid time")
+        if not isinstance(self.data, dict):
+            raise UnsupportedFormat(f"run event {self.type} has no fields")
+        missing = [key for key in EVENT_FIELDS.get(self.type, ()) if key not in self.data]
+        if missing:
+            raise UnsupportedFormat(f"run event {self.type} lacks {', '.join(missing)}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "type": self.type, "time": self.time, **self.data}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunEvent:
+        record = dict(check_format(data, "run event"))
+        record.pop("format")
+        try:
+            return cls(type=record.pop("type"), time=record.pop("time"), data=record)
+        except KeyError as exc:
+            raise UnsupportedFormat(f"run event lacks {exc.args[0]!r}") from None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens by kind and what they cost, for a message, a turn or a run."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost_usd: float = 0.0
+    messages: int = 0
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+                    or not math.isfinite(value):
+                raise UnsupportedFormat(f"usage {name} must be a non-negative number, got {value!r}")
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input + other.input, self.output + other.output, self.cache_read + other.cache_read,
+                     self.cache_write + other.cache_write, round(self.cost_usd + other.cost_usd, 6),
+                     self.messages + other.messages)
+
+    def minus(self, other: Usage) -> Usage:
+        """What this total added since `other` (never negative: a transcript that shrank counts nothing)."""
+        return Usage(max(0, self.input - other.input), max(0, self.output - other.output),
+                     max(0, self.cache_read - other.cache_read), max(0, self.cache_write - other.cache_write),
+                     max(0.0, round(self.cost_usd - other.cost_usd, 6)), max(0, self.messages - other.messages))
+
+    @property
+    def tokens(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def tokens_dict(self) -> dict[str, int]:
+        return {kind: getattr(self, kind) for kind in TOKEN_KINDS}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Usage:
+        if not isinstance(data, dict):
+            return cls()
+        tokens = data.get("tokens") if isinstance(data.get("tokens"), dict) else data
+        return cls(**{k: tokens.get(k, 0) for k in TOKEN_KINDS}, cost_usd=data.get("cost_usd", 0.0),
+                   messages=data.get("messages", 0))
+
+
+@dataclass(frozen=True)
+class RunState:
+    """A run as its log folds to: who, where, which phase, what was spent, what is in flight."""
+
+    id: str
+    agent: str
+    phase: str
+    created_at: float
+    lane: str | None = None
+    task: str | None = None
+    goal: str | None = None
+    cli: str | None = None
+    status: str = "active"
+    updated_at: float = 0.0
+    ended_at: float | None = None
+    events: int = 0
+    session: str | None = None
+    sessions: int = 0
+    spent: dict[str, float] = field(default_factory=dict)
+    calls: int = 0
+    blocked: int = 0
+    completed: int = 0
+    failed: int = 0
+    in_flight: dict[str, dict] = field(default_factory=dict)
+    interrupted: dict[str, dict] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    days: dict[str, dict] = field(default_factory=dict)  # UTC day -> calls, blocked, tokens, cost, wall time
+    wall: float = 0.0  # seconds of activity (gaps between events, each capped)
+    transcript: dict[str, Any] = field(default_factory=dict)
+    turn: dict[str, Any] = field(default_factory=dict)
+    plan: tuple[dict, ...] = ()
+    transitions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        validate_run_id(self.id)
+        if not isinstance(self.agent, str) or not self.agent.strip():
+            raise UnsupportedFormat(f"run {self.id} has no agent")
+        if self.status not in STATUSES:
+            raise UnsupportedFormat(f"run {self.id} has unknown status {self.status!r}")
+        object.__setattr__(self, "plan", tuple(self.plan))
+        object.__setattr__(self, "transitions", tuple(self.transitions))
+
+    def to_dict(self) -> dict[str, Any]:
+        record = {key: getattr(self, key) for key in self.__dataclass_fields__}
+        record["usage"] = self.usage.to_dict()
+        record["plan"] = list(self.plan)
+        record["transitions"] = list(self.transitions)
+        return {"format": FORMAT, **record}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunState:
+        record = dict(check_format(data, "run state"))
+        record.pop("format")
+        unknown = set(record) - set(cls.__dataclass_fields__)
+        for key in unknown:  # written by a newer minor version: keep reading what we know
+            record.pop(key)
+        record["usage"] = Usage.from_dict(record.get("usage"))
+        try:
+            return cls(**record)
+        except TypeError as exc:
+            raise UnsupportedFormat(f"run state is malformed: {exc}") from None

@@ -1,0 +1,231 @@
+"""git's on-disk files read and written with the standard library: finding a repository from a directory,
+its config, and refs (loose and packed) moved by compare-and-swap with git's `.lock` + rename protocol.
+
+This is the light half of the storage layer, for the agent-hook path (DESIGN.md §6); everything else goes
+through pygit2 in `repo.py`. Both honour the same protocol, so they exclude each other on a ref: whoever
+creates `<ref>.lock` first writes, the other waits or fails."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from git_lanes.errors import Conflict, NotARepository, UnsupportedFormat
+
+ZERO = "0" * 40
+LOCK_WAIT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a directory sits in a repository: the worktree holding it, that worktree's git dir, the common
+    git dir every worktree shares, and the main worktree's root."""
+
+    worktree: Path
+    git_dir: Path
+    common_dir: Path
+    root: Path
+
+
+def discover(start: Path) -> Location:
+    """The repository holding `start`, found as git does by walking up to a `.git` directory or file."""
+    probe = start.resolve()
+    for directory in (probe, *probe.parents):
+        dot_git = directory / ".git"
+        if dot_git.is_dir():
+            git_dir = dot_git
+        elif dot_git.is_file():
+            text = dot_git.read_text(errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                raise NotARepository(f"{dot_git} is not a gitdir file")
+            git_dir = (directory / text[len("gitdir:"):].strip()).resolve()
+        else:
+            continue
+        common = git_dir
+        commondir_file = git_dir / "commondir"
+        if commondir_file.is_file():
+            common = (git_dir / commondir_file.read_text().strip()).resolve()
+        return Location(directory, git_dir, common, main_root(common))
+    raise NotARepository(f"not a git repository: {start}", hint="run the agent inside a lanes repository "
+                                                               "(`git lanes init`)")
+
+
+def main_root(common_dir: Path) -> Path:
+    worktree = read_config(common_dir).get("core.worktree")
+    if worktree:
+        return (common_dir / worktree).resolve()
+    if common_dir.name != ".git":
+        raise NotARepository(f"{common_dir} has no main worktree", code="bare_repository")
+    return common_dir.parent
+
+
+# -- config -----------------------------------------------------------------------------------------------
+_config_cache: dict[Path, tuple[float, dict[str, str]]] = {}
+
+
+def read_config(common_dir: Path) -> dict[str, str]:
+    """The repository's own config file as `section.key` (or `section.subsection.key`) -> last value.
+    Sections and keys are lower-cased as git compares them; includes are not followed."""
+    path = common_dir / "config"
+    try:
+        stamp = path.stat().st_mtime
+    except FileNotFoundError:
+        return {}
+    cached = _config_cache.get(path)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    values = parse_config(path.read_text(errors="replace"))
+    _config_cache[path] = (stamp, values)
+    return values
+
+
+def parse_config(text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            header = line[1:line.index("]")] if "]" in line else line[1:]
+            name, _, sub = header.partition(" ")
+            sub = sub.strip()
+            section = name.lower() + (("." + sub[1:-1].replace('\\"', '"')) if sub.startswith('"') else
+                                      ("." + sub.lower() if sub else ""))
+            rest = line[line.index("]") + 1:].strip() if "]" in line else ""
+            if not rest:
+                continue
+            line = rest
+        key, sep, value = line.partition("=")
+        values[f"{section}.{key.strip().lower()}"] = _config_value(value) if sep else "true"
+    return values
+
+
+def _config_value(raw: str) -> str:
+    out, quoted, index = [], False, 0
+    raw = raw.strip()
+    while index < len(raw):
+        char = raw[index]
+        if char == '"':
+            quoted = not quoted
+        elif char == "\\" and index + 1 < len(raw):
+            index += 1
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[index], raw[index]))
+        elif char in "#;" and not quoted:
+            break
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out).strip() if not quoted else "".join(out)
+
+
+# -- refs -------------------------------------------------------------------------------------------------
+def read_ref(common_dir: Path, name: str) -> str | None:
+    """The object id `name` points to (following symbolic refs), or None."""
+    for _ in range(5):
+        try:
+            text = (common_dir / name).read_text().strip()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return packed_refs(common_dir).get(name)
+        if text.startswith("ref:"):
+            name = text[4:].strip()
+            continue
+        if len(text) != 40:
+            raise UnsupportedFormat(f"ref {name} holds {text[:60]!r}, not an object id",
+                                    hint="see `git for-each-ref`; the ref file may be damaged")
+        return text
+    return None
+
+
+def packed_refs(common_dir: Path) -> dict[str, str]:
+    try:
+        text = (common_dir / "packed-refs").read_text()
+    except FileNotFoundError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        if line and line[0] not in "#^":
+            oid, _, name = line.partition(" ")
+            found[name.strip()] = oid
+    return found
+
+
+def list_refs(common_dir: Path, prefix: str) -> dict[str, str]:
+    """Every ref under `prefix` (ending in '/'), loose ones winning over packed ones."""
+    found = {name: oid for name, oid in packed_refs(common_dir).items() if name.startswith(prefix)}
+    top = common_dir / prefix
+    for directory, _, files in os.walk(top):
+        for file in files:
+            if file.endswith(".lock"):
+                continue
+            name = (Path(directory) / file).relative_to(common_dir).as_posix()
+            try:
+                oid = (common_dir / name).read_text().strip()
+            except OSError:
+                continue
+            found[name] = oid  # a damaged ref is listed too: reading it then says what is wrong
+    return found
+
+
+def update_ref(common_dir: Path, name: str, new: str, old: str | None, message: str, identity: str,
+               when: float) -> None:
+    """Move `name` from `old` (None: must not exist) to `new`, as git does: take `<ref>.lock` (waiting a
+    moment for a live holder), check the current value under it, log, rename into place. Conflict when the
+    ref is not at `old` or the lock stays taken."""
+    path = common_dir / name
+    lock = Path(str(path) + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = _take_lock(lock)
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(new + "\n")
+        current = read_ref(common_dir, name)
+        if current != old:
+            raise Conflict(f"{name} moved: expected {(old or 'nothing')[:8]}, found {(current or 'nothing')[:8]}",
+                           code="stale_ref", hint="another writer got there first; re-read and retry")
+        if _logs_all(common_dir) or (common_dir / "logs" / name).exists():
+            _append_reflog(common_dir, name, old or ZERO, new, identity, when, message)
+        os.replace(lock, path)
+    except BaseException:
+        try:
+            lock.unlink()
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _take_lock(lock: Path) -> int:
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    cleared = False
+    while True:
+        try:
+            return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            if time.monotonic() < deadline:
+                time.sleep(0.005)
+                continue
+            if not cleared:
+                # Our refs are written only by git-lanes under its locks: a lock nobody holds open was left
+                # by a killed process (store/stale.py decides, as for every other lanes-owned ref).
+                from git_lanes.store.stale import clear_if_stale
+
+                cleared = True
+                if clear_if_stale(lock):
+                    continue
+            raise Conflict(f"{lock} is held by another process", code="locked",
+                           hint=f"retry; if no git process is running, delete {lock}") from None
+
+
+def _logs_all(common_dir: Path) -> bool:
+    return read_config(common_dir).get("core.logallrefupdates", "").lower() == "always"
+
+
+def _append_reflog(common_dir: Path, name: str, old: str, new: str, identity: str, when: float,
+                   message: str) -> None:
+    log = common_dir / "logs" / name
+    log.parent.mkdir(parents=True, exist_ok=True)
+    line = f"{old} {new} {identity} {int(when)} +0000\t{' '.join(message.split())}\n"
+    with open(log, "a") as out:
+        out.write(line)

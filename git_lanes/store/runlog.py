@@ -1,0 +1,75 @@
+"""Run logs (DESIGN.md §1, §6): `refs/lanes/runs/<run>` is a chain of commits, one per event. A commit's
+message is a one-line summary and the event as JSON (so `git log refs/lanes/runs/<run>` reads as the run's
+timeline); its tree holds `state.json`, the fold of the log up to that event, so a hook checks a budget by
+reading one blob instead of replaying the log.
+
+Appends take the runs' flock (check and charge happen inside it, against the state the log folds to) and
+move the ref by compare-and-swap with git's lock protocol. Written with our own object writer: no pygit2."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from git_lanes.errors import UnsupportedFormat
+from git_lanes.model.refs import RUNS
+from git_lanes.store import gitfiles, lock
+from git_lanes.store.objects import ObjectStore, encode_commit, encode_tree, parse_commit, parse_tree
+
+STATE_FILE = "state.json"
+BLOB_MODE = 0o100644
+LOCK_FILE = "lanes-runs.lock"
+
+
+class RunLog:
+    """The run logs of one repository, seen from its common git dir."""
+
+    def __init__(self, common_dir: Path) -> None:
+        self.common_dir = common_dir
+        self.objects = ObjectStore(common_dir / "objects")
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        with lock.exclusive(self.common_dir / LOCK_FILE):
+            yield
+
+    def ref(self, run: str) -> str:
+        return RUNS + run
+
+    def runs(self) -> dict[str, str]:
+        """run id -> head commit, for every run log here."""
+        return {name[len(RUNS):]: oid for name, oid in gitfiles.list_refs(self.common_dir, RUNS).items()}
+
+    def head(self, run: str) -> str | None:
+        return gitfiles.read_ref(self.common_dir, self.ref(run))
+
+    def state_at(self, commit: str) -> bytes:
+        """The `state.json` blob of event commit `commit`."""
+        headers, _ = parse_commit(self.objects.read_typed(commit, b"commit"))
+        tree = parse_tree(self.objects.read_typed(headers["tree"][0], b"tree"))
+        entry = tree.get(STATE_FILE)
+        if entry is None:
+            raise UnsupportedFormat(f"run commit {commit[:8]} has no {STATE_FILE}",
+                                    hint="the run log was written by something else; see `git log` of it")
+        return self.objects.read_typed(entry[1], b"blob")
+
+    def commits(self, head: str) -> Iterator[tuple[str, str]]:
+        """(commit, message) from `head` back to the first event, following first parents."""
+        commit: str | None = head
+        while commit is not None:
+            headers, message = parse_commit(self.objects.read_typed(commit, b"commit"))
+            yield commit, message
+            parents = headers.get("parent") or []
+            commit = parents[0] if parents else None
+
+    def append(self, run: str, old: str | None, state: bytes, message: str, identity: str, when: float) -> str:
+        """Write one event commit on top of `old` and move the run's ref to it by compare-and-swap.
+        Call inside `locked()`; Conflict when the ref is no longer at `old`."""
+        blob = self.objects.write(b"blob", state)
+        tree = self.objects.write(b"tree", encode_tree({STATE_FILE: (BLOB_MODE, blob)}))
+        stamp = f"{identity} {int(when)} +0000"
+        commit = self.objects.write(b"commit", encode_commit(tree, [old] if old else [], stamp, stamp, message))
+        gitfiles.update_ref(self.common_dir, self.ref(run), commit, old, message.split("\n", 1)[0],
+                            identity, when)
+        return commit

@@ -1,0 +1,64 @@
+"""Driving the agent hooks as the agent CLIs do: a real `git lanes hook CLI EVENT` process per call, the
+payload shaped as each CLI's documentation shows it, on stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import Result, git, run_cli, workspace
+
+
+def hook(cli: str, event: str, payload: dict | str, *, env: dict | None = None, timeout: float = 120) -> Result:
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    proc = subprocess.run([sys.executable, "-m", "git_lanes", "hook", cli, event], input=data, capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=timeout)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def claude(event: str, cwd: Path, session: str = "sess-1", **fields) -> dict:
+    """A Claude Code payload as its hooks reference shows it."""
+    return {"session_id": session, "transcript_path": str(cwd / "transcript.jsonl"), "cwd": str(cwd),
+            "permission_mode": "default", "hook_event_name": event, **fields}
+
+
+def bash(cwd: Path, command: str, tool_use_id: str = "toolu_01ABC123", session: str = "sess-1") -> dict:
+    return claude("PreToolUse", cwd, session, tool_name="Bash",
+                  tool_input={"command": command, "description": "run it", "timeout": 120000,
+                              "run_in_background": False}, tool_use_id=tool_use_id)
+
+
+def write(cwd: Path, path: Path, tool_use_id: str = "toolu_01WRITE", session: str = "sess-1") -> dict:
+    return claude("PreToolUse", cwd, session, tool_name="Write",
+                  tool_input={"file_path": str(path), "content": "file content"}, tool_use_id=tool_use_id)
+
+
+def decision(result: Result) -> tuple[str, str | None]:
+    """('allow' | 'deny', reason) from a Claude/Codex PreToolUse answer; asserts the protocol was kept."""
+    assert result.code == 0, result.err
+    if not result.out.strip():
+        return "allow", None
+    out = json.loads(result.out)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse"
+    return out.get("permissionDecision", "allow"), out.get("permissionDecisionReason")
+
+
+def lane(repo: Path, name: str = "feature") -> Path:
+    assert run_cli("lane", "create", name, cwd=repo).code == 0
+    return workspace(repo, name)
+
+
+def set_policy(repo: Path, text: str) -> None:
+    """Commit `.lanes.toml` on the trunk (the policy is read from the trunk's committed head)."""
+    (repo / ".lanes.toml").write_text(text)
+    git("add", ".lanes.toml", cwd=repo)
+    git("commit", "-qm", "policy", cwd=repo)
+
+
+def run_id(cwd: Path) -> str:
+    rows = run_cli("run", "list", "--json", cwd=cwd).json
+    assert len(rows) == 1, rows
+    return rows[0]["id"]

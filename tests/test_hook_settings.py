@@ -1,0 +1,105 @@
+"""install / uninstall merge into the agent CLIs' settings files without touching anything else; doctor
+reports missing or broken hooks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+
+USER_HOOK = {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "/path/to/lint-check.sh"}]}
+
+
+def settings_file(repo, cli):
+    return repo / {"claude": ".claude/settings.json", "codex": ".codex/hooks.json",
+                   "gemini": ".gemini/settings.json"}[cli]
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])
+def test_install_keeps_other_hooks_and_keys_and_uninstall_removes_exactly_ours(repo, cli):
+    path = settings_file(repo, cli)
+    path.parent.mkdir()
+    original = {"model": "x", "permissions": {"allow": ["Bash(ls:*)"]},
+                "hooks": {"PostToolUse": [USER_HOOK], "Notification": [{"hooks": [{"type": "command",
+                                                                                   "command": "notify.sh"}]}]}}
+    path.write_text(json.dumps(original, indent=4))
+    first = run_cli("install", cli, "--json", cwd=repo)
+    assert first.code == 0 and first.json["changed"], first.err
+    installed = json.loads(path.read_text())
+    assert installed["model"] == "x" and installed["permissions"] == original["permissions"]
+    assert USER_HOOK in installed["hooks"]["PostToolUse"]
+    commands = [h["command"] for groups in installed["hooks"].values() for g in groups for h in g["hooks"]]
+    pre = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool"}[cli]
+    assert any(c.endswith(f"hook {cli} {pre}") for c in commands)
+    again = run_cli("install", cli, "--json", cwd=repo)
+    assert again.json["changed"] is False and json.loads(path.read_text()) == installed
+    removed = run_cli("uninstall", cli, "--json", cwd=repo)
+    assert removed.code == 0 and removed.json["changed"]
+    assert json.loads(path.read_text()) == original
+
+
+def test_install_on_a_missing_file_and_uninstall_leaves_no_trace(repo):
+    path = settings_file(repo, "claude")
+    dry = run_cli("install", "claude", "--dry-run", "--json", cwd=repo)
+    assert dry.json["changed"] and not path.exists()
+    assert run_cli("install", "claude", cwd=repo).code == 0
+    data = json.loads(path.read_text())
+    assert set(data["hooks"]) == {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                                  "PostToolUseFailure", "PreCompact", "Stop", "SubagentStop", "SessionEnd"}
+    assert data["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] == 60
+    assert run_cli("uninstall", "claude", cwd=repo).code == 0
+    assert json.loads(path.read_text()) == {}
+
+
+def test_gemini_timeouts_are_milliseconds(repo):
+    run_cli("install", "gemini", cwd=repo)
+    data = json.loads(settings_file(repo, "gemini").read_text())
+    assert data["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] == 60000
+
+
+def test_user_scope_writes_in_home(repo, hermetic):
+    assert run_cli("install", "claude", "--scope", "user", cwd=repo).code == 0
+    assert (hermetic / ".claude" / "settings.json").exists() and not settings_file(repo, "claude").exists()
+
+
+def test_a_settings_file_that_is_not_json_is_never_overwritten(repo):
+    path = settings_file(repo, "claude")
+    path.parent.mkdir()
+    path.write_text("{ not json")
+    result = run_cli("install", "claude", cwd=repo)
+    assert result.code == 1 and "not valid JSON" in result.err and path.read_text() == "{ not json"
+
+
+def test_doctor_reports_missing_and_broken_hooks(repo):
+    report = run_cli("doctor", "--json", cwd=repo)
+    assert report.code == 0, report.err
+    statuses = {c["check"]: c["status"] for c in report.json["checks"]}
+    assert statuses["hooks.claude"] == "warn" and statuses["hooks.policy"] == "ok"
+    run_cli("install", "claude", cwd=repo)
+    assert {c["check"]: c["status"] for c in run_cli("doctor", "--json", cwd=repo).json["checks"]}[
+        "hooks.claude"] == "ok"
+    path = settings_file(repo, "claude")
+    data = json.loads(path.read_text())
+    del data["hooks"]["PreToolUse"]
+    path.write_text(json.dumps(data))
+    broken = run_cli("doctor", "--json", cwd=repo)
+    assert broken.code == 1
+    found = [c for c in broken.json["checks"] if c["check"] == "hooks.claude"][0]
+    assert found["status"] == "fail" and "PreToolUse" in found["message"]
+    run_cli("install", "claude", "--command", "/nonexistent/git-lanes", cwd=repo)
+    gone = run_cli("doctor", "--check", "hooks.claude", "--json", cwd=repo)
+    assert gone.code == 1 and "not there" in gone.json["checks"][0]["message"]
+
+
+def test_the_claude_plugin_wires_the_same_hooks_as_install():
+    from pathlib import Path
+
+    from git_lanes.domain import hook_settings
+
+    plugin = Path(__file__).resolve().parent.parent / "contrib" / "claude-plugin"
+    manifest = json.loads((plugin / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "git-lanes" and manifest["hooks"] == "./hooks/hooks.json"
+    hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
+    assert {event: groups[0]["hooks"][0] for event, groups in hooks.items()} == \
+        hook_settings.handlers("claude", "git lanes")

@@ -1,0 +1,100 @@
+"""Codex CLI and Gemini CLI hooks, each in its own documented format, in real processes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+from hook_helpers import decision, hook, lane, run_id
+
+
+@pytest.fixture
+def ws(repo):
+    return lane(repo)
+
+
+def codex(event: str, cwd, **fields) -> dict:
+    return {"session_id": "thread-1", "turn_id": "turn-1", "transcript_path": None, "cwd": str(cwd),
+            "hook_event_name": event, "model": "gpt-5-codex", "permission_mode": "default", **fields}
+
+
+def gemini(event: str, cwd, **fields) -> dict:
+    return {"session_id": "gem-1", "transcript_path": str(cwd / "session.json"), "cwd": str(cwd),
+            "hook_event_name": event, "timestamp": "2026-01-01T10:30:00Z", **fields}
+
+
+PATCH = """*** Begin Patch
+*** Add File: src/new.py
++print('hi')
+*** Update File: README.md
+@@
+-# project
++# project!
+*** End Patch"""
+
+
+def test_codex_denies_in_claudes_format_and_never_sends_a_bare_allow(ws):
+    denied = hook("codex", "PreToolUse", codex("PreToolUse", ws, tool_name="Bash", tool_use_id="call_1",
+                                               tool_input={"command": "git status; curl http://x"}))
+    assert decision(denied)[0] == "deny"
+    allowed = hook("codex", "PreToolUse", codex("PreToolUse", ws, tool_name="Bash", tool_use_id="call_2",
+                                                tool_input={"command": "git status"}))
+    assert allowed.code == 0 and allowed.out == ""
+
+
+def test_codex_apply_patch_paths_go_through_the_write_gate(repo, ws):
+    run_cli("run", "start", "--agent", "cx", "--phase", "execute", cwd=ws)
+    run = run_id(ws)
+    env = {"GIT_LANES_RUN": run}
+    ok = hook("codex", "PreToolUse", codex("PreToolUse", ws, tool_name="apply_patch", tool_use_id="call_p",
+                                           tool_input={"command": PATCH}), env=env)
+    assert decision(ok)[0] == "allow"
+    escaping = PATCH.replace("src/new.py", "../../../README.md")
+    verdict, reason = decision(hook("codex", "PreToolUse", codex("PreToolUse", ws, tool_name="apply_patch",
+                                                                  tool_use_id="call_q",
+                                                                  tool_input={"command": escaping}), env=env))
+    assert verdict == "deny" and "main worktree" in reason
+    weight = run_cli("run", "show", run, "--json", cwd=ws).json["budget"]["execute"]["spent"]
+    assert weight == 1.5  # apply_patch weighs what Edit weighs
+
+
+def test_codex_stop_answers_json_or_nothing(ws):
+    hook("codex", "UserPromptSubmit", codex("UserPromptSubmit", ws, prompt="fix the bug"))
+    result = hook("codex", "Stop", codex("Stop", ws, stop_hook_active=False, last_assistant_message="done"))
+    assert result.code == 0 and (result.out == "" or isinstance(json.loads(result.out), dict))
+
+
+def test_gemini_before_tool_deny_and_allow(ws):
+    denied = hook("gemini", "BeforeTool", gemini("BeforeTool", ws, tool_name="run_shell_command",
+                                                 tool_input={"command": "cd x && rm -rf y"}))
+    assert denied.code == 0 and json.loads(denied.out)["decision"] == "deny"
+    assert "rm -rf y" in json.loads(denied.out)["reason"]
+    allowed = hook("gemini", "BeforeTool", gemini("BeforeTool", ws, tool_name="read_file",
+                                                  tool_input={"file_path": str(ws / "README.md")}))
+    assert allowed.code == 0 and json.loads(allowed.out).get("decision") != "deny"
+    bad = hook("gemini", "BeforeTool", "{oops")
+    assert bad.code == 0 and json.loads(bad.out)["decision"] == "deny"
+
+
+def test_gemini_pairs_calls_without_a_tool_use_id(ws):
+    call = {"tool_name": "run_shell_command", "tool_input": {"command": "ls"}}
+    assert hook("gemini", "BeforeTool", gemini("BeforeTool", ws, **call)).code == 0
+    after = hook("gemini", "AfterTool", gemini("AfterTool", ws, **call,
+                                               tool_response={"llmContent": "ok", "returnDisplay": "ok"}))
+    assert after.code == 0 and json.loads(after.out) == {}
+    shown = run_cli("run", "show", run_id(ws), "--json", cwd=ws).json
+    assert shown["calls"] == 1 and shown["completed"] == 1 and shown["in_flight"] == []
+
+
+def test_gemini_write_file_in_plan_phase_is_denied(ws):
+    verdict = hook("gemini", "BeforeTool", gemini("BeforeTool", ws, tool_name="write_file",
+                                                  tool_input={"file_path": str(ws / "a.py"), "content": "x"}))
+    assert json.loads(verdict.out)["decision"] == "deny" and "read-only" in json.loads(verdict.out)["reason"]
+
+
+def test_an_unknown_cli_or_event_fails_closed_or_stays_silent(ws):
+    unknown_cli = hook("cursor", "PreToolUse", "{}")
+    assert unknown_cli.code == 2 and "usage" in unknown_cli.err
+    silent = hook("claude", "Notification", {"session_id": "s", "cwd": str(ws), "message": "hi"})
+    assert silent.code == 0 and silent.out == ""

@@ -1,0 +1,109 @@
+"""A turn's end becomes a transition; cost comes from the transcript; a resumed session is briefed from
+durable state, naming the call in flight when the last one died and the file it left changed."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import git, run_cli
+from hook_helpers import bash, claude, decision, hook, lane, run_id, set_policy, write
+
+
+def assistant_line(message_id: str, request: str, output_tokens: int, model: str = "claude-sonnet-5") -> str:
+    return json.dumps({"type": "assistant", "requestId": request, "uuid": f"{message_id}-{request}",
+                       "message": {"id": message_id, "type": "message", "role": "assistant", "model": model,
+                                   "content": [{"type": "text", "text": "…"}],
+                                   "usage": {"input_tokens": 3, "output_tokens": output_tokens,
+                                             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 100}}})
+
+
+def test_a_killed_session_is_briefed_with_its_in_flight_call_and_the_file_it_changed(repo):
+    ws = lane(repo)
+    started = run_cli("run", "start", "--agent", "coder-1", "--goal", "Add a greeting", "--phase", "execute",
+                      cwd=ws)
+    env = {"GIT_LANES_RUN": started.out.strip()}
+    assert hook("claude", "SessionStart", claude("SessionStart", ws, source="startup"), env=env).code == 0
+    todos = claude("PreToolUse", ws, tool_name="TodoWrite", tool_use_id="toolu_plan",
+                   tool_input={"todos": [{"content": "write greet.py", "status": "in_progress",
+                                          "activeForm": "Writing"},
+                                         {"content": "test it", "status": "pending", "activeForm": "Testing"}]})
+    assert decision(hook("claude", "PreToolUse", todos, env=env))[0] == "allow"
+    target = ws / "src" / "greet.py"
+    assert decision(hook("claude", "PreToolUse", write(ws, target, "toolu_01KILLED"), env=env))[0] == "allow"
+    target.write_text("print('hello, world')\n")  # the write landed; the session died before PostToolUse
+    resumed = hook("claude", "SessionStart", claude("SessionStart", ws, "sess-2", source="resume"), env=env)
+    assert resumed.code == 0, resumed.err
+    text = json.loads(resumed.out)["hookSpecificOutput"]["additionalContext"]
+    assert "toolu_01KILLED" in text and str(target) in text
+    assert "src/greet.py" in text and "+print('hello, world')" in text
+    assert "Goal: Add a greeting" in text and "[in_progress] write greet.py" in text
+    briefing = run_cli("run", "resume", started.out.strip(), "--json", cwd=ws).json
+    assert "toolu_01KILLED" in [f["id"] for f in briefing["in_flight"]]
+    assert [f["path"] for f in briefing["disk"]["files"]] == ["src/greet.py"]
+
+
+def test_the_briefing_shows_the_trunk_moving_and_colliding_paths(repo):
+    ws = lane(repo)
+    run = run_cli("run", "start", "--agent", "a1", "--phase", "execute", cwd=ws).out.strip()
+    (ws / "src" / "app.py").write_text("print('lane')\n")
+    assert run_cli("commit", "-m", "lane edit", "--auto-accept", "--agent-id", "a1", cwd=ws).code == 0
+    (repo / "src" / "app.py").write_text("print('trunk')\n")
+    assert run_cli("commit", "-m", "trunk edit", "--auto-accept", "--agent-id", "h", cwd=repo).code == 0
+    text = run_cli("run", "resume", run, cwd=ws).out
+    assert "The trunk moved" in text and "src/app.py" in text
+
+
+def test_cost_comes_from_the_transcript_once_per_response_and_the_spend_gate_holds(repo):
+    set_policy(repo, "[spend]\nusd_per_run = 0.01\n[phases]\nread_only = []\n"
+                     "[prices]\nsonnet = { input = 3.0, output = 15.0, cache_read = 0.0, cache_write = 0.0 }\n")
+    ws = lane(repo)
+    transcript = ws.parent.parent / "transcript.jsonl"
+    # One response written as three lines (one per content block) repeats its usage: it counts once.
+    transcript.write_text("\n".join([json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}),
+                                     assistant_line("msg_1", "req_1", 400), assistant_line("msg_1", "req_1", 400),
+                                     assistant_line("msg_1", "req_1", 400)]) + "\n")
+    payload = bash(ws, "ls", "t1") | {"transcript_path": str(transcript)}
+    assert decision(hook("claude", "PreToolUse", payload))[0] == "allow"
+    shown = run_cli("run", "show", run_id(ws), "--json", cwd=ws).json
+    assert shown["tokens"]["output"] == 400 and abs(shown["cost_usd"] - 0.006009) < 1e-6
+    with transcript.open("a") as out:
+        out.write(assistant_line("msg_2", "req_2", 400) + "\n")
+    verdict, reason = decision(hook("claude", "PreToolUse", bash(ws, "ls", "t2") | {"transcript_path": str(transcript)}))
+    assert verdict == "deny" and "spend limit" in reason and "usd_per_run" in reason
+    read = claude("PreToolUse", ws, tool_name="Read", tool_use_id="t3", transcript_path=str(transcript),
+                  tool_input={"file_path": str(ws / "README.md")})
+    assert decision(hook("claude", "PreToolUse", read))[0] == "allow"
+
+
+def test_a_turn_becomes_a_proposed_transition_with_the_prompt_and_cost(repo):
+    ws = lane(repo)
+    transcript = ws.parent.parent / "t.jsonl"
+    transcript.write_text("")
+    base = {"transcript_path": str(transcript)}
+    hook("claude", "UserPromptSubmit", claude("UserPromptSubmit", ws, prompt="Add a greeting module") | base)
+    (ws / "greet.py").write_text("print('hi')\n")
+    transcript.write_text(assistant_line("msg_9", "req_9", 1000) + "\n")
+    stop = claude("Stop", ws, stop_hook_active=False, last_assistant_message="Done.", background_tasks=[],
+                  session_crons=[]) | base
+    result = hook("claude", "Stop", stop)
+    assert result.code == 0, result.err
+    assert "transition" in json.loads(result.out)["systemMessage"]
+    history = run_cli("history", "--lane", "feature", "--json", cwd=repo).json["transitions"]
+    turn = history[0]
+    assert turn["status"] == "proposed" and turn["intent"]["prompt"] == "Add a greeting module"
+    assert turn["cost"]["tokens_out"] == 1000 and turn["cost"]["api_calls"] == 1 and turn["cost"]["cost_usd"] > 0
+    shown = run_cli("run", "show", run_id(ws), "--json", cwd=ws).json
+    assert shown["transitions"] == [turn["id"]]
+    again = hook("claude", "Stop", stop)  # nothing changed since: no new transition
+    assert again.code == 0
+    assert len(run_cli("history", "--lane", "feature", "--json", cwd=repo).json["transitions"]) == len(history)
+
+
+def test_stop_snapshot_can_be_switched_off(repo):
+    set_policy(repo, '[stop]\nsnapshot = "off"\n')
+    ws = lane(repo)
+    (ws / "x.py").write_text("x = 1\n")
+    assert hook("claude", "Stop", claude("Stop", ws, stop_hook_active=False)).code == 0
+    assert git("status", "--porcelain", cwd=ws).strip() == "?? x.py"
+    events = run_cli("run", "events", run_id(ws), "--json", cwd=ws).json
+    assert events[-1]["type"] == "turn_end" and events[-1]["snapshot"] == "off"

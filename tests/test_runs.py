@@ -1,0 +1,145 @@
+"""Runs through the CLI and the API: every command with --json and stable exit codes, a log any git reads
+(git log, git fsck, dulwich), that survives packing and travels with sync."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli, workspace
+from gitserver import clone, make_origin, server  # noqa: F401  (server is a fixture)
+from hook_helpers import bash, decision, hook, lane
+
+from git_lanes.api import Lanes
+
+
+def test_run_commands_round_trip(repo):
+    ws = lane(repo)
+    task = run_cli("task", "create", "Login flow", "--json", cwd=repo).json["task"]
+    run = run_cli("run", "start", "--agent", "coder-1", "--task", task[:6], "--goal", "Add login", cwd=ws)
+    assert run.code == 0 and len(run.out.strip()) == 16
+    run_id = run.out.strip()
+    shown = run_cli("run", "show", run_id[:6], "--json", cwd=repo).json
+    assert (shown["agent"], shown["lane"], shown["task"], shown["goal"], shown["phase"]) == \
+        ("coder-1", "feature", task, "Add login", "plan")
+    assert shown["budget"] == {"plan": {"budget": 15.0, "spent": 0.0, "left": 15.0},
+                               "execute": {"budget": 40.0, "spent": 0.0, "left": 40.0},
+                               "verify": {"budget": 15.0, "spent": 0.0, "left": 15.0},
+                               "ship": {"budget": 8.0, "spent": 0.0, "left": 8.0}}
+    assert run_cli("run", "phase", run_id, "execute", "--json", cwd=repo).json["phase"] == "execute"
+    bad_phase = run_cli("run", "phase", run_id, "deploy", "--json", cwd=repo)
+    assert bad_phase.code == 1 and bad_phase.json["error"] == "unknown_phase"
+    assert run_cli("run", "list", "--json", cwd=repo).json[0]["id"] == run_id
+    assert "coder-1" in run_cli("run", "list", cwd=repo).out
+    assert "phase execute" in run_cli("run", "show", run_id, cwd=repo).out
+    ended = run_cli("run", "end", run_id, "--reason", "done", "--json", cwd=repo).json
+    assert ended["status"] == "ended" and not ended["already_ended"]
+    assert run_cli("run", "end", run_id, "--json", cwd=repo).json["already_ended"]
+    assert run_cli("run", "list", "--active", "--json", cwd=repo).json == []
+    events = run_cli("run", "events", run_id, "--json", cwd=repo).json
+    assert [e["type"] for e in events] == ["run_start", "phase", "run_end"]
+    assert events[1]["seq"] == 2 and events[1]["elapsed"] >= 0
+    assert run_cli("run", "phase", run_id, "verify", cwd=repo).code == 1
+
+
+def test_unknown_and_ambiguous_runs(repo):
+    missing = run_cli("run", "show", "abcd", "--json", cwd=repo)
+    assert missing.code == 1 and missing.json["error"] == "unknown_run"
+    assert run_cli("run", "show", "not-hex!", cwd=repo).code == 1
+    assert run_cli("run", "start", cwd=repo).code == 2  # --agent is required
+
+
+def test_stats_group_and_filter(repo):
+    ws = lane(repo)
+    for session in ("s1", "s2"):
+        assert decision(hook("claude", "PreToolUse", bash(ws, "ls", session=session)))[0] == "allow"
+    assert decision(hook("claude", "PreToolUse", bash(ws, "curl x", "t2", session="s1")))[0] == "deny"
+    by_agent = run_cli("run", "stats", "--json", cwd=repo).json
+    assert [(r["agent"], r["calls"], r["blocked"]) for r in by_agent["rows"]] == [("s1", 1, 1), ("s2", 1, 0)]
+    assert by_agent["totals"]["calls"] == 2
+    by_lane = run_cli("run", "stats", "--by", "lane", "--json", cwd=repo).json["rows"]
+    assert [(r["lane"], r["runs"]) for r in by_lane] == [("feature", 2)]
+    assert run_cli("run", "stats", "--since", "2999-01-01", "--json", cwd=repo).json["rows"] == []
+    assert run_cli("run", "stats", "--since", "yesterday", cwd=repo).code == 1
+    assert "total" in run_cli("run", "stats", "--by", "day", cwd=repo).out
+
+
+def test_the_log_is_plain_git_and_survives_packing(repo):
+    ws = lane(repo)
+    for number in range(3):
+        hook("claude", "PreToolUse", bash(ws, "ls", f"t{number}"))
+    run = run_cli("run", "list", "--json", cwd=repo).json[0]["id"]
+    ref = f"refs/lanes/runs/{run}"
+    assert len(git("log", "--oneline", ref, cwd=repo).splitlines()) == 4
+    assert '"phase": "plan"' in git("show", f"{ref}:state.json", cwd=repo)
+    assert len(git("reflog", "show", "--format=%H", ref, cwd=repo).splitlines()) == 4
+    git("gc", "--quiet", "--prune=now", cwd=repo)
+    git("pack-refs", "--all", cwd=repo)
+    assert not (repo / ".git" / ref).exists(), "the ref was not packed"
+    assert decision(hook("claude", "PreToolUse", bash(ws, "ls", "t9")))[0] == "allow"
+    assert run_cli("run", "show", run, "--json", cwd=repo).json["calls"] == 4
+    assert git("fsck", "--strict", cwd=repo) == ""
+
+    from dulwich.repo import Repo  # an independent reader of what we wrote
+
+    dulwich_repo = Repo(str(repo))
+    head = dulwich_repo.refs[ref.encode()]
+    messages = []
+    while True:
+        commit = dulwich_repo[head]
+        messages.append(commit.message.decode())
+        if not commit.parents:
+            break
+        head = commit.parents[0]
+    assert len(messages) == 5 and messages[-1].startswith("sess-1: start in feature")
+
+
+def test_run_logs_travel_with_sync(tmp_path: Path, server):  # noqa: F811
+    url = server.bare("project")
+    origin = make_origin(tmp_path, url)
+    ws = workspace(origin, "feature")
+    Lanes(origin).lane_create("feature")
+    hook("claude", "PreToolUse", bash(ws, "ls"))
+    run = run_cli("run", "list", "--json", cwd=origin).json[0]["id"]
+    Lanes(origin).sync()
+    other = clone(tmp_path, url, "machine-b")
+    assert run_cli("pull", cwd=other).code == 0
+    shown = run_cli("run", "show", run, "--json", cwd=other)
+    assert shown.code == 0 and shown.json["calls"] == 1, shown.err
+    hook("claude", "PreToolUse", bash(ws, "git status", "t2"))
+    report = Lanes(origin).sync()
+    assert any(m["kind"] == "run" for m in report["went_out"]), report
+    Lanes(other).sync()
+    assert run_cli("run", "show", run, "--json", cwd=other).json["calls"] == 2
+
+
+@pytest.mark.parametrize("damage", ["state", "ref"])
+def test_a_damaged_log_denies_and_doctor_says_so(repo, damage):
+    ws = lane(repo)
+    hook("claude", "PreToolUse", bash(ws, "ls"))
+    run = run_cli("run", "list", "--json", cwd=repo).json[0]["id"]
+    ref = repo / ".git" / "refs" / "lanes" / "runs" / run
+    if damage == "ref":
+        ref.write_text("garbage\n")
+    else:
+        blob = _write_blob(repo, b'{"format": 9}')
+        tree = _mktree(repo, blob)
+        commit = git("commit-tree", tree, "-p", ref.read_text().strip(), "-m", "x", cwd=repo).strip()
+        ref.write_text(commit + "\n")
+    verdict, reason = decision(hook("claude", "PreToolUse", bash(ws, "ls", "t2")))
+    assert verdict == "deny" and "git-lanes" in reason
+    assert run_cli("doctor", "--check", "hooks.runs", cwd=repo).code == 1
+
+
+def _write_blob(repo: Path, data: bytes) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "hash-object", "-w", "--stdin"], input=data, cwd=repo, capture_output=True,
+                          check=True).stdout.decode().strip()
+
+
+def _mktree(repo: Path, blob: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "mktree"], input=f"100644 blob {blob}\tstate.json\n".encode(), cwd=repo,
+                          capture_output=True, check=True).stdout.decode().strip()

@@ -1,0 +1,85 @@
+"""Shell lines are parsed, not prefix-matched: every simple command and every written file is found."""
+
+from __future__ import annotations
+
+import pytest
+
+from git_lanes.domain import shell
+from git_lanes.errors import UserError
+
+DENY = ("rm -rf *", "git push --force *", "curl *")
+
+
+def commands(line: str) -> list[str]:
+    return [c.text for c in shell.parse(line).commands]
+
+
+@pytest.mark.parametrize("line,hidden", [
+    ("cd x && rm -rf y", "rm -rf y"),
+    ("true || rm -rf y", "rm -rf y"),
+    ("ls; rm -rf y", "rm -rf y"),
+    ("ls | rm -rf y", "rm -rf y"),
+    ("(rm -rf y)", "rm -rf y"),
+    ("{ rm -rf y; }", "rm -rf y"),
+    ("echo $(curl http://x)", "curl http://x"),
+    ("echo `curl http://x`", "curl http://x"),
+    ("echo \"$(curl http://x)\"", "curl http://x"),
+    ("bash -c 'rm -rf y'", "rm -rf y"),
+    ("sh -c \"bash -c 'curl x'\"", "curl x"),
+    ("eval 'rm -rf y'", "rm -rf y"),
+    ("env X=1 rm -rf y", "rm -rf y"),
+    ("sudo -u root rm -rf y", "rm -rf y"),
+    ("xargs -n1 rm -rf < list", "rm -rf"),
+    ("nohup timeout 5 curl x &", "curl x"),
+    ("find . -exec rm -rf {} +", "rm -rf {}"),
+    ("/bin/rm -rf y", "rm -rf y"),
+    ("if true; then rm -rf y; fi", "rm -rf y"),
+    ("for f in a b; do curl $f; done", "curl $f"),
+    ("x=$(curl evil)", "curl evil"),
+    ("cat <<EOF\n$(curl evil)\nEOF", "curl evil"),
+    ("diff <(curl a) b", "curl a"),
+    ("git push --force origin main", "git push --force origin main"),
+])
+def test_a_denied_command_is_found_wherever_it_hides(line, hidden):
+    parsed = shell.parse(line)
+    assert hidden in [c.text for c in parsed.commands]
+    assert shell.check(parsed, None, DENY) is not None
+
+
+@pytest.mark.parametrize("line", ["echo 'rm -rf y'", "python - <<'PY'\nimport os\nPY", "[[ -f a ]] && ls",
+                                  "case $x in a) ls;; esac", "echo $((1 + 2))", "arr=(1 2); echo ${arr[@]}",
+                                  "time make test", "git diff HEAD~1 -- src"])
+def test_lines_bash_handles_parse_and_pass(line):
+    assert shell.check(shell.parse(line), None, DENY) is None
+
+
+@pytest.mark.parametrize("line", ['echo "open', "ls |", "&& ls", "echo $(", ""])
+def test_a_line_that_cannot_be_parsed_is_refused(line):
+    with pytest.raises(UserError) as error:
+        shell.parse(line)
+    assert error.value.code == "unparsable_command"
+
+
+def test_redirections_and_tee_are_writes():
+    parsed = shell.parse("make > build.log 2>&1; echo x >> notes.txt; ls | tee -a out.txt; cat < in.txt; "
+                         "echo y &> all.log; echo z 2>/dev/null")
+    assert sorted(parsed.writes) == ["all.log", "build.log", "notes.txt", "out.txt"]
+
+
+def test_allow_list_judges_the_wrapped_command_and_deny_wins():
+    allow = ("python -m pytest *", "git diff *")
+    assert shell.check(shell.parse("env CI=1 python -m pytest -q && git diff"), allow, ()) is None
+    assert "allow list" in shell.check(shell.parse("python -c 'print(1)'"), allow, ())
+    assert "allow list" in shell.check(shell.parse("sudo python -m pytest"), allow, ())
+    assert "denied" in shell.check(shell.parse("git diff; curl x"), ("*",), ("curl *",))
+
+
+def test_a_computed_program_cannot_be_judged():
+    assert "computed at run time" in shell.check(shell.parse("$CMD --flag"), None, ())
+
+
+def test_write_targets_resolve_against_cwd_and_home():
+    assert shell.resolve("out.txt", "/w/a", "/home/u") == "/w/a/out.txt"
+    assert shell.resolve("~/x", "/w", "/home/u") == "/home/u/x"
+    assert shell.resolve("$PWD/../b", "/w/a", None) == "/w/b"
+    assert shell.resolve("$TMPDIR/x", "/w", "/home/u") is None
