@@ -107,3 +107,17 @@ def test_stop_snapshot_can_be_switched_off(repo):
     assert git("status", "--porcelain", cwd=ws).strip() == "?? x.py"
     events = run_cli("run", "events", run_id(ws), "--json", cwd=ws).json
     assert events[-1]["type"] == "turn_end" and events[-1]["snapshot"] == "off"
+
+
+def test_the_daily_limit_counts_every_run(repo):
+    set_policy(repo, "[spend]\nusd_per_run = false\nusd_per_day = 0.01\n[phases]\nread_only = []\n"
+                     "[prices]\nsonnet = { input = 0.0, output = 15.0, cache_read = 0.0, cache_write = 0.0 }\n")
+    ws = lane(repo)
+    for session, message in (("first", "msg_a"), ("second", "msg_b")):
+        transcript = ws.parent.parent / f"{session}.jsonl"
+        transcript.write_text(assistant_line(message, "req", 400) + "\n")  # $0.006 each
+        payload = bash(ws, "ls", f"t-{session}", session=session) | {"transcript_path": str(transcript)}
+        result = decision(hook("claude", "PreToolUse", payload))
+    assert result[0] == "deny" and "daily spend limit" in result[1]
+    stats = run_cli("run", "stats", "--json", cwd=repo).json
+    assert stats["totals"]["cost_usd"] == 0.012 and stats["totals"]["blocked"] == 1

@@ -17,6 +17,7 @@ SCENES = [
     "git_lanes.demo.promotion",
     "git_lanes.demo.coordination",
     "git_lanes.demo.sync",
+    "git_lanes.demo.control",
 ]
 
 

@@ -12,11 +12,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from git_lanes.domain import shell
+from typing import TYPE_CHECKING
+
 from git_lanes.errors import LanesError
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import RunState
+
+if TYPE_CHECKING:
+    from git_lanes.domain.shell import ShellLine
 
 CONTROL_COMMANDS = {"phase", "show", "resume", "events", "list", "stats", "end"}
 EPSILON = 1e-9
@@ -69,7 +73,7 @@ def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend:
     if state.status == "ended":
         return Decision(False, weight, f"run {state.id[:8]} has ended; start a new one with `git lanes run start`")
     try:
-        line = shell.parse(call.command) if call.command is not None else None
+        line = _parse(call.command) if call.command is not None else None
     except LanesError as exc:
         return Decision(False, weight, exc.message + (f" ({exc.hint})" if exc.hint else ""))
     if line is not None and _is_control(line):
@@ -79,7 +83,13 @@ def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend:
     return Decision(reason is None, weight, reason, tuple(check.warnings))
 
 
-def _is_control(line: shell.ShellLine) -> bool:
+def _parse(command: str) -> ShellLine:
+    from git_lanes.domain import shell  # the parser loads only when a shell line arrives
+
+    return shell.parse(command)
+
+
+def _is_control(line: ShellLine) -> bool:
     def control(argv: tuple[str, ...]) -> bool:
         words = list(argv)
         if words[:1] == ["git"] and words[1:2] == ["lanes"]:
@@ -93,26 +103,30 @@ def _is_control(line: shell.ShellLine) -> bool:
     return bool(line.commands) and not line.writes and all(control(c.argv) for c in line.commands)
 
 
-def _commands(check: _Check, line: shell.ShellLine | None) -> str | None:
+def _commands(check: _Check, line: ShellLine | None) -> str | None:
     if line is None:
         return None
+    from git_lanes.domain import shell
+
     return shell.check(line, check.policy.allow, check.policy.deny)
 
 
-def write_targets(check: _Check, line: shell.ShellLine | None) -> tuple[list[str], str | None]:
+def write_targets(check: _Check, line: ShellLine | None) -> tuple[list[str], str | None]:
     """Absolute paths the call writes, or a reason when one cannot be known before it runs."""
+    from git_lanes.domain.shell import resolve
+
     place = check.place
     targets = []
     cwd = os.path.join(place.cwd, check.call.cwd) if check.call.cwd else place.cwd
     for raw in [*check.call.paths, *(line.writes if line is not None else ())]:
-        path = shell.resolve(raw, cwd, place.home)
+        path = resolve(raw, cwd, place.home)
         if path is None:
             return [], f"cannot tell where `{raw}` is before the command runs; write to a plain path"
         targets.append(_real(path))
     return targets, None
 
 
-def _writes(check: _Check, line: shell.ShellLine | None) -> str | None:
+def _writes(check: _Check, line: ShellLine | None) -> str | None:
     targets, problem = write_targets(check, line)
     if problem:
         return problem
@@ -150,7 +164,7 @@ def _spend(check: _Check, spend: Spend) -> str | None:
     return None
 
 
-def _claims(check: _Check, line: shell.ShellLine | None, claims: dict[str, list[str]]) -> str | None:
+def _claims(check: _Check, line: ShellLine | None, claims: dict[str, list[str]]) -> str | None:
     from git_lanes.model.globs import glob_matches
 
     workspace = check.place.workspace

@@ -8,7 +8,6 @@ outside that lock."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -124,7 +123,9 @@ def _main_on_trunk(repo: LightRepo) -> bool:
 # -- the run's log ----------------------------------------------------------------------------------------
 def session_run_id(cli: str, session: str) -> str:
     """The run a session with no explicit run belongs to: the same session always finds the same run."""
-    return hashlib.sha1(f"{cli}\0{session}".encode()).hexdigest()[:16]
+    from hashlib import sha1
+
+    return sha1(f"{cli}\0{session}".encode()).hexdigest()[:16]
 
 
 def resolve_run(repo: LightRepo, given: str) -> str:
@@ -328,7 +329,8 @@ def day_spend(repo: LightRepo, run: str, state: RunState, now: float) -> float:
     """What every run here cost today (UTC), this run's state taken as given (it may not be written yet)."""
     today = runs.day_of(now)
     total = state.days.get(today, {}).get("cost_usd", 0.0)
-    for other, head in repo.log.runs().items():
+    midnight = now - now % 86400  # UTC: a run whose log has not moved since spent nothing today
+    for other, head in repo.log.runs_touched_since(midnight).items():
         if other == run:
             continue
         try:

@@ -22,6 +22,7 @@ USAGE = "usage: git lanes hook claude|codex|gemini EVENT  (the agent CLI sends t
 
 
 def main(argv: list[str]) -> int:
+    argv = [arg for arg in argv if arg != "--json"]  # accepted for uniformity: the answer is always JSON
     if len(argv) != 2 or argv[0] not in CLIS:
         # Exit 2 with a reason on stderr blocks the call in all three CLIs: a mistyped install fails closed.
         sys.stderr.write(f"git-lanes: {USAGE}\n")

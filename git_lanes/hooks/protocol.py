@@ -3,7 +3,6 @@ are normal), and the shape of an answer. Each CLI's module maps its event and to
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -78,7 +77,9 @@ def shell_text(value: Any, tool: str) -> str:
 
 def derived_id(tool: str, data: dict) -> str:
     """An id for a call the CLI sends none for: the same call before and after it runs gets the same id."""
-    digest = hashlib.sha1(json.dumps([tool, data], sort_keys=True, default=str).encode()).hexdigest()
+    from hashlib import sha1
+
+    digest = sha1(json.dumps([tool, data], sort_keys=True, default=str).encode()).hexdigest()
     return "call-" + digest[:16]
 
 

@@ -12,9 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat, UserError
-from git_lanes.model import records
 
-FORMAT = records.FORMAT_VERSION
+FORMAT = 1
 RUN_ID = re.compile(r"[0-9a-f]{4,40}")
 EVENT_TYPE = re.compile(r"[a-z][a-z_]{1,39}")
 # What each event records besides its type and time (DESIGN.md §6; the list plus the run's own
@@ -42,7 +41,10 @@ STATUSES = ("active", "ended")
 def check_format(data: Any, what: str) -> dict:
     if not isinstance(data, dict):
         raise UnsupportedFormat(f"{what} is not a JSON object")
-    records.check_format(data, what)
+    version = data.get("format")
+    if isinstance(version, bool) or not isinstance(version, (int, float)) or int(version) != FORMAT:
+        raise UnsupportedFormat(f"{what} has format {version!r}; this git-lanes reads format {FORMAT}",
+                                hint="upgrade git-lanes")
     return data
 
 

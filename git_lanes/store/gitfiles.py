@@ -169,6 +169,28 @@ def list_refs(common_dir: Path, prefix: str) -> dict[str, str]:
     return found
 
 
+def refs_touched_since(common_dir: Path, prefix: str, since: float) -> dict[str, str]:
+    """The refs under `prefix` that may have moved at or after `since` (a Unix time): loose refs whose file
+    changed since, and all packed ones if packed-refs did. A cheap filter before reading many refs."""
+    found = {}
+    try:
+        packed_recently = (common_dir / "packed-refs").stat().st_mtime >= since
+    except FileNotFoundError:
+        packed_recently = False
+    if packed_recently:
+        found = {name: oid for name, oid in packed_refs(common_dir).items() if name.startswith(prefix)}
+    for directory, _, files in os.walk(common_dir / prefix):
+        for file in files:
+            path = Path(directory) / file
+            try:
+                if file.endswith(".lock") or path.stat().st_mtime < since:
+                    continue
+                found[path.relative_to(common_dir).as_posix()] = path.read_text().strip()
+            except OSError:
+                continue
+    return found
+
+
 def update_ref(common_dir: Path, name: str, new: str, old: str | None, message: str, identity: str,
                when: float) -> None:
     """Move `name` from `old` (None: must not exist) to `new`, as git does: take `<ref>.lock` (waiting a

@@ -12,8 +12,12 @@ import mmap
 import os
 import struct
 import zlib
-from hashlib import sha1
 from pathlib import Path
+
+try:  # the builtin module: hashlib would load OpenSSL first, a cost every hook call would pay
+    from _sha1 import sha1
+except ImportError:  # pragma: no cover
+    from hashlib import sha1
 
 from git_lanes.errors import UnsupportedFormat
 

@@ -41,6 +41,12 @@ class RunLog:
         """run id -> head commit, for every run log here."""
         return {name[len(RUNS):]: oid for name, oid in gitfiles.list_refs(self.common_dir, RUNS).items()}
 
+    def runs_touched_since(self, since: float) -> dict[str, str]:
+        """Runs whose log may have grown at or after `since` (by the ref files' times): the others are
+        known not to have changed since then without reading them."""
+        return {name[len(RUNS):]: oid for name, oid in
+                gitfiles.refs_touched_since(self.common_dir, RUNS, since).items()}
+
     def head(self, run: str) -> str | None:
         return gitfiles.read_ref(self.common_dir, self.ref(run))
 
