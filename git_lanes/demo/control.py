@@ -42,7 +42,8 @@ def play(s: DemoSession) -> None:
 
     s.heading("The session is killed in the middle of a write; a new one starts from a briefing")
     target = workspace / "greet.py"
-    _call(s, workspace, env, "Write", {"file_path": str(target), "content": "print('hello')\n"}, "toolu_8")
+    _call(s, workspace, env, "Write", {"file_path": str(target), "content": "print('hello')\n"}, "toolu_8",
+          completes=False)
     s.write(target, "print('hello')\n")
     s.say("  (the file landed on disk; the session died before PostToolUse)")
     answer = _hook(s, workspace, env, "SessionStart", {"source": "resume"}, session="demo-session-2")
@@ -58,15 +59,23 @@ def play(s: DemoSession) -> None:
                             "briefed_in_flight": "toolu_8" in briefing}
 
 
-def _call(s: DemoSession, workspace: Path, env: dict, tool: str, tool_input: dict, tool_use_id: str) -> None:
-    answer = _hook(s, workspace, env, "PreToolUse", {"tool_name": tool, "tool_input": tool_input,
-                                                      "tool_use_id": tool_use_id})
+def _call(s: DemoSession, workspace: Path, env: dict, tool: str, tool_input: dict, tool_use_id: str,
+          completes: bool = True) -> None:
+    """One tool call as Claude Code makes it: PreToolUse, and PostToolUse once an admitted tool ran."""
+    call = {"tool_name": tool, "tool_input": tool_input, "tool_use_id": tool_use_id}
+    answer = _hook(s, workspace, env, "PreToolUse", call)
+    admitted = '"deny"' not in answer
+    if admitted and completes:
+        _hook(s, workspace, env, "PostToolUse", {**call, "tool_response": {"success": True}, "duration_ms": 40})
     shown = tool_input.get("command") or tool_input.get("file_path", "").replace(str(s.root) + "/", "")
     if not answer.strip():
         s.say(f"  {tool} {shown}: allowed")
         return
     output = json.loads(answer)["hookSpecificOutput"]
-    s.say(f"  {tool} {shown}: {output['permissionDecision'].upper()} — {output['permissionDecisionReason']}")
+    if output.get("permissionDecision") == "deny":
+        s.say(f"  {tool} {shown}: DENY — {output['permissionDecisionReason']}")
+    else:
+        s.say(f"  {tool} {shown}: allowed (the model is told: {output.get('additionalContext')})")
 
 
 def _hook(s: DemoSession, workspace: Path, env: dict, event: str, fields: dict, session: str = "demo-session-1") -> str:
