@@ -39,7 +39,9 @@ def converse(repo, messages: list[dict], answers: int) -> tuple[list[dict], str]
         server.stdin.close()
         assert server.wait(timeout=60) == 0
         assert server.stdout.read() == ""  # nothing more: in particular no second answer to initialize
-        return got, server.stderr.read()
+        errors = server.stderr.read()
+        assert "warning" not in errors, errors  # the relay finished by itself once the SDK stopped
+        return got, errors
     finally:
         server.kill()
 

@@ -25,6 +25,9 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CAPABILITIES = {"prompts": {"listChanged": False}, "resources": {"listChanged": False, "subscribe": False},
                 "tools": {"listChanged": False}}
 HOST = "127.0.0.1"
+# Written after the SDK stopped: the SDK never closes its copy of fd 1, so the outbound pipe never ends by
+# itself, and everything the SDK wrote comes out of the pipe before this line.
+LAST_LINE = b"\x00git-lanes: the SDK stopped\n"
 
 
 def early_answer(message: object) -> dict | None:
@@ -56,7 +59,7 @@ class Relay:
         os.dup2(inbound_read, 0)
         os.dup2(outbound_write, 1)
         os.close(inbound_read)
-        os.close(outbound_write)
+        self._outbound_write = outbound_write
         self._lock = threading.Lock()
         self._answered: dict[str, dict] = {}  # request id (as JSON) -> the result sent early
         self._inbound = threading.Thread(target=self._relay_in, name="mcp-wire-in", daemon=True)
@@ -93,6 +96,8 @@ class Relay:
     def _relay_out(self) -> None:
         with os.fdopen(self._outbound_read, "rb") as sdk:
             for line in sdk:
+                if line == LAST_LINE:
+                    return
                 if not line.lstrip().startswith(b"{"):
                     # Stray output (a print before the SDK took fd 1 over) would break the protocol.
                     sys.stderr.buffer.write(line)
@@ -119,10 +124,11 @@ class Relay:
 
     def close(self) -> None:
         """After the SDK stopped: let the outbound relay copy what is left, then stop."""
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)  # the last writer of the outbound pipe: the relay now reads to its end
-        os.close(devnull)
+        os.write(self._outbound_write, LAST_LINE)
+        os.close(self._outbound_write)
         self._outbound.join(timeout=10)
+        if self._outbound.is_alive():
+            print("git-lanes: warning: the MCP relay did not finish writing", file=sys.stderr)
 
 
 def serve(path: str | os.PathLike, agent: str | None, toolsets: Iterable[str], http_port: int | None) -> None:
