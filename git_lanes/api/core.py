@@ -127,7 +127,7 @@ class CoreApi:
             if record is None:
                 return {"status": "unchanged", "lane": name, "head": lanes.lane_head(ctx, name),
                         "message": f"nothing to snapshot: workspace of {name!r} matches its lane head"}
-            if auto_accept and not gates.load(ctx):
+            if auto_accept and not gates.scoped(ctx, record):
                 # Nothing to run, so propose and decide in one critical section: no other writer can
                 # accept the same content in between and leave this proposal superseded.
                 return gates.decide(ctx, record, ())

@@ -57,7 +57,7 @@ class PromotionApi:
             if plan.up_to_date:
                 return {"status": "up_to_date", **plan.to_dict(), "transition": None}
             record = promotion.propose(ctx, plan, intent, cost or Cost(), force=force)
-            checks = gates.load(ctx)
+            checks = gates.scoped(ctx, record)
             if not checks:
                 return self._settle(ctx, plan, record, (), auto_accept)
         evaluations = gates.evaluate(self.ctx, record, checks)
@@ -94,7 +94,7 @@ class PromotionApi:
         gate fails; the proposal stays pending)."""
         record = transitions.find(self.ctx, transition_id)
         _require_pending(record)
-        checks = gates.load(self.ctx)
+        checks = gates.scoped(self.ctx, record)
         evaluations = gates.evaluate(self.ctx, record, checks)
         with self._writing() as ctx:
             current = transitions.load(ctx, record.state) or record
@@ -104,6 +104,14 @@ class PromotionApi:
         if gates.failures(evaluations):
             raise gates.gate_failed(current)
         return current.to_dict() | {"gates": [g.name for g in checks]}
+
+    def gates(self, *, lane: str | None = None, kind: str | None = None) -> list[dict]:
+        """The gates declared at the trunk's head with what each guards; with `lane` and/or `kind`, only
+        those that judge such accepts (`lane` need not exist yet)."""
+        if lane is not None:
+            lanes.validate_lane_name(lane)
+        return [g.to_dict() for g in gates.load(self.ctx)
+                if (kind is None or kind in g.on) and (lane is None or g.covers(lane))]
 
     def lane_reset(self, name: str, onto: str | None = None, *, force: bool = False, reason: str | None = None,
                    agent_id: str | None = None) -> dict:

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "diff": "git_lanes.cli.inspect:diff",
     "promote": "git_lanes.cli.promote:promote",
     "evaluate": "git_lanes.cli.promote:evaluate",
+    "gates": "git_lanes.cli.promote:gates_",
     "push": "git_lanes.cli.sync:push",
     "pull": "git_lanes.cli.sync:pull",
     "sync": "git_lanes.cli.sync:sync",

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from git_lanes.cli.intent import intent_kwargs, intent_options
-from git_lanes.cli.output import json_option, open_api, run, short
+from git_lanes.cli.output import json_option, open_api, run, short, table
 
 
 def render_evaluations(evaluations: list[dict]) -> list[str]:
@@ -114,3 +114,29 @@ def evaluate(transition_id: str, as_json: bool) -> None:
         return "\n".join([f"evaluated {short(r['id'])} on {r['lane']}", *lines])
 
     run(lambda: open_api().evaluate(transition_id), as_json, render)
+
+
+@click.command(name="gates")
+@click.option("--lane", metavar="LANE", help="Only the gates that judge accepts on LANE.")
+@click.option("--on", "kind", type=click.Choice(["commit", "promote"]),
+              help="Only the gates that judge this kind of accept.")
+@json_option
+def gates_(lane: str | None, kind: str | None, as_json: bool) -> None:
+    """List the gates declared in .lanes.toml at the trunk's head and what each guards.
+
+    A gate's `on` says which accepts it judges ("commit": a lane's own states, by commit --auto-accept or
+    accept; "promote": promotions), and `into` which lanes', as globs (default: every accept on every lane).
+
+    \b
+    Example:
+      git lanes gates
+      git lanes gates --lane main --on promote --json
+    """
+    def render(rows: list[dict]) -> str:
+        if not rows:
+            return "no gates" + (" guard that" if lane or kind else " declared in .lanes.toml on the trunk")
+        return table([[g["name"], "required" if g["required"] else "optional", "on " + ",".join(g["on"]),
+                       "into " + ",".join(g["into"]),
+                       g["command"] if isinstance(g["command"], str) else " ".join(g["command"])] for g in rows])
+
+    run(lambda: open_api().gates(lane=lane, kind=kind), as_json, render)

@@ -74,13 +74,13 @@ def load_policy(repo: LightRepo) -> Policy:
     entry = parse_tree(objects.read_typed(headers["tree"][0], b"tree")).get(CONFIG)
     if entry is None:
         return Policy()
-    import tomllib
+    from git_lanes.model import config
 
-    try:
-        data = tomllib.loads(objects.read_typed(entry[1], b"blob").decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UnsupportedFormat(f"{CONFIG} on the trunk is not valid TOML: {exc}", code="invalid_policy",
-                                hint=f"fix {CONFIG} on the trunk; until then every agent tool call is denied") from None
+    def invalid(message: str) -> UnsupportedFormat:
+        return UnsupportedFormat(message.replace(CONFIG, f"{CONFIG} on the trunk", 1), code="invalid_policy",
+                                 hint=f"fix {CONFIG} on the trunk; until then every agent tool call is denied")
+
+    data = config.parse(objects.read_typed(entry[1], b"blob"), invalid)
     return Policy.from_toml(data, source=entry[1])
 
 

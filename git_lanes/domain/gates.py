@@ -8,31 +8,30 @@ gates that judge it.
     required = true                             # default; a failing optional gate is only recorded
     timeout = 600                               # seconds
     workdir = "."                               # relative to the tree
+    on = ["promote"]                            # which accepts it judges: "commit", "promote" (default: both)
+    into = ["main", "release/*"]                # which lanes' accepts, as globs (default: every lane)
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from git_lanes.domain import lanes, promotion, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, UserError
-from git_lanes.model import refs
+from git_lanes.model import config, refs
+from git_lanes.model.config import CONFIG
 from git_lanes.model.names import normalize_repo_path
 from git_lanes.model.records import Evaluation, Transition
 from git_lanes.store import scratch
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-CONFIG = ".lanes.toml"
 DEFAULT_TIMEOUT = 600.0
 OUTPUT_LINES = 5  # of a failed gate's output, shown with the error; the note keeps a longer tail
-_KEYS = {"name", "command", "required", "timeout", "workdir"}
+_KEYS = {"name", "command", "required", "timeout", "workdir", "on", "into"}
+# What a gate may guard: accepting a lane's own state (commit --auto-accept, accept) or a promotion into it.
+KINDS = ("commit", "promote")
 
 
 @dataclass(frozen=True)
@@ -42,14 +41,29 @@ class Gate:
     required: bool = True
     timeout: float = DEFAULT_TIMEOUT
     workdir: str = ""
+    on: tuple[str, ...] = KINDS
+    into: tuple[str, ...] = ("*",)
+
+    def guards(self, kind: str, lane: str) -> bool:
+        """Whether this gate judges accepting a transition of `kind` on `lane`."""
+        return kind in self.on and self.covers(lane)
+
+    def covers(self, lane: str) -> bool:
+        """Whether `into` names `lane` (fnmatch globs: `release/*` is every lane under release/)."""
+        return any(fnmatchcase(lane, pattern) for pattern in self.into)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "command": self.command if isinstance(self.command, str) else list(self.command),
+                "required": self.required, "timeout": self.timeout, "workdir": self.workdir or ".",
+                "on": list(self.on), "into": list(self.into)}
 
 
-def parse(text: str) -> tuple[Gate, ...]:
+def parse(text: str | bytes) -> tuple[Gate, ...]:
     """The `[[gate]]` entries of a `.lanes.toml`; other tables belong to other parts of git-lanes."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise _invalid(f"{CONFIG} is not valid TOML: {exc}") from None
+    return from_config(config.parse(text, _invalid))
+
+
+def from_config(data: dict) -> tuple[Gate, ...]:
     entries = data.get("gate", [])
     if not isinstance(entries, list):
         raise _invalid(f"{CONFIG}: `gate` must be an array of tables ([[gate]])")
@@ -88,7 +102,15 @@ def _gate(entry: object, number: int) -> Gate:
         workdir = normalize_repo_path(workdir)
     except UserError as exc:
         raise _invalid(f"{CONFIG}: gate {name!r}: {exc.message}") from None
-    return Gate(name, command, required, float(timeout), workdir)
+    on = config.string_list(entry.get("on", list(KINDS)), f"gate {name!r}: on", _invalid)
+    strange = [kind for kind in on if kind not in KINDS]
+    if strange or not on:
+        raise _invalid(f"{CONFIG}: gate {name!r}: on must list some of {', '.join(map(repr, KINDS))}"
+                       + (f", not {', '.join(map(repr, strange))}" if strange else ""))
+    into = config.string_list(entry.get("into", ["*"]), f"gate {name!r}: into", _invalid)
+    if not into:
+        raise _invalid(f"{CONFIG}: gate {name!r}: into must name at least one lane or glob")
+    return Gate(name, command, required, float(timeout), workdir, tuple(dict.fromkeys(on)), into)
 
 
 def _invalid(message: str) -> UserError:
@@ -97,15 +119,21 @@ def _invalid(message: str) -> UserError:
 
 
 def load(ctx: Context) -> tuple[Gate, ...]:
+    """Every gate the trunk's committed `.lanes.toml` declares."""
     head = lanes.lane_head(ctx, ctx.trunk)
     text = ctx.store.read_path(ctx.store.tree_of(head), CONFIG)
-    return parse(text.decode("utf-8", "replace")) if text is not None else ()
+    return parse(text) if text is not None else ()
+
+
+def scoped(ctx: Context, record: Transition) -> tuple[Gate, ...]:
+    """The gates that judge accepting `record`: those whose `on` names its kind and whose `into` its lane."""
+    return tuple(gate for gate in load(ctx) if gate.guards(record.kind, record.lane))
 
 
 def evaluate(ctx: Context, record: Transition, gates: tuple[Gate, ...] | None = None) -> tuple[Evaluation, ...]:
-    """Run every gate on the record's state in one scratch checkout, restored between gates. Takes no
-    lock: a gate may run for minutes and must not stall other writers."""
-    gates = load(ctx) if gates is None else gates
+    """Run every gate that judges the record (see `scoped`) on its state in one scratch checkout, restored
+    between gates. Takes no lock: a gate may run for minutes and must not stall other writers."""
+    gates = scoped(ctx, record) if gates is None else gates
     if not gates:
         return ()
     results = []
