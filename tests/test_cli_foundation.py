@@ -214,7 +214,8 @@ def test_restore_shape(repo):
     fails("restore", first["id"][:8], cwd=ws, code="dirty_workspace")
     assert repository_state(repo) == before and (ws / "f.txt").read_text() == "typing\n"
     restored = ok("restore", first["id"][:8], "--force", cwd=ws)
-    assert set(restored) == {"lane", "workspace", "state", "lane_head", "backup", "changed_from_head"}
+    assert set(restored) == {"lane", "workspace", "state", "lane_head", "backup", "changed_from_head",
+                             "nested_left", "ignored_removed"}
     assert (restored["lane"], restored["workspace"], restored["state"], restored["lane_head"]) == \
         ("feat", str(ws), first["to"], second["to"])
     assert restored["changed_from_head"] == ["f.txt"] and (ws / "f.txt").read_text() == "1\n"

@@ -5,6 +5,7 @@ working repository, one that does not exist), and the rough edges found by using
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -301,7 +302,7 @@ def test_a_workspace_left_behind_by_sync_prints_a_way_on_that_keeps_the_edits(tm
     report = run_cli("sync", cwd=clone)
     assert report.code == 0 and "workspace of feat stale" in report.out
     way = report.out.split("workspace of feat stale")[1].splitlines()[1]
-    stash_route = re.search(r"`(git stash && .*?)`", way).group(1)
+    stash_route = re.search(r"`(git stash --include-untracked && .*?)`", way).group(1)
     assert "--force" in way and "backup ref" in way
     subprocess.run(stash_route, shell=True, cwd=theirs, capture_output=True)  # the pop stops on the conflict
     marked = (theirs / "shared.txt").read_text()
@@ -313,6 +314,28 @@ def test_a_workspace_left_behind_by_sync_prints_a_way_on_that_keeps_the_edits(tm
     head = git("rev-parse", "refs/lanes/heads/feat", cwd=clone).strip()
     assert git("show", f"{head}:shared.txt", cwd=clone) == "both edits\n"
     assert run_cli("sync", cwd=clone).code == 0
+
+
+def test_the_blocked_trunk_hint_moves_an_untracked_file_out_of_the_way_too(tmp_path, origin):
+    machine, bare = origin
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", bare.as_uri(), str(clone), cwd=tmp_path)
+    assert run_cli("pull", cwd=clone).code == 0
+    (machine / "n.txt").write_text("new on the trunk\n")
+    Lanes(machine).commit("add n.txt", "coder-1", cwd=machine, auto_accept=True)
+    Lanes(machine).sync()
+    (clone / "n.txt").write_text("mine, untracked\n")  # a plain `git stash` would leave it in the way
+
+    report = run_cli("sync", "--json", cwd=clone)
+    blocked = [w for w in report.json["workspaces"] if w["status"] == "blocked"]
+    assert report.code == 0 and blocked and blocked[0]["paths"] == {"untracked file in the way": ["n.txt"]}
+    route = re.search(r"`(.*?)`", blocked[0]["hint"]).group(1)
+    assert route.startswith("git stash --include-untracked && ")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(route, shell=True, cwd=clone, env=env, capture_output=True)  # the pop stops: n.txt exists
+    assert git("rev-parse", "main", cwd=clone) == git("rev-parse", "main", cwd=machine)
+    assert (clone / "n.txt").read_text() == "new on the trunk\n"
+    assert git("show", "stash@{0}^3:n.txt", cwd=clone) == "mine, untracked\n"  # kept, as git keeps it
 
 
 def test_a_former_owner_cannot_pause_the_new_owners_task(repo):

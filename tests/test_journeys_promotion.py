@@ -187,6 +187,27 @@ def test_a_promoted_deletion_never_removes_a_file_through_a_symlinked_folder(rep
     assert (outside / "app.py").read_text() == "print('hello')\n"
 
 
+def test_a_tracked_symlink_becoming_a_folder_is_promoted_without_spurious_attention(repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "canary").write_text("outside, never touched\n")
+    (repo / "e").symlink_to(outside)
+    assert auto_commit(repo, "link e").code == 0
+    ws = make_lane(repo, "a")
+    (ws / "e").unlink()
+    (ws / "e").mkdir()
+    (ws / "e" / "canary").write_text("the lane's own\n")
+    (ws / "e" / "new").write_text("new\n")
+    assert auto_commit(ws, "e is a folder").code == 0
+    promoted = lanes("promote", "a", "--auto-accept", "--json", cwd=repo)
+    assert promoted.code == 0, promoted.err
+    assert promoted.json["worktree"]["attention"] == []
+    assert sorted(promoted.json["worktree"]["updated"]) == ["e", "e/canary", "e/new"]
+    assert (outside / "canary").read_text() == "outside, never touched\n"
+    assert not (repo / "e").is_symlink() and (repo / "e" / "canary").read_text() == "the lane's own\n"
+    assert git("status", "--porcelain", cwd=repo) == ""
+
+
 def test_promotion_into_a_worktree_with_crlf_checkouts_updates_files_as_git_would(repo):
     (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
     (repo / "t.txt").write_bytes(b"l1\r\nl2\r\n")

@@ -104,6 +104,8 @@ class CoreApi:
                               f"({', '.join(t.id[:8] for t in pending)})", code="pending_proposals",
                               hint="accept or reject them first, or pass --force (they are rejected and kept "
                                    "under refs/lanes/rejected/)")
+            if path is not None:
+                lanes.require_no_nested(ctx, name, path)
             unsaved = path is not None and restore.has_unsaved(ctx, name, path)
             kept = None
             if unsaved and force:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import SuggestingGroup
-from git_lanes.cli.output import ATTENTION_HINT, json_option, open_api, run, short, table
+from git_lanes.cli.output import ATTENTION_HINT, json_option, nested_left, open_api, run, short, table
 
 
 @click.group(cls=SuggestingGroup)
@@ -148,7 +148,7 @@ def reset(name: str, onto: str | None, reason: str | None, force: bool, as_json:
         text = f"reset {r['lane']} onto {r['onto']}: {short(r['from'])} -> {short(r['to'])}"
         if r["kept_at"]:
             text += f"\nthe old head is kept as a rejected state at {r['kept_at']}"
-        return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "")
+        return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "") + nested_left(r)
 
     run(lambda: open_api().lane_reset(name, onto, force=force, reason=reason,
                                       agent_id=os.environ.get("GIT_LANES_AGENT")), as_json, render)

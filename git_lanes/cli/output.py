@@ -59,6 +59,13 @@ def fail(exc: LanesError, as_json: bool) -> None:
     sys.exit(exc.exit_code or EXIT_USER)
 
 
+def nested_left(r: dict) -> str:
+    """The line saying which nested repositories a forced restore or reset left where they were."""
+    nested = r.get("nested_left") or []
+    return (f"\nleft in place (each holds a git repository of its own, which git-lanes never deletes): "
+            f"{', '.join(nested)}") if nested else ""
+
+
 def short(oid: str | None) -> str:
     return oid[:8] if oid else "-"
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from git_lanes.cli.intent import intent_kwargs, intent_options
-from git_lanes.cli.output import json_option, open_api, run, short
+from git_lanes.cli.output import json_option, nested_left, open_api, run, short
 
 workspace_option = click.option("-w", "--workspace", "lane", metavar="LANE",
                                 help="The lane whose workspace to use (default: the one holding the current "
@@ -121,6 +121,6 @@ def restore(state: str, lane: str | None, force: bool, as_json: bool) -> None:
         text = f"restored workspace of {r['lane']} to {short(r['state'])}"
         if r["changed_from_head"]:
             text += f" ({len(r['changed_from_head'])} paths differ from the lane head; commit to record it)"
-        return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "")
+        return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "") + nested_left(r)
 
     run(lambda: open_api().restore(state, lane=lane, cwd=os.getcwd(), force=force), as_json, render)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
+from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict
 from git_lanes.model.records import Transition
 from git_lanes.store.trees import Entry
@@ -74,8 +75,7 @@ def check(ctx: Context, lane: str, worktree: Path) -> None:
         return
     _, attention = _settle(ctx, lane, files, entries)
     if attention:
-        shown = ", ".join(attention[:5]) + (f" and {len(attention) - 5} more" if len(attention) > 5 else "")
-        raise Conflict(f"a promotion changed {shown} while this worktree had unsaved edits there; a snapshot "
+        raise Conflict(f"a promotion changed {some(attention)} while this worktree had unsaved edits there; a snapshot "
                        f"now would revert the promoted change", code="unmerged_promotion",
                        details={"paths": attention, "worktree": str(worktree)},
                        hint="`git diff -- PATH` shows your edits against the promoted version: merge them "

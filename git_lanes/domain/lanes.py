@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_lanes.domain.context import Context
+from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.model import refs
 from git_lanes.model.names import validate_lane_name
@@ -164,6 +165,18 @@ def unpromoted(ctx: Context, name: str) -> bool:
         if other != name and ctx.store.is_ancestor(head, lane_head(ctx, other)):
             return False
     return True
+
+
+def require_no_nested(ctx: Context, name: str, path: Path) -> None:
+    """Refuse (with or without --force) to remove a workspace holding a git repository of its own: a cloned
+    dependency or a submodule's work tree may hold the only copy of its history, which no backup ref of
+    ours can keep. `git worktree remove` refuses the same."""
+    nested = ctx.store.nested_repositories(path)
+    if nested:
+        raise Refused(f"the workspace of lane {name!r} holds git repositories of its own ({some(nested)}); "
+                      "deleting it would delete their history, which git-lanes never does", code="nested_repository",
+                      details={"nested": nested},
+                      hint=f"move them out of {path} (or delete them yourself), then delete the lane again")
 
 
 def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str | None) -> dict:

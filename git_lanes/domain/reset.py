@@ -21,13 +21,16 @@ def reset(ctx: Context, lane: str, onto: str, *, force: bool, reason: str | None
     new = lanes.lane_head(ctx, onto)
     path = lanes.workspace_path(ctx, lane)
     kept = None
+    checkout = None
     if path is not None:
         unsaved = restore.unsaved_tree(ctx, lane, path)
+        if unsaved is not None and not force:
+            raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
+                          hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
+                               "backup ref and reset anyway")
+        # Planned before anything moves: a refusal leaves the lane, its refs and every file as they were.
+        checkout = restore.planned_checkout(ctx, lane, path, new, force=force, what=f"resetting onto {onto}")
         if unsaved is not None:
-            if not force:
-                raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
-                              hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
-                                   "backup ref and reset anyway")
             kept = restore.backup(ctx, lane, path, unsaved, f"reset onto {onto}")
     why = reason or f"reset onto {onto} at {new[:8]}"
     record = None
@@ -42,14 +45,15 @@ def reset(ctx: Context, lane: str, onto: str, *, force: bool, reason: str | None
     stale = [t for t in transitions.pending_for(ctx, lane) if t.base == old and old != new]
     for proposal in stale:
         transitions.reject(ctx, proposal, f"the lane was reset onto {onto}; this was proposed on {old[:8]}")
-    if path is not None:
-        ctx.store.checkout(path, ctx.store.tree_of(new), force=True)
+    if path is not None and checkout is not None:
+        ctx.store.apply_checkout(path, checkout)
         ctx.store.set_workspace_head(path, new)
         attention.forget(ctx, path)
     return {"lane": lane, "onto": onto, "from": old, "to": new, "workspace": str(path) if path else None,
             "kept_at": refs.rejected_ref(record.id) if record else None,
             "transition": record.to_dict() if record else None, "backup": kept,
-            "rejected_proposals": [t.id for t in stale]}
+            "rejected_proposals": [t.id for t in stale],
+            "nested_left": sorted(checkout.nested) if checkout else []}
 
 
 def _kept_attempt(ctx: Context, lane: str, old: str, new: str, onto: str, reason: str, agent_id: str) -> Transition:

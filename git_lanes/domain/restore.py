@@ -6,9 +6,11 @@ from pathlib import Path
 
 from git_lanes.domain import lanes, transitions
 from git_lanes.domain.context import Context
+from git_lanes.domain.wording import some
 from git_lanes.errors import Refused
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
+from git_lanes.store.checkout import CheckoutPlan
 
 
 def has_unsaved(ctx: Context, lane: str, path: Path) -> bool:
@@ -51,20 +53,41 @@ def backup(ctx: Context, lane: str, path: Path, tree: str, reason: str) -> str:
     return ref
 
 
+def planned_checkout(ctx: Context, lane: str, path: Path, state: str, *, force: bool, what: str) -> CheckoutPlan:
+    """How the workspace of `lane` becomes `state`, decided before a file is touched (or a backup made). A
+    nested repository in the way (a folder holding its own .git: a cloned dependency, a submodule with
+    edits) is never deleted: refused, or with `force` left in place and reported."""
+    plan = ctx.store.plan_checkout(path, ctx.store.tree_of(state), force=True)
+    if plan.nested and not force:
+        raise Refused(f"{what} would remove {some(sorted(plan.nested))} from the workspace of {lane!r}: "
+                      f"{'each holds' if len(plan.nested) > 1 else 'it holds'} a git repository of its own "
+                      "(a .git), which git-lanes never deletes", code="nested_repository",
+                      details={"nested": sorted(plan.nested)},
+                      hint="move it out of the workspace first; or pass --force to leave it in place (it is "
+                           "reported, never deleted)")
+    if plan.refusals:
+        where, why = sorted(plan.refusals.items())[0]
+        raise Refused(f"{what} stops at {where}: {why}; nothing was changed", code="in_the_way",
+                      details={"paths": plan.refusals}, hint="move it away, then try again")
+    return plan
+
+
 def restore(ctx: Context, lane: str, path: Path, state: str, *, force: bool) -> dict:
     """Make the workspace's files equal `state` with its HEAD on the lane head, so the next commit records
-    the return to `state` as a new transition. Unsaved edits are refused, or with `force` kept first."""
+    the return to `state` as a new transition. Unsaved edits are refused, or with `force` kept first. The
+    whole change is planned before a file is touched, so a refusal changes nothing."""
     head = lanes.lane_head(ctx, lane)
-    kept = None
-    if has_unsaved(ctx, lane, path):
-        if not force:
-            raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
-                          hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
-                               "backup ref and restore anyway")
-        kept = backup(ctx, lane, path, ctx.store.content_tree(path), f"restore to {state[:8]}")
-    ctx.store.checkout(path, ctx.store.tree_of(state), force=True)
+    unsaved = has_unsaved(ctx, lane, path)
+    if unsaved and not force:
+        raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
+                      hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
+                           "backup ref and restore anyway")
+    plan = planned_checkout(ctx, lane, path, state, force=force, what=f"restoring {state[:8]}")
+    kept = backup(ctx, lane, path, ctx.store.content_tree(path), f"restore to {state[:8]}") if unsaved else None
+    ctx.store.apply_checkout(path, plan)
     if lane != ctx.trunk:
         ctx.store.set_workspace_head(path, head)
     return {"lane": lane, "workspace": str(path), "state": state, "lane_head": head, "backup": kept,
+            "nested_left": sorted(plan.nested), "ignored_removed": sorted(plan.expendable),
             "changed_from_head": [c.path for c in ctx.store.diff_trees(ctx.store.tree_of(head),
                                                                       ctx.store.tree_of(state))]}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from git_lanes.domain import lanes, sync_plan, transitions
 from git_lanes.domain.context import Context
+from git_lanes.domain.wording import some
 from git_lanes.domain.sync_plan import Plan
 from git_lanes.errors import Conflict, LanesError
 from git_lanes.model import refs
@@ -116,13 +117,12 @@ def apply_local(ctx: Context, remote: str, plan: Plan, report: Report) -> None:
         # The main worktree follows the trunk branch itself, so its files must move first: moving the branch
         # under them would make the next snapshot revert what came in.
         main = lanes.workspace_path(ctx, ctx.trunk)
-        reason = fast_forward_files(store, main, store.tree_of(trunk_move.new)) if main else None
-        if reason:
+        blocked = fast_forward_files(store, main, store.tree_of(trunk_move.new)) if main else None
+        if blocked:
             plan.local.remove(trunk_move)
             report.workspaces.append({"lane": ctx.trunk, "path": str(main), "status": "blocked",
-                                      "reason": reason, "behind": trunk_move.new,
-                                      "hint": f"in {main}: `git stash && git lanes sync && git stash pop`, "
-                                              f"then resolve what git marks"})
+                                      "reason": _describe(blocked), "paths": blocked, "behind": trunk_move.new,
+                                      "hint": _way_on(blocked, main, "git lanes sync")})
         elif main is not None:
             report.workspaces.append({"lane": ctx.trunk, "path": str(main), "status": "updated"})
     store.update_refs([RefUpdate(m.ref, m.new, m.old, f"lanes: {m.how} {m.kind} {m.name} from {remote}")
@@ -146,19 +146,34 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
             continue
         if head is None or head == worktree.head or not ctx.store.is_ancestor(worktree.head, head):
             continue
-        reason = fast_forward_files(ctx.store, worktree.path, ctx.store.tree_of(head))
-        if reason is None:
+        blocked = fast_forward_files(ctx.store, worktree.path, ctx.store.tree_of(head))
+        if blocked is None:
             ctx.store.set_workspace_head(worktree.path, head)
             found.append({"lane": name, "path": str(worktree.path), "status": "updated"})
         elif name in moved:
             # `git lanes commit` refuses a workspace behind its lane, so the edits go through git's stash
             # (or into a backup ref), never into a snapshot that would revert what came in.
             lane_ref = refs.lane_ref(name, ctx.trunk)
-            found.append({"lane": name, "path": str(worktree.path), "status": "stale", "reason": reason,
-                          "hint": f"in {worktree.path}: `git stash && git merge --ff-only {lane_ref} && git stash "
-                                  f"pop`, then resolve what git marks; or `git lanes restore {name} -w {name} "
-                                  f"--force` (your edits are kept in a backup ref)"})
+            found.append({"lane": name, "path": str(worktree.path), "status": "stale", "reason": _describe(blocked),
+                          "paths": blocked,
+                          "hint": _way_on(blocked, worktree.path, f"git merge --ff-only {lane_ref}")
+                          + f"; or `git lanes restore {name} -w {name} --force` (your edits are kept in a backup "
+                            "ref)"})
     return found
+
+
+def _describe(blocked: dict[str, list[str]]) -> str:
+    return "; ".join(f"{why}: {some(paths)}" for why, paths in blocked.items())
+
+
+def _way_on(blocked: dict[str, list[str]], where: Path, step: str) -> str:
+    """What a person runs to let the files move: stash edits and untracked files (a plain `git stash` keeps
+    untracked files in the way) around `step`; a nested repository must be moved by hand."""
+    nested = [path for why, paths in blocked.items() if "nested repository" in why for path in paths]
+    if nested:
+        return (f"move {some(nested)} out of {where} (git-lanes never deletes a folder holding a "
+                f".git), then `{step}`")
+    return f"in {where}: `git stash --include-untracked && {step} && git stash pop`, then resolve what git marks"
 
 
 def _lane_of(ctx: Context, path: Path) -> str | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
+from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, NotFound, Refused
 from git_lanes.model import refs
 from git_lanes.model.names import resolve_prefix
@@ -76,8 +77,7 @@ def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost
                             "commit again")
     unmerged = ctx.store.unmerged_paths(workspace)
     if unmerged:
-        shown = ", ".join(unmerged[:5]) + (f" and {len(unmerged) - 5} more" if len(unmerged) > 5 else "")
-        raise Conflict(f"{shown} still {'has' if len(unmerged) == 1 else 'have'} unresolved merge conflicts; "
+        raise Conflict(f"{some(unmerged)} still {'has' if len(unmerged) == 1 else 'have'} unresolved merge conflicts; "
                        "a snapshot would record the conflict markers", code="unmerged_paths",
                        details={"paths": unmerged},
                        hint="resolve them and `git add` each (as `git commit` requires), then commit again")

@@ -1,24 +1,28 @@
 """Bringing a workspace's files along when its lane fast-forwarded, the way `git merge --ff-only` does: paths
-the workspace has not touched are updated, edits elsewhere are kept, and an edit in the way refuses the whole
-update before any file is written (libgit2 checks every conflict first)."""
+the workspace has not touched are updated, edits elsewhere are kept, and an edit, an untracked file or a
+nested repository in the way refuses the whole update before any file is written."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pygit2
-
 from git_lanes.store.repo import Store
 
+MISSING = "state not in this repository"
 
-def fast_forward_files(store: Store, path: Path, tree: str) -> str | None:
-    """Update the workspace at `path` (its HEAD still on the old state) to `tree`; None when done, else why
-    not."""
-    repo = store.workspace_repo(path)
+
+def fast_forward_files(store: Store, path: Path, tree: str) -> dict[str, list[str]] | None:
+    """Update the workspace at `path` (its HEAD still on the old state) to `tree`. None when done, else
+    what is in the way: why -> the paths, nothing written."""
+    head = store.workspace_head(path)
     try:
-        repo.checkout_tree(repo[tree], strategy=pygit2.GIT_CHECKOUT_SAFE)
-    except pygit2.GitError as exc:
-        return f"unsaved edits in the way: {exc}"
+        plan = store.plan_checkout(path, tree, baseline=store.tree_of(head) if head else None, force=False)
     except KeyError:
-        return f"state {tree[:8]} is not in this repository"
+        return {MISSING: [tree]}
+    if plan.refusals:
+        blocked: dict[str, list[str]] = {}
+        for where, why in sorted(plan.refusals.items()):
+            blocked.setdefault(why, []).append(where)
+        return blocked
+    store.apply_checkout(path, plan)
     return None

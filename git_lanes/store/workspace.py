@@ -11,9 +11,10 @@ from pathlib import Path
 import pygit2
 
 from git_lanes.errors import NotFound
-from git_lanes.store import stale
+from git_lanes.store import checkout, stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
+from git_lanes.store.worktree_files import WorktreeFiles
 
 # Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
 _CHANGED = ~(pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED)
@@ -195,13 +196,21 @@ class WorkspaceOps:
 
     def content_tree(self, path: Path) -> str:
         """The workspace's files as a tree, like `snapshot`, but leaving the index as it was: for keeping
-        edits in a backup without staging them."""
-        index = self.workspace_repo(path).index
-        index.read(False)
-        index.add_all()
-        tree = index.write_tree()
-        index.read(True)  # drop the in-memory staging; the index file was never written
-        return str(tree)
+        edits in a backup without staging them. git stages a scratch copy of the index, as `git stash` does:
+        it records a nested repository as the gitlink of its HEAD (libgit2 refuses one that is untracked)
+        and runs configured filter drivers."""
+        path = Path(path).resolve()
+        index = self._admin_dir(path) / "index"
+        scratch = index.with_name(f"lanes-content-index-{os.getpid()}")
+        try:
+            if index.exists():
+                shutil.copyfile(index, scratch)
+            env = unredirected_env({"GIT_INDEX_FILE": str(scratch)})
+            # --ignore-errors: a nested repository without a commit has nothing to record; the rest is kept
+            run_git(["add", "-A", "--ignore-errors"], cwd=path, env=env, check=False)
+            return run_git(["write-tree"], cwd=path, env=env).stdout.strip()
+        finally:
+            scratch.unlink(missing_ok=True)
 
     def files_match(self, path: Path, tree: str) -> bool:
         """Whether the workspace's files (ignore rules apply) equal `tree`. Reads only: no object, no index."""
@@ -243,16 +252,31 @@ class WorkspaceOps:
                 pygit2.GIT_STATUS_WT_TYPECHANGE | pygit2.GIT_STATUS_WT_RENAMED)
         return sorted(name for name, flags in repo.status().items() if flags & mask)
 
-    def checkout(self, path: Path, tree: str, *, paths: list[str] | None = None, force: bool = False) -> None:
-        """Make the workspace's files and index match `tree` (only `paths`, when given)."""
-        repo = self.workspace_repo(path)
-        strategy = pygit2.GIT_CHECKOUT_FORCE if force else pygit2.GIT_CHECKOUT_SAFE
-        if paths is None:
-            strategy |= pygit2.GIT_CHECKOUT_REMOVE_UNTRACKED if force else 0
-            repo.checkout_tree(repo[tree], strategy=strategy)
-        elif paths:
-            repo.checkout_tree(repo[tree], strategy=strategy | pygit2.GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH,
-                               paths=paths)
+    def worktree_files(self, path: Path) -> WorktreeFiles:
+        """The worktree at `path`, path by path (see worktree_files)."""
+        return WorktreeFiles(self.workspace_repo(path))
+
+    def plan_checkout(self, path: Path, tree: str, *, baseline: str | None = None,
+                      force: bool) -> checkout.CheckoutPlan:
+        """How the worktree at `path` would become `tree` (see checkout); reads only."""
+        return checkout.plan(self.worktree_files(path), tree, baseline=baseline, force=force)
+
+    def apply_checkout(self, path: Path, plan: checkout.CheckoutPlan) -> None:
+        checkout.apply(self.worktree_files(path), plan)
+
+    def nested_repositories(self, path: Path) -> list[str]:
+        """Every folder inside the worktree at `path` that holds a `.git` of its own (a cloned dependency, a
+        submodule's work tree): the only copy of its history may be there, so it is never deleted."""
+        root = Path(path)
+        found = []
+        for current, dirs, names in os.walk(root):
+            here = Path(current)
+            if here != root and (".git" in dirs or ".git" in names):
+                found.append(here.relative_to(root).as_posix())
+                dirs[:] = []
+                continue
+            dirs[:] = sorted(d for d in dirs if d != ".git" and not (here / d).is_symlink())
+        return found
 
 
 _OPERATIONS = {

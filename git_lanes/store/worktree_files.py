@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pygit2
 
+from git_lanes.store import filters
 from git_lanes.store.trees import Entry
 
 EXECUTABLE = pygit2.GIT_FILEMODE_BLOB_EXECUTABLE
@@ -31,6 +32,10 @@ class WorktreeFiles:
         self.repo = repo
         self.root = Path(repo.workdir)
         self.git_dir = Path(repo.path)
+        # With a filter driver configured, git writes and hashes the files (see filters).
+        self.drivers = filters.drivers_configured(repo.config)
+        self._smudged: dict[tuple[str, str], bytes] = {}
+        self._refresh = False
 
     @cached_property
     def index(self) -> pygit2.Index:
@@ -41,9 +46,10 @@ class WorktreeFiles:
     # -- reading ---------------------------------------------------------------------------------------
     def file_entry(self, path: str) -> Entry | None:
         """What the file at `path` holds, as the entry a snapshot would record (None when absent). Below a
-        symlinked folder nothing is this worktree's, as git sees it: that reads as something in the way."""
+        symlinked folder or inside a nested repository nothing is this worktree's, as git sees it: that
+        reads as something in the way. A nested repository reads as the gitlink `git add` would record."""
         full = self.root / path
-        if self._beyond_symlink(path):
+        if self._beyond_reach(path):
             return NOT_A_FILE
         try:
             info = os.lstat(full)
@@ -51,9 +57,14 @@ class WorktreeFiles:
             return None
         if stat.S_ISLNK(info.st_mode):
             return Entry(str(pygit2.hash(os.fsencode(os.readlink(full)))), LINK)
+        if stat.S_ISDIR(info.st_mode):
+            return self._gitlink_entry(path)
         if not stat.S_ISREG(info.st_mode):
             return NOT_A_FILE
         mode = EXECUTABLE if info.st_mode & 0o111 else REGULAR
+        if self.drivers:
+            oid = filters.cleaned_oid(self.root, path)
+            return Entry(oid, mode) if oid else NOT_A_FILE
         try:
             # As git stages it: through the path's filters (eol=crlf, core.autocrlf), else a file checked
             # out with CRLF never equals its LF blob and every promoted path looks edited.
@@ -62,8 +73,44 @@ class WorktreeFiles:
             oid = pygit2.hashfile(str(full))
         return Entry(str(oid), mode)
 
+    def _gitlink_entry(self, path: str) -> Entry:
+        """A folder where an entry is expected: a nested repository reads as its HEAD's gitlink; an empty
+        folder where the index has a gitlink is that submodule, not checked out (git says the same)."""
+        full = self.root / path
+        if os.path.lexists(full / ".git"):
+            try:
+                nested = pygit2.Repository(str(full))
+                if not nested.head_is_unborn:
+                    return Entry(str(nested.head.target), GITLINK)
+            except (pygit2.GitError, KeyError):
+                pass
+            return NOT_A_FILE
+        staged = self.index_entry(path)
+        if staged is not None and staged.mode == GITLINK and not any(full.iterdir()):
+            return staged
+        return NOT_A_FILE
+
+    def nested_repository(self, path: str) -> str | None:
+        """The nested repository (a folder holding `.git`, other than the worktree itself) at or above
+        `path`, if any: its files are its own repository's, never this worktree's to write or delete."""
+        parts = Path(path).parts
+        folder = self.root
+        for depth, part in enumerate(parts, start=1):
+            folder = folder / part
+            try:
+                if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                    return None
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            if os.path.lexists(folder / ".git"):
+                return "/".join(parts[:depth])
+        return None
+
     def stamp(self, path: str) -> list[int] | None:
-        """What changes whenever anything writes the file (None when absent): to tell it was left alone."""
+        """What changes whenever anything writes the file (None when absent, or out of reach behind a
+        symlink: what lies there is not this worktree's file): to tell it was left alone."""
+        if self._beyond_reach(path):
+            return None
         try:
             info = os.lstat(self.root / path)
         except (FileNotFoundError, NotADirectoryError):
@@ -77,14 +124,14 @@ class WorktreeFiles:
             return None
         return Entry(str(entry.id), entry.mode)
 
-    def _beyond_symlink(self, path: str) -> bool:
-        """Whether a folder on the way to `path` is a symlink: writing there would land outside the
-        worktree (git refuses such paths too)."""
+    def _beyond_reach(self, path: str) -> bool:
+        """Whether a folder on the way to `path` is a symlink (writing there would land outside the
+        worktree) or a nested repository (its files are its own): git refuses such paths too."""
         folder = self.root
         for part in Path(path).parts[:-1]:
             folder = folder / part
             try:
-                if stat.S_ISLNK(os.lstat(folder).st_mode):
+                if stat.S_ISLNK(os.lstat(folder).st_mode) or os.path.lexists(folder / ".git"):
                     return True
             except (FileNotFoundError, NotADirectoryError):
                 return False
@@ -93,8 +140,8 @@ class WorktreeFiles:
     # -- writing ---------------------------------------------------------------------------------------
     def remove(self, path: str) -> None:
         full = self.root / path
-        if self._beyond_symlink(path):
-            raise OSError(f"{path} is beyond a symbolic link")
+        if self._beyond_reach(path):
+            raise OSError(f"{path} is beyond a symbolic link or inside a nested repository")
         try:
             if full.is_symlink() or full.is_file():
                 full.unlink()
@@ -107,17 +154,14 @@ class WorktreeFiles:
     def write(self, path: str, entry: Entry) -> None:
         """Make the file and its index entry hold `entry`, replacing the file atomically."""
         full = self.root / path
-        if self._beyond_symlink(path):
-            raise OSError(f"{path} is beyond a symbolic link")
+        if self._beyond_reach(path):
+            raise OSError(f"{path} is beyond a symbolic link or inside a nested repository")
         full.parent.mkdir(parents=True, exist_ok=True)
         if entry.mode == GITLINK:
             full.mkdir(exist_ok=True)
             self.index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry.oid), entry.mode))
             return
-        blob = self.repo[entry.oid]
-        filters = self.repo.load_filter_list(path, pygit2.enums.FilterMode.TO_WORKTREE) \
-            if entry.mode != LINK else None
-        data = filters.apply_to_blob(blob) if filters is not None else blob.data
+        data = self._content(path, entry)
         fd, temp = tempfile.mkstemp(dir=full.parent, prefix=".lanes-")
         try:
             if entry.mode == LINK:
@@ -133,8 +177,33 @@ class WorktreeFiles:
             if os.path.lexists(temp):
                 os.unlink(temp)
             raise
-        # Adding by path records the file's stat data, so git sees it as clean without rehashing.
-        self.index.add(path)
+        if self.drivers and entry.mode != LINK:
+            # Hashing the file here would skip the clean filter: record the blob, and let git take the
+            # file's stat data when the index is saved.
+            self.stage(path, entry)
+            self._refresh = True
+        else:
+            # Adding by path records the file's stat data, so git sees it as clean without rehashing.
+            self.index.add(path)
+
+    def smudge_ahead(self, entries: dict[str, Entry]) -> None:
+        """Get the worktree content of many entries from git in one process (only with a filter driver)."""
+        if not self.drivers:
+            return
+        wanted = {path: e.oid for path, e in entries.items()
+                  if e.mode not in (LINK, GITLINK) and (path, e.oid) not in self._smudged}
+        for path, data in filters.smudged(self.root, wanted).items():
+            self._smudged[(path, wanted[path])] = data
+
+    def _content(self, path: str, entry: Entry) -> bytes:
+        blob = self.repo[entry.oid]
+        if entry.mode == LINK:
+            return blob.data
+        if self.drivers:
+            self.smudge_ahead({path: entry})
+            return self._smudged.pop((path, entry.oid))
+        filtered = self.repo.load_filter_list(path, pygit2.enums.FilterMode.TO_WORKTREE)
+        return filtered.apply_to_blob(blob) if filtered is not None else blob.data
 
     def track(self, path: str) -> None:
         """Record the file as it is in the index (with its stat data), or drop the entry when it is gone."""
@@ -155,6 +224,9 @@ class WorktreeFiles:
     def save_index(self) -> None:
         if "index" in self.__dict__:
             self.index.write()
+        if self._refresh:
+            filters.refresh_index(self.root)
+            self._refresh = False
 
     def _prune_empty(self, directory: Path) -> None:
         while directory != self.root and self.root in directory.parents:
