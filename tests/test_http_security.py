@@ -96,3 +96,10 @@ def test_a_port_in_use_is_one_line(repo):
 def test_outside_a_lanes_repository_is_one_line(tmp_path):
     result = run_cli("serve", "--port", "0", cwd=tmp_path, timeout=60)
     assert result.code == 1 and result.err.startswith("git-lanes: error: not a git repository")
+
+
+def test_token_and_token_file_together_is_a_usage_error(repo, tmp_path):
+    (tmp_path / "token").write_text(TOKEN)
+    result = run_cli("serve", "--token", TOKEN, "--token-file", str(tmp_path / "token"), "--json", cwd=repo,
+                     timeout=60)
+    assert result.code == 2 and result.json["error"] == "usage"

@@ -38,6 +38,8 @@ def serve(host: str, port: int, token: str | None, token_file: str | None, open_
       git lanes serve --open
       git lanes serve --host 0.0.0.0 --port 8080 --token-file ~/.config/lanes-token
     """
+    if token is not None and token_file is not None:
+        raise click.UsageError("pass --token or --token-file, not both")
     try:
         from git_lanes.http.security import choose_token, is_loopback
 
