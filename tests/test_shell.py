@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from git_lanes.domain import shell
+from git_lanes.domain.admission import resolve
 from git_lanes.errors import UserError
 
 DENY = ("rm -rf *", "git push --force *", "curl *")
@@ -79,7 +80,7 @@ def test_a_computed_program_cannot_be_judged():
 
 
 def test_write_targets_resolve_against_cwd_and_home():
-    assert shell.resolve("out.txt", "/w/a", "/home/u") == "/w/a/out.txt"
-    assert shell.resolve("~/x", "/w", "/home/u") == "/home/u/x"
-    assert shell.resolve("$PWD/../b", "/w/a", None) == "/w/b"
-    assert shell.resolve("$TMPDIR/x", "/w", "/home/u") is None
+    assert resolve("out.txt", "/w/a", "/home/u") == "/w/a/out.txt"
+    assert resolve("~/x", "/w", "/home/u") == "/home/u/x"
+    assert resolve("$PWD/../b", "/w/a", None) == "/w/b"
+    assert resolve("$TMPDIR/x", "/w", "/home/u") is None

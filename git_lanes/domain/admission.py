@@ -10,7 +10,6 @@ the run's phase must hold the call's weight."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from typing import TYPE_CHECKING
 
@@ -26,44 +25,46 @@ CONTROL_COMMANDS = {"phase", "show", "resume", "events", "list", "stats", "end"}
 EPSILON = 1e-9
 
 
-@dataclass(frozen=True)
 class Place:
     """Where the call happens: the repository's main worktree, its common git dir, the run's own lane
-    workspace (None when it has none), the session's directory and the user's home."""
+    workspace (None when it has none), the session's directory and the user's home.
 
-    root: str
-    common_dir: str
-    workspace: str | None
-    cwd: str
-    home: str | None = None
+    (This module's helpers are plain slotted classes, not dataclasses: the hook path pays for every class it
+    creates on each tool call.)"""
+
+    __slots__ = ("root", "common_dir", "workspace", "cwd", "home")
+
+    def __init__(self, root: str, common_dir: str, workspace: str | None, cwd: str, home: str | None = None) -> None:
+        self.root, self.common_dir, self.workspace, self.cwd, self.home = root, common_dir, workspace, cwd, home
 
     @property
     def lanes_dir(self) -> str:
         return os.path.join(self.root, ".lanes")
 
 
-@dataclass(frozen=True)
 class Decision:
-    allow: bool
-    weight: float
-    reason: str | None = None
-    warnings: tuple[str, ...] = ()
-    control: bool = False  # a `git lanes run …` call: admitted free of charge
+    """May the call run, at what weight, why not, what to warn about; `control`: a free `git lanes run …`."""
+
+    __slots__ = ("allow", "weight", "reason", "warnings", "control")
+
+    def __init__(self, allow: bool, weight: float, reason: str | None = None, warnings: tuple[str, ...] = (),
+                 control: bool = False) -> None:
+        self.allow, self.weight, self.reason, self.warnings, self.control = allow, weight, reason, warnings, control
 
 
-@dataclass(frozen=True)
 class Spend:
-    run_usd: float
-    day_usd: float
+    __slots__ = ("run_usd", "day_usd")
+
+    def __init__(self, run_usd: float, day_usd: float) -> None:
+        self.run_usd, self.day_usd = run_usd, day_usd
 
 
-@dataclass
 class _Check:
-    call: ToolCall
-    policy: Policy
-    state: RunState
-    place: Place
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("call", "policy", "state", "place", "warnings")
+
+    def __init__(self, call: ToolCall, policy: Policy, state: RunState, place: Place) -> None:
+        self.call, self.policy, self.state, self.place = call, policy, state, place
+        self.warnings: list[str] = []
 
 
 def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend: Spend,
@@ -113,8 +114,6 @@ def _commands(check: _Check, line: ShellLine | None) -> str | None:
 
 def write_targets(check: _Check, line: ShellLine | None) -> tuple[list[str], str | None]:
     """Absolute paths the call writes, or a reason when one cannot be known before it runs."""
-    from git_lanes.domain.shell import resolve
-
     place = check.place
     targets = []
     cwd = os.path.join(place.cwd, check.call.cwd) if check.call.cwd else place.cwd
@@ -207,6 +206,22 @@ def _budget(check: _Check, weight: float) -> str | None:
          "or ask the person to raise the budget")
     return (f"the step budget of phase {state.phase} is spent ({spent:g} of {budget:g} units used; this "
             f"{check.call.tool} costs {weight:g}). {way}")
+
+
+def resolve(target: str, cwd: str, home: str | None) -> str | None:
+    """An absolute, normalised path for a write target, or None when it depends on the run-time
+    environment (a variable other than HOME or PWD, a command substitution)."""
+    path = target
+    if path == "~" or path.startswith("~/"):
+        if not home:
+            return None
+        path = home + path[1:]
+    for name, value in (("HOME", home), ("PWD", cwd)):
+        if value:
+            path = path.replace("${" + name + "}", value).replace("$" + name, value)
+    if "$" in path or "`" in path or path.startswith("~"):
+        return None
+    return os.path.normpath(os.path.join(cwd, path))
 
 
 def _real(path: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,15 @@ ERROR_CHARS = 500
 BRIEF_SOURCES = ("resume", "compact")
 
 
-@dataclass
 class LightRepo:
-    """A repository opened for the hook path: its location, trunk, run logs and (lazily) policy."""
+    """A repository opened for the hook path: its location, trunk, run logs and (lazily) policy. A plain
+    class, as the hook path's other helpers: it pays for every class it creates on each tool call."""
 
-    where: gitfiles.Location
-    trunk: str
-    log: RunLog
-    _policy: Policy | None = None
+    __slots__ = ("where", "trunk", "log", "_policy")
+
+    def __init__(self, where: gitfiles.Location, trunk: str, log: RunLog) -> None:
+        self.where, self.trunk, self.log = where, trunk, log
+        self._policy: Policy | None = None
 
     @property
     def root(self) -> Path:
@@ -194,12 +194,11 @@ def start_event(repo: LightRepo, now: float, *, agent: str, lane: str | None, ph
 
 
 # -- hook events --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
 class HookContext:
-    repo: LightRepo
-    run: str
-    event: HookEvent
-    now: float
+    __slots__ = ("repo", "run", "event", "now")
+
+    def __init__(self, repo: LightRepo, run: str, event: HookEvent, now: float) -> None:
+        self.repo, self.run, self.event, self.now = repo, run, event, now
 
 
 def context(event: HookEvent, now: float) -> HookContext:

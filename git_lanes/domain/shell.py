@@ -12,7 +12,6 @@ microseconds and reads all of them. It is imported only when a shell line arrive
 
 from __future__ import annotations
 
-import os
 import posixpath
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -251,19 +250,3 @@ def check(line: ShellLine, allow: tuple[str, ...] | None, deny: tuple[str, ...])
         if allow is not None and not command.wrapper and not any(matches(p, command) for p in allow):
             return f"`{command.text[:120]}` is not in the command allow list"
     return None
-
-
-def resolve(target: str, cwd: str, home: str | None) -> str | None:
-    """An absolute, normalised path for a write target, or None when it depends on the run-time
-    environment (a variable other than HOME or PWD, a command substitution)."""
-    path = target
-    if path == "~" or path.startswith("~/"):
-        if not home:
-            return None
-        path = home + path[1:]
-    for name, value in (("HOME", home), ("PWD", cwd)):
-        if value:
-            path = path.replace("${" + name + "}", value).replace("$" + name, value)
-    if "$" in path or "`" in path or path.startswith("~"):
-        return None
-    return os.path.normpath(os.path.join(cwd, path))

@@ -4,20 +4,19 @@ are normal), and the shape of an answer. Each CLI's module maps its event and to
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.calls import HookEvent, ToolCall, Verdict
 
 
-@dataclass(frozen=True)
 class Answer:
     """What the hook process prints and exits with."""
 
-    stdout: str = ""
-    stderr: str = ""
-    code: int = 0
+    __slots__ = ("stdout", "stderr", "code")
+
+    def __init__(self, stdout: str = "", stderr: str = "", code: int = 0) -> None:
+        self.stdout, self.stderr, self.code = stdout, stderr, code
 
 
 class Malformed(UnsupportedFormat):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat, UserError
@@ -102,7 +102,7 @@ class Usage:
     messages: int = 0
 
     def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
+        for name, value in self.to_dict().items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
                     or not math.isfinite(value):
                 raise UnsupportedFormat(f"usage {name} must be a non-negative number, got {value!r}")
@@ -126,7 +126,8 @@ class Usage:
         return {kind: getattr(self, kind) for kind in TOKEN_KINDS}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"input": self.input, "output": self.output, "cache_read": self.cache_read,
+                "cache_write": self.cache_write, "cost_usd": self.cost_usd, "messages": self.messages}
 
     @classmethod
     def from_dict(cls, data: Any) -> Usage:

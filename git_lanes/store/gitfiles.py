@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from git_lanes.errors import Conflict, NotARepository, UnsupportedFormat
@@ -18,15 +17,14 @@ ZERO = "0" * 40
 LOCK_WAIT_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
 class Location:
     """Where a directory sits in a repository: the worktree holding it, that worktree's git dir, the common
     git dir every worktree shares, and the main worktree's root."""
 
-    worktree: Path
-    git_dir: Path
-    common_dir: Path
-    root: Path
+    __slots__ = ("worktree", "git_dir", "common_dir", "root")
+
+    def __init__(self, worktree: Path, git_dir: Path, common_dir: Path, root: Path) -> None:
+        self.worktree, self.git_dir, self.common_dir, self.root = worktree, git_dir, common_dir, root
 
 
 def discover(start: Path) -> Location:

@@ -118,14 +118,18 @@ class ObjectStore:
         """Store an object loose (as git does: a temporary file renamed into place) and return its id."""
         raw = kind + b" " + str(len(content)).encode() + b"\0" + content
         oid = sha1(raw).hexdigest()
-        path = self._loose_path(oid)
-        if path.exists():
+        directory = os.path.join(self.dir, oid[:2])
+        path = os.path.join(directory, oid[2:])
+        if os.path.exists(path):
             return oid
-        path.parent.mkdir(exist_ok=True)
-        temporary = path.parent / f"tmp_obj_{os.getpid()}_{oid[2:10]}"
-        with open(temporary, "wb") as handle:
-            handle.write(zlib.compress(raw, 1))
-        os.chmod(temporary, 0o444)
+        temporary = os.path.join(directory, f"tmp_obj_{os.getpid()}_{oid[2:10]}")
+        try:
+            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+        with os.fdopen(handle, "wb") as out:
+            out.write(zlib.compress(raw, 1))
         os.replace(temporary, path)
         return oid
 
