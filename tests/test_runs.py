@@ -143,3 +143,25 @@ def _mktree(repo: Path, blob: str) -> str:
 
     return subprocess.run(["git", "mktree"], input=f"100644 blob {blob}\tstate.json\n".encode(), cwd=repo,
                           capture_output=True, check=True).stdout.decode().strip()
+
+
+def test_events_follow_prints_new_events_until_the_run_ends(repo):
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    run = run_cli("run", "start", "--agent", "watcher", cwd=repo).out.strip()
+    follower = subprocess.Popen([sys.executable, "-m", "git_lanes", "run", "events", run, "--follow", "--json"],
+                                cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ))
+    first = json.loads(follower.stdout.readline())
+    assert first["type"] == "run_start" and follower.poll() is None, "the follower stopped before the run ended"
+    assert run_cli("run", "phase", run, "execute", cwd=repo).code == 0
+    assert json.loads(follower.stdout.readline())["type"] == "phase"
+    time.sleep(0.2)
+    assert follower.poll() is None
+    assert run_cli("run", "end", run, cwd=repo).code == 0
+    assert json.loads(follower.stdout.readline())["type"] == "run_end"
+    assert follower.wait(timeout=60) == 0
