@@ -58,13 +58,16 @@ class RunsApi:
         assert state is not None
         return runs.view(state, policy)
 
-    def run_list(self, *, active: bool = False) -> list[dict]:
+    def run_list(self, *, active: bool = False, budgets: bool = False) -> list[dict]:
+        """Runs, newest first; with `budgets`, each with its phase budgets as `run show` gives them (one policy
+        read for all, so a dashboard can draw every run's budget bars from one call)."""
         repo = self._runs()
+        policy = repo.policy() if budgets else None
         rows = []
         for run in repo.log.runs():
             _, state = control.read_state(repo, run)
             if state is not None and (not active or state.status == "active"):
-                rows.append(runs.view(state))
+                rows.append(runs.view(state, policy))
         return sorted(rows, key=lambda r: r["created_at"], reverse=True)
 
     def run_show(self, run: str) -> dict:

@@ -156,8 +156,14 @@ def budgets(state: RunState, policy: Policy) -> dict[str, dict]:
     return rows
 
 
+def awaiting_input(state: RunState) -> bool:
+    """The agent ended its turn and no prompt came since: the run waits for a person."""
+    return state.status == "active" and not state.in_flight and bool(state.turn) and "prompt" not in state.turn
+
+
 def view(state: RunState, policy: Policy | None = None) -> dict:
     record = state.to_dict()
+    record["awaiting_input"] = awaiting_input(state)
     record.pop("format")
     record["in_flight"] = [{"id": k, **v} for k, v in sorted(state.in_flight.items(), key=lambda i: i[1]["time"])]
     record["interrupted"] = [{"id": k, **v} for k, v in

@@ -263,7 +263,8 @@ ROUTES: tuple[Route, ...] = (
 # The control plane's runs: served once the API has them.
 RUN_ROUTES: tuple[Route, ...] = (
     Route("GET", "/runs", "Agent runs, newest first: phase, budgets, blocked and in-flight calls, tokens, cost",
-          lambda a, p: a.run_list(active=p.get("active", False)), "runs", query=(B("active"),), returns="array",
+          lambda a, p: a.run_list(active=p.get("active", False), budgets=p.get("budgets", False)), "runs",
+          query=(B("active"), B("budgets", "with each run's phase budgets")), returns="array",
           needs="run_list"),
     Route("GET", "/runs/stats", "Spending per agent, lane or day", lambda a, p: a.run_stats(
         by=p.get("by", "agent"), since=p.get("since")), "runs", query=(S("by"), S("since")), needs="run_stats"),

@@ -55,7 +55,7 @@ const SOURCES = {
 async function load() {
   const names = Object.keys(SOURCES);
   const history = `/transitions?limit=200${state.historyStatus ? "&status=" + state.historyStatus : ""}`;
-  const runs = state.session?.runs ? getJSON("/runs") : Promise.reject(new Error("no runs"));
+  const runs = state.session?.runs ? getJSON("/runs?budgets=true") : Promise.reject(new Error("no runs"));
   const results = await Promise.allSettled([...names.map((n) => getJSON(SOURCES[n])), getJSON(history), runs]);
   names.forEach((name, i) => { if (results[i].status === "fulfilled") state[name] = results[i].value; });
   if (results[names.length].status === "fulfilled") state.history = results[names.length].value;

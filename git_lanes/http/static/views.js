@@ -102,8 +102,9 @@ export function radarView(s) {
 
 export function agentState(a, s) {
   const asking = (s.openQuestions || []).filter((p) => p.from === a.id);
+  const waiting = (s.runs || []).filter((r) => r.agent === a.id && r.awaiting_input);
   const blocked = (s.tasks || []).filter((t) => t.owner === a.id && t.status === "blocked");
-  if (asking.length) return ["needs input", "needs"];
+  if (asking.length || waiting.length) return ["needs input", "needs"];
   if (blocked.length) return ["blocked", "blocked"];
   if (!a.alive) return ["gone", "gone"];
   if ((a.tasks || []).length) return ["working", "working"];
@@ -132,35 +133,34 @@ export function agentsView(s) {
     })));
 }
 
-function budgetBars(budget) {
-  const entries = Array.isArray(budget) ? budget.map((b) => [b.phase || b.name, b])
-    : Object.entries(budget || {});
-  return h("div", { class: "budgets" }, entries.map(([phase, b]) => {
-    const spent = Number(b?.spent ?? b?.used ?? 0), limit = Number(b?.limit ?? b?.budget ?? 0);
-    const el = h("i", { class: "fill" + (limit && spent >= limit ? " over" : "") });
-    el.style.setProperty("width", `${limit ? Math.min(100, (spent / limit) * 100) : 0}%`);
-    return h("div", { class: "budget", title: `${phase}: ${spent} of ${limit || "∞"}` },
-      h("span", { class: "label" }, phase), h("span", { class: "track" }, el),
-      h("span", { class: "num" }, `${spent}/${limit || "∞"}`));
+function budgetBars(budget, phase) {
+  return h("div", { class: "budgets" }, Object.entries(budget || {}).map(([name, b]) => {
+    const spent = Number(b?.spent || 0), limit = b?.budget;
+    const el = h("i", { class: "fill" + (limit !== null && limit !== undefined && spent >= limit ? " over" : "") });
+    el.style.setProperty("width", `${limit ? Math.min(100, (spent / limit) * 100) : spent ? 100 : 0}%`);
+    return h("div", { class: `budget${name === phase ? " current" : ""}`, title: `${name}: ${spent} of ${limit ?? "no limit"}` },
+      h("span", { class: "label" }, name), h("span", { class: "track" }, el),
+      h("span", { class: "num" }, `${+spent.toFixed(1)}/${limit ?? "∞"}`));
   }));
 }
 
 export function runsView(s) {
-  if (s.runs === undefined) return null; // this version has no control plane runs
-  if (!s.runs.length) return h("div", {}, h("h3", {}, "Runs"), empty("No runs yet."));
-  const number = (v) => (Array.isArray(v) ? v.length : Number(v || 0));
+  if (s.runs === undefined) return null; // this version of git-lanes has no runs
+  if (!s.runs.length) return h("div", {}, h("h3", {}, "Runs"), empty("No runs yet: agent hooks start them."));
+  const order = (r) => (r.awaiting_input ? 0 : r.status === "active" ? 1 : 2);
+  const runs = [...s.runs].sort((a, b) => order(a) - order(b) || b.updated_at - a.updated_at).slice(0, 20);
   return h("div", {}, h("h3", {}, "Runs"), h("table", { class: "grid runs" },
-    h("thead", {}, h("tr", {}, ["run", "agent", "phase", "budget", "blocked", "in flight", "tokens", "cost"].map((c) => h("th", {}, c)))),
-    h("tbody", {}, s.runs.map((r) => {
-      const tokens = typeof r.tokens === "object" && r.tokens ? (r.tokens.total ?? Object.values(r.tokens).reduce((x, y) => x + Number(y || 0), 0)) : r.tokens;
-      const waiting = r.status === "waiting" || r.needs_input;
-      return h("tr", { "data-run": r.id || r.run, class: waiting ? "needs" : "" },
-        h("td", {}, h("code", {}, short(r.id || r.run)), " ", chip(r.status || "", r.status === "active" ? "working" : "idle")),
-        h("td", {}, r.agent ? agentTag(r.agent) : ""),
-        h("td", {}, r.phase || "–"),
-        h("td", {}, budgetBars(r.budget)),
-        h("td", { class: number(r.blocked) ? "alert" : "" }, String(number(r.blocked ?? r.blocked_calls))),
-        h("td", {}, String(number(r.in_flight))),
+    h("thead", {}, h("tr", {}, ["run", "agent", "phase · budget", "blocked", "in flight", "tokens", "cost"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, runs.map((r) => {
+      const tokens = Object.values(r.tokens || {}).reduce((x, y) => x + Number(y || 0), 0);
+      const state = r.awaiting_input ? chip("needs input", "needs") : chip(r.status, r.status === "active" ? "working" : "gone");
+      return h("tr", { "data-run": r.id, class: r.awaiting_input ? "needs" : r.status },
+        h("td", {}, h("code", { title: r.goal || "" }, short(r.id)), " ", state,
+          r.goal ? h("div", { class: "small muted" }, r.goal) : null),
+        h("td", {}, agentTag(r.agent), r.lane ? h("div", { class: "small muted" }, r.lane) : null),
+        h("td", {}, h("div", { class: "small" }, r.phase), budgetBars(r.budget, r.phase)),
+        h("td", { class: r.blocked ? "alert" : "" }, String(r.blocked || 0)),
+        h("td", {}, (r.in_flight || []).map((c) => h("div", { class: "small", title: c.input || "" }, c.tool || c.id))),
         h("td", {}, count(tokens)),
         h("td", {}, money(r.cost_usd)));
     }))));
