@@ -20,7 +20,9 @@ AGENT = {"GIT_LANES_AGENT": "coder"}
 def declare(api, repo, toml: str) -> None:
     """Commit `.lanes.toml` on the trunk from the main worktree."""
     edit(repo, {".lanes.toml": toml})
-    api.commit("declare gates", "lead", cwd=repo, auto_accept=True)
+    held = api.commit("declare gates", "lead", cwd=repo, auto_accept=True)
+    assert held["status"] == "proposed" and held["extra"]["held"]["paths"] == [".lanes.toml"]
+    api.accept(held["id"])  # .lanes.toml is protected: a person accepts it
 
 
 def gate(name: str, code: str, **options) -> str:

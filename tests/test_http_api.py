@@ -105,7 +105,7 @@ def test_errors_map_to_statuses_with_the_cli_codes(server, repo, seeded):
 
 def test_a_failing_required_gate_is_422(server, api, repo):
     (repo / ".lanes.toml").write_text('[[gate]]\nname = "no"\ncommand = "exit 1"\n')
-    api.commit("declare gates", "lead", cwd=repo, auto_accept=True)
+    api.accept(api.commit("declare gates", "lead", cwd=repo, auto_accept=True)["id"])
     (workspace(repo, "feat") / "g.txt").write_text("g\n")
     proposal = server.post("/api/v1/lanes/feat/commit", {"prompt": "Add g", "agent_id": "coder-1"}).json
     failed = server.post(f"/api/v1/transitions/{proposal['id']}/accept")

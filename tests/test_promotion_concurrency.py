@@ -40,7 +40,7 @@ def test_n_processes_promoting_at_once_each_land_once_or_report_a_collision(api,
     # A gate that takes a moment widens the window in which the promotions overlap.
     edit_gate = '[[gate]]\nname = "pause"\ncommand = ["%s", "-c", "import time; time.sleep(0.2)"]\n' % sys.executable
     (repo / ".lanes.toml").write_text(edit_gate)
-    api.commit("declare a gate", "lead", cwd=repo, auto_accept=True)
+    api.accept(api.commit("declare a gate", "lead", cwd=repo, auto_accept=True)["id"])
     start = head(repo, "main")
     lanes = [f"agent-{i}" for i in range(6)]
     for lane in lanes:
@@ -81,7 +81,7 @@ def test_a_target_that_moves_while_the_gates_run_is_recomputed(api, repo, tmp_pa
              f"'--agent-id', 'human', '--auto-accept'], cwd={str(repo)!r}).returncode)\n")
     (repo / ".lanes.toml").write_text(f'[[gate]]\nname = "mover"\ncommand = ["{sys.executable}", "-c", '
                                       f'{json.dumps(mover)}]\n')
-    api.commit("declare a gate", "lead", cwd=repo, auto_accept=True)
+    api.accept(api.commit("declare a gate", "lead", cwd=repo, auto_accept=True)["id"])
     land(api, repo, "a", {"a.txt": "a\n"})
     result = api.promote("a", auto_accept=True)
     assert result["status"] == "accepted" and result["attempts"] == 2
@@ -104,7 +104,7 @@ def test_sigkill_at_any_instant_of_a_promotion_leaves_the_target_before_or_after
         if trial == trials // 2:
             # From here on a gate runs too, so kills also land in the scratch checkout and the gate itself.
             (repo / ".lanes.toml").write_text(f'[[gate]]\nname = "ok"\ncommand = ["{sys.executable}", "-c", "pass"]\n')
-            api.commit("declare a gate", "lead", cwd=repo, auto_accept=True)
+            api.accept(api.commit("declare a gate", "lead", cwd=repo, auto_accept=True)["id"])
             started = time.monotonic()
             land(api, repo, "warmup-gated", {"warmup-gated.txt": "w\n"})
             _start(repo, "promote", "warmup-gated", "--auto-accept").communicate()

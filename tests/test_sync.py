@@ -271,8 +271,8 @@ def test_a_lane_recreated_after_its_deletion_travels_and_a_diverged_marker_is_on
 def test_evaluations_made_on_two_machines_are_united(machines):
     origin, other, _ = machines
     gate = '[[gate]]\nname = "unique"\ncommand = "python3 -c \'import uuid; print(uuid.uuid4())\'"\n'
-    edit_and_accept(origin, "main", ".lanes.toml", gate)
     api = Lanes(origin)
+    api.accept(edit_and_accept(origin, "main", ".lanes.toml", gate)["id"])  # protected: accepted by a person
     (workspace(origin, "feat") / "p.txt").write_text("p\n")
     pending = api.commit("to evaluate", "coder-1", lane="feat")
     api.sync()

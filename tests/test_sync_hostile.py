@@ -150,3 +150,17 @@ def test_a_bad_ref_already_here_is_reported_and_every_workspace_still_catches_up
     shown = run_cli("lane", "show", "victim", "--json", cwd=machine)
     assert shown.code == 1 and shown.json["error"] == "invalid_lane_head", shown.err
     assert os.path.isdir(workspace(machine, "victim"))
+
+
+def test_a_peer_lane_whose_state_tracks_the_lanes_folder_is_refused(pair):
+    machine, bare = pair
+    index = {"GIT_INDEX_FILE": str(bare / "scratch-index")}
+    git("read-tree", "main", cwd=bare, env=index)
+    blob = git("hash-object", "-w", "--stdin", cwd=bare, input="PWNED\n").strip()
+    git("update-index", "--add", "--cacheinfo", f"100644,{blob},.lanes/workspaces/victim/a.txt", cwd=bare, env=index)
+    tree = git("write-tree", cwd=bare, env=index).strip()
+    plant(bare, "refs/lanes/heads/sneaky", git("commit-tree", "-p", "main", "-m", "sneaky", tree, cwd=bare).strip())
+    code, report = sync(machine)
+    assert code == 3 and [i["ref"] for i in report["invalid"]] == ["refs/lanes/heads/sneaky"]
+    assert ".lanes/" in report["invalid"][0]["reason"]
+    assert git("for-each-ref", "refs/lanes/heads", cwd=machine) == ""

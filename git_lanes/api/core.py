@@ -132,7 +132,7 @@ class CoreApi:
             if auto_accept and not gates.scoped(ctx, record):
                 # Nothing to run, so propose and decide in one critical section: no other writer can
                 # accept the same content in between and leave this proposal superseded.
-                return gates.decide(ctx, record, ())
+                return gates.decide(ctx, record, (), auto=True)
         if auto_accept:
             return self._decide(record, raced=True)
         return record.to_dict()
@@ -146,7 +146,7 @@ class CoreApi:
         with self._writing() as ctx:
             if raced:
                 return gates.decide_raced(ctx, record, evaluations)
-            return gates.decide(ctx, record, evaluations)
+            return gates.decide(ctx, record, evaluations, auto=False)
 
     def accept(self, transition_id: str) -> dict:
         return self._decide(transitions.find(self.ctx, transition_id))

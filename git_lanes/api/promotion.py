@@ -77,7 +77,7 @@ class PromotionApi:
         report = _report(plan, record)
         try:
             if auto_accept or gates.failures(evaluations):
-                decided = gates.decide(ctx, record, evaluations)
+                decided = gates.decide(ctx, record, evaluations, auto=auto_accept)
             else:
                 if evaluations:
                     record = record.with_evaluations(evaluations)

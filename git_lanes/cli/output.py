@@ -66,6 +66,14 @@ def nested_left(r: dict) -> str:
             f"{', '.join(nested)}") if nested else ""
 
 
+def held_line(transition: dict) -> str:
+    """Why an auto-accepted transition stayed proposed (it changes a protected path), and what to run."""
+    held = (transition.get("extra") or {}).get("held")
+    if transition.get("status") != "proposed" or not held:
+        return ""
+    return f"\nheld for a person: {held['reason']}\naccept it with `git lanes accept {short(transition['id'])}`"
+
+
 def short(oid: str | None) -> str:
     return oid[:8] if oid else "-"
 

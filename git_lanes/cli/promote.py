@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from git_lanes.cli.intent import intent_kwargs, intent_options
-from git_lanes.cli.output import json_option, open_api, run, short, table
+from git_lanes.cli.output import held_line, json_option, open_api, run, short, table
 
 
 def render_evaluations(evaluations: list[dict]) -> list[str]:
@@ -50,7 +50,10 @@ def _render_promotion(r: dict) -> str:
     if r["forced"]:
         lines.append(f"forced on {len(r['forced'])} colliding paths; {target}'s versions kept at {r['backup']}")
     lines += render_evaluations(t["evaluations"])
-    if t["status"] == "proposed":
+    held = held_line(t)
+    if held:
+        lines += held.strip("\n").splitlines()
+    elif t["status"] == "proposed":
         lines.append(f"accept it with `git lanes accept {short(t['id'])}`")
     worktree = r.get("worktree")
     if worktree:

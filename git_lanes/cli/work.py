@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from git_lanes.cli.intent import intent_kwargs, intent_options
-from git_lanes.cli.output import json_option, nested_left, open_api, run, short
+from git_lanes.cli.output import held_line, json_option, nested_left, open_api, run, short
 
 workspace_option = click.option("-w", "--workspace", "lane", metavar="LANE",
                                 help="The lane whose workspace to use (default: the one holding the current "
@@ -24,7 +24,7 @@ def render_transition(r: dict) -> str:
     for evaluation in r.get("evaluations") or ():
         verdict = "passed" if evaluation["passed"] else "FAILED"
         text += f"\ngate {evaluation['gate']}: {verdict} ({evaluation['duration']:.2f}s)"
-    return text
+    return text + held_line(r)
 
 
 def _record(auto_accept: bool, lane: str | None, params: dict[str, Any], as_json: bool) -> None:

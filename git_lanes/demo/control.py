@@ -21,7 +21,8 @@ def play(s: DemoSession) -> None:
     s.heading("The wall around every agent: hooks admit, meter and record each tool call")
     config = s.root / ".lanes.toml"
     s.write(config, (config.read_text() + "\n" if config.exists() else "") + POLICY)
-    s.lanes("commit", "-m", "Agent policy: small budgets for the demo", "--auto-accept", agent="lead")
+    held = s.lanes("commit", "-m", "Agent policy: small budgets for the demo", "--auto-accept", agent="lead")
+    s.lanes("accept", held["id"])  # .lanes.toml is protected: only an explicit accept lands it
     s.say("  policy committed on the trunk (.lanes.toml): plan 3 step units, execute 4, Bash weighs 1, Write 2")
     s.lanes("lane", "create", LANE)
     workspace = s.root / ".lanes" / "workspaces" / LANE

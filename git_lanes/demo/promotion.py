@@ -63,7 +63,9 @@ def play(s: DemoSession) -> None:
 
     s.heading("A gate on the trunk rejects an attempt that breaks it")
     s.write(s.root / ".lanes.toml", GATE)
-    s.lanes("commit", "-m", "Gate: no TODOs in Python code", "--auto-accept", agent="lead")
+    held = s.lanes("commit", "-m", "Gate: no TODOs in Python code", "--auto-accept", agent="lead")
+    s.say(f"  .lanes.toml is protected: the change waits for a person ({held['status']}); the lead accepts it")
+    s.lanes("accept", held["id"])
     s.write(lockout_ws / "auth.py", (lockout_ws / "auth.py").read_text().replace(
         "return check(user, password)", "return True  # TODO: check the password"))
     s.show("commit", "-w", "auth/lockout", "-m", "Skip the password check for now", "--agent-id", "coder-b",

@@ -14,11 +14,11 @@ gates that judge it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from git_lanes.domain import lanes, promotion, transitions
+from git_lanes.domain import lanes, promotion, protected, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, UserError
 from git_lanes.model import config, refs
@@ -146,10 +146,11 @@ def evaluate(ctx: Context, record: Transition, gates: tuple[Gate, ...] | None = 
 
 
 def _run(gate: Gate, tree_dir: Path, record: Transition) -> Evaluation:
-    cwd = tree_dir / gate.workdir if gate.workdir else tree_dir
-    if not cwd.is_dir():
+    cwd, problem = scratch.inside(tree_dir, gate.workdir)
+    if problem is not None:
         return Evaluation(gate.name, False, gate.required, None, 0.0,
-                          f"workdir {gate.workdir!r} is not a directory in the candidate tree", record.tree)
+                          f"workdir {gate.workdir!r} {problem}; a gate runs only inside the candidate's checkout",
+                          record.tree)
     command = gate.command if isinstance(gate.command, str) else list(gate.command)
     result = scratch.run_command(command, cwd, gate.timeout, {
         "GIT_LANES_GATE": gate.name, "GIT_LANES_TRANSITION": record.id, "GIT_LANES_LANE": record.lane,
@@ -162,14 +163,21 @@ def failures(evaluations: tuple[Evaluation, ...]) -> list[Evaluation]:
     return [e for e in evaluations if e.required and not e.passed]
 
 
-def decide(ctx: Context, record: Transition, evaluations: tuple[Evaluation, ...]) -> dict:
+def decide(ctx: Context, record: Transition, evaluations: tuple[Evaluation, ...], *, auto: bool) -> dict:
     """Accept `record` with its evaluations, or reject it when a required gate failed (raising GateFailed).
+    `auto`: nobody asked for this very transition (`--auto-accept`), so one that changes a protected path is
+    not accepted but held: it stays proposed, with its evaluations and why (see protected).
     Call with the writers' lock held; the record is re-read, since another writer may have decided it."""
     current = transitions.load(ctx, record.state) or record
     judged = current.with_evaluations(evaluations) if evaluations else current
     failed = failures(evaluations)
     if failed:
         raise gate_failed(transitions.reject(ctx, judged, failure_reason(failed)))
+    touched = protected.touched(ctx, judged) if auto else []
+    if touched:
+        held = replace(judged, extra={**judged.extra, "held": protected.hold(touched)})
+        transitions.save(ctx, held, f"lanes: hold {held.id[:8]} for a person: protected paths")
+        return held.to_dict()
     if judged.kind == "promote":
         accepted, worktree = promotion.land(ctx, judged)
         return accepted.to_dict() | ({"worktree": worktree} if worktree else {})
@@ -177,13 +185,13 @@ def decide(ctx: Context, record: Transition, evaluations: tuple[Evaluation, ...]
 
 
 def decide_raced(ctx: Context, record: Transition, evaluations: tuple[Evaluation, ...]) -> dict:
-    """Decide a proposal this process just made, whose gates ran outside the lock. Another writer may have
+    """Decide a proposal this process just made (to accept automatically), whose gates ran outside the lock. Another writer may have
     decided it meanwhile: accepting the same content on the same head supersedes it. When the lane now holds
     exactly this content, the work landed: answer with the transition that carried it. Otherwise the race is
     lost and nothing of ours moved: a Conflict (exit 3), never a refusal of bad input."""
     current = transitions.load(ctx, record.state) or record
     if current.status == "proposed":
-        return decide(ctx, record, evaluations)
+        return decide(ctx, record, evaluations, auto=True)
     if current.status == "accepted":
         return current.to_dict()
     head = ctx.store.read_ref(refs.lane_ref(record.lane, ctx.trunk))

@@ -131,6 +131,7 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
                       hint="choose a name that is not a folder of, or inside, another lane's")
     created = existing is None
     head = existing or start_point(ctx, source)
+    require_no_internal(ctx, ctx.store.tree_of(head), f"state {head[:8]}")
     path = default_workspace(ctx, name)
     ctx.store.forget_missing_worktree(path)
     ctx.store.clear_unfinished_worktree(path)
@@ -165,6 +166,28 @@ def unpromoted(ctx: Context, name: str) -> bool:
         if other != name and ctx.store.is_ancestor(head, lane_head(ctx, other)):
             return False
     return True
+
+
+def internal_paths(ctx: Context, tree: str) -> list[str]:
+    """Paths `tree` tracks under git-lanes' own folder `.lanes/` (where every lane's workspace lives)."""
+    entry = ctx.store.entry_at(tree, refs.LANES_DIR)
+    if entry is None:
+        return []
+    if entry.mode != 0o040000:
+        return [refs.LANES_DIR]
+    return [f"{refs.LANES_DIR}/{change.path}" for change in ctx.store.diff_trees(None, entry.oid)]
+
+
+def require_no_internal(ctx: Context, tree: str, what: str) -> None:
+    """Refuse a state that tracks files under `.lanes/`: promoted, the trunk would track files inside other
+    lanes' workspaces, and every checkout of it would write there."""
+    found = internal_paths(ctx, tree)
+    if found:
+        raise Refused(f"{what} tracks {some(found)} under {refs.LANES_DIR}/, git-lanes' own folder where every "
+                      "lane's workspace lives; no state may hold it", code="lanes_internal",
+                      details={"paths": found},
+                      hint=f"untrack it with `git rm -r --cached {refs.LANES_DIR}` in the workspace (the files "
+                           "stay), then commit again")
 
 
 def require_no_nested(ctx: Context, name: str, path: Path) -> None:

@@ -118,11 +118,13 @@ def propose(ctx: Context, p: Plan, intent: Intent, cost: Cost, *, force: bool) -
     """Write the merge commit (parents T, L) and propose it on T. Call with the writers' lock held."""
     if p.comparison.collisions and not force:
         raise collision_error(p)
+    merged = merged_tree(ctx, p)
+    lanes.require_no_internal(ctx, merged, f"promoting {p.lane} into {p.target}")
     extra = {"promoted_lane": p.lane, "lane_head": p.lane_head, "merge_base": p.base}
     if p.comparison.collisions:
         extra["forced"] = [c.path for c in p.comparison.collisions]
         extra["backup"] = backup_target(ctx, p)
-    record = transitions.propose_state(ctx, p.target, p.target_head, merged_tree(ctx, p),
+    record = transitions.propose_state(ctx, p.target, p.target_head, merged,
                                        [p.target_head, p.lane_head], intent, cost, "promote", extra)
     _supersede_earlier(ctx, record, p.lane)
     return record

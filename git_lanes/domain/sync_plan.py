@@ -76,6 +76,9 @@ def _screen(ctx: Context, remote: str, local: dict[str, str], fetched: dict[str,
     for side, found in (("local", local), ("remote", fetched)):
         for ref, oid in sorted(found.items()):
             problem = ref_problem(ref, ctx.trunk, ctx.store.object_kind(oid))
+            if problem is None and kind_of(ref, ctx.trunk)[0] == "lane" and \
+                    lanes.internal_paths(ctx, ctx.store.tree_of(oid)):
+                problem = f"its state tracks paths under {refs.LANES_DIR}/, git-lanes' own folder"
             if problem is not None:
                 problems.append((side, ref, oid, problem))
     for side, ref, oid, problem in problems:

@@ -84,6 +84,7 @@ def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost
     tree = ctx.store.snapshot(workspace)
     if tree == ctx.store.tree_of(head):
         return None
+    lanes.require_no_internal(ctx, tree, f"the workspace of {lane!r}")
     return propose_state(ctx, lane, head, tree, [parent], intent, cost, "commit")
 
 
@@ -107,6 +108,7 @@ def save(ctx: Context, record: Transition, message: str) -> None:
 
 def accept(ctx: Context, record: Transition) -> Transition:
     _require_pending(record)
+    lanes.require_no_internal(ctx, record.tree, f"proposal {record.id[:8]}")
     ref = refs.lane_ref(record.lane, ctx.trunk)
     current = ctx.store.read_ref(ref)
     if current is None:

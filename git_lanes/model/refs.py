@@ -15,7 +15,9 @@ META = "refs/lanes/meta/"
 TRUNK_META = META + "trunk"
 NOTES = "refs/notes/lanes"
 REMOTE_PREFIX = "refs/lanes-remote/"
-WORKSPACES_DIR = ".lanes/workspaces"
+# git-lanes' own folder in the main worktree (excluded there); no state may track anything under it
+LANES_DIR = ".lanes"
+WORKSPACES_DIR = LANES_DIR + "/workspaces"
 
 
 def lane_ref(lane: str, trunk: str) -> str:

@@ -1,0 +1,131 @@
+"""What a lane cannot do to the gates that judge it and to the other lanes: a gate's workdir never follows a
+symlink the candidate committed; paths the trunk protects (and `.lanes.toml`, always) are never accepted
+automatically, they wait for a person; no state tracks files under `.lanes/`, where the workspaces live."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli, workspace
+from promotion_fixtures import edit, head, land
+
+from git_lanes.domain import protected
+from git_lanes.errors import UserError
+from git_lanes.model import config
+
+AGENT = {"GIT_LANES_AGENT": "coder"}
+PY = json.dumps(sys.executable)
+
+
+def declare(api, repo: Path, toml: str) -> None:
+    edit(repo, {".lanes.toml": toml})
+    api.accept(api.commit("declare", "lead", cwd=repo, auto_accept=True)["id"])
+
+
+def fsck_clean(path: Path) -> None:
+    proc = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=path, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
+
+
+# -- D3: a gate's workdir stays inside the candidate's checkout ---------------------------------------------
+@pytest.mark.parametrize("link", ["tests", "tests/unit"])
+def test_a_gate_never_runs_beyond_a_symlink_the_lane_committed(api, repo, tmp_path, link):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    edit(repo, {"tests/unit/t.txt": "t\n"})
+    declare(api, repo, f'[[gate]]\nname = "tests"\ncommand = "pwd; touch gate-was-here"\nworkdir = "tests/unit"\n')
+    api.lane_create("a")
+    ws = workspace(repo, "a")
+    target = ws / link
+    subprocess.run(["rm", "-rf", str(target)], check=True)
+    # a link out of the checkout, or (the variant) one that stays inside it: neither is followed
+    target.symlink_to(outside if link == "tests" else ws / "src")
+    result = run_cli("commit", "-m", "tests elsewhere", "--auto-accept", "--json", cwd=ws, env=AGENT)
+    assert result.code == 4, result.err
+    [evaluation] = result.json["transition"]["evaluations"]
+    assert not evaluation["passed"] and "symbolic link" in evaluation["output_tail"]
+    assert list(outside.iterdir()) == []
+    assert not (ws / "src" / "gate-was-here").exists()
+
+
+# -- D15: protected paths wait for a person -----------------------------------------------------------------
+def test_policy_parses_protected_globs_and_always_protects_lanes_toml():
+    assert protected.parse(config.parse('[policy]\nprotected = ["ci/**", "tests"]\n', UserError)) == \
+        (".lanes.toml", "ci/**", "tests")
+    assert protected.parse({}) == (".lanes.toml",)
+    for text in ('[policy]\nprotected = "ci"\n', '[policy]\nprotected = ["../x"]\n', '[policy]\nother = 1\n'):
+        with pytest.raises(UserError) as info:
+            protected.parse(config.parse(text, UserError))
+        assert info.value.code == "invalid_policy"
+
+
+def test_a_lane_that_neuters_a_gate_script_is_held_for_a_person(api, repo):
+    edit(repo, {"ci/check.sh": "#!/bin/sh\ntest ! -e broken.txt\n"})
+    (repo / "ci" / "check.sh").chmod(0o755)
+    declare(api, repo, '[policy]\nprotected = ["ci/**"]\n[[gate]]\nname = "check"\ncommand = "./ci/check.sh"\n')
+    api.lane_create("a")
+    ws = workspace(repo, "a")
+    edit(ws, {"ci/check.sh": "#!/bin/sh\nexit 0\n", "broken.txt": "x\n"})
+    before = head(repo, "refs/lanes/heads/a")
+
+    result = run_cli("commit", "-m", "neuter the check", "--auto-accept", "--json", cwd=ws, env=AGENT)
+    assert result.code == 0, result.err
+    assert result.json["status"] == "proposed"
+    assert result.json["extra"]["held"]["paths"] == ["ci/check.sh"]
+    assert head(repo, "refs/lanes/heads/a") == before
+    assert [e["gate"] for e in result.json["evaluations"]] == ["check"]  # judged, and held anyway
+    text = run_cli("show", result.json["id"][:8], "--json", cwd=repo)
+    assert text.json["extra"]["held"]["reason"].startswith("it changes protected paths (ci/check.sh)")
+    # the same with the CLI's words, and a promotion of a lane that changed it
+    (ws / "more.txt").write_text("more\n")
+    printed = run_cli("commit", "-m", "again", "--auto-accept", cwd=ws, env=AGENT)
+    assert "held for a person" in printed.out and "git lanes accept" in printed.out
+    # a person accepts explicitly: that is the decision the hold waits for
+    accepted = api.accept(printed.out.split("git lanes accept ")[1].split("`")[0])
+    assert accepted["status"] == "accepted"
+    promoted = api.promote("a", auto_accept=True)
+    assert promoted["status"] == "proposed" and promoted["transition"]["extra"]["held"]["paths"] == ["ci/check.sh"]
+    assert api.accept(promoted["transition"]["id"])["status"] == "accepted"
+    assert git("show", "main:ci/check.sh", cwd=repo) == "#!/bin/sh\nexit 0\n"
+    fsck_clean(repo)
+
+
+def test_unprotected_changes_are_accepted_as_before_and_a_lane_cannot_unprotect(api, repo):
+    declare(api, repo, '[policy]\nprotected = ["tests"]\n')
+    land(api, repo, "a", {"src/app.py": "print('changed')\n"})
+    assert api.promote("a", auto_accept=True)["status"] == "accepted"
+    api.lane_create("b")
+    ws = workspace(repo, "b")
+    edit(ws, {".lanes.toml": "", "tests/t.py": "assert True\n"})  # unprotect, and touch tests
+    held = api.commit("loosen", "coder", lane="b", auto_accept=True)
+    assert held["status"] == "proposed"
+    assert held["extra"]["held"]["paths"] == [".lanes.toml", "tests/t.py"]
+
+
+# -- D5: nothing under .lanes/ in any state -----------------------------------------------------------------
+def test_no_state_tracks_files_under_the_lanes_folder(api, repo):
+    victim = Path(api.lane_create("victim")["workspace"])
+    (victim / "notes.txt").write_text("victim's unsaved work\n")
+    attacker = Path(api.lane_create("attacker")["workspace"])
+    (attacker / ".lanes" / "workspaces" / "victim").mkdir(parents=True)
+    (attacker / ".lanes" / "workspaces" / "victim" / "notes.txt").write_text("PWNED\n")
+    git("add", "-f", ".lanes", cwd=attacker)
+    refused = run_cli("commit", "-m", "sneaky", "--auto-accept", "--json", cwd=attacker, env=AGENT)
+    assert refused.code == 1 and refused.json["error"] == "lanes_internal", refused.err
+    assert refused.json["paths"] == [".lanes/workspaces/victim/notes.txt"]
+    assert "git rm -r --cached .lanes" in refused.err
+    # the variant: such a state made with plain git and put on the lane by hand is never promoted
+    git("commit", "-qm", "sneaky, by hand", cwd=attacker)
+    git("update-ref", "refs/lanes/heads/attacker", git("rev-parse", "HEAD", cwd=attacker).strip(), cwd=repo)
+    promoted = run_cli("promote", "attacker", "--auto-accept", "--json", cwd=repo, env=AGENT)
+    assert promoted.code == 1 and promoted.json["error"] == "lanes_internal", promoted.err
+    assert git("ls-files", ".lanes", cwd=repo) == ""
+    assert (victim / "notes.txt").read_text() == "victim's unsaved work\n"
+    started = run_cli("lane", "create", "later", "--from", "attacker", "--json", cwd=repo)
+    assert started.code == 1 and started.json["error"] == "lanes_internal"
+    fsck_clean(repo)
