@@ -207,3 +207,32 @@ def test_events_stream_a_cli_commit_and_end_on_sigterm(server, repo):
 def test_ctrl_c_stops_the_server_cleanly(server):
     assert server.get("/api/v1/status").status == 200
     assert server.stop(signal.SIGINT) == 0
+
+
+class Shape:
+    """A record-shaped result: it publishes its own schema."""
+
+    @classmethod
+    def json_schema(cls) -> dict:
+        return {"type": "object", "title": "Shape", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+
+
+class RecordApi:
+    def one(self) -> Shape: ...
+
+    def many(self) -> list[Shape]: ...
+
+    def plain(self) -> dict: ...
+
+
+def test_response_schemas_come_from_the_records_the_api_returns():
+    from git_lanes.http import openapi
+
+    table = tuple(routes.Route("GET", f"/{name}", name, name, lambda m, p: m(), "t") for name in ("one", "many",
+                                                                                                 "plain"))
+    paths = openapi.document(table, "/api/v1", "0", RecordApi)["paths"]
+    schema = {name: paths[f"/api/v1/{name}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+              for name in ("one", "many", "plain")}
+    assert schema["one"] == Shape.json_schema()
+    assert schema["many"] == {"type": "array", "items": Shape.json_schema()}
+    assert schema["plain"] == {"type": "object"}

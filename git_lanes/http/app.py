@@ -130,7 +130,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str) -> Starlette:
     guard = Guard(token, host)
     broadcaster = Broadcaster(service.poll, service.dirty)
     served = routes.available(type(service.reader))
-    document = openapi.document(served, API, __version__)
+    document = openapi.document(served, API, __version__, type(service.reader))
 
     def refused(request: Request) -> JSONResponse | None:
         verdict = guard.check(request.method, dict(request.headers), request.cookies, request.url.scheme)
@@ -144,7 +144,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str) -> Starlette:
             try:
                 params = await _params(route, request)
                 run = service.write if route.writes else service.read
-                result = await asyncio.to_thread(run, lambda api: route.call(api, params))
+                result = await asyncio.to_thread(run, lambda api: route.call(getattr(api, route.api), params))
             except LanesError as exc:
                 return lanes_error(exc)
             except Exception as exc:  # a bug still answers in JSON, and the log keeps the traceback

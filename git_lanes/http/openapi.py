@@ -1,8 +1,11 @@
 """The OpenAPI 3.1 document, derived from the route table (routes.py) so it cannot drift from what is
-served. Records are described as JSON objects and arrays; every error is the one shape `--json` prints."""
+served. A response's schema is the one its record publishes (`json_schema()` on the type the API method
+says it returns, or a list of such records); a method still returning a plain dict is a JSON object. Every
+error is the one shape `--json` prints."""
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from git_lanes.http.routes import INTEGER_PATH_PARAMS, Route
@@ -18,17 +21,32 @@ def _error_schema() -> dict:
                            "message": {"type": "string"}, "hint": {"type": "string"}}}
 
 
-def _operation(route: Route, prefix: str) -> dict[str, Any]:
+def response_schema(route: Route, api_class: type) -> dict[str, Any]:
+    generic = {"type": "array" if route.returns == "array" else "object"}
+    if not route.derive:
+        return generic
+    try:
+        returns = typing.get_type_hints(getattr(api_class, route.api)).get("return")
+    except Exception:  # an annotation naming what only a type checker imports: the generic shape stands
+        return generic
+    if callable(getattr(returns, "json_schema", None)):
+        return returns.json_schema()
+    items = typing.get_args(returns)
+    if typing.get_origin(returns) in (list, tuple) and items and callable(getattr(items[0], "json_schema", None)):
+        return {"type": "array", "items": items[0].json_schema()}
+    return generic
+
+
+def _operation(route: Route, api_class: type) -> dict[str, Any]:
     parameters = [{"name": name, "in": "path", "required": True,
                    "schema": {"type": "integer"} if name in INTEGER_PATH_PARAMS else {"type": "string", "minLength": 1}}
                   for name in route.path_params]
     parameters += [{"name": p.name, "in": "query", "required": p.required, "schema": p.schema()} for p in route.query]
-    body_type = "array" if route.returns == "array" else "object"
     operation: dict[str, Any] = {
         "operationId": route.operation_id, "summary": route.summary, "tags": [route.tag],
         "parameters": parameters,
         "responses": {"200": {"description": "the API's record, as `--json` prints it",
-                              "content": {"application/json": {"schema": {"type": body_type}}}},
+                              "content": {"application/json": {"schema": response_schema(route, api_class)}}},
                       **{code: {"description": what, "content": {"application/json": {
                           "schema": {"$ref": "#/components/schemas/Error"}}}}
                          for code, what in ERROR_STATUSES.items()}},
@@ -43,11 +61,11 @@ def _operation(route: Route, prefix: str) -> dict[str, Any]:
     return operation
 
 
-def document(routes: tuple[Route, ...], prefix: str, version: str) -> dict:
+def document(routes: tuple[Route, ...], prefix: str, version: str, api_class: type) -> dict:
     paths: dict[str, dict] = {}
     for route in routes:
         path = prefix + "/".join(part.split(":")[0] + ("}" if ":" in part else "") for part in route.path.split("/"))
-        paths.setdefault(path, {})[route.method.lower()] = _operation(route, prefix)
+        paths.setdefault(path, {})[route.method.lower()] = _operation(route, api_class)
     paths[prefix + "/events"] = {"get": {
         "operationId": "get_events", "summary": "Server-sent events of what changed (a ref moved, ops appended)",
         "tags": ["events"], "responses": {"200": {"description": "text/event-stream of `change` events, each "

@@ -10,7 +10,7 @@ from typing import Any
 
 from git_lanes.errors import UserError
 
-Handler = Callable[[Any, dict[str, Any]], Any]
+Handler = Callable[[Callable[..., Any], dict[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,13 @@ class Route:
     method: str
     path: str  # under /api/v1; {name} is one path segment, {name:path} may hold slashes (lane names)
     summary: str
-    call: Handler
+    api: str  # the `Lanes` method the route calls; its return type gives the route's response schema
+    call: Handler  # (the bound method, the request's parameters) -> the method's result
     tag: str
     query: tuple[Param, ...] = ()
     body: tuple[Param, ...] = ()
     returns: str = "object"  # or "array"
-    needs: str | None = None  # an API method this route calls that not every version has (served if present)
+    derive: bool = True  # False where the route reshapes the method's result (its schema is then generic)
 
     @property
     def writes(self) -> bool:
@@ -131,152 +132,153 @@ def _cost(p: dict) -> Any:
     return Cost(**fields) if fields else None
 
 
-def _promote(a: Any, p: dict) -> Any:
-    return a.promote(p["lane"], p.get("into"), prompt=p.get("prompt"), agent_id=p.get("agent_id"),
+def _promote(promote: Any, p: dict) -> Any:
+    return promote(p["lane"], p.get("into"), prompt=p.get("prompt"), agent_id=p.get("agent_id"),
                      agent_type=p.get("agent_type"), model=p.get("model"), tags=tuple(p.get("tags") or ()),
                      cost=_cost(p), dry_run=p.get("dry_run", False), force=p.get("force", False),
                      auto_accept=p.get("auto_accept", False))
 
 
-def _commit(a: Any, p: dict) -> Any:
-    return a.commit(p["prompt"], p["agent_id"], lane=p["name"], agent_type=p.get("agent_type"),
+def _commit(commit: Any, p: dict) -> Any:
+    return commit(p["prompt"], p["agent_id"], lane=p["name"], agent_type=p.get("agent_type"),
                     model=p.get("model"), tags=tuple(p.get("tags") or ()), cost=_cost(p),
                     auto_accept=p.get("auto_accept", False))
 
 
 ROUTES: tuple[Route, ...] = (
     # -- inspection
-    Route("GET", "/status", "Lanes, workspaces, pending proposals and unsnapshotted edits", lambda a, p: a.status(),
+    Route("GET", "/status", "Lanes, workspaces, pending proposals and unsnapshotted edits", "status", lambda m, p: m(),
           "inspect"),
     Route("GET", "/radar", "Each lane's ahead/behind the trunk, and the pairs of lanes that would collide",
-          lambda a, p: a.radar(), "inspect"),
+          "radar", lambda m, p: m(), "inspect"),
     Route("GET", "/cost", "Cumulative tokens and dollars over time, per agent and per lane",
-          lambda a, p: a.cost(), "inspect"),
+          "cost", lambda m, p: m(), "inspect"),
     Route("GET", "/transitions", "Transitions newest first, with totals (history)",
-          lambda a, p: a.history(lane=p.get("lane"), status=p.get("status"), agent=p.get("agent"),
+          "history", lambda m, p: m(lane=p.get("lane"), status=p.get("status"), agent=p.get("agent"),
                                  limit=p.get("limit")), "transitions",
           query=(S("lane"), S("status", choices=("proposed", "accepted", "rejected")), S("agent"), I("limit"))),
-    Route("GET", "/transitions/{id}", "One transition with its changed paths", lambda a, p: a.show(p["id"]),
+    Route("GET", "/transitions/{id}", "One transition with its changed paths", "show", lambda m, p: m(p["id"]),
           "transitions"),
     Route("GET", "/diff", "The difference between two states (lanes, transition ids or revisions)",
-          lambda a, p: a.diff(p["from"], p["to"], p.get("mode", "patch")), "transitions",
+          "diff", lambda m, p: m(p["from"], p["to"], p.get("mode", "patch")), "transitions",
           query=(S("from", True), S("to", True), S("mode", choices=("patch", "stat", "name-only")))),
-    Route("GET", "/proposals", "Pending proposals", lambda a, p: a.history(status="proposed")["transitions"],
-          "transitions", returns="array"),
+    Route("GET", "/proposals", "Pending proposals", "history", lambda m, p: m(status="proposed")["transitions"],
+          "transitions", returns="array", derive=False),
     Route("POST", "/transitions/{id}/accept", "Accept a proposal: run the gates, then move its lane",
-          lambda a, p: a.accept(p["id"]), "transitions"),
+          "accept", lambda m, p: m(p["id"]), "transitions"),
     Route("POST", "/transitions/{id}/reject", "Reject a proposal (kept as signal)",
-          lambda a, p: a.reject(p["id"], p.get("reason")), "transitions", body=(S("reason"),)),
+          "reject", lambda m, p: m(p["id"], p.get("reason")), "transitions", body=(S("reason"),)),
     Route("POST", "/transitions/{id}/evaluate", "Re-run the gates on a pending proposal",
-          lambda a, p: a.evaluate(p["id"]), "transitions"),
+          "evaluate", lambda m, p: m(p["id"]), "transitions"),
     Route("POST", "/promote", "Promote a lane into another (the trunk by default); dry_run only plans",
-          _promote, "transitions",
+          "promote", _promote, "transitions",
           body=(S("lane", True), S("into"), S("prompt"), S("agent_id"), *INTENT, *COST, B("dry_run"), B("force"),
                 B("auto_accept"))),
     # -- lanes
-    Route("GET", "/lanes", "Every lane", lambda a, p: a.lane_list(), "lanes", returns="array"),
+    Route("GET", "/lanes", "Every lane", "lane_list", lambda m, p: m(), "lanes", returns="array"),
     Route("POST", "/lanes", "Create a lane and its workspace",
-          lambda a, p: a.lane_create(p["name"], p.get("from")), "lanes", body=(S("name", True), S("from"))),
+          "lane_create", lambda m, p: m(p["name"], p.get("from")), "lanes", body=(S("name", True), S("from"))),
     Route("GET", "/lanes/{name:path}", "One lane: head, workspace, edits, proposals, recent transitions",
-          lambda a, p: a.lane_show(p["name"]), "lanes"),
+          "lane_show", lambda m, p: m(p["name"]), "lanes"),
     Route("DELETE", "/lanes/{name:path}", "Delete a lane (its head is kept under refs/lanes/deleted/)",
-          lambda a, p: a.lane_delete(p["name"], force=p.get("force", False)), "lanes", query=(B("force"),)),
-    Route("POST", "/lanes/{name:path}/commit", "Snapshot the lane's workspace as a proposal", _commit, "lanes",
+          "lane_delete", lambda m, p: m(p["name"], force=p.get("force", False)), "lanes", query=(B("force"),)),
+    Route("POST", "/lanes/{name:path}/commit", "Snapshot the lane's workspace as a proposal", "commit", _commit,
+          "lanes",
           body=(S("prompt", True), S("agent_id", True), *INTENT, *COST, B("auto_accept"))),
     Route("POST", "/lanes/{name:path}/reset", "Move the lane and its workspace to another lane's head",
-          lambda a, p: a.lane_reset(p["name"], p.get("onto"), force=p.get("force", False),
+          "lane_reset", lambda m, p: m(p["name"], p.get("onto"), force=p.get("force", False),
                                     reason=p.get("reason"), agent_id=p.get("agent_id")), "lanes",
           body=(S("onto"), B("force"), S("reason"), S("agent_id"))),
     # -- agents
-    Route("GET", "/agents", "Agents with their leases, tasks, claims and dirty sets", lambda a, p: a.agent_list(),
+    Route("GET", "/agents", "Agents with their leases, tasks, claims and dirty sets", "agent_list", lambda m, p: m(),
           "agents", returns="array"),
-    Route("POST", "/agents", "Register an agent", lambda a, p: a.agent_register(p["agent"], p.get("kind"),
+    Route("POST", "/agents", "Register an agent", "agent_register", lambda m, p: m(p["agent"], p.get("kind"),
                                                                                p.get("lane")), "agents",
           body=(S("agent", True), S("kind"), S("lane"))),
     Route("POST", "/agents/{agent}/heartbeat", "Extend an agent's lease and publish its dirty set",
-          lambda a, p: a.agent_heartbeat(p["agent"]), "agents"),
+          "agent_heartbeat", lambda m, p: m(p["agent"]), "agents"),
     # -- tasks and tickets
-    Route("GET", "/tasks", "Tasks in creation order", lambda a, p: a.task_list(
+    Route("GET", "/tasks", "Tasks in creation order", "task_list", lambda m, p: m(
         ready=p.get("ready", False), status=p.get("status"), owner=p.get("owner")), "tasks",
           query=(B("ready"), S("status"), S("owner")), returns="array"),
-    Route("POST", "/tasks", "Create a task", lambda a, p: a.task_create(
+    Route("POST", "/tasks", "Create a task", "task_create", lambda m, p: m(
         p["title"], actor=p.get("actor"), description=p.get("description"), depends=tuple(p.get("depends") or ()),
         ticket=p.get("ticket"), files=tuple(p.get("files") or ())), "tasks",
           body=(S("title", True), S("description"), A("depends"), S("ticket"), A("files"), ACTOR)),
-    Route("GET", "/tasks/{id}", "One task", lambda a, p: a.task_show(p["id"]), "tasks"),
+    Route("GET", "/tasks/{id}", "One task", "task_show", lambda m, p: m(p["id"]), "tasks"),
     Route("POST", "/tasks/{id}/claim", "Claim a task (compare-and-swap on its version)",
-          lambda a, p: a.task_claim(p["id"], p["agent"], p.get("version"), p.get("lane")), "tasks",
+          "task_claim", lambda m, p: m(p["id"], p["agent"], p.get("version"), p.get("lane")), "tasks",
           body=(S("agent", True), I("version"), S("lane"))),
-    Route("POST", "/tasks/{id}/done", "Mark a task done", lambda a, p: a.task_done(p["id"], p.get("actor")),
+    Route("POST", "/tasks/{id}/done", "Mark a task done", "task_done", lambda m, p: m(p["id"], p.get("actor")),
           "tasks", body=(ACTOR,)),
     Route("POST", "/tasks/{id}/block", "Block a task with a reason",
-          lambda a, p: a.task_block(p["id"], p["reason"], p.get("actor")), "tasks", body=(S("reason", True), ACTOR)),
-    Route("POST", "/tasks/{id}/resume", "Resume a blocked task", lambda a, p: a.task_resume(p["id"], p.get("actor")),
+          "task_block", lambda m, p: m(p["id"], p["reason"], p.get("actor")), "tasks", body=(S("reason", True), ACTOR)),
+    Route("POST", "/tasks/{id}/resume", "Resume a blocked task", "task_resume", lambda m, p: m(p["id"], p.get("actor")),
           "tasks", body=(ACTOR,)),
     Route("POST", "/tasks/{id}/handoff", "Hand a task to another agent",
-          lambda a, p: a.task_handoff(p["id"], p["to"], p.get("actor"), p.get("note")), "tasks",
+          "task_handoff", lambda m, p: m(p["id"], p["to"], p.get("actor"), p.get("note")), "tasks",
           body=(S("to", True), S("note"), ACTOR)),
     Route("POST", "/tasks/{id}/depends", "Make a task depend on another",
-          lambda a, p: a.task_dep_add(p["id"], p["depends_on"], p.get("actor")), "tasks",
+          "task_dep_add", lambda m, p: m(p["id"], p["depends_on"], p.get("actor")), "tasks",
           body=(S("depends_on", True), ACTOR)),
-    Route("GET", "/tickets", "Tickets", lambda a, p: a.ticket_list(), "tasks", returns="array"),
-    Route("POST", "/tickets", "Open a ticket", lambda a, p: a.ticket_open(p["title"], p.get("actor")), "tasks",
+    Route("GET", "/tickets", "Tickets", "ticket_list", lambda m, p: m(), "tasks", returns="array"),
+    Route("POST", "/tickets", "Open a ticket", "ticket_open", lambda m, p: m(p["title"], p.get("actor")), "tasks",
           body=(S("title", True), ACTOR)),
-    Route("GET", "/tickets/{id}", "One ticket with its tasks", lambda a, p: a.ticket_show(p["id"]), "tasks"),
+    Route("GET", "/tickets/{id}", "One ticket with its tasks", "ticket_show", lambda m, p: m(p["id"]), "tasks"),
     Route("POST", "/tickets/{id}/link", "Link a task to a ticket",
-          lambda a, p: a.ticket_link(p["id"], p["task"], p.get("actor")), "tasks", body=(S("task", True), ACTOR)),
+          "ticket_link", lambda m, p: m(p["id"], p["task"], p.get("actor")), "tasks", body=(S("task", True), ACTOR)),
     # -- claims and dirty sets
-    Route("GET", "/claims", "File claims", lambda a, p: a.claim_list(p.get("agent")), "claims",
+    Route("GET", "/claims", "File claims", "claim_list", lambda m, p: m(p.get("agent")), "claims",
           query=(S("agent"),), returns="array"),
     Route("POST", "/claims", "Claim paths (globs) for an agent",
-          lambda a, p: a.claim_add(p["globs"], p["agent"], p.get("task")), "claims",
+          "claim_add", lambda m, p: m(p["globs"], p["agent"], p.get("task")), "claims",
           body=(A("globs", True), S("agent", True), S("task"))),
     Route("POST", "/claims/release", "Release an agent's claims (all, or the globs given)",
-          lambda a, p: a.claim_release(p["agent"], p.get("globs") or ()), "claims",
+          "claim_release", lambda m, p: m(p["agent"], p.get("globs") or ()), "claims",
           body=(S("agent", True), A("globs"))),
-    Route("GET", "/dirty", "Published dirty sets", lambda a, p: a.dirty_list(), "claims", returns="array"),
+    Route("GET", "/dirty", "Published dirty sets", "dirty_list", lambda m, p: m(), "claims", returns="array"),
     Route("POST", "/dirty", "Publish an agent's dirty set, computed from its workspace",
-          lambda a, p: a.dirty_publish(p["agent"]), "claims", body=(S("agent", True),)),
+          "dirty_publish", lambda m, p: m(p["agent"]), "claims", body=(S("agent", True),)),
     # -- board
     Route("GET", "/board", "The board's recent posts (marks nothing read)",
-          lambda a, p: a.board_read(None, limit=p.get("limit", 50)), "board", query=(I("limit", maximum=1000),)),
-    Route("POST", "/board", "Post on the board", lambda a, p: a.board_post(
+          "board_read", lambda m, p: m(None, limit=p.get("limit", 50)), "board", query=(I("limit", maximum=1000),)),
+    Route("POST", "/board", "Post on the board", "board_post", lambda m, p: m(
         p["text"], p["agent"], p.get("kind", "note"), p.get("to")), "board",
           body=(S("text", True), S("agent", True), S("kind", choices=("note", "question", "handoff")), S("to"))),
     Route("POST", "/board/read", "Read an agent's posts and mark them read",
-          lambda a, p: a.board_read(p["agent"], unread_only=p.get("unread", False), everything=p.get("all", False),
+          "board_read", lambda m, p: m(p["agent"], unread_only=p.get("unread", False), everything=p.get("all", False),
                                     limit=p.get("limit", 20)), "board",
           body=(S("agent", True), B("unread"), B("all"), I("limit", maximum=1000))),
-    Route("POST", "/board/{post}/resolve", "Resolve a post", lambda a, p: a.board_resolve(p["post"], p.get("actor")),
+    Route("POST", "/board/{post}/resolve", "Resolve a post", "board_resolve", lambda m, p: m(p["post"], p.get("actor")),
           "board", body=(ACTOR,)),
     Route("POST", "/board/{post}/answer", "Answer a question: a post to its asker, and the question resolved",
-          lambda a, p: a.board_answer(p["post"], p["text"], p["agent"]), "board",
+          "board_answer", lambda m, p: m(p["post"], p["text"], p["agent"]), "board",
           body=(S("text", True), S("agent", True))),
     # -- the ledger and sync
-    Route("GET", "/ledger", "The coordination log's latest ops", lambda a, p: a.ledger_log(p.get("limit", 20)),
+    Route("GET", "/ledger", "The coordination log's latest ops", "ledger_log", lambda m, p: m(p.get("limit", 20)),
           "ledger", query=(I("limit", maximum=10000),), returns="array"),
-    Route("POST", "/sync", "Pull, merge and push lane state with a remote",
-          lambda a, p: getattr(a, p.get("mode", "sync"))(p.get("remote")), "ledger",
-          body=(S("remote"), S("mode", choices=("pull", "push", "sync")))),
+    *(Route("POST", f"/{verb}", what, verb, lambda m, p: m(p.get("remote")), "ledger", body=(S("remote"),))
+      for verb, what in (("pull", "Fetch a remote's lane state and merge it here"),
+                         ("push", "Push what is strictly ahead here, under a lease"),
+                         ("sync", "Pull, merge and push lane state with a remote"))),
 )
 
 # The control plane's runs: served once the API has them.
 RUN_ROUTES: tuple[Route, ...] = (
     Route("GET", "/runs", "Agent runs, newest first: phase, budgets, blocked and in-flight calls, tokens, cost",
-          lambda a, p: a.run_list(active=p.get("active", False), budgets=p.get("budgets", False)), "runs",
-          query=(B("active"), B("budgets", "with each run's phase budgets")), returns="array",
-          needs="run_list"),
-    Route("GET", "/runs/stats", "Spending per agent, lane or day", lambda a, p: a.run_stats(
-        by=p.get("by", "agent"), since=p.get("since")), "runs", query=(S("by"), S("since")), needs="run_stats"),
-    Route("GET", "/runs/{run}", "One run", lambda a, p: a.run_show(p["run"]), "runs", needs="run_show"),
-    Route("GET", "/runs/{run}/events", "One run's event log", lambda a, p: a.run_events(p["run"]), "runs",
-          returns="array", needs="run_events"),
+          "run_list", lambda m, p: m(active=p.get("active", False), budgets=p.get("budgets", False)), "runs",
+          query=(B("active"), B("budgets", "with each run's phase budgets")), returns="array"),
+    Route("GET", "/runs/stats", "Spending per agent, lane or day", "run_stats", lambda m, p: m(
+        by=p.get("by", "agent"), since=p.get("since")), "runs", query=(S("by"), S("since"))),
+    Route("GET", "/runs/{run}", "One run", "run_show", lambda m, p: m(p["run"]), "runs"),
+    Route("GET", "/runs/{run}/events", "One run's event log", "run_events", lambda m, p: m(p["run"]), "runs",
+          returns="array"),
 )
 
 
 def available(api_class: type) -> tuple[Route, ...]:
     """The routes this version of the API can serve."""
-    return tuple(r for r in ROUTES + RUN_ROUTES if r.needs is None or hasattr(api_class, r.needs))
+    return tuple(r for r in ROUTES + RUN_ROUTES if hasattr(api_class, r.api))
 
 
 # Path parameters that are integers (board posts).
