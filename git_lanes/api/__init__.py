@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from git_lanes.api.core import CoreApi
 from git_lanes.api.doctor import DoctorApi
+from git_lanes.api.lane_setup import SetupApi
 from git_lanes.api.ledger import LedgerApi
 from git_lanes.api.overview import OverviewApi
 from git_lanes.api.promotion import PromotionApi
@@ -14,7 +15,7 @@ from git_lanes.api.sync import SyncApi
 from git_lanes.api.worktrees import WorktreeApi
 
 
-class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi):
+class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi, SetupApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

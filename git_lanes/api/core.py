@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from git_lanes.domain import attention, gates, inspect, lanes, restore, setup, transitions
+from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, Refused
 from git_lanes.model.records import Cost, Intent, Transition
@@ -69,12 +69,18 @@ class CoreApi:
         return lanes.lane_at(self.ctx, Path(cwd or os.getcwd()))
 
     # -- lanes -----------------------------------------------------------------------------------------
-    def lane_create(self, name: str, source: str | None = None) -> dict:
+    def lane_create(self, name: str, source: str | None = None, *, setup: bool = True) -> dict:
+        """Create lane `name` and its workspace, then (unless `setup` is False) apply the trunk's `[setup]`
+        outside the lock: ports, copied files, the setup command (a failure is reported, the lane kept)."""
+        manifest = lane_setup.load(self.ctx) if setup else None  # a broken [setup] refuses before anything
         with self._writing() as ctx:
             # Any state a person can name elsewhere (restore, diff) starts a lane too: a transition id as well.
             start = inspect.resolve_state(ctx, source) if source is not None else None
             lane, created = lanes.create(ctx, name, start)
-        return lane.to_dict() | {"created": created}
+        result = lane.to_dict() | {"created": created}
+        if manifest is not None and not manifest.empty:
+            result["setup"] = self._set_up(manifest, name, lane.workspace, None).to_dict()  # type: ignore[attr-defined]
+        return result
 
     def lane_list(self) -> list[dict]:
         return [lane.to_dict() for lane in lanes.list_lanes(self.ctx)]
@@ -113,7 +119,9 @@ class CoreApi:
             result = lanes.delete(ctx, name, force=force, unsaved=unsaved, backup=kept)
             for proposal in pending:
                 transitions.reject(ctx, proposal, f"lane {name} was deleted")
-            return result | {"rejected_proposals": [t.id for t in pending]}
+        released = self._release_ports(name)  # type: ignore[attr-defined]
+        return result | {"rejected_proposals": [t.id for t in pending]} | \
+            ({"released_ports": released} if released else {})
 
     # -- transitions -----------------------------------------------------------------------------------
     def commit(self, prompt: str, agent_id: str, *, lane: str | None = None, cwd: str | os.PathLike | None = None,

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from git_lanes import ledger
-from git_lanes.domain import agents, inspect, lanes, worktrees
+from git_lanes.domain import agents, inspect, lane_setup, lanes, worktrees
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError
 from git_lanes.model import refs
@@ -46,6 +46,7 @@ class WorktreeApi:
         state = self._state()
         name = validate_lane_name(lane or worktrees.assigned_lane(state, agent) or worktrees.default_lane(agent))
         worktrees.check_free(state, name, agent, self.ctx.now())  # refused before anything is made on disk
+        manifest = lane_setup.load(self.ctx)
         with self._writing() as ctx:
             exists = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk)) is not None
             made_workspace = exists and lanes.workspace_path(ctx, name) is None and name != ctx.trunk
@@ -55,9 +56,13 @@ class WorktreeApi:
             path = lanes.require_workspace(ctx, name)
             head = lanes.lane_head(ctx, name)
         assigned = self._append("worktree.assign", agent, {"agent": agent, "lane": name})
-        return {"agent": agent, "lane": name, "workspace": str(path), "head": head, "created": not exists,
-                "workspace_created": made_workspace or not exists, "previous_lane": assigned["previous_lane"],
-                "lease_until": assigned["lease_until"], "op": assigned["op"]}
+        made = made_workspace or not exists
+        result = {"agent": agent, "lane": name, "workspace": str(path), "head": head, "created": not exists,
+                  "workspace_created": made, "previous_lane": assigned["previous_lane"],
+                  "lease_until": assigned["lease_until"], "op": assigned["op"]}
+        if made and not manifest.empty:
+            result["setup"] = self._set_up(manifest, name, path, agent).to_dict()  # type: ignore[attr-defined]
+        return result
 
     def list_worktrees(self) -> list[dict]:
         """Every lane that has a workspace here, with the agents assigned to it and whether they are alive."""

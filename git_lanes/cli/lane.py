@@ -26,17 +26,88 @@ def lane() -> None:
 @click.argument("name")
 @click.option("--from", "source", metavar="LANE|ID|REV", help="Start from this lane's head, transition's "
               "state or revision (default: the trunk).")
+@click.option("--no-setup", is_flag=True, help="Skip the trunk's [setup]: no ports, copied files or command.")
 @json_option
-def create(name: str, source: str | None, as_json: bool) -> None:
+def create(name: str, source: str | None, no_setup: bool, as_json: bool) -> None:
     """Create lane NAME and its workspace; print the workspace's path.
 
-    For a lane that exists without a workspace here (after a clone, say), only the workspace is made.
+    For a lane that exists without a workspace here (after a clone, say), only the workspace is made. Then
+    the [setup] of .lanes.toml at the trunk's head is applied (outside the writers' lock): ports reserved in
+    the ledger, ignored files copied from the main worktree, its command run in the workspace with a
+    timeout. A failing setup command is reported on stderr (`setup.status: failed` in --json) and the lane
+    is kept, ready to use; `git lanes lane setup NAME` runs it again.
 
     \b
     Example:
       git lanes lane create feature/auth --from main
+      cd "$(git lanes lane create feature/b --no-setup)"
     """
-    run(lambda: open_api().lane_create(name, source), as_json, lambda r: r["workspace"])
+    def render(r: dict) -> str:
+        report_setup(r.get("setup"))
+        return r["workspace"]
+
+    run(lambda: open_api().lane_create(name, source, setup=not no_setup), as_json, render)
+
+
+def report_setup(report: dict | None) -> None:
+    """Tell the person on stderr what setting the lane up did: stdout stays the workspace's path."""
+    if not report or report["status"] == "none":
+        return
+    lines = []
+    if report["ports"]:
+        lines.append(f"ports {' '.join(map(str, report['ports']))} reserved for {report['lane']}")
+    if report["copied"]:
+        lines.append(f"copied {', '.join(report['copied'])} from the main worktree")
+    if report["run"] and report["run"]["passed"]:
+        lines.append(f"setup command passed ({report['run']['duration']:.1f}s; output in {report['run']['log']})")
+    if report["status"] == "failed":
+        lines.append(f"warning: setup of lane {report['lane']} failed: {report['message']}")
+        tail = (report["run"] or {}).get("output_tail", "").strip().splitlines()[-5:]
+        lines += [f"  {line}" for line in tail]
+        lines.append(f"the lane is ready otherwise; run the setup again with `git lanes lane setup {report['lane']}`")
+    click.echo("\n".join(lines), err=True)
+
+
+@lane.command(name="setup")
+@click.argument("name")
+@json_option
+def setup_(name: str, as_json: bool) -> None:
+    """Apply the trunk's [setup] to lane NAME's workspace again.
+
+    Reserves the ports it asks for (keeping those the lane holds), copies the ignored files it names that
+    the workspace lacks, and runs its command. Exit 0 even when the command fails: the report says so.
+
+    \b
+    Example:
+      git lanes lane setup feature/auth
+    """
+    def render(r: dict) -> str:
+        report_setup(r)
+        return f"setup of {r['lane']}: {r['status']}"
+
+    run(lambda: open_api().lane_setup(name), as_json, render)
+
+
+@lane.command(name="env")
+@click.argument("name")
+@click.option("--shell", is_flag=True, help="Print `export NAME='value'` lines for eval.")
+@json_option
+def env(name: str, shell: bool, as_json: bool) -> None:
+    """Print lane NAME's variables: the trunk's [setup] env with its ports filled in.
+
+    \b
+    Example:
+      eval "$(git lanes lane env feature/auth --shell)"
+      git lanes lane env feature/auth --json
+    """
+    import shlex
+
+    def render(r: dict) -> str:
+        if shell:
+            return "\n".join(f"export {key}={shlex.quote(value)}" for key, value in sorted(r["env"].items()))
+        return "\n".join(f"{key}={value}" for key, value in sorted(r["env"].items()))
+
+    run(lambda: open_api().lane_env(name), as_json, render)
 
 
 @lane.command(name="list")

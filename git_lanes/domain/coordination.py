@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from git_lanes.domain import agents, board, claims, tasks, tickets, worktrees
+from git_lanes.domain import agents, board, claims, ports, tasks, tickets, worktrees
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.ledger.state import Record
@@ -80,6 +80,8 @@ HANDLERS: dict[str, Handler] = {
     "refused": refused,
     "worktree.assign": worktrees.assign,
     "worktree.release": worktrees.release,
+    "ports.reserve": ports.reserve,
+    "ports.release": ports.release,
 }
 
 
@@ -111,6 +113,9 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
                                + (f", read through #{r['through']}" if r.get("through") else ""),
     "worktree.assign": lambda op, r: f"assign lane {r.get('lane')} to {r.get('agent')}",
     "worktree.release": lambda op, r: f"release lane {r.get('lane') or '-'} of {r.get('agent')}",
+    "ports.reserve": lambda op, r: f"reserve ports {' '.join(map(str, r.get('ports') or [])) or 'none'} for lane "
+                                   f"{r.get('lane')}",
+    "ports.release": lambda op, r: f"release ports of lane {r.get('lane')}",
     "refused": lambda op, r: f"refused {(op.args.get('op') or {}).get('type')} "
                              f"{_short((op.args.get('op') or {}).get('id'))}",
 }

@@ -27,7 +27,12 @@ def lane_ref(lane: str, trunk: str) -> str:
 def deleted_ref(lane: str) -> str:
     """Where a deleted lane's last head is kept. The name is one flat component ('/' written as %2F): lanes
     `p/q` and, later, `p` can both be deleted, where nested names would clash as a file and a folder."""
-    return DELETED + lane.replace("%", "%25").replace("/", "%2F")
+    return DELETED + flat_name(lane)
+
+
+def flat_name(lane: str) -> str:
+    """A lane name as one path component ('/' as %2F, '%' as %25), for refs and ledger records."""
+    return lane.replace("%", "%25").replace("/", "%2F")
 
 
 def deleted_lane(marker_name: str) -> str:

@@ -99,12 +99,15 @@ def _sweep(root: Path) -> None:
         run_git(["worktree", "prune"], cwd=root, check=False)
 
 
-def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: dict[str, str]) -> CommandResult:
-    """Run `command` (argv list, or a string for the shell) with output captured; on timeout its whole
-    process group is killed."""
+def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: dict[str, str],
+                log: Path | None = None) -> CommandResult:
+    """Run `command` (argv list, or a string for the shell) with output captured (all of it in `log` when
+    given, else only the tail is kept); on timeout its whole process group is killed."""
     env = unredirected_env(extra_env)
     started = time.monotonic()
-    with tempfile.TemporaryFile() as output:
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    with (open(log, "w+b") if log is not None else tempfile.TemporaryFile()) as output:
         try:
             proc = subprocess.Popen(command, cwd=cwd, env=env, shell=isinstance(command, str),
                                     stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,

@@ -1,0 +1,61 @@
+"""Lane setup through the API: ports reserved in the ledger, the trunk's `[setup]` applied to a workspace,
+and a lane's variables for a shell or an agent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from git_lanes import ledger
+from git_lanes.domain import lane_setup, lanes, ports
+from git_lanes.domain.context import Context
+from git_lanes.errors import LanesError
+from git_lanes.model.lane_setup import Setup, SetupReport
+
+
+class SetupApi:
+    """Mixed into `Lanes`, next to LedgerApi, which provides `_append`, `_state` and `_actor`."""
+
+    ctx: Context
+    _append: Callable[[str, str, dict[str, Any]], dict]
+    _state: Callable[[], ledger.State]
+    _actor: Callable[[str | None], str]
+
+    def lane_setup(self, lane: str, *, actor: str | None = None) -> dict:
+        """(Re)apply the trunk's `[setup]` to `lane`'s workspace: reserve its ports, copy, run. A failing
+        command is reported (`status: failed`), never raised: the lane stays usable."""
+        workspace = lanes.require_workspace(self.ctx, lane)
+        return self._set_up(lane_setup.load(self.ctx), lane, workspace, actor).to_dict()
+
+    def _set_up(self, setup: Setup, lane: str, workspace, actor: str | None) -> SetupReport:
+        if setup.empty:
+            return SetupReport(lane, "none")
+        try:
+            held = self._reserve_ports(lane, setup, actor)
+        except LanesError as exc:
+            return SetupReport(lane, "failed", message=exc.message + (f" ({exc.hint})" if exc.hint else ""))
+        return lane_setup.apply(self.ctx, setup, lane, workspace, held)
+
+    def _reserve_ports(self, lane: str, setup: Setup, actor: str | None) -> tuple[int, ...]:
+        state = self._state()
+        if not setup.ports and not ports.ports_of(state, lane):
+            return ()
+        live = set(lanes.lane_names(self.ctx))
+        gone = sorted(other for other in ports.held(state) if other not in live and other != lane)
+        result = self._append("ports.reserve", self._actor(actor), {
+            "lane": lane, "count": setup.ports, "range": list(setup.port_range), "gone": gone})
+        return tuple(result["ports"])
+
+    def _release_ports(self, lane: str, actor: str | None = None) -> list[int]:
+        if not ports.ports_of(self._state(), lane):
+            return []
+        return self._append("ports.release", self._actor(actor), {"lane": lane})["released"]
+
+    def lane_env(self, lane: str) -> dict:
+        """The lane's variables from the trunk's `[setup] env`, its ports filled in."""
+        lanes.lane_head(self.ctx, lane)
+        setup = lane_setup.load(self.ctx)
+        held = ports.ports_of(self._state(), lane)
+        workspace = lanes.workspace_path(self.ctx, lane) or lanes.default_workspace(self.ctx, lane)
+        return {"lane": lane, "ports": list(held),
+                "env": lane_setup.environment(self.ctx, setup, lane, workspace, held)}
