@@ -34,10 +34,10 @@ OPENER = urllib.request.build_opener(NoRedirect)
 
 
 class Server:
-    def __init__(self, repo: Path, *args: str) -> None:
+    def __init__(self, repo: Path, *args: str, env: dict | None = None) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "git_lanes", "serve", "--port", "0", "--json", *args],
                                      cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ})
+                                     env={**os.environ, **(env or {})})
         line = self.proc.stdout.readline()
         if not line:
             raise AssertionError(f"the server did not start: {self.proc.stderr.read()}")

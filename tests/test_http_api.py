@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import threading
 import urllib.request
 
@@ -236,3 +237,15 @@ def test_response_schemas_come_from_the_records_the_api_returns():
     assert schema["one"] == Shape.json_schema()
     assert schema["many"] == {"type": "array", "items": Shape.json_schema()}
     assert schema["plain"] == {"type": "object"}
+
+
+def test_open_hands_the_one_time_link_to_the_browser(repo, tmp_path):
+    """`--open` goes through Python's webbrowser, which runs $BROWSER: here a script noting the URL."""
+    noted = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(f"import sys, pathlib\npathlib.Path({str(noted)!r}).write_text(sys.argv[1])\n")
+    with Server(repo, "--open", env={"BROWSER": f"{sys.executable} {browser} %s"}) as server:
+        while not noted.exists():
+            assert server.proc.poll() is None
+            threading.Event().wait(0.05)
+        assert noted.read_text() == f"{server.url}/?token={server.token}"
