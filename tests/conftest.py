@@ -54,6 +54,13 @@ def git(*args: str, cwd: Path, check: bool = True, input: str | None = None, env
                           env={**os.environ, **env} if env else None).stdout
 
 
+def fsck_clean(path: Path) -> None:
+    """`git fsck` finds nothing wrong in the repository at `path`."""
+    proc = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=path, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
+
+
 @pytest.fixture
 def cli():
     return run_cli

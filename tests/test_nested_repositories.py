@@ -7,18 +7,11 @@ nothing and writes no backup ref)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, workspace
+from conftest import fsck_clean, git, workspace
 from journey_helpers import auto_commit, lanes, make_lane
-
-
-def fsck_clean(path: Path) -> None:
-    proc = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=path, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
 
 
 def nested_repo(where: Path, name: str = "nested") -> str:

@@ -4,20 +4,13 @@ leaves it alone on both sides, and moves everything else. The trunk is only ever
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, run_cli, workspace
+from conftest import fsck_clean, git, run_cli, workspace
 from gitserver import make_origin
 
 from git_lanes.api import Lanes
-
-
-def fsck_clean(path: Path) -> None:
-    proc = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=path, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, run_cli, workspace
+from conftest import fsck_clean, git, run_cli, workspace
 from promotion_fixtures import edit, head, land
 
 from git_lanes.domain import protected
@@ -24,12 +24,6 @@ PY = json.dumps(sys.executable)
 def declare(api, repo: Path, toml: str) -> None:
     edit(repo, {".lanes.toml": toml})
     api.accept(api.commit("declare", "lead", cwd=repo, auto_accept=True)["id"])
-
-
-def fsck_clean(path: Path) -> None:
-    proc = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=path, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
 
 
 # -- D3: a gate's workdir stays inside the candidate's checkout ---------------------------------------------

@@ -75,7 +75,7 @@ class LedgerApi:
                 raise UserError("this agent has no lane, so it has no dirty set", code="no_lane",
                                 hint="register it with `git lanes agent register ID --lane LANE`")
             return None
-        path = lanes.workspace_path(self.ctx, lane)
+        path, _ = lanes.workspace_state(self.ctx, lane)
         if path is None:
             if required:
                 lanes.require_workspace(self.ctx, lane)

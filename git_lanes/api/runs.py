@@ -179,9 +179,9 @@ class RunsApi:
         is the turn's usage (`mode`: propose or accept). Returns what happened, never raises a user error."""
         if not state.lane:
             return {"status": "skipped", "reason": "the run has no lane"}
-        path = lanes.workspace_path(self.ctx, state.lane)
+        path, broken = lanes.workspace_state(self.ctx, state.lane)
         if path is None:
-            return {"status": "skipped", "reason": f"lane {state.lane} has no workspace here"}
+            return {"status": "skipped", "reason": broken or f"lane {state.lane} has no workspace here"}
         if state.transitions and self._same_as_last(path, state.transitions[-1]):
             return {"status": "unchanged", "reason": "the workspace still holds the run's last proposal"}
         turn = state.turn or {}

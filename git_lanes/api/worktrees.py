@@ -108,8 +108,9 @@ class WorktreeApi:
             if dry_run:
                 with self._writing() as ctx:
                     path, keep = worktrees.removable(ctx, orphan["lane"])
-                if keep == "unsaved":
-                    kept.append(entry | {"reason": "dirty_workspace", "workspace": str(path)})
+                if keep in ("unsaved", "nested"):
+                    reason = "dirty_workspace" if keep == "unsaved" else "nested_repository"
+                    kept.append(entry | {"reason": reason, "workspace": str(path)})
                 else:
                     reclaimed.append(entry | {"workspace": str(path) if path and keep is None else None})
                 continue

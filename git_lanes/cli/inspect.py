@@ -30,12 +30,14 @@ def status(as_json: bool) -> None:
     """
     def render(r: dict) -> str:
         rows = [[("* " if lane["trunk"] else "  ") + lane["name"], short(lane["head"]),
-                 lane["workspace"] or "(no workspace)", _counts(lane)] for lane in r["lanes"]]
+                 lane["workspace"] or ("BROKEN" if lane.get("broken") else "(no workspace)"), _counts(lane)]
+                for lane in r["lanes"]]
         lines = ["lanes:", table(rows)]
         if r["proposals"]:
             lines.append("pending proposals:")
             lines.append(table([["  " + short(t["id"]), t["lane"], t["intent"]["agent_id"], _summary(t)]
                                 for t in r["proposals"]]))
+        lines += [f"broken {lane['name']}: {lane['broken']}" for lane in r["lanes"] if lane.get("broken")]
         for dirty in r["dirty"]:
             lines.append(f"unsnapshotted in {dirty['lane']}:")
             lines += [f"  {kind:9} {path}" for path, kind in sorted(dirty["paths"].items())]

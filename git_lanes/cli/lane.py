@@ -120,8 +120,8 @@ def list_(as_json: bool) -> None:
       git lanes lane list --json
     """
     def render(rows: list[dict]) -> str:
-        return table([[("* " if r["trunk"] else "  ") + r["name"], short(r["head"]), r["workspace"] or "-"]
-                      for r in rows])
+        return table([[("* " if r["trunk"] else "  ") + r["name"], short(r["head"]),
+                       r["workspace"] or (f"BROKEN: {r['broken']}" if r.get("broken") else "-")] for r in rows])
 
     run(lambda: open_api().lane_list(), as_json, render)
 

@@ -56,7 +56,7 @@ def _disk(ctx: Context, state: RunState) -> dict:
     """`git diff` of the workspace against its lane head, new files included, bounded."""
     if not state.lane:
         return {"workspace": None, "diff": "", "more_lines": 0, "files": []}
-    path = lanes.workspace_path(ctx, state.lane)
+    path, _ = lanes.workspace_state(ctx, state.lane)
     if path is None:
         return {"workspace": None, "diff": "", "more_lines": 0, "files": []}
     head_tree = ctx.store.tree_of(lanes.lane_head(ctx, state.lane))

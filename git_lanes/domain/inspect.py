@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from git_lanes.domain import attention, lanes, transitions
 from git_lanes.domain.context import Context
-from git_lanes.errors import NotFound, UserError
+from git_lanes.errors import LanesError, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.model.records import STATUSES, Cost, Transition
 
@@ -38,8 +39,12 @@ def status(ctx: Context) -> dict:
     lane_rows = []
     dirty = []
     for lane in lanes.list_lanes(ctx):
-        changed = unsnapshotted(ctx, lane.name, lane.workspace) if lane.workspace else {}
-        needing = attention.needing(ctx, lane.name, lane.workspace) if lane.workspace else []
+        try:
+            changed = unsnapshotted(ctx, lane.name, lane.workspace) if lane.workspace else {}
+            needing = attention.needing(ctx, lane.name, lane.workspace) if lane.workspace else []
+        except LanesError as exc:  # one unreadable workspace is shown as such; the others still are
+            lane = replace(lane, workspace=None, broken=exc.message)
+            changed, needing = {}, []
         row = lane.to_dict() | {"dirty": sorted(changed), "attention": needing}
         lane_rows.append(row)
         if changed or needing:

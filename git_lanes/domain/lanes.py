@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Conflict, LanesError, NotFound, Refused, UserError
 from git_lanes.model import refs
 from git_lanes.model.names import validate_lane_name
 from git_lanes.store import RefUpdate
@@ -20,10 +21,13 @@ class Lane:
     head: str
     is_trunk: bool
     workspace: Path | None
+    # why the lane's workspace (or head) cannot be used; the lane is still listed, every other lane works
+    broken: str | None = None
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "ref": self.ref, "head": self.head, "trunk": self.is_trunk,
-                "workspace": str(self.workspace) if self.workspace else None}
+        record = {"name": self.name, "ref": self.ref, "head": self.head, "trunk": self.is_trunk,
+                  "workspace": str(self.workspace) if self.workspace else None}
+        return record | ({"broken": self.broken} if self.broken else {})
 
 
 def lane_names(ctx: Context) -> list[str]:
@@ -50,24 +54,53 @@ def lane_head(ctx: Context, name: str) -> str:
 
 def get_lane(ctx: Context, name: str) -> Lane:
     head = lane_head(ctx, name)
-    return Lane(name, refs.lane_ref(name, ctx.trunk), head, name == ctx.trunk, workspace_path(ctx, name))
+    path, problem = workspace_state(ctx, name)
+    return Lane(name, refs.lane_ref(name, ctx.trunk), head, name == ctx.trunk, path, problem)
 
 
 def list_lanes(ctx: Context) -> list[Lane]:
-    return [get_lane(ctx, name) for name in lane_names(ctx)]
+    """Every lane; one whose head or workspace is broken is listed as such, never failing the others."""
+    found = []
+    for name in lane_names(ctx):
+        try:
+            found.append(get_lane(ctx, name))
+        except LanesError as exc:
+            ref = refs.lane_ref(name, ctx.trunk)
+            found.append(Lane(name, ref, ctx.store.read_ref(ref) or "", name == ctx.trunk, None, exc.message))
+    return found
 
 
 def default_workspace(ctx: Context, name: str) -> Path:
     return ctx.store.root / refs.WORKSPACES_DIR / name
 
 
-def workspace_path(ctx: Context, name: str) -> Path | None:
-    """Where the lane is checked out, or None. The trunk's workspace is the main worktree while it is on it."""
+def workspace_state(ctx: Context, name: str) -> tuple[Path | None, str | None]:
+    """(where the lane is checked out or None, why what stands there is not its workspace or None). The
+    trunk's workspace is the main worktree while it is on the trunk. Something at a lane's workspace path
+    that is not the worktree git made there for it (a symlink to another lane's workspace, a folder whose
+    .git is gone) is broken: no command reads or writes through it."""
     if name == ctx.trunk:
-        main = next(w for w in ctx.store.list_worktrees() if w.is_main)
-        return main.path if main.branch == refs.lane_ref(ctx.trunk, ctx.trunk) else None
+        main = ctx.store.main_worktree()
+        return (main.path if main.branch == refs.lane_ref(ctx.trunk, ctx.trunk) else None), None
     path = default_workspace(ctx, name)
-    return path if ctx.store.is_workspace(path) else None
+    if not os.path.lexists(path) or ctx.store.unfinished_worktree(path) or \
+            (path.is_dir() and not path.is_symlink() and not any(path.iterdir())):
+        return None, None
+    problem = ctx.store.workspace_problem(path)
+    return (None, problem) if problem else (path, None)
+
+
+def workspace_path(ctx: Context, name: str) -> Path | None:
+    """Where the lane is checked out, or None; a broken workspace is refused (`workspace_broken`)."""
+    path, problem = workspace_state(ctx, name)
+    if problem is not None:
+        where = default_workspace(ctx, name)
+        again = f"`git lanes lane create {name}` gives the lane its workspace back (nothing of the lane is lost)"
+        hint = f"remove the link (`rm {where}`; what it points at stays), then {again}" if where.is_symlink() \
+            else f"if its .git file was lost, `git worktree repair {where}` restores it; else move {where} away, " \
+                 f"and {again}"
+        raise Refused(f"the workspace of lane {name!r} is broken: {problem}", code="workspace_broken", hint=hint)
+    return path
 
 
 def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:

@@ -6,6 +6,7 @@ and the remote changes only through one leased push. The next sync picks up wher
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Callable
@@ -137,9 +138,13 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
     found = []
     known = set(lanes.lane_names(ctx))
     for worktree in ctx.store.list_worktrees():
-        if worktree.is_main or worktree.head is None:
-            continue
         name = _lane_of(ctx, worktree.path)
+        if worktree.broken and name in moved:
+            found.append({"lane": name, "path": str(worktree.path), "status": "broken", "reason": worktree.broken,
+                          "hint": f"repair it with `git worktree repair {worktree.path}`, or move it away and "
+                                  f"`git lanes lane create {name}`"})
+        if worktree.is_main or worktree.head is None or worktree.broken:
+            continue
         try:
             head = lanes.lane_head(ctx, name) if name and name in known else None
         except LanesError:  # a lane head git-lanes never wrote: sync reports the ref, the rest goes on
@@ -179,7 +184,8 @@ def _way_on(blocked: dict[str, list[str]], where: Path, step: str) -> str:
 def _lane_of(ctx: Context, path: Path) -> str | None:
     base = (ctx.store.root / refs.WORKSPACES_DIR).resolve()
     try:
-        return path.resolve().relative_to(base).as_posix()
+        # not resolved: a workspace path replaced by a symlink names its own lane, not the link's target
+        return Path(os.path.abspath(path)).relative_to(base).as_posix()
     except ValueError:
         return None
 

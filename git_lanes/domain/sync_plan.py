@@ -166,7 +166,7 @@ class _Planner:
             if decision == PULL and mine is None and self._deleted_over(self.local, self.fetched, name, theirs):
                 self._move("remote", "lane", name, ref, theirs, None)
             elif decision == PUSH and theirs is None and self._deleted_over(self.fetched, self.local, name, mine):
-                if lanes.workspace_path(self.ctx, name) is not None:
+                if any(lanes.workspace_state(self.ctx, name)):
                     # The remote's marker stays out too: holding it would make the kept lane look created
                     # after the deletion, and the next sync would push it back to every machine.
                     self.kept_markers.add(refs.deleted_ref(name))

@@ -174,7 +174,7 @@ def _require_pending(record: Transition) -> None:
 def _follow_lane(ctx: Context, lane: str, old: str | None, new: str) -> None:
     """Keep a linked workspace's HEAD on its lane head after the lane moved from `old`: from `old` itself,
     or from a commit made there with plain git that the new state was built on."""
-    path = lanes.workspace_path(ctx, lane)
+    path, _ = lanes.workspace_state(ctx, lane)  # after the lane moved: a broken workspace is left alone
     if path is None or lane == ctx.trunk:
         return
     current = ctx.store.workspace_head(path)

@@ -105,6 +105,8 @@ def removable(ctx: Context, lane: str) -> tuple[Path | None, str | None]:
         return path, "trunk"
     if restore.has_unsaved(ctx, lane, path):
         return path, "unsaved"
+    if ctx.store.nested_repositories(path):
+        return path, "nested"
     return path, None
 
 
@@ -120,5 +122,7 @@ def remove_workspace(ctx: Context, lane: str) -> Path | None:
         raise Refused(f"the workspace of lane {lane!r} holds work no state holds yet ({path})",
                       code="dirty_workspace", details={"lane": lane, "workspace": str(path)},
                       hint="commit it first (or restore the workspace to its lane to discard it), then release")
+    if keep == "nested":
+        lanes.require_no_nested(ctx, lane, path)
     ctx.store.remove_worktree(path)
     return path

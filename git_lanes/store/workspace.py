@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pygit2
 
-from git_lanes.errors import NotFound
+from git_lanes.errors import NotFound, Refused
 from git_lanes.store import checkout, stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
@@ -30,6 +30,7 @@ class Worktree:
     head: str | None
     is_main: bool
     branch: str | None
+    broken: str | None = None  # why it is not the worktree git recorded (see WorkspaceOps.workspace_problem)
 
 
 class WorkspaceOps:
@@ -54,6 +55,10 @@ class WorkspaceOps:
     def is_workspace(self, path: Path) -> bool:
         """A finished worktree lives at `path` (not one a killed `git worktree add` left half made)."""
         return (path / ".git").is_file() and not unfinished(path)
+
+    def unfinished_worktree(self, path: Path) -> bool:
+        """What stands at `path` is a worktree a killed `git worktree add` left half made."""
+        return unfinished(path)
 
     def clear_unfinished_worktree(self, path: Path) -> bool:
         """Remove what a killed `git worktree add` left at `path`; True when there was something. Nothing in
@@ -88,6 +93,14 @@ class WorkspaceOps:
         """Remove a worktree and its private git dir. The files move out of the way in one rename first, so
         a kill mid-removal never leaves a half-deleted directory that looks like, or blocks, a workspace."""
         path = Path(path)
+        if path.is_symlink():  # following it would remove another worktree, or files outside the repository
+            raise Refused(f"{path} is a symbolic link, not a worktree: nothing was removed", code="workspace_broken",
+                          hint=f"remove the link itself with `rm {path}` if it is yours")
+        nested = self.nested_repositories(path) if path.is_dir() else []
+        if nested:
+            raise Refused(f"{path} holds git repositories of its own ({', '.join(nested[:5])}): nothing was removed",
+                          code="nested_repository", details={"nested": nested},
+                          hint="move them out first; git-lanes never deletes a folder holding a .git")
         self._workspace_repos.pop(path.resolve(), None)
         self._warm_indexes.discard(path.resolve())
         admin = worktree_admin_dir(path)
@@ -107,17 +120,51 @@ class WorkspaceOps:
             shutil.rmtree(path)
         _remove_empty_parents(path.parent, self.root / ".lanes")
 
+    def main_worktree(self) -> Worktree:
+        return self._describe(self.root, is_main=True)
+
     def list_worktrees(self) -> list[Worktree]:
-        found = [self._describe(self.root, is_main=True)]
+        """The main worktree, then every linked one git records whose folder exists. One that is not what
+        git recorded (see `workspace_problem`) is listed as broken, never read through."""
+        found = [self.main_worktree()]
         for name in self.repo.list_worktrees():
             try:
                 worktree = self.repo.lookup_worktree(name)
-                path = Path(worktree.path).resolve()
+                path = Path(worktree.path)
             except (KeyError, pygit2.GitError):
                 continue
-            if path.exists():
-                found.append(self._describe(path, is_main=False))
+            if not os.path.lexists(path):
+                continue
+            problem = self.workspace_problem(path)
+            found.append(Worktree(path, None, False, None, problem) if problem
+                         else self._describe(path, is_main=False))
         return found
+
+    def workspace_problem(self, path: Path) -> str | None:
+        """Why what stands at `path` is not the linked worktree git made for `path` (None when it is). A
+        folder replaced by a symlink to another lane's workspace, or a `.git` pointing at another worktree,
+        would make every command act on the wrong lane's files."""
+        path = Path(path)
+        for folder in [*reversed(path.parents), path]:
+            if (folder == self.root or self.root in folder.parents) and folder.is_symlink():
+                return f"{folder} is a symbolic link (to {os.readlink(folder)}), not the lane's worktree"
+        pointer = path / ".git"
+        if not path.is_dir():
+            return f"{path} is not a folder"
+        if pointer.is_dir():
+            return f"{path} holds a repository of its own, not a worktree of this one"
+        if not pointer.is_file():
+            return f"{path} has no .git file: its link to the repository is gone"
+        admin = worktree_admin_dir(path)
+        if admin is None or admin.parent != (self.common_dir / "worktrees").resolve():
+            return f"{path}/.git does not point at a worktree of this repository"
+        try:
+            recorded = Path((admin / "gitdir").read_text().strip())
+        except OSError:
+            return None if unfinished(path) else f"git has no record of the worktree {path}/.git points at"
+        if recorded.resolve() != pointer.resolve():
+            return f"{path}/.git belongs to the worktree at {recorded.parent}"
+        return None
 
     def _describe(self, path: Path, is_main: bool) -> Worktree:
         repo = self.repo if is_main else self.workspace_repo(path)

@@ -1,0 +1,100 @@
+"""A lane's workspace path that holds something else than the worktree git made there for that lane (a
+symlink to another lane's workspace, a folder whose `.git` is gone or points at another worktree): no command
+reads or writes through it, `status` and `lane list` show it as broken and go on with every other lane, and
+the printed repair works."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import fsck_clean, git, run_cli
+from journey_helpers import lanes, make_lane
+
+
+@pytest.fixture
+def two(repo: Path) -> tuple[Path, Path]:
+    l6, l7 = make_lane(repo, "l6"), make_lane(repo, "l7")
+    (l7 / "README.md").write_text("l7 unsaved\n")
+    (l7 / "n.txt").write_text("l7 new\n")
+    return l6, l7
+
+
+def break_by_symlink(l6: Path, l7: Path) -> None:
+    shutil.rmtree(l6)
+    l6.symlink_to(l7)
+
+
+def break_by_foreign_pointer(l6: Path, l7: Path) -> None:
+    (l6 / ".git").write_text((l7 / ".git").read_text())  # .git pointing at l7's admin dir
+
+
+def break_by_lost_pointer(l6: Path, l7: Path) -> None:
+    (l6 / ".git").unlink()
+
+
+@pytest.mark.parametrize("damage", [break_by_symlink, break_by_foreign_pointer, break_by_lost_pointer])
+def test_no_command_acts_through_a_workspace_that_is_not_the_lanes(repo, two, damage):
+    l6, l7 = two
+    damage(l6, l7)
+    before = git("for-each-ref", cwd=repo)
+    for args in (("lane", "delete", "l6"), ("lane", "delete", "l6", "--force"),
+                 ("restore", "main", "-w", "l6", "--force"), ("commit", "-m", "x", "-w", "l6"),
+                 ("lane", "reset", "l6", "--force"), ("lane", "path", "l6")):
+        result = lanes(*args, "--json", cwd=repo)
+        assert result.code == 1 and result.json["error"] == "workspace_broken", (args, result.err)
+    assert git("for-each-ref", cwd=repo) == before
+    assert (l7 / "README.md").read_text() == "l7 unsaved\n" and (l7 / "n.txt").read_text() == "l7 new\n"
+    assert str(l7) in git("worktree", "list", cwd=repo)
+
+    listed = run_cli("lane", "list", "--json", cwd=repo)
+    assert listed.code == 0, listed.err
+    rows = {row["name"]: row for row in listed.json}
+    assert rows["l6"]["workspace"] is None and rows["l6"]["broken"]
+    assert rows["l7"]["workspace"] == str(l7) and "broken" not in rows["l7"]
+    status = run_cli("status", "--json", cwd=repo)
+    assert status.code == 0, status.err
+    by_lane = {row["name"]: row for row in status.json["lanes"]}
+    assert by_lane["l6"]["broken"] and by_lane["l7"]["dirty"] == ["README.md", "n.txt"]
+    assert "BROKEN" in run_cli("status", cwd=repo).out
+    fsck_clean(repo)
+
+
+def test_the_printed_repair_gives_the_lane_its_workspace_back(repo, two):
+    l6, l7 = two
+    break_by_symlink(l6, l7)
+    refused = lanes("lane", "path", "l6", cwd=repo)
+    assert f"`rm {l6}`" in refused.err
+    l6.unlink()
+    again = lanes("lane", "create", "l6", "--json", cwd=repo)
+    assert again.code == 0 and again.json["created"] is False, again.err
+    assert git("worktree", "list", cwd=repo).count(str(l6)) == 1
+    assert lanes("lane", "delete", "l6", cwd=repo).code == 0
+    assert (l7 / "README.md").read_text() == "l7 unsaved\n"
+    fsck_clean(repo)
+
+
+def test_a_lost_git_file_is_restored_by_git_worktree_repair_as_the_hint_says(repo, two):
+    l6, l7 = two
+    break_by_lost_pointer(l6, l7)
+    refused = lanes("restore", "main", "-w", "l6", cwd=repo)
+    assert f"git worktree repair {l6}" in refused.err
+    git("worktree", "repair", str(l6), cwd=repo, check=False)
+    assert lanes("restore", "main", "-w", "l6", cwd=repo).code == 0
+    assert "broken" not in run_cli("lane", "list", "--json", cwd=repo).out
+
+
+def test_reclaim_keeps_an_orphan_workspace_holding_a_nested_repository(repo):
+    from git_lanes.api import Lanes
+    from ledger_helpers import Clock
+
+    api = Lanes(repo, clock=Clock())
+    path = Path(api.assign_worktree("gone")["workspace"])
+    (path / "dep").mkdir()
+    git("init", "--quiet", cwd=path / "dep")
+    api.ctx.clock.advance(3600)
+    for dry_run in (True, False):
+        result = api.reclaim_orphan_worktrees(dry_run=dry_run)
+        assert [(k["lane"], k["reason"]) for k in result["kept"]] == [("agent/gone", "nested_repository")]
+    assert (path / "dep" / ".git").is_dir()
