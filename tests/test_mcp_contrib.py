@@ -47,3 +47,9 @@ def test_each_entry_starts_a_server_acting_as_its_agent(repo, name, agent):
                 return await call(session, "register_agent")
 
     assert anyio.run(scenario)["agent"] == agent
+
+
+def test_the_claude_plugin_brings_the_same_server():
+    plugin = CONTRIB.parent / "claude-plugin"
+    assert json.loads((plugin / ".claude-plugin" / "plugin.json").read_text())["mcpServers"] == "./.mcp.json"
+    assert json.loads((plugin / ".mcp.json").read_text()) == json.loads((CONTRIB / "claude.mcp.json").read_text())

@@ -57,17 +57,38 @@ def _target(agent_cli: str, scope: str) -> Path:
     return hook_settings.settings_path(agent_cli, scope, root, Path.home(), Path(codex_home) if codex_home else None)
 
 
+def _mcp_target(agent_cli: str, scope: str) -> Path:
+    from git_lanes.domain import hook_settings, mcp_settings
+
+    root = hook_settings.project_root(Path.cwd()) if scope == "project" else Path.cwd()
+    codex_home = os.environ.get("CODEX_HOME")
+    return mcp_settings.settings_path(agent_cli, scope, root, Path.home(), Path(codex_home) if codex_home else None)
+
+
 def _render(result: dict) -> str:
-    verb = "would change" if result["dry_run"] and result["changed"] else "changed" if result["changed"] else \
+    lines = [f"{_verb(result)} {result['settings']}"
+             + (f" ({', '.join(result.get('added') or result.get('removed') or [])})"
+                if result.get("added") or result.get("removed") else "")]
+    mcp = result.get("mcp")
+    if mcp:
+        lines.append(f"{_verb(mcp)} {mcp['settings']} (MCP server {mcp['server']})")
+        if mcp.get("kept_foreign"):
+            lines.append(f"note: {mcp['settings']} already has an MCP server named {mcp['server']} that is not "
+                         "git-lanes'; it was left as it is")
+    return "\n".join(lines)
+
+
+def _verb(result: dict) -> str:
+    return "would change" if result["dry_run"] and result["changed"] else "changed" if result["changed"] else \
         "already up to date:"
-    events = result.get("added") or result.get("removed") or []
-    detail = f" ({', '.join(events)})" if events else ""
-    return f"{verb} {result['settings']}{detail}"
 
 
 scope_option = click.option("--scope", type=click.Choice(["project", "user"]), default="project", show_default=True,
                             help="project: the settings file in this worktree's root; user: in your home.")
 dry_run_option = click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+
+
+no_mcp_option = click.option("--no-mcp", is_flag=True, help="Leave the MCP server entry alone (hooks only).")
 
 
 @click.command()
@@ -76,11 +97,16 @@ dry_run_option = click.option("--dry-run", is_flag=True, help="Say what would ch
 @dry_run_option
 @click.option("--command", "prefix", metavar="PREFIX",
               help="How the hooks start git-lanes (default: this program's absolute path), e.g. 'git lanes'.")
+@no_mcp_option
 @json_option
-def install(agent_cli: str, scope: str, dry_run: bool, prefix: str | None, as_json: bool) -> None:
+def install(agent_cli: str, scope: str, dry_run: bool, prefix: str | None, no_mcp: bool, as_json: bool) -> None:
     """Install the git-lanes hooks into an agent CLI's settings (.claude/settings.json, .codex/hooks.json,
     .gemini/settings.json): every event the control plane needs, merged without touching anything else in
     the file. Running it twice changes nothing; `git lanes uninstall` removes exactly what it added.
+
+    Also adds the `lanes` MCP server (`git lanes mcp`, acting as $GIT_LANES_AGENT) to the CLI's MCP servers
+    (.mcp.json or ~/.claude.json, .codex/config.toml, .gemini/settings.json), unless --no-mcp; an entry
+    named `lanes` that is not git-lanes' is left alone.
 
     Project scope writes the file in this worktree's root: commit it on the trunk so every lane's workspace
     carries it, or use --scope user.
@@ -90,27 +116,41 @@ def install(agent_cli: str, scope: str, dry_run: bool, prefix: str | None, as_js
       git lanes install claude
       git lanes install codex --scope user --dry-run
     """
-    from git_lanes.domain import hook_settings
+    from git_lanes.domain import hook_settings, mcp_settings
 
-    run(lambda: hook_settings.install(_target(agent_cli, scope), agent_cli, prefix or command_prefix(),
-                                      dry_run=dry_run), as_json, _render)
+    def action() -> dict:
+        command = prefix or command_prefix()
+        result = hook_settings.install(_target(agent_cli, scope), agent_cli, command, dry_run=dry_run)
+        if not no_mcp:
+            result["mcp"] = mcp_settings.install(_mcp_target(agent_cli, scope), agent_cli, command, dry_run=dry_run)
+        return result
+
+    run(action, as_json, _render)
 
 
 @click.command()
 @click.argument("agent_cli", metavar="CLI", type=CLI_CHOICE)
 @scope_option
 @dry_run_option
+@no_mcp_option
 @json_option
-def uninstall(agent_cli: str, scope: str, dry_run: bool, as_json: bool) -> None:
-    """Remove the git-lanes hooks from an agent CLI's settings, and nothing else.
+def uninstall(agent_cli: str, scope: str, dry_run: bool, no_mcp: bool, as_json: bool) -> None:
+    """Remove the git-lanes hooks (and, unless --no-mcp, the `lanes` MCP server entry) from an agent CLI's
+    settings, and nothing else.
 
     \b
     Example:
       git lanes uninstall claude
     """
-    from git_lanes.domain import hook_settings
+    from git_lanes.domain import hook_settings, mcp_settings
 
-    run(lambda: hook_settings.uninstall(_target(agent_cli, scope), agent_cli, dry_run=dry_run), as_json, _render)
+    def action() -> dict:
+        result = hook_settings.uninstall(_target(agent_cli, scope), agent_cli, dry_run=dry_run)
+        if not no_mcp:
+            result["mcp"] = mcp_settings.uninstall(_mcp_target(agent_cli, scope), agent_cli, dry_run=dry_run)
+        return result
+
+    run(action, as_json, _render)
 
 
 @click.command()

@@ -107,10 +107,15 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def save(path: Path, data: dict[str, Any]) -> None:
+    """Write a settings document atomically (see `save_text`)."""
+    save_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def save_text(path: Path, text: str) -> None:
     """Write atomically (a temporary file renamed over the old one), keeping the file's mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    temporary.write_text(text)
     if path.exists():
         os.chmod(temporary, path.stat().st_mode & 0o7777)
     os.replace(temporary, path)
