@@ -141,3 +141,30 @@ def test_the_checker_sees_a_violation():
     imports = imports_of(planted, "from ..store import repo\nimport pygit2\n\ndef f():\n    import dulwich\n")
     assert {(imp.module, imp.top_level) for imp in imports} == {
         ("git_lanes.store", True), ("git_lanes.store.repo", True), ("pygit2", True), ("dulwich", False)}
+
+
+def string_imports(file: Path, source: str | None = None) -> list[str]:
+    """The "git_lanes.<layer>…" strings a module of a lower layer holds that name a layer above it: what
+    importlib would load by name, which the import rules above cannot see."""
+    layer = layer_of(file)
+    found = []
+    for node in ast.walk(ast.parse(source if source is not None else file.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            target = git_lanes_layer(node.value.split(":")[0].strip())
+            if target is not None and target != layer and target not in ALLOWED[layer]:
+                found.append(f"{file.name}:{node.lineno} names {node.value!r}")
+    return found
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_lower_layers_name_no_layer_above_them_by_a_string(layer):
+    """A string import is invisible to the import rules above (the ledger once loaded the domain's fold by
+    its import path): collaborators are passed in instead."""
+    assert [f for file in source_files() if layer_of(file) == layer for f in string_imports(file)] == []
+
+
+def test_the_string_checker_sees_a_violation():
+    planted = PACKAGE / "ledger" / "planted.py"
+    found = string_imports(planted, 'import importlib\nFOLD = "git_lanes.domain.coordination:FOLD"\n'
+                                    'importlib.import_module(FOLD)\nOK = "git_lanes.store.repo"\n')
+    assert found == ["planted.py:2 names 'git_lanes.domain.coordination:FOLD'"]

@@ -11,6 +11,7 @@ from ledger_helpers import Clock, ledger_head
 
 from git_lanes import ledger
 from git_lanes.api import Lanes
+from git_lanes.domain.coordination import FOLD
 from git_lanes.errors import Conflict, NotFound, UserError
 from git_lanes.ledger.merge import refused_op
 from git_lanes.store import RefUpdate
@@ -100,10 +101,10 @@ def test_a_refused_op_reaches_its_actor_on_the_next_heartbeat(lanes, repo):
     task = lanes.task_create("t", actor="lead")["task"]
     lanes.task_claim(task, "winner")
     lost = ledger.make_op("task.claim", "loser", {"task": task, "agent": "loser"}, lanes.ctx.now())
-    new, refusal = ledger.apply_op(store, ledger_head(repo), lost)
+    new, refusal = ledger.apply_op(store, ledger_head(repo), lost, FOLD)
     assert new is None
     stand_in = refused_op(lost, refusal)
-    recorded, _ = ledger.apply_op(store, ledger_head(repo), stand_in)
+    recorded, _ = ledger.apply_op(store, ledger_head(repo), stand_in, FOLD)
     store.update_refs([RefUpdate("refs/lanes/ledger", recorded, ledger_head(repo), "test: sync stand-in")])
     beat = lanes.agent_heartbeat("loser")
     assert [(r["original"]["id"], r["error"]) for r in beat["refused"]] == [(lost.id, "task_claimed")]

@@ -72,8 +72,8 @@ def test_apply_op_moves_no_ref_keeps_the_op_and_is_deterministic(lanes, repo):
     lanes.agent_register("a")
     base = ledger_head(repo)
     op = make_op("board.post", "a", {"text": "replayed", "kind": "note", "to": None}, 1_800_000_100.0)
-    first, result = ledger.apply_op(store, base, op)
-    second, again = ledger.apply_op(store, base, op)
+    first, result = ledger.apply_op(store, base, op, FOLD)
+    second, again = ledger.apply_op(store, base, op, FOLD)
     assert ledger_head(repo) == base
     assert result == again == {"post": 1, "kind": "note", "to": None}
     assert store.tree_of(first) == store.tree_of(second)
@@ -89,11 +89,11 @@ def test_apply_op_returns_a_refusal_with_its_exit_code_and_writes_nothing(lanes,
     lanes.task_claim(task, "winner")
     head = ledger_head(repo)
     lost = make_op("task.claim", "loser", {"task": task, "agent": "loser"}, 1_800_000_001.0)
-    new, refusal = ledger.apply_op(store, head, lost)
+    new, refusal = ledger.apply_op(store, head, lost, FOLD)
     assert new is None
     assert refusal["error"] == "task_claimed" and refusal["exit_code"] == 3 and refusal["owner"] == "winner"
     bad = make_op("task.claim", "loser", {"task": "ffff", "agent": "loser"}, 1_800_000_001.0)
-    assert ledger.apply_op(store, head, bad)[1]["exit_code"] == 1
+    assert ledger.apply_op(store, head, bad, FOLD)[1]["exit_code"] == 1
     assert ledger_head(repo) == head
 
 
@@ -121,7 +121,7 @@ def test_unknown_major_formats_are_rejected_clearly(lanes, repo):
     with pytest.raises(UnsupportedFormat, match="agents/a.json has format 2"):
         ledger.State(store, tree).get("agents/a.json")
     unknown = make_op("task.teleport", "a", {}, 1.0)
-    assert ledger.apply_op(store, head, unknown)[1]["error"] == "unknown_op"
+    assert ledger.apply_op(store, head, unknown, FOLD)[1]["error"] == "unknown_op"
 
 
 def test_a_commit_that_is_not_an_op_is_reported(lanes, repo):

@@ -1,5 +1,5 @@
 """The coordination model's fold: how each ledger op changes the state, decided from that state and the op
-alone. `FOLD` is what the ledger applies (`git_lanes.ledger.log.DEFAULT_FOLD` names it)."""
+alone. `FOLD` is what the ledger applies: every caller of `ledger.append`, `apply_op` and `replay` passes it."""
 
 from __future__ import annotations
 

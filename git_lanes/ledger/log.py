@@ -5,16 +5,15 @@ These functions are the contract the sync layer builds on:
 
 - `read_op(store, commit) -> Op` parses one ledger commit.
 - `ops_between(store, ancestor, head) -> list[Op]` lists the ops after `ancestor` up to `head`, oldest first.
-- `apply_op(store, base_head, op) -> (new_head | None, result_or_refusal)` applies an existing op (keeping its
+- `apply_op(store, base_head, op, fold) -> (new_head | None, result_or_refusal)` applies an existing op (keeping its
   id, actor, time and args) on top of `base_head`, writing objects but moving no ref.
-- `append(store, op, ...)` is the local write: lock, apply on the current head, compare-and-swap the ref.
+- `append(store, op, fold)` is the local write: lock, apply on the current head, compare-and-swap the ref.
 
 The fold decides each op from the state it reads and the op alone (its time included), never from the clock
 or the environment, so replaying the same op on the same state gives the same commit tree and result."""
 
 from __future__ import annotations
 
-import importlib
 import time as _time
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,8 +26,6 @@ from git_lanes.store import RefUpdate, Store
 from git_lanes.store.trees import Entry
 
 BLOB_MODE = 0o100644
-# The coordination model's fold, bound by name so this generic log does not import the domain layer.
-DEFAULT_FOLD = "git_lanes.domain.coordination:FOLD"
 # About once in this many appends (chosen by the op's random id, so concurrent writers spread it) the
 # appender asks git whether the repository needs packing (`git gc --auto`).
 MAINTENANCE_EVERY = 500
@@ -49,11 +46,6 @@ class Fold(Protocol):
 class Appended:
     op: Op
     commit: str
-
-
-def default_fold() -> Fold:
-    module, attribute = DEFAULT_FOLD.split(":")
-    return getattr(importlib.import_module(module), attribute)
 
 
 def head(store: Store) -> str | None:
@@ -90,8 +82,7 @@ def ops_between(store: Store, ancestor: str | None, head_commit: str) -> list[Op
     return ops
 
 
-def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold | None = None) \
-        -> tuple[str | None, dict[str, Any]]:
+def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold) -> tuple[str | None, dict[str, Any]]:
     """Apply `op` on top of ledger commit `base_head` (None: the empty ledger) without moving any ref.
 
     The op keeps its id, type, actor, time and args; the fold decides it afresh against `base_head`'s state.
@@ -101,7 +92,7 @@ def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold | None = No
     `message`, optional `hint`, plus `exit_code`: 3 for a lost race or version conflict, 1 for bad input).
     Nothing is written for a refusal. Deterministic: the same (state, op) gives the same tree and result."""
     try:
-        commit, recorded = _build(store, base_head, op, fold or default_fold())
+        commit, recorded = _build(store, base_head, op, fold)
     except LanesError as exc:
         return None, refusal(exc)
     return commit, recorded.result or {}
@@ -111,10 +102,9 @@ def refusal(exc: LanesError) -> dict[str, Any]:
     return exc.to_dict() | {"exit_code": exc.exit_code}
 
 
-def append(store: Store, op: Op, fold: Fold | None = None) -> Appended:
+def append(store: Store, op: Op, fold: Fold) -> Appended:
     """Apply `op` on the current head under the local writers' lock and compare-and-swap the ref to the new
     commit. Raises the fold's error when it refuses; a refused op changes nothing and is not recorded."""
-    fold = fold or default_fold()
     with store.locked():
         for attempt in range(CAS_ATTEMPTS):
             base = head(store)

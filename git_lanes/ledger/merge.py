@@ -45,7 +45,7 @@ def refused_op(op: Op, refusal: dict[str, Any]) -> Op:
     return make_op(REFUSED, op.actor, {"op": op.to_dict(), "refusal": refusal}, op.time)
 
 
-def replay(store: Store, local: str, remote: str, fold: Fold | None = None,
+def replay(store: Store, local: str, remote: str, fold: Fold,
            rebase: Callable[[str | None, str], Rebase] | None = None) -> Replay:
     """Replay the ops of `local` that `remote` lacks on top of `remote`, writing commits but moving no ref.
     `rebase(merge_base, remote)` gives the model's translation of positional arguments, if it has any."""
