@@ -176,11 +176,12 @@ def test_openapi_documents_every_route(server):
     assert "/api/v1/events" in document["paths"]
 
 
-def test_events_stream_a_cli_commit_and_end_on_sigterm(server, repo):
+def listen(server) -> tuple[list[dict], threading.Thread]:
+    """Open /api/v1/events; returns what arrives (a final {"kind": "end"} when the stream closes)."""
     received: list[dict] = []
     opened = threading.Event()
 
-    def listen():
+    def read():
         with urllib.request.urlopen(server.url + "/api/v1/events", timeout=120) as stream:
             for raw in stream:
                 line = raw.decode().strip()
@@ -190,9 +191,14 @@ def test_events_stream_a_cli_commit_and_end_on_sigterm(server, repo):
                     received.extend(json.loads(line[6:])["events"])
         received.append({"kind": "end"})
 
-    listener = threading.Thread(target=listen, daemon=True)
+    listener = threading.Thread(target=read, daemon=True)
     listener.start()
     assert opened.wait(60), "the stream never opened"
+    return received, listener
+
+
+def test_events_stream_a_cli_commit_and_end_on_sigterm(server, repo):
+    received, listener = listen(server)
     ws = workspace(repo, "feat")
     (ws / "c.txt").write_text("c\n")
     commit = run_cli("commit", "-m", "Add c", "--agent-id", "coder-2", "--auto-accept", "--json", cwd=ws).json
@@ -203,6 +209,18 @@ def test_events_stream_a_cli_commit_and_end_on_sigterm(server, repo):
     assert server.stop(signal.SIGTERM) == 0
     listener.join(60)
     assert received[-1] == {"kind": "end"}
+
+
+def test_an_edit_in_a_workspace_is_an_event_though_no_ref_moved(server, repo):
+    received, listener = listen(server)
+    ws = workspace(repo, "feat")
+    for attempt in range(600):  # the first edit may land before the server's first look: edit again
+        (ws / f"edit-{attempt}.txt").write_text("draft\n")
+        listener.join(0.1)
+        if any(e["kind"] == "workspace" for e in received):
+            break
+    assert any(e["kind"] == "workspace" for e in received), received
+    assert not any(e["kind"] in ("lane", "ledger") for e in received)
 
 
 def test_ctrl_c_stops_the_server_cleanly(server):
