@@ -58,6 +58,9 @@ def _render_promotion(r: dict) -> str:
     worktree = r.get("worktree")
     if worktree:
         lines.append(f"updated {_paths(len(worktree['updated']))} in {worktree['path']}")
+        if worktree.get("left"):
+            lines.append(f"not yet written in {worktree['path']}: {worktree['left']['reason']}; the next git lanes "
+                         f"command there finishes {_paths(len(worktree['left']['paths']))}")
         if worktree["attention"]:
             lines.append("these files had unsaved edits and were left as they are; they need attention "
                          "(`git diff` shows them against the promoted version):")

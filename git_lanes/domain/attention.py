@@ -10,6 +10,7 @@ or stages their own (`git add`), saying they merged it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from git_lanes.domain import lanes
@@ -34,6 +35,14 @@ def checked_out(ctx: Context, lane: str, at: str) -> Path | None:
     return path
 
 
+def require_writable(ctx: Context, lane: str, at: str) -> None:
+    """Refuse, before anything is proposed or moved, a move of `lane` whose worktree another git command
+    holds (its index is locked): the files could be written but not recorded."""
+    worktree = checked_out(ctx, lane, at)
+    if worktree is not None:
+        ctx.store.require_index_free(worktree)
+
+
 def prepare(ctx: Context, record: Transition) -> Path | None:
     """Before `record` moves its lane: note every path it changes as pending in the lane's worktree."""
     if record.base is None:
@@ -48,6 +57,7 @@ def prepare_move(ctx: Context, lane: str, old: str, new: str) -> Path | None:
     worktree = checked_out(ctx, lane, old)
     if worktree is None:
         return None
+    ctx.store.require_index_free(worktree)  # checked while nothing has moved yet
     files = _files(ctx, worktree)
     entries = _load(files)
     for change in ctx.store.diff_trees(ctx.store.tree_of(old), ctx.store.tree_of(new)):
@@ -62,7 +72,12 @@ def finish(ctx: Context, lane: str, worktree: Path) -> dict:
     done: {"path", "updated": [...], "attention": [...]}."""
     files = _files(ctx, worktree)
     entries = _load(files)
-    updated, attention = _settle(ctx, lane, files, entries)
+    try:
+        updated, attention = _settle(ctx, lane, files, entries)
+    except Conflict as exc:
+        # The lane has moved: the promotion stands, and what is left is finished by the next command here.
+        return {"path": str(worktree), "updated": [], "attention": [],
+                "left": {"reason": exc.message, "paths": sorted(_load(files))}}
     return {"path": str(worktree), "updated": updated, "attention": attention}
 
 
@@ -116,6 +131,7 @@ def forget(ctx: Context, worktree: Path) -> None:
 
 def _settle(ctx: Context, lane: str, files: WorktreeFiles, entries: dict) -> tuple[list[str], list[str]]:
     head = lanes.lane_head(ctx, lane)
+    before = json.loads(json.dumps(entries))
     landed: dict[str, bool] = {}
     updated, attention = [], []
     # Deletions first, then shallow paths before deep ones, so a file replacing a directory (or the other
@@ -139,7 +155,13 @@ def _settle(ctx: Context, lane: str, files: WorktreeFiles, entries: dict) -> tup
         else:
             entry["pending"] = False
             attention.append(path)
-    files.save_index()
+    try:
+        files.save_index()
+    except Conflict:
+        # Files may be written, but the index says nothing of it: keep every entry as it was, so the next
+        # writer here finds those files already right and records them.
+        _save(files, before)
+        raise
     _save(files, entries)
     return sorted(updated), sorted(attention)
 

@@ -120,6 +120,7 @@ def propose(ctx: Context, p: Plan, intent: Intent, cost: Cost, *, force: bool) -
         raise collision_error(p)
     merged = merged_tree(ctx, p)
     lanes.require_no_internal(ctx, merged, f"promoting {p.lane} into {p.target}")
+    attention.require_writable(ctx, p.target, p.target_head)
     extra = {"promoted_lane": p.lane, "lane_head": p.lane_head, "merge_base": p.base}
     if p.comparison.collisions:
         extra["forced"] = [c.path for c in p.comparison.collisions]

@@ -9,7 +9,7 @@ from pathlib import Path
 from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, NotFound, Refused
+from git_lanes.errors import Conflict, LanesError, NotFound, Refused
 from git_lanes.model import refs
 from git_lanes.model.names import resolve_prefix
 from git_lanes.model.records import Cost, Intent, Transition
@@ -180,7 +180,10 @@ def _follow_lane(ctx: Context, lane: str, old: str | None, new: str) -> None:
     current = ctx.store.workspace_head(path)
     if current == old or (current is not None and old is not None and ctx.store.is_ancestor(old, current)
                           and ctx.store.is_ancestor(current, new)):
-        ctx.store.set_workspace_head(path, new)
+        try:
+            ctx.store.set_workspace_head(path, new)
+        except LanesError:  # HEAD locked by a git command: the decision stands; ensure_current catches up
+            pass
 
 
 def recover(ctx: Context) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from git_lanes.errors import Conflict
 from git_lanes.store.repo import Store
 
 MISSING = "state not in this repository"
@@ -19,10 +20,15 @@ def fast_forward_files(store: Store, path: Path, tree: str) -> dict[str, list[st
         plan = store.plan_checkout(path, tree, baseline=store.tree_of(head) if head else None, force=False)
     except KeyError:
         return {MISSING: [tree]}
+    except Conflict as exc:
+        return {"the index is locked by another git command": [exc.details.get("lock", str(path))]}
     if plan.refusals:
         blocked: dict[str, list[str]] = {}
         for where, why in sorted(plan.refusals.items()):
             blocked.setdefault(why, []).append(where)
         return blocked
-    store.apply_checkout(path, plan)
+    try:
+        store.apply_checkout(path, plan)
+    except Conflict as exc:  # the index lock was taken meanwhile: the next sync finishes the files
+        return {exc.message: [str(path)]}
     return None

@@ -35,8 +35,12 @@ def owned_ref(name: str) -> bool:
     return name.startswith("refs/lanes/") or name == OWNED_NOTES
 
 
-def clear_if_stale(lock: Path) -> bool:
-    """Delete `lock` if it was abandoned; True when it is gone now. Call with the writers' flock held."""
+def clear_if_stale(lock: Path, worktree: Path | None = None) -> bool:
+    """Delete `lock` if it was abandoned; True when it is gone now. Call with the writers' flock held.
+    `worktree`: the lock is that worktree's index (or HEAD) lock, which a plain `git commit` running there
+    holds *closed* while its hooks run: while any git process works in the worktree, it is live."""
+    if worktree is not None and git_running_in(worktree):
+        return False
     try:
         before = lock.stat()
     except FileNotFoundError:
@@ -61,20 +65,42 @@ def clear_if_stale(lock: Path) -> bool:
     return True
 
 
-def retrying(action: Callable[[], T], locks: Iterable[Path], failure: type[Exception], what: str) -> T:
+def retrying(action: Callable[[], T], locks: Iterable[Path], failure: type[Exception], what: str,
+             worktree: Path | None = None) -> T:
     """Run `action`; if it fails with `failure` while one of `locks` exists, clear the abandoned ones and run
-    it once more. A lock that is still live becomes a Conflict that names it."""
+    it once more. A lock that is still live becomes a Conflict that names it. `worktree`: see clear_if_stale."""
     try:
         return action()
     except failure:
         present = [lock for lock in locks if lock.exists()]
         if not present:
             raise
-        live = [lock for lock in present if not clear_if_stale(lock)]
+        live = [lock for lock in present if not clear_if_stale(lock, worktree)]
         if live:
             raise Conflict(f"{what}: {live[0]} is locked by another process", code="locked",
                            hint=f"retry; if no git process is running, delete {live[0]}") from None
     return action()
+
+
+def git_running_in(worktree: Path) -> bool:
+    """Whether a live `git` process has its working directory in `worktree` (as every git command run
+    there, and every hook it runs, has). Where /proc cannot tell, assume one is."""
+    proc = Path("/proc")
+    if not (proc / "self" / "cwd").exists():
+        return True
+    root = worktree.resolve()
+    for pid in os.listdir(proc):
+        if not pid.isdigit() or pid == str(os.getpid()):
+            continue
+        try:
+            if (proc / pid / "comm").read_text().strip() != "git":
+                continue
+            cwd = Path(os.readlink(proc / pid / "cwd"))
+        except OSError:
+            continue
+        if cwd == root or root in cwd.parents:
+            return True
+    return False
 
 
 def _held_open(path: Path, mtime: float) -> bool:

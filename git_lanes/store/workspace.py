@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pygit2
 
-from git_lanes.errors import NotFound, Refused
+from git_lanes.errors import Conflict, NotFound, Refused
 from git_lanes.store import checkout, stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
@@ -189,7 +189,7 @@ class WorkspaceOps:
         repo = self.workspace_repo(path)
         if repo.head_is_detached or repo.head_is_unborn or Path(path).resolve() != self.root:
             stale.retrying(lambda: repo.set_head(pygit2.Oid(hex=commit)), [Path(repo.path) / "HEAD.lock"],
-                           pygit2.GitError, "could not move the workspace's HEAD")
+                           pygit2.GitError, "could not move the workspace's HEAD", worktree=Path(path))
 
     def snapshot(self, path: Path) -> str:
         """Stage the workspace's files as they are (ignore rules apply) and return the tree's id."""
@@ -203,14 +203,14 @@ class WorkspaceOps:
             # content as git would (an LFS pointer, not the large file; ciphertext, not the secret).
             self._warm_indexes.add(path)
             stale.retrying(lambda: run_git(["add", "-A"], cwd=path, env=unredirected_env()), locks,
-                           GitCommandFailed, "could not update the workspace's index")
+                           GitCommandFailed, "could not update the workspace's index", worktree=path)
             return run_git(["write-tree"], cwd=path, env=unredirected_env()).stdout.strip()
         index = self.workspace_repo(path).index
         index.read(False)
         index.add_all()
         # Writing the tree first lets the index file carry git's cache-tree extension.
         tree = index.write_tree()
-        stale.retrying(index.write, locks, pygit2.GitError, "could not write the workspace's index")
+        stale.retrying(index.write, locks, pygit2.GitError, "could not write the workspace's index", worktree=path)
         return str(tree)
 
     def _filter_drivers(self, path: Path) -> bool:
@@ -305,8 +305,21 @@ class WorkspaceOps:
 
     def plan_checkout(self, path: Path, tree: str, *, baseline: str | None = None,
                       force: bool) -> checkout.CheckoutPlan:
-        """How the worktree at `path` would become `tree` (see checkout); reads only."""
+        """How the worktree at `path` would become `tree` (see checkout); reads only. A worktree whose index
+        another git command holds (a `git commit` running its hooks) cannot be carried there: Conflict."""
+        self.require_index_free(path)
         return checkout.plan(self.worktree_files(path), tree, baseline=baseline, force=force)
+
+    def require_index_free(self, path: Path) -> None:
+        """Refuse (`index_locked`, exit 3) while another process holds the worktree's index lock: anything
+        written now could not be recorded in the index. Call with the writers' lock held: a lock a killed
+        process left on a lane workspace's index is cleared; the main worktree's, where people run git, never."""
+        path = Path(path).resolve()
+        lock = self._admin_dir(path) / "index.lock"
+        if lock.exists() and (path == self.root or not stale.clear_if_stale(lock, path)):
+            raise Conflict(f"the index of {path} is locked by another git command (a `git commit` running?)",
+                           code="index_locked", details={"lock": str(lock)},
+                           hint=f"let it finish and try again; if no git process is running, delete {lock}")
 
     def apply_checkout(self, path: Path, plan: checkout.CheckoutPlan) -> None:
         checkout.apply(self.worktree_files(path), plan)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pygit2
 
+from git_lanes.errors import Conflict
 from git_lanes.store import filters
 from git_lanes.store.trees import Entry
 
@@ -223,7 +224,12 @@ class WorktreeFiles:
 
     def save_index(self) -> None:
         if "index" in self.__dict__:
-            self.index.write()
+            try:
+                self.index.write()
+            except pygit2.GitError as exc:  # another git command took the index lock meanwhile
+                raise Conflict(f"could not write the index of {self.root}: {exc}", code="index_locked",
+                               hint="let the other git command finish; the next command here completes this") \
+                    from None
         if self._refresh:
             filters.refresh_index(self.root)
             self._refresh = False
