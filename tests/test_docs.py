@@ -127,4 +127,4 @@ def test_one_command_loads_only_its_own_module():
     loaded = loaded_modules("lane", "--help")
     assert "git_lanes.cli.lane" in loaded
     assert not [m for m in loaded if m.startswith("git_lanes.cli.") and m not in
-                {"git_lanes.cli.lane", "git_lanes.cli.output"}]
+                {"git_lanes.cli.lane", "git_lanes.cli.output", "git_lanes.cli.options"}]

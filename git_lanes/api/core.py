@@ -11,6 +11,7 @@ from pathlib import Path
 from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, Refused
+from git_lanes.model.ids import AgentId
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.store import open_store
 from git_lanes.store.setup import init_repository
@@ -128,7 +129,7 @@ class CoreApi:
                agent_type: str | None = None, model: str | None = None, tags: tuple[str, ...] = (),
                cost: Cost | None = None, auto_accept: bool = False, metadata: dict | None = None) -> dict:
         """Snapshot a workspace as a proposed transition of its lane; with `auto_accept`, decide it too."""
-        intent = Intent(prompt=prompt, agent_id=agent_id, agent_type=agent_type, model=model, tags=tags,
+        intent = Intent(prompt=prompt, agent_id=AgentId(agent_id), agent_type=agent_type, model=model, tags=tags,
                         metadata=metadata or {})
         cost = cost or Cost()
         name, path = self._workspace(lane, cwd)

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from git_lanes.domain import gates, lanes, promotion, reset, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, Refused
+from git_lanes.model.ids import AgentId
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.store import merge_gate
 
@@ -33,7 +34,8 @@ class PromotionApi:
             status = "up_to_date" if plan.up_to_date else "collision" if plan.comparison.collisions else "clean"
             return {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
                     **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {})}
-        intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=agent_id or self._human(),
+        who = AgentId(agent_id) if agent_id else self._human()
+        intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=who,
                         agent_type=agent_type, model=model, tags=tags)
         with merge_gate.serialized(self.ctx.store.common_dir, target):
             for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -117,7 +119,8 @@ class PromotionApi:
                    agent_id: str | None = None) -> dict:
         """Move lane `name` (and its workspace) to the head of `onto` (default: the trunk)."""
         with self._writing() as ctx:
-            return reset.reset(ctx, name, onto or ctx.trunk, force=force, reason=reason, agent_id=agent_id)
+            return reset.reset(ctx, name, onto or ctx.trunk, force=force, reason=reason,
+                               agent_id=AgentId(agent_id) if agent_id else None)
 
     def _human(self) -> str:
         """Who promotes when no agent id is given: the person in git's configured identity."""
@@ -125,7 +128,8 @@ class PromotionApi:
 
 
 def _report(plan: promotion.Plan, record: Transition) -> dict:
-    return plan.to_dict() | {"forced": record.extra.get("forced", []), "backup": record.extra.get("backup")}
+    extra = record.promotion
+    return plan.to_dict() | {"forced": list(extra.forced) if extra else [], "backup": extra.backup if extra else None}
 
 
 def _require_pending(record: Transition) -> None:

@@ -93,7 +93,7 @@ def cli() -> None:
       git lanes init
       git lanes lane create feature/auth
       cd "$(git lanes lane path feature/auth)" && $EDITOR auth.py
-      git lanes commit -m "Add login" --agent-id coder-1 --auto-accept
+      git lanes commit -m "Add login" --agent coder-1 --auto-accept
 
     Exit codes: 0 ok, 1 user error, 2 usage, 3 conflict or stale, 4 gate failed.
     """

@@ -4,17 +4,14 @@ coordination commands share."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import click
 
 from git_lanes.cli import SuggestingGroup
+from git_lanes.cli.options import agent_option
 from git_lanes.cli.output import json_option, open_api, run, table
 
-
-def agent_option(required: bool = True, help_text: str = "The agent acting.") -> Callable:
-    return click.option("--agent", "agent", envvar="GIT_LANES_AGENT", show_envvar=True, required=required,
-                        metavar="ID", help=help_text)
+__all__ = ["agent", "agent_option", "render_overlaps"]
 
 
 def ago(moment: float | None) -> str:
@@ -49,12 +46,21 @@ def agent() -> None:
     """
 
 
+def _which(agent_id: str | None, agent: str | None) -> str:
+    """ID as an argument, or --agent / GIT_LANES_AGENT like every other command that acts as an agent."""
+    chosen = agent_id or agent
+    if not chosen:
+        raise click.UsageError("name the agent: ID, --agent ID or GIT_LANES_AGENT")
+    return chosen
+
+
 @agent.command()
-@click.argument("agent_id", metavar="ID")
+@click.argument("agent_id", metavar="[ID]", required=False)
 @click.option("--kind", metavar="KIND", help="What sort of agent this is (default: agent).")
 @click.option("--lane", metavar="LANE", help="The lane this agent works in (its dirty set is computed there).")
+@agent_option(required=False, help_text="The agent, when ID is not given.")
 @json_option
-def register(agent_id: str, kind: str | None, lane: str | None, as_json: bool) -> None:
+def register(agent_id: str | None, kind: str | None, lane: str | None, agent: str | None, as_json: bool) -> None:
     """Register agent ID (or update it), starting its lease.
 
     Posts to everyone sent before an agent's first call do not flood in; posts sent to it directly do.
@@ -67,13 +73,15 @@ def register(agent_id: str, kind: str | None, lane: str | None, as_json: bool) -
         verb = "registered" if r["registered"] else "updated"
         return f"{verb} {r['agent']} (kind {r['kind']}, lane {r['lane'] or '-'}), lease until {ago(r['lease_until'])}"
 
-    run(lambda: open_api().agent_register(agent_id, kind, lane), as_json, render)
+    who = _which(agent_id, agent)
+    run(lambda: open_api().agent_register(who, kind, lane), as_json, render)
 
 
 @agent.command()
-@click.argument("agent_id", metavar="ID")
+@click.argument("agent_id", metavar="[ID]", required=False)
+@agent_option(required=False, help_text="The agent, when ID is not given.")
 @json_option
-def heartbeat(agent_id: str, as_json: bool) -> None:
+def heartbeat(agent_id: str | None, agent: str | None, as_json: bool) -> None:
     """Extend agent ID's lease; report unread posts, pending wakes and refused ops; refresh its dirty set.
 
     The dirty set is computed from git (the agent's lane workspace against its lane head).
@@ -92,7 +100,8 @@ def heartbeat(agent_id: str, as_json: bool) -> None:
             lines += render_overlaps(r["dirty"]["overlaps"])
         return "\n".join(lines)
 
-    run(lambda: open_api().agent_heartbeat(agent_id), as_json, render)
+    who = _which(agent_id, agent)
+    run(lambda: open_api().agent_heartbeat(who), as_json, render)
 
 
 @agent.command(name="list")

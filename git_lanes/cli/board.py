@@ -8,7 +8,7 @@ import time
 import click
 
 from git_lanes.cli import SuggestingGroup
-from git_lanes.cli.agent import agent_option
+from git_lanes.cli.options import agent_option, limit_option
 from git_lanes.cli.output import json_option, open_api, run
 
 
@@ -59,8 +59,8 @@ def post(text: str, agent: str, kind: str, target: str | None, as_json: bool) ->
 @agent_option(required=False, help_text="Whose posts to read (and mark read); without it, show the board.")
 @click.option("--unread", "unread_only", is_flag=True, help="Only unread posts.")
 @click.option("--all", "everything", is_flag=True, help="Include posts sent to other agents.")
-@click.option("--limit", type=click.IntRange(min=1, max=1000), default=20, show_default=True,
-              help="How many recent posts to include besides the unread ones.")
+@limit_option("How many recent posts to include besides the unread ones.", type=click.IntRange(min=1, max=1000),
+              default=20, show_default=True)
 @json_option
 def read(agent: str | None, unread_only: bool, everything: bool, limit: int, as_json: bool) -> None:
     """Read the board as an agent: unread posts and recent ones; what is shown is marked read.

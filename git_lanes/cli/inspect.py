@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from git_lanes.cli.options import limit_option
 from git_lanes.cli.output import ATTENTION_HINT, json_option, open_api, run, short, table
 
 
@@ -60,7 +61,7 @@ def _counts(lane: dict) -> str:
 @click.option("--status", "status_", type=click.Choice(["proposed", "accepted", "rejected"]),
               help="Only transitions with this status.")
 @click.option("--agent", metavar="AGENT", help="Only this agent's transitions.")
-@click.option("-n", "limit", type=click.IntRange(min=0), metavar="N", help="Show at most N (totals count all).")
+@limit_option("Show at most N (totals count all).", type=click.IntRange(min=0))
 @json_option
 def history(lane: str | None, status_: str | None, agent: str | None, limit: int | None, as_json: bool) -> None:
     """List transitions newest first with prompt, agent, tags and cost, plus totals.

@@ -7,17 +7,18 @@ from typing import Any
 
 import click
 
+from git_lanes.cli.options import agent_option
+
 
 def intent_options(command: Callable | None = None, *, required: bool = True) -> Callable:
     """The options as a decorator; `required=False` (as `@intent_options(required=False)`) lets a command
-    that can name its own intent, like `promote`, leave out -m and --agent-id."""
+    that can name its own intent, like `promote`, leave out -m and --agent."""
     if command is None:
         return lambda decorated: intent_options(decorated, required=required)
     options = [
         click.option("-m", "--message", "--prompt", "prompt", required=required, metavar="PROMPT",
                      help="The instruction that caused this change; its first line is the commit subject."),
-        click.option("--agent-id", envvar="GIT_LANES_AGENT", required=required, show_envvar=True,
-                     help="Who did the work."),
+        agent_option(required, "Who did the work.", name="agent_id"),
         click.option("--agent-type", metavar="TYPE", help="The agent's role, e.g. feature_dev."),
         click.option("--model", metavar="MODEL", help="The model behind the agent."),
         click.option("--tag", "tags", multiple=True, metavar="TAG", help="A semantic tag (repeatable)."),

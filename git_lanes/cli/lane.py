@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import SuggestingGroup
+from git_lanes.cli.options import agent_option
 from git_lanes.cli.output import ATTENTION_HINT, json_option, nested_left, open_api, run, short, table
 
 
@@ -201,8 +202,9 @@ def delete(name: str, force: bool, as_json: bool) -> None:
 @click.option("--onto", metavar="TARGET", help="The lane whose head to start from (default: the trunk).")
 @click.option("--reason", metavar="TEXT", help="Why the old attempt is set aside; kept with it as signal.")
 @click.option("--force", is_flag=True, help="Reset even over unsnapshotted edits (kept in a backup ref).")
+@agent_option(required=False, help_text="Who resets it, recorded on the kept attempt (default: git-lanes).")
 @json_option
-def reset(name: str, onto: str | None, reason: str | None, force: bool, as_json: bool) -> None:
+def reset(name: str, onto: str | None, reason: str | None, force: bool, agent: str | None, as_json: bool) -> None:
     """Move lane NAME and its workspace to TARGET's head, to rerun the work from there.
 
     The old head, when it holds work TARGET lacks, is kept as a rejected state (a transition of kind
@@ -213,13 +215,10 @@ def reset(name: str, onto: str | None, reason: str | None, force: bool, as_json:
     Example:
       git lanes lane reset feature/auth --onto main --reason "auth.py changed on main"
     """
-    import os
-
     def render(r: dict) -> str:
         text = f"reset {r['lane']} onto {r['onto']}: {short(r['from'])} -> {short(r['to'])}"
         if r["kept_at"]:
             text += f"\nthe old head is kept as a rejected state at {r['kept_at']}"
         return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "") + nested_left(r)
 
-    run(lambda: open_api().lane_reset(name, onto, force=force, reason=reason,
-                                      agent_id=os.environ.get("GIT_LANES_AGENT")), as_json, render)
+    run(lambda: open_api().lane_reset(name, onto, force=force, reason=reason, agent_id=agent), as_json, render)

@@ -105,7 +105,7 @@ def generate() -> str:
         ".TP", "2", "Usage error.", ".TP", "3", "Conflict or stale state: something moved since it was read.",
         ".TP", "4", "A required gate failed.",
         ".SH ENVIRONMENT",
-        ".TP", "\\fBGIT_LANES_AGENT\\fR", "The agent id when \\fB\\-\\-agent\\-id\\fR is not given.",
+        ".TP", "\\fBGIT_LANES_AGENT\\fR", "The agent id when \\fB\\-\\-agent\\fR is not given.",
         ".TP", "\\fBGIT_LANES_DEBUG\\fR", "Show a traceback for an internal error instead of one line.",
         ".SH FILES",
         ".TP", "\\fI.lanes/workspaces/<lane>\\fR", "Each lane's workspace, a linked git worktree.",

@@ -6,11 +6,11 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
-from git_lanes.errors import EXIT_USER, LanesError
+from git_lanes.errors import EXIT_USER, LanesError, UserError
 
 
 # What to do with files a promotion changed while a worktree had unsaved edits there.
@@ -37,11 +37,15 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         sys.exit(130)
     except click.exceptions.Exit:
         raise
+    except UnicodeError as exc:
+        # Bytes in argv that are not UTF-8 arrive as lone surrogates; the model refuses them where it reads
+        # text, and this catches the places that hand them straight to git or the file system.
+        garbled = next((arg for arg in sys.argv[1:] if _not_utf8(arg)), None)
+        if garbled is None:
+            _internal(exc, as_json)
+        fail(UserError(f"argument {garbled!r} is not valid UTF-8", code="invalid_text"), as_json)
     except Exception as exc:  # a bug or an environment failure still gets one line, not a traceback
-        if os.environ.get("GIT_LANES_DEBUG"):
-            raise
-        fail(LanesError(f"{type(exc).__name__}: {exc}", code="internal",
-                        hint="set GIT_LANES_DEBUG=1 for a traceback"), as_json)
+        _internal(exc, as_json)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True, default=str))
     else:
@@ -50,7 +54,22 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
             click.echo(text)
 
 
-def fail(exc: LanesError, as_json: bool) -> None:
+def _internal(exc: Exception, as_json: bool) -> NoReturn:
+    if os.environ.get("GIT_LANES_DEBUG"):
+        raise exc
+    fail(LanesError(f"{type(exc).__name__}: {exc}", code="internal",
+                    hint="set GIT_LANES_DEBUG=1 for a traceback"), as_json)
+
+
+def _not_utf8(arg: str) -> bool:
+    try:
+        arg.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def fail(exc: LanesError, as_json: bool) -> NoReturn:
     if as_json:
         click.echo(json.dumps(exc.to_dict(), indent=2, sort_keys=True, default=str))
     click.echo(f"git-lanes: error: {exc.message}", err=True)

@@ -87,12 +87,12 @@ def promote(lane: str, target: str | None, dry_run: bool, force: bool, auto_acce
     merge, proposed on TARGET and judged by the trunk's gates on the merged tree (exit 4 and rejected when
     a required gate fails). If TARGET is checked out, its worktree is updated for exactly the changed
     paths; files with unsaved edits are left untouched and reported. Promotions into one target take turns.
-    -m defaults to "Promote LANE into TARGET"; --agent-id to $GIT_LANES_AGENT, else your git user name.
+    -m defaults to "Promote LANE into TARGET"; --agent to $GIT_LANES_AGENT, else your git user name.
 
     \b
     Example:
       git lanes promote feature/auth --dry-run
-      git lanes promote feature/auth --auto-accept -m "Ship login" --agent-id lead
+      git lanes promote feature/auth --auto-accept -m "Ship login" --agent lead
       git lanes promote feature/auth --into release --force
     """
     def action() -> dict:

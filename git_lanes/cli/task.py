@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from git_lanes.cli import SuggestingGroup
-from git_lanes.cli.agent import agent_option, render_overlaps
+from git_lanes.cli.agent import render_overlaps
+from git_lanes.cli.options import agent_option, hidden_alias
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
 STATUSES = ["open", "claimed", "blocked", "done"]
@@ -122,20 +126,28 @@ def show(task_id: str, as_json: bool) -> None:
     run(lambda: open_api().task_show(task_id), as_json, render)
 
 
+def _old_version_spelling(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`task claim --version V` was the first spelling; it read like the global `--version`."""
+    return hidden_alias(command, alias="--version", name="version", canonical="--expect-version", type=int,
+                        metavar="V")
+
+
 @task.command()
 @click.argument("task_id", metavar="TASK")
 @agent_option()
-@click.option("--version", type=int, metavar="V", help="Claim only if the task is still at this version.")
+@click.option("--expect-version", "version", type=int, metavar="V",
+              help="Claim only if the task is still at this version.")
 @click.option("--lane", metavar="LANE", help="The lane the work happens in (default: the agent's lane).")
 @json_option
+@_old_version_spelling
 def claim(task_id: str, agent: str, version: int | None, lane: str | None, as_json: bool) -> None:
-    """Claim TASK for an agent. A loser of a race, or a stale --version, exits 3 at once.
+    """Claim TASK for an agent. A loser of a race, or a stale --expect-version, exits 3 at once.
 
     The task's --files become the agent's file claims; overlaps with other agents are warned about.
 
     \b
     Example:
-      git lanes task claim 3fa2 --agent coder-1 --version 1
+      git lanes task claim 3fa2 --agent coder-1 --expect-version 1
     """
     def render(r: dict) -> str:
         text = f"{r['owner']} {'already holds' if r['already'] else 'claimed'} task {short(r['task'])} (v{r['version']})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import SuggestingGroup
-from git_lanes.cli.agent import agent_option
+from git_lanes.cli.options import agent_option
 from git_lanes.cli.output import json_option, open_api, run, short, table
 from git_lanes.cli.task import render_task_row
 

@@ -51,7 +51,7 @@ def commit(lane: str | None, auto_accept: bool, as_json: bool, **params: Any) ->
 
     \b
     Example:
-      git lanes commit -m "Add login form" --agent-id coder-1 --tokens-in 1200 \\
+      git lanes commit -m "Add login form" --agent coder-1 --tokens-in 1200 \\
           --tokens-out 800 --cost-usd 0.02 --tag auth --auto-accept
     """
     _record(auto_accept, lane, params, as_json)
@@ -66,7 +66,7 @@ def propose(lane: str | None, as_json: bool, **params: Any) -> None:
 
     \b
     Example:
-      git lanes propose -w feature/auth -m "Refactor session store" --agent-id coder-2
+      git lanes propose -w feature/auth -m "Refactor session store" --agent coder-2
     """
     _record(False, lane, params, as_json)
 

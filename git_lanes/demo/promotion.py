@@ -28,7 +28,7 @@ command = "! grep -rn 'TODO' --include='*.py' ."
 
 def play(s: DemoSession) -> None:
     s.heading("Promotion: the trunk gets auth.py, and two agents fork from it")
-    s.show("promote", "feature/auth", "--auto-accept", "-m", "Ship the login function", "--agent-id", "lead")
+    s.show("promote", "feature/auth", "--auto-accept", "-m", "Ship the login function", "--agent", "lead")
     s.write(s.root / ".lanes" / "workspaces" / "feature/auth" / "auth.py", AUTH)
     s.lanes("commit", "-w", "feature/auth", "-m", "Add session and lockout settings", "--auto-accept",
             agent="coder-auth")
@@ -44,10 +44,10 @@ def play(s: DemoSession) -> None:
     s.lanes("commit", "-m", "Shorter sessions", "--auto-accept", cwd=timeout_ws, agent="coder-a")
 
     s.heading("The lockout change lands first, as one merge commit")
-    s.show("promote", "auth/lockout", "--auto-accept", "--agent-id", "lead")
+    s.show("promote", "auth/lockout", "--auto-accept", "--agent", "lead")
 
     s.heading("The timeout change touched auth.py too, in another region: git would merge it; lanes stops")
-    s.show("promote", "auth/timeout", "--auto-accept", "--agent-id", "lead")
+    s.show("promote", "auth/timeout", "--auto-accept", "--agent", "lead")
     collision = s.lanes("promote", "auth/timeout", "--dry-run")
 
     s.heading("Rerun from the trunk's new head: the attempt is kept as signal, the work redone on top")
@@ -68,7 +68,7 @@ def play(s: DemoSession) -> None:
     s.lanes("accept", held["id"])
     s.write(lockout_ws / "auth.py", (lockout_ws / "auth.py").read_text().replace(
         "return check(user, password)", "return True  # TODO: check the password"))
-    s.show("commit", "-w", "auth/lockout", "-m", "Skip the password check for now", "--agent-id", "coder-b",
+    s.show("commit", "-w", "auth/lockout", "-m", "Skip the password check for now", "--agent", "coder-b",
            "--auto-accept")
     s.show("history", "--status", "rejected")
     s.results["promotion"] = {"collision": [c["path"] for c in collision["collisions"]],

@@ -12,7 +12,7 @@ from typing import Any
 from git_lanes.domain.board_index import current_seq
 from git_lanes.errors import NotFound, UserError
 from git_lanes.ledger import Op, State, Tx
-from git_lanes.model.names import validate_lane_name
+from git_lanes.model.ids import validate_agent_id, validate_lane_name
 
 LEASE_SECONDS = 15 * 60
 # A call that extends the lease as a side effect (any MCP tool call) appends only when the lease was last
@@ -20,16 +20,7 @@ LEASE_SECONDS = 15 * 60
 TOUCH_INTERVAL = 60
 SYSTEM = "git-lanes"
 MAX_WAKES = 200
-_AGENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 Reader = State | Tx
-
-
-def validate_agent_id(agent: Any) -> str:
-    if not isinstance(agent, str) or not _AGENT_ID.fullmatch(agent) or agent.endswith(".json"):
-        raise UserError(f"invalid agent id {agent!r}", code="invalid_agent",
-                        hint="agent ids are 1-64 letters, digits and . _ @ + -, starting with a letter or "
-                             "digit; pass --agent ID or set GIT_LANES_AGENT")
-    return agent
 
 
 def agent_path(agent: str) -> str:

@@ -14,6 +14,7 @@ from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_throu
                                          post_path)
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.ledger import Op, Tx
+from git_lanes.model.text import check_text
 
 # Records of what the system did: shown on the board, never counted unread, never a wake.
 SYSTEM_KINDS = ("ticket_ready",)
@@ -59,6 +60,7 @@ def _note_own_broadcast(tx: Tx, sender: str, seq: int) -> None:
 def validate_text(text: object) -> str:
     if not isinstance(text, str) or not text.strip():
         raise UserError("the post's text must not be empty", code="empty_post")
+    check_text(text, "the post's text", code="invalid_text", multiline=True)
     if len(text.encode()) > MAX_TEXT:
         raise UserError(f"the post is {len(text.encode())} bytes; the limit is {MAX_TEXT}", code="post_too_large",
                         hint="post a summary and point to a file in your lane")

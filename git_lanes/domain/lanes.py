@@ -11,6 +11,7 @@ from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, LanesError, NotFound, Refused, UserError
 from git_lanes.model import refs
 from git_lanes.model.names import validate_lane_name
+from git_lanes.model.text import is_text
 from git_lanes.store import RefUpdate
 
 
@@ -39,6 +40,8 @@ def lane_names(ctx: Context) -> list[str]:
 
 
 def lane_head(ctx: Context, name: str) -> str:
+    if not is_text(name):  # git cannot even be asked about it
+        validate_lane_name(name)
     head = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk))
     if head is None:
         validate_lane_name(name)

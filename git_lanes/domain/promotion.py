@@ -7,14 +7,15 @@ T. Landing it is one compare-and-swap on T's ref, followed by bringing T's workt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from git_lanes.domain import attention, lanes, transitions
 from git_lanes.domain.collisions import Comparison, compare
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, UserError
 from git_lanes.model import refs
-from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.model.ids import LaneName
+from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
 from git_lanes.store import RefUpdate
 from git_lanes.store.trees import Change
 
@@ -121,10 +122,9 @@ def propose(ctx: Context, p: Plan, intent: Intent, cost: Cost, *, force: bool) -
     merged = merged_tree(ctx, p)
     lanes.require_no_internal(ctx, merged, f"promoting {p.lane} into {p.target}")
     attention.require_writable(ctx, p.target, p.target_head)
-    extra = {"promoted_lane": p.lane, "lane_head": p.lane_head, "merge_base": p.base}
+    extra = PromotionExtra(LaneName(p.lane), p.lane_head, p.base)
     if p.comparison.collisions:
-        extra["forced"] = [c.path for c in p.comparison.collisions]
-        extra["backup"] = backup_target(ctx, p)
+        extra = replace(extra, forced=tuple(c.path for c in p.comparison.collisions), backup=backup_target(ctx, p))
     record = transitions.propose_state(ctx, p.target, p.target_head, merged,
                                        [p.target_head, p.lane_head], intent, cost, "promote", extra)
     _supersede_earlier(ctx, record, p.lane)
@@ -135,7 +135,8 @@ def _supersede_earlier(ctx: Context, record: Transition, lane: str) -> None:
     """One live promotion per lane and target: earlier pending ones (left by a killed process, or proposed
     on a head the target has since left) are rejected in favour of the new one, and kept as signal."""
     for earlier in transitions.pending_for(ctx, record.lane):
-        if earlier.id != record.id and earlier.kind == "promote" and earlier.extra.get("promoted_lane") == lane:
+        if earlier.id != record.id and earlier.promotion is not None \
+                and earlier.promotion.promoted_lane == lane:
             transitions.reject(ctx, earlier, f"superseded by {record.id[:8]}, a newer promotion of {lane}")
 
 

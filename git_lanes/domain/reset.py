@@ -7,7 +7,8 @@ from git_lanes.domain import attention, lanes, restore, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Refused
 from git_lanes.model import refs
-from git_lanes.model.records import Intent, Transition
+from git_lanes.model.ids import LaneName
+from git_lanes.model.records import Intent, ResetExtra, Transition
 from git_lanes.store import RefUpdate
 
 RESET_AGENT = "git-lanes"
@@ -67,4 +68,4 @@ def _kept_attempt(ctx: Context, lane: str, old: str, new: str, onto: str, reason
     now = ctx.now()
     return Transition(id=transition_id, lane=lane, base=old, state=state, tree=tree, status="rejected",
                       intent=intent, kind="reset", created_at=now, decided_at=now, reason=reason,
-                      extra={"onto": onto, "new_head": new})
+                      extra=ResetExtra(LaneName(onto), new))

@@ -91,4 +91,5 @@ def recorded_trunk(store: Store, commit: str | None) -> str | None:
     if commit is None:
         return None
     data = store.read_path(store.tree_of(commit), "trunk")
-    return data.decode().strip() or None if data else None
+    # undecodable bytes are no branch name: the trunk they name is then not found, like any other bad name
+    return data.decode("utf-8", "replace").strip() or None if data else None

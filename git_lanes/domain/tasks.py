@@ -11,6 +11,7 @@ from git_lanes.domain.board import add_post
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.names import resolve_prefix, validate_lane_name
+from git_lanes.model.text import check_text
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 20_000
@@ -44,9 +45,7 @@ def get_task(state: Reader, task_id: object) -> dict:
 def validate_title(title: object, limit: int = MAX_TITLE) -> str:
     if not isinstance(title, str) or not title.strip():
         raise UserError("the title must not be empty", code="empty_title")
-    if "\n" in title.strip() or len(title) > limit:
-        raise UserError(f"the title must be one line of at most {limit} characters", code="invalid_title")
-    return title.strip()
+    return check_text(title.strip(), "the title", code="invalid_title", max_chars=limit)
 
 
 def is_ready(state: Reader, task: dict) -> bool:

@@ -12,7 +12,7 @@ from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, LanesError, NotFound, Refused
 from git_lanes.model import refs
 from git_lanes.model.names import resolve_prefix
-from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
 from git_lanes.store import RefUpdate
 
 
@@ -89,7 +89,7 @@ def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost
 
 
 def propose_state(ctx: Context, lane: str, base: str, tree: str, parents: list[str], intent: Intent,
-                  cost: Cost, kind: str, extra: dict | None = None) -> Transition:
+                  cost: Cost, kind: str, extra: PromotionExtra | None = None) -> Transition:
     transition_id = new_id()
     state = ctx.store.write_commit(tree, parents, commit_message(intent, lane, transition_id, kind),
                                    author_name=intent.agent_id, author_email=f"{intent.agent_id}@lanes")

@@ -12,10 +12,11 @@ import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from git_lanes.errors import UnsupportedFormat, UserError
-
-FORMAT = 1
-MAX_ACTOR = 100
+from git_lanes.errors import UnsupportedFormat
+from git_lanes.model.format import FORMAT_VERSION as FORMAT
+from git_lanes.model.format import check_format
+from git_lanes.model.ids import Actor, LedgerId
+from git_lanes.model.text import is_text
 
 
 @dataclass(frozen=True)
@@ -25,17 +26,17 @@ class Op:
 
     id: str
     type: str
-    actor: str
+    actor: Actor
     time: float
     args: dict[str, Any] = field(default_factory=dict)
     result: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if not self.id or any(c not in "0123456789abcdef" for c in self.id):
-            raise UnsupportedFormat(f"ledger op id {self.id!r} is not lowercase hex")
-        if not self.type or not isinstance(self.type, str):
+        if not LedgerId.valid(self.id):
+            raise UnsupportedFormat(f"ledger op id {self.id!r} is not 16 lowercase hex digits")
+        if not self.type or not isinstance(self.type, str) or not is_text(self.type):
             raise UnsupportedFormat("ledger op without a type")
-        validate_actor(self.actor)
+        object.__setattr__(self, "actor", Actor(self.actor))
         if not isinstance(self.time, (int, float)) or not math.isfinite(self.time):
             raise UnsupportedFormat(f"ledger op {self.id} has no valid time")
 
@@ -63,20 +64,9 @@ def make_op(op_type: str, actor: str, args: dict[str, Any], time: float) -> Op:
     return Op(id=secrets.token_hex(8), type=op_type, actor=actor, time=round(time, 3), args=args)
 
 
-def validate_actor(actor: Any) -> str:
-    if not isinstance(actor, str) or not actor.strip() or len(actor) > MAX_ACTOR or \
-            any(c in actor for c in "<>\n\r\x00"):
-        raise UserError(f"invalid actor {actor!r}", code="invalid_actor",
-                        hint="pass --agent ID or set GIT_LANES_AGENT")
-    return actor
-
-
-def check_format(record: dict, what: str) -> None:
-    """Reject records written by a git-lanes whose major format this one does not read."""
-    version = record.get("format")
-    if isinstance(version, bool) or not isinstance(version, (int, float)) or int(version) != FORMAT:
-        raise UnsupportedFormat(f"{what} has format {version!r}; this git-lanes reads format {FORMAT}",
-                                hint="upgrade git-lanes")
+def validate_actor(actor: object) -> Actor:
+    """Who an op is by: an agent id or a person's name (see `Actor`)."""
+    return Actor(actor)
 
 
 def encode_message(op: Op, summary: str) -> str:

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
-from git_lanes.ledger.op import FORMAT, check_format
+from git_lanes.model.format import FORMAT_VERSION as FORMAT
+from git_lanes.model.format import check_format
 from git_lanes.store import Store
 
 Record = dict[str, Any]

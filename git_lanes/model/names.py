@@ -3,45 +3,14 @@
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable
 
 from git_lanes.errors import Ambiguous, NotFound, UserError
+from git_lanes.model.ids import RESERVED_LANE_NAMES, LaneName, validate_lane_name
+from git_lanes.model.text import is_text
 
-_FORBIDDEN_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
-RESERVED_LANE_NAMES = {"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "@"}
-
-
-def validate_lane_name(name: str) -> str:
-    """Return `name` if git accepts it as the tail of a ref (git check-ref-format rules), else raise."""
-    problem = _lane_name_problem(name)
-    if problem:
-        raise UserError(f"invalid lane name {name!r}: {problem}", code="invalid_lane_name",
-                        hint="lane names follow git branch-name rules, e.g. feature/auth")
-    return name
-
-
-def _lane_name_problem(name: str) -> str | None:
-    if not name:
-        return "empty"
-    if name in RESERVED_LANE_NAMES:
-        return "reserved by git"
-    if name.startswith("-"):
-        return "starts with '-'"
-    if _FORBIDDEN_CHARS.search(name):
-        return "contains a space, control character or one of ~ ^ : ? * [ \\"
-    if ".." in name or "@{" in name:
-        return "contains '..' or '@{'"
-    if name.endswith("/") or name.startswith("/") or "//" in name:
-        return "has an empty path component"
-    if name.endswith("."):
-        return "ends with '.'"
-    for component in name.split("/"):
-        if component.startswith("."):
-            return "a component starts with '.'"
-        if component.endswith(".lock"):
-            return "a component ends with '.lock'"
-    return None
+__all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_prefix", "short_id",
+           "validate_lane_name"]
 
 
 def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,
@@ -63,8 +32,9 @@ def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,
 
 def normalize_repo_path(path: str) -> str:
     """A path relative to the repository root, '/'-separated, with no '..' escaping the root."""
-    if not path or "\x00" in path:
-        raise UserError(f"invalid path {path!r}", code="invalid_path")
+    if not path or not is_text(path):
+        raise UserError(f"invalid path {path!r}", code="invalid_path",
+                        hint="a path is valid UTF-8 without NUL" if path else None)
     if path.startswith("/"):
         raise UserError(f"path {path!r} must be relative to the repository", code="invalid_path")
     normal = posixpath.normpath(path)

@@ -6,47 +6,50 @@ Stored as one JSON note per state commit under refs/notes/lanes; every record ca
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, Literal
 
 from git_lanes.errors import UnsupportedFormat, UserError
+from git_lanes.model.format import FORMAT_VERSION, check_format
+from git_lanes.model.ids import Actor, LaneName, TransitionId
+from git_lanes.model.record import Range, Record, Text, key, meta
 
-FORMAT_VERSION = 1
 STATUSES = ("proposed", "accepted", "rejected")
-KINDS = ("init", "commit", "promote", "reset")
+Status = Literal["proposed", "accepted", "rejected"]
+MAX_PROMPT = 100_000
+MAX_LABEL = 200
 
+# Large enough for any real run, small enough that no sum of them reaches infinity (D8): a total over a
+# million transitions stays below 1e18.
+MAX_TOKENS = 10**12
+MAX_CALLS = 10**9
+MAX_SECONDS = 10**8
+MAX_USD = 10**9
+Tokens = Annotated[int, Range(0, MAX_TOKENS)]
+Label = Annotated[str, Text(code="invalid_intent", max_chars=MAX_LABEL)]
 
-def check_format(record: dict, what: str) -> None:
-    version = record.get("format")
-    if not isinstance(version, int) or version // 1 != FORMAT_VERSION:
-        raise UnsupportedFormat(f"{what} has format {version!r}; this git-lanes reads format {FORMAT_VERSION}",
-                                hint="upgrade git-lanes")
+__all__ = ["FORMAT_VERSION", "STATUSES", "Cost", "CostTotals", "Evaluation", "Intent", "PromotionExtra",
+           "ResetExtra", "Transition", "check_format"]
 
 
 @dataclass(frozen=True)
-class Intent:
+class Intent(Record):
     """Why a state exists: the prompt that caused it and who acted on it."""
 
-    prompt: str
-    agent_id: str
-    agent_type: str | None = None
-    model: str | None = None
-    tags: tuple[str, ...] = ()
+    prompt: Annotated[str, Text(code="invalid_prompt", multiline=True, max_chars=MAX_PROMPT, nonblank=True,
+                                blank_code="empty_prompt")]
+    agent_id: Actor
+    agent_type: Label | None = None
+    model: Label | None = None
+    tags: tuple[Annotated[str, Text(code="invalid_tag", what="a tag", max_chars=MAX_LABEL, nonblank=True)], ...] = ()
     # Anything else the caller wants kept with the intent (the SDK's `add_metadata`); JSON values.
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = meta(omit="empty", default_factory=dict)
 
-    def __post_init__(self) -> None:
-        if not self.prompt.strip():
-            raise UserError("the prompt (-m) must not be empty", code="empty_prompt")
-        if not self.agent_id.strip() or any(c in self.agent_id for c in "<>\n"):
-            raise UserError(f"invalid agent id {self.agent_id!r}", code="invalid_agent",
-                            hint="pass --agent-id or set GIT_LANES_AGENT")
-        object.__setattr__(self, "tags", tuple(self.tags))
-        if any(not tag.strip() or "\n" in tag for tag in self.tags):
-            raise UserError("a tag must be a non-empty single line", code="invalid_tag")
+    INVALID = "invalid_intent"
+
+    def check(self) -> None:
         try:
-            valid = all(isinstance(key, str) and key for key in self.metadata) and json.dumps(dict(self.metadata))
+            valid = all(self.metadata) and json.dumps(self.metadata, allow_nan=False)
         except (TypeError, ValueError):
             valid = False
         if not valid:
@@ -56,48 +59,64 @@ class Intent:
     def summary(self) -> str:
         return self.prompt.strip().splitlines()[0]
 
-    def to_dict(self) -> dict:
-        return {"prompt": self.prompt, "agent_id": self.agent_id, "agent_type": self.agent_type,
-                "model": self.model, "tags": list(self.tags),
-                **({"metadata": dict(self.metadata)} if self.metadata else {})}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Intent:
-        return cls(prompt=data["prompt"], agent_id=data["agent_id"], agent_type=data.get("agent_type"),
-                   model=data.get("model"), tags=tuple(data.get("tags") or ()),
-                   metadata=data.get("metadata") or {})
+def _cost_error(name: str, value: object) -> UserError:
+    return UserError(f"{name.replace('_', '-')} must be a non-negative number, got {value!r}", code="invalid_cost")
 
 
 @dataclass(frozen=True)
-class Cost:
+class Cost(Record):
+    """What one transition cost. Each figure is bounded (D8), so totals stay finite."""
+
+    tokens_in: Tokens = 0
+    tokens_out: Tokens = 0
+    api_calls: Annotated[int, Range(0, MAX_CALLS)] = 0
+    wall_time: Annotated[float, Range(0, MAX_SECONDS)] = 0.0
+    cost_usd: Annotated[float, Range(0, MAX_USD)] = 0.0
+
+    INVALID = "invalid_cost"
+
+    def __post_init__(self) -> None:
+        limits = {"tokens_in": MAX_TOKENS, "tokens_out": MAX_TOKENS, "api_calls": MAX_CALLS,
+                  "wall_time": MAX_SECONDS, "cost_usd": MAX_USD}
+        for name, limit in limits.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value == value \
+                    or value < 0 or value in (float("inf"), float("-inf")):
+                raise _cost_error(name, value)
+            if value > limit:
+                raise UserError(f"{name.replace('_', '-')} must be at most {limit:,}, got {value!r}",
+                                code="invalid_cost")
+        super().__post_init__()
+
+    def __add__(self, other: Cost | CostTotals) -> CostTotals:
+        return CostTotals.of(self) + other
+
+
+@dataclass(frozen=True)
+class CostTotals(Record):
+    """Figures summed over transitions: unbounded per field, but sums of bounded figures, so finite."""
+
     tokens_in: int = 0
     tokens_out: int = 0
     api_calls: int = 0
     wall_time: float = 0.0
     cost_usd: float = 0.0
 
-    def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            if not isinstance(value, (int, float)) or value < 0 or not math.isfinite(value):
-                raise UserError(f"{name.replace('_', '-')} must be a non-negative number, got {value!r}",
-                                code="invalid_cost")
-
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(self.tokens_in + other.tokens_in, self.tokens_out + other.tokens_out,
-                    self.api_calls + other.api_calls, round(self.wall_time + other.wall_time, 6),
-                    round(self.cost_usd + other.cost_usd, 6))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     @classmethod
-    def from_dict(cls, data: dict) -> Cost:
-        return cls(**{k: data.get(k, 0) for k in ("tokens_in", "tokens_out", "api_calls", "wall_time",
-                                                  "cost_usd")})
+    def of(cls, cost: Cost | CostTotals) -> CostTotals:
+        return cls(cost.tokens_in, cost.tokens_out, cost.api_calls, cost.wall_time, cost.cost_usd)
+
+    def __add__(self, other: Cost | CostTotals) -> CostTotals:
+        return CostTotals(self.tokens_in + other.tokens_in, self.tokens_out + other.tokens_out,
+                          self.api_calls + other.api_calls, round(self.wall_time + other.wall_time, 6),
+                          round(self.cost_usd + other.cost_usd, 6))
+
+    __radd__ = __add__
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class Evaluation(Record):
     """One gate's verdict on one candidate tree."""
 
     gate: str
@@ -108,25 +127,36 @@ class Evaluation:
     output_tail: str = ""
     tree: str | None = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Evaluation:
-        return cls(**{k: data[k] for k in ("gate", "passed", "required", "exit_code", "duration",
-                                           "output_tail", "tree") if k in data})
+@dataclass(frozen=True)
+class PromotionExtra(Record):
+    """What a promotion's transition records beyond the common fields."""
+
+    promoted_lane: LaneName
+    lane_head: str
+    merge_base: str | None
+    forced: tuple[str, ...] = meta(omit="empty", default=(), doc="colliding paths the lane's version won on")
+    backup: str | None = meta(omit="none", default=None, doc="the ref keeping the target's versions")
 
 
 @dataclass(frozen=True)
-class Transition:
+class ResetExtra(Record):
+    """What a `lane reset`'s kept attempt records: the lane it was reset onto and that lane's head."""
+
+    onto: LaneName
+    new_head: str
+
+
+@dataclass(frozen=True)
+class Transition(Record):
     """A proposal to move `lane` from state `base` to state `state` (both commit ids)."""
 
-    id: str
-    lane: str
-    base: str | None
-    state: str
+    id: TransitionId
+    lane: LaneName
+    base: str | None = key("from")
+    state: str = key("to")
     tree: str
-    status: str
+    status: Status
     intent: Intent
     cost: Cost = field(default_factory=Cost)
     kind: str = "commit"
@@ -134,41 +164,42 @@ class Transition:
     created_at: float = 0.0
     decided_at: float | None = None
     reason: str | None = None
-    extra: dict = field(default_factory=dict)
+    # Unknown extras (from a newer git-lanes of the same format) are kept as they are.
+    extra: PromotionExtra | ResetExtra | dict[str, Any] = meta(omit="empty", default_factory=dict)
 
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise UserError(f"unknown transition status {self.status!r}")
-        object.__setattr__(self, "evaluations", tuple(self.evaluations))
+    def check(self) -> None:
+        if not self.state or not self.tree:
+            raise UserError("a transition names its state and tree", code=self.INVALID)
 
-    def decided(self, status: str, at: float, reason: str | None = None) -> Transition:
+    def decided(self, status: Status, at: float, reason: str | None = None) -> Transition:
         return replace(self, status=status, decided_at=at, reason=reason or self.reason)
 
     def with_evaluations(self, evaluations: tuple[Evaluation, ...]) -> Transition:
         return replace(self, evaluations=tuple(evaluations))
 
+    @property
+    def promotion(self) -> PromotionExtra | None:
+        return self.extra if isinstance(self.extra, PromotionExtra) else None
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT_VERSION, "id": self.id, "kind": self.kind, "lane": self.lane,
-            "from": self.base, "to": self.state, "tree": self.tree, "status": self.status,
-            "intent": self.intent.to_dict(), "cost": self.cost.to_dict(),
-            "evaluations": [e.to_dict() for e in self.evaluations],
-            "created_at": self.created_at, "decided_at": self.decided_at, "reason": self.reason,
-            **({"extra": self.extra} if self.extra else {}),
-        }
+        return {"format": FORMAT_VERSION, **super().to_dict()}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_dict(cls, data: dict) -> Transition:
+    def json_schema(cls) -> dict[str, Any]:
+        schema = super().json_schema()
+        return schema | {"properties": {"format": {"const": FORMAT_VERSION}, **schema["properties"]}}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Transition:
         check_format(data, "transition record")
-        return cls(id=data["id"], lane=data["lane"], base=data.get("from"), state=data["to"],
-                   tree=data["tree"], status=data["status"], intent=Intent.from_dict(data["intent"]),
-                   cost=Cost.from_dict(data.get("cost") or {}), kind=data.get("kind", "commit"),
-                   evaluations=tuple(Evaluation.from_dict(e) for e in data.get("evaluations") or ()),
-                   created_at=data.get("created_at", 0.0), decided_at=data.get("decided_at"),
-                   reason=data.get("reason"), extra=data.get("extra") or {})
+        for name in ("id", "lane", "to", "tree", "status", "intent"):
+            if name not in data:
+                raise UserError(f"transition record lacks {name!r}", code=cls.INVALID)
+        return super().from_dict({**data, "extra": data.get("extra") or {}, "cost": data.get("cost") or {},
+                                   "evaluations": data.get("evaluations") or ()})
 
     @classmethod
     def from_json(cls, text: str) -> Transition:
@@ -191,7 +222,6 @@ class Transition:
             return None
         try:
             return cls.from_dict(data)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise UnsupportedFormat(f"transition record {str(data.get('id'))[:16]!r} is malformed: "
-                                    f"{type(exc).__name__} {exc}",
+        except UserError as exc:
+            raise UnsupportedFormat(f"transition record {str(data.get('id'))[:16]!r} is malformed: {exc.message}",
                                     hint="fix or remove the note with `git notes --ref lanes`") from None

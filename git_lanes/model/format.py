@@ -1,0 +1,21 @@
+"""Format versions of stored JSON records (DESIGN.md §1): every record carries `format`; a reader rejects a
+major version it does not know with a clear error rather than a guess."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from git_lanes.errors import UnsupportedFormat
+
+FORMAT_VERSION = 1
+
+
+def check_format(record: Mapping[str, Any], what: str, version: int = FORMAT_VERSION) -> None:
+    """Raise UnsupportedFormat unless `record["format"]` is a number whose major version is `version`
+    (1 and 1.2 read as format 1; a minor version only adds what an older reader may ignore)."""
+    found = record.get("format")
+    if isinstance(found, bool) or not isinstance(found, (int, float)) or found != found \
+            or found in (float("inf"), float("-inf")) or int(found) != version:
+        raise UnsupportedFormat(f"{what} has format {found!r}; this git-lanes reads format {version}",
+                                hint="upgrade git-lanes")

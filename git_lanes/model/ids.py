@@ -1,0 +1,182 @@
+"""The names and ids of the domain, each a `str` that validates itself when built (as git-revise's `Oid`
+refuses a wrong length). One class per concept, one rule per class, used by every layer and every face:
+
+- `LaneName`: a lane, under git's ref-name rules and the file system's name length.
+- `AgentId`: an agent (`--agent`, `GIT_LANES_AGENT`); also a file name in the ledger's tree.
+- `Actor`: who acted: an `AgentId`, or a person named by git's configured identity ("Jane Doe").
+- `TransitionId`: a transition; `LedgerId`: a ledger op, and the task or ticket that op created.
+
+Each class carries `JSON_SCHEMA`, so records holding it describe themselves (MCP, SDK, OpenAPI)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from git_lanes.errors import UserError
+from git_lanes.model.text import text_problem
+
+# A loose ref is written as `<name>.lock` first, and a deleted lane's marker flattens the whole name into one
+# file name ('/' as %2F): both must fit the 255 bytes a file name may have.
+MAX_LANE_BYTES = 250
+_LANE_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+RESERVED_LANE_NAMES = frozenset({"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "@"})
+
+
+class ValidatedStr(str):
+    """A string checked once, when built; building one from an instance of its own class checks nothing."""
+
+    JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string"}
+
+    def __new__(cls, value: object) -> ValidatedStr:
+        if type(value) is cls:
+            return value  # type: ignore[return-value]
+        problem = cls.problem(value)
+        if problem is not None:
+            raise cls.error(value, problem)
+        return super().__new__(cls, value)  # type: ignore[arg-type]
+
+    @classmethod
+    def problem(cls, value: object) -> str | None:  # pragma: no cover - every subclass says
+        raise NotImplementedError
+
+    @classmethod
+    def error(cls, value: object, problem: str) -> UserError:  # pragma: no cover - every subclass says
+        raise NotImplementedError
+
+    @classmethod
+    def valid(cls, value: object) -> bool:
+        return cls.problem(value) is None
+
+
+class LaneName(ValidatedStr):
+    """A lane name: the tail of a ref under git check-ref-format's rules, short enough for a file name."""
+
+    JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string", "minLength": 1, "maxLength": MAX_LANE_BYTES,
+                                             "description": "a lane name (git branch-name rules), e.g. feature/auth"}
+
+    @classmethod
+    def problem(cls, value: object) -> str | None:
+        if not isinstance(value, str):
+            return f"is not text but {type(value).__name__}"
+        if not value:
+            return "empty"
+        if text_problem(value) == "is not valid UTF-8":
+            return "not valid UTF-8"
+        if value in RESERVED_LANE_NAMES:
+            return "reserved by git"
+        if value.startswith("-"):
+            return "starts with '-'"
+        if _LANE_FORBIDDEN.search(value):
+            return "contains a space, control character or one of ~ ^ : ? * [ \\"
+        if ".." in value or "@{" in value:
+            return "contains '..' or '@{'"
+        if value.endswith("/") or value.startswith("/") or "//" in value:
+            return "has an empty path component"
+        if value.endswith("."):
+            return "ends with '.'"
+        for component in value.split("/"):
+            if component.startswith("."):
+                return "a component starts with '.'"
+            if component.endswith(".lock"):
+                return "a component ends with '.lock'"
+        flat = len(value.encode()) + 2 * value.count("/") + 2 * value.count("%")
+        if flat > MAX_LANE_BYTES:
+            return f"too long: {flat} bytes, at most {MAX_LANE_BYTES} (each '/' counts 3)"
+        return None
+
+    @classmethod
+    def error(cls, value: object, problem: str) -> UserError:
+        return UserError(f"invalid lane name {value!r}: {problem}", code="invalid_lane_name",
+                         hint="lane names follow git branch-name rules, e.g. feature/auth")
+
+
+class AgentId(ValidatedStr):
+    """An agent's id: 1-64 ASCII letters, digits and . _ @ + -, starting with a letter or digit."""
+
+    PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}"
+    JSON_SCHEMA: ClassVar[dict[str, Any]] = {
+        "type": "string", "pattern": f"^{PATTERN}$", "maxLength": 64,
+        "description": "an agent id: 1-64 letters, digits and . _ @ + -, starting with a letter or digit"}
+    _RE = re.compile(PATTERN)
+
+    @classmethod
+    def problem(cls, value: object) -> str | None:
+        if not isinstance(value, str) or not cls._RE.fullmatch(value):
+            return "must be 1-64 letters, digits and . _ @ + -, starting with a letter or digit"
+        if value.endswith(".json"):
+            return "must not end with .json"
+        return None
+
+    @classmethod
+    def error(cls, value: object, problem: str) -> UserError:
+        return UserError(f"invalid agent id {value!r}", code="invalid_agent",
+                         hint=f"an agent id {problem}")
+
+
+class Actor(ValidatedStr):
+    """Who acted: an agent id, or a person's name from git's identity. One line of at most 100 characters,
+    without < or > (it becomes a commit's author name)."""
+
+    MAX = 100
+    JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string", "minLength": 1, "maxLength": MAX,
+                                             "description": "an agent id, or a person's name"}
+
+    @classmethod
+    def problem(cls, value: object) -> str | None:
+        problem = text_problem(value)
+        if problem is not None:
+            return problem
+        assert isinstance(value, str)
+        if not value.strip() or len(value) > cls.MAX or "<" in value or ">" in value or "\t" in value:
+            return f"must be 1-{cls.MAX} characters without < > or tabs"
+        return None
+
+    @classmethod
+    def error(cls, value: object, problem: str) -> UserError:
+        return UserError(f"invalid actor {value!r}: {problem}", code="invalid_actor",
+                         hint="name an agent, or set git's user.name")
+
+
+class HexId(ValidatedStr):
+    """A random id in lowercase hex (64 bits, 16 digits, as `secrets.token_hex(8)` makes them)."""
+
+    LENGTH = 16
+    WHAT = "id"
+    CODE = "invalid_id"
+    JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string", "pattern": "^[0-9a-f]{16}$"}
+
+    @classmethod
+    def problem(cls, value: object) -> str | None:
+        if not isinstance(value, str) or len(value) != cls.LENGTH or value.strip("0123456789abcdef"):
+            return f"is not {cls.LENGTH} lowercase hex digits"
+        return None
+
+    @classmethod
+    def error(cls, value: object, problem: str) -> UserError:
+        return UserError(f"{cls.WHAT} {value!r} {problem}", code=cls.CODE)
+
+
+class TransitionId(HexId):
+    WHAT = "transition id"
+    JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string", "pattern": "^[0-9a-f]{16}$",
+                                             "description": "a transition id (a unique prefix is accepted)"}
+
+
+class LedgerId(HexId):
+    """A ledger op's id; a task or ticket is named by the id of the op that created it."""
+
+    WHAT = "ledger id"
+    JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string", "pattern": "^[0-9a-f]{16}$",
+                                             "description": "a ledger id (tasks and tickets: a unique prefix "
+                                                            "is accepted)"}
+
+
+def validate_lane_name(name: object) -> LaneName:
+    """The lane name `name`, or a UserError (`invalid_lane_name`) saying what is wrong with it."""
+    return LaneName(name)
+
+
+def validate_agent_id(agent: object) -> AgentId:
+    """The agent id `agent`, or a UserError (`invalid_agent`)."""
+    return AgentId(agent)

@@ -1,0 +1,328 @@
+"""`Record`: the base of every frozen record the model defines, with one definition serving three uses.
+
+A record is a frozen dataclass whose field types come from a small grammar: `str`, `int`, `float`, `bool`,
+`None`, `X | None`, `Literal[...]`, `tuple[X, ...]`, `dict[str, X]`, `Any` (any JSON value), a `ValidatedStr`
+id (`LaneName`, `AgentId`, ...), another `Record`, and `Annotated[X, Range(...)]` / `Annotated[str, Text(...)]`
+for bounds. From the field types alone it
+
+- validates on construction (types, ids, bounds, text rules), coercing lists to tuples and nested mappings to
+  records, so a record that exists is valid (as git-revise's objects are);
+- converts to and from JSON-shaped dicts (`to_dict` / `from_dict`), with field metadata for a JSON key that is
+  a Python keyword (`key("from")`) or a key left out when empty (`omit="none"` / `omit="empty"`);
+- describes itself as a JSON schema (`json_schema()`), from which the MCP tool schemas, the SDK's types and
+  the HTTP OpenAPI document are derived, so no face restates a field.
+
+A subclass adds cross-field rules in `check()`, run after the fields are validated."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeVar, Union
+
+from git_lanes.errors import UserError
+from git_lanes.model.ids import ValidatedStr
+from git_lanes.model.text import check_text
+
+R = TypeVar("R", bound="Record")
+Omit = Literal["none", "empty"]
+
+
+@dataclass(frozen=True)
+class Range:
+    """Bounds of a number field (inclusive)."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text field: `check_text`'s rules (valid Unicode, no control characters, one line unless
+    `multiline`), at most `max_chars` characters or `max_bytes` bytes, refused with `code`."""
+
+    code: str = "invalid_text"
+    what: str | None = None
+    multiline: bool = False
+    max_chars: int | None = None
+    max_bytes: int | None = None
+    nonblank: bool = False
+    blank_code: str | None = None
+
+
+def key(name: str, *, omit: Omit | None = None, doc: str | None = None) -> Any:
+    """A field stored under JSON key `name` (for keys that are Python keywords, like `from`)."""
+    return dataclasses.field(metadata={"key": name, "omit": omit, "doc": doc})
+
+
+def meta(*, omit: Omit | None = None, doc: str | None = None, default: Any = dataclasses.MISSING,
+         default_factory: Any = dataclasses.MISSING) -> Any:
+    """A field left out of `to_dict` when None (`omit="none"`) or empty (`omit="empty"`), with a description
+    for the schema."""
+    return dataclasses.field(default=default, default_factory=default_factory,
+                             metadata={"omit": omit, "doc": doc})
+
+
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    key: str
+    type: Any
+    omit: Omit | None
+    doc: str | None
+    required: bool
+
+
+_SPECS: dict[type, tuple[_Spec, ...]] = {}
+
+
+def _specs(cls: type) -> tuple[_Spec, ...]:
+    found = _SPECS.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        found = tuple(_Spec(f.name, f.metadata.get("key", f.name), hints[f.name], f.metadata.get("omit"),
+                            f.metadata.get("doc"),
+                            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                      for f in dataclasses.fields(cls) if f.init)
+        _SPECS[cls] = found
+    return found
+
+
+@dataclass(frozen=True)
+class Record:
+    """Base of the model's records (see the module's docstring)."""
+
+    # The error code for a value of the wrong shape; a subclass may name its own.
+    INVALID: ClassVar[str] = "invalid_record"
+
+    def __post_init__(self) -> None:
+        for spec in _specs(type(self)):
+            value = getattr(self, spec.name)
+            coerced = _coerce(spec.type, value, f"{spec.key}", type(self))
+            if coerced is not value:
+                object.__setattr__(self, spec.name, coerced)
+        self.check()
+
+    def check(self) -> None:
+        """Rules across fields; raise a LanesError to refuse the record."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-shaped data (what `--json` prints and what is stored)."""
+        out: dict[str, Any] = {}
+        for spec in _specs(type(self)):
+            value = getattr(self, spec.name)
+            if (spec.omit == "none" and value is None) or (spec.omit == "empty" and not value):
+                continue
+            out[spec.key] = _dump(value)
+        return out
+
+    @classmethod
+    def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
+        """The record `to_dict` gave (keys it does not know, like `format`, are ignored)."""
+        if not isinstance(data, Mapping):
+            raise UserError(f"{cls.__name__} must be a JSON object, got {type(data).__name__}", code=cls.INVALID)
+        kwargs: dict[str, Any] = {}
+        for spec in _specs(cls):
+            if spec.key in data:
+                kwargs[spec.name] = data[spec.key]
+            elif spec.required:
+                raise UserError(f"{cls.__name__} lacks {spec.key!r}", code=cls.INVALID)
+        return cls(**kwargs)
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """A JSON schema (draft 2020-12) of `to_dict`'s output and `from_dict`'s input."""
+        properties: dict[str, Any] = {}
+        required = []
+        for spec in _specs(cls):
+            schema = _schema(spec.type)
+            if spec.doc:
+                schema = {**schema, "description": spec.doc}
+            properties[spec.key] = schema
+            if spec.required and spec.omit is None:
+                required.append(spec.key)
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+        return {"type": "object", "title": cls.__name__, **({"description": " ".join(doc.split())} if doc else {}),
+                "properties": properties, "required": required}
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, (tuple, list)):
+        return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    return value
+
+
+def _unwrap(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    if typing.get_origin(tp) is typing.Annotated:
+        base, *extras = typing.get_args(tp)
+        return base, tuple(extras)
+    return tp, ()
+
+
+def _fail(owner: type, where: str, expected: str, value: Any) -> UserError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    code = owner.INVALID if issubclass(owner, Record) else "invalid_record"
+    return UserError(f"{owner.__name__}.{where} must be {expected}, got {shown}", code=code)
+
+
+def _coerce(tp: Any, value: Any, where: str, owner: type) -> Any:
+    base, extras = _unwrap(tp)
+    value = _coerce_base(base, value, where, owner)
+    for extra in extras:
+        if isinstance(extra, Range) and value is not None:
+            if (extra.minimum is not None and value < extra.minimum) or \
+                    (extra.maximum is not None and value > extra.maximum):
+                raise _fail(owner, where, f"between {extra.minimum} and {extra.maximum}", value)
+        elif isinstance(extra, Text) and value is not None:
+            what = extra.what or f"the {where.replace('_', ' ')}"
+            if extra.nonblank and not value.strip():
+                raise UserError(f"{what} must not be empty", code=extra.blank_code or extra.code)
+            check_text(value, what, code=extra.code, multiline=extra.multiline,
+                       max_chars=extra.max_chars, max_bytes=extra.max_bytes)
+    return value
+
+
+def _is_union(origin: Any) -> bool:
+    return origin is Union or origin is types.UnionType
+
+
+def _coerce_base(tp: Any, value: Any, where: str, owner: type) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if tp is None or tp is type(None):
+        if value is not None:
+            raise _fail(owner, where, "null", value)
+        return None
+    if _is_union(origin):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        problems = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(option, value, where, owner)
+            except UserError as exc:
+                problems.append(exc)
+        if len(problems) == 1:
+            raise problems[0]
+        raise _fail(owner, where, " or ".join(_describe(o) for o in options), value)
+    if origin is Literal:
+        if value not in typing.get_args(tp) or isinstance(value, bool):
+            raise _fail(owner, where, "one of " + ", ".join(map(repr, typing.get_args(tp))), value)
+        return value
+    if origin is tuple or origin is list:
+        if not isinstance(value, (list, tuple)):
+            raise _fail(owner, where, "a list", value)
+        item = typing.get_args(tp)[0]
+        items = tuple(_coerce(item, v, f"{where}[{i}]", owner) for i, v in enumerate(value))
+        return items if origin is tuple else list(items)
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise _fail(owner, where, "an object", value)
+        _, item = typing.get_args(tp)
+        return {_key(k, where, owner): _coerce(item, v, f"{where}.{k}", owner) for k, v in value.items()}
+    if isinstance(tp, type):
+        return _coerce_class(tp, value, where, owner)
+    raise TypeError(f"{owner.__name__}.{where}: unsupported field type {tp!r}")  # a bug in a record's definition
+
+
+def _key(k: Any, where: str, owner: type) -> str:
+    if not isinstance(k, str):
+        raise _fail(owner, where, "an object with text keys", k)
+    return k
+
+
+def _coerce_class(tp: type, value: Any, where: str, owner: type) -> Any:
+    if issubclass(tp, Record):
+        if isinstance(value, tp):
+            return value
+        if isinstance(value, Mapping):
+            return tp.from_dict(value)
+        raise _fail(owner, where, f"a {tp.__name__}", value)
+    if issubclass(tp, ValidatedStr):
+        return tp(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise _fail(owner, where, "true or false", value)
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _fail(owner, where, "an integer", value)
+        return value
+    if tp is float:
+        # an int stays an int: converting would change what --json prints (1 vs 1.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _fail(owner, where, "a finite number", value)
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise _fail(owner, where, "text", value)
+        return value
+    raise TypeError(f"{owner.__name__}.{where}: unsupported field type {tp!r}")
+
+
+def _describe(tp: Any) -> str:
+    base, _ = _unwrap(tp)
+    return getattr(base, "__name__", str(base))
+
+
+def _schema(tp: Any) -> dict[str, Any]:
+    base, extras = _unwrap(tp)
+    schema = dict(_schema_base(base))
+    for extra in extras:
+        if isinstance(extra, Range):
+            if extra.minimum is not None:
+                schema["minimum"] = extra.minimum
+            if extra.maximum is not None:
+                schema["maximum"] = extra.maximum
+        elif isinstance(extra, Text):
+            if extra.max_chars is not None:
+                schema["maxLength"] = extra.max_chars
+            if extra.nonblank:
+                schema["minLength"] = 1
+    return schema
+
+
+_PRIMITIVES: dict[Any, dict[str, Any]] = {str: {"type": "string"}, int: {"type": "integer"},
+                                          float: {"type": "number"}, bool: {"type": "boolean"},
+                                          type(None): {"type": "null"}, None: {"type": "null"}}
+
+
+def _schema_base(tp: Any) -> dict[str, Any]:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return {}
+    if tp in _PRIMITIVES:
+        return _PRIMITIVES[tp]
+    if _is_union(origin):
+        return {"anyOf": [_schema(o) for o in typing.get_args(tp)]}
+    if origin is Literal:
+        return {"enum": list(typing.get_args(tp))}
+    if origin is tuple or origin is list:
+        return {"type": "array", "items": _schema(typing.get_args(tp)[0])}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _schema(typing.get_args(tp)[1])}
+    if isinstance(tp, type) and issubclass(tp, Record):
+        return tp.json_schema()
+    if isinstance(tp, type) and issubclass(tp, ValidatedStr):
+        return dict(tp.JSON_SCHEMA)
+    raise TypeError(f"unsupported field type {tp!r}")
+
+
+def schema_of(tp: Any) -> dict[str, Any]:
+    """The JSON schema of a field type of the grammar above (for a face deriving an argument's schema)."""
+    return _schema(tp)
+
+

@@ -1,0 +1,48 @@
+"""Text people and agents type (titles, prompts, posts, tags): one rule for every face.
+
+Text is stored in JSON records and in commit messages. libgit2 cuts a commit message at a NUL, and a lone
+surrogate (what Python makes of bytes that are not UTF-8 in argv) is no character at all: strict JSON readers
+reject it. So text is valid Unicode with no control characters but tab (and line breaks where several lines
+are allowed)."""
+
+from __future__ import annotations
+
+import re
+
+from git_lanes.errors import UserError
+
+# C0 and C1 controls and DEL; tab, line feed and carriage return are judged separately.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def text_problem(value: object, *, multiline: bool = False) -> str | None:
+    """Why `value` is not acceptable text, or None when it is."""
+    if not isinstance(value, str):
+        return f"is not text but {type(value).__name__}"
+    if _SURROGATE.search(value):
+        return "is not valid UTF-8"
+    if _CONTROL.search(value):
+        return "contains a control character"
+    if not multiline and ("\n" in value or "\r" in value):
+        return "must be a single line"
+    return None
+
+
+def check_text(value: object, what: str, *, code: str, multiline: bool = False, max_chars: int | None = None,
+               max_bytes: int | None = None, hint: str | None = None) -> str:
+    """Return `value` when it is acceptable text for `what`, else raise UserError(`code`)."""
+    problem = text_problem(value, multiline=multiline)
+    if problem is not None:
+        raise UserError(f"{what} {problem}", code=code, hint=hint)
+    assert isinstance(value, str)
+    if max_chars is not None and len(value) > max_chars:
+        raise UserError(f"{what} is {len(value)} characters; the limit is {max_chars}", code=code, hint=hint)
+    if max_bytes is not None and len(value.encode()) > max_bytes:
+        raise UserError(f"{what} is {len(value.encode())} bytes; the limit is {max_bytes}", code=code, hint=hint)
+    return value
+
+
+def is_text(value: object) -> bool:
+    """Whether `value` is a string git and JSON can carry (valid Unicode, no NUL)."""
+    return isinstance(value, str) and "\x00" not in value and not _SURROGATE.search(value)

@@ -1,0 +1,87 @@
+"""One spelling for each option (issue 8): `--agent` (or GIT_LANES_AGENT) on every command that acts as an
+agent, with the old spellings kept as hidden aliases; one rule for an agent id on every command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, workspace
+
+
+def ok(*args: str, cwd: Path, env: dict | None = None) -> dict:
+    result = run_cli(*args, "--json", cwd=cwd, env=env)
+    assert result.code == 0, result.err
+    return result.json
+
+
+def test_commit_takes_agent_and_the_old_agent_id(repo: Path):
+    ok("lane", "create", "l1", cwd=repo)
+    ws = workspace(repo, "l1")
+    (ws / "a").write_text("a\n")
+    assert ok("commit", "-m", "a", "--agent", "new-spelling", cwd=ws)["intent"]["agent_id"] == "new-spelling"
+    (ws / "b").write_text("b\n")
+    env = {"GIT_LANES_AGENT": "from-env"}
+    # an explicit old spelling still beats the environment, as the option it replaces did
+    assert ok("commit", "-m", "b", "--agent-id", "old-spelling", cwd=ws, env=env)["intent"]["agent_id"] \
+        == "old-spelling"
+    help_text = run_cli("commit", "--help", cwd=repo).out
+    assert "--agent ID" in help_text and "--agent-id" not in help_text
+
+
+@pytest.mark.parametrize("agent", ["Jane Doe", "a<b>", "x" * 65])
+def test_one_agent_id_rule_for_every_command(repo: Path, agent: str):
+    """The same GIT_LANES_AGENT used to work for `commit` and fail for `task claim`."""
+    ok("lane", "create", "l1", cwd=repo)
+    ws = workspace(repo, "l1")
+    (ws / "a").write_text("a\n")
+    task = ok("task", "create", "t", cwd=repo)["task"]
+    env = {"GIT_LANES_AGENT": agent}
+    for args, cwd in ((["commit", "-m", "a"], ws), (["task", "claim", task], repo),
+                      (["board", "post", "hi"], repo), (["lane", "reset", "l1"], repo)):
+        result = run_cli(*args, "--json", cwd=cwd, env=env)
+        assert (result.code, result.json["error"]) == (1, "invalid_agent"), (args, result.err)
+
+
+def test_task_claim_version_is_spelled_expect_version(repo: Path):
+    task = ok("task", "create", "t", cwd=repo)["task"]
+    stale = run_cli("task", "claim", task, "--agent", "a1", "--expect-version", "7", "--json", cwd=repo)
+    assert (stale.code, stale.json["error"]) == (3, "version_conflict")
+    old = run_cli("task", "claim", task, "--agent", "a1", "--version", "7", "--json", cwd=repo)
+    assert (old.code, old.json["error"]) == (3, "version_conflict")
+    assert ok("task", "claim", task, "--agent", "a1", "--version", "1", cwd=repo)["owner"] == "a1"
+
+
+def test_limit_is_spelled_alike_in_history_and_board(repo: Path):
+    ok("lane", "create", "l1", cwd=repo)
+    ws = workspace(repo, "l1")
+    for n in range(3):
+        (ws / "a").write_text(f"{n}\n")
+        ok("commit", "-m", f"c{n}", "--agent", "a1", "--auto-accept", cwd=ws)
+        ok("board", "post", f"p{n}", "--agent", "a1", cwd=repo)
+    assert len(ok("history", "--limit", "2", cwd=repo)["transitions"]) == 2
+    assert len(ok("history", "-n", "1", cwd=repo)["transitions"]) == 1
+    assert len(ok("board", "read", "-n", "2", cwd=repo)["posts"]) == 2
+    assert len(ok("board", "read", "--limit", "1", cwd=repo)["posts"]) == 1
+
+
+def test_lane_reset_records_the_agent(repo: Path):
+    ok("lane", "create", "l1", cwd=repo)
+    ws = workspace(repo, "l1")
+    (ws / "a").write_text("a\n")
+    ok("commit", "-m", "a", "--agent", "a1", "--auto-accept", cwd=ws)
+    reset = ok("lane", "reset", "l1", "--agent", "resetter", cwd=repo)
+    assert reset["transition"]["intent"]["agent_id"] == "resetter"
+    (ws / "b").write_text("b\n")
+    ok("commit", "-m", "b", "--agent", "a1", "--auto-accept", cwd=ws)
+    by_env = ok("lane", "reset", "l1", cwd=repo, env={"GIT_LANES_AGENT": "env-resetter"})
+    assert by_env["transition"]["intent"]["agent_id"] == "env-resetter"
+
+
+def test_agent_commands_take_the_agent_from_the_environment(repo: Path):
+    env = {"GIT_LANES_AGENT": "coder-9"}
+    assert ok("agent", "register", cwd=repo, env=env)["agent"] == "coder-9"
+    assert ok("agent", "heartbeat", cwd=repo, env=env)["agent"] == "coder-9"
+    assert ok("agent", "heartbeat", "other", cwd=repo, env=env)["agent"] == "other"
+    missing = run_cli("agent", "heartbeat", cwd=repo, env={"GIT_LANES_AGENT": ""})
+    assert missing.code == 2

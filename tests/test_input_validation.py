@@ -1,0 +1,128 @@
+"""Bad input through every face is refused by the model layer, with one clear error and nothing written
+(issue 9: D8 bounded numbers, D9 control characters, D12 long lane names, D13 text that is not UTF-8).
+
+Each class has the probe's reproduction plus variants the probe did not show."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli, workspace
+
+from git_lanes.errors import UserError
+from git_lanes.model.records import MAX_SECONDS, MAX_TOKENS, Cost
+
+NOT_UTF8 = "\udcff"  # what Python makes of the byte 0xff in argv; subprocess passes it back as that byte
+
+
+def refused(*args: str, cwd: Path, code: str) -> dict:
+    result = run_cli(*args, "--json", cwd=cwd)
+    assert result.code == 1, (result.code, result.err)
+    assert "Traceback" not in result.err and result.err.startswith("git-lanes: error: ")
+    assert result.json["error"] == code, result.json
+    return result.json
+
+
+def refs_of(repo: Path) -> str:
+    return git("for-each-ref", "--format=%(refname) %(objectname)", cwd=repo)
+
+
+# -- D8: numbers are bounded, totals stay finite --------------------------------------------------------
+
+def test_huge_wall_time_is_refused_and_history_keeps_working(repo: Path):
+    """The probe's script: two `--wall-time 1e308` overflowed the totals to inf and broke history for good."""
+    lane = run_cli("lane", "create", "l1", cwd=repo)
+    assert lane.code == 0, lane.err
+    ws = workspace(repo, "l1")
+    (ws / "x").write_text("1\n")
+    before = refs_of(repo)
+    refused("commit", "-m", "one", "--agent", "ag1", "--wall-time", "1e308", "--auto-accept", cwd=ws,
+            code="invalid_cost")
+    assert refs_of(repo) == before
+    history = run_cli("history", "--json", cwd=repo)
+    assert history.code == 0, history.err
+
+
+@pytest.mark.parametrize("option,value", [("--cost-usd", "1e308"), ("--tokens-in", str(MAX_TOKENS + 1)),
+                                          ("--tokens-out", "1" + "0" * 30), ("--api-calls", "10000000000")])
+def test_every_cost_figure_is_bounded(repo: Path, option: str, value: str):
+    run_cli("lane", "create", "l1", cwd=repo)
+    ws = workspace(repo, "l1")
+    (ws / "x").write_text("1\n")
+    refused("commit", "-m", "one", "--agent", "ag1", option, value, cwd=ws, code="invalid_cost")
+
+
+def test_totals_of_figures_at_the_bound_stay_finite(api, repo: Path):
+    api.lane_create("l1")
+    ws = workspace(repo, "l1")
+    top = Cost(tokens_in=MAX_TOKENS, wall_time=MAX_SECONDS, cost_usd=1e9)
+    for n in range(3):
+        (ws / "x").write_text(f"{n}\n")
+        api.commit(f"step {n}", "ag1", lane="l1", cost=top, auto_accept=True)
+    totals = api.history(lane="l1")["totals"]
+    assert totals["count"] == 3 and totals["tokens_in"] == 3 * MAX_TOKENS
+    assert math.isfinite(totals["wall_time"]) and totals["wall_time"] == 3 * MAX_SECONDS
+    show = run_cli("lane", "show", "l1", cwd=repo)
+    assert show.code == 0, show.err
+
+
+def test_the_api_refuses_an_unbounded_cost(api):
+    with pytest.raises(UserError) as caught:
+        Cost(cost_usd=float("1e308"))
+    assert caught.value.code == "invalid_cost"
+    with pytest.raises(UserError) as caught:
+        Cost(tokens_in=True)  # a bool is no count
+    assert caught.value.code == "invalid_cost"
+
+
+# -- D12: lane names a file system cannot hold -------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["a" * 300, "u" + "é" * 128, "ab/" * 70 + "c"])
+def test_a_lane_name_too_long_for_a_file_name_is_a_user_error(repo: Path, name: str):
+    before = refs_of(repo)
+    error = refused("lane", "create", name, cwd=repo, code="invalid_lane_name")
+    assert "too long" in error["message"]
+    assert refs_of(repo) == before and not (repo / ".lanes" / "workspaces" / name).exists()
+
+
+def test_the_longest_allowed_lane_name_lives_and_dies(repo: Path):
+    """At the limit a lane is created, and deleted: its deletion marker flattens '/' to %2F."""
+    name = "n/" * 40 + "x" * 90  # 170 bytes, 250 as one flattened file name
+    created = run_cli("lane", "create", name, "--json", cwd=repo)
+    assert created.code == 0, created.err
+    deleted = run_cli("lane", "delete", name, "--json", cwd=repo)
+    assert deleted.code == 0, deleted.err
+    assert deleted.json["kept_at"].endswith("x" * 90)
+
+
+# -- D13: text that is not UTF-8 ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,code", [
+    (["board", "post", NOT_UTF8 + " bad", "--agent", "ag1"], "invalid_text"),
+    (["task", "create", "t" + NOT_UTF8], "invalid_title"),
+    (["lane", "create", "l" + NOT_UTF8], "invalid_lane_name"),
+    (["claim", "add", "src/" + NOT_UTF8, "--agent", "ag1"], "invalid_path"),
+    (["history", "--lane", NOT_UTF8], "invalid_lane_name"),
+    (["task", "claim", "abcd", "--agent", NOT_UTF8], "invalid_agent"),
+])
+def test_arguments_that_are_not_utf8_are_user_errors(repo: Path, args: list[str], code: str):
+    before = refs_of(repo)
+    refused(*args, cwd=repo, code=code)
+    assert refs_of(repo) == before
+
+
+@pytest.mark.parametrize("args,code", [(["--tag", NOT_UTF8], "invalid_tag"), (["--model", NOT_UTF8], "invalid_intent"),
+                                       (["--agent-type", "x" + NOT_UTF8], "invalid_intent"),
+                                       (["-m", "fix " + NOT_UTF8], "invalid_prompt"),
+                                       (["--agent", NOT_UTF8], "invalid_agent")])
+def test_commit_text_that_is_not_utf8_is_never_stored(repo: Path, args: list[str], code: str):
+    """The probe saw `--tag $'\\xff'` stored as a lone surrogate that strict JSON readers reject."""
+    run_cli("lane", "create", "l1", cwd=repo)
+    ws = workspace(repo, "l1")
+    (ws / "x").write_text("1\n")
+    base = ["-m", "work", "--agent", "ag1"]
+    before = refs_of(repo)
+    refused("commit", *base, *args, cwd=ws, code=code)
+    assert refs_of(repo) == before
