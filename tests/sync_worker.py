@@ -27,7 +27,7 @@ def act(api: Lanes, action: str) -> dict:
         if lane not in {row["name"] for row in api.lane_list()} or api.lane_show(lane)["workspace"] is None:
             api.lane_create(lane)
         (api.root / ".lanes" / "workspaces" / lane / path).write_text(text)
-        return api.commit(f"write {path}", f"agent-{lane}", lane=lane, auto_accept=True)
+        return api.commit(f"write {path}", f"agent-{lane.replace('/', '-')}", lane=lane, auto_accept=True)
     raise SystemExit(f"unknown action {action!r}")
 
 

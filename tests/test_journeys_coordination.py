@@ -168,7 +168,7 @@ JOURNEY: list[tuple[str, dict]] = [
     ("git lanes ticket open \"Login flow\"", {"as": "91c0"}),
     ("git lanes task create \"Add login\" --files 'src/auth/**'", {"as": "3fa2"}),
     ("git lanes task list --ready", {}),
-    ("git lanes task claim 3fa2 --agent coder-1 --version 1", {}),
+    ("git lanes task claim 3fa2 --agent coder-1 --expect-version 1", {}),
     ("git lanes task claim 3fa2 --agent coder-1", {}),
     ("git lanes ticket link 91c0 3fa2", {}),
     ("git lanes task create \"Add login form\" --depends 3fa2 --ticket 91c0 --files 'src/auth/**'", {"as": "7c1e"}),
