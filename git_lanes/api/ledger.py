@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from git_lanes import ledger
 from git_lanes.domain import agents, board, claims, lanes, tasks, tickets
@@ -14,6 +14,13 @@ from git_lanes.domain.context import Context
 from git_lanes.domain.coordination import FOLD
 from git_lanes.errors import UserError
 from git_lanes.ledger.watch import LedgerWatch
+from git_lanes.model import ledger_results as results
+from git_lanes.model.coordination import AgentRow, ClaimRow, DirtySet, PostView, TaskDetail, TaskView, TicketDetail, \
+    TicketView
+from git_lanes.model.ids import Actor, AgentId
+from git_lanes.model.record import Record
+
+R = TypeVar("R", bound=Record)
 
 DEFAULT_WAIT = 60.0
 MAX_WAIT = 24 * 3600.0
@@ -26,38 +33,54 @@ class LedgerApi:
     def _state(self) -> ledger.State:
         return ledger.state_at(self.ctx.store, ledger.head(self.ctx.store))
 
-    def _actor(self, actor: str | None) -> str:
-        return ledger.op.validate_actor(actor or self.ctx.store.signature().name)
+    def _actor(self, actor: str | None) -> Actor:
+        """An agent named by a face is an AgentId; without one, the person in git's identity acts."""
+        return AgentId(actor) if actor else Actor(self.ctx.store.signature().name)
 
-    def _append(self, op_type: str, actor: str, args: dict[str, Any]) -> dict:
+    def _append(self, op_type: str, actor: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Append one op under the writers' lock; its result as the ledger records it, plus `op`."""
         op = ledger.make_op(op_type, actor, args, self.ctx.now())
         appended = ledger.append(self.ctx.store, op, FOLD)
         return {**(appended.op.result or {}), "op": op.id}
 
-    def ledger_log(self, limit: int = 20) -> list[dict]:
+    def _append_as(self, result: type[R], op_type: str, actor: str, args: dict[str, Any]) -> R:
+        """`_append`, its result as the record `result`."""
+        return result.from_dict(self._append(op_type, actor, args))
+
+    def ledger_log(self, limit: int = 20) -> list[results.LedgerEntry]:
+        """The last `limit` ledger ops, newest first: each commit's summary line and the op it records."""
         head = ledger.head(self.ctx.store)
         if head is None:
             return []
         rows = []
         for info in self.ctx.store.walk(head, limit=limit):
             op = ledger.read_op(self.ctx.store, info.oid)
-            rows.append({"commit": info.oid, "summary": info.message.split("\n", 1)[0], **op.to_dict()})
+            rows.append(results.LedgerEntry.from_dict(
+                {"commit": info.oid, "summary": info.message.split("\n", 1)[0], **op.to_dict()}))
         return rows
 
     # -- agents ----------------------------------------------------------------------------------------
-    def agent_register(self, agent: str, kind: str | None = None, lane: str | None = None) -> dict:
-        agents.validate_agent_id(agent)
+    def agent_register(self, agent: str, kind: str | None = None, lane: str | None = None) \
+            -> results.AgentRegistered:
+        """Register `agent` (or update its kind and lane) and start its 15-minute lease. Posts to everyone
+        sent before an agent's first call do not flood in; posts directed to it do."""
+        agent = AgentId(agent)
         if lane is not None:
             lanes.lane_head(self.ctx, lane)
-        return self._append("agent.register", agent, {"agent": agent, "kind": kind, "lane": lane})
+        return self._append_as(results.AgentRegistered, "agent.register", agent,
+                            {"agent": agent, "kind": kind, "lane": lane})
 
-    def agent_heartbeat(self, agent: str) -> dict:
-        agents.validate_agent_id(agent)
+    def agent_heartbeat(self, agent: str) -> results.Heartbeat:
+        """Extend `agent`'s lease; report its unread posts, pending wakes and (once) the ops of its a sync
+        refused; refresh its dirty set from git when it has a lane."""
+        agent = AgentId(agent)
         record = self._state().get(agents.agent_path(agent)) or {}
         files = self._dirty_files(record.get("lane"), required=False)
-        return self._append("agent.heartbeat", agent, {"agent": agent, "files": files})
+        return self._append_as(results.Heartbeat, "agent.heartbeat", agent, {"agent": agent, "files": files})
 
-    def agent_list(self) -> list[dict]:
+    def agent_list(self) -> list[AgentRow]:
+        """Every agent with its lease (alive or lapsed), lane, the tasks it holds, its claims and the size of
+        its dirty set."""
         state = self._state()
         now = self.ctx.now()
         rows = agents.list_agents(state, now)
@@ -66,7 +89,7 @@ class LedgerApi:
             row["tasks"] = [t["id"] for t in held if t["owner"] == row["id"]]
             row["claims"] = claims.claimed_globs(state, row["id"])
             row["dirty"] = len(claims.dirty_files(state, row["id"]))
-        return rows
+        return [AgentRow.from_dict(row) for row in rows]
 
     def _dirty_files(self, lane: str | None, *, required: bool) -> list[str] | None:
         """The agent's dirty set, computed from git: its lane workspace against the lane head."""
@@ -84,111 +107,146 @@ class LedgerApi:
 
     # -- tasks -----------------------------------------------------------------------------------------
     def task_create(self, title: str, *, actor: str | None = None, description: str | None = None,
-                    depends: tuple[str, ...] = (), ticket: str | None = None, files: tuple[str, ...] = ()) -> dict:
+                    depends: tuple[str, ...] = (), ticket: str | None = None, files: tuple[str, ...] = ()) \
+            -> results.TaskCreated:
+        """Create a task (id = the op's id). `depends` and `ticket` take unique id prefixes; `files` are
+        globs claimed for whoever claims the task. `actor` defaults to the person in git's identity."""
         state = self._state()
         args = {"title": title, "description": description or "",
                 "depends": [tasks.resolve_task(state, d) for d in depends],
                 "ticket": tickets.resolve_ticket(state, ticket) if ticket else None, "files": list(files)}
         tasks.validate_title(title)
         claims.validate_globs(list(files))
-        return self._append("task.create", self._actor(actor), args)
+        return self._append_as(results.TaskCreated, "task.create", self._actor(actor), args)
 
-    def task_dep_add(self, task: str, depends_on: str, actor: str | None = None) -> dict:
+    def task_dep_add(self, task: str, depends_on: str, actor: str | None = None) -> results.DependencyAdded:
+        """Make `task` wait for `depends_on`; a dependency that would close a cycle is refused and named."""
         state = self._state()
-        return self._append("task.dep_add", self._actor(actor), {
+        return self._append_as(results.DependencyAdded, "task.dep_add", self._actor(actor), {
             "task": tasks.resolve_task(state, task), "depends_on": tasks.resolve_task(state, depends_on)})
 
-    def task_list(self, *, ready: bool = False, status: str | None = None, owner: str | None = None) -> list[dict]:
-        return tasks.list_tasks(self._state(), self.ctx.now(), ready=ready, status=status, owner=owner)
+    def task_list(self, *, ready: bool = False, status: str | None = None, owner: str | None = None) \
+            -> list[TaskView]:
+        """Tasks oldest first, as seen now (a lapsed owner's task is open); `ready`: open tasks whose
+        dependencies are all done."""
+        return [TaskView.from_dict(row) for row in tasks.list_tasks(self._state(), self.ctx.now(), ready=ready, status=status,
+                                                                   owner=owner)]
 
-    def task_show(self, task: str) -> dict:
+    def task_show(self, task: str) -> TaskDetail:
+        """One task (by unique id prefix) with the status of each task it depends on."""
         state = self._state()
         record = tasks.view(state, tasks.get_task(state, tasks.resolve_task(state, task)), self.ctx.now())
         record["depends_status"] = {d: tasks.get_task(state, d)["status"] for d in record["depends"]}
-        return record
+        return TaskDetail.from_dict(record)
 
-    def task_claim(self, task: str, agent: str, version: int | None = None, lane: str | None = None) -> dict:
-        agents.validate_agent_id(agent)
+    def task_claim(self, task: str, agent: str, version: int | None = None, lane: str | None = None) \
+            -> results.TaskClaimed:
+        """Claim `task` for `agent` by compare-and-swap: exactly one of several concurrent claimers wins, the
+        others get a Conflict at once (`task_claimed`, or `version_conflict` when `version` is not the
+        task's). The task's files become the agent's claims; overlaps are reported."""
+        agent = AgentId(agent)
         if lane is not None:
             lanes.lane_head(self.ctx, lane)
         task_id = tasks.resolve_task(self._state(), task)
-        return self._append("task.claim", agent, {"task": task_id, "agent": agent, "version": version,
-                                                  "lane": lane})
+        return self._append_as(results.TaskClaimed, "task.claim", agent,
+                            {"task": task_id, "agent": agent, "version": version, "lane": lane})
 
-    def _task_op(self, op_type: str, task: str, actor: str | None, **args: Any) -> dict:
+    def _task_op(self, result: type[R], op_type: str, task: str, actor: str | None, **args: Any) -> R:
         task_id = tasks.resolve_task(self._state(), task)
-        return self._append(op_type, self._actor(actor), {"task": task_id, **args})
+        return self._append_as(result, op_type, self._actor(actor), {"task": task_id, **args})
 
-    def task_done(self, task: str, actor: str | None = None) -> dict:
-        return self._task_op("task.done", task, actor)
+    def task_done(self, task: str, actor: str | None = None) -> results.TaskDone:
+        """Mark `task` done; wake the owners of the tasks it makes ready; the ticket it completes becomes
+        ready. An agent cannot finish a task another live agent holds (Conflict); a person may."""
+        return self._task_op(results.TaskDone, "task.done", task, actor)
 
-    def task_block(self, task: str, reason: str, actor: str | None = None) -> dict:
-        return self._task_op("task.block", task, actor, reason=reason)
+    def task_block(self, task: str, reason: str, actor: str | None = None) -> results.TaskStatusChanged:
+        """Pause `task` saying why; its owner keeps it (a blocked task does not lapse)."""
+        return self._task_op(results.TaskStatusChanged, "task.block", task, actor, reason=reason)
 
-    def task_resume(self, task: str, actor: str | None = None) -> dict:
-        return self._task_op("task.resume", task, actor)
+    def task_resume(self, task: str, actor: str | None = None) -> results.TaskStatusChanged:
+        """Resume a blocked task: claimed again by its owner, or open."""
+        return self._task_op(results.TaskStatusChanged, "task.resume", task, actor)
 
-    def task_handoff(self, task: str, to: str, actor: str | None = None, note: str | None = None) -> dict:
-        agents.validate_agent_id(to)
-        return self._task_op("task.handoff", task, actor, to=to, note=note)
+    def task_handoff(self, task: str, to: str, actor: str | None = None, note: str | None = None) \
+            -> results.TaskHandedOff:
+        """Hand `task` to agent `to`: owner, lane, file claims and dirty set move in one op, and `to` gets a
+        handoff post (with `note`), even before it has started."""
+        to = AgentId(to)
+        return self._task_op(results.TaskHandedOff, "task.handoff", task, actor, to=to, note=note)
 
     # -- tickets ---------------------------------------------------------------------------------------
-    def ticket_open(self, title: str, actor: str | None = None) -> dict:
-        return self._append("ticket.open", self._actor(actor), {"title": title})
+    def ticket_open(self, title: str, actor: str | None = None) -> results.TicketOpened:
+        """Open a ticket (a group of tasks); when all its tasks are done a ticket_ready post appears."""
+        return self._append_as(results.TicketOpened, "ticket.open", self._actor(actor), {"title": title})
 
-    def ticket_link(self, ticket: str, task: str, actor: str | None = None) -> dict:
+    def ticket_link(self, ticket: str, task: str, actor: str | None = None) -> results.TicketLinked:
+        """Make `task` part of `ticket` (leaving any ticket it was in); both take unique id prefixes."""
         state = self._state()
-        return self._append("ticket.link", self._actor(actor), {
+        return self._append_as(results.TicketLinked, "ticket.link", self._actor(actor), {
             "ticket": tickets.resolve_ticket(state, ticket), "task": tasks.resolve_task(state, task)})
 
-    def ticket_list(self) -> list[dict]:
-        return tickets.list_tickets(self._state())
+    def ticket_list(self) -> list[TicketView]:
+        """Tickets oldest first, with how many of their tasks are done."""
+        return [TicketView.from_dict(row) for row in tickets.list_tickets(self._state())]
 
-    def ticket_show(self, ticket: str) -> dict:
+    def ticket_show(self, ticket: str) -> TicketDetail:
+        """One ticket (by unique id prefix) with its tasks."""
         state = self._state()
         record = tickets.view(state, tickets.get_ticket(state, tickets.resolve_ticket(state, ticket)))
         now = self.ctx.now()
         record["task_records"] = [tasks.view(state, tasks.get_task(state, t), now) for t in record["tasks"]]
-        return record
+        return TicketDetail.from_dict(record)
 
     # -- file claims and dirty sets --------------------------------------------------------------------
-    def claim_add(self, globs: tuple[str, ...] | list[str], agent: str, task: str | None = None) -> dict:
-        agents.validate_agent_id(agent)
+    def claim_add(self, globs: tuple[str, ...] | list[str], agent: str, task: str | None = None) \
+            -> results.ClaimsAdded:
+        """Claim files matching `globs` (repository-relative; `**` spans directories; a plain path claims
+        everything under it) for `agent`. Claims never block: overlaps are returned and wake those agents."""
+        agent = AgentId(agent)
         task_id = tasks.resolve_task(self._state(), task) if task else None
-        return self._append("claim.add", agent, {"agent": agent, "globs": claims.validate_globs(list(globs)),
-                                                 "task": task_id})
+        return self._append_as(results.ClaimsAdded, "claim.add", agent,
+                            {"agent": agent, "globs": claims.validate_globs(list(globs)), "task": task_id})
 
-    def claim_release(self, agent: str, globs: tuple[str, ...] | list[str] = ()) -> dict:
-        agents.validate_agent_id(agent)
-        return self._append("claim.release", agent, {"agent": agent, "globs": list(globs) or None})
+    def claim_release(self, agent: str, globs: tuple[str, ...] | list[str] = ()) -> results.ClaimsReleased:
+        """Release `agent`'s claims on `globs` (all of them when none is given)."""
+        agent = AgentId(agent)
+        return self._append_as(results.ClaimsReleased, "claim.release", agent,
+                            {"agent": agent, "globs": list(globs) or None})
 
-    def claim_list(self, agent: str | None = None) -> list[dict]:
+    def claim_list(self, agent: str | None = None) -> list[ClaimRow]:
+        """Every file claim (or only `agent`'s)."""
         rows = claims.list_claims(self._state())
-        return [r for r in rows if agent is None or r["agent"] == agent]
+        return [ClaimRow.from_dict(r) for r in rows if agent is None or r["agent"] == agent]
 
-    def dirty_publish(self, agent: str) -> dict:
-        agents.validate_agent_id(agent)
+    def dirty_publish(self, agent: str) -> results.DirtyPublished:
+        """Compute `agent`'s dirty set from git (its lane's workspace against the lane head) and publish it;
+        overlaps with other agents' claims and dirty files wake them."""
+        agent = AgentId(agent)
         record = agents.get_agent(self._state(), agent)
         files = self._dirty_files(record.get("lane"), required=True)
-        return self._append("dirty.publish", agent, {"agent": agent, "lane": record.get("lane"), "files": files})
+        return self._append_as(results.DirtyPublished, "dirty.publish", agent,
+                            {"agent": agent, "lane": record.get("lane"), "files": files})
 
-    def dirty_list(self) -> list[dict]:
-        return claims.list_dirty(self._state())
+    def dirty_list(self) -> list[DirtySet]:
+        """Every agent's published dirty set."""
+        return [DirtySet.from_dict(row) for row in claims.list_dirty(self._state())]
 
     # -- board -----------------------------------------------------------------------------------------
-    def board_post(self, text: str, agent: str, kind: str = "note", to: str | None = None) -> dict:
-        agents.validate_agent_id(agent)
+    def board_post(self, text: str, agent: str, kind: str = "note", to: str | None = None) -> results.Posted:
+        """Post `text` (at most 16 KiB) on the board, to everyone else or to agent `to` only."""
+        agent = AgentId(agent)
         board.validate_text(text)
-        return self._append("board.post", agent, {"text": text, "kind": kind, "to": to})
+        return self._append_as(results.Posted, "board.post", agent, {"text": text, "kind": kind, "to": to})
 
     def board_read(self, agent: str | None = None, *, unread_only: bool = False, everything: bool = False,
-                   limit: int = 20) -> dict:
+                   limit: int = 20) -> results.BoardRead:
         """Posts for `agent` (all unread ones plus recent ones, or only unread), marking them read."""
         state = self._state()
         if agent is None:
             posts = board.recent(state, None, limit, True)
-            return {"agent": None, "posts": [board.view(p) for p in posts], "unread": 0, "marked_through": None}
-        agents.validate_agent_id(agent)
+            return results.BoardRead(None, tuple(PostView.from_dict(board.view(p)) for p in posts), 0, None)
+        agent = AgentId(agent)
         unread = board.unread(state, agent)
         shown = {p["seq"]: p for p in unread}
         if not unread_only:
@@ -199,25 +257,27 @@ class LedgerApi:
             through = max(unread_seqs, default=board.current_seq(state))
             self._append("board.read", agent, {"agent": agent, "through": through})
         posts = [board.view(p) | {"unread": p["seq"] in unread_seqs} for _, p in sorted(shown.items())]
-        return {"agent": agent, "posts": posts, "unread": len(unread), "marked_through": through}
+        return results.BoardRead(agent, tuple(PostView.from_dict(p) for p in posts), len(unread), through)
 
-    def board_resolve(self, post: int, actor: str | None = None) -> dict:
-        return self._append("board.resolve", self._actor(actor), {"post": post})
+    def board_resolve(self, post: int, actor: str | None = None) -> results.PostResolved:
+        """Mark post number `post` (a question, say) resolved; a second resolver gets a Conflict."""
+        return self._append_as(results.PostResolved, "board.resolve", self._actor(actor), {"post": post})
 
-    def board_answer(self, post: int, text: str, agent: str) -> dict:
+    def board_answer(self, post: int, text: str, agent: str) -> results.PostAnswered:
         """Answer question #post: a post to its asker naming it, and the question resolved, in one op."""
-        agents.validate_agent_id(agent)
+        agent = AgentId(agent)
         board.validate_text(text)
-        return self._append("board.answer", agent, {"post": post, "text": text})
+        return self._append_as(results.PostAnswered, "board.answer", agent, {"post": post, "text": text})
 
     # -- waiting ---------------------------------------------------------------------------------------
-    def wait(self, agent: str, timeout: float = DEFAULT_WAIT, *, stop: threading.Event | None = None) -> dict:
+    def wait(self, agent: str, timeout: float = DEFAULT_WAIT, *, stop: threading.Event | None = None) \
+            -> results.WaitResult:
         """Return as soon as a wake is queued for `agent` (a task of its became ready, an overlap, a refused
         op) or an unread post for it arrives — or at `timeout` seconds, or when `stop` is set (a caller that
         gave up: reason `cancelled`, nothing taken). What it returns is taken: the wakes leave the queue and
         the posts are marked read, so the next wait does not wake for them again. Watching costs a stat per
         few milliseconds and takes no lock."""
-        agents.validate_agent_id(agent)
+        agent = AgentId(agent)
         if not 0 <= timeout <= MAX_WAIT:
             raise UserError(f"timeout must be between 0 and {MAX_WAIT:.0f} seconds", code="invalid_timeout")
         started = time.monotonic()
@@ -238,11 +298,11 @@ class LedgerApi:
                                      started)
 
     @staticmethod
-    def _nothing(agent: str, reason: str, started: float) -> dict:
-        return {"agent": agent, "reason": reason, "wakes": [], "posts": [],
-                "waited": round(time.monotonic() - started, 3)}
+    def _nothing(agent: str, reason: str, started: float) -> results.WaitResult:
+        return results.WaitResult(AgentId(agent), reason, (), (), round(time.monotonic() - started, 3))
 
-    def _take(self, agent: str, wakes: list[dict], posts: list[dict], waited: float) -> dict | None:
+    def _take(self, agent: str, wakes: list[dict[str, Any]], posts: list[dict[str, Any]], waited: float) \
+            -> results.WaitResult | None:
         """Take what was seen; None when another waiter for the same agent took all of it first."""
         through = max((p["seq"] for p in posts), default=None)
         result = self._append("wake.take", agent, {"agent": agent, "wakes": [w["id"] for w in wakes],
@@ -252,5 +312,5 @@ class LedgerApi:
             return None
         kinds = [w["kind"] for w in wakes]
         reason = next((k for k in ("task_ready", "overlap", "refused") if k in kinds), "post")
-        return {"agent": agent, "reason": reason, "wakes": wakes, "posts": [board.view(p) for p in posts],
-                "waited": round(waited, 3)}
+        return results.WaitResult.from_dict({"agent": agent, "reason": reason, "wakes": wakes,
+                                             "posts": [board.view(p) for p in posts], "waited": round(waited, 3)})

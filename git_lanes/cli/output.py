@@ -46,6 +46,7 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         fail(UserError(f"argument {garbled!r} is not valid UTF-8", code="invalid_text"), as_json)
     except Exception as exc:  # a bug or an environment failure still gets one line, not a traceback
         _internal(exc, as_json)
+    result = plain(result)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True, default=str))
     else:
@@ -67,6 +68,15 @@ def _not_utf8(arg: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def plain(result: Any) -> Any:
+    """An API result as JSON-shaped data: records give their `to_dict()`, to render and to print."""
+    if hasattr(result, "to_dict"):
+        return result.to_dict()
+    if isinstance(result, list):
+        return [plain(item) for item in result]
+    return result
 
 
 def fail(exc: LanesError, as_json: bool) -> NoReturn:

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from git_lanes.model.records import Cost, Transition
+from git_lanes.model.records import CostTotals, Transition
 
 
 def _series(records: list[Transition], key: Callable[[Transition], str]) -> list[dict]:
-    running: dict[str, Cost] = {}
+    running: dict[str, CostTotals] = {}
     points: dict[str, list[dict]] = {}
     for t in records:
         name = key(t)
-        total = running.get(name, Cost()) + t.cost
+        total = running.get(name, CostTotals()) + t.cost
         running[name] = total
         points.setdefault(name, []).append({"time": t.created_at, "transition": t.id,
                                             "tokens": total.tokens_in + total.tokens_out,
@@ -27,7 +27,7 @@ def _series(records: list[Transition], key: Callable[[Transition], str]) -> list
 def series(transitions: Iterable[Transition]) -> dict:
     """Cumulative tokens and dollars per agent and per lane, oldest point first."""
     records = sorted(transitions, key=lambda t: (t.created_at, t.id))
-    total = sum((t.cost for t in records), Cost())
+    total = sum((t.cost for t in records), CostTotals())
     return {"by_agent": _series(records, lambda t: t.intent.agent_id),
             "by_lane": _series(records, lambda t: t.lane),
             "total": total.to_dict() | {"tokens": total.tokens_in + total.tokens_out, "count": len(records)},

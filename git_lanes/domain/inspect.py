@@ -9,7 +9,7 @@ from git_lanes.domain import attention, lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, NotFound, UserError
 from git_lanes.model import refs
-from git_lanes.model.records import STATUSES, Cost, Transition
+from git_lanes.model.records import STATUSES, CostTotals, Transition
 
 DIFF_MODES = ("patch", "stat", "name-only")
 
@@ -65,7 +65,7 @@ def history(ctx: Context, *, lane: str | None = None, status: str | None = None,
     selected = [t for t in reversed(transitions.all_transitions(ctx))
                 if (lane is None or t.lane == lane) and (status is None or t.status == status)
                 and (agent is None or t.intent.agent_id == agent)]
-    total = sum((t.cost for t in selected), Cost())
+    total = sum((t.cost for t in selected), CostTotals())
     shown = selected if limit is None else selected[:limit]
     counts = {s: sum(1 for t in selected if t.status == s) for s in STATUSES}
     return {"transitions": [t.to_dict() for t in shown], "totals": total.to_dict() | {"count": len(selected)},

@@ -120,6 +120,21 @@ class Record:
             out[spec.key] = _dump(value)
         return out
 
+    # Records read like the JSON they print, too (`record["from"]`, `record.get("to_known")`, `"op" in
+    # record`): code written against the dict results the API used to return keeps working. Values come
+    # from `to_dict()`, so they compare equal to what `--json` shows; new code uses the attributes.
+    def __getitem__(self, name: str) -> Any:
+        return self.to_dict()[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.to_dict().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.to_dict()
+
+    def keys(self) -> Any:
+        return self.to_dict().keys()
+
     @classmethod
     def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
         """The record `to_dict` gave (keys it does not know, like `format`, are ignored)."""

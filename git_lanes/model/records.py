@@ -89,8 +89,12 @@ class Cost(Record):
                                 code="invalid_cost")
         super().__post_init__()
 
-    def __add__(self, other: Cost | CostTotals) -> CostTotals:
-        return CostTotals.of(self) + other
+    def __add__(self, other: Cost) -> Cost:
+        """One transition's cost, added up from parts (still bounded); sum many with `CostTotals`."""
+        if not isinstance(other, Cost):
+            return NotImplemented
+        total = CostTotals.of(self) + other
+        return Cost(total.tokens_in, total.tokens_out, total.api_calls, total.wall_time, total.cost_usd)
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,8 @@ class CostTotals(Record):
         return cls(cost.tokens_in, cost.tokens_out, cost.api_calls, cost.wall_time, cost.cost_usd)
 
     def __add__(self, other: Cost | CostTotals) -> CostTotals:
+        if not isinstance(other, (Cost, CostTotals)):
+            return NotImplemented
         return CostTotals(self.tokens_in + other.tokens_in, self.tokens_out + other.tokens_out,
                           self.api_calls + other.api_calls, round(self.wall_time + other.wall_time, 6),
                           round(self.cost_usd + other.cost_usd, 6))

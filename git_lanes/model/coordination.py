@@ -1,0 +1,256 @@
+"""The coordination state the ledger holds (DESIGN.md §2), one record per concept: tasks, tickets, agents,
+file claims, dirty sets, board posts and read positions, wake queues. Each is what one blob of the ledger's
+tree holds (its `format` key is the ledger's business), validated when built, so one bad value from a face or
+a peer is refused by name rather than carried along."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from git_lanes.model.ids import Actor, AgentId, LaneName, LedgerId
+from git_lanes.model.record import Range, Record, Text, key, meta
+
+MAX_TITLE = 200
+MAX_DESCRIPTION = 20_000
+MAX_REASON = 2000
+MAX_NOTE = 2000
+MAX_POST_BYTES = 16 * 1024
+MAX_DEPENDS = 100
+MAX_GLOBS = 200
+MAX_SEQ = 10**8 - 1
+
+Title = Annotated[str, Text(code="invalid_title", what="the title", max_chars=MAX_TITLE, nonblank=True,
+                            blank_code="empty_title")]
+Description = Annotated[str, Text(code="invalid_description", what="the description", multiline=True,
+                                  max_chars=MAX_DESCRIPTION)]
+Reason = Annotated[str, Text(code="invalid_reason", what="the reason", max_chars=MAX_REASON, nonblank=True,
+                             blank_code="empty_reason")]
+Note = Annotated[str, Text(code="invalid_note", what="the note", multiline=True, max_chars=MAX_NOTE)]
+PostText = Annotated[str, Text(code="invalid_text", what="the post's text", multiline=True,
+                               max_bytes=MAX_POST_BYTES, nonblank=True, blank_code="empty_post")]
+Seq = Annotated[int, Range(1, MAX_SEQ)]
+Time = float
+TaskStatus = Literal["open", "claimed", "blocked", "done"]
+TicketStatus = Literal["open", "ready"]
+PostKind = Literal["note", "question", "handoff", "ticket_ready"]
+
+
+@dataclass(frozen=True)
+class Task(Record):
+    """A unit of work: its dependencies, who holds it, and a version every change bumps (claims compare
+    against it)."""
+
+    id: LedgerId
+    title: Title
+    created: Time
+    created_by: Actor
+    updated: Time
+    description: Description = ""
+    depends: tuple[LedgerId, ...] = ()
+    dependents: tuple[LedgerId, ...] = ()
+    ticket: LedgerId | None = None
+    files: tuple[str, ...] = ()
+    status: TaskStatus = "open"
+    owner: AgentId | None = None
+    lane: LaneName | None = None
+    version: Annotated[int, Range(1, None)] = 1
+    blocked_reason: str | None = None
+    done_at: Time | None = None
+
+
+@dataclass(frozen=True)
+class TaskView(Task):
+    """A task as a reader sees it now: `status` is `open` again once its owner's lease lapsed (`lapsed`),
+    `stored_status` is what the ledger holds, and `ready` says every dependency is done."""
+
+    stored_status: TaskStatus = "open"
+    lapsed: bool = False
+    ready: bool = False
+
+
+@dataclass(frozen=True)
+class TaskDetail(TaskView):
+    """`task show`: a task with the status of each task it depends on."""
+
+    depends_status: dict[str, TaskStatus] = meta(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Ticket(Record):
+    """A group of tasks; `ready` once all of them are done."""
+
+    id: LedgerId
+    title: Title
+    created: Time
+    created_by: Actor
+    tasks: tuple[LedgerId, ...] = ()
+    status: TicketStatus = "open"
+    ready_at: Time | None = None
+
+
+@dataclass(frozen=True)
+class TicketView(Ticket):
+    done: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class TicketDetail(TicketView):
+    task_records: tuple[TaskView, ...] = ()
+
+
+@dataclass(frozen=True)
+class Agent(Record):
+    """A registered agent and its lease: a task whose owner's lease lapsed is open again."""
+
+    id: AgentId
+    registered: Time
+    last_seen: Time
+    lease_until: Time
+    kind: str | None = "agent"
+    lane: LaneName | None = None
+
+
+@dataclass(frozen=True)
+class AgentView(Record):
+    id: AgentId
+    kind: str | None
+    lane: LaneName | None
+    registered: Time | None
+    last_seen: Time | None
+    lease_until: Time | None
+    alive: bool
+
+
+@dataclass(frozen=True)
+class AgentRow(AgentView):
+    """`agent list`: an agent with the tasks it holds, its claims and the size of its dirty set."""
+
+    tasks: tuple[LedgerId, ...] = ()
+    claims: tuple[str, ...] = ()
+    dirty: int = 0
+
+
+@dataclass(frozen=True)
+class Claim(Record):
+    glob: str
+    time: Time
+    task: LedgerId | None = None
+
+
+@dataclass(frozen=True)
+class ClaimSet(Record):
+    """An agent's file claims (globs); they warn about overlaps and never block."""
+
+    agent: AgentId
+    globs: tuple[Claim, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClaimRow(Record):
+    """One claim of one agent, as `claim list` shows it."""
+
+    agent: AgentId
+    glob: str
+    time: Time
+    task: LedgerId | None = None
+
+
+@dataclass(frozen=True)
+class DirtySet(Record):
+    """The files an agent changed in its lane's workspace, computed from git."""
+
+    agent: AgentId
+    files: tuple[str, ...]
+    time: Time
+    lane: LaneName | None = None
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Resolution(Record):
+    by: Actor
+    time: Time
+    answer: Seq | None = meta(omit="none", default=None, doc="the post that answered the question")
+
+
+@dataclass(frozen=True)
+class Post(Record):
+    """A board post; its sequence number is its id. `broadcasts` counts the posts to everyone up to it, so
+    counting unread posts costs O(1)."""
+
+    seq: Seq
+    id: LedgerId
+    from_: Actor = key("from")
+    to: AgentId | None = None
+    kind: PostKind = "note"
+    text: str = ""
+    time: Time = 0.0
+    resolved: Resolution | None = None
+    broadcasts: int = 0
+    reply_to: Seq | None = meta(omit="none", default=None, doc="the question this post answers")
+
+
+@dataclass(frozen=True)
+class PostView(Record):
+    """A post as a reader sees it (`unread` only in `board read`)."""
+
+    seq: Seq
+    id: LedgerId
+    from_: Actor = key("from")
+    to: AgentId | None = None
+    kind: PostKind = "note"
+    text: str = ""
+    time: Time = 0.0
+    resolved: Resolution | None = None
+    reply_to: Seq | None = meta(omit="none", default=None)
+    unread: bool | None = meta(omit="none", default=None)
+
+
+@dataclass(frozen=True)
+class ReadPosition(Record):
+    """An agent's place on the board: its read cursor, directed posts not yet read, and its own broadcasts
+    since the cursor (never unread for it)."""
+
+    agent: AgentId
+    cursor: int | None = None
+    inbox: tuple[int, ...] = ()
+    own: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Overlap(Record):
+    """Where two agents' work may meet: one side's `glob` or `file` against the other's `claim` or dirty
+    file (`dirty`). `agent` is the other agent."""
+
+    agent: AgentId | None = meta(omit="none", default=None)
+    glob: str | None = meta(omit="none", default=None)
+    file: str | None = meta(omit="none", default=None)
+    claim: str | None = meta(omit="none", default=None)
+    dirty: bool | None = meta(omit="none", default=None)
+
+
+@dataclass(frozen=True)
+class Wake(Record):
+    """Something that concerns an agent, queued until `wait` takes it: `task_ready` (`task`, `title`),
+    `overlap` (`agent`, `overlaps`) or `refused` (`original`, `error`, `message`)."""
+
+    id: str
+    kind: Literal["task_ready", "overlap", "refused"]
+    time: Time
+    op: LedgerId
+    by: Actor
+    task: LedgerId | None = meta(omit="none", default=None)
+    title: str | None = meta(omit="none", default=None)
+    agent: AgentId | None = meta(omit="none", default=None)
+    overlaps: tuple[Overlap, ...] | None = meta(omit="none", default=None)
+    original: dict[str, Any] | None = meta(omit="none", default=None)
+    error: str | None = meta(omit="none", default=None)
+    message: str | None = meta(omit="none", default=None)
+
+
+@dataclass(frozen=True)
+class WakeQueue(Record):
+    agent: AgentId
+    wakes: tuple[Wake, ...] = ()
