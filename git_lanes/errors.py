@@ -3,6 +3,8 @@ result in MCP, a deny in a hook, a status in HTTP."""
 
 from __future__ import annotations
 
+from typing import Any
+
 EXIT_OK = 0
 EXIT_USER = 1
 EXIT_USAGE = 2
@@ -17,7 +19,7 @@ class LanesError(Exception):
     code = "error"
 
     def __init__(self, message: str, *, hint: str | None = None, code: str | None = None,
-                 details: dict | None = None) -> None:
+                 details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
@@ -25,7 +27,7 @@ class LanesError(Exception):
             self.code = code
         self.details = details or {}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         record = {"error": self.code, "message": self.message}
         if self.hint:
             record["hint"] = self.hint

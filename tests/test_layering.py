@@ -168,3 +168,58 @@ def test_the_string_checker_sees_a_violation():
     found = string_imports(planted, 'import importlib\nFOLD = "git_lanes.domain.coordination:FOLD"\n'
                                     'importlib.import_module(FOLD)\nOK = "git_lanes.store.repo"\n')
     assert found == ["planted.py:2 names 'git_lanes.domain.coordination:FOLD'"]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the git_lanes modules it imports, at any depth of its code (a lazy import inside a function
+    still ties the two modules together). Importing one's own package is no edge: the package is always
+    initialised first."""
+    modules = {module_name(f) for f in source_files()}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for imp in ALL_IMPORTS:
+        source = module_name(imp.file)
+        if imp.module in modules and imp.module != source and not source.startswith(imp.module + "."):
+            graph[source].add(imp.module)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_in_a_circle():
+    """A cycle (tasks -> tickets -> tasks, hidden by an import inside a function) makes two modules one."""
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_check_sees_a_planted_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]

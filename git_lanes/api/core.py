@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +22,7 @@ from git_lanes.store.setup import init_repository
 class CoreApi:
     """A repository opened for lanes. Long-lived faces keep one open so start-up is paid once."""
 
-    def __init__(self, path: str | os.PathLike | None = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Callable[[], float] = time.time) -> None:
         store = open_store(path)
         trunk = store.config_get("lanes.trunk")
         if not trunk:
@@ -29,8 +31,8 @@ class CoreApi:
         self.ctx = Context(store, trunk, clock)
 
     @classmethod
-    def init(cls, path: str | os.PathLike | None = None, trunk: str | None = None,
-             clock: Callable[[], float] = time.time) -> tuple[CoreApi, dict]:
+    def init(cls, path: str | os.PathLike[str] | None = None, trunk: str | None = None,
+             clock: Callable[[], float] = time.time) -> tuple[CoreApi, dict[str, Any]]:
         """Set up `path` for lanes (running `git init` first in a plain directory). Idempotent."""
         directory = Path(path or os.getcwd()).resolve()
         created_repo = False
@@ -51,10 +53,12 @@ class CoreApi:
 
     @property
     def root(self) -> Path:
+        """The repository's top directory (the main worktree)."""
         return self.ctx.store.root
 
     @property
     def trunk(self) -> str:
+        """The trunk lane's name (git config lanes.trunk)."""
         return self.ctx.trunk
 
     @contextmanager
@@ -64,13 +68,13 @@ class CoreApi:
             transitions.recover(self.ctx)
             yield self.ctx
 
-    def _workspace(self, lane: str | None, cwd: str | os.PathLike | None) -> tuple[str, Path]:
+    def _workspace(self, lane: str | None, cwd: str | os.PathLike[str] | None) -> tuple[str, Path]:
         if lane is not None:
             return lane, lanes.require_workspace(self.ctx, lane)
         return lanes.lane_at(self.ctx, Path(cwd or os.getcwd()))
 
     # -- lanes -----------------------------------------------------------------------------------------
-    def lane_create(self, name: str, source: str | None = None, *, setup: bool = True) -> dict:
+    def lane_create(self, name: str, source: str | None = None, *, setup: bool = True) -> dict[str, Any]:
         """Create lane `name` and its workspace, then (unless `setup` is False) apply the trunk's `[setup]`
         outside the lock: ports, copied files, the setup command (a failure is reported, the lane kept)."""
         manifest = lane_setup.load(self.ctx) if setup else None  # a broken [setup] refuses before anything
@@ -83,10 +87,15 @@ class CoreApi:
             result["setup"] = self._set_up(manifest, name, lane.workspace, None).to_dict()  # type: ignore[attr-defined]
         return result
 
-    def lane_list(self) -> list[dict]:
+    def lane_list(self) -> list[dict[str, Any]]:
+        """Every lane, the trunk first: name, ref, head, whether it is the trunk, and its workspace (None when not
+        checked out here)."""
         return [lane.to_dict() for lane in lanes.list_lanes(self.ctx)]
 
-    def lane_show(self, name: str) -> dict:
+    def lane_show(self, name: str) -> dict[str, Any]:
+        """One lane: its head and workspace, unsnapshotted paths (`dirty`), paths a promotion left needing
+        attention, pending proposals, the last 10 transitions with totals, and whether it holds work no
+        other lane has (`unpromoted`)."""
         lane = lanes.get_lane(self.ctx, name)
         changed = inspect.unsnapshotted(self.ctx, name, lane.workspace) if lane.workspace else {}
         recent = inspect.history(self.ctx, lane=name, limit=10)
@@ -99,10 +108,14 @@ class CoreApi:
         }
 
     def lane_path(self, name: str) -> str:
+        """The path of lane `name`'s workspace (NotFound when it has none here)."""
         lanes.lane_head(self.ctx, name)
         return str(lanes.require_workspace(self.ctx, name))
 
-    def lane_delete(self, name: str, *, force: bool = False) -> dict:
+    def lane_delete(self, name: str, *, force: bool = False) -> dict[str, Any]:
+        """Delete lane `name` and remove its workspace. Refused (Refused) while it has unsnapshotted edits,
+        unpromoted work or pending proposals, unless `force`: then edits are kept in a backup ref and
+        proposals are rejected and kept. The last head stays at refs/lanes/deleted/."""
         with self._writing() as ctx:
             path = lanes.workspace_path(ctx, name) if name != ctx.trunk else None
             pending = transitions.pending_for(ctx, name)
@@ -115,7 +128,7 @@ class CoreApi:
                 lanes.require_no_nested(ctx, name, path)
             unsaved = path is not None and restore.has_unsaved(ctx, name, path)
             kept = None
-            if unsaved and force:
+            if unsaved and force and path is not None:
                 kept = restore.backup(ctx, name, path, ctx.store.content_tree(path), f"deleting lane {name}")
             result = lanes.delete(ctx, name, force=force, unsaved=unsaved, backup=kept)
             for proposal in pending:
@@ -125,9 +138,11 @@ class CoreApi:
             ({"released_ports": released} if released else {})
 
     # -- transitions -----------------------------------------------------------------------------------
-    def commit(self, prompt: str, agent_id: str, *, lane: str | None = None, cwd: str | os.PathLike | None = None,
+    def commit(self, prompt: str, agent_id: str, *, lane: str | None = None,
+               cwd: str | os.PathLike[str] | None = None,
                agent_type: str | None = None, model: str | None = None, tags: tuple[str, ...] = (),
-               cost: Cost | None = None, auto_accept: bool = False, metadata: dict | None = None) -> dict:
+               cost: Cost | None = None, auto_accept: bool = False,
+               metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Snapshot a workspace as a proposed transition of its lane; with `auto_accept`, decide it too."""
         intent = Intent(prompt=prompt, agent_id=AgentId(agent_id), agent_type=agent_type, model=model, tags=tags,
                         metadata=metadata or {})
@@ -146,7 +161,7 @@ class CoreApi:
             return self._decide(record, raced=True)
         return record.to_dict()
 
-    def _decide(self, record: Transition, *, raced: bool = False) -> dict:
+    def _decide(self, record: Transition, *, raced: bool = False) -> dict[str, Any]:
         """Run the trunk's gates on the proposed tree, then accept it, or reject it when a required gate
         failed (GateFailed, exit 4). The gates run outside the writers' lock: one may take minutes.
         `raced`: the record was proposed by this call, so another writer deciding it while the gates ran is
@@ -157,29 +172,43 @@ class CoreApi:
                 return gates.decide_raced(ctx, record, evaluations)
             return gates.decide(ctx, record, evaluations, auto=False)
 
-    def accept(self, transition_id: str) -> dict:
+    def accept(self, transition_id: str) -> dict[str, Any]:
+        """Accept proposal `transition_id` (a unique prefix): the trunk's gates judge it first (GateFailed and
+        rejected when a required one fails), then its lane moves by compare-and-swap (Conflict when the
+        lane moved since it was proposed)."""
         return self._decide(transitions.find(self.ctx, transition_id))
 
-    def reject(self, transition_id: str, reason: str | None = None) -> dict:
+    def reject(self, transition_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Reject proposal `transition_id` with `reason`; the attempt is kept under refs/lanes/rejected/ as
+        signal."""
         with self._writing() as ctx:
             return transitions.reject(ctx, transitions.find(ctx, transition_id), reason).to_dict()
 
-    def restore(self, state: str, *, lane: str | None = None, cwd: str | os.PathLike | None = None,
-                force: bool = False) -> dict:
+    def restore(self, state: str, *, lane: str | None = None, cwd: str | os.PathLike[str] | None = None,
+                force: bool = False) -> dict[str, Any]:
+        """Make a workspace's files equal `state` (a lane, transition id or revision) without moving its lane: the
+        next commit records the return as a new transition. Unsnapshotted edits are refused, or with
+        `force` kept in a backup ref first."""
         name, path = self._workspace(lane, cwd)
         with self._writing() as ctx:
             return restore.restore(ctx, name, path, inspect.resolve_state(ctx, state), force=force)
 
     # -- inspection ------------------------------------------------------------------------------------
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
+        """Every lane with its workspace, unsnapshotted and needing-attention paths, and the pending proposals."""
         return inspect.status(self.ctx)
 
     def history(self, *, lane: str | None = None, status: str | None = None, agent: str | None = None,
-                limit: int | None = None) -> dict:
+                limit: int | None = None) -> dict[str, Any]:
+        """Transitions newest first (filtered by lane, status and agent, at most `limit`) with totals of their cost
+        over all that match and counts per status."""
         return inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit)
 
-    def show(self, transition_id: str) -> dict:
+    def show(self, transition_id: str) -> dict[str, Any]:
+        """One transition (by unique id prefix): its record (intent, cost, status, evaluations) and the paths it
+        changed."""
         return inspect.show(self.ctx, transitions.find(self.ctx, transition_id))
 
-    def diff(self, old: str, new: str, mode: str = "patch") -> dict:
+    def diff(self, old: str, new: str, mode: str = "patch") -> dict[str, Any]:
+        """The changes between two states (lanes, transition ids or revisions) as `patch`, `stat` or `name-only`."""
         return inspect.diff(self.ctx, old, new, mode)

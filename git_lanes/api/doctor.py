@@ -30,7 +30,7 @@ class Where:
     codex_home: Path | None = None
 
 
-Check = Callable[[Any, Where], list[dict]]
+Check = Callable[[Any, Where], list[dict[str, Any]]]
 CHECKS: dict[str, Check] = {}
 
 
@@ -41,7 +41,7 @@ def check(name: str) -> Callable[[Check], Check]:
     return register
 
 
-def finding(status: str, message: str, hint: str | None = None, **details: Any) -> dict:
+def finding(status: str, message: str, hint: str | None = None, **details: Any) -> dict[str, Any]:
     assert status in STATUSES
     return {"status": status, "message": message, **({"hint": hint} if hint else {}), **details}
 
@@ -49,7 +49,9 @@ def finding(status: str, message: str, hint: str | None = None, **details: Any) 
 class DoctorApi:
     ctx: Context
 
-    def doctor(self, where: Where, only: tuple[str, ...] = ()) -> dict:
+    def doctor(self, where: Where, only: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Run the repository's health checks (all, or those named in `only`) and report each finding with what to
+        do about it."""
         for module in CHECK_MODULES:
             importlib.import_module(module)
         results = []
@@ -77,7 +79,7 @@ def _command_runs(command: str) -> bool:
 
 
 def _hooks(cli: str) -> Check:
-    def run(api: Any, where: Where) -> list[dict]:
+    def run(api: Any, where: Where) -> list[dict[str, Any]]:
         found = []
         for scope in hook_settings.SCOPES:
             path = hook_settings.settings_path(cli, scope, api.root, where.home, where.codex_home)
@@ -104,7 +106,7 @@ for _cli in hook_settings.SPECS:
 
 
 @check("hooks.policy")
-def _policy(api: Any, where: Where) -> list[dict]:
+def _policy(api: Any, where: Where) -> list[dict[str, Any]]:
     repo = control.open_repo(api.root, trunk=api.trunk)
     policy = repo.policy()
     source = f"{control.CONFIG} at the trunk's head" if policy.source else "the defaults (no .lanes.toml on the trunk)"
@@ -112,7 +114,7 @@ def _policy(api: Any, where: Where) -> list[dict]:
 
 
 @check("hooks.runs")
-def _runs(api: Any, where: Where) -> list[dict]:
+def _runs(api: Any, where: Where) -> list[dict[str, Any]]:
     """Every run's state is the fold of its log (nothing edited a state blob by hand)."""
     repo = control.open_repo(api.root, trunk=api.trunk)
     bad = []

@@ -129,8 +129,8 @@ class LedgerApi:
             -> list[TaskView]:
         """Tasks oldest first, as seen now (a lapsed owner's task is open); `ready`: open tasks whose
         dependencies are all done."""
-        return [TaskView.from_dict(row) for row in tasks.list_tasks(self._state(), self.ctx.now(), ready=ready, status=status,
-                                                                   owner=owner)]
+        rows = tasks.list_tasks(self._state(), self.ctx.now(), ready=ready, status=status, owner=owner)
+        return [TaskView.from_dict(row) for row in rows]
 
     def task_show(self, task: str) -> TaskDetail:
         """One task (by unique id prefix) with the status of each task it depends on."""

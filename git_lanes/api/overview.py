@@ -21,12 +21,12 @@ MAX_FEED_WAIT = 3600.0
 class OverviewApi:
     ctx: Context
 
-    def radar(self) -> dict:
+    def radar(self) -> dict[str, Any]:
         """Each lane's ahead/behind against the trunk, and every pair of lanes (the trunk included) that
         changed a same path since they forked, i.e. would collide on promotion."""
         return radar.radar(self.ctx)
 
-    def cost(self) -> dict:
+    def cost(self) -> dict[str, Any]:
         """Cumulative tokens and dollars over time, per agent and per lane."""
         return costs.series(transitions.all_transitions(self.ctx))
 
@@ -44,10 +44,11 @@ class ChangeFeed:
         self.ctx = ctx
         self._watch = RefWatch(ctx.store.common_dir)
 
-    def poll(self) -> list[dict]:
+    def poll(self) -> list[dict[str, Any]]:
+        """The events since the last look, without waiting."""
         return [self._event(move) for move in self._watch.moves()]
 
-    def wait(self, timeout: float) -> list[dict]:
+    def wait(self, timeout: float) -> list[dict[str, Any]]:
         """Events as soon as something moved, or [] after `timeout` seconds."""
         if not 0 <= timeout <= MAX_FEED_WAIT:
             raise UserError(f"timeout must be between 0 and {MAX_FEED_WAIT:.0f} seconds", code="invalid_timeout")
@@ -61,7 +62,7 @@ class ChangeFeed:
         return event
 
     def _ops(self, old: str | None, new: str) -> dict[str, Any]:
-        ops = []
+        ops: list[dict[str, Any]] = []
         commit: str | None = new
         try:
             while commit and commit != old and len(ops) < MAX_OPS_PER_EVENT:

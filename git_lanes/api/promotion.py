@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from git_lanes.domain import gates, lanes, promotion, reset, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, Refused
-from git_lanes.model.ids import AgentId
-from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.model.ids import Actor, AgentId
+from git_lanes.model.records import Cost, Evaluation, Intent, Transition
 from git_lanes.store import merge_gate
 
 # A target that moves under every attempt is being written faster than its gates run; give up and say so.
@@ -25,7 +27,7 @@ class PromotionApi:
     def promote(self, lane: str, into: str | None = None, *, prompt: str | None = None,
                 agent_id: str | None = None, agent_type: str | None = None, model: str | None = None,
                 tags: tuple[str, ...] = (), cost: Cost | None = None, dry_run: bool = False,
-                force: bool = False, auto_accept: bool = False) -> dict:
+                force: bool = False, auto_accept: bool = False) -> dict[str, Any]:
         """Promote `lane` into `into` (default: the trunk). Collisions raise Conflict (exit 3) unless
         `force`; a failing required gate rejects the attempt and raises GateFailed (exit 4)."""
         target = into or self.ctx.trunk
@@ -34,7 +36,7 @@ class PromotionApi:
             status = "up_to_date" if plan.up_to_date else "collision" if plan.comparison.collisions else "clean"
             return {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
                     **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {})}
-        who = AgentId(agent_id) if agent_id else self._human()
+        who = AgentId(agent_id) if agent_id else Actor(self._human())
         intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=who,
                         agent_type=agent_type, model=model, tags=tags)
         with merge_gate.serialized(self.ctx.store.common_dir, target):
@@ -51,7 +53,7 @@ class PromotionApi:
         return [t.id for t in transitions.pending_for(self.ctx, lane) if t.kind == "commit"]
 
     def _attempt(self, lane: str, target: str, intent: Intent, cost: Cost | None, force: bool,
-                 auto_accept: bool) -> dict | None:
+                 auto_accept: bool) -> dict[str, Any] | None:
         """One try: plan and propose under the writers' lock, run the gates without it, then decide under it
         again. None when the target moved while the gates ran (the attempt is rejected as superseded)."""
         with self._writing() as ctx:
@@ -74,8 +76,8 @@ class PromotionApi:
                 return None
             return self._settle(ctx, plan, record, evaluations, auto_accept)
 
-    def _settle(self, ctx: Context, plan: promotion.Plan, record: Transition, evaluations: tuple,
-                auto_accept: bool) -> dict:
+    def _settle(self, ctx: Context, plan: promotion.Plan, record: Transition, evaluations: tuple[Evaluation, ...],
+                auto_accept: bool) -> dict[str, Any]:
         report = _report(plan, record)
         try:
             if auto_accept or gates.failures(evaluations):
@@ -91,7 +93,7 @@ class PromotionApi:
         worktree = decided.pop("worktree", None)
         return {"status": decided["status"], **report, "transition": decided, "worktree": worktree}
 
-    def evaluate(self, transition_id: str) -> dict:
+    def evaluate(self, transition_id: str) -> dict[str, Any]:
         """Re-run the gates on a pending proposal and record the results in its note (exit 4 when a required
         gate fails; the proposal stays pending)."""
         record = transitions.find(self.ctx, transition_id)
@@ -116,7 +118,7 @@ class PromotionApi:
                 if (kind is None or kind in g.on) and (lane is None or g.covers(lane))]
 
     def lane_reset(self, name: str, onto: str | None = None, *, force: bool = False, reason: str | None = None,
-                   agent_id: str | None = None) -> dict:
+                   agent_id: str | None = None) -> dict[str, Any]:
         """Move lane `name` (and its workspace) to the head of `onto` (default: the trunk)."""
         with self._writing() as ctx:
             return reset.reset(ctx, name, onto or ctx.trunk, force=force, reason=reason,
@@ -127,7 +129,7 @@ class PromotionApi:
         return self.ctx.store.signature().name
 
 
-def _report(plan: promotion.Plan, record: Transition) -> dict:
+def _report(plan: promotion.Plan, record: Transition) -> dict[str, Any]:
     extra = record.promotion
     return plan.to_dict() | {"forced": list(extra.forced) if extra else [], "backup": extra.backup if extra else None}
 

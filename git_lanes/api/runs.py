@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from git_lanes import ledger
@@ -15,6 +15,7 @@ from git_lanes.domain import briefing, control, lanes, runs, tasks
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, NotFound, Refused, UnsupportedFormat, UserError
 from git_lanes.model.calls import HookEvent, bounded
+from git_lanes.model.ids import AgentId
 from git_lanes.model.records import Cost
 from git_lanes.model.runs import RunEvent, RunState, Usage
 
@@ -23,6 +24,7 @@ FOLLOW_POLL_SECONDS = 0.05
 
 class RunsApi:
     ctx: Context
+    commit: Callable[..., Any]  # from CoreApi, beside it in Lanes
 
     def _runs(self) -> control.LightRepo:
         return control.open_repo(self.ctx.store.root, trunk=self.ctx.trunk)
@@ -35,12 +37,11 @@ class RunsApi:
         return run_id, head, state
 
     def run_start(self, agent: str, *, lane: str | None = None, task: str | None = None, goal: str | None = None,
-                  phase: str | None = None, cwd: str | os.PathLike | None = None) -> dict:
+                  phase: str | None = None, cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Start a run and return it; its id goes in GIT_LANES_RUN for the agent's session."""
         repo = self._runs()
         policy = repo.policy()
-        if not agent or not agent.strip() or any(c in agent for c in "<>\n"):
-            raise UserError(f"invalid agent {agent!r}", code="invalid_agent", hint="pass --agent or set GIT_LANES_AGENT")
+        agent = AgentId(agent)
         if lane is not None:
             lanes.lane_head(self.ctx, lane)
         else:
@@ -49,8 +50,7 @@ class RunsApi:
             raise UserError(f"unknown phase {phase!r}; the policy has {', '.join(policy.phase_names)}",
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
         if task is not None:
-            state = ledger.state_at(self.ctx.store, ledger.head(self.ctx.store))
-            task = tasks.resolve_task(state, task)
+            task = tasks.resolve_task(ledger.state_at(self.ctx.store, ledger.head(self.ctx.store)), task)
         run = secrets.token_hex(8)
         event = control.start_event(repo, self.ctx.now(), agent=agent, lane=lane, phase=phase, task=task,
                                     goal=bounded(goal, 1000) if goal else None)
@@ -58,7 +58,7 @@ class RunsApi:
         assert state is not None
         return runs.view(state, policy)
 
-    def run_list(self, *, active: bool = False, budgets: bool = False) -> list[dict]:
+    def run_list(self, *, active: bool = False, budgets: bool = False) -> list[dict[str, Any]]:
         """Runs, newest first; with `budgets`, each with its phase budgets as `run show` gives them (one policy
         read for all, so a dashboard can draw every run's budget bars from one call)."""
         repo = self._runs()
@@ -70,7 +70,8 @@ class RunsApi:
                 rows.append(runs.view(state, policy))
         return sorted(rows, key=lambda r: r["created_at"], reverse=True)
 
-    def run_show(self, run: str) -> dict:
+    def run_show(self, run: str) -> dict[str, Any]:
+        """One run (by unique id prefix): its state, usage against the budget, and what is in flight."""
         repo = self._runs()
         _, _, state = self._run_state(repo, run)
         return runs.view(state, repo.policy())
@@ -84,12 +85,13 @@ class RunsApi:
         found.reverse()
         return found
 
-    def run_events(self, run: str) -> list[dict]:
+    def run_events(self, run: str) -> list[dict[str, Any]]:
+        """A run's control-plane log, oldest first: tools attempted, completed and blocked, phase changes, usage."""
         repo = self._runs()
         _, head, _ = self._run_state(repo, run)
         return runs.timeline(self._events(repo, head))
 
-    def run_follow(self, run: str, timeout: float | None = None) -> Iterator[dict]:
+    def run_follow(self, run: str, timeout: float | None = None) -> Iterator[dict[str, Any]]:
         """The run's timeline, then each new event as it is appended, until the run ends (or `timeout`)."""
         repo = self._runs()
         run_id, head, state = self._run_state(repo, run)
@@ -105,11 +107,14 @@ class RunsApi:
             rows = runs.timeline(events + fresh)[len(events):]
             events += fresh
             head = current
-            _, state = control.read_state(repo, run_id)
-            assert state is not None
+            _, latest = control.read_state(repo, run_id)
+            assert latest is not None
+            state = latest
             yield from rows
 
-    def run_phase(self, run: str, phase: str) -> dict:
+    def run_phase(self, run: str, phase: str) -> dict[str, Any]:
+        """Move run `run` to phase `phase` (one the policy declares); the phase's budget and write gate apply from
+        now on."""
         repo = self._runs()
         policy = repo.policy()
         if phase not in policy.phase_names:
@@ -129,7 +134,8 @@ class RunsApi:
         assert state is not None
         return runs.view(state, policy)
 
-    def run_end(self, run: str, reason: str | None = None) -> dict:
+    def run_end(self, run: str, reason: str | None = None) -> dict[str, Any]:
+        """End run `run` (with `reason`); ending an ended run changes nothing (`already_ended`)."""
         repo = self._runs()
         run_id = control.resolve_run(repo, run)
 
@@ -144,13 +150,14 @@ class RunsApi:
         assert state is not None
         return runs.view(state, repo.policy()) | {"already_ended": not events}
 
-    def run_resume(self, run: str) -> dict:
+    def run_resume(self, run: str) -> dict[str, Any]:
         """The briefing a new session of `run` starts from (nothing is recorded)."""
         repo = self._runs()
         _, _, state = self._run_state(repo, run)
         return briefing.build(self.ctx, state, repo.policy(), self.ctx.now())
 
-    def run_stats(self, *, by: str = "agent", since: str | None = None) -> dict:
+    def run_stats(self, *, by: str = "agent", since: str | None = None) -> dict[str, Any]:
+        """Usage per day summed by agent, lane or run (`by`), since a date, with totals."""
         if by not in runs.STATS_GROUPS:
             raise UserError(f"--by must be one of {', '.join(runs.STATS_GROUPS)}", code="invalid_group")
         if since is not None:
@@ -163,7 +170,8 @@ class RunsApi:
 
     # -- the hook steps that need the whole API ---------------------------------------------------------
     def hook_briefing(self, run: str) -> str:
-        return self.run_resume(run)["text"]
+        """The recovery briefing of run `run` as text: what it was doing, what was in flight when it stopped."""
+        return str(self.run_resume(run)["text"])
 
     def _same_as_last(self, path: Any, transition_id: str) -> bool:
         from git_lanes.domain import transitions

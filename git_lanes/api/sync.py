@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from git_lanes.domain import setup, sync
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
 from git_lanes.model import refs
-from git_lanes.store import open_store
+from git_lanes.store import Store, open_store
 from git_lanes.store import remote as transport
 
 DEFAULT_REMOTE = "origin"
@@ -17,15 +18,15 @@ DEFAULT_REMOTE = "origin"
 class SyncApi:
     ctx: Context
 
-    def pull(self, remote: str | None = None) -> dict:
+    def pull(self, remote: str | None = None) -> dict[str, Any]:
         """Fetch the remote's lane state and merge it here; nothing is pushed."""
         return sync.run(self.ctx, self._remote(remote), "pull")
 
-    def push(self, remote: str | None = None) -> dict:
+    def push(self, remote: str | None = None) -> dict[str, Any]:
         """Push what is strictly ahead here, under a lease; what needs a merge is held back for `sync`."""
         return sync.run(self.ctx, self._remote(remote), "push")
 
-    def sync(self, remote: str | None = None) -> dict:
+    def sync(self, remote: str | None = None) -> dict[str, Any]:
         """Pull, merge, push; retried after a fresh merge when another machine pushed first."""
         return sync.run(self.ctx, self._remote(remote), "sync")
 
@@ -33,8 +34,8 @@ class SyncApi:
         return remote or self.ctx.store.config_get("lanes.remote") or DEFAULT_REMOTE
 
     @classmethod
-    def open_for_sync(cls, path: str | os.PathLike | None = None, trunk: str | None = None,
-                      remote: str | None = None) -> tuple:
+    def open_for_sync(cls, path: str | os.PathLike[str] | None = None, trunk: str | None = None,
+                      remote: str | None = None) -> tuple[Any, dict[str, Any] | None]:
         """The repository opened for lanes, setting up a plain `git clone` first (its checked-out branch, or
         `trunk`, becomes the trunk; a trunk the clone has only as `<remote>/<trunk>` is made a local branch
         as `git checkout` would). Returns (api, the init report or None when it was already set up)."""
@@ -63,6 +64,6 @@ class SyncApi:
         return api, report
 
 
-def _remote_trunk(store, remote: str) -> str | None:
+def _remote_trunk(store: Store, remote: str) -> str | None:
     """The trunk the remote's refs/lanes/meta/trunk names: the remote's HEAD may be another branch."""
     return setup.recorded_trunk(store, transport.fetch_meta(store, remote).get(refs.TRUNK_META))

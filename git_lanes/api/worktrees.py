@@ -22,13 +22,13 @@ class WorktreeApi:
     ctx: Context
     _writing: Callable[[], AbstractContextManager[Context]]
     _state: Callable[[], ledger.State]
-    _append: Callable[[str, str, dict[str, Any]], dict]
+    _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
 
     def agent_lane(self, agent: str) -> str:
         """The lane assigned to `agent`; a clear error (`no_lane`) when it has none."""
         return worktrees.require_lane(self._state(), agent)
 
-    def touch_agent(self, agent: str) -> dict | None:
+    def touch_agent(self, agent: str) -> dict[str, Any] | None:
         """Extend `agent`'s lease (registering it on its first call), unless it was extended within the last
         minute: then nothing is written and None is returned. Long-lived faces call this on every call an
         agent makes, as Lockage extends the lease on almost every tool call."""
@@ -38,7 +38,7 @@ class WorktreeApi:
             return None
         return self._append("agent.touch", agent, {"agent": agent})
 
-    def assign_worktree(self, agent: str, lane: str | None = None, base: str | None = None) -> dict:
+    def assign_worktree(self, agent: str, lane: str | None = None, base: str | None = None) -> dict[str, Any]:
         """Give `agent` a lane to work in and return its workspace path: `lane`, else the lane it already
         has, else `agent/<id>`. A missing lane is created (from `base`, default the trunk's head) and a
         missing workspace is made; an existing one is reused. A lane another live agent holds is refused
@@ -64,18 +64,18 @@ class WorktreeApi:
             result["setup"] = self._set_up(manifest, name, path, agent).to_dict()  # type: ignore[attr-defined]
         return result
 
-    def list_worktrees(self) -> list[dict]:
+    def list_worktrees(self) -> list[dict[str, Any]]:
         """Every lane that has a workspace here, with the agents assigned to it and whether they are alive."""
         state = self._state()
         now = self.ctx.now()
-        assigned: dict[str, list[dict]] = {}
+        assigned: dict[str, list[dict[str, Any]]] = {}
         for row in agents.list_agents(state, now):
             if row["lane"]:
                 assigned.setdefault(row["lane"], []).append({"id": row["id"], "alive": row["alive"]})
         return [lane.to_dict() | {"agents": assigned.get(lane.name, [])}
                 for lane in lanes.list_lanes(self.ctx) if lane.workspace is not None]
 
-    def release_worktree(self, agent: str, *, keep_workspace: bool = False) -> dict:
+    def release_worktree(self, agent: str, *, keep_workspace: bool = False) -> dict[str, Any]:
         """`agent` gives its lane back. Its workspace is removed unless `keep_workspace`, another live agent
         still works there, or it is the trunk's; the lane and its states stay (assign it again to get a new
         workspace). A workspace holding work no state holds is refused (`dirty_workspace`) before anything
@@ -84,7 +84,7 @@ class WorktreeApi:
         assert released is not None
         return released
 
-    def _release(self, agent: str, *, keep_workspace: bool, only_if_lapsed: bool) -> dict | None:
+    def _release(self, agent: str, *, keep_workspace: bool, only_if_lapsed: bool) -> dict[str, Any] | None:
         lane = worktrees.require_lane(self._state(), agent)
         removed = None
         with self._writing() as ctx:  # ledger appends take this lock too: the state read here holds
@@ -99,7 +99,7 @@ class WorktreeApi:
         return {"agent": agent, "lane": lane, "workspace_removed": str(removed) if removed else None,
                 "op": released["op"]}
 
-    def reclaim_orphan_worktrees(self, *, dry_run: bool = False) -> dict:
+    def reclaim_orphan_worktrees(self, *, dry_run: bool = False) -> dict[str, Any]:
         """Release the lanes of agents whose lease lapsed and remove their workspaces, except where a
         workspace holds work no state holds (kept and listed, with the reason) or the agent came back."""
         reclaimed, kept = [], []

@@ -79,12 +79,30 @@ def plain(result: Any) -> Any:
     return result
 
 
+# What to do about an error, in this face's words: the model and the ledger say what is wrong in terms every
+# face shares (an MCP client has no --agent flag), and each face adds how to fix it with its own controls.
+CLI_ADVICE = {
+    "invalid_agent": "pass --agent ID or set GIT_LANES_AGENT",
+    "invalid_actor": "pass --agent ID, or set git's user.name",
+    "invalid_run": "see `git lanes run list`",
+    "invalid_cost": "see --tokens-in, --tokens-out, --api-calls, --wall-time and --cost-usd in --help",
+}
+
+
+def hint_of(exc: LanesError) -> str | None:
+    """The error's own hint followed by the CLI's advice for its code."""
+    advice = CLI_ADVICE.get(exc.code)
+    return "; ".join(part for part in (exc.hint, advice) if part) or None
+
+
 def fail(exc: LanesError, as_json: bool) -> NoReturn:
+    hint = hint_of(exc)
     if as_json:
-        click.echo(json.dumps(exc.to_dict(), indent=2, sort_keys=True, default=str))
+        record = exc.to_dict() | ({"hint": hint} if hint else {})
+        click.echo(json.dumps(record, indent=2, sort_keys=True, default=str))
     click.echo(f"git-lanes: error: {exc.message}", err=True)
-    if exc.hint:
-        click.echo(f"hint: {exc.hint}", err=True)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)
     sys.exit(exc.exit_code or EXIT_USER)
 
 

@@ -6,46 +6,18 @@ Finishing a task wakes the owners of the tasks it makes ready, and may make its 
 from __future__ import annotations
 
 from git_lanes.domain import claims, tickets
-from git_lanes.domain.agents import (Reader, add_wake, agent_path, lease_alive, touch, validate_agent_id)
+from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, touch, validate_agent_id
 from git_lanes.domain.board import add_post
-from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.domain.task_records import (get_task, resolve_task, save_task, task_ids, task_path,
+                                           validate_title)
+from git_lanes.errors import Conflict, Refused, UserError
 from git_lanes.ledger import Op, Tx
-from git_lanes.model.names import resolve_prefix, validate_lane_name
+from git_lanes.model.coordination import MAX_DEPENDS, MAX_DESCRIPTION, MAX_NOTE, MAX_REASON, MAX_TITLE
+from git_lanes.model.names import validate_lane_name
 from git_lanes.model.text import check_text
 
-MAX_TITLE = 200
-MAX_DESCRIPTION = 20_000
-MAX_DEPENDS = 100
-
-
-def task_path(task_id: str) -> str:
-    return f"tasks/{task_id[:2]}/{task_id}.json"
-
-
-def task_ids(state: Reader, prefix: str = "") -> list[str]:
-    buckets = [prefix[:2]] if len(prefix) >= 2 else [b for b in state.names("tasks") if b.startswith(prefix)]
-    return [name[:-5] for bucket in buckets for name in state.names(f"tasks/{bucket}")
-            if name.startswith(prefix) and name.endswith(".json")]
-
-
-def resolve_task(state: Reader, prefix: str) -> str:
-    prefix = prefix.strip().lower()
-    if not prefix or any(c not in "0123456789abcdef" for c in prefix):
-        raise NotFound(f"no task matches {prefix!r}", code="unknown_task", hint="see `git lanes task list`")
-    return resolve_prefix(prefix, task_ids(state, prefix), "task", "see `git lanes task list`", "unknown_task")
-
-
-def get_task(state: Reader, task_id: object) -> dict:
-    record = state.get(task_path(task_id)) if isinstance(task_id, str) and len(task_id) >= 2 else None
-    if record is None:
-        raise NotFound(f"no task {task_id!r}", code="unknown_task", hint="see `git lanes task list`")
-    return record
-
-
-def validate_title(title: object, limit: int = MAX_TITLE) -> str:
-    if not isinstance(title, str) or not title.strip():
-        raise UserError("the title must not be empty", code="empty_title")
-    return check_text(title.strip(), "the title", code="invalid_title", max_chars=limit)
+__all__ = ["MAX_TITLE", "block", "claim", "create", "dep_add", "done", "get_task", "handoff", "list_tasks",
+           "resolve_task", "resume", "task_ids", "task_path", "validate_title", "view"]
 
 
 def is_ready(state: Reader, task: dict) -> bool:
@@ -63,20 +35,11 @@ def effective_status(state: Reader, task: dict, now: float) -> str:
     return task["status"]
 
 
-def _save(tx: Tx, op: Op, task: dict) -> dict:
-    task["version"] = int(task["version"]) + 1
-    task["updated"] = op.time
-    tx.put(task_path(task["id"]), task)
-    return task
-
-
 def create(tx: Tx, op: Op) -> dict:
     args = op.args
     title = validate_title(args.get("title"))
-    description = args.get("description") or ""
-    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
-        raise UserError(f"the description must be text of at most {MAX_DESCRIPTION} characters",
-                        code="invalid_description")
+    description = check_text(args.get("description") or "", "the description", code="invalid_description",
+                             multiline=True, max_chars=MAX_DESCRIPTION)
     depends = list(dict.fromkeys(args.get("depends") or []))
     if len(depends) > MAX_DEPENDS:
         raise UserError(f"a task may depend on at most {MAX_DEPENDS} tasks", code="too_many_depends")
@@ -112,7 +75,7 @@ def dep_add(tx: Tx, op: Op) -> dict:
     task["depends"] = task["depends"] + [upstream["id"]]
     upstream["dependents"] = upstream["dependents"] + [task["id"]]
     tx.put(task_path(upstream["id"]), upstream)
-    _save(tx, op, task)
+    save_task(tx, op, task)
     return {"task": task["id"], "depends_on": upstream["id"], "added": True, "version": task["version"]}
 
 
@@ -152,7 +115,7 @@ def claim(tx: Tx, op: Op) -> dict:
                 "ready": is_ready(tx, task), "overlaps": []}
     lane = op.args.get("lane") or record.get("lane")
     task.update(owner=agent, status="claimed", lane=validate_lane_name(lane) if lane else task.get("lane"))
-    _save(tx, op, task)
+    save_task(tx, op, task)
     overlaps = claims.add_globs(tx, op, agent, task["files"], task["id"])["overlaps"] if task["files"] else []
     return {"task": task["id"], "owner": agent, "version": task["version"], "already": False,
             "previous_owner": holder if holder != agent else None, "ready": is_ready(tx, task),
@@ -177,7 +140,7 @@ def done(tx: Tx, op: Op) -> dict:
         raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
     _not_anothers(tx, op, task)
     task.update(status="done", done_at=op.time, blocked_reason=None)
-    _save(tx, op, task)
+    save_task(tx, op, task)
     woken = []
     for dependent_id in task["dependents"]:
         dependent = get_task(tx, dependent_id)
@@ -192,14 +155,14 @@ def done(tx: Tx, op: Op) -> dict:
 
 def block(tx: Tx, op: Op) -> dict:
     task = get_task(tx, op.args.get("task"))
-    reason = validate_title(op.args.get("reason"), 2000) if op.args.get("reason") is not None else None
+    reason = validate_title(op.args.get("reason"), MAX_REASON) if op.args.get("reason") is not None else None
     if not reason:
         raise UserError("say why the task is blocked (--reason)", code="empty_reason")
     if task["status"] in ("done", "blocked"):
         raise Conflict(f"task {task['id'][:8]} is already {task['status']}", code=f"task_{task['status']}")
     _not_anothers(tx, op, task)
     task.update(status="blocked", blocked_reason=reason)
-    _save(tx, op, task)
+    save_task(tx, op, task)
     return {"task": task["id"], "status": "blocked", "owner": task["owner"], "version": task["version"]}
 
 
@@ -210,7 +173,7 @@ def resume(tx: Tx, op: Op) -> dict:
     task.update(status="claimed" if task["owner"] else "open", blocked_reason=None)
     if task["owner"]:
         touch(tx, task["owner"], op.time)
-    _save(tx, op, task)
+    save_task(tx, op, task)
     return {"task": task["id"], "status": task["status"], "owner": task["owner"], "version": task["version"]}
 
 
@@ -232,8 +195,10 @@ def handoff(tx: Tx, op: Op) -> dict:
             tx.put(agent_path(source), {**source_record, "lane": None})
     touch(tx, target, op.time, lane=moved["lane"])
     task.update(owner=target, status="claimed", lane=moved["lane"], blocked_reason=None)
-    _save(tx, op, task)
+    save_task(tx, op, task)
     note = op.args.get("note")
+    if note is not None:
+        check_text(note, "the note", code="invalid_note", multiline=True, max_chars=MAX_NOTE)
     text = f"task {task['id'][:8]} \"{task['title']}\" is yours now (from {source or 'nobody'})"
     post = add_post(tx, op, op.actor, "handoff", text + (f": {note}" if note else ""), target) \
         if target != op.actor else None

@@ -57,7 +57,7 @@ def find(ctx: Context, prefix: str) -> Transition:
         if record is not None:
             return record
     records = {t.id: t for t in all_transitions(ctx)}
-    return records[resolve_prefix(prefix, records, "transition")]
+    return records[resolve_prefix(prefix, records, "transition", "list them with `git lanes history`")]
 
 
 def record_updates(ctx: Context, records: list[Transition], message: str) -> RefUpdate:

@@ -61,7 +61,7 @@ class Op:
 
 def make_op(op_type: str, actor: str, args: dict[str, Any], time: float) -> Op:
     """A new op with a fresh random id (64 bits, hex)."""
-    return Op(id=secrets.token_hex(8), type=op_type, actor=actor, time=round(time, 3), args=args)
+    return Op(id=secrets.token_hex(8), type=op_type, actor=Actor(actor), time=round(time, 3), args=args)
 
 
 def validate_actor(actor: object) -> Actor:

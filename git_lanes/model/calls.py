@@ -5,6 +5,7 @@ payload into these records and the verdict back into its CLI's protocol."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 
@@ -25,7 +26,7 @@ class ToolCall:
     summary: str  # a bounded description of the input, for the log
     command: str | None = None  # a shell line
     paths: tuple[str, ...] = ()  # files the call writes, absolute or relative to the session's cwd
-    plan: tuple[dict, ...] | None = None  # the agent's plan steps, for plan tools
+    plan: tuple[dict[str, Any], ...] | None = None  # the agent's plan steps, for plan tools
     cwd: str | None = None  # where a shell command runs, when not in the session's directory
 
     def __post_init__(self) -> None:

@@ -30,11 +30,11 @@ class ValidatedStr(str):
 
     def __new__(cls, value: object) -> ValidatedStr:
         if type(value) is cls:
-            return value  # type: ignore[return-value]
+            return value
         problem = cls.problem(value)
         if problem is not None:
             raise cls.error(value, problem)
-        return super().__new__(cls, value)  # type: ignore[arg-type]
+        return super().__new__(cls, str(value))
 
     @classmethod
     def problem(cls, value: object) -> str | None:  # pragma: no cover - every subclass says
@@ -91,29 +91,6 @@ class LaneName(ValidatedStr):
                          hint="lane names follow git branch-name rules, e.g. feature/auth")
 
 
-class AgentId(ValidatedStr):
-    """An agent's id: 1-64 ASCII letters, digits and . _ @ + -, starting with a letter or digit."""
-
-    PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}"
-    JSON_SCHEMA: ClassVar[dict[str, Any]] = {
-        "type": "string", "pattern": f"^{PATTERN}$", "maxLength": 64,
-        "description": "an agent id: 1-64 letters, digits and . _ @ + -, starting with a letter or digit"}
-    _RE = re.compile(PATTERN)
-
-    @classmethod
-    def problem(cls, value: object) -> str | None:
-        if not isinstance(value, str) or not cls._RE.fullmatch(value):
-            return "must be 1-64 letters, digits and . _ @ + -, starting with a letter or digit"
-        if value.endswith(".json"):
-            return "must not end with .json"
-        return None
-
-    @classmethod
-    def error(cls, value: object, problem: str) -> UserError:
-        return UserError(f"invalid agent id {value!r}", code="invalid_agent",
-                         hint=f"an agent id {problem}")
-
-
 class Actor(ValidatedStr):
     """Who acted: an agent id, or a person's name from git's identity. One line of at most 100 characters,
     without < or > (it becomes a commit's author name)."""
@@ -136,6 +113,29 @@ class Actor(ValidatedStr):
     def error(cls, value: object, problem: str) -> UserError:
         return UserError(f"invalid actor {value!r}: {problem}", code="invalid_actor",
                          hint="name an agent, or set git's user.name")
+
+
+class AgentId(Actor):
+    """An agent's id: 1-64 ASCII letters, digits and . _ @ + -, starting with a letter or digit."""
+
+    PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}"
+    JSON_SCHEMA: ClassVar[dict[str, Any]] = {
+        "type": "string", "pattern": f"^{PATTERN}$", "maxLength": 64,
+        "description": "an agent id: 1-64 letters, digits and . _ @ + -, starting with a letter or digit"}
+    _RE = re.compile(PATTERN)
+
+    @classmethod
+    def problem(cls, value: object) -> str | None:
+        if not isinstance(value, str) or not cls._RE.fullmatch(value):
+            return "must be 1-64 letters, digits and . _ @ + -, starting with a letter or digit"
+        if value.endswith(".json"):
+            return "must not end with .json"
+        return None
+
+    @classmethod
+    def error(cls, value: object, problem: str) -> UserError:
+        return UserError(f"invalid agent id {value!r}", code="invalid_agent",
+                         hint=f"an agent id {problem}")
 
 
 class HexId(ValidatedStr):

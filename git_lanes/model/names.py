@@ -14,7 +14,7 @@ __all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_pr
 
 
 def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,
-                   hint: str = "list them with `git lanes history`", code: str | None = None) -> str:
+                   hint: str | None = None, code: str | None = None) -> str:
     """Resolve a unique prefix among `candidates`, as git does for abbreviated ids; `hint` and `code` say
     where to find them when none matches."""
     prefix = prefix.strip()

@@ -52,7 +52,7 @@ class Price:
     cache_write: float
 
     def cost(self, tokens: dict[str, int]) -> float:
-        return sum(tokens.get(kind, 0) * getattr(self, kind) for kind in PRICE_KEYS) / 1_000_000
+        return sum(tokens.get(kind, 0) * float(getattr(self, kind)) for kind in PRICE_KEYS) / 1_000_000
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def _invalid(message: str) -> UserError:
                      hint=f"fix {CONFIG} on the trunk; until then every agent tool call is denied")
 
 
-def _table(value: Any, where: str) -> dict:
+def _table(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _invalid(f"{where} must be a table")
     return value
@@ -168,7 +168,7 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _limit(table: dict, key: str, default: float) -> float | None:
+def _limit(table: dict[str, Any], key: str, default: float) -> float | None:
     """A spend limit; `false` (or a negative number) switches it off."""
     value = table.get(key, default)
     if value is False:

@@ -159,8 +159,8 @@ class Transition(Record):
 
     id: TransitionId
     lane: LaneName
-    base: str | None = key("from")
-    state: str = key("to")
+    base: str | None = field(metadata={"key": "from"})
+    state: str = field(metadata={"key": "to"})
     tree: str
     status: Status
     intent: Intent

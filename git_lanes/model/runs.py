@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat, UserError
+from git_lanes.model.format import check_format as format_check
 
 FORMAT = 1
 RUN_ID = re.compile(r"[0-9a-f]{4,40}")
@@ -38,20 +39,18 @@ TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
 STATUSES = ("active", "ended")
 
 
-def check_format(data: Any, what: str) -> dict:
+def check_format(data: Any, what: str) -> dict[str, Any]:
+    """`data` as a record of a format this git-lanes reads (the one rule in model/format.py)."""
     if not isinstance(data, dict):
         raise UnsupportedFormat(f"{what} is not a JSON object")
-    version = data.get("format")
-    if isinstance(version, bool) or not isinstance(version, (int, float)) or int(version) != FORMAT:
-        raise UnsupportedFormat(f"{what} has format {version!r}; this git-lanes reads format {FORMAT}",
-                                hint="upgrade git-lanes")
+    format_check(data, what, FORMAT)
     return data
 
 
 def validate_run_id(run: Any) -> str:
     if not isinstance(run, str) or not RUN_ID.fullmatch(run):
         raise UserError(f"invalid run id {run!r}", code="invalid_run",
-                        hint="run ids are lowercase hex, as `git lanes run list` shows them")
+                        hint="run ids are lowercase hex")
     return run
 
 
@@ -133,7 +132,7 @@ class Usage:
     def from_dict(cls, data: Any) -> Usage:
         if not isinstance(data, dict):
             return cls()
-        tokens = data.get("tokens") if isinstance(data.get("tokens"), dict) else data
+        tokens: dict[str, Any] = data["tokens"] if isinstance(data.get("tokens"), dict) else data
         return cls(**{k: tokens.get(k, 0) for k in TOKEN_KINDS}, cost_usd=data.get("cost_usd", 0.0),
                    messages=data.get("messages", 0))
 
@@ -161,14 +160,14 @@ class RunState:
     blocked: int = 0
     completed: int = 0
     failed: int = 0
-    in_flight: dict[str, dict] = field(default_factory=dict)
-    interrupted: dict[str, dict] = field(default_factory=dict)
+    in_flight: dict[str, dict[str, Any]] = field(default_factory=dict)
+    interrupted: dict[str, dict[str, Any]] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
-    days: dict[str, dict] = field(default_factory=dict)  # UTC day -> calls, blocked, tokens, cost, wall time
+    days: dict[str, dict[str, Any]] = field(default_factory=dict)  # UTC day -> calls, blocked, tokens, cost, wall time
     wall: float = 0.0  # seconds of activity (gaps between events, each capped)
     transcript: dict[str, Any] = field(default_factory=dict)
     turn: dict[str, Any] = field(default_factory=dict)
-    plan: tuple[dict, ...] = ()
+    plan: tuple[dict[str, Any], ...] = ()
     transitions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

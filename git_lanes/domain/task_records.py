@@ -1,0 +1,86 @@
+"""Where tasks and tickets live in the ledger's tree, and the rules both follow: reading one by id, resolving
+a unique id prefix, validating a title, saving a task with its version bumped. `tasks` and `tickets` both
+build on this module, so neither needs the other's internals (they once imported each other)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from git_lanes.domain.agents import Reader
+from git_lanes.errors import NotFound, UserError
+from git_lanes.ledger import Op, Tx
+from git_lanes.model.coordination import MAX_TITLE
+from git_lanes.model.ids import LedgerId
+from git_lanes.model.names import resolve_prefix
+from git_lanes.model.text import check_text
+
+TASKS_HINT = "see `git lanes task list`"
+TICKETS_HINT = "see `git lanes ticket list`"
+
+
+def task_path(task_id: str) -> str:
+    return f"tasks/{task_id[:2]}/{task_id}.json"
+
+
+def ticket_path(ticket_id: str) -> str:
+    return f"tickets/{ticket_id}.json"
+
+
+def task_ids(state: Reader, prefix: str = "") -> list[str]:
+    buckets = [prefix[:2]] if len(prefix) >= 2 else [b for b in state.names("tasks") if b.startswith(prefix)]
+    return [name[:-5] for bucket in buckets for name in state.names(f"tasks/{bucket}")
+            if name.startswith(prefix) and name.endswith(".json")]
+
+
+def ticket_ids(state: Reader) -> list[str]:
+    return [n[:-5] for n in state.names("tickets") if n.endswith(".json")]
+
+
+def _resolve(prefix: str, candidates: list[str], what: str, hint: str) -> str:
+    """A task or ticket id from a unique prefix; anything that cannot begin an id is simply not found."""
+    prefix = prefix.strip().lower()
+    code = f"unknown_{what}"
+    if not prefix or prefix.strip("0123456789abcdef"):
+        raise NotFound(f"no {what} matches {prefix!r}", code=code, hint=hint)
+    return resolve_prefix(prefix, candidates, what, hint, code)
+
+
+def resolve_task(state: Reader, prefix: str) -> str:
+    return _resolve(prefix, task_ids(state, prefix.strip().lower()), "task", TASKS_HINT)
+
+
+def resolve_ticket(state: Reader, prefix: str) -> str:
+    return _resolve(prefix, ticket_ids(state), "ticket", TICKETS_HINT)
+
+
+def _get(state: Reader, path: str | None, what: str, item_id: object, hint: str) -> dict[str, Any]:
+    record = state.get(path) if path is not None else None
+    if record is None:
+        raise NotFound(f"no {what} {item_id!r}", code=f"unknown_{what}", hint=hint)
+    return record
+
+
+def get_task(state: Reader, task_id: object) -> dict[str, Any]:
+    path = task_path(task_id) if isinstance(task_id, str) and LedgerId.valid(task_id) else None
+    return _get(state, path, "task", task_id, TASKS_HINT)
+
+
+def get_ticket(state: Reader, ticket_id: object) -> dict[str, Any]:
+    path = ticket_path(ticket_id) if isinstance(ticket_id, str) and LedgerId.valid(ticket_id) else None
+    return _get(state, path, "ticket", ticket_id, TICKETS_HINT)
+
+
+def validate_title(title: object, limit: int = MAX_TITLE) -> str:
+    """A task's or ticket's title (or a block reason): one line of text, at most `limit` characters."""
+    if not isinstance(title, str) or not title.strip():
+        raise UserError("the title must not be empty", code="empty_title")
+    return check_text(title.strip(), "the title", code="invalid_title", max_chars=limit)
+
+
+def save_task(tx: Tx, op: Op, task: dict[str, Any]) -> dict[str, Any]:
+    """Write `task` back with its version bumped: every change to a task is one new version, which a claim
+    can name to be sure nothing moved since it read the task."""
+    task["version"] = int(task["version"]) + 1
+    task["updated"] = op.time
+    tx.put(task_path(task["id"]), task)
+    return task

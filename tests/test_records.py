@@ -1,0 +1,124 @@
+"""The model's records: validated on construction, to_dict/from_dict round trips, one JSON schema per record
+for every face to derive its types from; and the API returning them with a docstring on every method.
+Also D9 (issue 9): control characters through the API are refused at the model layer, for every face."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+from conftest import git
+
+from git_lanes import api as api_package
+from git_lanes.api import Lanes
+from git_lanes.errors import UserError
+from git_lanes.model import coordination, ledger_results, records
+from git_lanes.model.coordination import Task, TaskView
+from git_lanes.model.ids import Actor, AgentId, LaneName, TransitionId
+from git_lanes.model.record import Record
+
+RECORD_MODULES = [records, coordination, ledger_results]
+TASK = {"id": "0123456789abcdef", "title": "Add login", "created": 1.5, "created_by": "Jane Doe", "updated": 2,
+        "description": "", "depends": [], "dependents": [], "ticket": None, "files": ["src/**"], "status": "open",
+        "owner": None, "lane": None, "version": 1, "blocked_reason": None, "done_at": None}
+
+
+def record_classes() -> list[type[Record]]:
+    found = [obj for module in RECORD_MODULES for obj in vars(module).values()
+             if isinstance(obj, type) and issubclass(obj, Record) and obj is not Record
+             and obj.__module__ == module.__name__]
+    assert len(found) > 30
+    return found
+
+
+@pytest.mark.parametrize("cls", record_classes(), ids=lambda c: c.__name__)
+def test_every_record_describes_itself_as_a_json_schema(cls: type[Record]):
+    schema = cls.json_schema()
+    assert schema["type"] == "object" and schema["title"] == cls.__name__
+    assert set(schema["required"]) <= set(schema["properties"])
+    json.dumps(schema)  # plain JSON, ready for an MCP tool, an SDK type or an OpenAPI component
+
+
+def test_a_record_round_trips_and_prints_exactly_its_json():
+    task = Task.from_dict(TASK)
+    assert task.to_dict() == TASK and Task.from_dict(task.to_dict()) == task
+    assert isinstance(task.created_by, Actor) and task.files == ("src/**",)
+    assert task["title"] == "Add login" and task.get("lane") is None and "owner" in task
+
+
+def test_a_record_refuses_what_its_field_types_refuse():
+    with pytest.raises(UserError) as caught:
+        Task.from_dict({**TASK, "owner": "Jane Doe"})
+    assert caught.value.code == "invalid_agent"
+    with pytest.raises(UserError) as caught:
+        Task.from_dict({**TASK, "version": "1"})
+    assert caught.value.code == "invalid_record"
+    with pytest.raises(UserError) as caught:
+        Task.from_dict({**TASK, "title": "a\x00b"})
+    assert caught.value.code == "invalid_title"
+    with pytest.raises(UserError) as caught:
+        TaskView.from_dict({**TASK, "status": "finished"})
+    assert caught.value.code == "invalid_record"
+
+
+def test_the_schema_carries_the_one_rule_of_each_name():
+    properties = Task.json_schema()["properties"]
+    assert properties["owner"]["anyOf"][0] == AgentId.JSON_SCHEMA
+    assert properties["lane"]["anyOf"][0] == LaneName.JSON_SCHEMA
+    assert records.Transition.json_schema()["properties"]["id"] == TransitionId.JSON_SCHEMA
+    assert properties["status"] == {"enum": ["open", "claimed", "blocked", "done"]}
+
+
+def test_every_public_api_method_has_a_docstring():
+    """They become the MCP tools' and the SDK's descriptions."""
+    missing = []
+    for name, member in inspect.getmembers(Lanes):
+        if name.startswith("_") or not callable(member) and not isinstance(member, property):
+            continue
+        function = member.fget if isinstance(member, property) else member
+        if function.__module__.startswith(api_package.__name__) and not inspect.getdoc(function):
+            missing.append(name)
+    assert missing == []
+
+
+def test_the_coordination_api_returns_records(api):
+    created = api.task_create("Add login", actor="lead")
+    assert isinstance(created, ledger_results.TaskCreated) and created.version == 1
+    listed = api.task_list()
+    assert [type(t) for t in listed] == [TaskView] and listed[0].id == created.task
+    assert created.to_dict() == {"task": created.task, "version": 1, "ready": True, "ticket": None,
+                                 "op": created.op}
+
+
+# -- D9: control characters through any face -------------------------------------------------------------
+
+@pytest.mark.parametrize("call,code", [
+    (lambda api: api.task_create("a\x00b", actor="ag1"), "invalid_title"),
+    (lambda api: api.task_create("title", actor="ag1", description="x\x1b[31m"), "invalid_description"),
+    (lambda api: api.board_post("hi\x00there", "ag1"), "invalid_text"),
+    (lambda api: api.ticket_open("t\x07", actor="ag1"), "invalid_title"),
+    (lambda api: api.task_block(api.task_create("t", actor="ag1").task, "wait\x00", actor="ag1"), "invalid_title"),
+    (lambda api: api.task_handoff(api.task_create("t", actor="ag1").task, "ag2", actor="ag1", note="n\x00"),
+     "invalid_note"),
+])
+def test_control_characters_through_the_api_are_refused(api, repo, call, code):
+    """The probe's script: a NUL in a task title cut the ledger op's commit message, and every later sync
+    that had to replay it failed."""
+    with pytest.raises(UserError) as caught:
+        call(api)
+    assert caught.value.code == code
+    head = git("rev-parse", "-q", "--verify", "refs/lanes/ledger", cwd=repo, check=False).strip()
+    if head:
+        message = git("log", "-1", "--format=%B", head, cwd=repo)
+        assert json.loads(message.split("\n\n", 1)[1])["type"]  # every recorded op is whole
+
+
+def test_a_prompt_with_a_nul_is_refused_before_anything_is_written(api, repo):
+    api.lane_create("l1")
+    (repo / ".lanes" / "workspaces" / "l1" / "x").write_text("1\n")
+    before = git("for-each-ref", cwd=repo)
+    with pytest.raises(UserError) as caught:
+        api.commit("fix\x00", "ag1", lane="l1")
+    assert caught.value.code == "invalid_prompt"
+    assert git("for-each-ref", cwd=repo) == before
