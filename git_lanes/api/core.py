@@ -15,6 +15,7 @@ from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, Refused
 from git_lanes.model.ids import AgentId
 from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.model.results import History, LaneCreated, LaneInfo, TransitionDetail
 from git_lanes.store import open_store
 from git_lanes.store.setup import init_repository
 
@@ -74,7 +75,7 @@ class CoreApi:
         return lanes.lane_at(self.ctx, Path(cwd or os.getcwd()))
 
     # -- lanes -----------------------------------------------------------------------------------------
-    def lane_create(self, name: str, source: str | None = None, *, setup: bool = True) -> dict[str, Any]:
+    def lane_create(self, name: str, source: str | None = None, *, setup: bool = True) -> LaneCreated:
         """Create lane `name` and its workspace, then (unless `setup` is False) apply the trunk's `[setup]`
         outside the lock: ports, copied files, the setup command (a failure is reported, the lane kept)."""
         manifest = lane_setup.load(self.ctx) if setup else None  # a broken [setup] refuses before anything
@@ -85,12 +86,12 @@ class CoreApi:
         result = lane.to_dict() | {"created": created}
         if manifest is not None and not manifest.empty:
             result["setup"] = self._set_up(manifest, name, lane.workspace, None).to_dict()  # type: ignore[attr-defined]
-        return result
+        return LaneCreated.from_dict(result)
 
-    def lane_list(self) -> list[dict[str, Any]]:
+    def lane_list(self) -> list[LaneInfo]:
         """Every lane, the trunk first: name, ref, head, whether it is the trunk, and its workspace (None when not
         checked out here)."""
-        return [lane.to_dict() for lane in lanes.list_lanes(self.ctx)]
+        return [LaneInfo.from_dict(lane.to_dict()) for lane in lanes.list_lanes(self.ctx)]
 
     def lane_show(self, name: str) -> dict[str, Any]:
         """One lane: its head and workspace, unsnapshotted paths (`dirty`), paths a promotion left needing
@@ -178,11 +179,11 @@ class CoreApi:
         lane moved since it was proposed)."""
         return self._decide(transitions.find(self.ctx, transition_id))
 
-    def reject(self, transition_id: str, reason: str | None = None) -> dict[str, Any]:
+    def reject(self, transition_id: str, reason: str | None = None) -> Transition:
         """Reject proposal `transition_id` with `reason`; the attempt is kept under refs/lanes/rejected/ as
         signal."""
         with self._writing() as ctx:
-            return transitions.reject(ctx, transitions.find(ctx, transition_id), reason).to_dict()
+            return transitions.reject(ctx, transitions.find(ctx, transition_id), reason)
 
     def restore(self, state: str, *, lane: str | None = None, cwd: str | os.PathLike[str] | None = None,
                 force: bool = False) -> dict[str, Any]:
@@ -199,15 +200,15 @@ class CoreApi:
         return inspect.status(self.ctx)
 
     def history(self, *, lane: str | None = None, status: str | None = None, agent: str | None = None,
-                limit: int | None = None) -> dict[str, Any]:
+                limit: int | None = None) -> History:
         """Transitions newest first (filtered by lane, status and agent, at most `limit`) with totals of their cost
         over all that match and counts per status."""
-        return inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit)
+        return History.from_dict(inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit))
 
-    def show(self, transition_id: str) -> dict[str, Any]:
+    def show(self, transition_id: str) -> TransitionDetail:
         """One transition (by unique id prefix): its record (intent, cost, status, evaluations) and the paths it
         changed."""
-        return inspect.show(self.ctx, transitions.find(self.ctx, transition_id))
+        return TransitionDetail.from_dict(inspect.show(self.ctx, transitions.find(self.ctx, transition_id)))
 
     def diff(self, old: str, new: str, mode: str = "patch") -> dict[str, Any]:
         """The changes between two states (lanes, transition ids or revisions) as `patch`, `stat` or `name-only`."""

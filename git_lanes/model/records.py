@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from git_lanes.errors import UnsupportedFormat, UserError
 from git_lanes.model.format import FORMAT_VERSION, check_format
@@ -26,6 +26,7 @@ MAX_CALLS = 10**9
 MAX_SECONDS = 10**8
 MAX_USD = 10**9
 Tokens = Annotated[int, Range(0, MAX_TOKENS)]
+T = TypeVar("T", bound="Transition")
 Label = Annotated[str, Text(code="invalid_intent", max_chars=MAX_LABEL)]
 
 __all__ = ["FORMAT_VERSION", "STATUSES", "Cost", "CostTotals", "Evaluation", "Intent", "PromotionExtra",
@@ -158,7 +159,7 @@ class Transition(Record):
     """A proposal to move `lane` from state `base` to state `state` (both commit ids)."""
 
     id: TransitionId
-    lane: LaneName
+    lane: str  # as lenient as the lanes that may exist (a name under an older, looser rule still reads)
     base: str | None = field(metadata={"key": "from"})
     state: str = field(metadata={"key": "to"})
     tree: str
@@ -199,7 +200,7 @@ class Transition(Record):
         return schema | {"properties": {"format": {"const": FORMAT_VERSION}, **schema["properties"]}}
 
     @classmethod
-    def from_dict(cls, data: Any) -> Transition:
+    def from_dict(cls: type[T], data: Any) -> T:
         check_format(data, "transition record")
         for name in ("id", "lane", "to", "tree", "status", "intent"):
             if name not in data:
