@@ -109,7 +109,7 @@ class PromotionApi:
             raise gates.gate_failed(current)
         return current.to_dict() | {"gates": [g.name for g in checks]}
 
-    def gates(self, *, lane: str | None = None, kind: str | None = None) -> list[dict]:
+    def gates(self, *, lane: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
         """The gates declared at the trunk's head with what each guards; with `lane` and/or `kind`, only
         those that judge such accepts (`lane` need not exist yet)."""
         if lane is not None:

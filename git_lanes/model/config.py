@@ -29,7 +29,8 @@ def parse(text: str | bytes, invalid: Invalid) -> dict[str, Any]:
         except UnicodeDecodeError as exc:
             raise invalid(f"{CONFIG} is not UTF-8: {exc}") from None
     try:
-        return tomllib.loads(text)
+        document: dict[str, Any] = tomllib.loads(text)
+        return document
     except tomllib.TOMLDecodeError as exc:
         raise invalid(f"{CONFIG} is not valid TOML: {exc}") from None
 

@@ -29,7 +29,8 @@ Tokens = Annotated[int, Range(0, MAX_TOKENS)]
 T = TypeVar("T", bound="Transition")
 Label = Annotated[str, Text(code="invalid_intent", max_chars=MAX_LABEL)]
 
-__all__ = ["FORMAT_VERSION", "STATUSES", "Cost", "CostTotals", "Evaluation", "Intent", "PromotionExtra",
+__all__ = ["FORMAT_VERSION", "STATUSES", "Cost", "CostTotals", "Evaluation", "HeldExtra", "Hold", "Intent",
+           "PromotionExtra",
            "ResetExtra", "Transition", "check_format"]
 
 
@@ -136,6 +137,21 @@ class Evaluation(Record):
 
 
 @dataclass(frozen=True)
+class Hold(Record):
+    """Why an auto-accepted transition was held for a person (it changes protected paths)."""
+
+    reason: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HeldExtra(Record):
+    """What a commit held for a person records."""
+
+    held: Hold
+
+
+@dataclass(frozen=True)
 class PromotionExtra(Record):
     """What a promotion's transition records beyond the common fields."""
 
@@ -144,6 +160,7 @@ class PromotionExtra(Record):
     merge_base: str | None
     forced: tuple[str, ...] = meta(omit="empty", default=(), doc="colliding paths the lane's version won on")
     backup: str | None = meta(omit="none", default=None, doc="the ref keeping the target's versions")
+    held: Hold | None = meta(omit="none", default=None, doc="why it waits for a person")
 
 
 @dataclass(frozen=True)
@@ -172,7 +189,7 @@ class Transition(Record):
     decided_at: float | None = None
     reason: str | None = None
     # Unknown extras (from a newer git-lanes of the same format) are kept as they are.
-    extra: PromotionExtra | ResetExtra | dict[str, Any] = meta(omit="empty", default_factory=dict)
+    extra: PromotionExtra | ResetExtra | HeldExtra | dict[str, Any] = meta(omit="empty", default_factory=dict)
 
     def check(self) -> None:
         if not self.state or not self.tree:
