@@ -4,6 +4,7 @@ and a lane's variables for a shell or an agent."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from git_lanes import ledger
@@ -17,17 +18,17 @@ class SetupApi:
     """Mixed into `Lanes`, next to LedgerApi, which provides `_append`, `_state` and `_actor`."""
 
     ctx: Context
-    _append: Callable[[str, str, dict[str, Any]], dict]
+    _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
     _state: Callable[[], ledger.State]
     _actor: Callable[[str | None], str]
 
-    def lane_setup(self, lane: str, *, actor: str | None = None) -> dict:
+    def lane_setup(self, lane: str, *, actor: str | None = None) -> dict[str, Any]:
         """(Re)apply the trunk's `[setup]` to `lane`'s workspace: reserve its ports, copy, run. A failing
         command is reported (`status: failed`), never raised: the lane stays usable."""
         workspace = lanes.require_workspace(self.ctx, lane)
         return self._set_up(lane_setup.load(self.ctx), lane, workspace, actor).to_dict()
 
-    def _set_up(self, setup: Setup, lane: str, workspace, actor: str | None) -> SetupReport:
+    def _set_up(self, setup: Setup, lane: str, workspace: Path, actor: str | None) -> SetupReport:
         if setup.empty:
             return SetupReport(lane, "none")
         try:
@@ -49,9 +50,10 @@ class SetupApi:
     def _release_ports(self, lane: str, actor: str | None = None) -> list[int]:
         if not ports.ports_of(self._state(), lane):
             return []
-        return self._append("ports.release", self._actor(actor), {"lane": lane})["released"]
+        released: list[int] = self._append("ports.release", self._actor(actor), {"lane": lane})["released"]
+        return released
 
-    def lane_env(self, lane: str) -> dict:
+    def lane_env(self, lane: str) -> dict[str, Any]:
         """The lane's variables from the trunk's `[setup] env`, its ports filled in."""
         lanes.lane_head(self.ctx, lane)
         setup = lane_setup.load(self.ctx)
