@@ -31,6 +31,12 @@ def act(api: Lanes, action: str) -> dict:
     raise SystemExit(f"unknown action {action!r}")
 
 
+def _jsonable(value: object) -> object:
+    """Records print as the JSON `--json` shows; anything else as its text."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else str(value)
+
+
 def main() -> None:
     api = Lanes(sys.argv[1])
     for action in sys.argv[2:]:
@@ -38,7 +44,7 @@ def main() -> None:
             record = {"action": action, "ok": True, "result": act(api, action)}
         except LanesError as exc:
             record = {"action": action, "ok": False, "error": exc.to_dict()}
-        print(json.dumps(record, default=str), flush=True)
+        print(json.dumps(record, default=_jsonable), flush=True)
 
 
 if __name__ == "__main__":

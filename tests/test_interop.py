@@ -79,7 +79,7 @@ def test_dulwich_reads_the_fanned_out_transition_notes(repo, story, api):
     for which in ("accepted", "rejected", "pending"):
         record = story[which]
         note = json.loads(r.notes.get_note(record["to"].encode(), notes_ref=NOTES_REF))
-        assert note == {k: v for k, v in api.show(record["id"]).items() if k != "changes"}
+        assert note == {k: v for k, v in api.show(record["id"]).to_dict().items() if k != "changes"}
     listed = {sha.decode() for sha, _ in r.notes.list_notes(notes_ref=NOTES_REF)}
     assert {t["to"] for t in api.history()["transitions"]} <= listed
 
