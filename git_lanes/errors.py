@@ -48,19 +48,19 @@ class NotFound(LanesError):
     code = "not_found"
 
 
-class Ambiguous(LanesError):
+class Ambiguous(UserError):
     """An id prefix that matches more than one thing: give more characters."""
 
     code = "ambiguous"
 
 
-class NotARepository(LanesError):
+class NotARepository(UserError):
     """Not inside a git repository, or one not set up for lanes (`git lanes init`)."""
 
     code = "not_a_repository"
 
 
-class Refused(LanesError):
+class Refused(UserError):
     """The request is well-formed but would lose work or break a rule."""
 
     code = "refused"

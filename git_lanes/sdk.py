@@ -18,8 +18,8 @@ from types import TracebackType
 from typing import Any
 
 from git_lanes.api import Lanes
-from git_lanes.domain.agents import validate_agent_id
-from git_lanes.errors import GateFailed, LanesError
+from git_lanes.model.ids import validate_agent_id, validate_lane_name
+from git_lanes.errors import GateFailed, LanesError, UserError
 from git_lanes.model.records import Cost
 
 # Metadata names that are fields of the intent itself rather than free-form metadata.
@@ -33,11 +33,15 @@ class AgentSession:
 
     def __init__(self, repo_path: str | os.PathLike = ".", agent_id: str | None = None, *,
                  agent_type: str | None = None, lane: str | None = None, model: str | None = None) -> None:
-        self.api = Lanes(repo_path)
-        self.agent_id = validate_agent_id(agent_id or os.environ.get("GIT_LANES_AGENT"))
+        agent_id = agent_id or os.environ.get("GIT_LANES_AGENT")
+        if not agent_id:
+            raise UserError("no agent_id given, and GIT_LANES_AGENT is not set", code="no_agent",
+                            hint="pass agent_id, e.g. AgentSession(path, agent_id=\"coder-1\")")
+        self.agent_id = validate_agent_id(agent_id)
+        self._lane = validate_lane_name(lane) if lane is not None else None  # refused now, not at first use
         self.agent_type = agent_type
         self.model = model
-        self._lane = lane
+        self.api = Lanes(repo_path)
 
     @property
     def lane(self) -> str:

@@ -108,6 +108,25 @@ def test_errors_are_typed_and_share_one_base(repo):
     assert all(issubclass(kind, LanesError) for kind in (Conflict, GateFailed, NotFound, UserError))
 
 
+def test_every_error_from_bad_input_is_a_user_error(repo, tmp_path, monkeypatch):
+    session = AgentSession(repo, agent_id="coder-1")
+    made = [session.api.task_create(f"task {n}")["task"] for n in range(40)]  # 40 ids: two share a first digit
+    first = next(task for task in made if sum(other[0] == task[0] for other in made) > 1)
+    with pytest.raises(UserError) as ambiguous:  # a prefix of two tasks: give more characters
+        session.claim_task(first[0])
+    assert ambiguous.value.code == "ambiguous"
+    with pytest.raises(UserError) as elsewhere:
+        AgentSession(tmp_path, agent_id="coder-1")
+    assert elsewhere.value.code == "not_a_repository"
+    monkeypatch.delenv("GIT_LANES_AGENT", raising=False)
+    with pytest.raises(UserError) as nobody:
+        AgentSession(repo)
+    assert nobody.value.code == "no_agent" and "agent_id" in nobody.value.hint
+    with pytest.raises(UserError) as bad_lane:  # refused when the session is made, not at its first use
+        AgentSession(repo, agent_id="coder-1", lane="no spaces")
+    assert bad_lane.value.code == "invalid_lane_name"
+
+
 def test_importing_the_package_stays_light_and_every_public_name_is_documented():
     probe = ("import sys, git_lanes; print(sorted(m for m in sys.modules if m.startswith(('pygit2', 'mcp', "
              "'git_lanes.'))))")

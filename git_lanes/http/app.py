@@ -231,6 +231,8 @@ def _body(route: routes.Route, raw: bytes) -> dict[str, Any]:
         data = json.loads(raw) if raw.strip() else {}
     except (ValueError, UnicodeDecodeError) as exc:
         raise UserError(f"the request body is not JSON: {exc}", code="usage") from None
+    except RecursionError:
+        raise UserError("the request body is not JSON this server reads: nested too deeply", code="usage") from None
     if not isinstance(data, dict):
         raise UserError("the request body must be a JSON object", code="usage")
     known = {p.name: p for p in route.body}

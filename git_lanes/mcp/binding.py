@@ -13,6 +13,7 @@ from typing import Any
 
 from git_lanes.api import Lanes
 from git_lanes.errors import EXIT_USER, LanesError, UserError
+from git_lanes.model.ids import validate_agent_id
 
 
 def plain(result: Any) -> Any:
@@ -49,7 +50,8 @@ class Binding:
 
     def __init__(self, path: str | os.PathLike, agent: str | None) -> None:
         self.path = path
-        self.default_agent = agent or None
+        # A bad --agent (or GIT_LANES_AGENT) stops the server at start, rather than failing every call.
+        self.default_agent = validate_agent_id(agent) if agent else None
         self._local = threading.local()
         self.api  # opened now, so a path that is not a lanes repository fails at start, not on a call
 

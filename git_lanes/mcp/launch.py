@@ -48,6 +48,34 @@ def early_answer(message: object) -> dict | None:
                        "serverInfo": {"name": NAME, "version": __version__}}}
 
 
+def unreadable(line: bytes) -> bytes | None:
+    """None when the SDK can read `line`; else the JSON-RPC error to answer it with (empty for a notification,
+    which gets no answer). The SDK drops a message it cannot parse without a word, so a request carrying,
+    say, a lone surrogate or JSON nested too deep would leave its client waiting forever."""
+    from mcp.types import jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    text = line.decode("utf-8", errors="replace")  # as the SDK's stdio transport reads it
+    try:
+        jsonrpc_message_adapter.validate_json(text, by_name=False)
+        return None
+    except ValidationError as exc:
+        unparsed = any(error["type"] == "json_invalid" for error in exc.errors())
+        problem = "; ".join(str(error["msg"]) for error in exc.errors()[:3])
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        message = None
+    ident = message.get("id") if isinstance(message, dict) else None
+    if isinstance(message, dict) and "method" in message and ident is None:
+        return b""
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        ident = None
+    code, what = (-32700, "Parse error") if unparsed else (-32600, "Invalid Request")
+    answer = {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": f"{what}: {problem}"}}
+    return json.dumps(answer, separators=(",", ":")).encode()
+
+
 class Relay:
     """The wire (the process's original stdin and stdout) on one side, the SDK's fds 0 and 1 on the other."""
 
@@ -62,6 +90,7 @@ class Relay:
         self._outbound_write = outbound_write
         self._lock = threading.Lock()
         self._answered: dict[str, dict] = {}  # request id (as JSON) -> the result sent early
+        self.sdk_loaded = threading.Event()
         self._inbound = threading.Thread(target=self._relay_in, name="mcp-wire-in", daemon=True)
         self._outbound = threading.Thread(target=self._relay_out, name="mcp-wire-out", daemon=True)
         self._inbound.start()
@@ -79,6 +108,16 @@ class Relay:
                 if first:
                     first = False
                     self._answer_early(line)
+                elif not line.strip():
+                    continue
+                else:
+                    # Importing the SDK here while the main thread imports it would break its circular imports.
+                    self.sdk_loaded.wait()
+                    refusal = unreadable(line)
+                    if refusal is not None:
+                        if refusal:
+                            self._send(refusal)
+                        continue
                 try:
                     sdk.write(line)
                 except BrokenPipeError:  # the SDK stopped serving
@@ -140,6 +179,8 @@ def serve(path: str | os.PathLike, agent: str | None, toolsets: Iterable[str], h
         from git_lanes.mcp.binding import Binding
         from git_lanes.mcp.server import build
 
+        if relay is not None:
+            relay.sdk_loaded.set()
         server = build(Binding(path, agent), toolsets)
         if relay is not None:
             anyio.run(server.run_stdio_async)

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, TypedDict, get_args, get_origin
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -39,20 +39,52 @@ class LanesToolError(ToolError):
 
 
 class LanesMCPServer(MCPServer):
-    """The SDK's server, with one change: a failed call answers with the error payload as both its text
-    and its structured content, not the SDK's "Error executing tool X: ..." text."""
+    """The SDK's server, with two changes: a failed call answers with the error payload as both its text
+    and its structured content, not the SDK's "Error executing tool X: ..." text; and an argument the tool
+    does not take is refused rather than dropped, since a misspelt optional one would silently change what
+    the call does (`release_files` with `glob` releasing every claim)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.arguments: dict[str, frozenset[str]] = {}  # tool name -> the arguments it takes
+
+    def offer(self, spec: ToolSpec, face: Binding) -> None:
+        name = spec.fn.__name__
+        self.add_tool(guarded(spec, face), name=name, description=inspect.cleandoc(spec.fn.__doc__ or ""),
+                      annotations=ToolAnnotations(read_only_hint=True) if spec.read_only else None)
+        self.arguments[name] = argument_names(spec.fn)
+
+    async def list_tools(self) -> list[Any]:
+        return [tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
+                for tool in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        unknown = sorted(set(arguments or {}) - self.arguments.get(name, frozenset(arguments or {})))
+        if unknown:
+            return error_result(name, _unknown_arguments(name, unknown, self.arguments[name]))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             return error_result(name, exc)
 
 
+def argument_names(fn: Callable[..., Any]) -> frozenset[str]:
+    """The arguments a tool function takes from the client (the SDK's Context is its own to give)."""
+    signature = inspect.signature(fn, eval_str=True)
+    return frozenset(name for name, p in signature.parameters.items() if p.annotation is not Context)
+
+
+def _unknown_arguments(tool: str, unknown: list[str], known: frozenset[str]) -> LanesToolError:
+    listed = ", ".join(sorted(known)) or "none"
+    return LanesToolError(_payload("usage", "unknown_argument", f"{tool} takes no argument "
+                                   f"{', '.join(map(repr, unknown))}; it takes {listed}", EXIT_USAGE,
+                                   "see the tool's input schema (tools/list)"))
+
+
 def error_result(tool: str, exc: ToolError) -> CallToolResult:
     """The tool error the client gets: a LanesError's own payload; arguments that do not fit the schema and
     unknown tools as `usage`; anything else (a bug) as `internal`, its traceback logged to standard error."""
-    cause = exc.__cause__
+    cause = exc if isinstance(exc, LanesToolError) else exc.__cause__
     if isinstance(cause, LanesToolError):
         payload = cause.payload
     elif isinstance(exc, UnexpectedToolError):
@@ -153,6 +185,5 @@ def build(face: Binding, toolsets: Iterable[str]) -> MCPServer:
     server = LanesMCPServer(NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for spec in catalog(face):
         if spec.toolset in chosen:
-            server.add_tool(guarded(spec, face), name=spec.fn.__name__, description=inspect.cleandoc(spec.fn.__doc__),
-                            annotations=ToolAnnotations(read_only_hint=True) if spec.read_only else None)
+            server.offer(spec, face)
     return server
