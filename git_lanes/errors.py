@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+# The exit codes, decided by the error's type (its `exit_code`), never by a face.
 EXIT_OK = 0
 EXIT_USER = 1
 EXIT_USAGE = 2
 EXIT_CONFLICT = 3
 EXIT_GATE = 4
+EXIT_REMOTE = 5
+EXIT_INTERNAL = 6
 
 
 class LanesError(Exception):
@@ -84,3 +87,24 @@ class UnsupportedFormat(LanesError):
     """A record written by a newer git-lanes: upgrade to read it."""
 
     code = "unsupported_format"
+
+
+class RemoteFailed(LanesError):
+    """The git transport failed (unreachable, refused by a hook, bad credentials): nothing was changed there."""
+
+    exit_code = EXIT_REMOTE
+    code = "remote_failed"
+
+
+class InternalError(LanesError):
+    """A bug or an environment failure nobody anticipated: still one line, and a code of its own."""
+
+    exit_code = EXIT_INTERNAL
+    code = "internal"
+
+
+def problem(exc: LanesError) -> dict[str, Any]:
+    """What a result carries when its work is done but part of it needs a person (a diverged lane, a
+    collision found by a dry run): the error's record with its exit code, so every face answers as it would
+    for the error itself."""
+    return exc.to_dict() | {"exit_code": exc.exit_code}

@@ -73,7 +73,7 @@ def test_pushing_to_a_working_repository_says_why_in_one_line_and_the_way_on(tmp
     assert run_cli("commit", "-m", "add b", "--auto-accept", "--agent-id", "me", cwd=machine).code == 0
     before = refs_of(working)
     result = run_cli("sync", "desk", cwd=machine)
-    assert result.code == 1
+    assert result.code == 5  # the remote refused
     error, hint = result.err.strip().splitlines()
     assert "checked out" in error and "receive.denyCurrentBranch" not in error
     assert "bare" in hint and "next sync pushes it" not in hint
@@ -89,7 +89,7 @@ def test_an_unreachable_remote_is_one_line_naming_gits_reason(tmp_path, origin, 
     before = refs_of(machine)
     for command in ("push", "pull", "sync"):
         result = run_cli(command, "nowhere", cwd=machine)
-        assert result.code == 1 and says in result.err.splitlines()[0], result.err
+        assert result.code == 5 and says in result.err.splitlines()[0], result.err
         assert "and the repository exists" not in result.err
     assert refs_of(machine) == before
 

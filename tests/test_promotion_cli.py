@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 from conftest import git, run_cli, workspace
 from promotion_fixtures import AUTH, edit, head
 
@@ -100,3 +102,36 @@ def test_lane_reset_command(repo):
     assert head(repo, "refs/lanes/heads/a") == head(repo, "main")
     text = run_cli("lane", "reset", "a", cwd=repo)
     assert text.code == 0 and text.out.startswith("reset a onto main")
+
+
+def test_dry_run_exits_as_the_real_run_would(repo):
+    for lane, text in (("a", "a\n"), ("b", "b\n")):
+        run_cli("lane", "create", lane, cwd=repo)
+        _commit(repo, lane, {"same.txt": text}, "coder")
+    assert run_cli("promote", "a", "--auto-accept", cwd=repo, env=AGENT).code == 0
+    dry = run_cli("promote", "b", "--dry-run", "--json", cwd=repo)
+    real = run_cli("promote", "b", "--json", cwd=repo, env=AGENT)
+    assert dry.code == real.code == 3
+    assert dry.json["status"] == "collision" and dry.json["problem"]["error"] == real.json["error"] == "collision"
+    assert dry.json["collisions"] == real.json["collisions"]
+    forced = run_cli("promote", "b", "--dry-run", "--force", "--json", cwd=repo)
+    assert forced.code == 0 and forced.json["problem"] is None
+    assert "would stop on collisions" in run_cli("promote", "b", "--dry-run", cwd=repo).out
+
+
+def test_an_unreachable_remote_and_an_internal_error_have_codes_of_their_own(repo, tmp_path):
+    import pytest
+
+    from git_lanes.cli.output import run
+    from git_lanes.errors import EXIT_INTERNAL, EXIT_REMOTE
+
+    subprocess.run(["git", "remote", "add", "origin", str(tmp_path / "nowhere.git")], cwd=repo, check=True)
+    unreachable = run_cli("sync", "--json", cwd=repo)
+    assert unreachable.code == EXIT_REMOTE == 5 and unreachable.json["error"] == "remote_failed", unreachable.err
+
+    def bug() -> None:
+        raise RuntimeError("a bug")
+
+    with pytest.raises(SystemExit) as info:
+        run(bug, False, str)
+    assert info.value.code == EXIT_INTERNAL == 6

@@ -241,7 +241,7 @@ def test_file_remote_and_unknown_remote(tmp_path):
     assert missing.code == 1 and "no remote named 'nowhere'" in missing.err
     git("remote", "add", "broken", str(tmp_path / "absent.git"), cwd=other)
     broken = run_cli("pull", "broken", "--json", cwd=other)
-    assert broken.code == 1 and broken.json["error"] == "remote_failed"
+    assert broken.code == 5 and broken.json["error"] == "remote_failed"
 
 
 def test_a_lane_recreated_after_its_deletion_travels_and_a_diverged_marker_is_only_reported(machines):
@@ -303,7 +303,7 @@ def test_push_face_reports_what_it_held_back_and_the_json_record_is_stable(machi
     result = run_cli("sync", "--json", cwd=other)
     assert result.code == 0, result.err
     assert set(result.json) == {"remote", "mode", "attempts", "came_in", "went_out", "held_back", "diverged",
-                                "kept", "invalid", "refused", "workspaces", "notes", "ledger", "initialized",
+                                "kept", "invalid", "problem", "refused", "workspaces", "notes", "ledger", "initialized",
                                 "trunk"}
     assert result.json["mode"] == "sync" and result.json["initialized"] is False
     assert set(result.json["ledger"]) == {"came_in", "went_out", "replayed", "refused"}

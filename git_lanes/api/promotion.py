@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 
 from git_lanes.domain import gates, lanes, promotion, reset, transitions
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, Refused
+from git_lanes.errors import Conflict, GateFailed, Refused, problem
 from git_lanes.model.ids import Actor, AgentId
 from git_lanes.model.records import Cost, Evaluation, Intent, Transition
 from git_lanes.store import merge_gate
@@ -34,8 +34,11 @@ class PromotionApi:
         if dry_run:
             plan = promotion.plan(self.ctx, lane, target)
             status = "up_to_date" if plan.up_to_date else "collision" if plan.comparison.collisions else "clean"
+            # answered as the real run would be: collisions without --force are its conflict (exit 3)
+            stops = plan.comparison.collisions and not force
             return {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
-                    **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {})}
+                    **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {}),
+                    "problem": problem(promotion.collision_error(plan)) if stops else None}
         who = AgentId(agent_id) if agent_id else Actor(self._human())
         intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=who,
                         agent_type=agent_type, model=model, tags=tags)

@@ -95,7 +95,9 @@ def cli() -> None:
       cd "$(git lanes lane path feature/auth)" && $EDITOR auth.py
       git lanes commit -m "Add login" --agent coder-1 --auto-accept
 
-    Exit codes: 0 ok, 1 user error, 2 usage, 3 conflict or stale, 4 gate failed.
+    Exit codes: 0 ok, 1 user error, 2 usage, 3 conflict or stale (also a sync that left a lane diverged,
+    and a dry run that found what the real run would stop on), 4 gate failed, 5 remote unreachable or
+    refused, 6 internal error.
     """
 
 

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
-from git_lanes.errors import EXIT_USER, LanesError, UserError
+from git_lanes.errors import EXIT_USER, InternalError, LanesError, UserError
 
 
 # What to do with files a promotion changed while a worktree had unsaved edits there.
@@ -53,13 +53,17 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         text = render(result)
         if text:
             click.echo(text)
+    # Work done, with a part a person must settle (a diverged lane, a collision a dry run found): the exit
+    # code is that error's, as the result says.
+    found = result.get("problem") if isinstance(result, dict) else None
+    if found:
+        sys.exit(found["exit_code"])
 
 
 def _internal(exc: Exception, as_json: bool) -> NoReturn:
     if os.environ.get("GIT_LANES_DEBUG"):
         raise exc
-    fail(LanesError(f"{type(exc).__name__}: {exc}", code="internal",
-                    hint="set GIT_LANES_DEBUG=1 for a traceback"), as_json)
+    fail(InternalError(f"{type(exc).__name__}: {exc}", hint="set GIT_LANES_DEBUG=1 for a traceback"), as_json)
 
 
 def _not_utf8(arg: str) -> bool:

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from git_lanes.cli.output import json_option, run, short
-from git_lanes.errors import EXIT_CONFLICT
 
 # A first pull can move thousands of refs; the text report lists this many each way, --json all of them.
 LISTED = 30
 
 
 def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) -> None:
-    outcome: dict = {}
-
     def action() -> dict:
         from git_lanes.api import Lanes
 
@@ -23,15 +18,9 @@ def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) ->
         report = getattr(api, mode)(remote)
         report["initialized"] = initialized is not None
         report["trunk"] = api.trunk
-        outcome.update(report)
         return report
 
     run(action, as_json, render)
-    # Diverged lanes and run logs need a person; a diverged deleted-lane marker keeps both sides' and is
-    # only reported.
-    if any(item["kind"] in ("lane", "run", "meta") for item in outcome.get("diverged", ())) \
-            or outcome.get("invalid"):
-        sys.exit(EXIT_CONFLICT)
 
 
 _remote_argument = click.argument("remote", required=False)

@@ -17,7 +17,7 @@ from git_lanes.domain import lanes, sync_plan, transitions
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
 from git_lanes.domain.sync_plan import Plan
-from git_lanes.errors import Conflict, LanesError
+from git_lanes.errors import Conflict, LanesError, problem
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
 from git_lanes.store import remote as transport
@@ -63,8 +63,22 @@ class Report:
             self.went_out = [move.to_dict() for move in plan.remote]
             self.ledger["went_out"] = plan.ledger["went_out"]
 
+    def problem(self) -> Conflict | None:
+        """What a person must settle after this sync, as the error it amounts to (exit 3): a lane, run log
+        or shared fact that diverged, or a ref git-lanes would never write. A diverged deletion marker keeps
+        both sides' and needs no one."""
+        diverged = [d for d in self.diverged if d["kind"] in ("lane", "run", "meta")]
+        if not diverged and not self.invalid:
+            return None
+        parts = [f"{d['kind']} {d['name']} diverged" for d in diverged]
+        parts += [f"refused {i['ref']} ({i['side']}): {i['reason']}" for i in self.invalid]
+        return Conflict(f"synced with {self.remote}, but {some(parts)}", code="diverged" if diverged else "invalid_refs",
+                        hint="the report says how on for each; everything else moved")
+
     def to_dict(self) -> dict:
-        return {"remote": self.remote, "mode": self.mode, "attempts": self.attempts, "came_in": self.came_in,
+        found = self.problem()
+        return {"problem": problem(found) if found else None,
+                "remote": self.remote, "mode": self.mode, "attempts": self.attempts, "came_in": self.came_in,
                 "went_out": self.went_out, "held_back": self.held_back, "diverged": self.diverged,
                 "kept": self.kept, "invalid": self.invalid, "refused": self.refused, "workspaces": self.workspaces, "notes": self.notes,
                 "ledger": self.ledger}

@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from git_lanes import __version__
-from git_lanes.errors import Conflict, GateFailed, LanesError, NotFound, UserError
+from git_lanes.errors import Conflict, GateFailed, InternalError, LanesError, NotFound, RemoteFailed, UserError
 from git_lanes.http import openapi, routes
 from git_lanes.http.events import Broadcaster
 from git_lanes.http.security import COOKIE, Guard
@@ -92,6 +92,10 @@ def status_of(exc: LanesError) -> int:
         return 422
     if isinstance(exc, Conflict):
         return 409
+    if isinstance(exc, RemoteFailed):
+        return 502
+    if isinstance(exc, InternalError):
+        return 500
     return 400
 
 

@@ -18,7 +18,7 @@ import time as _time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from git_lanes.errors import Conflict, LanesError, UnsupportedFormat
+from git_lanes.errors import Conflict, LanesError, UnsupportedFormat, problem
 from git_lanes.ledger.op import Op, decode_message, encode_message
 from git_lanes.ledger.state import Record, State, encode_record
 from git_lanes.model.refs import LEDGER
@@ -99,7 +99,7 @@ def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold) -> tuple[s
 
 
 def refusal(exc: LanesError) -> dict[str, Any]:
-    return exc.to_dict() | {"exit_code": exc.exit_code}
+    return problem(exc)
 
 
 def append(store: Store, op: Op, fold: Fold) -> Appended:

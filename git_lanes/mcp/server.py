@@ -17,7 +17,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from git_lanes import __version__
-from git_lanes.errors import EXIT_USAGE, EXIT_USER, LanesError
+from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError
 from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, workspaces
 from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
 
@@ -89,7 +89,7 @@ def error_result(tool: str, exc: ToolError) -> CallToolResult:
         payload = cause.payload
     elif isinstance(exc, UnexpectedToolError):
         log.error("tool %s failed", tool, exc_info=cause)
-        payload = _payload("internal", "internal", f"{tool} failed: {type(cause).__name__}", EXIT_USER,
+        payload = _payload("internal", "internal", f"{tool} failed: {type(cause).__name__}", EXIT_INTERNAL,
                            "a bug: the server's standard error has the traceback")
     elif isinstance(cause, ValidationError):
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pygit2
 
-from git_lanes.errors import Conflict, LanesError, NotFound, UserError
+from git_lanes.errors import Conflict, NotFound, RemoteFailed, UserError
 from git_lanes.model import refs
 from git_lanes.store import stale
 from git_lanes.store.gitcli import run_git
@@ -28,12 +28,6 @@ _LOCK_PATH = re.compile(r"Unable to create '([^']+\.lock)'")
 _UNSTORABLE = re.compile(r"cannot lock ref '([^']+)': Unable to create '[^']+': (.+)")
 # A remote can hold any number of refs this machine cannot store; past this many, the fetch gives up.
 MAX_UNSTORABLE = 20
-
-
-class RemoteFailed(LanesError):
-    """The git transport failed (unreachable, refused by a hook, bad credentials): nothing was changed."""
-
-    code = "remote_failed"
 
 
 @dataclass(frozen=True)
