@@ -94,7 +94,7 @@ def test_pushing_to_a_checked_out_branch_of_a_non_bare_remote_fails_clearly(pair
     git("remote", "add", "peer", f"file://{other}", cwd=origin)  # a non-bare remote: main is checked out
     edit_and_accept(origin, "main", "README.md", "# v2\n")
     result = run_cli("sync", "peer", "--json", cwd=origin)
-    assert result.code == 1 and result.json["error"] == "remote_failed"
+    assert result.code == 5 and result.json["error"] == "remote_failed"
     assert "refused refs/heads/main" in result.json["message"]
     assert git("status", "--porcelain", "--untracked-files=no", cwd=other) == ""
 
@@ -135,7 +135,7 @@ def test_a_push_refused_by_a_server_hook_says_why_and_pushes_nothing(pair):
     edit_and_accept(origin, "secret", "s.txt", "s\n")
     edit_and_accept(origin, "feat", "feat.txt", "v2\n")
     result = run_cli("sync", "--json", cwd=origin)
-    assert result.code == 1 and result.json["error"] == "remote_failed"
+    assert result.code == 5 and result.json["error"] == "remote_failed"
     assert "pre-receive hook declined" in result.json["message"]
     assert "no secret lanes" in result.json["message"]
     assert synced_refs(remote) == before  # atomic: the allowed refs did not go either
