@@ -13,9 +13,13 @@ from git_lanes.api.promotion import PromotionApi
 from git_lanes.api.runs import RunsApi
 from git_lanes.api.sync import SyncApi
 from git_lanes.api.worktrees import WorktreeApi
+from git_lanes.api.spawn import SpawnApi
+from git_lanes.api.supervise import SuperviseApi
+from git_lanes.api.budgets import BudgetsApi
 
 
-class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi, SetupApi):
+class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi, SetupApi,
+            SpawnApi, SuperviseApi, BudgetsApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

@@ -45,6 +45,12 @@ COMMANDS: dict[str, str] = {
     "install": "git_lanes.cli.hook:install",
     "uninstall": "git_lanes.cli.hook:uninstall",
     "doctor": "git_lanes.cli.hook:doctor",
+    "spawn": "git_lanes.cli.spawn:spawn",
+    "ps": "git_lanes.cli.spawn:ps",
+    "stop": "git_lanes.cli.spawn:stop",
+    "tell": "git_lanes.cli.spawn:tell",
+    "logs": "git_lanes.cli.spawn:logs",
+    "budget": "git_lanes.cli.budget:budget",
 }
 
 

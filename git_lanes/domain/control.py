@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from git_lanes.domain import admission, runs, usage
+from git_lanes.domain import admission, runs, steering, usage
 from git_lanes.errors import Conflict, NotARepository, NotFound, UnsupportedFormat
 from git_lanes.model.calls import HookEvent, Verdict, bounded
 from git_lanes.model.policy import CONFIG, Policy
@@ -225,7 +225,11 @@ def _usage_events(hc: HookContext, state: RunState | None) -> list[RunEvent]:
                                        "messages": delta.messages, "transcript": following})]
 
 
-def pre_tool(event: HookEvent, now: float) -> Verdict:
+def pre_tool(event: HookEvent, now: float, exhausted: Callable[[LightRepo, str, list[dict]], None] | None = None) \
+        -> Verdict:
+    """Admit or deny one tool call and charge it, in one step under the runs' lock. Messages told to the run
+    ride along as context; budgets of its lane, task and ticket warn, then deny writes and commands, and
+    `exhausted` (run outside the lock) blocks the task of a budget this call found spent."""
     hc = context(event, now)
     policy = hc.repo.policy()
     call = event.call
@@ -237,7 +241,8 @@ def pre_tool(event: HookEvent, now: float) -> Verdict:
         if events:
             state = runs.fold(None, hc.run, events[0])
         assert state is not None
-        if call.changes_things and (policy.usd_per_run is not None or policy.usd_per_day is not None):
+        if call.changes_things and (policy.usd_per_run is not None or policy.usd_per_day is not None
+                                    or state.lane or state.task):
             found = _usage_events(hc, state)
             for extra in found:
                 state = runs.fold(state, hc.run, extra)
@@ -247,24 +252,30 @@ def pre_tool(event: HookEvent, now: float) -> Verdict:
         spend = admission.Spend(state.usage.cost_usd, day_spend(hc.repo, hc.run, state, now))
         claims = read_claims(hc.repo) if (call.paths or call.command) and policy.foreign_writes else {}
         decision = admission.decide(policy, state, call, place, spend, claims)
-        outcome["decision"] = decision
+        budget = steering.check(hc.repo, state, call, now) if not decision.control else steering.BudgetCheck()
+        delivered, told = steering.deliver(state, "pre_tool", now)
+        outcome.update(decision=decision, budget=budget, told=told)
         data = {"tool": call.tool, "input": call.summary, "weight": decision.weight, "phase": state.phase,
                 "id": call.id, "kind": call.kind}
-        if decision.allow:
+        if decision.allow and budget.deny is None:
             data["weight"] = 0.0 if decision.control else decision.weight
             if call.plan is not None:
                 data["plan"] = list(call.plan)
             if decision.control:
                 data["control"] = True
-            return events + [RunEvent("tool_attempted", now, data)]
-        return events + [RunEvent("tool_blocked", now, {**data, "reason": decision.reason})]
+            return events + budget.events + delivered + [RunEvent("tool_attempted", now, data)]
+        reason = decision.reason if not decision.allow else budget.deny
+        return events + budget.events + delivered + [RunEvent("tool_blocked", now, {**data, "reason": reason})]
 
     transact(hc.repo, hc.run, step)
-    decision = outcome["decision"]
-    context_text = "\n".join(decision.warnings) or None
-    if decision.allow:
+    decision, budget, told = outcome["decision"], outcome["budget"], outcome["told"]
+    if budget.exhausted and exhausted is not None:
+        exhausted(hc.repo, hc.run, budget.exhausted)
+    context_text = "\n".join([*decision.warnings, *budget.warnings, *([told] if told else [])]) or None
+    if decision.allow and budget.deny is None:
         return Verdict(True, context=context_text)
-    return Verdict(False, reason=f"git-lanes: {decision.reason}", context=context_text)
+    return Verdict(False, reason=f"git-lanes: {decision.reason if not decision.allow else budget.deny}",
+                   context=context_text)
 
 
 def post_tool(event: HookEvent, now: float) -> Verdict:
@@ -277,28 +288,40 @@ def post_tool(event: HookEvent, now: float) -> Verdict:
     if event.name == "tool_failed":
         data["error"] = bounded(event.error or "failed", ERROR_CHARS)
     kind = "tool_failed" if event.name == "tool_failed" else "tool_completed"
-    transact(hc.repo, hc.run, lambda head, state: _implicit_start(hc, state) + [RunEvent(kind, now, data)])
-    return Verdict()
+    told: list[str | None] = [None]
+
+    def step(head: str | None, state: RunState | None) -> list[RunEvent]:
+        delivered, told[0] = steering.deliver(state, "post_tool", now)
+        return _implicit_start(hc, state) + [RunEvent(kind, now, data)] + delivered
+
+    transact(hc.repo, hc.run, step)
+    return Verdict(context=told[0])
 
 
-def record(event: HookEvent, now: float, kind: str, data: dict[str, Any], *, with_usage: bool = False) -> RunState:
-    """Append one event of `kind` (starting the run if needed, reading new usage first when asked)."""
+def record(event: HookEvent, now: float, kind: str, data: dict[str, Any], *, with_usage: bool = False,
+           deliver: str | None = None) -> tuple[RunState, str | None]:
+    """Append one event of `kind` (starting the run if needed, reading new usage first when asked); with
+    `deliver`, also hand over the messages told to the run, whose text is returned with the state."""
     hc = context(event, now)
+    told: list[str | None] = [None]
 
     def step(head: str | None, state: RunState | None) -> list[RunEvent]:
         events = _implicit_start(hc, state)
         if with_usage:
             events += _usage_events(hc, state or runs.fold(None, hc.run, events[0]))
-        return events + [RunEvent(kind, now, data)]
+        delivered: list[RunEvent] = []
+        if deliver is not None:
+            delivered, told[0] = steering.deliver(state, deliver, now)
+        return events + [RunEvent(kind, now, data)] + delivered
 
     state, _ = transact(hc.repo, hc.run, step)
     assert state is not None
-    return state
+    return state, told[0]
 
 
 def prompt(event: HookEvent, now: float) -> Verdict:
-    record(event, now, "prompt", {"text": bounded(event.prompt or "", PROMPT_CHARS)})
-    return Verdict()
+    _, told = record(event, now, "prompt", {"text": bounded(event.prompt or "", PROMPT_CHARS)}, deliver="prompt")
+    return Verdict(context=told)
 
 
 def session_start(event: HookEvent, now: float, brief: Callable[[LightRepo, str], str | None]) -> Verdict:
@@ -313,7 +336,7 @@ def session_start(event: HookEvent, now: float, brief: Callable[[LightRepo, str]
     data = {"session": event.session, "source": event.source or "startup", "cli": event.cli}
     if event.model:
         data["model"] = event.model
-    state = record(event, now, "session_start", data)
+    state, told = record(event, now, "session_start", data, deliver="session_start")
     if text is None:
         budget = state.spent.get(state.phase, 0.0)
         limit = hc.repo.policy().budget(state.phase)
@@ -321,7 +344,7 @@ def session_start(event: HookEvent, now: float, brief: Callable[[LightRepo, str]
                 f"{budget:g} of {limit if limit is not None else '?'} step units used. "
                 f"`git lanes run show {hc.run[:8]}` shows the budget; `git lanes run phase {hc.run[:8]} PHASE` "
                 "moves on.")
-    return Verdict(context=text)
+    return Verdict(context=text + (f"\n\n{told}" if told else ""))
 
 
 def day_spend(repo: LightRepo, run: str, state: RunState, now: float) -> float:
@@ -373,12 +396,18 @@ def stop(event: HookEvent, now: float, snapshot: Callable[[LightRepo, RunState, 
 
     hc = context(event, now)
 
+    told: list[str | None] = [None]
+
     def usage_step(head: str | None, state: RunState | None) -> list[RunEvent]:
         events = _implicit_start(hc, state)
-        return events + _usage_events(hc, state or runs.fold(None, hc.run, events[0]))
+        delivered, told[0] = steering.deliver(state, "stop", now)
+        return events + _usage_events(hc, state or runs.fold(None, hc.run, events[0])) + delivered
 
     state, _ = transact(hc.repo, hc.run, usage_step)
     assert state is not None
+    if told[0]:
+        # The turn is not over: a Stop hook that blocks makes the model continue, with this as its reason.
+        return Verdict(proceed=told[0])
     mode = hc.repo.policy().snapshot
     result = snapshot(hc.repo, state, mode) if mode != "off" else {"status": "off"}
     spent = state.usage.minus(Usage.from_dict((state.turn or {}).get("usage")))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from git_lanes.domain import agents, board, claims, ports, tasks, tickets, worktrees
+from git_lanes.domain import agents, board, budgets, claims, ports, tasks, tickets, worktrees
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.ledger.state import Record
@@ -82,6 +82,8 @@ HANDLERS: dict[str, Handler] = {
     "worktree.release": worktrees.release,
     "ports.reserve": ports.reserve,
     "ports.release": ports.release,
+    "budget.set": budgets.set_budget,
+    "budget.clear": budgets.clear_budget,
 }
 
 
@@ -116,6 +118,9 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "ports.reserve": lambda op, r: f"reserve ports {' '.join(map(str, r.get('ports') or [])) or 'none'} for lane "
                                    f"{r.get('lane')}",
     "ports.release": lambda op, r: f"release ports of lane {r.get('lane')}",
+    "budget.set": lambda op, r: f"budget of {op.args.get('scope')} {op.args.get('key')}: "
+                                f"{(r.get('budget') or {}).get('usd')} USD, {(r.get('budget') or {}).get('tokens')} tokens",
+    "budget.clear": lambda op, r: f"clear the budget of {op.args.get('scope')} {op.args.get('key')}",
     "refused": lambda op, r: f"refused {(op.args.get('op') or {}).get('type')} "
                              f"{_short((op.args.get('op') or {}).get('id'))}",
 }

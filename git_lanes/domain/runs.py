@@ -112,9 +112,84 @@ def _update(state: RunState, event: RunEvent, today: dict) -> dict:
     return {key: event.get(key) for key in ("goal", "task", "lane") if key in event.data}
 
 
+def _fields(event: RunEvent) -> dict:
+    return {k: v for k, v in event.data.items()} | {"time": event.time}
+
+
+def _spawn(state: RunState, event: RunEvent, today: dict) -> dict:
+    changes: dict[str, Any] = {"launch": _fields(event)}
+    if event.get("pipeline"):
+        changes["pipeline"] = {"stage": None, "status": "pending", "fixes": 0, "history": []}
+    return changes
+
+
+def _supervisor(state: RunState, event: RunEvent, today: dict) -> dict:
+    # A supervisor that starts (again) clears an earlier stop: resuming is starting over from the briefing.
+    if event.get("status") == "ended":
+        return {"supervisor": {}}
+    return {"supervisor": _fields(event), "stop": {}}
+
+
+def _queued(state: RunState, event: RunEvent, today: dict) -> dict:
+    return {"supervisor": state.supervisor | {"queued": event.time}}
+
+
+def _agent_started(state: RunState, event: RunEvent, today: dict) -> dict:
+    return {"process": _fields(event), "supervisor": {k: v for k, v in state.supervisor.items() if k != "queued"}}
+
+
+def _agent_exited(state: RunState, event: RunEvent, today: dict) -> dict:
+    return {"process": {}, "exit": _fields(event)}
+
+
+def _stop_requested(state: RunState, event: RunEvent, today: dict) -> dict:
+    return {"stop": _fields(event)}
+
+
+def _stopped(state: RunState, event: RunEvent, today: dict) -> dict:
+    return {"stop": state.stop | _fields(event) | {"done": True}, "process": {}, "supervisor": {}}
+
+
+def _message(state: RunState, event: RunEvent, today: dict) -> dict:
+    return {"inbox": state.inbox + ({k: event.get(k) for k in ("id", "text", "from")} | {"time": event.time},)}
+
+
+def _delivered(state: RunState, event: RunEvent, today: dict) -> dict:
+    ids = set(event.get("ids") or ())
+    return {"inbox": tuple(m for m in state.inbox if m.get("id") not in ids)}
+
+
+PIPELINE_HISTORY = 50
+
+
+def _pipeline(state: RunState, event: RunEvent, today: dict) -> dict:
+    stage, status = event.get("stage"), event.get("status")
+    pipeline = dict(state.pipeline or {"fixes": 0, "history": []})
+    pipeline.update(stage=stage, status=status, updated=event.time)
+    if status == "resumed":
+        pipeline["fixes"] = 0  # a person looked at it: the fix attempts count again from here
+    if stage == "fix" and status == "started":
+        pipeline["fixes"] = int(pipeline.get("fixes", 0)) + 1
+    for key in ("verify", "plan", "ship", "reason"):
+        if event.get(key) is not None:
+            pipeline[key] = event.get(key)
+    entry = {"stage": stage, "status": status, "time": event.time}
+    if event.get("reason"):
+        entry["reason"] = event.get("reason")
+    pipeline["history"] = (list(pipeline.get("history") or []) + [entry])[-PIPELINE_HISTORY:]
+    return {"pipeline": pipeline}
+
+
+def _budget_alert(state: RunState, event: RunEvent, today: dict) -> dict:
+    return {"alerts": state.alerts | {f"{event.get('scope')}:{event.get('key')}": event.get("level")}}
+
+
 _RULES = {"session_start": _session_start, "prompt": _prompt, "tool_attempted": _attempted,
           "tool_blocked": _blocked, "tool_completed": _completed, "tool_failed": _completed, "phase": _phase,
-          "usage": _usage, "turn_end": _turn_end, "run_end": _run_end, "run_update": _update}
+          "usage": _usage, "turn_end": _turn_end, "run_end": _run_end, "run_update": _update, "spawn": _spawn,
+          "supervisor": _supervisor, "queued": _queued, "agent_started": _agent_started, "agent_exited": _agent_exited,
+          "stop_requested": _stop_requested, "stopped": _stopped, "message": _message,
+          "message_delivered": _delivered, "pipeline": _pipeline, "budget_alert": _budget_alert}
 
 
 def summary_line(state: RunState, event: RunEvent) -> str:
@@ -138,6 +213,16 @@ def summary_line(state: RunState, event: RunEvent) -> str:
         text = f"prompt: {get('text')}"
     elif kind == "session_start":
         text = f"session {get('source')} {str(get('session'))[:12]}"
+    elif kind == "pipeline":
+        text = f"pipeline {get('stage')} {get('status')}" + (f" ({get('reason')})" if get("reason") else "")
+    elif kind in ("agent_started", "agent_exited"):
+        how = f" code {get('code')}" if get("code") is not None else f" signal {get('signal')}" \
+            if get("signal") is not None else ""
+        text = f"{kind.replace('_', ' ')} pid {get('pid')}{how}" + (f" ({get('stage')})" if get("stage") else "")
+    elif kind == "message":
+        text = f"message from {get('from') or '-'}: {get('text')}"
+    elif kind == "budget_alert":
+        text = f"budget {get('level')}: {get('scope')} {get('key')}" + (f" ({get('detail')})" if get("detail") else "")
     else:
         text = kind.replace("_", " ") + (f" ({get('reason')})" if get("reason") else "")
     line = f"{state.agent}: {text}"

@@ -72,7 +72,7 @@ def dispatch(event: Any, now: float):
 
     name = event.name
     if name == "pre_tool":
-        return control.pre_tool(event, now)
+        return control.pre_tool(event, now, lambda repo, run, spent: _api(repo).budget_exhausted(run, spent))
     if name in ("post_tool", "tool_failed"):
         return control.post_tool(event, now)
     if name == "prompt":

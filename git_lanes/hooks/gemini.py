@@ -78,6 +78,9 @@ def answer(name: str, verdict: Verdict) -> Answer:
             out["systemMessage"] = verdict.context
     if verdict.notice:
         out["systemMessage"] = verdict.notice
+    if verdict.proceed:
+        # AfterAgent: a deny rejects the response and retries the turn with the reason as its prompt.
+        out["decision"], out["reason"] = "deny", verdict.proceed
     return Answer(json.dumps(out))
 
 

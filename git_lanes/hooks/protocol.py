@@ -120,4 +120,6 @@ def hook_specific(event_name: str, verdict: Verdict) -> dict[str, Any]:
         out["hookSpecificOutput"] = {"hookEventName": event_name, **specific}
     if verdict.notice:
         out["systemMessage"] = verdict.notice
+    if verdict.proceed:
+        out["decision"], out["reason"] = "block", verdict.proceed
     return out

@@ -73,12 +73,14 @@ class HookEvent:
 @dataclass(frozen=True)
 class Verdict:
     """What the control plane says back: allow or deny (with the reason the model sees), context to add for
-    the model, and a notice for the person watching."""
+    the model, a notice for the person watching, and, at a stop, what the model is to continue with (a
+    Stop hook that blocks keeps the turn going with this as its instruction)."""
 
     allow: bool = True
     reason: str | None = None
     context: str | None = None
     notice: str | None = None
+    proceed: str | None = None
 
 
 def bounded(text: str, limit: int = SUMMARY_CHARS) -> str:

@@ -34,6 +34,19 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "subagent_stop": (),
     "session_end": ("reason",),
     "run_end": (),
+    # Agents git-lanes starts itself (`git lanes spawn`): the launch, its supervisor, each agent process,
+    # a stop, messages for the model (`tell`), the task pipeline's stages and budget alerts.
+    "spawn": ("cli", "command"),
+    "supervisor": ("pid",),
+    "queued": ("live", "max_parallel"),
+    "agent_started": ("pid",),
+    "agent_exited": ("pid",),
+    "stop_requested": ("reason",),
+    "stopped": ("reason",),
+    "message": ("id", "text"),
+    "message_delivered": ("ids", "via"),
+    "pipeline": ("stage", "status"),
+    "budget_alert": ("scope", "key", "level"),
 }
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write")
 STATUSES = ("active", "ended")
@@ -169,6 +182,14 @@ class RunState:
     turn: dict[str, Any] = field(default_factory=dict)
     plan: tuple[dict[str, Any], ...] = ()
     transitions: tuple[str, ...] = ()
+    launch: dict[str, Any] = field(default_factory=dict)  # how `spawn` starts its agent: cli, command, log
+    supervisor: dict[str, Any] = field(default_factory=dict)  # the process driving it: pid, host, started
+    process: dict[str, Any] = field(default_factory=dict)  # the agent process running now, if any
+    exit: dict[str, Any] = field(default_factory=dict)  # how the last agent process ended
+    stop: dict[str, Any] = field(default_factory=dict)  # a stop asked for since the supervisor started
+    inbox: tuple[dict, ...] = ()  # messages told to the run, not yet delivered to the model
+    pipeline: dict[str, Any] = field(default_factory=dict)  # the task pipeline's stage, attempts, verdicts
+    alerts: dict[str, str] = field(default_factory=dict)  # "scope:key" -> the budget level already raised
 
     def __post_init__(self) -> None:
         validate_run_id(self.id)
@@ -178,12 +199,14 @@ class RunState:
             raise UnsupportedFormat(f"run {self.id} has unknown status {self.status!r}")
         object.__setattr__(self, "plan", tuple(self.plan))
         object.__setattr__(self, "transitions", tuple(self.transitions))
+        object.__setattr__(self, "inbox", tuple(self.inbox))
 
     def to_dict(self) -> dict[str, Any]:
         record = {key: getattr(self, key) for key in self.__dataclass_fields__}
         record["usage"] = self.usage.to_dict()
         record["plan"] = list(self.plan)
         record["transitions"] = list(self.transitions)
+        record["inbox"] = list(self.inbox)
         return {"format": FORMAT, **record}
 
     @classmethod

@@ -20,6 +20,7 @@ from git_lanes.store.objects import ObjectStore, encode_commit, encode_tree, par
 STATE_FILE = "state.json"
 BLOB_MODE = 0o100644
 LOCK_FILE = "lanes-runs.lock"
+FILES_DIR = "lanes-runs"  # per-run files that are not history: agent logs, prompts
 
 
 class RunLog:
@@ -36,6 +37,10 @@ class RunLog:
 
     def ref(self, run: str) -> str:
         return RUNS + run
+
+    def files(self, run: str) -> Path:
+        """The run's folder of local files (its agents' output, its prompts), beside the repository's refs."""
+        return self.common_dir / FILES_DIR / run
 
     def runs(self) -> dict[str, str]:
         """run id -> head commit, for every run log here."""

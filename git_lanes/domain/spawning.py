@@ -1,0 +1,92 @@
+"""Spawning agents: the decisions around starting an agent CLI in a lane. Where its hooks go (the lane's
+workspace only, never the person's own settings), the environment it gets, which runs count as live agents,
+and the gates in front of a spawn: the spend gate, the budgets, and `[agent] max_parallel`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from git_lanes.domain import hook_settings, lanes
+from git_lanes.domain.context import Context
+from git_lanes.errors import Conflict, Refused
+from git_lanes.model import config
+from git_lanes.model.launch import Launch, invalid
+from git_lanes.model.policy import Policy
+from git_lanes.model.runs import RunState
+
+# Each CLI's project-level settings file in a workspace. Claude Code's `settings.local.json` is its personal,
+# never-committed file; the others are the only project files those CLIs read hooks from.
+SETTINGS_FILES = {"claude": ".claude/settings.local.json", "codex": ".codex/hooks.json",
+                  "gemini": ".gemini/settings.json"}
+
+
+def load_launch(ctx: Context) -> Launch:
+    """The `[agent]` and `[pipeline]` tables of `.lanes.toml` at the trunk's committed head (defaults without)."""
+    text = ctx.store.read_path(ctx.store.tree_of(lanes.lane_head(ctx, ctx.trunk)), config.CONFIG)
+    return Launch.from_toml(config.parse(text, invalid)) if text is not None else Launch()
+
+
+def install_hooks(ctx: Context, lane: str, workspace: Path, cli: str, prefix: str) -> dict[str, Any]:
+    """Put the control plane's hooks for `cli` into the lane's workspace, merged into that CLI's project
+    settings there, and keep that file out of the lane's states (the repository's exclude list). A settings
+    file the lane tracks is never edited: it must carry the hooks already (committed on the trunk)."""
+    relative = SETTINGS_FILES.get(cli)
+    if relative is None:
+        return {"cli": cli, "settings": None, "added": [], "note": "a custom CLI gets no hooks installed"}
+    path = workspace / relative
+    tracked = ctx.store.read_path(ctx.store.tree_of(lanes.lane_head(ctx, lane)), relative) is not None
+    if tracked:
+        found = hook_settings.inspect(path, cli)
+        if found["missing"]:
+            raise Refused(f"lane {lane} tracks {relative}, which lacks the git-lanes hooks for "
+                          f"{', '.join(found['missing'])}; spawn never edits a tracked settings file",
+                          code="settings_tracked",
+                          hint=f"run `git lanes install {cli}` in the main worktree and commit {relative} on the "
+                               "trunk, then spawn again")
+        return {"cli": cli, "settings": str(path), "added": [], "tracked": True}
+    result = hook_settings.install(path, cli, prefix)
+    ctx.store.exclude("/" + relative)
+    return result
+
+
+def agent_env(base: dict[str, str], *, run: str, agent: str, lane: str, workspace: Path, task: str | None,
+              extra: dict[str, str]) -> dict[str, str]:
+    """The agent's environment: the caller's, the CLI's `[agent.<cli>] env`, and who and where it is."""
+    env = dict(base) | extra | {"GIT_LANES_AGENT": agent, "GIT_LANES_RUN": run, "GIT_LANES_LANE": lane,
+                                "GIT_LANES_WORKSPACE": str(workspace)}
+    if task:
+        env["GIT_LANES_TASK"] = task
+    return env
+
+
+def is_live(state: RunState, host: str, running: Any) -> bool:
+    """Whether the run's agent process runs now, on this machine (`running(pid, ticks)` asks the OS)."""
+    process = state.process or {}
+    return bool(process) and process.get("host") == host and running(process.get("pid"), process.get("ticks"))
+
+
+def supervised(state: RunState, host: str, running: Any) -> bool:
+    """Whether a supervisor of this run runs now, on this machine."""
+    boss = state.supervisor or {}
+    return bool(boss) and boss.get("host") == host and running(boss.get("pid"), boss.get("ticks"))
+
+
+def check_spend(policy: Policy, day_usd: float, exhausted: list[dict]) -> None:
+    """The spend gate in front of a spawn: today's spend against `[spend] usd_per_day`, and the budgets of
+    the lane, task and ticket it would work on. Waiting does not help here, so it refuses."""
+    if policy.usd_per_day is not None and day_usd >= policy.usd_per_day - 1e-9:
+        raise Refused(f"the daily spend limit is reached: runs cost ${day_usd:.2f} today of "
+                      f"${policy.usd_per_day:.2f} (usd_per_day); nothing is spawned", code="spend_limit",
+                      hint="raise [spend] usd_per_day in .lanes.toml on the trunk, or wait for tomorrow (UTC)")
+    if exhausted:
+        spent = "; ".join(f"{b['scope']} {b['key']}: {b['detail']}" for b in exhausted)
+        raise Refused(f"the budget is spent ({spent}); nothing is spawned", code="budget_exhausted",
+                      hint="raise it with `git lanes budget set`, or clear it with `git lanes budget clear`")
+
+
+def check_slot(launch: Launch, live: int) -> None:
+    if live >= launch.max_parallel:
+        raise Conflict(f"{live} agents run already, [agent] max_parallel is {launch.max_parallel}",
+                       code="max_parallel", details={"live": live, "max_parallel": launch.max_parallel},
+                       hint="wait for one to finish (`git lanes ps`), or spawn with --queue to wait for a slot")

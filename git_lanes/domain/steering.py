@@ -1,0 +1,172 @@
+"""Steering a running agent through its hooks, on the light path (no pygit2): messages a person told the run
+(`git lanes tell`), delivered at the model's next tool call or stop, and the budgets of its lane, task and
+ticket (`git lanes budget set`), which warn at 80% and block writes and commands at 100%.
+
+Budgets are read from the ledger's tree and the spend from the run logs, both with the hook's own object
+reader; the check runs under the runs' lock, against the run's state as it is being charged, so two agents
+of one task cannot both slip past the limit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from git_lanes.errors import UnsupportedFormat
+from git_lanes.model.budgets import Budget, budget_path, describe, level
+from git_lanes.model.calls import ToolCall
+from git_lanes.model.refs import LEDGER
+from git_lanes.model.runs import RunEvent, RunState
+from git_lanes.store import gitfiles
+from git_lanes.store.objects import parse_commit, parse_tree
+
+RANK = {"ok": 0, "warn": 1, "exhausted": 2}
+
+
+# -- messages -----------------------------------------------------------------------------------------------
+def deliver(state: RunState | None, via: str, now: float) -> tuple[list[RunEvent], str | None]:
+    """The event marking every queued message delivered, and the text that carries them to the model."""
+    if state is None or not state.inbox:
+        return [], None
+    text = "\n".join(f"Message from {m.get('from') or 'a person'} (git lanes tell): {m.get('text')}"
+                     for m in state.inbox)
+    return [RunEvent("message_delivered", now, {"ids": [m.get("id") for m in state.inbox], "via": via})], text
+
+
+# -- the ledger, read lightly -----------------------------------------------------------------------------
+class LedgerReader:
+    """Records of the ledger's current tree, read with the hook's object reader (one tree per level)."""
+
+    __slots__ = ("objects", "root")
+
+    def __init__(self, repo: Any) -> None:
+        self.objects = repo.log.objects
+        head = gitfiles.read_ref(repo.common_dir, LEDGER)
+        self.root: str | None = None
+        if head is not None:
+            headers, _ = parse_commit(self.objects.read_typed(head, b"commit"))
+            self.root = headers["tree"][0]
+
+    def _tree(self, directory: str) -> dict[str, tuple[int, str]] | None:
+        if self.root is None:
+            return None
+        entries = parse_tree(self.objects.read_typed(self.root, b"tree"))
+        for part in [p for p in directory.split("/") if p]:
+            entry = entries.get(part)
+            if entry is None or entry[0] != 0o040000:
+                return None
+            entries = parse_tree(self.objects.read_typed(entry[1], b"tree"))
+        return entries
+
+    def record(self, path: str) -> dict | None:
+        directory, _, name = path.rpartition("/")
+        entries = self._tree(directory)
+        entry = entries.get(name) if entries is not None else None
+        if entry is None:
+            return None
+        data = json.loads(self.objects.read_typed(entry[1], b"blob"))
+        return data if isinstance(data, dict) else None
+
+    def names(self, directory: str) -> list[str]:
+        entries = self._tree(directory)
+        return sorted(entries) if entries else []
+
+
+def task_path(task: str) -> str:
+    return f"tasks/{task[:2]}/{task}.json"
+
+
+def ticket_path(ticket: str) -> str:
+    return f"tickets/{ticket}.json"
+
+
+# -- budgets --------------------------------------------------------------------------------------------
+class BudgetCheck:
+    """What the budgets say about one call: a deny reason, warnings for the model, the alert events to
+    record, and the budgets that became exhausted with it (their tasks get blocked, outside the lock)."""
+
+    __slots__ = ("deny", "warnings", "events", "exhausted")
+
+    def __init__(self) -> None:
+        self.deny: str | None = None
+        self.warnings: list[str] = []
+        self.events: list[RunEvent] = []
+        self.exhausted: list[dict] = []
+
+
+def applicable(ledger: LedgerReader, state: RunState) -> tuple[list[Budget], list[str]]:
+    """The budgets over this run (its lane's, its task's, its task's ticket's) and the ticket's tasks."""
+    found, ticket_tasks = [], []
+    wanted = [("lane", state.lane), ("task", state.task)]
+    if state.task:
+        task = ledger.record(task_path(state.task)) or {}
+        ticket = task.get("ticket")
+        if ticket:
+            wanted.append(("ticket", ticket))
+            ticket_tasks = list((ledger.record(ticket_path(ticket)) or {}).get("tasks") or [])
+    for scope, key in wanted:
+        if key:
+            record = ledger.record(budget_path(scope, key))
+            if record is not None:
+                found.append(Budget.from_dict(record))
+    return found, ticket_tasks
+
+
+def run_states(repo: Any, current: RunState) -> list[RunState]:
+    """Every run's state, `current` as given (it may be ahead of its log); a damaged log is skipped here
+    (doctor reports it)."""
+    states = [current]
+    for other, head in repo.log.runs().items():
+        if other == current.id:
+            continue
+        try:
+            states.append(RunState.from_dict(json.loads(repo.log.state_at(head))))
+        except (ValueError, UnsupportedFormat):
+            continue
+    return states
+
+
+def runs_spend(budget: Budget, states: list[RunState], ticket_tasks: list[str]) -> tuple[float, int]:
+    """Dollars and tokens the runs under `budget` spent."""
+    def under(state: RunState) -> bool:
+        if budget.scope == "lane":
+            return state.lane == budget.key
+        if budget.scope == "task":
+            return state.task == budget.key
+        return state.task is not None and state.task in ticket_tasks
+    chosen = [s for s in states if under(s)]
+    return round(sum(s.usage.cost_usd for s in chosen), 6), sum(s.usage.tokens for s in chosen)
+
+
+def check(repo: Any, state: RunState, call: ToolCall | None, now: float) -> BudgetCheck:
+    """Judge the run's budgets for `call` (None: only record how far they have gone)."""
+    result = BudgetCheck()
+    if not state.lane and not state.task:
+        return result
+    ledger = LedgerReader(repo)
+    if ledger.root is None or not ledger.names("budgets"):
+        return result
+    budgets, ticket_tasks = applicable(ledger, state)
+    if not budgets:
+        return result
+    states = run_states(repo, state)
+    for budget in budgets:
+        usd, tokens = runs_spend(budget, states, ticket_tasks)
+        now_level = level(budget, usd, tokens)
+        key = f"{budget.scope}:{budget.key}"
+        before = state.alerts.get(key, "ok")
+        detail = describe(budget, usd, tokens)
+        if now_level == "exhausted" and call is not None and call.changes_things and result.deny is None:
+            result.deny = (f"the budget of {budget.label} is spent ({detail}): no more writes or commands. "
+                           "Summarize where you are and stop; a person can raise it with `git lanes budget set`")
+        if now_level != before:
+            result.events.append(RunEvent("budget_alert", now, {"scope": budget.scope, "key": budget.key,
+                                                               "level": now_level, "detail": detail,
+                                                               "usd": usd, "tokens": tokens}))
+        if RANK[now_level] > RANK[before]:
+            if now_level == "warn":
+                result.warnings.append(f"warning: 80% of the budget of {budget.label} is spent ({detail})")
+            else:
+                result.warnings.append(f"the budget of {budget.label} is spent ({detail}): writes and commands "
+                                       "are blocked from now on")
+                result.exhausted.append({"scope": budget.scope, "key": budget.key, "detail": detail})
+    return result

@@ -1,0 +1,152 @@
+"""Agent processes: starting one in its own process group with its output in a log file, telling whether a
+process (or any process of a group) still runs, and ending a whole group (SIGTERM, then SIGKILL).
+
+A process is named by its pid and its start time (`/proc/<pid>/stat`'s starttime, in clock ticks since
+boot), so a pid the kernel reused for another program is never mistaken for the agent. A zombie (exited, not
+yet reaped by its parent) counts as gone: it runs nothing and holds nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from git_lanes.errors import LanesError
+
+PROC = Path("/proc")
+POLL_SECONDS = 0.05
+KILL_WAIT_SECONDS = 10.0
+
+
+class LaunchFailed(LanesError):
+    code = "launch_failed"
+
+
+@dataclass(frozen=True)
+class Started:
+    pid: int
+    ticks: int | None  # start time, to recognise the process later
+    process: subprocess.Popen | None = None
+
+
+def hostname() -> str:
+    return socket.gethostname()
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), or None when it is gone."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[19]) if fields and len(fields) > 19 else None
+
+
+def running(pid: int | None, ticks: int | None = None) -> bool:
+    """Whether process `pid` (started at `ticks`, when known) still runs."""
+    if not pid:
+        return False
+    if not PROC.is_dir():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    fields = _stat(pid)
+    if fields is None or fields[0] in ("Z", "X"):
+        return False
+    return ticks is None or len(fields) <= 19 or int(fields[19]) == ticks
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (non-zombie) processes of process group `pgid`."""
+    if not PROC.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat(int(entry.name))
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return sorted(members)
+
+
+def launch(argv: list[str], cwd: Path, env: dict[str, str], log: Path, header: str = "") -> Started:
+    """Start `argv` in `cwd` as the leader of a new session and process group, stdin closed, stdout and
+    stderr appended to `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        if header:
+            out.write(header.encode())
+            out.flush()
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            out.write(f"git-lanes: could not start {argv[0]!r}: {exc}\n".encode())
+            raise LaunchFailed(f"could not start {argv[0]!r}: {exc.strerror or exc}",
+                               hint="check the command in [agent.<cli>] of .lanes.toml, and that it is on PATH"
+                               ) from None
+    return Started(proc.pid, start_ticks(proc.pid), proc)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pgid: int, timeout: float) -> bool:
+    """Wait up to `timeout` seconds for every process of group `pgid` to end."""
+    deadline = time.monotonic() + timeout
+    while group_members(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
+def end_group(pgid: int, grace: float) -> str:
+    """End every process of group `pgid`: SIGTERM, then SIGKILL to what is left after `grace` seconds.
+    Returns how it ended: "gone" (nothing ran), "SIGTERM" or "SIGKILL"."""
+    if not group_members(pgid):
+        return "gone"
+    signal_group(pgid, signal.SIGTERM)
+    if wait_gone(pgid, grace):
+        return "SIGTERM"
+    signal_group(pgid, signal.SIGKILL)
+    if not wait_gone(pgid, KILL_WAIT_SECONDS):
+        raise LanesError(f"processes {group_members(pgid)} of group {pgid} survived SIGKILL", code="unkillable",
+                         hint="they may be stuck in the kernel (uninterruptible I/O); look with `ps -o pid,stat`")
+    return "SIGKILL"
+
+
+def read_from(path: Path, offset: int) -> tuple[bytes, int]:
+    """What `path` holds from byte `offset` on, and the offset after it; nothing for a missing file."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(offset)
+            data = log.read()
+    except FileNotFoundError:
+        return b"", offset
+    return data, offset + len(data)

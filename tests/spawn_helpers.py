@@ -1,0 +1,58 @@
+"""Spawning the fake agent CLI (tests/fake_agent.py) in a test repository: its script, the trunk's
+`[agent.claude]` command that starts it, and its journal of what it did and what the hooks told it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import run_cli
+from hook_helpers import set_policy
+
+FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
+# A safeguard for waits on real processes; never an assertion about speed.
+PATIENCE = 180.0
+
+
+def use_fake_agent(repo: Path, tmp: Path, stages: dict, *, max_parallel: int = 4, extra: str = "") -> Path:
+    """Commit a `.lanes.toml` on the trunk whose claude command is the fake agent playing `stages`; returns
+    the journal's path."""
+    script = tmp / "script.json"
+    journal = tmp / "journal.jsonl"
+    script.write_text(json.dumps({"stages": stages, "journal": str(journal), "transcripts": str(tmp / "transcripts")}))
+    journal.touch()
+    command = json.dumps([sys.executable, str(FAKE_AGENT), str(script), "{prompt}"])
+    set_policy(repo, f"[agent]\nmax_parallel = {max_parallel}\nstop_grace = 2\n\n[agent.claude]\ncommand = {command}\n"
+                     + extra)
+    return journal
+
+
+def journal(path: Path, run: str | None = None, event: str | None = None) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if (run is None or r["run"] == run) and (event is None or r["event"] == event)]
+
+
+def wait_for(predicate: Callable[[], object], what: str, timeout: float = PATIENCE) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.1)
+
+
+def show(repo: Path, run: str) -> dict:
+    result = run_cli("run", "show", run, "--json", cwd=repo)
+    assert result.code == 0, result.err
+    return result.json
+
+
+def finished(repo: Path, run: str) -> bool:
+    """The run's supervisor has ended (it records so as its last act)."""
+    state = show(repo, run)
+    return not state["supervisor"] and bool(state.get("events"))

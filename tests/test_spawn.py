@@ -1,0 +1,111 @@
+"""`git lanes spawn`, `ps`, `stop`, `tell`, `logs` with the fake agent CLI (tests/fake_agent.py): real
+processes, real hooks, never a model."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli, workspace
+from spawn_helpers import finished, journal, show, use_fake_agent, wait_for
+
+from git_lanes.store import processes
+
+
+def spawned_run(result) -> str:
+    assert result.code == 0, result.err
+    return result.json["run"]
+
+
+def test_spawn_runs_the_agent_in_its_lane_with_hooks_scoped_to_the_workspace(repo, tmp_path, hermetic):
+    user_settings = hermetic / ".claude" / "settings.json"
+    user_settings.parent.mkdir()
+    user_settings.write_text('{"model": "mine"}\n')
+    path = use_fake_agent(repo, tmp_path, {"default": [{"read": "README.md"}, {"usage": {"input": 1000, "output": 200}},
+                                                       {"write": "src/greet.py", "content": "hello\n"}]})
+    result = run_cli("spawn", "--prompt", "Write a greeting", "--agent", "coder-1", "--wait", "--json", cwd=repo)
+    run = spawned_run(result)
+    ws = workspace(repo, "agent/coder-1")
+    local = json.loads((ws / ".claude" / "settings.local.json").read_text())
+    assert {"PreToolUse", "PostToolUse", "Stop", "SessionStart"} <= set(local["hooks"])
+    assert user_settings.read_text() == '{"model": "mine"}\n'
+    assert not (repo / ".claude").exists()
+    # the agent ran in the workspace, as the run, and every call went through the hooks into the run's log
+    rows = journal(path, run)
+    assert [r["tool"] for r in rows if r["event"] == "tool"] == ["Read", "Write"]
+    assert (ws / "src" / "greet.py").read_text() == "hello\n"
+    state = show(repo, run)
+    assert state["status"] == "ended" and state["exit"]["code"] == 0 and state["lane"] == "agent/coder-1"
+    assert state["calls"] == 2 and state["tokens"]["input"] == 1000 and state["launch"]["cli"] == "claude"
+    # the turn became a proposal of the lane: the workspace's hook settings are not part of it
+    proposal = state["transitions"][-1]
+    changes = run_cli("show", proposal, "--json", cwd=repo).json["changes"]
+    assert [c["path"] for c in changes] == ["src/greet.py"]
+    assert "fake agent: run" in run_cli("logs", run, cwd=repo).out
+
+
+def test_spawn_refuses_what_it_cannot_do_and_makes_nothing(repo, tmp_path):
+    use_fake_agent(repo, tmp_path, {})
+    lanes_before = run_cli("lane", "list", "--json", cwd=repo).json
+    assert run_cli("spawn", cwd=repo).code == 1
+    assert run_cli("spawn", "--prompt", "x", "--cli", "custom", cwd=repo).err.count("no command") == 1
+    assert run_cli("spawn", "--prompt", "x", "--pipeline", cwd=repo).code == 1
+    assert run_cli("spawn", "beef", cwd=repo).code == 1
+    assert run_cli("lane", "list", "--json", cwd=repo).json == lanes_before
+    assert run_cli("run", "list", "--json", cwd=repo).json == []
+
+
+def test_stop_ends_the_whole_process_group_and_the_supervisor(repo, tmp_path):
+    path = use_fake_agent(repo, tmp_path, {"default": [{"read": "README.md"},
+                                                       {"hang": {"ignore_term": True, "child": True}}]})
+    run = spawned_run(run_cli("spawn", "--prompt", "Hang around", "--json", cwd=repo))
+    wait_for(lambda: journal(path, run, "hanging"), "the agent to hang")
+    state = show(repo, run)
+    group, boss = state["process"]["pgid"], state["supervisor"]["pid"]
+    assert len(processes.group_members(group)) == 2, "the agent and its child run"
+    assert processes.running(boss)
+    listed = run_cli("ps", "--json", cwd=repo).json
+    assert [r["run"] for r in listed] == [run] and listed[0]["state"] == "running"
+
+    stopped = run_cli("stop", run[:6], "--reason", "wrong approach", "--json", cwd=repo)
+    assert stopped.code == 0, stopped.err
+    assert stopped.json["signal"] == "SIGKILL"  # it ignores SIGTERM
+    assert processes.group_members(group) == [] and not processes.running(boss)
+    state = show(repo, run)
+    assert state["stop"]["reason"] == "wrong approach" and state["stop"]["done"]
+    assert state["exit"]["signal"] == 9 and not state["process"]
+    assert run_cli("ps", "--json", cwd=repo).json == []
+    again = run_cli("stop", run, "--json", cwd=repo)
+    assert again.code == 0 and again.json["stopped"] is False
+
+
+def test_tell_reaches_the_model_at_a_tool_call_and_at_a_stop(repo, tmp_path):
+    gate = tmp_path / "go"
+    path = use_fake_agent(repo, tmp_path, {"default": [{"wait_for_message": 120}, {"await_file": str(gate)}]})
+    run = spawned_run(run_cli("spawn", "--prompt", "Listen", "--json", cwd=repo))
+    wait_for(lambda: journal(path, run, "waiting"), "the agent to wait")
+    told = run_cli("tell", run, "Use the session helper", "--from", "alice", "--json", cwd=repo)
+    assert told.code == 0 and told.json["live"] is True
+    wait_for(lambda: journal(path, run, "awaiting"), "the message to arrive")
+    assert "Message from alice (git lanes tell): Use the session helper" in journal(path, run, "told")[0]["text"]
+    # a message queued while the model works without tools arrives when it stops: the Stop hook blocks with it
+    assert run_cli("tell", run, "Also update the README", cwd=repo).code == 0
+    gate.touch()
+    wait_for(lambda: finished(repo, run), "the run to finish")
+    at_stop = [r for r in journal(path, run, "told") if r["via"] == "Stop"]
+    assert len(at_stop) == 1 and "Also update the README" in at_stop[0]["text"]
+    assert show(repo, run)["inbox"] == []
+
+
+def test_past_max_parallel_a_spawn_is_refused_and_a_queued_one_waits(repo, tmp_path):
+    gate = tmp_path / "go"
+    path = use_fake_agent(repo, tmp_path, {"default": [{"await_file": str(gate)}]}, max_parallel=1)
+    first = spawned_run(run_cli("spawn", "--prompt", "one", "--json", cwd=repo))
+    refused = run_cli("spawn", "--prompt", "two", "--json", cwd=repo)
+    assert refused.code == 3 and refused.json["error"] == "max_parallel"
+    queued = run_cli("spawn", "--prompt", "two", "--queue", "--json", cwd=repo)
+    second = spawned_run(queued)
+    assert queued.json["state"] == "queued" and show(repo, second)["process"] == {}
+    gate.touch()
+    wait_for(lambda: finished(repo, first) and finished(repo, second), "both runs to finish")
+    assert [r["run"] for r in journal(path, event="exit")] == [first, second]
+
