@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import run_cli, workspace
-from spawn_helpers import finished, journal, show, use_fake_agent, wait_for
+from spawn_helpers import PATIENCE, finished, journal, show, use_fake_agent, wait_for
 
 from git_lanes.store import processes
 
@@ -22,7 +22,7 @@ def test_spawn_runs_the_agent_in_its_lane_with_hooks_scoped_to_the_workspace(rep
     user_settings.write_text('{"model": "mine"}\n')
     path = use_fake_agent(repo, tmp_path, {"default": [{"read": "README.md"}, {"usage": {"input": 1000, "output": 200}},
                                                        {"write": "src/greet.py", "content": "hello\n"}]})
-    result = run_cli("spawn", "--prompt", "Write a greeting", "--agent", "coder-1", "--wait", "--json", cwd=repo)
+    result = run_cli("spawn", "--prompt", "Write a greeting", "--agent", "coder-1", "--wait", "--json", cwd=repo, timeout=PATIENCE)
     run = spawned_run(result)
     ws = workspace(repo, "agent/coder-1")
     local = json.loads((ws / ".claude" / "settings.local.json").read_text())

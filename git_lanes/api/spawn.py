@@ -169,8 +169,8 @@ class SpawnApi:
         live = spawning.is_live(state, host, processes.running)
         supervised = spawning.supervised(state, host, processes.running)
         status = "running" if live else "queued" if supervised and state.supervisor.get("queued") else \
-            "supervising" if supervised else "stopped" if state.stop.get("done") else \
-            "exited" if state.exit else state.status
+            "supervising" if supervised else "ended" if state.status == "ended" else \
+            "stopped" if state.stop.get("done") else "exited" if state.exit else state.status
         return view | {"run": state.id, "live": live, "supervised": supervised, "state": status,
                        "pid": (state.process or {}).get("pid"), "log": state.launch.get("log"),
                        "stage": (state.pipeline or {}).get("stage"), "pipeline_status": (state.pipeline or {}).get("status")}
@@ -303,7 +303,7 @@ def _settled(state: RunState) -> bool:
                 or float((state.exit or {}).get("time", -1)) >= since
                 or (float(pipeline_state.get("updated", -1)) >= since
                     and (pipeline_state.get("stage") in ("verify", "ship")
-                         or pipeline_state.get("status") in ("failed", "blocked", "done", "stopped"))))
+                         or pipeline_state.get("status") in ("error", "blocked", "done", "stopped"))))
 
 
 def _writable(policy: Any) -> str:

@@ -278,7 +278,7 @@ class SuperviseApi:
         if outcome.error is not None or outcome.code != 0:
             why = outcome.error or (f"the agent exited with code {outcome.code}" if outcome.code is not None
                                     else f"the agent was killed by signal {outcome.signal}")
-            self._stage(repo, run, stage, "failed", reason=why)
+            self._stage(repo, run, stage, "error", reason=why)
             return False
         plan = list(self._read(repo, run).plan) if stage == "plan" else None
         self._stage(repo, run, stage, "done", plan=plan)

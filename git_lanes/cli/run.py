@@ -174,17 +174,30 @@ def end(run_id: str, reason: str | None, as_json: bool) -> None:
 
 @run_group.command()
 @click.argument("run_id", metavar="RUN")
+@click.option("--spawn", "respawn", is_flag=True,
+              help="Start the spawned run's agent again from the briefing (a pipeline goes on with its stage).")
 @json_option
-def resume(run_id: str, as_json: bool) -> None:
+def resume(run_id: str, respawn: bool, as_json: bool) -> None:
     """Print the briefing a new session of the run starts from: goal, task and dependencies, phase and
     budget, plan, the calls in flight when it stopped, what landed on disk, unread posts, claim overlaps
     and whether the trunk moved (with the paths that would collide).
 
+    With --spawn, a run started by `git lanes spawn` that was killed, stopped or blocked starts again: its
+    agent gets the briefing, and a pipeline continues with the stage it was in, never from the start.
+
     \b
     Example:
       git lanes run resume 3fa2c1 > briefing.md
+      git lanes run resume 3fa2c1 --spawn
     """
-    run(lambda: open_api().run_resume(run_id), as_json, lambda r: r["text"])
+    if not respawn:
+        run(lambda: open_api().run_resume(run_id), as_json, lambda r: r["text"])
+        return
+    from git_lanes.cli import supervise
+    from git_lanes.cli.spawn import hook_prefix, render_spawned
+
+    run(lambda: open_api().run_resume_spawn(run_id, hook_prefix=hook_prefix(), supervisor=supervise.argv), as_json,
+        render_spawned)
 
 
 @run_group.command()

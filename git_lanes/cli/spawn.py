@@ -14,7 +14,7 @@ from git_lanes.errors import EXIT_GATE, EXIT_USER, LanesError
 CLIS = ["claude", "codex", "gemini", "custom"]
 
 
-def _hook_prefix() -> str:
+def hook_prefix() -> str:
     from git_lanes.cli.hook import command_prefix
 
     return command_prefix()
@@ -87,7 +87,7 @@ def spawn(task: str | None, text: str | None, lane: str | None, agent: str | Non
     def action() -> dict:
         api = open_api()
         result = api.spawn(task, prompt=text, lane=lane, agent=agent, cli=agent_cli, use_pipeline=use_pipeline,
-                           queue=queue, phase=phase, hook_prefix=_hook_prefix(),
+                           queue=queue, phase=phase, hook_prefix=hook_prefix(),
                            supervisor=None if foreground else supervise.argv)
         if foreground:
             return api.supervise(result["run"])

@@ -11,7 +11,7 @@ its log, and a pipeline killed at any point continues from the stage it was in, 
   `[pipeline] fix_attempts` times; then the task is blocked with a question on the board;
 - ship: the lane is integrated (`task done`), and the run ends.
 
-An agent that exits with an error fails the pipeline; `stop` stops it; both, and a blocked pipeline, resume
+An agent that exits with an error stops the pipeline (status `error`); `stop` stops it; both, and a blocked pipeline, resume
 with `git lanes run resume RUN --spawn`."""
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from git_lanes.model.runs import RunState
 
 AGENT_STAGES = ("plan", "execute", "fix")
 STAGES = ("plan", "execute", "verify", "fix", "ship")
-# A stage is in one of these; `started` stages are the ones a killed pipeline was in the middle of.
-OPEN = ("started", "stopped", "failed", "blocked", "resumed")
+# Statuses of a stage that did not get to its end: a killed pipeline was `started`, a stopped one `stopped`, an
+# agent that exited with an error `error`; a blocked one waits for a person. Each goes on with its stage.
+OPEN = ("started", "stopped", "error", "blocked", "resumed")
 OUTPUT_CHARS = 6000
 
 
@@ -43,16 +44,15 @@ def next_step(state: RunState, fix_attempts: int) -> Step:
     if stage is None:
         return Step("agent", "plan")
     if status in OPEN:
-        if status == "blocked" and stage == "verify":
-            return Step("verify")  # a person answered: look again before fixing again
-        return Step("agent", stage, resume=True) if stage in AGENT_STAGES else Step(stage)
+        # A blocked verify that a person answered looks again before fixing again.
+        return Step("agent", stage, resume=True) if stage in AGENT_STAGES else Step(stage, stage)
     if stage == "plan":
         return Step("agent", "execute")
     if stage in ("execute", "fix"):
-        return Step("verify")
+        return Step("verify", "verify")
     if stage == "verify":
         if status == "passed":
-            return Step("ship")
+            return Step("ship", "ship")
         if int(pipeline.get("fixes", 0)) < fix_attempts:
             return Step("agent", "fix")
         return Step("blocked", "verify")
@@ -95,7 +95,7 @@ def prompt(step: Step, state: RunState, task: dict | None, *, fix_attempts: int,
         lines.append("Carry out the plan in this workspace. Stop when the work is done; the trunk's gates verify "
                      "it after you.")
     else:
-        attempt = int((state.pipeline or {}).get("fixes", 0)) + (0 if step.resume else 1)
+        attempt = max(1, int((state.pipeline or {}).get("fixes", 0)))  # counted when the fix stage started
         verify = (state.pipeline or {}).get("verify") or {}
         lines.append(f"Fix attempt {attempt} of {fix_attempts}: the trunk's gates failed on this lane's state.")
         for failure in verify.get("failed") or []:
