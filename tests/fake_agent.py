@@ -194,7 +194,8 @@ class Agent:
         self.end_marker: Path | None = None
         print(f"fake agent: run {RUN[:8]} stage {self.stage}{' (resumed)' if self.resumed else ''}", flush=True)
         started = self.hook("SessionStart", source="startup", model="claude-sonnet-5")
-        self.journal("session_start", prompt=self.prompt, context=self.context(started))
+        env = {k: os.environ.get(k) for k in ("GIT_LANES_AGENT", "GIT_LANES_RUN", "GIT_LANES_LANE", "PORT")}
+        self.journal("session_start", prompt=self.prompt, context=self.context(started), env=env, cwd=str(CWD))
         submitted = self.hook("UserPromptSubmit", prompt=self.prompt)
         if self.context(submitted):
             self.journal("told", via="UserPromptSubmit", text=self.context(submitted))

@@ -21,7 +21,8 @@ def test_spawn_runs_the_agent_in_its_lane_with_hooks_scoped_to_the_workspace(rep
     user_settings.parent.mkdir()
     user_settings.write_text('{"model": "mine"}\n')
     path = use_fake_agent(repo, tmp_path, {"default": [{"read": "README.md"}, {"usage": {"input": 1000, "output": 200}},
-                                                       {"write": "src/greet.py", "content": "hello\n"}]})
+                                                       {"write": "src/greet.py", "content": "hello\n"}]},
+                          extra='\n[setup]\nports = 1\nenv = { PORT = "{port0}" }\n')
     result = run_cli("spawn", "--prompt", "Write a greeting", "--agent", "coder-1", "--wait", "--json", cwd=repo, timeout=PATIENCE)
     run = spawned_run(result)
     ws = workspace(repo, "agent/coder-1")
@@ -32,6 +33,12 @@ def test_spawn_runs_the_agent_in_its_lane_with_hooks_scoped_to_the_workspace(rep
     # the agent ran in the workspace, as the run, and every call went through the hooks into the run's log
     rows = journal(path, run)
     assert [r["tool"] for r in rows if r["event"] == "tool"] == ["Read", "Write"]
+    started = journal(path, run, "session_start")[0]
+    assert started["cwd"] == str(ws) and started["env"]["GIT_LANES_RUN"] == run
+    assert started["env"]["GIT_LANES_AGENT"] == "coder-1" and started["env"]["GIT_LANES_LANE"] == "agent/coder-1"
+    # the lane's setup was applied: its port is reserved and in the agent's environment
+    port = run_cli("lane", "env", "agent/coder-1", "--json", cwd=repo).json["ports"][0]
+    assert started["env"]["PORT"] == str(port)
     assert (ws / "src" / "greet.py").read_text() == "hello\n"
     state = show(repo, run)
     assert state["status"] == "ended" and state["exit"]["code"] == 0 and state["lane"] == "agent/coder-1"

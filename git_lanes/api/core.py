@@ -200,10 +200,24 @@ class CoreApi:
         return inspect.status(self.ctx)
 
     def history(self, *, lane: str | None = None, status: str | None = None, agent: str | None = None,
-                limit: int | None = None) -> History:
+                limit: int | None = None, grep: str | None = None, tag: str | None = None, since: str | None = None,
+                model: str | None = None) -> History:
         """Transitions newest first (filtered by lane, status and agent, at most `limit`) with totals of their cost
-        over all that match and counts per status."""
-        return History.from_dict(inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit))
+        over all that match and counts per status; `grep` (a regular expression over the prompt), `tag`, `since`
+        (a date or `3d`) and `model` (part of the model's name) narrow them down."""
+        from git_lanes.domain import trace
+
+        filters = (grep, tag, since, model)
+        matches = trace.matcher(grep, tag, trace.parse_since(since, self.ctx.now()) if since else None, model) \
+            if any(f is not None for f in filters) else None
+        return History.from_dict(inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit,
+                                                 matches=matches))
+
+    def trace(self, state: str, limit: int | None = None) -> dict:
+        """The chain of transitions, promotions and resets that led to `state`, across lanes."""
+        from git_lanes.domain import trace
+
+        return trace.trace(self.ctx, state, limit)
 
     def show(self, transition_id: str) -> TransitionDetail:
         """One transition (by unique id prefix): its record (intent, cost, status, evaluations) and the paths it

@@ -63,6 +63,7 @@ class SuperviseApi:
     run_phase: Callable[[str, str], dict]
     run_end: Callable[..., dict]
     run_resume: Callable[[str], dict]
+    lane_env: Callable[[str], dict]
     touch_agent: Callable[[str], Any]
     task_done: Callable[..., Any]
     task_block: Callable[..., Any]
@@ -120,8 +121,9 @@ class SuperviseApi:
         values = {"prompt": prompt, "prompt_file": str(prompt_file), "lane": state.lane or "",
                   "workspace": str(workspace), "run": run, "task": state.task or "", "agent": state.agent}
         argv = render(launch.command(cli), values)
+        lane_env = self.lane_env(state.lane)["env"] if state.lane else {}  # the lane's [setup] env: its ports
         env = spawning.agent_env(unredirected_env(), run=run, agent=state.agent, lane=state.lane or "",
-                                 workspace=workspace, task=state.task, extra=launch.env.get(cli, {}))
+                                 workspace=workspace, task=state.task, extra=lane_env | launch.env.get(cli, {}))
         log = Path(state.launch["log"])
         header = f"=== git-lanes: run {run[:8]}{f' stage {stage}' if stage else ''}: {shlex.join(argv[:1])} " \
                  f"in {workspace} ===\n"
@@ -165,6 +167,7 @@ class SuperviseApi:
         assert process is not None
         beat = time.monotonic()
         budget_stop = False
+        spent_since: float | None = None
         while True:
             try:
                 process.wait(timeout=WATCH_SECONDS)
@@ -173,8 +176,11 @@ class SuperviseApi:
                 pass
             state = self._read(repo, run)
             spent = [key for key, level in state.alerts.items() if level == "exhausted"]
-            if spent and not state.stop:
-                # warn, pause, stop: the hooks already deny its writes; now the agent itself ends.
+            if spent and spent_since is None:
+                spent_since = time.monotonic()
+            if spent and not state.stop and time.monotonic() - spent_since >= launch.stop_grace:
+                # warn, pause, stop: the hooks deny its writes and blocked its task when the budget ran out;
+                # after the grace period (time to sum up) the agent itself ends.
                 self._append_run(repo, run, RunEvent("stop_requested", self.ctx.now(), {
                     "reason": f"the budget of {spent[0].replace(':', ' ', 1)} is spent", "by": SYSTEM,
                     "budget": True}))

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "restore": "git_lanes.cli.work:restore",
     "status": "git_lanes.cli.inspect:status",
     "history": "git_lanes.cli.inspect:history",
+    "trace": "git_lanes.cli.inspect:trace",
     "show": "git_lanes.cli.inspect:show",
     "diff": "git_lanes.cli.inspect:diff",
     "promote": "git_lanes.cli.promote:promote",

@@ -61,14 +61,21 @@ def _counts(lane: dict) -> str:
 @click.option("--status", "status_", type=click.Choice(["proposed", "accepted", "rejected"]),
               help="Only transitions with this status.")
 @click.option("--agent", metavar="AGENT", help="Only this agent's transitions.")
+@click.option("--grep", metavar="TEXT", help="Only prompts matching this regular expression (any case).")
+@click.option("--tag", metavar="TAG", help="Only transitions tagged TAG.")
+@click.option("--since", metavar="DATE", help="Only transitions made since DATE (YYYY-MM-DD[THH:MM], UTC) or "
+                                              "for the last 3d, 12h, 30m, 2w.")
+@click.option("--model", metavar="MODEL", help="Only transitions whose model's name contains MODEL (any case).")
 @limit_option("Show at most N (totals count all).", type=click.IntRange(min=0))
 @json_option
-def history(lane: str | None, status_: str | None, agent: str | None, limit: int | None, as_json: bool) -> None:
+def history(lane: str | None, status_: str | None, agent: str | None, grep: str | None, tag: str | None,
+            since: str | None, model: str | None, limit: int | None, as_json: bool) -> None:
     """List transitions newest first with prompt, agent, tags and cost, plus totals.
 
     \b
     Example:
       git lanes history --lane feature/auth --status rejected -n 20
+      git lanes history --grep "login|session" --tag auth --since 3d --model sonnet
     """
     def render(r: dict) -> str:
         rows = [[short(t["id"]), t["status"], t["lane"], t["intent"]["agent_id"],
@@ -79,7 +86,42 @@ def history(lane: str | None, status_: str | None, agent: str | None, limit: int
                                        f"total: {totals['count']} transitions ({counts or 'none'})  "
                                        f"{format_cost(totals)}"]))
 
-    run(lambda: open_api().history(lane=lane, status=status_, agent=agent, limit=limit), as_json, render)
+    run(lambda: open_api().history(lane=lane, status=status_, agent=agent, limit=limit, grep=grep, tag=tag, since=since,
+                                   model=model), as_json, render)
+
+
+@click.command()
+@click.argument("state", metavar="STATE")
+@limit_option("Show at most N steps.", type=click.IntRange(min=0))
+@json_option
+def trace(state: str, limit: int | None, as_json: bool) -> None:
+    """Show the chain of transitions, promotions and resets that led to STATE (a lane, a transition id or
+    any git revision), across lanes, newest first, with their prompts and cost.
+
+    A promotion names the lane it brought in; that lane's steps follow beneath it. A reset says which lane
+    was moved onto the state. Plain git commits with no transition show as `git`.
+
+    \b
+    Example:
+      git lanes trace main -n 20
+      git lanes trace 3fa2c1d0 --json
+    """
+    def render(r: dict) -> str:
+        rows = []
+        for s in r["steps"]:
+            cost = f"${s['cost']['cost_usd']:.4f}" if s.get("cost") else ""
+            where = s.get("lane") or "-"
+            if s["kind"] == "promote":
+                where += f" <- {s.get('from_lane')}"
+            elif s["kind"] == "reset":
+                where += f" onto {s.get('onto')}"
+            rows.append([short(s["state"]), s["kind"], where, s.get("status") or "", s.get("agent") or "", cost,
+                         (s.get("prompt") or "")[:60]])
+        t = r["totals"]
+        return "\n".join(filter(None, [table(rows), f"{len(r['steps'])} steps across {len(r['lanes'])} lanes, "
+                                                     f"{t['transitions']} transitions, {format_cost(t)}"]))
+
+    run(lambda: open_api().trace(state, limit), as_json, render)
 
 
 @click.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def status(ctx: Context) -> dict:
 
 
 def history(ctx: Context, *, lane: str | None = None, status: str | None = None, agent: str | None = None,
-            limit: int | None = None) -> dict:
+            limit: int | None = None, matches: Callable[[Transition], bool] | None = None) -> dict:
     if status is not None and status not in STATUSES:
         raise UserError(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
     if lane is not None:
@@ -64,7 +65,7 @@ def history(ctx: Context, *, lane: str | None = None, status: str | None = None,
         raise UserError("-n must not be negative")
     selected = [t for t in reversed(transitions.all_transitions(ctx))
                 if (lane is None or t.lane == lane) and (status is None or t.status == status)
-                and (agent is None or t.intent.agent_id == agent)]
+                and (agent is None or t.intent.agent_id == agent) and (matches is None or matches(t))]
     total = sum((t.cost for t in selected), CostTotals())
     shown = selected if limit is None else selected[:limit]
     counts = {s: sum(1 for t in selected if t.status == s) for s in STATUSES}

@@ -1,0 +1,93 @@
+"""`trace STATE`: the chain of transitions, promotions and resets that led to a state, across lanes, with the
+prompts and cost behind each; and the filters people use to find things in history (text, tag, date, model)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from git_lanes.domain import inspect, transitions
+from git_lanes.domain.context import Context
+from git_lanes.errors import UserError
+from git_lanes.model.records import Cost, Transition
+
+RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)(\s+ago)?")
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float) -> float:
+    """A moment from `2026-11-01`, `2026-11-01T09:30[:00]` (UTC unless it names an offset), or `3d`, `12h`,
+    `30m`, `2w` (that long before now, `ago` optional)."""
+    value = text.strip()
+    match = RELATIVE.fullmatch(value)
+    if match:
+        return now - float(match.group(1)) * UNITS[match.group(2)[0]]
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UserError(f"invalid date {text!r}", code="invalid_date",
+                        hint="write it as YYYY-MM-DD, YYYY-MM-DDTHH:MM, or relative: 3d, 12h, 30m, 2w") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def matcher(grep: str | None, tag: str | None, since: float | None, model: str | None):
+    """The predicate of `history --grep --tag --since --model`: the prompt matches the regular expression
+    (case-insensitive), the intent has the tag, it was made at or after `since`, its model's name contains
+    `model` (case-insensitive)."""
+    try:
+        pattern = re.compile(grep, re.IGNORECASE) if grep else None
+    except re.error as exc:
+        raise UserError(f"--grep {grep!r} is not a regular expression: {exc}", code="invalid_pattern") from None
+    wanted_model = model.lower() if model else None
+
+    def matches(t: Transition) -> bool:
+        return ((pattern is None or pattern.search(t.intent.prompt) is not None)
+                and (tag is None or tag in t.intent.tags)
+                and (since is None or t.created_at >= since)
+                and (wanted_model is None or wanted_model in (t.intent.model or "").lower()))
+    return matches
+
+
+def _step(record: Transition, commit: str) -> dict:
+    step = {"state": commit, "kind": record.kind, "id": record.id, "lane": record.lane, "status": record.status,
+            "prompt": record.intent.summary, "agent": record.intent.agent_id, "model": record.intent.model,
+            "tags": list(record.intent.tags), "cost": record.cost.to_dict(), "created_at": record.created_at}
+    if record.kind == "promote":
+        step["from_lane"] = record.extra.get("promoted_lane")
+    return step
+
+
+def trace(ctx: Context, spec: str, limit: int | None = None) -> dict:
+    """Every state the given one descends from, newest first (git's topological order), each with the
+    transition that made it: commits on lanes, promotions (naming the lane promoted, whose chain goes on
+    beneath), and the resets that moved a lane onto a state of the chain. Plain git commits with no
+    transition are listed too, as kind `git`."""
+    if limit is not None and limit < 0:
+        raise UserError("-n must not be negative")
+    start = inspect.resolve_state(ctx, spec)
+    records = transitions.all_transitions(ctx)
+    by_state = {t.state: t for t in records}
+    resets: dict[str, list[Transition]] = {}
+    for t in records:
+        if t.kind == "reset" and t.extra.get("new_head"):
+            resets.setdefault(t.extra["new_head"], []).append(t)
+    steps: list[dict] = []
+    total = Cost()
+    for info in ctx.store.walk(start):
+        for reset in resets.get(info.oid, []):
+            steps.append(_step(reset, info.oid) | {"kind": "reset", "onto": reset.extra.get("onto"),
+                                                   "left": reset.base, "reason": reset.reason})
+        record = by_state.get(info.oid)
+        if record is not None:
+            steps.append(_step(record, info.oid) | {"parents": list(info.parents)})
+            total = total + record.cost
+        else:
+            steps.append({"state": info.oid, "kind": "git", "prompt": info.message.strip().split("\n", 1)[0],
+                          "agent": info.author, "parents": list(info.parents), "created_at": float(info.time)})
+        if limit is not None and len(steps) >= limit:
+            break
+    lanes_crossed = sorted({s["lane"] for s in steps if s.get("lane")})
+    return {"state": start, "steps": steps[:limit] if limit is not None else steps, "lanes": lanes_crossed,
+            "totals": total.to_dict() | {"transitions": sum(1 for s in steps if s["kind"] != "git")}}
