@@ -9,17 +9,20 @@ of one task cannot both slip past the limit."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_lanes.errors import UnsupportedFormat
-from git_lanes.model.budgets import Budget, budget_path, describe, level
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.refs import LEDGER
 from git_lanes.model.runs import RunEvent, RunState
 from git_lanes.store import gitfiles
 from git_lanes.store.objects import parse_commit, parse_tree
 
+if TYPE_CHECKING:
+    from git_lanes.model.budgets import Budget
+
 RANK = {"ok": 0, "warn": 1, "exhausted": 2}
+BUDGETS = "budgets"
 
 
 # -- messages -----------------------------------------------------------------------------------------------
@@ -95,6 +98,8 @@ class BudgetCheck:
 
 def applicable(ledger: LedgerReader, state: RunState) -> tuple[list[Budget], list[str]]:
     """The budgets over this run (its lane's, its task's, its task's ticket's) and the ticket's tasks."""
+    from git_lanes.model.budgets import Budget, budget_path  # only where budgets exist: the hook path stays lean
+
     found, ticket_tasks = [], []
     wanted = [("lane", state.lane), ("task", state.task)]
     if state.task:
@@ -143,11 +148,13 @@ def check(repo: Any, state: RunState, call: ToolCall | None, now: float) -> Budg
     if not state.lane and not state.task:
         return result
     ledger = LedgerReader(repo)
-    if ledger.root is None or not ledger.names("budgets"):
+    if ledger.root is None or not ledger.names(BUDGETS):
         return result
     budgets, ticket_tasks = applicable(ledger, state)
     if not budgets:
         return result
+    from git_lanes.model.budgets import describe, level
+
     states = run_states(repo, state)
     for budget in budgets:
         usd, tokens = runs_spend(budget, states, ticket_tasks)

@@ -18,6 +18,7 @@ A command is an argv list (no shell). `{prompt}`, `{prompt_file}`, `{lane}`, `{w
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from git_lanes.model.config import CONFIG
 CLIS = ("claude", "codex", "gemini", "custom")
 HOOKED_CLIS = ("claude", "codex", "gemini")
 PLACEHOLDERS = ("prompt", "prompt_file", "lane", "workspace", "run", "task", "agent")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 # What `spawn` runs when `.lanes.toml` names no command for a CLI: each CLI's headless mode, permitted to
 # edit files (the hooks are the wall: writes outside the lane's workspace and read-only phases are denied).
 DEFAULT_COMMANDS: dict[str, tuple[str, ...]] = {
@@ -106,12 +108,8 @@ def check_cli(cli: str) -> str:
 def render(command: tuple[str, ...], values: dict[str, str]) -> list[str]:
     """`command` with each `{placeholder}` replaced; an element that was exactly `{prompt}` stays one
     argument however many lines the prompt has (no shell ever sees it)."""
-    argv = []
-    for element in command:
-        for name in PLACEHOLDERS:
-            element = element.replace("{" + name + "}", values.get(name, ""))
-        argv.append(element)
-    return argv
+    # One pass per element: a prompt that itself says `{lane}` keeps saying it.
+    return [_PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), element) for element in command]
 
 
 def invalid(message: str) -> UserError:
