@@ -83,12 +83,12 @@ class SpawnApi:
         agent = validate_agent_id(agent or f"{cli}-{run[:8]}")
         lane = lane or (record or {}).get("lane") or (f"task/{record['id'][:8]}" if record else f"agent/{agent}")
         lanes.validate_lane_name(lane)
+        spawning.check_spend(policy, self.day_spend(), self.budget_gate(lane=lane, task=record and record["id"]))
         if record is not None and record.get("owner") not in (None, agent) and \
                 tasks.owner_alive(state, record, self.ctx.now()):
             raise Conflict(f"task {record['id'][:8]} is {record['status']} by {record['owner']}, whose lease is alive",
                            code="task_claimed", hint=f"spawn as its owner with --agent {record['owner']}, or "
                                                      "hand it over with `git lanes task handoff`")
-        spawning.check_spend(policy, self.day_spend(), self.budget_gate(lane=lane, task=record and record["id"]))
         if not queue:
             spawning.check_slot(launch, len(self._live_runs(repo)))
         place = self.assign_worktree(agent, lane)
