@@ -22,7 +22,7 @@ class BudgetsApi:
 
     ctx: Context
     _state: Callable[[], ledger.State]
-    _append: Callable[[str, str, dict[str, Any]], dict]
+    _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
     _actor: Callable[[str | None], str]
     _runs: Callable[[], control.LightRepo]
     task_block: Callable[..., Any]
@@ -42,7 +42,7 @@ class BudgetsApi:
         return scope, tickets.resolve_ticket(state, value)
 
     def budget_set(self, *, lane: str | None = None, task: str | None = None, ticket: str | None = None,
-                   usd: float | None = None, tokens: int | None = None, actor: str | None = None) -> dict:
+                   usd: float | None = None, tokens: int | None = None, actor: str | None = None) -> dict[str, Any]:
         scope, key = self._subject(lane, task, ticket)
         Budget(scope, key, usd, tokens)  # refused here, before anything is written
         result = self._append("budget.set", self._actor(actor), {"scope": scope, "key": key, "usd": usd,
@@ -50,11 +50,11 @@ class BudgetsApi:
         return result | {"budget": self._show_one(Budget.from_dict(result["budget"]))}
 
     def budget_clear(self, *, lane: str | None = None, task: str | None = None, ticket: str | None = None,
-                     actor: str | None = None) -> dict:
+                     actor: str | None = None) -> dict[str, Any]:
         scope, key = self._subject(lane, task, ticket)
         return self._append("budget.clear", self._actor(actor), {"scope": scope, "key": key})
 
-    def budget_show(self, *, lane: str | None = None, task: str | None = None, ticket: str | None = None) -> list[dict]:
+    def budget_show(self, *, lane: str | None = None, task: str | None = None, ticket: str | None = None) -> list[dict[str, Any]]:
         """Every budget (or one lane's, task's or ticket's) with what was spent against it and its level."""
         state = self._state()
         found = budgets.all_budgets(state)
@@ -66,7 +66,7 @@ class BudgetsApi:
         run_states, records = self._run_states(), transitions.all_transitions(self.ctx)
         return [budgets.view(b, budgets.spend(state, b.scope, b.key, run_states, records)) for b in found]
 
-    def _show_one(self, budget: Budget) -> dict:
+    def _show_one(self, budget: Budget) -> dict[str, Any]:
         state = self._state()
         return budgets.view(budget, budgets.spend(state, budget.scope, budget.key, self._run_states(),
                                                   transitions.all_transitions(self.ctx)))
@@ -81,7 +81,7 @@ class BudgetsApi:
                 continue
         return found
 
-    def budget_gate(self, *, lane: str | None = None, task: str | None = None) -> list[dict]:
+    def budget_gate(self, *, lane: str | None = None, task: str | None = None) -> list[dict[str, Any]]:
         """The budgets over a lane and a task (and its ticket) that are spent: a spawn there is refused."""
         state = self._state()
         wanted = [("lane", lane), ("task", task)]
@@ -101,9 +101,9 @@ class BudgetsApi:
     def day_spend(self) -> float:
         """What every run here cost today (UTC)."""
         today = runs.day_of(self.ctx.now())
-        return round(sum(s.days.get(today, {}).get("cost_usd", 0.0) for s in self._run_states()), 6)
+        return round(sum(float(s.days.get(today, {}).get("cost_usd", 0.0)) for s in self._run_states()), 6)
 
-    def budget_exhausted(self, run: str, spent: list[dict]) -> dict:
+    def budget_exhausted(self, run: str, spent: list[dict[str, Any]]) -> dict[str, Any]:
         """An agent's hooks found a budget spent: block its task and say so on the board. Never raises: the
         hook that calls this has already denied the call."""
         repo = self._runs()

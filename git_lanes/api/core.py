@@ -213,7 +213,7 @@ class CoreApi:
         return History.from_dict(inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit,
                                                  matches=matches))
 
-    def trace(self, state: str, limit: int | None = None) -> dict:
+    def trace(self, state: str, limit: int | None = None) -> dict[str, Any]:
         """The chain of transitions, promotions and resets that led to `state`, across lanes."""
         from git_lanes.domain import trace
 

@@ -34,7 +34,7 @@ SUPERVISOR_LOG = "supervisor.log"
 Supervisor = Callable[[str], list[str]]
 
 
-def _plain(result: Any) -> dict:
+def _plain(result: Any) -> dict[str, Any]:
     return result.to_dict() if hasattr(result, "to_dict") else dict(result)
 
 
@@ -46,16 +46,16 @@ class SpawnApi:
     _runs: Callable[[], control.LightRepo]
     _run_state: Callable[[control.LightRepo, str], tuple[str, str, RunState]]
     _state: Callable[[], ledger.State]
-    assign_worktree: Callable[..., dict]
+    assign_worktree: Callable[..., dict[str, Any]]
     task_claim: Callable[..., Any]
-    run_resume: Callable[[str], dict]
-    budget_gate: Callable[..., list[dict]]
+    run_resume: Callable[[str], dict[str, Any]]
+    budget_gate: Callable[..., list[dict[str, Any]]]
     day_spend: Callable[[], float]
 
     # -- spawn ---------------------------------------------------------------------------------------
     def spawn(self, task: str | None = None, *, prompt: str | None = None, lane: str | None = None,
               agent: str | None = None, cli: str | None = None, use_pipeline: bool = False, queue: bool = False,
-              phase: str | None = None, hook_prefix: str, supervisor: Supervisor | None = None) -> dict:
+              phase: str | None = None, hook_prefix: str, supervisor: Supervisor | None = None) -> dict[str, Any]:
         """Start an agent in a lane: create or reuse the lane and its workspace, install the CLI's hooks
         there, claim the task, start a run, and start the supervisor (`supervisor(run)` is its argv), which
         launches the agent command of `.lanes.toml` in the workspace. Without `supervisor` the caller drives
@@ -99,7 +99,7 @@ class SpawnApi:
         start = pipeline.phase_for("plan", policy) if use_pipeline else phase or _writable(policy)
         goal = record["title"] if record else bounded(prompt or "", 1000)
         started = control.start_event(repo, self.ctx.now(), agent=agent, lane=lane, phase=start,
-                                      task=record and record["id"], goal=goal, cli=cli)
+                                      task=record["id"] if record else None, goal=goal, cli=cli)
         log = repo.log.files(run) / AGENT_LOG
         launched = RunEvent("spawn", self.ctx.now(), {
             "cli": cli, "command": list(launch.command(cli)), "pipeline": use_pipeline, "queue": queue,
@@ -110,7 +110,7 @@ class SpawnApi:
             self._start_supervisor(repo, run, supervisor)
         return self._report(repo, run, waiting=supervisor is not None) | {"hooks": hooks, "lane_created": place["created"]}
 
-    def run_resume_spawn(self, run: str, *, hook_prefix: str, supervisor: Supervisor | None = None) -> dict:
+    def run_resume_spawn(self, run: str, *, hook_prefix: str, supervisor: Supervisor | None = None) -> dict[str, Any]:
         """Start a killed (or stopped, or blocked) spawned run again from its briefing: a pipeline continues
         with the stage it was in, never from the start."""
         repo = self._runs()
@@ -137,20 +137,18 @@ class SpawnApi:
                                    repo.log.files(run) / SUPERVISOR_LOG)
         self._supervisor_started = started  # keeps the handle, so a long-lived face reaps it
 
-    def _report(self, repo: control.LightRepo, run: str, *, waiting: bool) -> dict:
+    def _report(self, repo: control.LightRepo, run: str, *, waiting: bool) -> dict[str, Any]:
         """The run once its supervisor reported: the agent started, queued, or already finished."""
         deadline = time.monotonic() + REPORT_SECONDS
         boss = getattr(self, "_supervisor_started", None)
         while waiting:
-            _, state = control.read_state(repo, run)
-            assert state is not None
+            state = _current(repo, run)
             if _settled(state) or (boss is not None and boss.process is not None and boss.process.poll() is not None):
                 break
             if time.monotonic() >= deadline:
                 break
             time.sleep(POLL_SECONDS)
-        _, state = control.read_state(repo, run)
-        assert state is not None
+        state = _current(repo, run)
         return self._row(state, processes.hostname())
 
     # -- looking at agents ----------------------------------------------------------------------------
@@ -169,7 +167,7 @@ class SpawnApi:
         host = processes.hostname()
         return [s for s in self._states(repo) if spawning.is_live(s, host, processes.running)]
 
-    def _row(self, state: RunState, host: str) -> dict:
+    def _row(self, state: RunState, host: str) -> dict[str, Any]:
         view = runs.view(state)
         live = spawning.is_live(state, host, processes.running)
         supervised = spawning.supervised(state, host, processes.running)
@@ -180,7 +178,7 @@ class SpawnApi:
                        "pid": (state.process or {}).get("pid"), "log": state.launch.get("log"),
                        "stage": (state.pipeline or {}).get("stage"), "pipeline_status": (state.pipeline or {}).get("status")}
 
-    def ps(self, *, everything: bool = False) -> list[dict]:
+    def ps(self, *, everything: bool = False) -> list[dict[str, Any]]:
         """Live agent processes (with `everything`, every spawned run): run, pid, lane, task, stage and phase,
         step budget, cost, and the last event."""
         repo = self._runs()
@@ -215,8 +213,7 @@ class SpawnApi:
         host = processes.hostname()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            _, state = control.read_state(repo, run_id)
-            assert state is not None
+            state = _current(repo, run_id)
             running = spawning.supervised(state, host, processes.running) or \
                 spawning.is_live(state, host, processes.running)
             data, offset = processes.read_from(path, offset)
@@ -230,7 +227,7 @@ class SpawnApi:
             time.sleep(POLL_SECONDS * 4)
 
     # -- steering ------------------------------------------------------------------------------------
-    def tell(self, run: str, message: str, sender: str | None = None) -> dict:
+    def tell(self, run: str, message: str, sender: str | None = None) -> dict[str, Any]:
         """Queue `message` for the run's model; its hooks deliver it at the next tool call or stop (a Stop
         hook blocks with it, so the model carries on with it as its instruction)."""
         validate_text(message)
@@ -252,7 +249,7 @@ class SpawnApi:
         return {"run": run_id, "message": message_id, "queued": len(state.inbox), "live": live}
 
     def stop(self, run: str, reason: str | None = None, *, grace: float | None = None,
-             by: str | None = None) -> dict:
+             by: str | None = None) -> dict[str, Any]:
         """End the run's agent: its whole process group gets SIGTERM, then SIGKILL after `grace` seconds
         (`[agent] stop_grace`); its supervisor goes too. Why is recorded in the run's log."""
         repo = self._runs()
@@ -272,22 +269,19 @@ class SpawnApi:
         self._append_run(repo, run_id, RunEvent("stop_requested", self.ctx.now(), {"reason": reason, "by": by}))
         how = "gone"
         for _ in range(3):  # a supervisor may have started a stage's agent just before it saw the stop
-            _, state = control.read_state(repo, run_id)
-            assert state is not None
+            state = _current(repo, run_id)
             if spawning.is_live(state, host, processes.running):
                 how = processes.end_group(int(state.process["pgid"]), grace)
             boss = state.supervisor or {}
             if spawning.supervised(state, host, processes.running) and \
                     not processes.wait_gone(int(boss["pid"]), grace):
                 processes.end_group(int(boss["pid"]), grace)
-            _, state = control.read_state(repo, run_id)
-            assert state is not None
+            state = _current(repo, run_id)
             if not spawning.is_live(state, host, processes.running):
                 break
         self._append_run(repo, run_id, RunEvent("stopped", self.ctx.now(), {"reason": reason, "by": by,
                                                                            "signal": how}))
-        _, state = control.read_state(repo, run_id)
-        assert state is not None
+        state = _current(repo, run_id)
         return self._row(state, host) | {"stopped": True, "signal": how, "reason": reason}
 
     def _append_run(self, repo: control.LightRepo, run: str, *events: RunEvent) -> RunState:
@@ -313,5 +307,11 @@ def _settled(state: RunState) -> bool:
 
 def _writable(policy: Any) -> str:
     """The first phase an agent may write in: where a spawn without the pipeline starts."""
-    return next((name for name in policy.phase_names if name not in policy.read_only), policy.first_phase)
+    return str(next((name for name in policy.phase_names if name not in policy.read_only), policy.first_phase))
+
+
+def _current(repo: control.LightRepo, run: str) -> RunState:
+    _, state = control.read_state(repo, run)
+    assert state is not None
+    return state
 

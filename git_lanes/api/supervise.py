@@ -21,6 +21,7 @@ from git_lanes.domain import control, gates, lanes, pipeline, spawning, tasks, t
 from git_lanes.domain.agents import SYSTEM
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError, Refused
+from git_lanes.model.ids import Actor, TransitionId
 from git_lanes.model.launch import Launch, render
 from git_lanes.model.records import Intent, Transition
 from git_lanes.model.runs import RunEvent, RunState
@@ -46,7 +47,7 @@ class Outcome:
     error: str | None = None
 
 
-def _plain(result: Any) -> dict:
+def _plain(result: Any) -> dict[str, Any]:
     return result.to_dict() if hasattr(result, "to_dict") else dict(result or {})
 
 
@@ -56,20 +57,20 @@ class SuperviseApi:
     _run_state: Callable[..., tuple[str, str, RunState]]
     _append_run: Callable[..., RunState]
     _live_runs: Callable[[control.LightRepo], list[RunState]]
-    _row: Callable[[RunState, str], dict]
+    _row: Callable[[RunState, str], dict[str, Any]]
     _state: Callable[[], ledger.State]
     _writing: Callable[[], AbstractContextManager[Context]]
-    commit: Callable[..., dict]
-    run_phase: Callable[[str, str], dict]
-    run_end: Callable[..., dict]
-    run_resume: Callable[[str], dict]
-    lane_env: Callable[[str], dict]
+    commit: Callable[..., dict[str, Any]]
+    run_phase: Callable[[str, str], dict[str, Any]]
+    run_end: Callable[..., dict[str, Any]]
+    run_resume: Callable[[str], dict[str, Any]]
+    lane_env: Callable[[str], dict[str, Any]]
     touch_agent: Callable[[str], Any]
     task_done: Callable[..., Any]
     task_block: Callable[..., Any]
     board_post: Callable[..., Any]
 
-    def supervise(self, run: str) -> dict:
+    def supervise(self, run: str) -> dict[str, Any]:
         """Drive the spawned run `run` until its agent (or pipeline) is finished, stopped or blocked."""
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
@@ -100,7 +101,7 @@ class SuperviseApi:
         assert state is not None
         return state
 
-    def _task_record(self, task: str | None) -> dict | None:
+    def _task_record(self, task: str | None) -> dict[str, Any] | None:
         if not task:
             return None
         try:
@@ -178,7 +179,7 @@ class SuperviseApi:
             spent = [key for key, level in state.alerts.items() if level == "exhausted"]
             if spent and spent_since is None:
                 spent_since = time.monotonic()
-            if spent and not state.stop and time.monotonic() - spent_since >= launch.stop_grace:
+            if spent and spent_since is not None and not state.stop and time.monotonic() - spent_since >= launch.stop_grace:
                 # warn, pause, stop: the hooks deny its writes and blocked its task when the budget ran out;
                 # after the grace period (time to sum up) the agent itself ends.
                 self._append_run(repo, run, RunEvent("stop_requested", self.ctx.now(), {
@@ -308,10 +309,10 @@ class SuperviseApi:
             return transitions.find(self.ctx, result["id"])
         head = lanes.lane_head(self.ctx, state.lane)
         return transitions.load(self.ctx, head) or Transition(
-            id=head[:16], lane=state.lane, base=None, state=head, tree=self.ctx.store.tree_of(head),
-            status="accepted", intent=Intent(prompt=f"lane {state.lane} as it is", agent_id=state.agent))
+            id=TransitionId(head[:16]), lane=state.lane, base=None, state=head, tree=self.ctx.store.tree_of(head),
+            status="accepted", intent=Intent(prompt=f"lane {state.lane} as it is", agent_id=Actor(state.agent)))
 
-    def _verify(self, repo: control.LightRepo, run: str) -> dict:
+    def _verify(self, repo: control.LightRepo, run: str) -> dict[str, Any]:
         """Run the trunk's gates (those judging a commit on the lane or a promotion into the trunk) on the
         lane's state; accept the state when they pass, reject it (kept as signal) when a required one fails."""
         state = self._read(repo, run)
@@ -339,7 +340,7 @@ class SuperviseApi:
                 "failed": [{"gate": e.gate, "exit_code": e.exit_code, "output": e.output_tail[-OUTPUT_CHARS:]}
                            for e in failed]}
 
-    def _ship(self, repo: control.LightRepo, run: str) -> dict:
+    def _ship(self, repo: control.LightRepo, run: str) -> dict[str, Any]:
         """Integrate the lane and mark the task done: `task done`, which goes through the merge gate."""
         state = self._read(repo, run)
         record = self._task_record(state.task)

@@ -187,7 +187,7 @@ class RunState:
     process: dict[str, Any] = field(default_factory=dict)  # the agent process running now, if any
     exit: dict[str, Any] = field(default_factory=dict)  # how the last agent process ended
     stop: dict[str, Any] = field(default_factory=dict)  # a stop asked for since the supervisor started
-    inbox: tuple[dict, ...] = ()  # messages told to the run, not yet delivered to the model
+    inbox: tuple[dict[str, Any], ...] = ()  # messages told to the run, not yet delivered to the model
     pipeline: dict[str, Any] = field(default_factory=dict)  # the task pipeline's stage, attempts, verdicts
     alerts: dict[str, str] = field(default_factory=dict)  # "scope:key" -> the budget level already raised
 
