@@ -48,7 +48,7 @@ def play(s: DemoSession) -> None:
 
     s.heading("The timeout change touched auth.py too, in another region: git would merge it; lanes stops")
     s.show("promote", "auth/timeout", "--auto-accept", "--agent", "lead")
-    collision = s.lanes("promote", "auth/timeout", "--dry-run")
+    collision = s.lanes("promote", "auth/timeout", "--dry-run", allowed=(3,))  # a collision found: exit 3
 
     s.heading("Rerun from the trunk's new head: the attempt is kept as signal, the work redone on top")
     s.show("lane", "reset", "auth/timeout", "--onto", "main", "--reason", "auth.py changed on main")
