@@ -82,7 +82,7 @@ def test_a_pipeline_that_fails_three_times_blocks_the_task_with_a_board_question
     wrong = [{"write": "src/greet.py", "content": "still wrong\n"}]
     path, task = pipeline_repo(repo, tmp_path, {"execute": wrong, "fix": [wrong, wrong]})
     result = run_cli("spawn", task, "--pipeline", "--wait", "--json", cwd=repo, timeout=PATIENCE)
-    assert result.code == 4, result.err
+    assert result.code == 4 and result.json["problem"]["error"] == "gate_failed", result.err
     run = result.json["run"]
     state = show(repo, run)
     assert [s for s in stages_of(state) if s[0] == "verify"] == [("verify", "started"), ("verify", "failed")] * 3 + \

@@ -20,7 +20,7 @@ from git_lanes import ledger
 from git_lanes.domain import control, gates, lanes, pipeline, spawning, tasks, transitions
 from git_lanes.domain.agents import SYSTEM
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, LanesError, Refused
+from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, problem
 from git_lanes.model.ids import Actor, TransitionId
 from git_lanes.model.launch import Launch, render
 from git_lanes.model.records import Intent, Transition
@@ -92,9 +92,9 @@ class SuperviseApi:
         finally:
             self._end_leftover(repo, run_id)
             self._append_run(repo, run_id, RunEvent("supervisor", self.ctx.now(), {"pid": me, "status": "ended"}))
-        _, final = control.read_state(repo, run_id)
-        assert final is not None
-        return self._row(final, host)
+        final = self._read(repo, run_id)
+        row = self._row(final, host)
+        return row | {"problem": _unfinished(row)}
 
     def _read(self, repo: control.LightRepo, run: str) -> RunState:
         _, state = control.read_state(repo, run)
@@ -369,3 +369,19 @@ class SuperviseApi:
             except LanesError:
                 post = None
         self._stage(repo, run, "verify", "blocked", reason=reason, post=post)
+
+
+def _unfinished(row: dict[str, Any]) -> dict[str, Any] | None:
+    """What a person must settle when the supervisor is done but the run is not: the pipeline blocked by the
+    trunk's gates (exit 4), or an agent that failed, was stopped or ran out of budget (exit 1)."""
+    if row.get("status") == "ended":
+        return None
+    run = str(row["run"])[:8]
+    if row.get("stage") == "verify" and row.get("pipeline_status") == "blocked":
+        return problem(GateFailed(f"run {run}: the trunk's gates still fail after the fix attempts; its task is "
+                                  "blocked with a question on the board",
+                                  hint=f"fix the lane, then `git lanes task resume` and `git lanes run resume {run} "
+                                       "--spawn`"))
+    return problem(Refused(f"run {run} is {row.get('state')}, not finished",
+                           code="run_unfinished", hint=f"`git lanes logs {run}` says why; `git lanes run resume {run} "
+                                                       "--spawn` carries on"))

@@ -9,7 +9,7 @@ import time
 import click
 
 from git_lanes.cli.output import fail, json_option, open_api, run, table
-from git_lanes.errors import EXIT_GATE, EXIT_USER, LanesError
+from git_lanes.errors import LanesError
 
 CLIS = ["claude", "codex", "gemini", "custom"]
 
@@ -36,15 +36,9 @@ def render_spawned(r: dict) -> str:
         lines.append(f"pipeline stage {r['stage']} ({r.get('pipeline_status')})")
     if r.get("log"):
         lines.append(f"log: git lanes logs {r['run'][:8]} --follow   ({r['log']})")
+    if r.get("problem"):
+        lines.append(r["problem"]["message"] + (f"\nhint: {r['problem']['hint']}" if r["problem"].get("hint") else ""))
     return "\n".join(lines)
-
-
-def _finish_foreground(r: dict) -> None:
-    """Exit status of a run driven in the foreground: 0 when it finished, 4 when the gates blocked it."""
-    if r.get("status") == "ended":
-        return
-    blocked_by_gates = r.get("stage") == "verify" and r.get("pipeline_status") == "blocked"
-    sys.exit(EXIT_GATE if blocked_by_gates else EXIT_USER)
 
 
 @click.command()
@@ -93,10 +87,7 @@ def spawn(task: str | None, text: str | None, lane: str | None, agent: str | Non
             return api.supervise(result["run"])
         return result
 
-    outcome: dict = {}
-    run(lambda: outcome.setdefault("r", action()), as_json, render_spawned)
-    if foreground:
-        _finish_foreground(outcome["r"])
+    run(action, as_json, render_spawned)
 
 
 @click.command()
