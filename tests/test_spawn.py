@@ -103,16 +103,29 @@ def test_tell_reaches_the_model_at_a_tool_call_and_at_a_stop(repo, tmp_path):
     assert show(repo, run)["inbox"] == []
 
 
-def test_past_max_parallel_a_spawn_is_refused_and_a_queued_one_waits(repo, tmp_path):
-    gate = tmp_path / "go"
-    path = use_fake_agent(repo, tmp_path, {"default": [{"await_file": str(gate)}]}, max_parallel=1)
-    first = spawned_run(run_cli("spawn", "--prompt", "one", "--json", cwd=repo))
-    refused = run_cli("spawn", "--prompt", "two", "--json", cwd=repo)
+def test_five_tasks_never_run_more_than_max_parallel_agents_at_once(repo, tmp_path):
+    gate, starts = tmp_path / "go", tmp_path / "starts"
+    path = use_fake_agent(repo, tmp_path, {"default": [{"rendezvous": {"file": str(starts), "count": 2,
+                                                                       "timeout": PATIENCE}},
+                                                       {"await_file": str(gate)}]}, max_parallel=2)
+    tasks = [run_cli("task", "create", f"Part {n}", "--json", cwd=repo).json["task"] for n in range(5)]
+    first = [run_cli("spawn", task, "--json", cwd=repo) for task in tasks[:2]]
+    assert [r.json["state"] for r in first] == ["running", "running"], [r.err for r in first]
+    refused = run_cli("spawn", tasks[2], "--json", cwd=repo)
     assert refused.code == 3 and refused.json["error"] == "max_parallel"
-    queued = run_cli("spawn", "--prompt", "two", "--queue", "--json", cwd=repo)
-    second = spawned_run(queued)
-    assert queued.json["state"] == "queued" and show(repo, second)["process"] == {}
+    queued = [run_cli("spawn", task, "--queue", "--json", cwd=repo) for task in tasks[2:]]
+    assert [r.json["state"] for r in queued] == ["queued"] * 3, [r.err for r in queued]
+    runs = [spawned_run(r) for r in first + queued]
+    wait_for(lambda: starts.exists() and starts.read_text().count("start ") == 2, "two agents to run")
+    states = sorted(r["state"] for r in run_cli("ps", "--json", cwd=repo).json)
+    assert states == ["queued"] * 3 + ["running"] * 2
     gate.touch()
-    wait_for(lambda: finished(repo, first) and finished(repo, second), "both runs to finish")
-    assert [r["run"] for r in journal(path, event="exit")] == [first, second]
-
+    wait_for(lambda: all(finished(repo, run) for run in runs), "all five runs to finish")
+    # the agents' own record, in the order they wrote it under a lock: never more than two at once
+    live, most = 0, 0
+    for line in starts.read_text().splitlines():
+        live += 1 if line.startswith("start ") else -1
+        most = max(most, live)
+    assert most == 2 and live == 0 and starts.read_text().count("end ") == 5
+    assert sorted(r["run"] for r in journal(path, event="exit")) == sorted(runs)
+    assert all(show(repo, run)["exit"]["code"] == 0 for run in runs)
