@@ -113,5 +113,8 @@ def test_a_spawned_agent_whose_budget_is_spent_is_blocked_then_stopped(repo, tmp
     state = show(repo, run)
     assert state["stop"]["budget"] and "budget of task" in state["stop"]["reason"] and not state["process"]
     assert run_cli("task", "show", task, "--json", cwd=repo).json["status"] == "blocked"
+    listed = [r for r in run_cli("ps", "--all", "--json", cwd=repo).json if r["run"] == run]
+    assert [(b["scope"], b["key"], b["level"]) for b in listed[0]["budgets"]] == [("task", task, "exhausted")]
+    assert "% task" in run_cli("ps", "--all", cwd=repo).out
     refused = run_cli("spawn", task, "--json", cwd=repo)
     assert refused.code == 1 and refused.json["error"] == "budget_exhausted"

@@ -83,20 +83,23 @@ class BudgetsApi:
 
     def budget_gate(self, *, lane: str | None = None, task: str | None = None) -> list[dict[str, Any]]:
         """The budgets over a lane and a task (and its ticket) that are spent: a spawn there is refused."""
+        return [view for view in self.budgets_over([(lane, task)])[0] if view["level"] == "exhausted"]
+
+    def budgets_over(self, subjects: list[tuple[str | None, str | None]]) -> list[list[dict[str, Any]]]:
+        """For each (lane, task): the budgets over it (the lane's, the task's and its ticket's) with what was
+        spent and their level. Runs and transitions are read once for all of them, and only if a budget exists."""
         state = self._state()
-        wanted = [("lane", lane), ("task", task)]
-        if task:
-            wanted.append(("ticket", tasks.get_task(state, task).get("ticket")))
-        chosen = [b for scope, key in wanted if key for b in [budgets.get_budget(state, scope, key)] if b]
-        if not chosen:
-            return []
+        chosen: list[list[Budget]] = []
+        for lane, task in subjects:
+            wanted = [("lane", lane), ("task", task)]
+            if task:
+                wanted.append(("ticket", _ticket_of(state, task)))
+            chosen.append([b for scope, key in wanted if key for b in [budgets.get_budget(state, scope, key)] if b])
+        if not any(chosen):
+            return [[] for _ in subjects]
         run_states, records = self._run_states(), transitions.all_transitions(self.ctx)
-        spent = []
-        for budget in chosen:
-            amount = budgets.spend(state, budget.scope, budget.key, run_states, records)
-            if level(budget, amount.usd, amount.tokens) == "exhausted":
-                spent.append(budgets.view(budget, amount))
-        return spent
+        return [[budgets.view(b, budgets.spend(state, b.scope, b.key, run_states, records)) for b in found]
+                for found in chosen]
 
     def day_spend(self) -> float:
         """What every run here cost today (UTC)."""
@@ -135,3 +138,11 @@ def _agent_id(name: str) -> bool:
     except UserError:
         return False
     return True
+
+
+def _ticket_of(state: ledger.State, task: str) -> str | None:
+    try:
+        ticket = tasks.get_task(state, task).get("ticket")
+    except LanesError:  # a run's task gone from the ledger still has its lane's budget
+        return None
+    return str(ticket) if ticket else None

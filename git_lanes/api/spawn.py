@@ -50,6 +50,7 @@ class SpawnApi:
     task_claim: Callable[..., Any]
     run_resume: Callable[[str], dict[str, Any]]
     budget_gate: Callable[..., list[dict[str, Any]]]
+    budgets_over: Callable[[list[tuple[str | None, str | None]]], list[list[dict[str, Any]]]]
     day_spend: Callable[[], float]
 
     # -- spawn ---------------------------------------------------------------------------------------
@@ -180,7 +181,7 @@ class SpawnApi:
 
     def ps(self, *, everything: bool = False) -> list[dict[str, Any]]:
         """Live agent processes (with `everything`, every spawned run): run, pid, lane, task, stage and phase,
-        step budget, cost, and the last event."""
+        step budget, the money budgets over its lane, task and ticket, cost, and the last event."""
         repo = self._runs()
         policy = repo.policy()
         host = processes.hostname()
@@ -196,6 +197,8 @@ class SpawnApi:
             budget = runs.budgets(state, policy).get(state.phase, {})
             rows.append(row | {"step_budget": budget, "last_event": summary.split(": ", 1)[-1],
                                "last_event_at": state.updated_at})
+        over = self.budgets_over([(r["lane"], r["task"]) for r in rows])
+        rows = [r | {"budgets": found} for r, found in zip(rows, over)]
         return sorted(rows, key=lambda r: r["created_at"])
 
     def logs(self, run: str) -> str:

@@ -90,12 +90,20 @@ def spawn(task: str | None, text: str | None, lane: str | None, agent: str | Non
     run(action, as_json, render_spawned)
 
 
+def _tightest(budgets: list[dict]) -> str:
+    """The budget nearest its limit, as `62% task` (`-` when none is set)."""
+    if not budgets:
+        return "-"
+    tightest = max(budgets, key=lambda b: b["used"])
+    return f"{tightest['used']:.0%} {tightest['scope']}"
+
+
 @click.command()
 @click.option("--all", "everything", is_flag=True, help="Every spawned run, not only the live ones.")
 @json_option
 def ps(everything: bool, as_json: bool) -> None:
-    """List live agent processes: run, pid, lane, task, pipeline stage and phase, step budget, cost and the
-    last event.
+    """List live agent processes: run, pid, lane, task, pipeline stage and phase, step budget, the budget
+    nearest its limit of those over its lane, task and ticket (`git lanes budget`), cost and the last event.
 
     \b
     Example:
@@ -105,14 +113,14 @@ def ps(everything: bool, as_json: bool) -> None:
     def render(rows: list[dict]) -> str:
         if not rows:
             return "no agents running" if not everything else "no spawned runs"
-        header = [["RUN", "PID", "STATE", "LANE", "TASK", "STAGE/PHASE", "STEPS", "COST", "LAST EVENT"]]
+        header = [["RUN", "PID", "STATE", "LANE", "TASK", "STAGE/PHASE", "STEPS", "BUDGET", "COST", "LAST EVENT"]]
         body = []
         for r in rows:
             steps = r["step_budget"]
             stage = f"{r['stage']}/{r['phase']}" if r.get("stage") else r["phase"]
             body.append([r["run"][:8], str(r["pid"] or "-"), r["state"], r["lane"] or "-", (r["task"] or "-")[:8],
                          stage, f"{steps.get('spent', 0):g}/{steps.get('budget') if steps.get('budget') is not None else '-'}",
-                         f"${r['cost_usd']:.2f}", f"{r['last_event'][:50]} ({_age(r['last_event_at'])})"])
+                         _tightest(r["budgets"]), f"${r['cost_usd']:.2f}", f"{r['last_event'][:50]} ({_age(r['last_event_at'])})"])
         return table(header + body)
 
     run(lambda: open_api().ps(everything=everything), as_json, render)
