@@ -56,6 +56,9 @@ def test_a_pipeline_that_passes_first_time_plans_read_only_executes_verifies_and
     assert verified["passed"] and [g["gate"] for g in verified["gates"]] == ["check"]
     lane_head = f"refs/lanes/heads/task/{task[:8]}"
     assert git("show", f"{lane_head}:src/greet.py", cwd=repo) == "correct\n"
+    # ship promoted the lane into the trunk through the merge gate, then marked the task done
+    assert git("show", "main:src/greet.py", cwd=repo) == "correct\n"
+    assert state["pipeline"]["ship"]["promoted"]["status"] == "accepted"
     assert run_cli("task", "show", task, "--json", cwd=repo).json["status"] == "done"
     phases = [e["phase"] for e in run_cli("run", "events", run, "--json", cwd=repo).json if e["type"] == "phase"]
     assert phases == ["execute", "verify", "ship"]

@@ -61,6 +61,7 @@ class SuperviseApi:
     _state: Callable[[], ledger.State]
     _writing: Callable[[], AbstractContextManager[Context]]
     commit: Callable[..., dict[str, Any]]
+    promote: Callable[..., dict[str, Any]]
     run_phase: Callable[[str, str], dict[str, Any]]
     run_end: Callable[..., dict[str, Any]]
     run_resume: Callable[[str], dict[str, Any]]
@@ -341,16 +342,33 @@ class SuperviseApi:
                            for e in failed]}
 
     def _ship(self, repo: control.LightRepo, run: str) -> dict[str, Any]:
-        """Integrate the lane and mark the task done: `task done`, which goes through the merge gate."""
+        """Promote the lane into the trunk through the merge gate (a task in a ticket is left to `task done`,
+        which integrates it into the ticket), then mark the task done."""
         state = self._read(repo, run)
         record = self._task_record(state.task)
         if record is not None and record["status"] == "done":
             return {"shipped": True, "already": True}
+        promoted = None
+        if state.lane and state.lane != self.ctx.trunk and not (record or {}).get("ticket"):
+            try:
+                report = self.promote(state.lane, prompt=f"Ship {state.goal or state.lane}", agent_id=state.agent,
+                                      agent_type=state.cli, tags=(f"run:{state.id[:8]}", "pipeline:ship"),
+                                      auto_accept=True)
+            except LanesError as exc:
+                return {"shipped": False, "reason": exc.message, "error": exc.code}
+            transition = report.get("transition") or {}
+            if report["status"] not in ("accepted", "up_to_date"):
+                return {"shipped": False, "error": "promotion_held", "transition": transition.get("id"),
+                        "reason": f"the promotion of {state.lane} into {self.ctx.trunk} waits for a person "
+                                  f"({report['status']})"}
+            promoted = {"into": self.ctx.trunk, "status": report["status"], "transition": transition.get("id"),
+                        "state": transition.get("to")}
         try:
             done = _plain(self.task_done(state.task, state.agent))
         except LanesError as exc:
-            return {"shipped": False, "reason": exc.message, "error": exc.code}
-        return {"shipped": True, "integrated": done.get("integrated"), "now_ready": done.get("now_ready")}
+            return {"shipped": False, "reason": exc.message, "error": exc.code, "promoted": promoted}
+        return {"shipped": True, "promoted": promoted, "integrated": done.get("integrated"),
+                "now_ready": done.get("now_ready")}
 
     def _block(self, repo: control.LightRepo, run: str, fix_attempts: int) -> None:
         """Verify still fails after the fix attempts: block the task and ask a person on the board."""

@@ -69,7 +69,8 @@ def spawn(task: str | None, text: str | None, lane: str | None, agent: str | Non
 
     Refused past the daily spend limit or a spent budget (exit 1); past `[agent] max_parallel` refused
     (exit 3) unless --queue. With --pipeline the task goes through plan (read-only), execute, verify (the
-    trunk's gates), up to `[pipeline] fix_attempts` fix runs, and ship (`task done`).
+    trunk's gates), up to `[pipeline] fix_attempts` fix runs, and ship (the lane promoted into the trunk, then
+    `task done`).
 
     \b
     Example:

@@ -9,7 +9,8 @@ its log, and a pipeline killed at any point continues from the stage it was in, 
 - verify: the trunk's gates on the lane's state (no agent);
 - fix: after a failed verify, a session whose prompt carries the failing gates' output, at most
   `[pipeline] fix_attempts` times; then the task is blocked with a question on the board;
-- ship: the lane is integrated (`task done`), and the run ends.
+- ship: the lane is promoted into the trunk (a ticket's task is integrated by `task done`), the task is
+  done, and the run ends.
 
 An agent that exits with an error stops the pipeline (status `error`); `stop` stops it; both, and a blocked pipeline, resume
 with `git lanes run resume RUN --spawn`."""
