@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from conftest import run_cli
-from hook_helpers import bash, claude, decision, hook, lane, write
+from hook_helpers import bash, claude, decision, hook, lane, set_policy, write
 from spawn_helpers import finished, journal, show, use_fake_agent, wait_for
 
 
@@ -51,6 +51,13 @@ def test_budgets_roll_up_from_runs_and_transitions_to_lane_task_and_ticket(repo,
     assert [b["scope"] for b in run_cli("budget", "show", "--task", task, "--json", cwd=repo).json] == ["task"]
     assert run_cli("budget", "clear", "--lane", "feature", cwd=repo).code == 0
     assert sorted(b["scope"] for b in run_cli("budget", "show", "--json", cwd=repo).json) == ["task", "ticket"]
+    # the spend gate in front of spawn: today's runs cost $0.0075; past a daily limit of half a cent nothing
+    # is spawned and nothing is made
+    set_policy(repo, "[spend]\nusd_per_day = 0.005\n")
+    lanes_before = run_cli("lane", "list", "--json", cwd=repo).json
+    refused = run_cli("spawn", "--prompt", "More", "--json", cwd=repo)
+    assert refused.code == 1 and refused.json["error"] == "spend_limit", refused.err
+    assert run_cli("lane", "list", "--json", cwd=repo).json == lanes_before
 
 
 def test_bad_budgets_are_refused_with_one_line(repo):
