@@ -125,3 +125,28 @@ def test_a_killed_pipeline_resumes_its_stage_from_the_briefing(repo, tmp_path):
     assert "src/greet.py" in again["prompt"] and "briefing" in again["prompt"]
     assert ("execute", "resumed") in stages_of(state)
     assert run_cli("task", "show", task, "--json", cwd=repo).json["status"] == "done"
+
+
+def test_a_following_pipeline_spawns_the_tasks_its_done_task_made_ready(repo, tmp_path):
+    from git_lanes.api import Lanes
+    from git_lanes.cli import supervise
+    from git_lanes.cli.hook import command_prefix
+
+    path, foundation = pipeline_repo(repo, tmp_path, {"execute": [{"write": "src/greet.py", "content": "correct\n"}]})
+    features = [run_cli("task", "create", f"Feature {n}", "--depends", foundation, "--json", cwd=repo).json["task"]
+                for n in (1, 2)]
+    first = Lanes(repo).spawn(foundation, use_pipeline=True, queue=True, follow=True, hook_prefix=command_prefix(),
+                              supervisor=supervise.argv)["run"]
+    wait_for(lambda: finished(repo, first), "the foundation's pipeline to finish")
+    followed = show(repo, first)["pipeline"]["ship"]["followed"]
+    assert sorted(f["task"] for f in followed) == sorted(features), followed
+    runs = [f["run"] for f in followed]
+    wait_for(lambda: all(finished(repo, run) for run in runs), "the features' pipelines to finish")
+    for run in runs:
+        state = show(repo, run)
+        assert state["status"] == "ended" and state["launch"]["follow"] and state["pipeline"]["ship"]["followed"] == []
+    assert all(run_cli("task", "show", t, "--json", cwd=repo).json["status"] == "done" for t in features)
+    # the features started only once the foundation was done: after its last agent session, in the journal's order
+    rows = journal(path)
+    last_of_foundation = max(i for i, r in enumerate(rows) if r["run"] == first)
+    assert min(i for i, r in enumerate(rows) if r["run"] in runs) > last_of_foundation

@@ -56,12 +56,14 @@ class SpawnApi:
     # -- spawn ---------------------------------------------------------------------------------------
     def spawn(self, task: str | None = None, *, prompt: str | None = None, lane: str | None = None,
               agent: str | None = None, cli: str | None = None, use_pipeline: bool = False, queue: bool = False,
-              phase: str | None = None, hook_prefix: str, supervisor: Supervisor | None = None) -> dict[str, Any]:
+              phase: str | None = None, hook_prefix: str, supervisor: Supervisor | None = None,
+              follow: bool = False) -> dict[str, Any]:
         """Start an agent in a lane: create or reuse the lane and its workspace, install the CLI's hooks
         there, claim the task, start a run, and start the supervisor (`supervisor(run)` is its argv), which
         launches the agent command of `.lanes.toml` in the workspace. Without `supervisor` the caller drives
         the run itself with `supervise`. Refused past the spend gate or a spent budget; past `[agent]
-        max_parallel` refused (exit 3), or with `queue` waiting in the supervisor for a slot."""
+        max_parallel` refused (exit 3), or with `queue` waiting in the supervisor for a slot. With `follow` (a
+        pipeline), once its task is done the supervisor spawns the tasks that made ready, each following too."""
         launch = spawning.load_launch(self.ctx)
         repo = self._runs()
         policy = repo.policy()
@@ -105,7 +107,7 @@ class SpawnApi:
         launched = RunEvent("spawn", self.ctx.now(), {
             "cli": cli, "command": list(launch.command(cli)), "pipeline": use_pipeline, "queue": queue,
             "workspace": workspace, "log": str(log), "text": (prompt or "")[:PROMPT_CHARS] or None,
-            "settings": hooks.get("settings")})
+            "settings": hooks.get("settings"), **({"follow": True, "hook_prefix": hook_prefix} if follow else {})})
         control.transact(repo, run, lambda head, current: [started, launched])
         if supervisor is not None:
             self._start_supervisor(repo, run, supervisor)

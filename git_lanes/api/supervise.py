@@ -70,9 +70,14 @@ class SuperviseApi:
     task_done: Callable[..., Any]
     task_block: Callable[..., Any]
     board_post: Callable[..., Any]
+    spawn: Callable[..., dict[str, Any]]
+    _states: Callable[[control.LightRepo], list[RunState]]
+    _followers_supervisor: Callable[[str], list[str]] | None = None
 
-    def supervise(self, run: str) -> dict[str, Any]:
-        """Drive the spawned run `run` until its agent (or pipeline) is finished, stopped or blocked."""
+    def supervise(self, run: str, *, supervisor: Callable[[str], list[str]] | None = None) -> dict[str, Any]:
+        """Drive the spawned run `run` until its agent (or pipeline) is finished, stopped or blocked. A
+        following pipeline starts the runs its done task made ready with `supervisor` (their supervisor's argv)."""
+        self._followers_supervisor = supervisor
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
         if not state.launch:
@@ -265,6 +270,8 @@ class SuperviseApi:
                 if not shipped["shipped"]:
                     self._stage(repo, run, "ship", "blocked", reason=shipped["reason"], ship=shipped)
                     return
+                if self._read(repo, run).launch.get("follow"):
+                    shipped = shipped | {"followed": self._follow(repo, run)}
                 self._stage(repo, run, "ship", "done", ship=shipped)
 
     def _agent_stage(self, repo: control.LightRepo, run: str, step: pipeline.Step, launch: Launch) -> bool:
@@ -369,6 +376,32 @@ class SuperviseApi:
             return {"shipped": False, "reason": exc.message, "error": exc.code, "promoted": promoted}
         return {"shipped": True, "promoted": promoted, "integrated": done.get("integrated"),
                 "now_ready": done.get("now_ready")}
+
+    def _follow(self, repo: control.LightRepo, run: str) -> list[dict[str, Any]]:
+        """Spawn a following pipeline for each task that depends on this run's (done) task, is ready now and
+        has no spawned run going: foundation first, then the features, queued for `[agent] max_parallel`.
+        Read from the ledger, not from what `task done` answered, so a supervisor killed in between and resumed
+        still starts them, and never twice. A refusal (the spend gate, a spent budget) is recorded, not raised."""
+        state = self._read(repo, run)
+        ledger_state = self._state()
+        if not state.task:
+            return []
+        going = {s.task for s in self._states(repo) if s.launch and s.task and s.status != "ended"}
+        followed = []
+        for dependent in tasks.get_task(ledger_state, state.task).get("dependents") or []:
+            record = tasks.get_task(ledger_state, dependent)
+            if record["status"] == "done" or dependent in going or not tasks.is_ready(ledger_state, record):
+                continue
+            try:
+                spawned = self.spawn(dependent, agent=record.get("owner"), cli=state.launch.get("cli"),
+                                     use_pipeline=True, queue=True, follow=True,
+                                     hook_prefix=str(state.launch["hook_prefix"]),
+                                     supervisor=self._followers_supervisor)
+            except LanesError as exc:
+                followed.append({"task": dependent, "error": exc.code, "message": exc.message})
+                continue
+            followed.append({"task": dependent, "run": spawned["run"], "lane": spawned["lane"]})
+        return followed
 
     def _block(self, repo: control.LightRepo, run: str, fix_attempts: int) -> None:
         """Verify still fails after the fix attempts: block the task and ask a person on the board."""

@@ -30,7 +30,7 @@ def main(args: list[str]) -> int:
     from git_lanes.errors import LanesError
 
     try:
-        result = Lanes(os.getcwd()).supervise(args[0])
+        result = Lanes(os.getcwd()).supervise(args[0], supervisor=argv)
     except LanesError as exc:
         sys.stderr.write(f"git-lanes supervisor: {exc.message}\n")
         return 1
