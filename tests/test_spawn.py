@@ -4,6 +4,8 @@ processes, real hooks, never a model."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from conftest import run_cli, workspace
 from spawn_helpers import PATIENCE, finished, journal, show, use_fake_agent, wait_for
@@ -96,8 +98,14 @@ def test_tell_reaches_the_model_at_a_tool_call_and_at_a_stop(repo, tmp_path):
     assert "Message from alice (git lanes tell): Use the session helper" in journal(path, run, "told")[0]["text"]
     # a message queued while the model works without tools arrives when it stops: the Stop hook blocks with it
     assert run_cli("tell", run, "Also update the README", cwd=repo).code == 0
+    follower = subprocess.Popen([sys.executable, "-m", "git_lanes", "logs", run[:8], "--follow"], cwd=repo,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: "fake agent: run" in run_cli("logs", run, cwd=repo).out, "the agent's first output")
+    assert follower.poll() is None, "logs --follow keeps going while the agent runs"
     gate.touch()
     wait_for(lambda: finished(repo, run), "the run to finish")
+    followed, _ = follower.communicate(timeout=PATIENCE)  # it ends by itself once the agent and supervisor have
+    assert follower.returncode == 0 and f"fake agent: run {run[:8]}" in followed
     at_stop = [r for r in journal(path, run, "told") if r["via"] == "Stop"]
     assert len(at_stop) == 1 and "Also update the README" in at_stop[0]["text"]
     assert show(repo, run)["inbox"] == []
