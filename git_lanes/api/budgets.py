@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
-from git_lanes.domain import budgets, control, lanes, runs, tasks, tickets, transitions
-from git_lanes.domain.agents import SYSTEM, validate_agent_id
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, UnsupportedFormat, UserError
-from git_lanes.model.budgets import SCOPES, Budget, level
-from git_lanes.model.runs import RunState
+
+if TYPE_CHECKING:
+    from git_lanes import ledger
+    from git_lanes.domain import budgets, control, lanes, runs, tasks, tickets, transitions
+    from git_lanes.domain.agents import SYSTEM, validate_agent_id
+    from git_lanes.model.budgets import SCOPES, Budget, level
+    from git_lanes.model.runs import RunState
 
 
 class BudgetsApi:
@@ -29,6 +31,9 @@ class BudgetsApi:
     board_post: Callable[..., Any]
 
     def _subject(self, lane: str | None, task: str | None, ticket: str | None) -> tuple[str, str]:
+        from git_lanes.domain import lanes, tasks, tickets
+        from git_lanes.model.budgets import SCOPES
+
         given = [(scope, value) for scope, value in zip(SCOPES, (lane, task, ticket)) if value is not None]
         if len(given) != 1:
             raise UserError("name exactly one of --lane, --task and --ticket", code="one_subject")
@@ -43,6 +48,8 @@ class BudgetsApi:
 
     def budget_set(self, *, lane: str | None = None, task: str | None = None, ticket: str | None = None,
                    usd: float | None = None, tokens: int | None = None, actor: str | None = None) -> dict[str, Any]:
+        from git_lanes.model.budgets import Budget
+
         scope, key = self._subject(lane, task, ticket)
         Budget(scope, key, usd, tokens)  # refused here, before anything is written
         result = self._append("budget.set", self._actor(actor), {"scope": scope, "key": key, "usd": usd,
@@ -56,6 +63,8 @@ class BudgetsApi:
 
     def budget_show(self, *, lane: str | None = None, task: str | None = None, ticket: str | None = None) -> list[dict[str, Any]]:
         """Every budget (or one lane's, task's or ticket's) with what was spent against it and its level."""
+        from git_lanes.domain import budgets, transitions
+
         state = self._state()
         found = budgets.all_budgets(state)
         if any(v is not None for v in (lane, task, ticket)):
@@ -67,11 +76,15 @@ class BudgetsApi:
         return [budgets.view(b, budgets.spend(state, b.scope, b.key, run_states, records)) for b in found]
 
     def _show_one(self, budget: Budget) -> dict[str, Any]:
+        from git_lanes.domain import budgets, transitions
+
         state = self._state()
         return budgets.view(budget, budgets.spend(state, budget.scope, budget.key, self._run_states(),
                                                   transitions.all_transitions(self.ctx)))
 
     def _run_states(self) -> list[RunState]:
+        from git_lanes.model.runs import RunState
+
         repo = self._runs()
         found = []
         for run, head in repo.log.runs().items():
@@ -88,6 +101,9 @@ class BudgetsApi:
     def budgets_over(self, subjects: list[tuple[str | None, str | None]]) -> list[list[dict[str, Any]]]:
         """For each (lane, task): the budgets over it (the lane's, the task's and its ticket's) with what was
         spent and their level. Runs and transitions are read once for all of them, and only if a budget exists."""
+        from git_lanes.domain import budgets, transitions
+        from git_lanes.model.budgets import Budget
+
         state = self._state()
         chosen: list[list[Budget]] = []
         for lane, task in subjects:
@@ -103,12 +119,17 @@ class BudgetsApi:
 
     def day_spend(self) -> float:
         """What every run here cost today (UTC)."""
+        from git_lanes.domain import runs
+
         today = runs.day_of(self.ctx.now())
         return round(sum(float(s.days.get(today, {}).get("cost_usd", 0.0)) for s in self._run_states()), 6)
 
     def budget_exhausted(self, run: str, spent: list[dict[str, Any]]) -> dict[str, Any]:
         """An agent's hooks found a budget spent: block its task and say so on the board. Never raises: the
         hook that calls this has already denied the call."""
+        from git_lanes.domain import control
+        from git_lanes.domain.agents import SYSTEM
+
         repo = self._runs()
         _, state = control.read_state(repo, run)
         if state is None:
@@ -133,6 +154,8 @@ class BudgetsApi:
 
 
 def _agent_id(name: str) -> bool:
+    from git_lanes.domain.agents import validate_agent_id
+
     try:
         validate_agent_id(name)
     except UserError:
@@ -141,6 +164,8 @@ def _agent_id(name: str) -> bool:
 
 
 def _ticket_of(state: ledger.State, task: str) -> str | None:
+    from git_lanes.domain import tasks
+
     try:
         ticket = tasks.get_task(state, task).get("ticket")
     except LanesError:  # a run's task gone from the ledger still has its lane's budget

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import os
 import time
@@ -10,20 +10,24 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, Refused
 from git_lanes.model.ids import AgentId
-from git_lanes.model.records import Cost, Intent, Transition
-from git_lanes.model.results import History, LaneCreated, LaneInfo, TransitionDetail
-from git_lanes.store import open_store
-from git_lanes.store.setup import init_repository
+
+if TYPE_CHECKING:
+    from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
+    from git_lanes.model.records import Cost, Intent, Transition
+    from git_lanes.model.results import History, LaneCreated, LaneInfo, TransitionDetail
+    from git_lanes.store import open_store
+    from git_lanes.store.setup import init_repository
 
 
 class CoreApi:
     """A repository opened for lanes. Long-lived faces keep one open so start-up is paid once."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        from git_lanes.store import open_store
+
         store = open_store(path)
         trunk = store.config_get("lanes.trunk")
         if not trunk:
@@ -35,6 +39,10 @@ class CoreApi:
     def init(cls, path: str | os.PathLike[str] | None = None, trunk: str | None = None,
              clock: Callable[[], float] = time.time) -> tuple[CoreApi, dict[str, Any]]:
         """Set up `path` for lanes (running `git init` first in a plain directory). Idempotent."""
+        from git_lanes.domain import lanes, setup
+        from git_lanes.store import open_store
+        from git_lanes.store.setup import init_repository
+
         directory = Path(path or os.getcwd()).resolve()
         created_repo = False
         try:
@@ -65,11 +73,15 @@ class CoreApi:
     @contextmanager
     def _writing(self) -> Iterator[Context]:
         """Serialize with every other local writer and finish what a killed one left half-done."""
+        from git_lanes.domain import transitions
+
         with self.ctx.store.locked():
             transitions.recover(self.ctx)
             yield self.ctx
 
     def _workspace(self, lane: str | None, cwd: str | os.PathLike[str] | None) -> tuple[str, Path]:
+        from git_lanes.domain import lanes
+
         if lane is not None:
             return lane, lanes.require_workspace(self.ctx, lane)
         return lanes.lane_at(self.ctx, Path(cwd or os.getcwd()))
@@ -78,6 +90,9 @@ class CoreApi:
     def lane_create(self, name: str, source: str | None = None, *, setup: bool = True) -> LaneCreated:
         """Create lane `name` and its workspace, then (unless `setup` is False) apply the trunk's `[setup]`
         outside the lock: ports, copied files, the setup command (a failure is reported, the lane kept)."""
+        from git_lanes.domain import inspect, lane_setup, lanes
+        from git_lanes.model.results import LaneCreated
+
         manifest = lane_setup.load(self.ctx) if setup else None  # a broken [setup] refuses before anything
         with self._writing() as ctx:
             # Any state a person can name elsewhere (restore, diff) starts a lane too: a transition id as well.
@@ -91,12 +106,17 @@ class CoreApi:
     def lane_list(self) -> list[LaneInfo]:
         """Every lane, the trunk first: name, ref, head, whether it is the trunk, and its workspace (None when not
         checked out here)."""
+        from git_lanes.domain import lanes
+        from git_lanes.model.results import LaneInfo
+
         return [LaneInfo.from_dict(lane.to_dict()) for lane in lanes.list_lanes(self.ctx)]
 
     def lane_show(self, name: str) -> dict[str, Any]:
         """One lane: its head and workspace, unsnapshotted paths (`dirty`), paths a promotion left needing
         attention, pending proposals, the last 10 transitions with totals, and whether it holds work no
         other lane has (`unpromoted`)."""
+        from git_lanes.domain import attention, inspect, lanes, transitions
+
         lane = lanes.get_lane(self.ctx, name)
         changed = inspect.unsnapshotted(self.ctx, name, lane.workspace) if lane.workspace else {}
         recent = inspect.history(self.ctx, lane=name, limit=10)
@@ -110,6 +130,8 @@ class CoreApi:
 
     def lane_path(self, name: str) -> str:
         """The path of lane `name`'s workspace (NotFound when it has none here)."""
+        from git_lanes.domain import lanes
+
         lanes.lane_head(self.ctx, name)
         return str(lanes.require_workspace(self.ctx, name))
 
@@ -117,6 +139,8 @@ class CoreApi:
         """Delete lane `name` and remove its workspace. Refused (Refused) while it has unsnapshotted edits,
         unpromoted work or pending proposals, unless `force`: then edits are kept in a backup ref and
         proposals are rejected and kept. The last head stays at refs/lanes/deleted/."""
+        from git_lanes.domain import lanes, restore, transitions
+
         with self._writing() as ctx:
             path = lanes.workspace_path(ctx, name) if name != ctx.trunk else None
             pending = transitions.pending_for(ctx, name)
@@ -145,6 +169,9 @@ class CoreApi:
                cost: Cost | None = None, auto_accept: bool = False,
                metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Snapshot a workspace as a proposed transition of its lane; with `auto_accept`, decide it too."""
+        from git_lanes.domain import gates, lanes, transitions
+        from git_lanes.model.records import Cost, Intent
+
         intent = Intent(prompt=prompt, agent_id=AgentId(agent_id), agent_type=agent_type, model=model, tags=tags,
                         metadata=metadata or {})
         cost = cost or Cost()
@@ -167,6 +194,8 @@ class CoreApi:
         failed (GateFailed, exit 4). The gates run outside the writers' lock: one may take minutes.
         `raced`: the record was proposed by this call, so another writer deciding it while the gates ran is
         a lost race (see gates.decide_raced), not a request to decide a decided transition."""
+        from git_lanes.domain import gates
+
         evaluations = gates.evaluate(self.ctx, record)
         with self._writing() as ctx:
             if raced:
@@ -177,11 +206,15 @@ class CoreApi:
         """Accept proposal `transition_id` (a unique prefix): the trunk's gates judge it first (GateFailed and
         rejected when a required one fails), then its lane moves by compare-and-swap (Conflict when the
         lane moved since it was proposed)."""
+        from git_lanes.domain import transitions
+
         return self._decide(transitions.find(self.ctx, transition_id))
 
     def reject(self, transition_id: str, reason: str | None = None) -> Transition:
         """Reject proposal `transition_id` with `reason`; the attempt is kept under refs/lanes/rejected/ as
         signal."""
+        from git_lanes.domain import transitions
+
         with self._writing() as ctx:
             return transitions.reject(ctx, transitions.find(ctx, transition_id), reason)
 
@@ -190,6 +223,8 @@ class CoreApi:
         """Make a workspace's files equal `state` (a lane, transition id or revision) without moving its lane: the
         next commit records the return as a new transition. Unsnapshotted edits are refused, or with
         `force` kept in a backup ref first."""
+        from git_lanes.domain import inspect, restore
+
         name, path = self._workspace(lane, cwd)
         with self._writing() as ctx:
             return restore.restore(ctx, name, path, inspect.resolve_state(ctx, state), force=force)
@@ -197,6 +232,8 @@ class CoreApi:
     # -- inspection ------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Every lane with its workspace, unsnapshotted and needing-attention paths, and the pending proposals."""
+        from git_lanes.domain import inspect
+
         return inspect.status(self.ctx)
 
     def history(self, *, lane: str | None = None, status: str | None = None, agent: str | None = None,
@@ -205,6 +242,9 @@ class CoreApi:
         """Transitions newest first (filtered by lane, status and agent, at most `limit`) with totals of their cost
         over all that match and counts per status; `grep` (a regular expression over the prompt), `tag`, `since`
         (a date or `3d`) and `model` (part of the model's name) narrow them down."""
+        from git_lanes.domain import inspect
+        from git_lanes.model.results import History
+
         from git_lanes.domain import trace
 
         filters = (grep, tag, since, model)
@@ -222,8 +262,13 @@ class CoreApi:
     def show(self, transition_id: str) -> TransitionDetail:
         """One transition (by unique id prefix): its record (intent, cost, status, evaluations) and the paths it
         changed."""
+        from git_lanes.domain import inspect, transitions
+        from git_lanes.model.results import TransitionDetail
+
         return TransitionDetail.from_dict(inspect.show(self.ctx, transitions.find(self.ctx, transition_id)))
 
     def diff(self, old: str, new: str, mode: str = "patch") -> dict[str, Any]:
         """The changes between two states (lanes, transition ids or revisions) as `patch`, `stat` or `name-only`."""
+        from git_lanes.domain import inspect
+
         return inspect.diff(self.ctx, old, new, mode)

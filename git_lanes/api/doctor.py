@@ -11,12 +11,15 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes.domain import control, hook_settings, runs
+from git_lanes.domain import hook_settings
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError
-from git_lanes.model.runs import RunEvent
+
+if TYPE_CHECKING:
+    from git_lanes.domain import control, runs
+    from git_lanes.model.runs import RunEvent
 
 CHECK_MODULES = ["git_lanes.api.doctor"]
 STATUSES = ("ok", "warn", "fail")
@@ -107,6 +110,8 @@ for _cli in hook_settings.SPECS:
 
 @check("hooks.policy")
 def _policy(api: Any, where: Where) -> list[dict[str, Any]]:
+    from git_lanes.domain import control
+
     repo = control.open_repo(api.root, trunk=api.trunk)
     policy = repo.policy()
     source = f"{control.CONFIG} at the trunk's head" if policy.source else "the defaults (no .lanes.toml on the trunk)"
@@ -116,6 +121,9 @@ def _policy(api: Any, where: Where) -> list[dict[str, Any]]:
 @check("hooks.runs")
 def _runs(api: Any, where: Where) -> list[dict[str, Any]]:
     """Every run's state is the fold of its log (nothing edited a state blob by hand)."""
+    from git_lanes.domain import control, runs
+    from git_lanes.model.runs import RunEvent
+
     repo = control.open_repo(api.root, trunk=api.trunk)
     bad = []
     heads = repo.log.runs()

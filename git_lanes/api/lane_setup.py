@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
-from git_lanes.domain import lane_setup, lanes, ports
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError
-from git_lanes.model.lane_setup import Setup, SetupReport
+
+if TYPE_CHECKING:
+    from git_lanes import ledger
+    from git_lanes.domain import lane_setup, lanes, ports
+    from git_lanes.model.lane_setup import Setup, SetupReport
 
 
 class SetupApi:
@@ -25,10 +27,15 @@ class SetupApi:
     def lane_setup(self, lane: str, *, actor: str | None = None) -> dict[str, Any]:
         """(Re)apply the trunk's `[setup]` to `lane`'s workspace: reserve its ports, copy, run. A failing
         command is reported (`status: failed`), never raised: the lane stays usable."""
+        from git_lanes.domain import lane_setup, lanes
+
         workspace = lanes.require_workspace(self.ctx, lane)
         return self._set_up(lane_setup.load(self.ctx), lane, workspace, actor).to_dict()
 
     def _set_up(self, setup: Setup, lane: str, workspace: Path, actor: str | None) -> SetupReport:
+        from git_lanes.domain import lane_setup
+        from git_lanes.model.lane_setup import SetupReport
+
         if setup.empty:
             return SetupReport(lane, "none")
         try:
@@ -38,6 +45,8 @@ class SetupApi:
         return lane_setup.apply(self.ctx, setup, lane, workspace, held)
 
     def _reserve_ports(self, lane: str, setup: Setup, actor: str | None) -> tuple[int, ...]:
+        from git_lanes.domain import lanes, ports
+
         state = self._state()
         if not setup.ports and not ports.ports_of(state, lane):
             return ()
@@ -48,6 +57,8 @@ class SetupApi:
         return tuple(result["ports"])
 
     def _release_ports(self, lane: str, actor: str | None = None) -> list[int]:
+        from git_lanes.domain import ports
+
         if not ports.ports_of(self._state(), lane):
             return []
         released: list[int] = self._append("ports.release", self._actor(actor), {"lane": lane})["released"]
@@ -55,6 +66,8 @@ class SetupApi:
 
     def lane_env(self, lane: str) -> dict[str, Any]:
         """The lane's variables from the trunk's `[setup] env`, its ports filled in."""
+        from git_lanes.domain import lane_setup, lanes, ports
+
         lanes.lane_head(self.ctx, lane)
         setup = lane_setup.load(self.ctx)
         held = ports.ports_of(self._state(), lane)

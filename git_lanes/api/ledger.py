@@ -6,21 +6,23 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from git_lanes import ledger
-from git_lanes.domain import agents, board, claims, lanes, tasks, tickets
 from git_lanes.domain.context import Context
-from git_lanes.domain.coordination import FOLD
 from git_lanes.errors import UserError
-from git_lanes.ledger.watch import LedgerWatch
-from git_lanes.model import ledger_results as results
-from git_lanes.model.coordination import AgentRow, ClaimRow, DirtySet, PostView, TaskDetail, TaskView, TicketDetail, \
-    TicketView
 from git_lanes.model.ids import Actor, AgentId
-from git_lanes.model.record import Record
 
-R = TypeVar("R", bound=Record)
+if TYPE_CHECKING:
+    from git_lanes import ledger
+    from git_lanes.domain import agents, board, claims, lanes, tasks, tickets
+    from git_lanes.domain.coordination import FOLD
+    from git_lanes.ledger.watch import LedgerWatch
+    from git_lanes.model import ledger_results as results
+    from git_lanes.model.coordination import AgentRow, ClaimRow, DirtySet, PostView, TaskDetail, TaskView, \
+        TicketDetail, TicketView
+    from git_lanes.model.record import Record
+
+R = TypeVar("R", bound="Record")
 
 DEFAULT_WAIT = 60.0
 MAX_WAIT = 24 * 3600.0
@@ -31,6 +33,8 @@ class LedgerApi:
 
     # -- plumbing --------------------------------------------------------------------------------------
     def _state(self) -> ledger.State:
+        from git_lanes import ledger
+
         return ledger.state_at(self.ctx.store, ledger.head(self.ctx.store))
 
     def _actor(self, actor: str | None) -> Actor:
@@ -39,6 +43,9 @@ class LedgerApi:
 
     def _append(self, op_type: str, actor: str, args: dict[str, Any]) -> dict[str, Any]:
         """Append one op under the writers' lock; its result as the ledger records it, plus `op`."""
+        from git_lanes import ledger
+        from git_lanes.domain.coordination import FOLD
+
         op = ledger.make_op(op_type, actor, args, self.ctx.now())
         appended = ledger.append(self.ctx.store, op, FOLD)
         return {**(appended.op.result or {}), "op": op.id}
@@ -49,6 +56,9 @@ class LedgerApi:
 
     def ledger_log(self, limit: int = 20) -> list[results.LedgerEntry]:
         """The last `limit` ledger ops, newest first: each commit's summary line and the op it records."""
+        from git_lanes import ledger
+        from git_lanes.model import ledger_results as results
+
         head = ledger.head(self.ctx.store)
         if head is None:
             return []
@@ -64,6 +74,9 @@ class LedgerApi:
             -> results.AgentRegistered:
         """Register `agent` (or update its kind and lane) and start its 15-minute lease. Posts to everyone
         sent before an agent's first call do not flood in; posts directed to it do."""
+        from git_lanes.domain import lanes
+        from git_lanes.model import ledger_results as results
+
         agent = AgentId(agent)
         if lane is not None:
             lanes.lane_head(self.ctx, lane)
@@ -73,6 +86,9 @@ class LedgerApi:
     def agent_heartbeat(self, agent: str) -> results.Heartbeat:
         """Extend `agent`'s lease; report its unread posts, pending wakes and (once) the ops of its a sync
         refused; refresh its dirty set from git when it has a lane."""
+        from git_lanes.domain import agents
+        from git_lanes.model import ledger_results as results
+
         agent = AgentId(agent)
         record = self._state().get(agents.agent_path(agent)) or {}
         files = self._dirty_files(record.get("lane"), required=False)
@@ -81,6 +97,9 @@ class LedgerApi:
     def agent_list(self) -> list[AgentRow]:
         """Every agent with its lease (alive or lapsed), lane, the tasks it holds, its claims and the size of
         its dirty set."""
+        from git_lanes.domain import agents, claims, tasks
+        from git_lanes.model.coordination import AgentRow
+
         state = self._state()
         now = self.ctx.now()
         rows = agents.list_agents(state, now)
@@ -93,6 +112,8 @@ class LedgerApi:
 
     def _dirty_files(self, lane: str | None, *, required: bool) -> list[str] | None:
         """The agent's dirty set, computed from git: its lane workspace against the lane head."""
+        from git_lanes.domain import lanes
+
         if lane is None:
             if required:
                 raise UserError("this agent has no lane, so it has no dirty set", code="no_lane",
@@ -111,6 +132,9 @@ class LedgerApi:
             -> results.TaskCreated:
         """Create a task (id = the op's id). `depends` and `ticket` take unique id prefixes; `files` are
         globs claimed for whoever claims the task. `actor` defaults to the person in git's identity."""
+        from git_lanes.domain import claims, tasks, tickets
+        from git_lanes.model import ledger_results as results
+
         state = self._state()
         args = {"title": title, "description": description or "",
                 "depends": [tasks.resolve_task(state, d) for d in depends],
@@ -121,6 +145,9 @@ class LedgerApi:
 
     def task_dep_add(self, task: str, depends_on: str, actor: str | None = None) -> results.DependencyAdded:
         """Make `task` wait for `depends_on`; a dependency that would close a cycle is refused and named."""
+        from git_lanes.domain import tasks
+        from git_lanes.model import ledger_results as results
+
         state = self._state()
         return self._append_as(results.DependencyAdded, "task.dep_add", self._actor(actor), {
             "task": tasks.resolve_task(state, task), "depends_on": tasks.resolve_task(state, depends_on)})
@@ -129,11 +156,17 @@ class LedgerApi:
             -> list[TaskView]:
         """Tasks oldest first, as seen now (a lapsed owner's task is open); `ready`: open tasks whose
         dependencies are all done."""
+        from git_lanes.domain import tasks
+        from git_lanes.model.coordination import TaskView
+
         rows = tasks.list_tasks(self._state(), self.ctx.now(), ready=ready, status=status, owner=owner)
         return [TaskView.from_dict(row) for row in rows]
 
     def task_show(self, task: str) -> TaskDetail:
         """One task (by unique id prefix) with the status of each task it depends on."""
+        from git_lanes.domain import tasks
+        from git_lanes.model.coordination import TaskDetail
+
         state = self._state()
         record = tasks.view(state, tasks.get_task(state, tasks.resolve_task(state, task)), self.ctx.now())
         record["depends_status"] = {d: tasks.get_task(state, d)["status"] for d in record["depends"]}
@@ -144,6 +177,9 @@ class LedgerApi:
         """Claim `task` for `agent` by compare-and-swap: exactly one of several concurrent claimers wins, the
         others get a Conflict at once (`task_claimed`, or `version_conflict` when `version` is not the
         task's). The task's files become the agent's claims; overlaps are reported."""
+        from git_lanes.domain import lanes, tasks
+        from git_lanes.model import ledger_results as results
+
         agent = AgentId(agent)
         if lane is not None:
             lanes.lane_head(self.ctx, lane)
@@ -152,46 +188,67 @@ class LedgerApi:
                             {"task": task_id, "agent": agent, "version": version, "lane": lane})
 
     def _task_op(self, result: type[R], op_type: str, task: str, actor: str | None, **args: Any) -> R:
+        from git_lanes.domain import tasks
+
         task_id = tasks.resolve_task(self._state(), task)
         return self._append_as(result, op_type, self._actor(actor), {"task": task_id, **args})
 
     def task_done(self, task: str, actor: str | None = None) -> results.TaskDone:
         """Mark `task` done; wake the owners of the tasks it makes ready; the ticket it completes becomes
         ready. An agent cannot finish a task another live agent holds (Conflict); a person may."""
+        from git_lanes.model import ledger_results as results
+
         return self._task_op(results.TaskDone, "task.done", task, actor)
 
     def task_block(self, task: str, reason: str, actor: str | None = None) -> results.TaskStatusChanged:
         """Pause `task` saying why; its owner keeps it (a blocked task does not lapse)."""
+        from git_lanes.model import ledger_results as results
+
         return self._task_op(results.TaskStatusChanged, "task.block", task, actor, reason=reason)
 
     def task_resume(self, task: str, actor: str | None = None) -> results.TaskStatusChanged:
         """Resume a blocked task: claimed again by its owner, or open."""
+        from git_lanes.model import ledger_results as results
+
         return self._task_op(results.TaskStatusChanged, "task.resume", task, actor)
 
     def task_handoff(self, task: str, to: str, actor: str | None = None, note: str | None = None) \
             -> results.TaskHandedOff:
         """Hand `task` to agent `to`: owner, lane, file claims and dirty set move in one op, and `to` gets a
         handoff post (with `note`), even before it has started."""
+        from git_lanes.model import ledger_results as results
+
         to = AgentId(to)
         return self._task_op(results.TaskHandedOff, "task.handoff", task, actor, to=to, note=note)
 
     # -- tickets ---------------------------------------------------------------------------------------
     def ticket_open(self, title: str, actor: str | None = None) -> results.TicketOpened:
         """Open a ticket (a group of tasks); when all its tasks are done a ticket_ready post appears."""
+        from git_lanes.model import ledger_results as results
+
         return self._append_as(results.TicketOpened, "ticket.open", self._actor(actor), {"title": title})
 
     def ticket_link(self, ticket: str, task: str, actor: str | None = None) -> results.TicketLinked:
         """Make `task` part of `ticket` (leaving any ticket it was in); both take unique id prefixes."""
+        from git_lanes.domain import tasks, tickets
+        from git_lanes.model import ledger_results as results
+
         state = self._state()
         return self._append_as(results.TicketLinked, "ticket.link", self._actor(actor), {
             "ticket": tickets.resolve_ticket(state, ticket), "task": tasks.resolve_task(state, task)})
 
     def ticket_list(self) -> list[TicketView]:
         """Tickets oldest first, with how many of their tasks are done."""
+        from git_lanes.domain import tickets
+        from git_lanes.model.coordination import TicketView
+
         return [TicketView.from_dict(row) for row in tickets.list_tickets(self._state())]
 
     def ticket_show(self, ticket: str) -> TicketDetail:
         """One ticket (by unique id prefix) with its tasks."""
+        from git_lanes.domain import tasks, tickets
+        from git_lanes.model.coordination import TicketDetail
+
         state = self._state()
         record = tickets.view(state, tickets.get_ticket(state, tickets.resolve_ticket(state, ticket)))
         now = self.ctx.now()
@@ -203,6 +260,9 @@ class LedgerApi:
             -> results.ClaimsAdded:
         """Claim files matching `globs` (repository-relative; `**` spans directories; a plain path claims
         everything under it) for `agent`. Claims never block: overlaps are returned and wake those agents."""
+        from git_lanes.domain import claims, tasks
+        from git_lanes.model import ledger_results as results
+
         agent = AgentId(agent)
         task_id = tasks.resolve_task(self._state(), task) if task else None
         return self._append_as(results.ClaimsAdded, "claim.add", agent,
@@ -210,18 +270,26 @@ class LedgerApi:
 
     def claim_release(self, agent: str, globs: tuple[str, ...] | list[str] = ()) -> results.ClaimsReleased:
         """Release `agent`'s claims on `globs` (all of them when none is given)."""
+        from git_lanes.model import ledger_results as results
+
         agent = AgentId(agent)
         return self._append_as(results.ClaimsReleased, "claim.release", agent,
                             {"agent": agent, "globs": list(globs) or None})
 
     def claim_list(self, agent: str | None = None) -> list[ClaimRow]:
         """Every file claim (or only `agent`'s)."""
+        from git_lanes.domain import claims
+        from git_lanes.model.coordination import ClaimRow
+
         rows = claims.list_claims(self._state())
         return [ClaimRow.from_dict(r) for r in rows if agent is None or r["agent"] == agent]
 
     def dirty_publish(self, agent: str) -> results.DirtyPublished:
         """Compute `agent`'s dirty set from git (its lane's workspace against the lane head) and publish it;
         overlaps with other agents' claims and dirty files wake them."""
+        from git_lanes.domain import agents
+        from git_lanes.model import ledger_results as results
+
         agent = AgentId(agent)
         record = agents.get_agent(self._state(), agent)
         files = self._dirty_files(record.get("lane"), required=True)
@@ -230,11 +298,17 @@ class LedgerApi:
 
     def dirty_list(self) -> list[DirtySet]:
         """Every agent's published dirty set."""
+        from git_lanes.domain import claims
+        from git_lanes.model.coordination import DirtySet
+
         return [DirtySet.from_dict(row) for row in claims.list_dirty(self._state())]
 
     # -- board -----------------------------------------------------------------------------------------
     def board_post(self, text: str, agent: str, kind: str = "note", to: str | None = None) -> results.Posted:
         """Post `text` (at most 16 KiB) on the board, to everyone else or to agent `to` only."""
+        from git_lanes.domain import board
+        from git_lanes.model import ledger_results as results
+
         agent = AgentId(agent)
         board.validate_text(text)
         return self._append_as(results.Posted, "board.post", agent, {"text": text, "kind": kind, "to": to})
@@ -242,6 +316,10 @@ class LedgerApi:
     def board_read(self, agent: str | None = None, *, unread_only: bool = False, everything: bool = False,
                    limit: int = 20) -> results.BoardRead:
         """Posts for `agent` (all unread ones plus recent ones, or only unread), marking them read."""
+        from git_lanes.domain import agents, board
+        from git_lanes.model import ledger_results as results
+        from git_lanes.model.coordination import PostView
+
         state = self._state()
         if agent is None:
             posts = board.recent(state, None, limit, True)
@@ -261,10 +339,15 @@ class LedgerApi:
 
     def board_resolve(self, post: int, actor: str | None = None) -> results.PostResolved:
         """Mark post number `post` (a question, say) resolved; a second resolver gets a Conflict."""
+        from git_lanes.model import ledger_results as results
+
         return self._append_as(results.PostResolved, "board.resolve", self._actor(actor), {"post": post})
 
     def board_answer(self, post: int, text: str, agent: str) -> results.PostAnswered:
         """Answer question #post: a post to its asker naming it, and the question resolved, in one op."""
+        from git_lanes.domain import board
+        from git_lanes.model import ledger_results as results
+
         agent = AgentId(agent)
         board.validate_text(text)
         return self._append_as(results.PostAnswered, "board.answer", agent, {"post": post, "text": text})
@@ -277,6 +360,9 @@ class LedgerApi:
         gave up: reason `cancelled`, nothing taken). What it returns is taken: the wakes leave the queue and
         the posts are marked read, so the next wait does not wake for them again. Watching costs a stat per
         few milliseconds and takes no lock."""
+        from git_lanes.domain import agents, board
+        from git_lanes.ledger.watch import LedgerWatch
+
         agent = AgentId(agent)
         if not 0 <= timeout <= MAX_WAIT:
             raise UserError(f"timeout must be between 0 and {MAX_WAIT:.0f} seconds", code="invalid_timeout")
@@ -299,11 +385,16 @@ class LedgerApi:
 
     @staticmethod
     def _nothing(agent: str, reason: str, started: float) -> results.WaitResult:
+        from git_lanes.model import ledger_results as results
+
         return results.WaitResult(AgentId(agent), reason, (), (), round(time.monotonic() - started, 3))
 
     def _take(self, agent: str, wakes: list[dict[str, Any]], posts: list[dict[str, Any]], waited: float) \
             -> results.WaitResult | None:
         """Take what was seen; None when another waiter for the same agent took all of it first."""
+        from git_lanes.domain import board
+        from git_lanes.model import ledger_results as results
+
         through = max((p["seq"] for p in posts), default=None)
         result = self._append("wake.take", agent, {"agent": agent, "wakes": [w["id"] for w in wakes],
                                                    "through": through})

@@ -5,13 +5,15 @@ stream, the MCP server's waits)."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
-from git_lanes.domain import changes, costs, radar, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import UnsupportedFormat, UserError
-from git_lanes.store.refwatch import RefMove, RefWatch
+
+if TYPE_CHECKING:
+    from git_lanes import ledger
+    from git_lanes.domain import changes, costs, radar, transitions
+    from git_lanes.store.refwatch import RefMove, RefWatch
 
 # A feed that fell this far behind the ledger reports the count, not every op.
 MAX_OPS_PER_EVENT = 50
@@ -24,10 +26,14 @@ class OverviewApi:
     def radar(self) -> dict[str, Any]:
         """Each lane's ahead/behind against the trunk, and every pair of lanes (the trunk included) that
         changed a same path since they forked, i.e. would collide on promotion."""
+        from git_lanes.domain import radar
+
         return radar.radar(self.ctx)
 
     def cost(self) -> dict[str, Any]:
         """Cumulative tokens and dollars over time, per agent and per lane."""
+        from git_lanes.domain import costs, transitions
+
         return costs.series(transitions.all_transitions(self.ctx))
 
     def watch(self) -> ChangeFeed:
@@ -41,6 +47,8 @@ class ChangeFeed:
     It reads ref files and takes no lock, so any number of watchers cost writers nothing."""
 
     def __init__(self, ctx: Context) -> None:
+        from git_lanes.store.refwatch import RefWatch
+
         self.ctx = ctx
         self._watch = RefWatch(ctx.store.common_dir)
 
@@ -56,12 +64,16 @@ class ChangeFeed:
         return [self._event(move) for move in moves]
 
     def _event(self, move: RefMove) -> dict[str, Any]:
+        from git_lanes.domain import changes
+
         event = changes.classify(move.ref, self.ctx.trunk) | move.to_dict()
         if event["kind"] == "ledger" and move.new:
             event |= self._ops(move.old, move.new)
         return event
 
     def _ops(self, old: str | None, new: str) -> dict[str, Any]:
+        from git_lanes import ledger
+
         ops: list[dict[str, Any]] = []
         commit: str | None = new
         try:

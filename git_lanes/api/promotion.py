@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from git_lanes.domain import gates, lanes, promotion, reset, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, Refused, problem
 from git_lanes.model.ids import Actor, AgentId
-from git_lanes.model.records import Cost, Evaluation, Intent, Transition
-from git_lanes.store import merge_gate
+
+if TYPE_CHECKING:
+    from git_lanes.domain import gates, lanes, promotion, reset, transitions
+    from git_lanes.model.records import Cost, Evaluation, Intent, Transition
+    from git_lanes.store import merge_gate
 
 # A target that moves under every attempt is being written faster than its gates run; give up and say so.
 MAX_ATTEMPTS = 5
@@ -30,6 +32,10 @@ class PromotionApi:
                 force: bool = False, auto_accept: bool = False) -> dict[str, Any]:
         """Promote `lane` into `into` (default: the trunk). Collisions raise Conflict (exit 3) unless
         `force`; a failing required gate rejects the attempt and raises GateFailed (exit 4)."""
+        from git_lanes.domain import promotion
+        from git_lanes.model.records import Cost, Intent
+        from git_lanes.store import merge_gate
+
         target = into or self.ctx.trunk
         if dry_run:
             plan = promotion.plan(self.ctx, lane, target)
@@ -53,12 +59,17 @@ class PromotionApi:
 
     def _left_pending(self, lane: str) -> list[str]:
         """Proposals on `lane` still awaiting a decision: promotion takes the lane's accepted head only."""
+        from git_lanes.domain import transitions
+
         return [t.id for t in transitions.pending_for(self.ctx, lane) if t.kind == "commit"]
 
     def _attempt(self, lane: str, target: str, intent: Intent, cost: Cost | None, force: bool,
                  auto_accept: bool) -> dict[str, Any] | None:
         """One try: plan and propose under the writers' lock, run the gates without it, then decide under it
         again. None when the target moved while the gates ran (the attempt is rejected as superseded)."""
+        from git_lanes.domain import gates, lanes, promotion, transitions
+        from git_lanes.model.records import Cost
+
         with self._writing() as ctx:
             plan = promotion.plan(ctx, lane, target)
             if plan.up_to_date:
@@ -81,6 +92,8 @@ class PromotionApi:
 
     def _settle(self, ctx: Context, plan: promotion.Plan, record: Transition, evaluations: tuple[Evaluation, ...],
                 auto_accept: bool) -> dict[str, Any]:
+        from git_lanes.domain import gates, transitions
+
         report = _report(plan, record)
         try:
             if auto_accept or gates.failures(evaluations):
@@ -99,6 +112,8 @@ class PromotionApi:
     def evaluate(self, transition_id: str) -> dict[str, Any]:
         """Re-run the gates on a pending proposal and record the results in its note (exit 4 when a required
         gate fails; the proposal stays pending)."""
+        from git_lanes.domain import gates, transitions
+
         record = transitions.find(self.ctx, transition_id)
         _require_pending(record)
         checks = gates.scoped(self.ctx, record)
@@ -115,6 +130,8 @@ class PromotionApi:
     def gates(self, *, lane: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
         """The gates declared at the trunk's head with what each guards; with `lane` and/or `kind`, only
         those that judge such accepts (`lane` need not exist yet)."""
+        from git_lanes.domain import gates, lanes
+
         if lane is not None:
             lanes.validate_lane_name(lane)
         return [g.to_dict() for g in gates.load(self.ctx)
@@ -123,6 +140,8 @@ class PromotionApi:
     def lane_reset(self, name: str, onto: str | None = None, *, force: bool = False, reason: str | None = None,
                    agent_id: str | None = None) -> dict[str, Any]:
         """Move lane `name` (and its workspace) to the head of `onto` (default: the trunk)."""
+        from git_lanes.domain import reset
+
         with self._writing() as ctx:
             return reset.reset(ctx, name, onto or ctx.trunk, force=force, reason=reason,
                                agent_id=AgentId(agent_id) if agent_id else None)

@@ -8,16 +8,18 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
-from git_lanes.domain import briefing, control, lanes, runs, tasks
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, NotFound, Refused, UnsupportedFormat, UserError
-from git_lanes.model.calls import HookEvent, bounded
 from git_lanes.model.ids import AgentId
-from git_lanes.model.records import Cost
-from git_lanes.model.runs import RunEvent, RunState, Usage
+
+if TYPE_CHECKING:
+    from git_lanes import ledger
+    from git_lanes.domain import briefing, control, lanes, runs, tasks
+    from git_lanes.model.calls import HookEvent, bounded
+    from git_lanes.model.records import Cost
+    from git_lanes.model.runs import RunEvent, RunState, Usage
 
 FOLLOW_POLL_SECONDS = 0.05
 
@@ -27,9 +29,13 @@ class RunsApi:
     commit: Callable[..., Any]  # from CoreApi, beside it in Lanes
 
     def _runs(self) -> control.LightRepo:
+        from git_lanes.domain import control
+
         return control.open_repo(self.ctx.store.root, trunk=self.ctx.trunk)
 
     def _run_state(self, repo: control.LightRepo, run: str) -> tuple[str, str, RunState]:
+        from git_lanes.domain import control
+
         run_id = control.resolve_run(repo, run)
         head, state = control.read_state(repo, run_id)
         if head is None or state is None:
@@ -39,6 +45,10 @@ class RunsApi:
     def run_start(self, agent: str, *, lane: str | None = None, task: str | None = None, goal: str | None = None,
                   phase: str | None = None, cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Start a run and return it; its id goes in GIT_LANES_RUN for the agent's session."""
+        from git_lanes import ledger
+        from git_lanes.domain import control, lanes, runs, tasks
+        from git_lanes.model.calls import bounded
+
         repo = self._runs()
         policy = repo.policy()
         agent = AgentId(agent)
@@ -61,6 +71,8 @@ class RunsApi:
     def run_list(self, *, active: bool = False, budgets: bool = False) -> list[dict[str, Any]]:
         """Runs, newest first; with `budgets`, each with its phase budgets as `run show` gives them (one policy
         read for all, so a dashboard can draw every run's budget bars from one call)."""
+        from git_lanes.domain import control, runs
+
         repo = self._runs()
         policy = repo.policy() if budgets else None
         rows = []
@@ -72,6 +84,8 @@ class RunsApi:
 
     def run_show(self, run: str) -> dict[str, Any]:
         """One run (by unique id prefix): its state, usage against the budget, and what is in flight."""
+        from git_lanes.domain import runs
+
         repo = self._runs()
         _, _, state = self._run_state(repo, run)
         return runs.view(state, repo.policy())
@@ -87,12 +101,16 @@ class RunsApi:
 
     def run_events(self, run: str) -> list[dict[str, Any]]:
         """A run's control-plane log, oldest first: tools attempted, completed and blocked, phase changes, usage."""
+        from git_lanes.domain import runs
+
         repo = self._runs()
         _, head, _ = self._run_state(repo, run)
         return runs.timeline(self._events(repo, head))
 
     def run_follow(self, run: str, timeout: float | None = None) -> Iterator[dict[str, Any]]:
         """The run's timeline, then each new event as it is appended, until the run ends (or `timeout`)."""
+        from git_lanes.domain import control, runs
+
         repo = self._runs()
         run_id, head, state = self._run_state(repo, run)
         events = self._events(repo, head)
@@ -115,6 +133,9 @@ class RunsApi:
     def run_phase(self, run: str, phase: str) -> dict[str, Any]:
         """Move run `run` to phase `phase` (one the policy declares); the phase's budget and write gate apply from
         now on."""
+        from git_lanes.domain import control, runs
+        from git_lanes.model.runs import RunEvent, RunState
+
         repo = self._runs()
         policy = repo.policy()
         if phase not in policy.phase_names:
@@ -136,6 +157,9 @@ class RunsApi:
 
     def run_end(self, run: str, reason: str | None = None) -> dict[str, Any]:
         """End run `run` (with `reason`); ending an ended run changes nothing (`already_ended`)."""
+        from git_lanes.domain import control, runs
+        from git_lanes.model.runs import RunEvent, RunState
+
         repo = self._runs()
         run_id = control.resolve_run(repo, run)
 
@@ -152,12 +176,16 @@ class RunsApi:
 
     def run_resume(self, run: str) -> dict[str, Any]:
         """The briefing a new session of `run` starts from (nothing is recorded)."""
+        from git_lanes.domain import briefing
+
         repo = self._runs()
         _, _, state = self._run_state(repo, run)
         return briefing.build(self.ctx, state, repo.policy(), self.ctx.now())
 
     def run_stats(self, *, by: str = "agent", since: str | None = None) -> dict[str, Any]:
         """Usage per day summed by agent, lane or run (`by`), since a date, with totals."""
+        from git_lanes.domain import control, runs
+
         if by not in runs.STATS_GROUPS:
             raise UserError(f"--by must be one of {', '.join(runs.STATS_GROUPS)}", code="invalid_group")
         if since is not None:
@@ -185,6 +213,10 @@ class RunsApi:
     def hook_snapshot(self, event: HookEvent, state: RunState, mode: str) -> dict[str, Any]:
         """Snapshot the run's workspace as a state of its lane whose intent is the turn's prompt and whose cost
         is the turn's usage (`mode`: propose or accept). Returns what happened, never raises a user error."""
+        from git_lanes.domain import lanes
+        from git_lanes.model.records import Cost
+        from git_lanes.model.runs import Usage
+
         if not state.lane:
             return {"status": "skipped", "reason": "the run has no lane"}
         path, broken = lanes.workspace_state(self.ctx, state.lane)
@@ -209,6 +241,8 @@ class RunsApi:
 
 
 def _event_of(commit: str, message: str) -> RunEvent:
+    from git_lanes.model.runs import RunEvent
+
     _, _, body = message.partition("\n\n")
     try:
         return RunEvent.from_dict(json.loads(body))

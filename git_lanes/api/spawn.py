@@ -10,19 +10,21 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
-from git_lanes.domain import control, lanes, pipeline, runs, spawning, tasks
-from git_lanes.domain.agents import validate_agent_id
-from git_lanes.domain.board import validate_text
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, LanesError, Refused, UserError
-from git_lanes.model.calls import bounded
-from git_lanes.model.launch import check_cli
-from git_lanes.model.runs import RunEvent, RunState
-from git_lanes.store import processes
-from git_lanes.store.gitcli import unredirected_env
+
+if TYPE_CHECKING:
+    from git_lanes import ledger
+    from git_lanes.domain import control, lanes, pipeline, runs, spawning, tasks
+    from git_lanes.domain.agents import validate_agent_id
+    from git_lanes.domain.board import validate_text
+    from git_lanes.model.calls import bounded
+    from git_lanes.model.launch import check_cli
+    from git_lanes.model.runs import RunEvent, RunState
+    from git_lanes.store import processes
+    from git_lanes.store.gitcli import unredirected_env
 
 # How long `spawn` waits for its supervisor to report that the agent started (or is queued for a slot).
 REPORT_SECONDS = 60.0
@@ -64,6 +66,12 @@ class SpawnApi:
         the run itself with `supervise`. Refused past the spend gate or a spent budget; past `[agent]
         max_parallel` refused (exit 3), or with `queue` waiting in the supervisor for a slot. With `follow` (a
         pipeline), once its task is done the supervisor spawns the tasks that made ready, each following too."""
+        from git_lanes.domain import control, lanes, pipeline, spawning, tasks
+        from git_lanes.domain.agents import validate_agent_id
+        from git_lanes.model.calls import bounded
+        from git_lanes.model.launch import check_cli
+        from git_lanes.model.runs import RunEvent
+
         launch = spawning.load_launch(self.ctx)
         repo = self._runs()
         policy = repo.policy()
@@ -116,6 +124,9 @@ class SpawnApi:
     def run_resume_spawn(self, run: str, *, hook_prefix: str, supervisor: Supervisor | None = None) -> dict[str, Any]:
         """Start a killed (or stopped, or blocked) spawned run again from its briefing: a pipeline continues
         with the stage it was in, never from the start."""
+        from git_lanes.domain import lanes, spawning
+        from git_lanes.store import processes
+
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
         if not state.launch:
@@ -136,12 +147,17 @@ class SpawnApi:
         return self._report(repo, run_id, waiting=supervisor is not None) | {"resumed": True}
 
     def _start_supervisor(self, repo: control.LightRepo, run: str, supervisor: Supervisor) -> None:
+        from git_lanes.store import processes
+        from git_lanes.store.gitcli import unredirected_env
+
         started = processes.launch(supervisor(run), self.ctx.store.root, unredirected_env(),
                                    repo.log.files(run) / SUPERVISOR_LOG)
         self._supervisor_started = started  # keeps the handle, so a long-lived face reaps it
 
     def _report(self, repo: control.LightRepo, run: str, *, waiting: bool) -> dict[str, Any]:
         """The run once its supervisor reported: the agent started, queued, or already finished."""
+        from git_lanes.store import processes
+
         deadline = time.monotonic() + REPORT_SECONDS
         boss = getattr(self, "_supervisor_started", None)
         while waiting:
@@ -156,6 +172,8 @@ class SpawnApi:
 
     # -- looking at agents ----------------------------------------------------------------------------
     def _states(self, repo: control.LightRepo) -> list[RunState]:
+        from git_lanes.domain import control
+
         found = []
         for run in repo.log.runs():
             try:
@@ -167,10 +185,16 @@ class SpawnApi:
         return found
 
     def _live_runs(self, repo: control.LightRepo) -> list[RunState]:
+        from git_lanes.domain import spawning
+        from git_lanes.store import processes
+
         host = processes.hostname()
         return [s for s in self._states(repo) if spawning.is_live(s, host, processes.running)]
 
     def _row(self, state: RunState, host: str) -> dict[str, Any]:
+        from git_lanes.domain import runs, spawning
+        from git_lanes.store import processes
+
         view = runs.view(state)
         live = spawning.is_live(state, host, processes.running)
         supervised = spawning.supervised(state, host, processes.running)
@@ -184,6 +208,9 @@ class SpawnApi:
     def ps(self, *, everything: bool = False) -> list[dict[str, Any]]:
         """Live agent processes (with `everything`, every spawned run): run, pid, lane, task, stage and phase,
         step budget, the money budgets over its lane, task and ticket, cost, and the last event."""
+        from git_lanes.domain import runs
+        from git_lanes.store import processes
+
         repo = self._runs()
         policy = repo.policy()
         host = processes.hostname()
@@ -204,6 +231,8 @@ class SpawnApi:
         return sorted(rows, key=lambda r: r["created_at"])
 
     def logs(self, run: str) -> str:
+        from git_lanes.store import processes
+
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
         data, _ = processes.read_from(repo.log.files(run_id) / AGENT_LOG, 0)
@@ -211,6 +240,9 @@ class SpawnApi:
 
     def logs_follow(self, run: str, timeout: float | None = None) -> Iterator[str]:
         """The run's agent output so far, then what is appended, until no agent or supervisor of it runs."""
+        from git_lanes.domain import spawning
+        from git_lanes.store import processes
+
         repo = self._runs()
         run_id, _, _ = self._run_state(repo, run)
         path = repo.log.files(run_id) / AGENT_LOG
@@ -235,6 +267,11 @@ class SpawnApi:
     def tell(self, run: str, message: str, sender: str | None = None) -> dict[str, Any]:
         """Queue `message` for the run's model; its hooks deliver it at the next tool call or stop (a Stop
         hook blocks with it, so the model carries on with it as its instruction)."""
+        from git_lanes.domain import control, spawning
+        from git_lanes.domain.board import validate_text
+        from git_lanes.model.runs import RunEvent, RunState
+        from git_lanes.store import processes
+
         validate_text(message)
         sender = sender or self.ctx.store.signature().name
         repo = self._runs()
@@ -257,6 +294,10 @@ class SpawnApi:
              by: str | None = None) -> dict[str, Any]:
         """End the run's agent: its whole process group gets SIGTERM, then SIGKILL after `grace` seconds
         (`[agent] stop_grace`); its supervisor goes too. Why is recorded in the run's log."""
+        from git_lanes.domain import spawning
+        from git_lanes.model.runs import RunEvent
+        from git_lanes.store import processes
+
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
         host = processes.hostname()
@@ -290,6 +331,8 @@ class SpawnApi:
         return self._row(state, host) | {"stopped": True, "signal": how, "reason": reason}
 
     def _append_run(self, repo: control.LightRepo, run: str, *events: RunEvent) -> RunState:
+        from git_lanes.domain import control
+
         state, _ = control.transact(repo, run, lambda head, current: list(events))
         assert state is not None
         return state
@@ -316,6 +359,8 @@ def _writable(policy: Any) -> str:
 
 
 def _current(repo: control.LightRepo, run: str) -> RunState:
+    from git_lanes.domain import control
+
     _, state = control.read_state(repo, run)
     assert state is not None
     return state

@@ -14,19 +14,21 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
-from git_lanes.domain import control, gates, lanes, pipeline, spawning, tasks, transitions
-from git_lanes.domain.agents import SYSTEM
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, problem
 from git_lanes.model.ids import Actor, TransitionId
-from git_lanes.model.launch import Launch, render
-from git_lanes.model.records import Intent, Transition
-from git_lanes.model.runs import RunEvent, RunState
-from git_lanes.store import lock, processes
-from git_lanes.store.gitcli import unredirected_env
+
+if TYPE_CHECKING:
+    from git_lanes import ledger
+    from git_lanes.domain import control, gates, lanes, pipeline, spawning, tasks, transitions
+    from git_lanes.domain.agents import SYSTEM
+    from git_lanes.model.launch import Launch, render
+    from git_lanes.model.records import Intent, Transition
+    from git_lanes.model.runs import RunEvent, RunState
+    from git_lanes.store import lock, processes
+    from git_lanes.store.gitcli import unredirected_env
 
 SLOT_LOCK = "lanes-spawn.lock"
 WATCH_SECONDS = 0.2
@@ -77,6 +79,10 @@ class SuperviseApi:
     def supervise(self, run: str, *, supervisor: Callable[[str], list[str]] | None = None) -> dict[str, Any]:
         """Drive the spawned run `run` until its agent (or pipeline) is finished, stopped or blocked. A
         following pipeline starts the runs its done task made ready with `supervisor` (their supervisor's argv)."""
+        from git_lanes.domain import spawning
+        from git_lanes.model.runs import RunEvent
+        from git_lanes.store import processes
+
         self._followers_supervisor = supervisor
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
@@ -103,11 +109,15 @@ class SuperviseApi:
         return row | {"problem": _unfinished(row)}
 
     def _read(self, repo: control.LightRepo, run: str) -> RunState:
+        from git_lanes.domain import control
+
         _, state = control.read_state(repo, run)
         assert state is not None
         return state
 
     def _task_record(self, task: str | None) -> dict[str, Any] | None:
+        from git_lanes.domain import tasks
+
         if not task:
             return None
         try:
@@ -117,6 +127,12 @@ class SuperviseApi:
 
     # -- one agent process ------------------------------------------------------------------------------
     def _run_agent(self, repo: control.LightRepo, run: str, stage: str | None, prompt: str) -> Outcome:
+        from git_lanes.domain import lanes, spawning
+        from git_lanes.model.launch import render
+        from git_lanes.model.runs import RunEvent
+        from git_lanes.store import processes
+        from git_lanes.store.gitcli import unredirected_env
+
         state = self._read(repo, run)
         launch = spawning.load_launch(self.ctx)
         cli = state.launch["cli"]
@@ -149,6 +165,9 @@ class SuperviseApi:
                    start: Callable[[], processes.Started]) -> processes.Started | None:
         """Launch the agent once fewer than `max_parallel` agents run here, counting and launching under
         one lock so that concurrent supervisors never overshoot; None when a stop came while queued."""
+        from git_lanes.model.runs import RunEvent
+        from git_lanes.store import lock, processes
+
         queued = False
         while True:
             with lock.exclusive(repo.common_dir / SLOT_LOCK):
@@ -170,6 +189,10 @@ class SuperviseApi:
 
     def _watch(self, repo: control.LightRepo, run: str, started: processes.Started, stage: str | None,
                launch: Launch, log: Path) -> Outcome:
+        from git_lanes.domain.agents import SYSTEM
+        from git_lanes.model.runs import RunEvent
+        from git_lanes.store import processes
+
         process = started.process
         assert process is not None
         beat = time.monotonic()
@@ -212,6 +235,10 @@ class SuperviseApi:
 
     def _end_leftover(self, repo: control.LightRepo, run: str) -> None:
         """The supervisor is going (done, or told to end): no agent of its run outlives it."""
+        from git_lanes.domain import spawning
+        from git_lanes.model.runs import RunEvent
+        from git_lanes.store import processes
+
         state = self._read(repo, run)
         if spawning.is_live(state, processes.hostname(), processes.running):
             processes.end_group(int(state.process["pgid"]), spawning.load_launch(self.ctx).stop_grace)
@@ -221,6 +248,8 @@ class SuperviseApi:
 
     # -- a spawn without the pipeline ---------------------------------------------------------------
     def _drive_plain(self, repo: control.LightRepo, run: str) -> None:
+        from git_lanes.domain import pipeline
+
         state = self._read(repo, run)
         resume = bool(state.exit or state.sessions or state.calls)
         briefing = self.run_resume(run)["text"] if resume else None
@@ -231,16 +260,22 @@ class SuperviseApi:
 
     # -- the pipeline ------------------------------------------------------------------------------
     def _stage(self, repo: control.LightRepo, run: str, stage: str, status: str, **data: Any) -> RunState:
+        from git_lanes.model.runs import RunEvent
+
         return self._append_run(repo, run, RunEvent("pipeline", self.ctx.now(), {
             "stage": stage, "status": status, **{k: v for k, v in data.items() if v is not None}}))
 
     def _enter(self, repo: control.LightRepo, run: str, stage: str) -> None:
+        from git_lanes.domain import pipeline
+
         state = self._read(repo, run)
         phase = pipeline.phase_for(stage, repo.policy())
         if phase is not None and phase != state.phase:
             self.run_phase(run, phase)
 
     def _drive_pipeline(self, repo: control.LightRepo, run: str) -> None:
+        from git_lanes.domain import pipeline, spawning
+
         launch = spawning.load_launch(self.ctx)
         state = self._read(repo, run)
         current = state.pipeline or {}
@@ -276,6 +311,8 @@ class SuperviseApi:
 
     def _agent_stage(self, repo: control.LightRepo, run: str, step: pipeline.Step, launch: Launch) -> bool:
         """Run one agent stage; whether the pipeline goes on."""
+        from git_lanes.domain import pipeline
+
         stage = step.stage or "execute"
         if not step.resume:
             self._stage(repo, run, stage, "started")
@@ -302,6 +339,9 @@ class SuperviseApi:
     def _candidate(self, state: RunState) -> Transition:
         """The lane's state to verify: the run's last proposal when the workspace still holds it, else a
         snapshot of the workspace now, else (nothing changed) the lane's head."""
+        from git_lanes.domain import lanes, transitions
+        from git_lanes.model.records import Intent, Transition
+
         assert state.lane is not None
         path = lanes.require_workspace(self.ctx, state.lane)
         if state.transitions:
@@ -323,6 +363,8 @@ class SuperviseApi:
     def _verify(self, repo: control.LightRepo, run: str) -> dict[str, Any]:
         """Run the trunk's gates (those judging a commit on the lane or a promotion into the trunk) on the
         lane's state; accept the state when they pass, reject it (kept as signal) when a required one fails."""
+        from git_lanes.domain import gates
+
         state = self._read(repo, run)
         try:
             record = self._candidate(state)
@@ -382,6 +424,8 @@ class SuperviseApi:
         has no spawned run going: foundation first, then the features, queued for `[agent] max_parallel`.
         Read from the ledger, not from what `task done` answered, so a supervisor killed in between and resumed
         still starts them, and never twice. A refusal (the spend gate, a spent budget) is recorded, not raised."""
+        from git_lanes.domain import tasks
+
         state = self._read(repo, run)
         ledger_state = self._state()
         if not state.task:
@@ -405,6 +449,8 @@ class SuperviseApi:
 
     def _block(self, repo: control.LightRepo, run: str, fix_attempts: int) -> None:
         """Verify still fails after the fix attempts: block the task and ask a person on the board."""
+        from git_lanes.domain import pipeline
+
         state = self._read(repo, run)
         record = self._task_record(state.task)
         reason = f"the trunk's gates still fail after {fix_attempts} fix attempt(s)"

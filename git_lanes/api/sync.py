@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes.domain import setup, sync
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
 from git_lanes.model import refs
-from git_lanes.store import Store, open_store
-from git_lanes.store import remote as transport
+
+if TYPE_CHECKING:
+    from git_lanes.domain import setup, sync
+    from git_lanes.store import Store, open_store
+    from git_lanes.store import remote as transport
 
 DEFAULT_REMOTE = "origin"
 
@@ -20,14 +22,20 @@ class SyncApi:
 
     def pull(self, remote: str | None = None) -> dict[str, Any]:
         """Fetch the remote's lane state and merge it here; nothing is pushed."""
+        from git_lanes.domain import sync
+
         return sync.run(self.ctx, self._remote(remote), "pull")
 
     def push(self, remote: str | None = None) -> dict[str, Any]:
         """Push what is strictly ahead here, under a lease; what needs a merge is held back for `sync`."""
+        from git_lanes.domain import sync
+
         return sync.run(self.ctx, self._remote(remote), "push")
 
     def sync(self, remote: str | None = None) -> dict[str, Any]:
         """Pull, merge, push; retried after a fresh merge when another machine pushed first."""
+        from git_lanes.domain import sync
+
         return sync.run(self.ctx, self._remote(remote), "sync")
 
     def _remote(self, remote: str | None) -> str:
@@ -39,6 +47,8 @@ class SyncApi:
         """The repository opened for lanes, setting up a plain `git clone` first (its checked-out branch, or
         `trunk`, becomes the trunk; a trunk the clone has only as `<remote>/<trunk>` is made a local branch
         as `git checkout` would). Returns (api, the init report or None when it was already set up)."""
+        from git_lanes.store import open_store, remote as transport
+
         try:
             return cls(path), None  # type: ignore[call-arg]
         except NotARepository as exc:
@@ -66,4 +76,7 @@ class SyncApi:
 
 def _remote_trunk(store: Store, remote: str) -> str | None:
     """The trunk the remote's refs/lanes/meta/trunk names: the remote's HEAD may be another branch."""
+    from git_lanes.domain import setup
+    from git_lanes.store import remote as transport
+
     return setup.recorded_trunk(store, transport.fetch_meta(store, remote).get(refs.TRUNK_META))

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
-from git_lanes.domain import agents, inspect, lane_setup, lanes, worktrees
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError
 from git_lanes.model import refs
 from git_lanes.model.names import validate_lane_name
+
+if TYPE_CHECKING:
+    from git_lanes import ledger
+    from git_lanes.domain import agents, inspect, lane_setup, lanes, worktrees
 
 
 class WorktreeApi:
@@ -26,12 +28,16 @@ class WorktreeApi:
 
     def agent_lane(self, agent: str) -> str:
         """The lane assigned to `agent`; a clear error (`no_lane`) when it has none."""
+        from git_lanes.domain import worktrees
+
         return worktrees.require_lane(self._state(), agent)
 
     def touch_agent(self, agent: str) -> dict[str, Any] | None:
         """Extend `agent`'s lease (registering it on its first call), unless it was extended within the last
         minute: then nothing is written and None is returned. Long-lived faces call this on every call an
         agent makes, as Lockage extends the lease on almost every tool call."""
+        from git_lanes.domain import agents
+
         agents.validate_agent_id(agent)
         record = self._state().get(agents.agent_path(agent))
         if not agents.lease_needs_extending(record, self.ctx.now()):
@@ -43,6 +49,8 @@ class WorktreeApi:
         has, else `agent/<id>`. A missing lane is created (from `base`, default the trunk's head) and a
         missing workspace is made; an existing one is reused. A lane another live agent holds is refused
         (`lane_assigned`, exit 3)."""
+        from git_lanes.domain import inspect, lane_setup, lanes, worktrees
+
         state = self._state()
         name = validate_lane_name(lane or worktrees.assigned_lane(state, agent) or worktrees.default_lane(agent))
         worktrees.check_free(state, name, agent, self.ctx.now())  # refused before anything is made on disk
@@ -66,6 +74,8 @@ class WorktreeApi:
 
     def list_worktrees(self) -> list[dict[str, Any]]:
         """Every lane that has a workspace here, with the agents assigned to it and whether they are alive."""
+        from git_lanes.domain import agents, lanes
+
         state = self._state()
         now = self.ctx.now()
         assigned: dict[str, list[dict[str, Any]]] = {}
@@ -85,6 +95,8 @@ class WorktreeApi:
         return released
 
     def _release(self, agent: str, *, keep_workspace: bool, only_if_lapsed: bool) -> dict[str, Any] | None:
+        from git_lanes.domain import agents, worktrees
+
         lane = worktrees.require_lane(self._state(), agent)
         removed = None
         with self._writing() as ctx:  # ledger appends take this lock too: the state read here holds
@@ -102,6 +114,8 @@ class WorktreeApi:
     def reclaim_orphan_worktrees(self, *, dry_run: bool = False) -> dict[str, Any]:
         """Release the lanes of agents whose lease lapsed and remove their workspaces, except where a
         workspace holds work no state holds (kept and listed, with the reason) or the agent came back."""
+        from git_lanes.domain import worktrees
+
         reclaimed, kept = [], []
         for orphan in worktrees.orphans(self._state(), self.ctx.now()):
             entry = {"agent": orphan["agent"], "lane": orphan["lane"]}

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 
 import click
@@ -121,6 +120,8 @@ def main() -> None:
     except click.ClickException as exc:
         # A usage error still answers a `--json` caller in JSON, as every other error does.
         if "--json" in args:
+            import json
+
             click.echo(json.dumps({"error": "usage", "message": exc.format_message()}, indent=2, sort_keys=True))
         exc.show()
         sys.exit(exc.exit_code)

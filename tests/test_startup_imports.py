@@ -1,0 +1,87 @@
+"""Start-up is part of every command's cost (DESIGN.md §5, issue 15): each command loads only the git_lanes
+modules it needs. The sets are pinned: a new module on one of these paths fails this test until it is either
+imported lazily (inside the function that needs it) or added here on purpose."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.output", "git_lanes.errors"}
+# What opening the repository through the API costs any command: the API's mixins (whose domain imports
+# load inside their methods), the store and the context.
+API = {f"git_lanes.api.{name}" for name in ("core", "doctor", "lane_setup", "ledger", "overview", "promotion",
+                                              "runs", "sync", "worktrees")}
+STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli", "gitfiles", "lock", "repo",
+                                                  "setup", "stale", "trees", "workspace", "worktree_add",
+                                                  "worktree_files")}
+REPOSITORY = CLI | API | STORE | {
+    "git_lanes.api", "git_lanes.store", "git_lanes.domain", "git_lanes.domain.context",
+    "git_lanes.domain.hook_settings", "git_lanes.model", "git_lanes.model.format", "git_lanes.model.ids",
+    "git_lanes.model.names", "git_lanes.model.refs", "git_lanes.model.text"}
+TRANSITIONS = {"git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.domain.attention",
+               "git_lanes.domain.inspect", "git_lanes.domain.transitions", "git_lanes.model.record",
+               "git_lanes.model.records"}
+LEDGER = {"git_lanes.ledger", "git_lanes.ledger.log", "git_lanes.ledger.op", "git_lanes.ledger.state",
+          "git_lanes.domain.agents", "git_lanes.domain.board", "git_lanes.domain.board_index",
+          "git_lanes.model.record", "git_lanes.model.coordination"}
+
+PINNED = {
+    ("--version",): {"git_lanes", "git_lanes.cli"},
+    ("status",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect"},
+    ("show", "SHOWN"): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
+    ("lane", "list"): REPOSITORY | {"git_lanes.cli.lane", "git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.model.record",
+                                    "git_lanes.model.records", "git_lanes.model.results"},
+    ("history",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
+    ("task", "list"): REPOSITORY | LEDGER | {"git_lanes.cli.task", "git_lanes.cli.agent", "git_lanes.domain.claims",
+                                             "git_lanes.domain.task_records", "git_lanes.domain.tasks",
+                                             "git_lanes.domain.tickets", "git_lanes.model.globs"},
+    ("board", "read", "--agent", "coder-1"): REPOSITORY | LEDGER | {"git_lanes.cli.board",
+                                                                      "git_lanes.model.ledger_results"},
+}
+
+
+# `python -m git_lanes ARGS`, then the modules loaded, on stderr's last line. (`-X importtime` cannot tell:
+# it misses what importlib.import_module loads, as the CLI's lazy command table does.)
+PROBE = """
+import runpy, sys
+sys.argv = ["git_lanes", *sys.argv[1:]]
+try:
+    runpy.run_module("git_lanes", run_name="__main__", alter_sys=True)
+finally:
+    print("\\n" + " ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def loaded(args: tuple[str, ...], cwd) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    names = set(proc.stderr.splitlines()[-1].split())
+    assert "git_lanes.cli" in names, "the probe saw no import at all"
+    return {name for name in names if name.split(".")[0] == "git_lanes"}
+
+
+@pytest.mark.parametrize("args", sorted(PINNED), ids=" ".join)
+def test_each_read_command_loads_only_its_own_modules(repo, args):
+    from git_lanes.api import Lanes
+
+    pinned = PINNED[args]
+    if args[0] == "board":
+        Lanes(repo).agent_register("coder-1")
+    if args[0] == "show":
+        (repo / "README.md").write_text("changed\n")
+        args = ("show", Lanes(repo).commit("change", "coder-1", cwd=repo)["id"][:8])
+    found = loaded(args, repo)
+    assert sorted(found - pinned) == [], "loaded but not pinned: import it lazily, or pin it here"
+    assert sorted(pinned - found) == [], "pinned but no longer loaded: unpin it"
+
+
+def test_help_loads_the_command_modules_but_no_repository_layer(repo):
+    found = loaded(("--help",), repo)
+    assert {"git_lanes.cli.lane", "git_lanes.cli.task"} <= found
+    assert sorted(name for name in found if name.split(".")[1:2] in (["api"], ["domain"], ["store"], ["ledger"],
+                                                                      ["model"])) == []
