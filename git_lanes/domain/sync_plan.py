@@ -8,12 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from git_lanes.domain import lanes, sync_ledger
+from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
-from git_lanes.domain.coordination import FOLD
 from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, folder_clash, folders_of, \
     how, kind_of, merge_note, note_status, ref_problem
-from git_lanes.ledger import merge as ledger_merge
 from git_lanes.model import refs
 from git_lanes.store import remote as transport
 
@@ -262,6 +260,11 @@ class _Planner:
             self.plan.held_back.append({"kind": "ledger", "name": "ledger", "ref": ref, "from": theirs,
                                         "to": mine, "how": "replayed", "side": "remote"})
             return
+        # The coordination model loads only for a replay: a sync with nothing to replay does not pay for it.
+        from git_lanes.domain import sync_ledger
+        from git_lanes.domain.coordination import FOLD
+        from git_lanes.ledger import merge as ledger_merge
+
         replay = ledger_merge.replay(self.store, mine, theirs, FOLD, rebase=sync_ledger.rebase_for(self.store))
         self.plan.ledger.update(came_in=replay.came_in, went_out=replay.replayed + len(replay.refused),
                                 replayed=replay.replayed)
