@@ -13,8 +13,8 @@ import pytest
 CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.output", "git_lanes.errors"}
 # What opening the repository through the API costs any command: the API's mixins (whose domain imports
 # load inside their methods), the store and the context.
-API = {f"git_lanes.api.{name}" for name in ("core", "doctor", "lane_setup", "ledger", "overview", "promotion",
-                                              "runs", "sync", "worktrees")}
+API = {f"git_lanes.api.{name}" for name in ("budgets", "core", "doctor", "lane_setup", "ledger", "overview",
+                                              "promotion", "runs", "spawn", "supervise", "sync", "worktrees")}
 STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli", "gitfiles", "lock", "repo",
                                                   "setup", "stale", "trees", "workspace", "worktree_add",
                                                   "worktree_files")}
@@ -35,7 +35,8 @@ PINNED = {
     ("show", "SHOWN"): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
     ("lane", "list"): REPOSITORY | {"git_lanes.cli.lane", "git_lanes.domain.lanes", "git_lanes.domain.wording",
                                     "git_lanes.model.record", "git_lanes.model.records", "git_lanes.model.results"},
-    ("history",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
+    ("history",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.domain.trace",
+                                              "git_lanes.model.results"},
     ("task", "list"): REPOSITORY | LEDGER | {"git_lanes.cli.task", "git_lanes.cli.agent", "git_lanes.domain.claims",
                                              "git_lanes.domain.task_records", "git_lanes.domain.tasks",
                                              "git_lanes.domain.tickets", "git_lanes.model.globs"},
