@@ -113,16 +113,33 @@ def _commands(check: _Check, line: ShellLine | None) -> str | None:
 
 
 def write_targets(check: _Check, line: ShellLine | None) -> tuple[list[str], str | None]:
-    """Absolute paths the call writes, or a reason when one cannot be known before it runs."""
+    """Absolute paths the call writes, or a reason when one cannot be known before it runs. A relative
+    target of a shell line that changes directory (`cd /elsewhere && echo x > f`) counts wherever it may
+    land: in the session's directory and in each directory the line moves to."""
     place = check.place
     targets = []
     cwd = os.path.join(place.cwd, check.call.cwd) if check.call.cwd else place.cwd
+    home = place.home if line is None or "HOME" not in line.sets else None
+    places = [cwd]
+    for directory in line.directories if line is not None else ():
+        if directory == "-":
+            continue
+        searched = "CDPATH" in line.sets and not directory.startswith(("/", "./", "../", "~", "$")) \
+            and directory not in (".", "..")
+        moved = resolve(directory, places[-1], home) if not searched else None
+        if moved is None:
+            places.append("")  # unknown: a relative write after it cannot be placed
+            continue
+        places.append(moved)
+    pwd_known = line is None or "PWD" not in line.sets
     for raw in [*check.call.paths, *(line.writes if line is not None else ())]:
-        path = resolve(raw, cwd, place.home)
-        if path is None:
-            return [], f"cannot tell where `{raw}` is before the command runs; write to a plain path"
-        targets.append(_real(path))
-    return targets, None
+        relative = not raw.startswith(("/", "~", "$HOME", "${HOME}"))
+        for base in places if relative else places[:1]:
+            path = resolve(raw, base, home) if base and (pwd_known or "PWD" not in raw) else None
+            if path is None:
+                return [], f"cannot tell where `{raw}` is before the command runs; write to a plain path"
+            targets.append(_real(path))
+    return list(dict.fromkeys(targets)), None
 
 
 def _writes(check: _Check, line: ShellLine | None) -> str | None:
@@ -210,7 +227,8 @@ def _budget(check: _Check, weight: float) -> str | None:
 
 def resolve(target: str, cwd: str, home: str | None) -> str | None:
     """An absolute, normalised path for a write target, or None when it depends on the run-time
-    environment (a variable other than HOME or PWD, a command substitution)."""
+    environment (a variable other than HOME or PWD, a command substitution). `$PWD` is where the command
+    runs, so it is `cwd`."""
     path = target
     if path == "~" or path.startswith("~/"):
         if not home:

@@ -1,9 +1,13 @@
-"""Shell lines as the shell sees them: every simple command a line runs and every file it writes.
+"""Shell lines as the shell sees them: every simple command a line runs, every file it writes, every
+directory it moves to.
 
 A line is parsed with tree-sitter's bash grammar, never matched as text, so a denied command cannot hide in
-a pipeline, behind `&&`, `||` or `;`, in a subshell, `$(…)` or backticks, in `bash -c '…'`/`sh -c`/`eval`,
-behind `env X=1`, `sudo`, `xargs`, `nohup`, `timeout`…, or in a `find -exec`. A line the parser cannot read
-fully is refused: what we cannot see, we cannot admit.
+a pipeline, behind `&&`, `||` or `;`, in a subshell, `$(…)` or backticks, in `bash -c '…'`, a here-document
+fed to a shell, `eval`, `alias`, behind `env X=1`, `sudo -iu root`, `xargs`, `flock`, `watch`… or in a
+`find -exec` (what each program runs and writes is in `shell_programs`). Words are read as the shell passes
+them: quotes removed, `$'\\x63url'` decoded, `c{u,}rl` brace-expanded. A program or a script the shell
+computes at run time (`$CMD`, `bash -c "$X"`, `… | bash`, `/bin/c?rl`) cannot be judged and is refused, and
+so is a line the parser cannot read fully: what we cannot see, we cannot admit.
 
 Parser choice (measured on this project's machine): bashlex 0.18 builds its LALR tables on every import
 (~200 ms: it vendors a PLY that no longer caches them) and cannot parse `[[ ]]`, `case`, `$(( ))`, arrays,
@@ -14,43 +18,32 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 
+from git_lanes.domain import shell_programs as programs
+from git_lanes.domain.shell_match import denies, matches
+from git_lanes.domain.shell_words import Word, word_of, words_of
 from git_lanes.errors import UserError
 
 MAX_DEPTH = 8  # nested `bash -c` / eval levels
-SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox"}
-# Wrappers that run the rest of their arguments as a command without changing who runs it: an allow list
-# judges the command they wrap. `sudo` and `doas` change who runs it, so they are judged themselves too.
-TRANSPARENT = {"env", "command", "builtin", "exec", "nohup", "nice", "time", "timeout", "stdbuf", "xargs",
-               "setsid", "ionice", "chrt", "unbuffer"}
-PRIVILEGED = {"sudo", "doas"}
-# Options of wrappers that take a value, so the value is not mistaken for the wrapped command.
-VALUED = {
-    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
-    "sudo": {"-u", "-g", "-p", "-C", "-h", "-U", "-r", "-t", "-D", "-R", "-T", "--user", "--group"},
-    "doas": {"-u", "-C"},
-    "xargs": {"-I", "-n", "-L", "-P", "-s", "-d", "-E", "-a", "-i", "--max-args", "--max-procs",
-              "--delimiter", "--arg-file", "--replace", "--max-lines", "--eof"},
-    "nice": {"-n", "--adjustment"},
-    "timeout": {"-s", "--signal", "-k", "--kill-after"},
-    "stdbuf": {"-i", "-o", "-e"},
-    "ionice": {"-c", "-n", "-p"},
-    "command": set(), "builtin": set(), "exec": {"-a"}, "nohup": set(), "time": {"-f", "-o"},
-    "setsid": set(), "chrt": set(), "unbuffer": set(),
-}
 WRITE_OPERATORS = {">", ">>", "&>", "&>>", ">|", "<>"}
 HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
+PIPE = "pipe"
+# Write targets may use HOME and PWD, and `cd` follows CDPATH: a line that sets one makes it unknown.
+SHELL_VARIABLES = ("HOME", "PWD", "CDPATH")
+
+__all__ = ["Command", "ShellLine", "parse", "check", "matches", "denies"]
 
 
 @dataclass(frozen=True)
 class Command:
-    """One simple command: its words, unquoted (an expansion stays as written), and whether it is a wrapper
-    whose wrapped command follows as another Command."""
+    """One simple command: its words as the shell passes them (an expansion stays as written), whether it
+    is a wrapper whose wrapped command follows as another Command, and why what it runs cannot be known
+    before it runs (`opaque`)."""
 
     argv: tuple[str, ...]
     wrapper: bool = False
     privileged: bool = False
+    opaque: str | None = None
 
     @property
     def text(self) -> str:
@@ -59,14 +52,15 @@ class Command:
 
     @property
     def dynamic(self) -> bool:
-        """The program to run is computed when the line runs ($CMD, $(…)): nothing can be judged."""
-        return bool(self.argv) and ("$" in self.argv[0] or "`" in self.argv[0])
+        return self.opaque is not None
 
 
 @dataclass(frozen=True)
 class ShellLine:
     commands: tuple[Command, ...]
-    writes: tuple[str, ...]  # redirection targets and `tee` files, as written
+    writes: tuple[str, ...]  # files written (redirections, cp/mv/tee/sed -i/…), as written
+    directories: tuple[str, ...] = ()  # where `cd`/`pushd` move, in order: relative writes may land there
+    sets: frozenset[str] = frozenset()  # of SHELL_VARIABLES, those the line assigns
 
 
 def unparsable(line: str, why: str) -> UserError:
@@ -87,7 +81,23 @@ def _get_parser():
     return _parser
 
 
+class _Found:
+    __slots__ = ("commands", "writes", "directories", "sets")
+
+    def __init__(self) -> None:
+        self.commands: list[Command] = []
+        self.writes: list[str] = []
+        self.directories: list[str] = []
+        self.sets: set[str] = set()
+
+
 def parse(line: str, depth: int = 0) -> ShellLine:
+    found = _Found()
+    _parse_into(line, depth, found)
+    return ShellLine(tuple(found.commands), tuple(found.writes), tuple(found.directories), frozenset(found.sets))
+
+
+def _parse_into(line: str, depth: int, found: _Found) -> None:
     if not line.strip():
         raise unparsable(line, "it is empty")
     if depth > MAX_DEPTH:
@@ -95,158 +105,145 @@ def parse(line: str, depth: int = 0) -> ShellLine:
     tree = _get_parser().parse(line.encode("utf-8", "surrogateescape"))
     if tree.root_node.has_error:
         raise unparsable(line, "a syntax error")
-    commands: list[Command] = []
-    writes: list[str] = []
-    _walk(tree.root_node, commands, writes, depth)
-    return ShellLine(tuple(commands), tuple(writes))
+    _walk(tree.root_node, found, depth, None)
 
 
-def _walk(node, commands: list[Command], writes: list[str], depth: int) -> None:
+def _walk(node, found: _Found, depth: int, stdin: Word | str | None) -> None:
     kind = node.type
-    if kind in ("command", "declaration_command", "unset_command"):
-        _command(node, commands, writes, depth)
-    elif kind == "file_redirect":
-        _redirect(node, writes)
-    for child in node.children:
-        _walk(child, commands, writes, depth)
-
-
-def _command(node, commands: list[Command], writes: list[str], depth: int) -> None:
-    if node.type == "command":
+    if kind == "pipeline":
+        # A pipeline inside a here-document redirect starts with its `|`: every part reads the pipe then.
+        first = node.children[0].type not in ("|", "|&")
+        for child in node.children:
+            if child.type in ("|", "|&"):
+                continue
+            _walk(child, found, depth, stdin if first else PIPE)
+            first = False
+        return
+    if kind == "redirected_statement":
+        body = node.child_by_field_name("body")
+        fed = stdin
+        for child in node.children:
+            fed = _stdin_of(child) or fed
+        for child in node.children:
+            _walk(child, found, depth, fed if body is not None and child.id == body.id else None)
+        return
+    if kind == "command":
+        _command(node, found, depth, _herestring(node) or stdin)
+    elif kind in ("declaration_command", "unset_command"):
+        _declaration(node, found, depth)
+    elif kind == "variable_assignment":
         name = node.child_by_field_name("name")
-        if name is None:  # only assignments (X=1): nothing runs but what their values expand
-            return
-        argv = [_word(name)] + [_word(child) for index, child in enumerate(node.children)
-                                if node.field_name_for_child(index) == "argument"]
-    else:
-        argv = [_word(child) for child in node.children if child.type not in ("variable_assignment",)]
-        argv = [a for a in argv if a]
-    _expand(tuple(argv), commands, writes, depth)
+        if name is not None and name.text.decode() in SHELL_VARIABLES:
+            found.sets.add(name.text.decode())
+    elif kind == "file_redirect":
+        _redirect(node, found)
+    for child in node.children:
+        _walk(child, found, depth, None)
 
 
-def _expand(argv: tuple[str, ...], commands: list[Command], writes: list[str], depth: int) -> None:
-    """Record `argv`, then whatever it runs in turn (a wrapped command, a shell's script, find's -exec)."""
-    if not argv:
-        return
-    name = posixpath.basename(argv[0])
-    inner = _wrapped(name, argv)
-    commands.append(Command(argv, wrapper=inner is not None and name in TRANSPARENT,
-                            privileged=name in PRIVILEGED))
-    if inner is not None:
-        _expand(inner, commands, writes, depth)
-        return
-    if name in SHELLS:
-        script = _shell_script(argv)
-        if script is not None:
-            nested = parse(script, depth + 1)
-            commands.extend(nested.commands)
-            writes.extend(nested.writes)
-    elif name == "eval" and len(argv) > 1:
-        nested = parse(" ".join(argv[1:]), depth + 1)
-        commands.extend(nested.commands)
-        writes.extend(nested.writes)
-    elif name == "find":
-        for index, word in enumerate(argv):
-            if word in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next((i for i in range(index + 1, len(argv)) if argv[i] in (";", "\\;", "+")), len(argv))
-                _expand(argv[index + 1:end], commands, writes, depth)
-    elif name == "tee":
-        writes.extend(a for a in argv[1:] if not a.startswith("-"))
-
-
-def _wrapped(name: str, argv: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The command a wrapper runs, or None for a command that is not a wrapper (or wraps nothing)."""
-    valued = VALUED.get(name)
-    if valued is None:
-        return None
-    index = 1
-    while index < len(argv):
-        word = argv[index]
-        if word == "--":
-            index += 1
-            break
-        if name == "env" and "=" in word and not word.startswith("-"):
-            index += 1
-            continue
-        if not word.startswith("-") or word == "-":
-            break
-        index += 2 if word in valued else 1
-    if name == "timeout" and index < len(argv):
-        index += 1  # the duration
-    return argv[index:] or None
-
-
-def _shell_script(argv: tuple[str, ...]) -> str | None:
-    """The script of `sh -c SCRIPT` (options may be grouped: -lc, -ec); None when the shell reads a file
-    or stdin, which runs what the file says (judged as the shell command itself)."""
-    for index, word in enumerate(argv[1:], 1):
-        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-            if index + 1 >= len(argv):
-                raise unparsable(" ".join(argv), "-c without a script")
-            return argv[index + 1]
-        if not word.startswith("-"):
+def _stdin_of(node) -> Word | str | None:
+    """What a redirect feeds a command's standard input: a here-document's or here-string's text, PIPE for
+    a process substitution, None for anything else."""
+    if node.type == "heredoc_redirect":
+        body = next((c for c in node.children if c.type == "heredoc_body"), None)
+        if body is None:
             return None
+        text = body.text.decode("utf-8", "surrogateescape")
+        if any(c.type == "<<-" for c in node.children):
+            text = "\n".join(line.lstrip("\t") for line in text.split("\n"))
+        return text, any(c.type not in ("heredoc_content",) for c in body.children)
+    if node.type == "herestring_redirect":
+        target = next((c for c in node.children if c.type != "<<<"), None)
+        return word_of(target) if target is not None else None
+    if node.type == "file_redirect" and any(c.type == "<" for c in node.children):
+        source = node.child_by_field_name("destination")
+        if source is not None and source.type == "process_substitution":
+            return PIPE
     return None
 
 
-def _redirect(node, writes: list[str]) -> None:
+def _herestring(node) -> Word | None:
+    for child in node.children:
+        if child.type == "herestring_redirect":
+            fed = _stdin_of(child)
+            return fed if isinstance(fed, tuple) else None
+    return None
+
+
+def _command(node, found: _Found, depth: int, stdin: Word | str | None) -> None:
+    name = node.child_by_field_name("name")
+    if name is None:  # only assignments (X=1): nothing runs but what their values expand
+        return
+    parts = [name] + [child for index, child in enumerate(node.children)
+                      if node.field_name_for_child(index) == "argument"]
+    words = words_of(parts, program=True)
+    if words is None:
+        found.commands.append(Command((name.text.decode("utf-8", "surrogateescape"),),
+                                      opaque="expands to more words than can be checked"))
+        return
+    _expand(words, found, depth, stdin)
+
+
+def _declaration(node, found: _Found, depth: int) -> None:
+    words = [word_of(child) for child in node.children if child.type not in ("variable_assignment",)]
+    words = [w for w in words if w[0]]
+    if words:
+        _expand(words, found, depth, None)
+
+
+def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | None) -> None:
+    """Record the command `words`, then whatever it runs in turn (a wrapped command, a script)."""
+    program, dynamic = words[0]
+    name = posixpath.basename(program)
+    if dynamic:
+        found.commands.append(Command(tuple(t for t, _ in words),
+                                      opaque="runs a program computed at run time, which cannot be checked"))
+        return
+    inner = programs.runs(name, words, stdin)
+    found.commands.append(Command(tuple(t for t, _ in words),
+                                  wrapper=inner is not None and inner.command is not None and
+                                  name in programs.TRANSPARENT,
+                                  privileged=name in programs.PRIVILEGED,
+                                  opaque=inner.opaque if inner is not None else None))
+    found.writes.extend(programs.writes(name, words, stdin))
+    if name in ("cd", "pushd"):
+        targets = [w for w in words[1:] if not w[0].startswith("-") or w[0] == "-"]
+        found.directories.append(targets[0][0] if targets else "~")
+    if inner is None:
+        return
+    if inner.command:
+        # xargs gives what it runs its own arguments, and /dev/null for standard input
+        _expand(inner.command, found, depth, None if name == "xargs" else stdin)
+    for text, computed in inner.scripts:
+        if computed:
+            found.commands.append(Command(tuple(t for t, _ in words),
+                                          opaque=f"runs a script computed at run time (`{text[:60]}`), which cannot "
+                                                 "be checked; write the script out, in single quotes"))
+            continue
+        _parse_into(text, depth + 1, found)
+
+
+def _redirect(node, found: _Found) -> None:
     operator = next((c.type for c in node.children if c.type in WRITE_OPERATORS or c.type == ">&"), None)
     destination = node.child_by_field_name("destination")
     if operator is None or destination is None:
         return
     if operator == ">&" and destination.type == "number":  # 2>&1: a descriptor, not a file
         return
-    target = _word(destination)
+    target = word_of(destination)[0]
     if target not in HARMLESS_TARGETS and not target.startswith("&"):
-        writes.append(target)
+        found.writes.append(target)
 
 
-def _word(node) -> str:
-    """A word as the shell would pass it, quotes removed; expansions are kept as written."""
-    kind = node.type
-    text = node.text.decode("utf-8", "surrogateescape")
-    if kind == "command_name":
-        return "".join(_word(c) for c in node.children) if node.children else text
-    if kind == "raw_string":
-        return text[1:-1]
-    if kind == "string":
-        return "".join(_word(c) if c.type != '"' else "" for c in node.children)
-    if kind == "ansi_c_string":
-        return text[2:-1]
-    if kind == "concatenation":
-        return "".join(_word(c) for c in node.children)
-    if kind in ("word", "string_content"):
-        return _unescape(text) if kind == "word" else text
-    return text
-
-
-def _unescape(text: str) -> str:
-    out, index = [], 0
-    while index < len(text):
-        if text[index] == "\\" and index + 1 < len(text):
-            index += 1
-        out.append(text[index])
-        index += 1
-    return "".join(out)
-
-
-# -- policy matching --------------------------------------------------------------------------------------
-def matches(pattern: str, command: Command) -> bool:
-    """`pattern` is a glob over the command's words joined by single spaces, its program named by basename
-    (`/bin/rm -rf x` is `rm -rf x`); a pattern ending in ` *` also matches the bare command (`git diff *`
-    matches `git diff`)."""
-    text = command.text
-    return fnmatchcase(text, pattern) or (pattern.endswith(" *") and text == pattern[:-2])
-
-
+# -- policy ---------------------------------------------------------------------------------------------------
 def check(line: ShellLine, allow: tuple[str, ...] | None, deny: tuple[str, ...]) -> str | None:
     """Why the line may not run, or None. Deny wins over allow; no allow list admits all but the denied."""
     for command in line.commands:
-        if command.dynamic:
-            return f"`{command.text[:80]}` runs a program computed at run time, which cannot be checked"
-        pattern = next((p for p in deny if matches(p, command)), None)
+        if command.opaque is not None:
+            return f"`{command.text[:80]}` {command.opaque}"
+        pattern = next((p for p in deny if denies(p, command.argv)), None)
         if pattern is not None:
             return f"`{command.text[:120]}` is denied by the command policy ({pattern!r})"
-        if allow is not None and not command.wrapper and not any(matches(p, command) for p in allow):
+        if allow is not None and not command.wrapper and not any(matches(p, command.argv) for p in allow):
             return f"`{command.text[:120]}` is not in the command allow list"
     return None

@@ -11,6 +11,7 @@ from typing import Any
 
 from git_lanes.hooks import protocol
 from git_lanes.hooks.protocol import Answer, Malformed
+from git_lanes.model import patches
 from git_lanes.model.calls import HookEvent, ToolCall, Verdict
 
 CLI = "codex"
@@ -18,20 +19,15 @@ EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt", "PreToo
           "PostToolUse": "post_tool", "PreCompact": "pre_compact", "Stop": "stop", "SubagentStop": "subagent_stop",
           "SessionEnd": "session_end"}
 PRE_TOOL = "PreToolUse"
-PATCH_MARKERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
 READ_TOOLS = {"view_image", "web_search", "read_file", "list_dir", "grep_files"}
 
 
 def patch_paths(patch: str) -> tuple[str, ...]:
     """Every file an apply_patch envelope adds, updates, deletes or moves to (relative to the session's cwd)."""
-    paths = []
-    for line in patch.splitlines():
-        for marker in PATCH_MARKERS:
-            if line.startswith(marker):
-                paths.append(line[len(marker):].strip())
+    paths = patches.patch_paths(patch)
     if not paths:
         raise Malformed("apply_patch call whose patch names no file")
-    return tuple(dict.fromkeys(paths))
+    return paths
 
 
 def tool_call(payload: dict[str, Any]) -> ToolCall:

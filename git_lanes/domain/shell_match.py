@@ -1,0 +1,83 @@
+"""Command patterns of the policy (`[commands] allow` and `deny` in `.lanes.toml`) against a command's words.
+
+A pattern is a glob over the command's words joined by single spaces, its program named by basename
+(`/bin/rm -rf x` is `rm -rf x`); a pattern ending in ` *` also matches the bare command (`git diff *` matches
+`git diff`). A deny pattern also matches however the options are spelled, since the shell does not care:
+`rm -rf *` denies `rm -fr x`, `rm -r -f x`, `rm -Rf x`, `rm --recursive --force x` and `rm x -rf`, and
+`git push --force *` denies `git push -f`, `git push origin +main`, `--force-with-lease` and `git -C . push
+--force`. An allow pattern matches only as written: loosening must be explicit."""
+
+from __future__ import annotations
+
+import posixpath
+from fnmatch import fnmatchcase
+
+from git_lanes.domain.shell_programs import GIT_VALUED
+
+GLOB = set("*?[")
+# Spellings of one option, mapped to one of them (for deny patterns only: matching more is the safe side).
+SAME_OPTION = {"--recursive": "-r", "-R": "-r", "--force": "-f", "--force-with-lease": "-f",
+               "--force-if-includes": "-f"}
+
+
+def text_of(argv: tuple[str, ...] | list[str]) -> str:
+    return " ".join((posixpath.basename(argv[0]), *argv[1:])) if argv else ""
+
+
+def matches(pattern: str, argv: tuple[str, ...] | list[str]) -> bool:
+    """`pattern` matches the command's words as written."""
+    text = text_of(argv)
+    return fnmatchcase(text, pattern) or (pattern.endswith(" *") and text == pattern[:-2])
+
+
+def denies(pattern: str, argv: tuple[str, ...] | list[str]) -> bool:
+    """`pattern` matches the command as written, or its options in any order, grouping or spelling."""
+    if matches(pattern, argv):
+        return True
+    wanted = _canonical(pattern.split())
+    if wanted is None or not argv:
+        return False
+    program, flags, operands = wanted
+    have = _canonical(list(argv))
+    if have is None or not fnmatchcase(have[0], program) or not flags <= have[1]:
+        return False
+    pattern_operands, command_operands = " ".join(operands), " ".join(have[2])
+    return fnmatchcase(command_operands, pattern_operands) or (
+        pattern_operands.endswith("*") and fnmatchcase(command_operands, pattern_operands.rstrip("* ")))
+
+
+def _canonical(words: list[str]) -> tuple[str, frozenset[str], list[str]] | None:
+    """(program, its options each spelled one way, its other words); None when options hold a glob, which
+    only the literal match can honour."""
+    if not words:
+        return None
+    program, rest = posixpath.basename(words[0]), words[1:]
+    if program == "git":
+        rest = _without_git_globals(rest)
+    flags: set[str] = set()
+    operands: list[str] = []
+    ended = False
+    for word in rest:
+        if ended or word == "-" or not word.startswith("-") or word[1:2].isdigit():
+            if program == "git" and operands[:1] == ["push"] and word.startswith("+") and len(word) > 1:
+                flags.add("-f")  # git push origin +main forces, as --force does
+            operands.append(word)
+        elif word == "--":
+            ended = True
+        elif GLOB & set(word):
+            return None
+        elif word.startswith("--"):
+            name = word.split("=", 1)[0]
+            flags.add(SAME_OPTION.get(name, name))
+        else:
+            flags.update(SAME_OPTION.get("-" + letter, "-" + letter) for letter in word[1:])
+    return program, frozenset(flags), operands
+
+
+def _without_git_globals(words: list[str]) -> list[str]:
+    """git's words from its subcommand on (`git -C dir -c k=v push` is `git push`)."""
+    index = 0
+    while index < len(words) and words[index].startswith("-"):
+        name = words[index].split("=", 1)[0]
+        index += 2 if name in GIT_VALUED and "=" not in words[index] else 1
+    return words[index:]

@@ -1,0 +1,391 @@
+"""What well-known programs do with their arguments, for the shell-line analysis (`domain/shell.py`): which
+command a wrapper runs (`sudo -iu root CMD`, `env -S 'CMD'`, `flock F CMD`, `watch CMD`…), which script a
+shell, `su -c` or `eval` runs, which files a command writes (`cp`, `mv`, `sed -i`, `dd of=`, `git -C DIR
+commit`…), and where `cd` goes. Pure functions over a command's words; nothing here runs anything.
+
+A word is a `(text, dynamic)` pair: `dynamic` when the shell computes it at run time (an expansion, a
+substitution, or xargs' and find's `{}`), so that text is not what will run."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+
+Word = tuple[str, bool]
+
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "rbash"}
+# Options of a shell that take a value, so the value is not taken for the script's file.
+SHELL_VALUED = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
+# Files that name a process's own standard input: a shell or `source` given one reads what is fed to it.
+STDIN_FILES = {"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
+
+
+class Spec:
+    """How a wrapper finds the command it runs: options taking a value (`valued`), positional words before
+    the command (`skip`: a duration, a lock file, a new root), options whose value is a shell script
+    (`script`), and whether the command is the rest of its words (`command`; `su` runs one only by -c)."""
+
+    __slots__ = ("valued", "skip", "script", "command", "privileged")
+
+    def __init__(self, valued: str = "", skip: int = 0, script: str = "", command: bool = True,
+                 privileged: bool = False) -> None:
+        self.valued, self.skip = frozenset(valued.split()), skip
+        self.script, self.command, self.privileged = frozenset(script.split()), command, privileged
+
+
+WRAPPERS = {
+    "env": Spec("-u --unset -C --chdir -S --split-string"),
+    "sudo": Spec("-u -g -p -C -h -U -r -t -D -R -T --user --group --prompt --close-from --host --other-user "
+                 "--role --type --chdir --chroot --command-timeout", privileged=True),
+    "doas": Spec("-u -C", privileged=True),
+    "pkexec": Spec("--user", privileged=True),
+    "su": Spec("-c --command -s --shell -g --group -G --supp-group -w --whitelist-environment", script="-c --command",
+               command=False, privileged=True),
+    "runuser": Spec("-u --user -g --group -G --supp-group -c --command -s --shell -w", script="-c --command",
+                    privileged=True),
+    "sg": Spec("-c", skip=1, script="-c"),
+    "command": Spec(), "builtin": Spec(), "exec": Spec("-a"), "nohup": Spec(), "setsid": Spec(),
+    "unbuffer": Spec(), "busybox": Spec(), "caffeinate": Spec(), "dbus-run-session": Spec(), "torsocks": Spec(),
+    "catchsegv": Spec(), "firejail": Spec(), "coproc": Spec(),
+    "time": Spec("-f -o --format --output"),
+    "nice": Spec("-n --adjustment"),
+    "timeout": Spec("-s --signal -k --kill-after", skip=1),
+    "stdbuf": Spec("-i -o -e --input --output --error"),
+    "ionice": Spec("-c -n -p -P -u --class --classdata --pid --pgid --uid"),
+    "chrt": Spec(), "taskset": Spec(skip=1),
+    "numactl": Spec("-C -N -m -p -i --physcpubind --cpunodebind --membind --preferred --interleave"),
+    "xargs": Spec("-I -n -L -P -s -d -E -a --max-args --max-procs --delimiter --arg-file --replace --max-lines "
+                  "--eof --max-chars --process-slot-var"),
+    "flock": Spec("-w --timeout -E --conflict-exit-code -c --command", skip=1, script="-c --command"),
+    "chroot": Spec("--userspec --groups", skip=1),
+    "strace": Spec("-o -e -p -s -u -a -b -E -I -O -P -S -X"),
+    "ltrace": Spec("-o -e -p -s -u -a -n -x -L -A -D -F"),
+    "unshare": Spec("--map-user --map-group -S --setuid -G --setgid -R --root -w --wd --propagation"),
+    "nsenter": Spec("-t --target -S --setuid -G --setgid -r --root -w --wd"),
+    "systemd-run": Spec("-p --property -u --unit -E --setenv --uid --gid --description --slice -M -H"),
+    "proxychains": Spec("-f"), "proxychains4": Spec("-f"),
+    "script": Spec("-c --command -E --echo -T --log-timing -I -O -B -m --logging-format", script="-c --command",
+                   command=False),
+    "watch": Spec("-n --interval -d --differences -q --equexit"),
+    "parallel": Spec("-j --jobs -S -a --arg-file -d --delimiter -I -n -N -L --joblog --results --tmpdir"),
+}
+TRANSPARENT = frozenset(name for name, spec in WRAPPERS.items() if not spec.privileged)
+PRIVILEGED = frozenset(name for name, spec in WRAPPERS.items() if spec.privileged)
+
+
+def options(words: Sequence[Word], valued: frozenset[str]) -> tuple[dict[str, Word], int]:
+    """The options at the start of `words` (a command's arguments) and the index of the first word after
+    them. Short options may be grouped (`-iu root`, `-uroot`), long ones carry `=value` or take the next
+    word; `--` ends them."""
+    found: dict[str, Word] = {}
+    index = 0
+    while index < len(words):
+        text, dynamic = words[index]
+        if text == "--":
+            return found, index + 1
+        if not text.startswith("-") or text == "-" or dynamic:
+            break
+        if text.startswith("--"):
+            name, equals, value = text.partition("=")
+            if equals:
+                found[name] = (value, dynamic)
+            elif name in valued and index + 1 < len(words):
+                index += 1
+                found[name] = words[index]
+            else:
+                found[name] = ("", False)
+        else:
+            for position, letter in enumerate(text[1:], 1):
+                name = "-" + letter
+                if name in valued:
+                    rest = text[position + 1:]
+                    if rest:
+                        found[name] = (rest, dynamic)
+                    elif index + 1 < len(words):
+                        index += 1
+                        found[name] = words[index]
+                    break
+                found[name] = ("", False)
+        index += 1
+    return found, index
+
+
+class Runs:
+    """What a command runs besides itself: a command (its words) and scripts (each a word, parsed as a line),
+    or why that cannot be known before it runs (`opaque`)."""
+
+    __slots__ = ("command", "scripts", "opaque")
+
+    def __init__(self, command: list[Word] | None = None, scripts: list[Word] | None = None,
+                 opaque: str | None = None) -> None:
+        self.command, self.scripts, self.opaque = command, scripts or [], opaque
+
+
+def runs(name: str, words: list[Word], stdin: Word | str | None) -> Runs | None:
+    """What `name words…` runs in turn, or None for a program that runs nothing we can see. `stdin`: the
+    script text a here-document or here-string feeds it, "pipe" when a pipe or a substitution does."""
+    args = words[1:]
+    if name in WRAPPERS:
+        return _wrapper(name, args, stdin)
+    if name in SHELLS:
+        return _shell(name, args, stdin)
+    if name == "eval":
+        return Runs(scripts=[(" ".join(t for t, _ in args), any(d for _, d in args))]) if args else None
+    if name in ("source", "."):
+        if args and args[0][0] in STDIN_FILES and not args[0][1] and isinstance(stdin, tuple):
+            return Runs(scripts=[stdin])
+        if args and (args[0][1] or args[0][0] in STDIN_FILES):
+            return Runs(opaque="reads a script produced at run time, which cannot be checked")
+        return None
+    if name == "trap":  # trap [--] 'CMD' SIGNAL…: CMD runs when the signal comes (or the shell exits)
+        operands = args[1:] if args[:1] == [("--", False)] else args
+        if len(operands) > 1 and operands[0][0] != "-" and not operands[0][0].startswith("-"):
+            return Runs(scripts=[operands[0]])
+        return None
+    if name == "alias":
+        return Runs(scripts=[(t.partition("=")[2], d) for t, d in args if "=" in t])
+    if name == "find":
+        return _find(args)
+    return None
+
+
+def _wrapper(name: str, args: list[Word], stdin: Word | str | None) -> Runs | None:
+    spec = WRAPPERS[name]
+    found, index = options(args, spec.valued)
+    if spec.script:  # `su root -c CMD`, `flock FILE -c CMD`: options may follow the positional words
+        found = {**_permuted(args, spec.valued)[0], **found}
+    scripts = [value for option, value in found.items() if option in spec.script]
+    rest = args[index:]
+    if name == "command" and ("-v" in found or "-V" in found):
+        return None  # only says what the name would run
+    if name == "env":
+        split = found.get("-S") or found.get("--split-string")
+        if split is not None:
+            if split[1]:
+                return Runs(opaque="runs a command computed at run time, which cannot be checked")
+            import shlex
+
+            try:
+                rest = [(word, False) for word in shlex.split(split[0])] + rest
+            except ValueError:
+                return Runs(opaque="has a -S string whose words cannot be read")
+        while rest and "=" in rest[0][0] and not rest[0][0].startswith("="):
+            rest = rest[1:]  # NAME=value assignments before the command
+    if name == "coproc" and len(rest) > 1 and rest[1][0] == "{":
+        rest = rest[2:]  # coproc NAME { command; }
+    elif name == "coproc" and rest and rest[0][0] == "{":
+        rest = rest[1:]
+    if name == "xargs":
+        replace = found.get("-I") or (("{}", False) if "-i" in found or "--replace" in found else None)
+        marker = replace[0] if replace else None
+        rest = [(t, d or (marker is not None and marker in t)) for t, d in rest]
+    if name in ("watch", "parallel"):
+        return _joined(name, rest, scripts)
+    if not spec.command or len(rest) <= spec.skip:
+        if scripts:
+            return Runs(scripts=scripts)
+        # `sudo -s`, `su`, `doas -s` with no command run a shell, which reads what is fed to it
+        return _stdin_script(stdin) if spec.privileged else None
+    return Runs(command=rest[spec.skip:], scripts=scripts)
+
+
+def _joined(name: str, rest: list[Word], scripts: list[Word]) -> Runs | None:
+    """`watch CMD…` and `parallel CMD ::: ARGS` run their words joined, through a shell."""
+    if name == "parallel":
+        cut = next((i for i, (t, _) in enumerate(rest) if t in (":::", "::::", ":::+", "::::+")), len(rest))
+        command, arguments = rest[:cut], rest[cut + 1:]
+        if not command:  # no command: each argument is one
+            return Runs(scripts=scripts + arguments)
+        rest = [(t, d or "{" in t) for t, d in command]
+    if not rest:
+        return Runs(scripts=scripts) if scripts else None
+    return Runs(scripts=scripts + [(" ".join(t for t, _ in rest), any(d for _, d in rest))])
+
+
+def _shell(name: str, args: list[Word], stdin: Word | str | None) -> Runs | None:
+    """A shell runs the script of -c, or the file named first, or what its standard input says. As bash
+    reads its options: they may be grouped (`-eo pipefail`, `-xc`), -c only marks the first operand as the
+    script (`bash -c -x 'CMD'`, `bash -c -- 'CMD'`), and `-` or `--` ends them."""
+    index, script_flag, stdin_flag = 0, False, False
+    while index < len(args):
+        text, dynamic = args[index]
+        if text in ("-", "--"):
+            index += 1
+            break
+        if dynamic or not text.startswith(("-", "+")) or text == "+":
+            break
+        index += 1
+        if text in SHELL_VALUED:
+            index += 1
+        elif not text.startswith("--"):
+            letters = text[1:]
+            script_flag = script_flag or "c" in letters
+            stdin_flag = stdin_flag or "s" in letters
+            index += sum(letters.count(v) for v in "oO")  # each -o/-O in a group takes the next word
+    operand = args[index] if index < len(args) else None
+    if script_flag:
+        if operand is None:
+            return Runs(opaque="has -c without a script: it would come from elsewhere at run time")
+        return Runs(scripts=[operand])
+    if operand is not None and not stdin_flag:
+        if operand[1]:
+            return Runs(opaque="runs a script file computed at run time, which cannot be checked")
+        if operand[0] not in STDIN_FILES:
+            return None  # runs a script file: judged as the shell command itself
+    return _stdin_script(stdin)
+
+
+def _stdin_script(stdin: Word | str | None) -> Runs | None:
+    """What a shell reading its standard input runs: a here-document's or here-string's text."""
+    if stdin is None:
+        return None
+    if stdin == "pipe":
+        return Runs(opaque="reads its script from a pipe or a substitution, which cannot be checked before it "
+                           "runs; pass the script with -c instead")
+    return Runs(scripts=[stdin])  # type: ignore[list-item]
+
+
+def _find(args: list[Word]) -> Runs | None:
+    commands = []
+    for index, (word, _) in enumerate(args):
+        if word in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = next((i for i in range(index + 1, len(args)) if args[i][0] in (";", "\\;", "+")), len(args))
+            commands.append([(t, d or "{}" in t) for t, d in args[index + 1:end]])
+    if not commands:
+        return None
+    first, *others = commands
+    result = Runs(command=first)
+    result.scripts = [(" ".join(t for t, _ in c), any(d for _, d in c)) for c in others]
+    return result
+
+
+# -- files a command writes ---------------------------------------------------------------------------------
+LAST_OPERAND = {"cp": "-t --target-directory -S --suffix", "install": "-t --target-directory -m --mode -o --owner "
+                "-g --group -S --suffix", "ln": "-t --target-directory -S --suffix"}
+ALL_OPERANDS = {"rm": "", "rmdir": "", "unlink": "", "touch": "-d --date -r --reference -t", "mkdir": "-m --mode",
+                "truncate": "-s --size -r --reference", "shred": "-n --iterations -s --size --random-source",
+                "mv": "-t --target-directory -S --suffix", "mkfifo": "-m --mode", "mknod": "-m --mode"}
+AFTER_FIRST = {"chmod": "--reference", "chown": "--reference", "chgrp": "--reference", "chattr": "", "setfacl": ""}
+# git subcommands that change neither the worktree nor the repository (run with -C DIR, they may go anywhere).
+GIT_READS = {"status", "diff", "log", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "rev-list",
+             "describe", "shortlog", "cat-file", "show-ref", "for-each-ref", "fetch", "help", "version",
+             "name-rev", "merge-base", "var", "check-ignore", "check-attr", "count-objects", "fsck", "whatchanged",
+             "range-diff", "reflog", "lanes", "diff-tree", "diff-index", "diff-files", "show-branch", "cherry",
+             "verify-commit", "verify-tag", "archive", "bundle", "format-patch", "request-pull", "annotate"}
+GIT_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix",
+              "--config-env"}
+
+
+def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
+    """Files and directories `name words…` writes, as written (relative to where it runs)."""
+    args = words[1:]
+    if name in LAST_OPERAND or name in ALL_OPERANDS or name in AFTER_FIRST:
+        valued = LAST_OPERAND.get(name) or ALL_OPERANDS.get(name) or AFTER_FIRST.get(name) or ""
+        found, operands = _permuted(args, frozenset(valued.split()))
+        target = found.get("-t") or found.get("--target-directory")
+        if target is not None:
+            return [target[0]] + (operands if name == "mv" else [])
+        if name == "ln" and ("-s" in found or "--symbolic" in found) and operands:
+            # a link to a place outside the workspace is a way to write there: its target counts too
+            return ([operands[-1]] if len(operands) > 1 else [posixpath.basename(operands[0])]) + operands[:-1]
+        if name in LAST_OPERAND:
+            return operands[-1:] if len(operands) > 1 else []
+        return operands[1:] if name in AFTER_FIRST else operands
+    if name == "tee":
+        return _permuted(args, frozenset())[1]
+    if name == "dd":
+        return [t[3:] for t, _ in args if t.startswith("of=")]
+    if name in ("sed", "perl") and any(_in_place_flag(name, t) for t, _ in args):
+        return _in_place(name, args)
+    if name in ("apply_patch", "applypatch"):
+        from git_lanes.model.patches import patch_paths
+
+        text = args[0][0] if args else stdin[0] if isinstance(stdin, tuple) else None
+        return list(patch_paths(text)) if text else []
+    if name == "git":
+        return _git(args)
+    return []
+
+
+def _permuted(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, Word], list[str]]:
+    """Options and operands of a GNU-style command, whose options may follow its operands (`rm y -rf`)."""
+    found: dict[str, Word] = {}
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        text = args[index][0]
+        if text == "--":
+            operands += [t for t, _ in args[index + 1:]]
+            break
+        if text.startswith("-") and text != "-":
+            pair = args[index:index + 2] if args[index + 1:index + 2] != [("--", False)] else args[index:index + 1]
+            more, used = options(pair, valued)
+            found.update(more)
+            index += max(used, 1)
+            continue
+        operands.append(text)
+        index += 1
+    return found, operands
+
+
+def _in_place_flag(name: str, text: str) -> bool:
+    if text.startswith("--in-place"):
+        return True
+    return text.startswith("-") and not text.startswith("--") and "i" in text[1:] and \
+        (name == "perl" or text.startswith("-i"))
+
+
+def _in_place(name: str, args: list[Word]) -> list[str]:
+    """The files `sed -i` or `perl -i` edit: its operands, less the script when no -e/-f gives one."""
+    operands, script_given, index = [], False, 0
+    while index < len(args):
+        text = args[index][0]
+        if text in ("-e", "-f", "--expression", "--file") or (name == "perl" and text.startswith("-") and
+                                                              text.rstrip("e").endswith("e") and len(text) > 1):
+            script_given = True
+            index += 2
+            continue
+        if text.startswith(("--expression=", "--file=")):
+            script_given = True
+        elif not text.startswith("-") or text == "-":
+            operands.append(text)
+        index += 1
+    return operands if script_given else operands[1:]
+
+
+def _git(args: list[Word]) -> list[str]:
+    """What git writes: the directory it works in (-C, --work-tree, --git-dir) unless the subcommand only
+    reads; "." for a subcommand that changes the worktree where it runs."""
+    directories, index = [], 0
+    while index < len(args):
+        text = args[index][0]
+        name, equals, value = text.partition("=")
+        if name in GIT_VALUED:
+            if not equals:
+                index += 1
+                value = args[index][0] if index < len(args) else ""
+            if name in ("-C", "--git-dir", "--work-tree"):
+                directories.append(value)
+            index += 1
+            continue
+        if not text.startswith("-"):
+            break
+        index += 1
+    subcommand = args[index][0] if index < len(args) else None
+    if subcommand is None or subcommand in GIT_READS or _git_lists(subcommand, args[index + 1:]):
+        return []
+    return directories or ["."]
+
+
+def _git_lists(subcommand: str, rest: list[Word]) -> bool:
+    """`git branch`, `tag`, `remote`, `stash`, `worktree`, `config`, `notes` when they only list or show."""
+    words = [t for t, _ in rest]
+    if subcommand in ("branch", "tag"):
+        return not words or all(w.startswith("-") and w in ("-a", "-r", "-v", "-vv", "-l", "--list", "--all",
+                                                             "--remotes", "--show-current", "--contains",
+                                                             "--merged", "--no-merged") for w in words)
+    if subcommand in ("remote", "stash", "worktree", "notes"):
+        return not words or words[0] in ("-v", "list", "show", "get-url")
+    if subcommand == "config":
+        return any(w in ("--get", "--get-all", "--list", "-l", "--get-regexp", "get") for w in words)
+    return False
