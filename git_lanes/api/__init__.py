@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from git_lanes.api.core import CoreApi
 from git_lanes.api.doctor import DoctorApi
+from git_lanes.api.integration import IntegrationApi
 from git_lanes.api.lane_setup import SetupApi
 from git_lanes.api.ledger import LedgerApi
 from git_lanes.api.overview import OverviewApi
@@ -18,8 +19,8 @@ from git_lanes.api.supervise import SuperviseApi
 from git_lanes.api.budgets import BudgetsApi
 
 
-class Lanes(CoreApi, SyncApi, PromotionApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi, SetupApi,
-            SpawnApi, SuperviseApi, BudgetsApi):
+class Lanes(CoreApi, SyncApi, PromotionApi, IntegrationApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi,
+            SetupApi, SpawnApi, SuperviseApi, BudgetsApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

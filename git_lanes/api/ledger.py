@@ -402,6 +402,6 @@ class LedgerApi:
         if not wakes and not posts:
             return None
         kinds = [w["kind"] for w in wakes]
-        reason = next((k for k in ("task_ready", "overlap", "refused") if k in kinds), "post")
+        reason = next((k for k in ("task_ready", "needs_review", "overlap", "refused") if k in kinds), "post")
         return results.WaitResult.from_dict({"agent": agent, "reason": reason, "wakes": wakes,
                                              "posts": [board.view(p) for p in posts], "waited": round(waited, 3)})

@@ -12,7 +12,7 @@ from git_lanes.cli.agent import render_overlaps
 from git_lanes.cli.options import agent_option, hidden_alias
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
-STATUSES = ["open", "claimed", "blocked", "done"]
+STATUSES = ["open", "claimed", "blocked", "needs_review", "done"]
 
 
 def render_task_row(rows: list[dict]) -> str:
@@ -160,27 +160,39 @@ def claim(task_id: str, agent: str, version: int | None, lane: str | None, as_js
 
 @task.command()
 @click.argument("task_id", metavar="TASK")
+@click.option("--no-integrate", is_flag=True, help="Only mark it done: do not promote its lane.")
 @agent_option(required=False, help_text="Who finished it.")
 @json_option
-def done(task_id: str, agent: str | None, as_json: bool) -> None:
-    """Mark TASK done; wake the owners of tasks it makes ready; post ticket_ready when its ticket is done.
+def done(task_id: str, no_integrate: bool, agent: str | None, as_json: bool) -> None:
+    """Mark TASK done, integrating its lane first through the merge gate.
 
-    An agent cannot finish a task another live agent holds (exit 3): a former owner whose lease lapsed is
-    told who has it now. A person (not a registered agent) may close any task.
+    A task with a lane is promoted (accepted head, gates run on the merged tree) into its ticket's
+    integration lane tickets/<short-id>, made from the trunk when the ticket's first task lands, or into the
+    trunk when it has no ticket. On a collision (exit 3) or a failing required gate (exit 4) nothing moves:
+    the task goes back to its owner as needs_review, with a handoff post naming the paths and the ways on,
+    and the owner's `wait` returns. Finishing the task wakes the owners of tasks it makes ready; the last
+    task of a ticket posts ticket_ready. An agent cannot finish a task another live agent holds (exit 3); a
+    person (not a registered agent) may close any task.
 
     \b
     Example:
       git lanes task done 3fa2 --agent coder-1
+      git lanes task done 3fa2 --no-integrate
     """
     def render(r: dict) -> str:
-        lines = [f"task {short(r['task'])} done"]
+        lines = []
+        integrated = r.get("integrated")
+        if integrated:
+            how = {"up_to_date": "already held all of it"}.get(integrated["status"], integrated["status"])
+            lines.append(f"integrated {integrated['lane']} into {integrated['into']} ({how})")
+        lines.append(f"task {short(r['task'])} done")
         lines += [f"now ready: {short(t)}" for t in r["now_ready"]]
         lines += [f"woke {w['agent']} for {short(w['task'])}" for w in r["woken"]]
         if r["ticket_ready"]:
-            lines.append(f"ticket {short(r['ticket_ready'])} is ready")
+            lines.append(f"ticket {short(r['ticket_ready'])} is ready: `git lanes publish {short(r['ticket_ready'])}`")
         return "\n".join(lines)
 
-    run(lambda: open_api().task_done(task_id, agent), as_json, render)
+    run(lambda: open_api().task_done(task_id, agent, integrate=not no_integrate), as_json, render)
 
 
 @task.command()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from git_lanes.domain import agents, board, budgets, claims, ports, tasks, tickets, worktrees
+from git_lanes.domain import agents, board, budgets, claims, integration, ports, tasks, tickets, worktrees
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.ledger.state import Record
@@ -67,6 +67,7 @@ HANDLERS: dict[str, Handler] = {
     "task.block": tasks.block,
     "task.resume": tasks.resume,
     "task.handoff": tasks.handoff,
+    "task.review": integration.review,
     "ticket.open": tickets.open_ticket,
     "ticket.link": tickets.link,
     "claim.add": claims.claim_add,
@@ -98,7 +99,11 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "task.create": lambda op, r: f"create task {_short(r.get('task'))} \"{op.args.get('title')}\"",
     "task.dep_add": lambda op, r: f"task {_short(r.get('task'))} depends on {_short(r.get('depends_on'))}",
     "task.claim": lambda op, r: f"claim task {_short(r.get('task'))} for {r.get('owner')} (v{r.get('version')})",
-    "task.done": lambda op, r: f"done task {_short(r.get('task'))}",
+    "task.done": lambda op, r: f"done task {_short(r.get('task'))}"
+                               + (f", integrated into {op.args['integrated'].get('into')}"
+                                  if isinstance(op.args.get("integrated"), dict) else ""),
+    "task.review": lambda op, r: f"task {_short(r.get('task'))} back to {r.get('owner') or '-'} for review: "
+                                 f"{r.get('reason')} into {r.get('into')}",
     "task.block": lambda op, r: f"block task {_short(r.get('task'))}: {op.args.get('reason')}",
     "task.resume": lambda op, r: f"resume task {_short(r.get('task'))}",
     "task.handoff": lambda op, r: f"hand task {_short(r.get('task'))} from {r.get('from') or '-'} to {r.get('to')}",

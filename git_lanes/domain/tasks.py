@@ -16,8 +16,11 @@ from git_lanes.model.coordination import MAX_DEPENDS, MAX_DESCRIPTION, MAX_NOTE,
 from git_lanes.model.names import validate_lane_name
 from git_lanes.model.text import check_text
 
-__all__ = ["MAX_TITLE", "block", "claim", "create", "dep_add", "done", "get_task", "handoff", "list_tasks",
-           "resolve_task", "resume", "task_ids", "task_path", "validate_title", "view"]
+__all__ = ["HELD", "MAX_TITLE", "block", "claim", "create", "dep_add", "done", "get_task", "handoff", "list_tasks",
+           "resolve_task", "resume", "save_task", "task_ids", "task_path", "validate_title", "view"]
+
+# Statuses in which the owner keeps the task whatever its lease: paused by hand, or sent back by integration.
+HELD = ("blocked", "needs_review")
 
 
 def is_ready(state: Reader, task: dict) -> bool:
@@ -105,12 +108,12 @@ def claim(tx: Tx, op: Op) -> dict:
     if task["status"] == "done":
         raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
     holder = task.get("owner")
-    if holder not in (None, agent) and (task["status"] == "blocked" or owner_alive(tx, task, op.time)):
+    if holder not in (None, agent) and (task["status"] in HELD or owner_alive(tx, task, op.time)):
         raise Conflict(f"task {task['id'][:8]} is {task['status']} by {holder}", code="task_claimed",
                        details={"task": task["id"], "owner": holder, "version": task["version"]},
                        hint="take another task: `git lanes task list --ready`")
     record = touch(tx, agent, op.time)
-    if holder == agent and task["status"] in ("claimed", "blocked"):
+    if holder == agent and task["status"] in ("claimed", *HELD):
         return {"task": task["id"], "owner": agent, "version": task["version"], "already": True,
                 "ready": is_ready(tx, task), "overlaps": []}
     lane = op.args.get("lane") or record.get("lane")
@@ -128,7 +131,7 @@ def _not_anothers(tx: Tx, op: Op, task: dict) -> None:
     owner = task.get("owner")
     if owner in (None, op.actor) or tx.get(agent_path(op.actor)) is None:
         return
-    if task["status"] == "blocked" or owner_alive(tx, task, op.time):
+    if task["status"] in HELD or owner_alive(tx, task, op.time):
         raise Conflict(f"task {task['id'][:8]} is {task['status']} by {owner}", code="task_claimed",
                        details={"task": task["id"], "owner": owner, "version": task["version"]},
                        hint=f"it is {owner}'s now; ask them on the board, or take another task")
@@ -140,11 +143,13 @@ def done(tx: Tx, op: Op) -> dict:
         raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
     _not_anothers(tx, op, task)
     task.update(status="done", done_at=op.time, blocked_reason=None)
+    if isinstance(op.args.get("integrated"), dict):
+        task["integrated"] = op.args["integrated"]
     save_task(tx, op, task)
     woken = []
     for dependent_id in task["dependents"]:
         dependent = get_task(tx, dependent_id)
-        if dependent["status"] in ("claimed", "blocked") and dependent.get("owner") and is_ready(tx, dependent):
+        if dependent["status"] in ("claimed", *HELD) and dependent.get("owner") and is_ready(tx, dependent):
             add_wake(tx, dependent["owner"], op, "task_ready", {"task": dependent_id, "title": dependent["title"]})
             woken.append({"agent": dependent["owner"], "task": dependent_id})
     ready = [d for d in task["dependents"] if get_task(tx, d)["status"] != "done" and is_ready(tx, get_task(tx, d))]
@@ -210,7 +215,7 @@ def view(state: Reader, task: dict, now: float) -> dict:
     status = effective_status(state, task, now)
     return {**{k: task.get(k) for k in ("id", "title", "description", "depends", "dependents", "ticket", "files",
                                         "owner", "lane", "version", "created", "created_by", "updated",
-                                        "blocked_reason", "done_at")},
+                                        "blocked_reason", "done_at", "integrated")},
             "status": status, "stored_status": task["status"], "lapsed": status != task["status"],
             "ready": status != "done" and is_ready(state, task)}
 

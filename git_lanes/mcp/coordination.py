@@ -78,10 +78,15 @@ def tools(face: Binding) -> list[ToolSpec]:
         """Make a task wait for another. A dependency that would close a cycle is refused and the cycle named."""
         return face.api.task_dep_add(task_id, depends_on, face.actor(agent_id))
 
-    def task_done(task_id: TaskId, agent_id: AgentId = None) -> dict:
-        """Mark a task done: the owners of the tasks it makes ready are woken, and a ticket whose tasks are all
-        done gets a ticket_ready post. A task another live agent holds is refused (`conflict`)."""
-        return face.api.task_done(task_id, face.actor(agent_id))
+    def task_done(task_id: TaskId, integrate: Annotated[bool, Field(
+                      description="Promote the task's lane through the merge gate first (into its ticket's "
+                                  "integration lane, else the trunk); false only marks it done.")] = True,
+                  agent_id: AgentId = None) -> dict:
+        """Mark a task done, integrating its lane first: a collision (`conflict`) or a failing gate
+        (`gate_failed`) moves nothing and sends the task back to its owner as needs_review with a handoff post.
+        The owners of the tasks it makes ready are woken, and a ticket whose tasks are all done gets a
+        ticket_ready post. A task another live agent holds is refused (`conflict`)."""
+        return face.api.task_done(task_id, face.actor(agent_id), integrate=integrate)
 
     def block_task(task_id: TaskId, reason: Annotated[str, Field(description="Why the work cannot go on.")],
                    agent_id: AgentId = None) -> dict:

@@ -19,7 +19,7 @@ LaneFilter = Annotated[str | None, Field(description="Only this lane's entries."
 Globs = Annotated[list[str], Field(
     description="Repository-relative globs: * ? [..] match within a path segment, ** spans directories, a "
                 "plain path claims everything under it. A glob outside the repository is refused.")]
-TaskStatus = Literal["open", "claimed", "blocked", "done"]
+TaskStatus = Literal["open", "claimed", "blocked", "needs_review", "done"]
 TransitionStatus = Literal["proposed", "accepted", "rejected"]
 PostKind = Literal["note", "question", "handoff"]
 DiffMode = Literal["patch", "stat", "name-only"]

@@ -31,9 +31,9 @@ PostText = Annotated[str, Text(code="invalid_text", what="the post's text", mult
                                max_bytes=MAX_POST_BYTES, nonblank=True, blank_code="empty_post")]
 Seq = Annotated[int, Range(1, MAX_SEQ)]
 Time = float
-TaskStatus = Literal["open", "claimed", "blocked", "done"]
-TicketStatus = Literal["open", "ready"]
-PostKind = Literal["note", "question", "handoff", "ticket_ready"]
+TaskStatus = Literal["open", "claimed", "blocked", "needs_review", "done"]
+TicketStatus = Literal["open", "ready", "published", "closed"]
+PostKind = Literal["note", "question", "handoff", "ticket_ready", "pr_opened", "pr_updated", "pr_merged"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,10 @@ class Task(Record):
     version: Annotated[int, Range(1, None)] = 1
     blocked_reason: str | None = None
     done_at: Time | None = None
+    integrated: dict[str, Any] | None = meta(omit="none", default=None,
+                                             doc="where `task done` integrated its lane (into, transition, state)")
+    review: dict[str, Any] | None = meta(omit="none", default=None,
+                                         doc="why integration sent it back (into, reason, paths, gates, lane_head)")
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,9 @@ class Ticket(Record):
     tasks: tuple[LedgerId, ...] = ()
     status: TicketStatus = "open"
     ready_at: Time | None = None
+    publication: dict[str, Any] | None = meta(omit="none", default=None,
+                                              doc="its pull request: remote, branch, base, head, url, merged_by")
+    closed_at: Time | None = meta(omit="none", default=None)
 
 
 @dataclass(frozen=True)
@@ -237,7 +244,7 @@ class Wake(Record):
     `overlap` (`agent`, `overlaps`) or `refused` (`original`, `error`, `message`)."""
 
     id: str
-    kind: Literal["task_ready", "overlap", "refused"]
+    kind: Literal["task_ready", "needs_review", "overlap", "refused"]
     time: Time
     op: LedgerId
     by: Actor
@@ -248,6 +255,10 @@ class Wake(Record):
     original: dict[str, Any] | None = meta(omit="none", default=None)
     error: str | None = meta(omit="none", default=None)
     message: str | None = meta(omit="none", default=None)
+    into: LaneName | None = meta(omit="none", default=None)
+    reason: str | None = meta(omit="none", default=None)
+    paths: tuple[str, ...] | None = meta(omit="none", default=None)
+    post: int | None = meta(omit="none", default=None)
 
 
 @dataclass(frozen=True)

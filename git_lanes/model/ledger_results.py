@@ -248,4 +248,4 @@ class Refusal(Record):
     original: LedgerId | None = meta(omit="none", default=None)
 
 
-ReasonKind = Literal["task_ready", "overlap", "refused", "post", "timeout", "stopped"]
+ReasonKind = Literal["task_ready", "needs_review", "overlap", "refused", "post", "timeout", "stopped"]

@@ -1,0 +1,87 @@
+"""Finishing a task through the merge gate: `task done` promotes the task's lane into its ticket's integration
+lane (or the trunk) before the task is marked done; a collision or a failing gate sends it back to its owner
+instead (DESIGN.md §3's refusal to guess, applied to the coordination model)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from git_lanes import ledger
+from git_lanes.domain import integration, promotion, tasks
+from git_lanes.domain.context import Context
+from git_lanes.errors import Conflict, GateFailed, LanesError
+
+
+def _plain(result: Any) -> dict:
+    return result.to_dict() if hasattr(result, "to_dict") else dict(result)
+
+
+class IntegrationApi:
+    """Mixed into `Lanes` ahead of LedgerApi, whose `task_done` it extends with integration, and next to
+    PromotionApi, whose merge gate it goes through."""
+
+    ctx: Context
+    _writing: Callable[[], AbstractContextManager[Context]]
+    _state: Callable[[], ledger.State]
+    _actor: Callable[[str | None], str]
+    _append: Callable[[str, str, dict[str, Any]], dict]
+    _task_op: Callable[..., Any]
+    promote: Callable[..., dict]
+
+    def task_done(self, task: str, actor: str | None = None, *, integrate: bool = True) -> dict:
+        """Mark `task` done. With `integrate` (the default) and a lane on the task, its lane's accepted head is
+        promoted first, through the merge gate and the trunk's gates, into the ticket's integration lane
+        (`tickets/<short-id>`, made from the trunk on the first landing) or, with no ticket, into the trunk.
+        On a collision (Conflict, exit 3) or a failing required gate (GateFailed, exit 4) nothing moves and
+        the task goes back to its owner as `needs_review` with a handoff post and a wake."""
+        state = self._state()
+        task_id = tasks.resolve_task(state, task)
+        record = tasks.get_task(state, task_id)
+        who = self._actor(actor)
+        if not integrate or not record.get("lane"):
+            return _plain(self._task_op("task.done", task_id, who))
+        # Refuse what the fold would refuse (already done, another live agent's) before anything moves.
+        tasks.done(ledger.Tx(state), ledger.make_op("task.done", who, {"task": task_id}, self.ctx.now()))
+        lane, target = record["lane"], integration.target_for(self.ctx, record)
+        if lane == target:
+            return _plain(self._task_op("task.done", task_id, who))
+        with self._writing() as ctx:
+            created = integration.ensure_lane(ctx, target)
+        try:
+            report = self.promote(lane, target, prompt=f"Integrate task {task_id[:8]}: {record['title']}",
+                                  agent_id=who, auto_accept=True)
+        except Conflict as exc:
+            if exc.code != "collision":
+                raise
+            paths = [c["path"] for c in exc.details.get("collisions", [])]
+            raise self._sent_back(exc, task_id, who, target, "collision", paths=paths,
+                                  ways=exc.details.get("ways") or promotion.ways_on(lane, target)) from None
+        except GateFailed as exc:
+            transition = exc.details.get("transition") or {}
+            failed = [e["gate"] for e in transition.get("evaluations", []) if e.get("required") and not e.get("passed")]
+            raise self._sent_back(exc, task_id, who, target, "gate_failed", gates=failed,
+                                  ways=integration.ways_after_gate_failure(lane, target)) from None
+        transition = report.get("transition") or {}
+        integrated = {"into": target, "lane": lane, "status": report["status"],
+                      "transition": transition.get("id"), "state": transition.get("state")}
+        done = _plain(self._task_op("task.done", task_id, who, integrated=integrated))
+        return done | {"integrated": integrated | {"created_lane": created,
+                                                   "left_pending": report.get("left_pending", [])}}
+
+    def _sent_back(self, exc: LanesError, task_id: str, actor: str, target: str, reason: str, *,
+                   paths: list[str] | None = None, gates: list[str] | None = None,
+                   ways: list[dict] | None = None) -> LanesError:
+        """Record that the task goes back to its owner, then the error to raise: the promotion's own, with
+        what happened to the task added."""
+        review = self._append("task.review", actor, {
+            "task": task_id, "into": target, "reason": reason, "paths": paths or [], "gates": gates or [],
+            "ways": ways or []})
+        owner = review.get("owner")
+        exc.message = (f"task {task_id[:8]} did not integrate into {target}; sent back to {owner or 'nobody'} as "
+                       f"needs_review\n{exc.message}")
+        exc.details.update({"task": task_id, "into": target, "sent_back": review})
+        exc.hint = "\n".join(f"  {w['way']}: {w['command']}" for w in ways or []) + \
+            f"\nthen finish it again: git lanes task done {task_id[:8]}"
+        return exc

@@ -1,0 +1,123 @@
+"""`task done` integrates the task's lane through the merge gate: into the ticket's integration lane, or into
+the trunk without a ticket; a collision or a failing gate sends the task back to its owner as needs_review,
+with a handoff post naming the paths and the ways on, and wakes the owner's `wait`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli, workspace
+
+from git_lanes.api import Lanes
+from git_lanes.errors import Conflict, GateFailed
+
+
+def claimed_task(api: Lanes, agent: str, lane: str, title: str, ticket: str | None = None) -> tuple[str, Path]:
+    """A task claimed by `agent`, working in a new lane of its own; returns (task id, workspace)."""
+    task = api.task_create(title, ticket=ticket)["task"]
+    api.lane_create(lane)
+    api.task_claim(task, agent, lane=lane)
+    return task, workspace(api.root, lane)
+
+
+def work(api: Lanes, agent: str, ws: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text)
+    api.commit(f"edit {', '.join(files)}", agent, cwd=ws, auto_accept=True)
+
+
+def tree_file(repo: Path, rev: str, path: str) -> str:
+    return git("show", f"{rev}:{path}", cwd=repo)
+
+
+def test_a_task_without_a_ticket_lands_on_the_trunk(api: Lanes):
+    task, ws = claimed_task(api, "coder-1", "feature/a", "Add a")
+    work(api, "coder-1", ws, {"a.txt": "a\n"})
+    done = api.task_done(task, "coder-1")
+    assert done["integrated"]["into"] == "main" and done["integrated"]["status"] == "accepted"
+    assert (api.root / "a.txt").read_text() == "a\n"  # the main worktree follows the trunk
+    assert api.task_show(task)["integrated"]["into"] == "main"
+
+
+def test_no_integrate_only_marks_it_done(api: Lanes):
+    task, ws = claimed_task(api, "coder-1", "feature/a", "Add a")
+    work(api, "coder-1", ws, {"a.txt": "a\n"})
+    head = git("rev-parse", "main", cwd=api.root)
+    done = api.task_done(task, "coder-1", integrate=False)
+    assert "integrated" not in done
+    assert git("rev-parse", "main", cwd=api.root) == head
+    assert api.task_show(task)["status"] == "done"
+
+
+def test_a_ticket_collects_its_tasks_and_a_collision_goes_back_to_its_owner(api: Lanes):
+    ticket = api.ticket_open("Login")["ticket"]
+    lane = f"tickets/{ticket[:8]}"
+    first, ws1 = claimed_task(api, "coder-1", "one", "One", ticket)
+    second, ws2 = claimed_task(api, "coder-2", "two", "Two", ticket)
+    work(api, "coder-1", ws1, {"src/app.py": "one\n"})
+    work(api, "coder-2", ws2, {"src/app.py": "two\n", "b.txt": "b\n"})
+    trunk = git("rev-parse", "main", cwd=api.root)
+
+    assert api.task_done(first, "coder-1")["integrated"]["created_lane"] is True
+    assert tree_file(api.root, f"refs/lanes/heads/{lane}", "src/app.py") == "one\n"
+    assert git("rev-parse", "main", cwd=api.root) == trunk  # the ticket's work waits on its own lane
+    integrated = git("rev-parse", f"refs/lanes/heads/{lane}", cwd=api.root)
+
+    with pytest.raises(Conflict) as caught:
+        api.task_done(second, "coder-2")
+    assert caught.value.code == "collision"
+    assert "src/app.py" in caught.value.message and "needs_review" in caught.value.message
+    assert git("rev-parse", f"refs/lanes/heads/{lane}", cwd=api.root) == integrated  # nothing moved
+    shown = api.task_show(second)
+    assert shown["status"] == "needs_review" and shown["owner"] == "coder-2"
+    woke = api.wait("coder-2", timeout=0)
+    assert woke["reason"] == "needs_review"
+    assert woke["wakes"][0]["paths"] == ["src/app.py"]
+    post = woke["posts"][0]
+    assert post["kind"] == "handoff" and "src/app.py" in post["text"]
+    assert f"git lanes lane reset two --onto {lane}" in post["text"]
+
+    # the rerun: start again from the integration lane, redo the work on top of what landed, finish again
+    api.lane_reset("two", lane)
+    work(api, "coder-2", ws2, {"src/app.py": "one\ntwo\n", "b.txt": "b\n"})
+    done = api.task_done(second, "coder-2")
+    assert done["integrated"]["status"] == "accepted" and done["ticket_ready"] == ticket
+    assert tree_file(api.root, f"refs/lanes/heads/{lane}", "src/app.py") == "one\ntwo\n"
+    posts = api.board_read(None, limit=50)["posts"]
+    assert [p for p in posts if p["kind"] == "ticket_ready"]
+
+
+def test_a_gate_failing_on_the_merged_tree_sends_the_task_back(api: Lanes):
+    # each lane passes alone; together they do not, which only the merged tree shows
+    (api.root / ".lanes.toml").write_text('[[gate]]\nname = "not-both"\ncommand = "! test -e a.txt -a -e b.txt"\n')
+    api.commit("gates", "me", lane="main", auto_accept=True)
+    first, ws1 = claimed_task(api, "coder-1", "feature/a", "A")
+    second, ws2 = claimed_task(api, "coder-2", "feature/b", "B")
+    work(api, "coder-1", ws1, {"a.txt": "a\n"})
+    work(api, "coder-2", ws2, {"b.txt": "b\n"})
+    api.task_done(first, "coder-1")
+    trunk = git("rev-parse", "main", cwd=api.root)
+    with pytest.raises(GateFailed) as caught:
+        api.task_done(second, "coder-2")
+    assert caught.value.details["sent_back"]["gates"] == ["not-both"]
+    assert git("rev-parse", "main", cwd=api.root) == trunk
+    assert api.task_show(second)["status"] == "needs_review"
+    woke = api.wait("coder-2", timeout=0)
+    assert woke["reason"] == "needs_review" and "not-both" in woke["posts"][0]["text"]
+
+
+def test_cli_done_prints_the_integration_and_exit_codes(repo: Path):
+    api = Lanes(repo)
+    task, ws = claimed_task(api, "coder-1", "feature/a", "Add a")
+    (ws / "README.md").write_text("lane\n")
+    api.commit("lane edit", "coder-1", cwd=ws, auto_accept=True)
+    (repo / "README.md").write_text("trunk\n")
+    api.commit("trunk edit", "me", lane="main", auto_accept=True)
+    result = run_cli("task", "done", task[:6], "--agent", "coder-1", "--json", cwd=repo)
+    assert result.code == 3, result.err
+    assert result.json["error"] == "collision" and result.json["sent_back"]["status"] == "needs_review"
+    assert "README.md" in result.err and "lane reset feature/a --onto main" in result.err
+    closed = run_cli("task", "done", task[:6], "--agent", "coder-1", "--no-integrate", cwd=repo)
+    assert closed.code == 0 and "done" in closed.out
