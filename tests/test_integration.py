@@ -7,25 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import git, run_cli, workspace
+from conftest import git, run_cli
+from integration_helpers import claimed_task, work
 
 from git_lanes.api import Lanes
 from git_lanes.errors import Conflict, GateFailed
-
-
-def claimed_task(api: Lanes, agent: str, lane: str, title: str, ticket: str | None = None) -> tuple[str, Path]:
-    """A task claimed by `agent`, working in a new lane of its own; returns (task id, workspace)."""
-    task = api.task_create(title, ticket=ticket)["task"]
-    api.lane_create(lane)
-    api.task_claim(task, agent, lane=lane)
-    return task, workspace(api.root, lane)
-
-
-def work(api: Lanes, agent: str, ws: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (ws / name).parent.mkdir(parents=True, exist_ok=True)
-        (ws / name).write_text(text)
-    api.commit(f"edit {', '.join(files)}", agent, cwd=ws, auto_accept=True)
 
 
 def tree_file(repo: Path, rev: str, path: str) -> str:
@@ -121,3 +107,20 @@ def test_cli_done_prints_the_integration_and_exit_codes(repo: Path):
     assert "README.md" in result.err and "lane reset feature/a --onto main" in result.err
     closed = run_cli("task", "done", task[:6], "--agent", "coder-1", "--no-integrate", cwd=repo)
     assert closed.code == 0 and "done" in closed.out
+
+
+def test_the_merge_queue_integrates_tasks_rerun_since_they_were_sent_back(api: Lanes):
+    first, ws1 = claimed_task(api, "coder-1", "one", "One")
+    second, ws2 = claimed_task(api, "coder-2", "two", "Two")
+    work(api, "coder-1", ws1, {"src/app.py": "one\n"})
+    work(api, "coder-2", ws2, {"src/app.py": "two\n"})
+    api.task_done(first, "coder-1")
+    with pytest.raises(Conflict):
+        api.task_done(second, "coder-2")
+    assert api.process_merge_queue()["waiting"] == [{"task": second, "lane": "two", "owner": "coder-2"}]
+    api.lane_reset("two", "main")
+    work(api, "coder-2", ws2, {"src/app.py": "one\ntwo\n"})
+    processed = api.process_merge_queue()
+    assert processed["integrated"] == [{"task": second, "lane": "two", "into": "main", "ticket_ready": None}]
+    assert api.task_show(second)["status"] == "done"
+    assert (api.root / "src" / "app.py").read_text() == "one\ntwo\n"

@@ -192,6 +192,7 @@ JOURNEY: list[tuple[str, dict]] = [
     ("git lanes claim release 'src/auth/**' --agent coder-1", {}),
     ("git lanes task done 3fa2 --agent coder-1", {}),
     ("git lanes task handoff 3fa2 --to coder-2 --note \"tests are green, docs left\"", {"3fa2": "7c1e"}),
+    ("git lanes task done 3fa2 --no-integrate", {"3fa2": "7c1e"}),
     ("git lanes push origin", {}),
     ("git lanes sync origin", {}),
     ("git lanes sync --json", {}),

@@ -15,13 +15,15 @@ CORE = {
     "publish_dirty", "list_dirty", "post_board", "read_board", "resolve_question", "wait_for_unblock",
     "commit", "propose", "accept", "reject", "history", "show", "diff", "status", "promote", "restore",
 }
-MAINTENANCE = {"reclaim_orphan_worktrees"}
+MAINTENANCE = {"reclaim_orphan_worktrees", "process_merge_queue"}
+PUBLISHER = {"publisher_status", "publish_ticket", "acquire_publish_lock", "release_publish_lock",
+             "close_ticket_on_merge", "clear_integration_branch", "release_ticket_claims"}
 
 
 @pytest.mark.parametrize("args, env, expected", [
     ((), {}, CORE),
     (("--toolsets", "core,maintenance"), {}, CORE | MAINTENANCE),
-    (("--toolsets", "publisher"), {}, CORE),
+    (("--toolsets", "publisher"), {}, CORE | PUBLISHER),
     ((), {"GIT_LANES_TOOLSETS": "maintenance"}, CORE | MAINTENANCE),
 ])
 def test_each_tool_set_lists_its_tools(repo, args, env, expected):

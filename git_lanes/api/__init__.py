@@ -11,6 +11,7 @@ from git_lanes.api.lane_setup import SetupApi
 from git_lanes.api.ledger import LedgerApi
 from git_lanes.api.overview import OverviewApi
 from git_lanes.api.promotion import PromotionApi
+from git_lanes.api.publishing import PublishingApi
 from git_lanes.api.runs import RunsApi
 from git_lanes.api.sync import SyncApi
 from git_lanes.api.worktrees import WorktreeApi
@@ -20,7 +21,7 @@ from git_lanes.api.budgets import BudgetsApi
 
 
 class Lanes(CoreApi, SyncApi, PromotionApi, IntegrationApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi,
-            SetupApi, SpawnApi, SuperviseApi, BudgetsApi):
+            SetupApi, SpawnApi, SuperviseApi, BudgetsApi, PublishingApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

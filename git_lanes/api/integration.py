@@ -12,6 +12,7 @@ from git_lanes import ledger
 from git_lanes.domain import integration, promotion, tasks
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError
+from git_lanes.model import refs
 
 
 def _plain(result: Any) -> dict:
@@ -56,12 +57,12 @@ class IntegrationApi:
             if exc.code != "collision":
                 raise
             paths = [c["path"] for c in exc.details.get("collisions", [])]
-            raise self._sent_back(exc, task_id, who, target, "collision", paths=paths,
+            raise self._sent_back(exc, task_id, who, lane, target, "collision", paths=paths,
                                   ways=exc.details.get("ways") or promotion.ways_on(lane, target)) from None
         except GateFailed as exc:
             transition = exc.details.get("transition") or {}
             failed = [e["gate"] for e in transition.get("evaluations", []) if e.get("required") and not e.get("passed")]
-            raise self._sent_back(exc, task_id, who, target, "gate_failed", gates=failed,
+            raise self._sent_back(exc, task_id, who, lane, target, "gate_failed", gates=failed,
                                   ways=integration.ways_after_gate_failure(lane, target)) from None
         transition = report.get("transition") or {}
         integrated = {"into": target, "lane": lane, "status": report["status"],
@@ -70,14 +71,14 @@ class IntegrationApi:
         return done | {"integrated": integrated | {"created_lane": created,
                                                    "left_pending": report.get("left_pending", [])}}
 
-    def _sent_back(self, exc: LanesError, task_id: str, actor: str, target: str, reason: str, *,
+    def _sent_back(self, exc: LanesError, task_id: str, actor: str, lane: str, target: str, reason: str, *,
                    paths: list[str] | None = None, gates: list[str] | None = None,
                    ways: list[dict] | None = None) -> LanesError:
         """Record that the task goes back to its owner, then the error to raise: the promotion's own, with
         what happened to the task added."""
         review = self._append("task.review", actor, {
             "task": task_id, "into": target, "reason": reason, "paths": paths or [], "gates": gates or [],
-            "ways": ways or []})
+            "ways": ways or [], "lane_head": self.ctx.store.read_ref(refs.lane_ref(lane, self.ctx.trunk))})
         owner = review.get("owner")
         exc.message = (f"task {task_id[:8]} did not integrate into {target}; sent back to {owner or 'nobody'} as "
                        f"needs_review\n{exc.message}")
@@ -85,3 +86,25 @@ class IntegrationApi:
         exc.hint = "\n".join(f"  {w['way']}: {w['command']}" for w in ways or []) + \
             f"\nthen finish it again: git lanes task done {task_id[:8]}"
         return exc
+
+    def process_merge_queue(self, actor: str | None = None) -> dict:
+        """Integrate, one at a time through the merge gate, every task waiting in the queue: sent back for
+        review (`needs_review`) and rerun since, its lane having moved past where it stood when it was sent
+        back. Oldest first; each is finished as `task done` would finish it. A task whose lane has not moved
+        waits for its owner."""
+        waiting = [t for t in tasks.list_tasks(self._state(), self.ctx.now(), status="needs_review")]
+        integrated, failed, untouched = [], [], []
+        for task in waiting:
+            review = task.get("review") or {}
+            head = self.ctx.store.read_ref(refs.lane_ref(task["lane"], self.ctx.trunk)) if task.get("lane") else None
+            if head is None or head == review.get("lane_head"):
+                untouched.append({"task": task["id"], "lane": task.get("lane"), "owner": task["owner"]})
+                continue
+            try:
+                done = self.task_done(task["id"], actor)
+            except LanesError as exc:
+                failed.append({"task": task["id"], "lane": task["lane"], "error": exc.code, "message": exc.message})
+                continue
+            integrated.append({"task": task["id"], "lane": task["lane"], "into": done["integrated"]["into"],
+                               "ticket_ready": done.get("ticket_ready")})
+        return {"integrated": integrated, "sent_back": failed, "waiting": untouched}

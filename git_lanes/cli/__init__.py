@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "tell": "git_lanes.cli.spawn:tell",
     "logs": "git_lanes.cli.spawn:logs",
     "budget": "git_lanes.cli.budget:budget",
+    "publish": "git_lanes.cli.publish:publish",
 }
 
 

@@ -17,7 +17,7 @@ from git_lanes.ledger import Op, Tx
 from git_lanes.model.text import check_text
 
 # Records of what the system did: shown on the board, never counted unread, never a wake.
-SYSTEM_KINDS = ("ticket_ready",)
+SYSTEM_KINDS = ("ticket_ready", "pr_opened", "pr_updated", "pr_merged")
 MAX_TEXT = 16 * 1024
 # `board read` looks this far back for recent posts an agent may see, so its cost stays bounded.
 RECENT_SCAN = 2000

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from git_lanes.domain import agents, board, budgets, claims, integration, ports, tasks, tickets, worktrees
+from git_lanes.domain import (agents, board, budgets, claims, integration, ports, publishing, tasks, tickets,
+                              worktrees)
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.ledger.state import Record
@@ -70,6 +71,11 @@ HANDLERS: dict[str, Handler] = {
     "task.review": integration.review,
     "ticket.open": tickets.open_ticket,
     "ticket.link": tickets.link,
+    "ticket.publish": publishing.publish,
+    "ticket.close": publishing.close,
+    "ticket.release_claims": publishing.release_claims,
+    "publish.lock": publishing.lock,
+    "publish.unlock": publishing.unlock,
     "claim.add": claims.claim_add,
     "claim.release": claims.claim_release,
     "dirty.publish": claims.dirty_publish,
@@ -109,6 +115,14 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "task.handoff": lambda op, r: f"hand task {_short(r.get('task'))} from {r.get('from') or '-'} to {r.get('to')}",
     "ticket.open": lambda op, r: f"open ticket {_short(r.get('ticket'))} \"{op.args.get('title')}\"",
     "ticket.link": lambda op, r: f"link task {_short(r.get('task'))} to ticket {_short(r.get('ticket'))}",
+    "ticket.publish": lambda op, r: f"{r.get('kind')} for ticket {_short(r.get('ticket'))}"
+                                    + (f": {r['url']}" if r.get("url") else ""),
+    "ticket.close": lambda op, r: f"close ticket {_short(r.get('ticket'))}: merged ({r.get('how')})",
+    "ticket.release_claims": lambda op, r: f"release the claims of ticket {_short(r.get('ticket'))} "
+                                           f"({sum(len(x['globs']) for x in r.get('released') or [])} globs)",
+    "publish.lock": lambda op, r: f"lock ticket {_short(r.get('ticket'))} for publishing by {r.get('holder')}",
+    "publish.unlock": lambda op, r: f"unlock ticket {_short(r.get('ticket'))}"
+                                    + ("" if r.get("released") else " (not held)"),
     "claim.add": lambda op, r: f"claim {' '.join(r.get('added') or []) or 'nothing new'} for {r.get('agent')}",
     "claim.release": lambda op, r: f"release {' '.join(r.get('released') or []) or 'nothing'} for {r.get('agent')}",
     "dirty.publish": lambda op, r: f"dirty set of {r.get('agent')}: {len(r.get('files') or [])} files",

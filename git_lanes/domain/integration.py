@@ -63,7 +63,9 @@ def review(tx: Tx, op: Op) -> dict:
     paths = [p for p in op.args.get("paths") or [] if isinstance(p, str)]
     ways = [w for w in op.args.get("ways") or [] if isinstance(w, dict)]
     gates = [g for g in op.args.get("gates") or [] if isinstance(g, str)]
-    task.update(status="needs_review", blocked_reason=None)
+    task.update(status="needs_review", blocked_reason=None,
+                review={"into": into, "reason": reason, "paths": paths[:POSTED_PATHS], "gates": gates,
+                        "lane_head": op.args.get("lane_head"), "time": op.time})
     tasks.save_task(tx, op, task)
     owner = task.get("owner") or _agent_or_none(op.actor)
     post = None

@@ -215,7 +215,7 @@ def view(state: Reader, task: dict, now: float) -> dict:
     status = effective_status(state, task, now)
     return {**{k: task.get(k) for k in ("id", "title", "description", "depends", "dependents", "ticket", "files",
                                         "owner", "lane", "version", "created", "created_by", "updated",
-                                        "blocked_reason", "done_at", "integrated")},
+                                        "blocked_reason", "done_at", "integrated", "review")},
             "status": status, "stored_status": task["status"], "lapsed": status != task["status"],
             "ready": status != "done" and is_ready(state, task)}
 

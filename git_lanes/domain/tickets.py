@@ -42,13 +42,14 @@ def recheck(tx: Tx, op: Op, ticket_id: str) -> str | None:
     is not done joins it. Returns the ticket id when it just became ready."""
     ticket = get_ticket(tx, ticket_id)
     all_done = bool(ticket["tasks"]) and all(get_task(tx, t)["status"] == "done" for t in ticket["tasks"])
-    if all_done and ticket["status"] != "ready":
+    if all_done and ticket["status"] == "open":
         ticket.update(status="ready", ready_at=op.time)
         tx.put(ticket_path(ticket_id), ticket)
         add_post(tx, op, SYSTEM, "ticket_ready", f"ticket {ticket_id[:8]} \"{ticket['title']}\": all "
                  f"{len(ticket['tasks'])} tasks are done", None)
         return ticket_id
-    if not all_done and ticket["status"] == "ready":
+    if not all_done and ticket["status"] in ("ready", "published"):
+        # a task joined a ready or published ticket: it waits for that task, and a re-publish updates the PR
         ticket.update(status="open", ready_at=None)
         tx.put(ticket_path(ticket_id), ticket)
     return None

@@ -1,7 +1,7 @@
 """`git lanes mcp`: every capability as MCP tools, on the official MCP SDK (2.x, `MCPServer`).
 
 `launch` starts the server and answers `initialize` before the SDK has finished importing (it takes a
-second); `server` builds the SDK's server from the tool modules (`coordination`, `workspaces`); `binding` is
+second); `server` builds the SDK's server from the tool modules (`coordination`, `workspaces`, `publisher`); `binding` is
 what the tools share (the repository held open, the server's agent, results and errors in MCP's shapes).
 This module stays import-free: the CLI reads the tool set names from it."""
 

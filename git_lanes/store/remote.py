@@ -294,3 +294,8 @@ def count_between(store: Store, ancestor: str | None, head: str | None) -> int:
     if ancestor is not None:
         walker.hide(pygit2.Oid(hex=ancestor))
     return sum(1 for _ in walker)
+
+
+# The transport's runner and its reading of git's errors, for the store's other network users (branches.py).
+network = _network
+reason = _reason

@@ -1,0 +1,252 @@
+"""Publishing through the API: push a ticket's integration lane as a branch and open its pull request, under
+the ticket's publish lock; count what is ready, published and merged; notice merged branches and close
+their tickets. The publisher tool set of the MCP server calls the same steps one by one."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from git_lanes import ledger
+from git_lanes.domain import integration, lanes, publishing, tickets
+from git_lanes.domain.context import Context
+from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.model import refs
+from git_lanes.store import branches, scratch
+from git_lanes.store import remote as transport
+from git_lanes.store.worktree_add import alive
+
+PUBLISHABLE = ("ready", "published")
+
+
+class PublishingApi:
+    """Mixed into `Lanes`, next to CoreApi (`ctx`, `_writing`), LedgerApi (`_state`, `_append`, `_actor`) and
+    SyncApi (`_remote`)."""
+
+    ctx: Context
+    _writing: Callable[[], AbstractContextManager[Context]]
+    _state: Callable[[], ledger.State]
+    _actor: Callable[[str | None], str]
+    _append: Callable[[str, str, dict[str, Any]], dict]
+    _remote: Callable[[str | None], str]
+
+    # -- the lock --------------------------------------------------------------------------------------
+    def acquire_publish_lock(self, ticket: str, holder: str | None = None, ttl: float | None = None) -> dict:
+        """Hold `ticket`'s publish lock for `ttl` seconds (default `[publish] lock_ttl`, 300). Another live
+        holder's lock is a Conflict (exit 3) naming it; a lock whose holder's process is gone (on this host)
+        or whose time ran out is taken over. Returns the lock with its `token`, which releases it."""
+        state = self._state()
+        ticket_id = tickets.resolve_ticket(state, ticket)
+        ttl = publishing.settings(self.ctx).lock_ttl if ttl is None else ttl
+        held = publishing.current_lock(state, ticket_id, self.ctx.now())
+        takeover = held["token"] if held is not None and _dead_here(held) else None
+        return self._append("publish.lock", self._actor(holder), {
+            "ticket": ticket_id, "token": secrets.token_hex(8), "ttl": ttl, "host": socket.gethostname(),
+            "pid": os.getpid(), "takeover": takeover})
+
+    def release_publish_lock(self, ticket: str, token: str | None = None, holder: str | None = None) -> dict:
+        """Let go of `ticket`'s publish lock: the one `token` holds, else whatever lock there is (a person
+        clearing one by hand). A lock someone else took since is left alone when a token is given."""
+        state = self._state()
+        ticket_id = tickets.resolve_ticket(state, ticket)
+        if token is None:
+            record = state.get(publishing.lock_path(ticket_id))
+            if record is None:
+                return {"ticket": ticket_id, "released": False}
+            token = record["token"]
+        return self._append("publish.unlock", self._actor(holder), {"ticket": ticket_id, "token": token})
+
+    # -- publishing ------------------------------------------------------------------------------------
+    def publish(self, ticket: str, *, remote: str | None = None, branch: str | None = None,
+                base: str | None = None, actor: str | None = None) -> dict:
+        """Push `ticket`'s integration lane to `remote` as `branch` (default lanes/ticket/<short-id>) with a
+        fast-forward-only push, then run `[publish] pr_command` (`update_command` on a re-publish) and record
+        the pull request with a `pr_opened` (`pr_updated`) post. Refused for a ticket whose tasks are not all
+        done; exit 3 when another publisher holds the ticket or the remote branch has commits the lane lacks."""
+        state = self._state()
+        ticket_id = tickets.resolve_ticket(state, ticket)
+        record = tickets.view(state, tickets.get_ticket(state, ticket_id))
+        if record["status"] not in PUBLISHABLE:
+            raise Refused(f"ticket {ticket_id[:8]} is {record['status']}: {record['done']} of {record['total']} "
+                          "tasks done", code="ticket_not_ready" if record["status"] == "open" else "ticket_closed",
+                          hint="`git lanes ticket show` lists its tasks; `git lanes task done` integrates each")
+        previous = record.get("publication") or {}
+        settings = publishing.settings(self.ctx)
+        remote = remote or previous.get("remote") or self._remote(None)
+        url = transport.check_remote(self.ctx.store, remote)
+        branch = publishing.validate_branch(branch or previous.get("branch") or publishing.default_branch(ticket_id))
+        base = publishing.validate_branch(base or previous.get("base") or self.ctx.trunk)
+        lane = integration.integration_lane(ticket_id)
+        try:
+            head = lanes.lane_head(self.ctx, lane)
+        except NotFound:
+            raise Refused(f"ticket {ticket_id[:8]} has no integration lane {lane}: none of its tasks integrated",
+                          code="nothing_integrated", hint="finish its tasks with `git lanes task done`") from None
+        lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)
+        try:
+            pushed = self._push(remote, branch, head)
+            values = {"branch": branch, "base": base, "remote": remote, "ticket": ticket_id,
+                      "title": record["title"]}
+            if not pushed and previous.get("head") == head and previous.get("branch") == branch:
+                return {"ticket": ticket_id, "status": "unchanged", "branch": branch, "base": base,
+                        "remote": remote, "head": head, "url": previous.get("url"), "pushed": False,
+                        "command": None, "post": None}
+            command = settings.pr_command if not previous else settings.update_command
+            ran = self._run_pr_command(command, values, settings.timeout) if command else None
+            found = publishing.url_in(ran.output_tail) if ran else None
+            result = self._append("ticket.publish", self._actor(actor), {
+                "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found})
+        finally:
+            self.release_publish_lock(ticket_id, lock["token"], actor)
+        return {"ticket": ticket_id, "status": result["kind"], "branch": branch, "base": base, "remote": remote,
+                "head": head, "url": result["url"], "pushed": pushed, "post": result["post"],
+                "command": {"argv": publishing.command_line(command, values), "exit_code": ran.exit_code,
+                            "output": ran.output_tail} if command and ran else None,
+                **({} if command else {"hint": publishing.compare_hint(url, branch, base)})}
+
+    def _push(self, remote: str, branch: str, head: str) -> bool:
+        """Fast-forward the remote's `branch` to `head`, or refuse. The lease alone would force, so the
+        branch there is fetched and must be an ancestor of `head`; the lease then refuses it having moved."""
+        store = self.ctx.store
+        there = branches.remote_head(store, remote, branch)
+        if there == head:
+            return False
+        if there is not None:
+            copy = branches.fetch_branch(store, remote, branch)
+            if copy is not None and copy != there:
+                there = copy  # it moved between the two looks: judge what the lease will expect
+            if copy is None or not store.is_ancestor(there, head):
+                raise self._not_forward(remote, branch, head, there, "it has commits the integration lane lacks")
+        pushed = branches.push_branch(store, remote, branch, head, there)
+        if not pushed.ok:
+            raise self._not_forward(remote, branch, head, there, pushed.refusal()[1])
+        return True
+
+    @staticmethod
+    def _not_forward(remote: str, branch: str, head: str, there: str | None, why: str) -> Conflict:
+        return Conflict(f"{remote} refused to move {branch} to {head[:8]}: {why}", code="publish_rejected",
+                        details={"branch": branch, "remote": remote, "head": head, "remote_head": there},
+                        hint=f"publishing only fast-forwards {branch}; someone pushed to it: bring their commits "
+                             "into the integration lane, or publish under another --branch")
+
+    def _run_pr_command(self, command: tuple[str, ...], values: dict[str, str],
+                        timeout: float) -> scratch.CommandResult:
+        argv = publishing.command_line(command, values)
+        ran = scratch.run_command(argv, self.ctx.store.root, timeout,
+                                  {"GIT_LANES_TICKET": values["ticket"], "GIT_LANES_BRANCH": values["branch"],
+                                   "GIT_LANES_BASE": values["base"]})
+        if ran.exit_code != 0:
+            tail = "\n".join("  " + line for line in ran.output_tail.strip().splitlines()[-5:])
+            status = f"exit {ran.exit_code}" if ran.exit_code is not None else "it did not finish"
+            raise UserError(f"the pull request command failed ({status}): {' '.join(argv)}"
+                            + (f"\n{tail}" if tail else ""), code="pr_command_failed",
+                            hint=f"{values['branch']} is pushed; fix [publish] in .lanes.toml on the trunk (or "
+                                 "the tool's login), then publish again")
+        return ran
+
+    # -- status and sync -------------------------------------------------------------------------------
+    def publish_status(self) -> dict:
+        """Tickets ready to publish, published (with their pull requests) and merged, and the locks held."""
+        state = self._state()
+        now = self.ctx.now()
+        rows = tickets.list_tickets(state)
+        groups: dict[str, list[dict]] = {"open": [], "ready": [], "published": [], "merged": []}
+        for row in rows:
+            group = "merged" if row["status"] == "closed" else row["status"]
+            lock = publishing.current_lock(state, row["id"], now)
+            groups.setdefault(group, []).append({
+                "ticket": row["id"], "title": row["title"], "done": row["done"], "total": row["total"],
+                "publication": row.get("publication"),
+                "lock": {k: lock[k] for k in ("holder", "until", "host", "pid")} if lock else None})
+        return {"counts": {name: len(found) for name, found in groups.items()}, **groups}
+
+    def publish_sync(self, remote: str | None = None, actor: str | None = None) -> dict:
+        """For every published ticket whose branch reached its base on the remote (by ancestry, by tree or
+        by patch id, so squash and rebase merges count): post `pr_merged` and close it; then, for every
+        closed ticket, delete its integration lane and release its tasks' claims."""
+        state = self._state()
+        merged, waiting, locked = [], [], []
+        bases: dict[tuple[str, str], str | None] = {}
+        for row in tickets.list_tickets(state):
+            publication = row.get("publication") or {}
+            if row["status"] != "published" or (remote and publication.get("remote") != remote):
+                continue
+            where = (publication["remote"], publication["base"])
+            if where not in bases:
+                bases[where] = branches.fetch_branch(self.ctx.store, *where)
+            base_head = bases[where]
+            how = publishing.merged_how(self.ctx, publication["head"], base_head) if base_head else None
+            if how is None:
+                waiting.append({"ticket": row["id"], "branch": publication["branch"], "url": publication.get("url")})
+                continue
+            try:
+                merged.append(self._close(row["id"], how, base_head, actor))
+            except Conflict as exc:
+                if exc.code != "publish_locked":
+                    raise
+                locked.append({"ticket": row["id"], "holder": exc.details.get("holder")})
+        cleared = [self._tidy(row, actor) for row in tickets.list_tickets(self._state()) if row["status"] == "closed"]
+        return {"remote": remote, "merged": merged, "waiting": waiting, "locked": locked,
+                "tidied": [c for c in cleared if c["lane_deleted"] or c["claims_released"]]}
+
+    def close_ticket_on_merge(self, ticket: str, remote: str | None = None, actor: str | None = None) -> dict:
+        """Close a published ticket whose branch reached its base on the remote (`merged: false` otherwise)."""
+        state = self._state()
+        ticket_id = tickets.resolve_ticket(state, ticket)
+        publication = tickets.get_ticket(state, ticket_id).get("publication")
+        if not publication:
+            raise Refused(f"ticket {ticket_id[:8]} was never published", code="not_published",
+                          hint=f"`git lanes publish {ticket_id[:8]}`")
+        base_head = branches.fetch_branch(self.ctx.store, remote or publication["remote"], publication["base"])
+        how = publishing.merged_how(self.ctx, publication["head"], base_head) if base_head else None
+        if how is None:
+            return {"ticket": ticket_id, "merged": False, "branch": publication["branch"], "base": publication["base"]}
+        return self._close(ticket_id, how, base_head, actor) | {"merged": True}
+
+    def _close(self, ticket_id: str, how: str, base_head: str, actor: str | None) -> dict:
+        lock = self.acquire_publish_lock(ticket_id, actor)
+        try:
+            closed = self._append("ticket.close", self._actor(actor), {"ticket": ticket_id, "how": how,
+                                                                      "base_head": base_head})
+        finally:
+            self.release_publish_lock(ticket_id, lock["token"], actor)
+        return closed
+
+    def _tidy(self, row: dict, actor: str | None) -> dict:
+        lane_gone = self.clear_integration_branch(row["id"])["deleted"]
+        released = self.release_ticket_claims(row["id"], actor)["released"] \
+            if publishing.claims_of(self._state(), row) else []
+        return {"ticket": row["id"], "lane_deleted": lane_gone, "claims_released": released}
+
+    def clear_integration_branch(self, ticket: str) -> dict:
+        """Delete a closed ticket's integration lane (its last head is kept under refs/lanes/deleted/, and the
+        deletion travels on sync). An open ticket's lane holds work not yet merged: refused."""
+        state = self._state()
+        ticket_id = tickets.resolve_ticket(state, ticket)
+        record = tickets.get_ticket(state, ticket_id)
+        lane = integration.integration_lane(ticket_id)
+        if record["status"] != "closed":
+            raise Refused(f"ticket {ticket_id[:8]} is {record['status']}; its integration lane {lane} holds work not "
+                          "merged yet", code="ticket_open", hint="`git lanes publish sync` closes merged tickets")
+        with self._writing() as ctx:
+            if ctx.store.read_ref(refs.lane_ref(lane, ctx.trunk)) is None:
+                return {"ticket": ticket_id, "lane": lane, "deleted": False}
+            deleted = lanes.delete(ctx, lane, force=True, unsaved=False, backup=None)
+        return {"ticket": ticket_id, "lane": lane, "deleted": True, "kept_at": deleted["kept_at"]}
+
+    def release_ticket_claims(self, ticket: str, actor: str | None = None) -> dict:
+        """Release every file claim made for one of the ticket's tasks, whoever holds it."""
+        ticket_id = tickets.resolve_ticket(self._state(), ticket)
+        return self._append("ticket.release_claims", self._actor(actor), {"ticket": ticket_id})
+
+
+def _dead_here(lock: dict) -> bool:
+    """Whether the lock's holder was a process on this host that is gone (a publisher killed mid-way)."""
+    pid = lock.get("pid")
+    return lock.get("host") == socket.gethostname() and isinstance(pid, int) and pid != os.getpid() \
+        and not alive(pid)
+

@@ -1,0 +1,133 @@
+"""`git lanes publish …`: a ticket's integration lane pushed as a branch for review, the pull request opened,
+and merged tickets closed."""
+
+from __future__ import annotations
+
+import click
+
+from git_lanes.cli import SuggestingGroup
+from git_lanes.cli.agent import agent_option
+from git_lanes.cli.output import json_option, open_api, run, short, table
+
+HEX = set("0123456789abcdefABCDEF")
+
+
+class TicketOrCommand(SuggestingGroup):
+    """`publish TICKET …` publishes; `publish status` and `publish sync` are subcommands. A first word that
+    could be a ticket id (hex) or an option goes to the hidden `ticket` command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        first = args[0] if args else None
+        if first is not None and first not in self.commands and first not in ctx.help_option_names \
+                and (first.startswith("-") or set(first) <= HEX):
+            args = ["ticket", *args]
+        return super().parse_args(ctx, args)
+
+
+remote_option = click.option("--remote", metavar="REMOTE",
+                             help="The remote (default: the ticket's, else lanes.remote, else origin).")
+
+
+@click.group(cls=TicketOrCommand)
+def publish() -> None:
+    """Publish a ticket's integration lane for review: `git lanes publish TICKET [--remote origin]
+    [--branch NAME] [--base main]`.
+
+    Pushes the integration lane tickets/<short-id> as an ordinary branch (default lanes/ticket/<short-id>)
+    with a fast-forward-only push, then runs `[publish] pr_command` from .lanes.toml at the trunk's head
+    ({branch}, {base}, {remote}, {ticket}, {title} are filled in) and posts pr_opened with the URL it printed
+    (pr_updated on a re-publish, which runs `update_command` if set). With no command it prints where to open
+    the pull request. A ticket's publishers take turns under a lock in the ledger (TTL `[publish] lock_ttl`,
+    default 300 s): a second one exits 3 naming the holder; the lock of a holder that died lapses.
+    `publish sync` closes tickets whose branch reached the base, merged any way (squash included).
+
+    \b
+    Example:
+      git lanes publish 91c0
+      git lanes publish 91c0 --remote origin --branch feature/login --base main
+      git lanes publish status
+      git lanes publish sync
+    """
+
+
+@publish.command(name="ticket", hidden=True)
+@click.argument("ticket_id", metavar="TICKET")
+@remote_option
+@click.option("--branch", metavar="NAME", help="The branch to push (default: lanes/ticket/<short-id>).")
+@click.option("--base", metavar="BRANCH", help="The branch the pull request merges into (default: the trunk).")
+@agent_option(required=False, help_text="Who publishes (default: your git user name).")
+@json_option
+def publish_ticket(ticket_id: str, remote: str | None, branch: str | None, base: str | None, agent: str | None,
+                   as_json: bool) -> None:
+    """Publish TICKET: push its integration lane and open (or update) its pull request.
+
+    \b
+    Example:
+      git lanes publish 91c0 --remote origin
+    """
+    def render(r: dict) -> str:
+        if r["status"] == "unchanged":
+            return f"{r['branch']} on {r['remote']} is already at {short(r['head'])}" + \
+                (f": {r['url']}" if r["url"] else "")
+        pushed = f"pushed {r['branch']} to {r['remote']} at {short(r['head'])}" if r["pushed"] else \
+            f"{r['branch']} on {r['remote']} was already at {short(r['head'])}"
+        lines = [pushed, f"{r['status']}: {r['url'] or 'no pull request address printed'}"]
+        if r.get("hint"):
+            lines.append(r["hint"])
+        return "\n".join(lines)
+
+    run(lambda: open_api().publish(ticket_id, remote=remote, branch=branch, base=base, actor=agent), as_json,
+        render)
+
+
+@publish.command()
+@json_option
+def status(as_json: bool) -> None:
+    """Count tickets ready to publish, published and merged; list each with its pull request and lock.
+
+    \b
+    Example:
+      git lanes publish status --json
+    """
+    def render(r: dict) -> str:
+        c = r["counts"]
+        lines = [f"{c['ready']} ready, {c['published']} published, {c['merged']} merged, {c['open']} open"]
+        rows = []
+        for group in ("ready", "published", "merged"):
+            for t in r[group]:
+                pub = t["publication"] or {}
+                held = f"locked by {t['lock']['holder']}" if t["lock"] else ""
+                rows.append([short(t["ticket"]), group, pub.get("branch") or "-", pub.get("url") or "-", held,
+                             t["title"]])
+        return "\n".join(lines + ([table(rows)] if rows else []))
+
+    run(lambda: open_api().publish_status(), as_json, render)
+
+
+@publish.command(name="sync")
+@remote_option
+@agent_option(required=False, help_text="Who closes the merged tickets (default: your git user name).")
+@json_option
+def sync_(remote: str | None, agent: str | None, as_json: bool) -> None:
+    """Close published tickets whose branch reached the base on the remote.
+
+    A branch counts as merged when the base holds it (a merge or fast-forward), when every path it changed
+    holds its version on the base (a rebase or squash merge), or when one commit of the base carries its
+    patch (by git's patch id). Each merged ticket gets a pr_merged post and is closed; then every closed
+    ticket's integration lane is deleted (the deletion travels on sync) and its tasks' claims released.
+
+    \b
+    Example:
+      git lanes publish sync --remote origin
+    """
+    def render(r: dict) -> str:
+        lines = [f"ticket {short(m['ticket'])} merged ({m['how'].replace('_', ' ')}); closed" for m in r["merged"]]
+        lines += [f"ticket {short(w['ticket'])}: {w['branch']} not merged yet" for w in r["waiting"]]
+        lines += [f"ticket {short(x['ticket'])}: locked by {x['holder']}, left for later" for x in r["locked"]]
+        for t in r["tidied"]:
+            parts = (["integration lane deleted"] if t["lane_deleted"] else []) + \
+                [f"{len(c['globs'])} claims of {c['agent']} released" for c in t["claims_released"]]
+            lines.append(f"ticket {short(t['ticket'])}: {', '.join(parts)}")
+        return "\n".join(lines) or "no published tickets"
+
+    run(lambda: open_api().publish_sync(remote, agent), as_json, render)

@@ -1,0 +1,268 @@
+"""Publishing a ticket: its integration lane pushed as an ordinary branch for people to review as one pull
+request, under a per-ticket lock in the ledger so two publishers never race; and noticing when that branch
+reached the base however it was merged (merge, fast-forward, rebase or squash), to close the ticket.
+
+The `[publish]` table of `.lanes.toml` at the trunk's head configures it:
+
+    [publish]
+    pr_command = "gh pr create --fill --head {branch} --base {base}"   # or an argv list
+    update_command = "gh pr comment {branch} --body 'updated'"        # optional, run on a re-publish
+    timeout = 300                                                      # seconds, for either command
+    lock_ttl = 300                                                     # seconds a publish lock holds
+
+Placeholders `{branch}`, `{base}`, `{remote}`, `{ticket}` and `{title}` are filled in each argument after the
+command is split into words, so a title never becomes shell syntax."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from git_lanes.domain import integration, lanes, tickets
+from git_lanes.domain.agents import SYSTEM, Reader
+from git_lanes.domain.board import add_post
+from git_lanes.domain.claims import claims_path
+from git_lanes.domain.context import Context
+from git_lanes.errors import Conflict, Refused, UserError
+from git_lanes.ledger import Op, Tx
+from git_lanes.model import config
+from git_lanes.model.names import validate_lane_name
+from git_lanes.store import branches
+
+BRANCH_PREFIX = "lanes/ticket/"
+DEFAULT_TTL = 300.0
+MAX_TTL = 24 * 3600.0
+DEFAULT_TIMEOUT = 300.0
+POST_KINDS = ("pr_opened", "pr_updated", "pr_merged")
+MERGE_CHECKS = ("ancestry", "tree", "patch_id")
+_KEYS = {"pr_command", "update_command", "timeout", "lock_ttl"}
+_URL = re.compile(r"https?://[^\s<>\"']+")
+
+
+@dataclass(frozen=True)
+class Settings:
+    pr_command: tuple[str, ...] | None = None
+    update_command: tuple[str, ...] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    lock_ttl: float = DEFAULT_TTL
+
+
+def settings(ctx: Context) -> Settings:
+    """The trunk's `[publish]` settings, validated (a typo is refused by name rather than ignored)."""
+    head = lanes.lane_head(ctx, ctx.trunk)
+    text = ctx.store.read_path(ctx.store.tree_of(head), config.CONFIG)
+    table = config.table(config.parse(text, invalid), "publish", _KEYS, invalid) if text is not None else {}
+    return Settings(_command(table, "pr_command"), _command(table, "update_command"),
+                    _seconds(table, "timeout", DEFAULT_TIMEOUT), _seconds(table, "lock_ttl", DEFAULT_TTL))
+
+
+def _command(table: dict, key: str) -> tuple[str, ...] | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip():
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise invalid(f"{config.CONFIG}: [publish] {key}: {exc}") from None
+    if isinstance(value, list) and value and all(isinstance(word, str) for word in value):
+        return tuple(value)
+    raise invalid(f"{config.CONFIG}: [publish] {key} must be a command line or an argv list")
+
+
+def _seconds(table: dict, key: str, default: float) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TTL:
+        raise invalid(f"{config.CONFIG}: [publish] {key} must be a number of seconds up to {MAX_TTL:.0f}")
+    return float(value)
+
+
+def invalid(message: str) -> UserError:
+    return UserError(message, code="invalid_publish", hint=f"fix [publish] in {config.CONFIG} on the trunk (commit "
+                                                          "it there)")
+
+
+def default_branch(ticket_id: str) -> str:
+    return BRANCH_PREFIX + ticket_id[:integration.SHORT]
+
+
+def validate_branch(name: str) -> str:
+    """A branch name git accepts (the lane-name rules are git's ref-name rules)."""
+    try:
+        return validate_lane_name(name)
+    except UserError as exc:
+        raise UserError(f"invalid branch name {name!r}: {exc.message}", code="invalid_branch") from None
+
+
+def command_line(command: tuple[str, ...], values: dict[str, str]) -> list[str]:
+    words = []
+    for word in command:
+        for key, value in values.items():
+            word = word.replace("{" + key + "}", value)
+        words.append(word)
+    return words
+
+
+def url_in(output: str) -> str | None:
+    """The pull request's address: the last URL the command printed (gh prints it last)."""
+    found = _URL.findall(output)
+    return found[-1].rstrip(".,;)") if found else None
+
+
+def compare_hint(url: str, branch: str, base: str) -> str:
+    """Where a person opens the pull request by hand when no command is configured."""
+    match = re.match(r"(?:https://|git@|ssh://git@)(github\.com|gitlab\.com)[:/](.+?)(?:\.git)?/?$", url)
+    if match and match.group(1) == "github.com":
+        return f"open the pull request at https://github.com/{match.group(2)}/compare/{base}...{branch}?expand=1"
+    if match:
+        return (f"open the merge request at https://gitlab.com/{match.group(2)}/-/merge_requests/new?"
+                f"merge_request[source_branch]={branch}&merge_request[target_branch]={base}")
+    return f"open a pull request from {branch} into {base} (or set [publish] pr_command in {config.CONFIG})"
+
+
+# -- merged? ----------------------------------------------------------------------------------------------
+def merged_how(ctx: Context, published: str, base_head: str) -> str | None:
+    """How the published head reached the base, or None when it has not: `ancestry` (a merge commit or a
+    fast-forward), `tree` (every path the published work changed holds its version on the base: a rebase or
+    a squash), or `patch_id` (one commit of the base carries exactly the published change, though the base
+    changed some of those paths again since)."""
+    store = ctx.store
+    if store.is_ancestor(published, base_head):
+        return "ancestry"
+    fork = store.merge_base(published, base_head)
+    if fork is None:
+        return None
+    published_tree = store.tree_of(published)
+    changes = store.diff_trees(store.tree_of(fork), published_tree)
+    if not changes:
+        return None
+    base_tree = store.tree_of(base_head)
+    if all(store.entry_at(base_tree, c.path) == store.entry_at(published_tree, c.path) for c in changes):
+        return "tree"
+    wanted = branches.patch_id(store, fork, published)
+    if wanted is not None and wanted in branches.patch_ids_since(store, fork, base_head):
+        return "patch_id"
+    return None
+
+
+# -- the ledger: locks, publications, closing -----------------------------------------------------------
+def lock_path(ticket_id: str) -> str:
+    return f"publish/locks/{ticket_id}.json"
+
+
+def current_lock(state: Reader, ticket_id: str, now: float) -> dict | None:
+    record = state.get(lock_path(ticket_id))
+    return record if record is not None and float(record.get("until") or 0) >= now else None
+
+
+def lock(tx: Tx, op: Op) -> dict:
+    """`publish.lock`: hold the ticket's publish lock until op time + ttl. A live lock of another holder is a
+    conflict (exit 3) naming it, unless the caller saw that holder's process is gone (`takeover` = its
+    token); a lapsed one is simply taken."""
+    ticket = tickets.get_ticket(tx, op.args.get("ticket"))
+    token = op.args.get("token")
+    ttl = op.args.get("ttl")
+    if not isinstance(token, str) or not token:
+        raise UserError("a publish lock needs a token", code="invalid_lock")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= MAX_TTL:
+        raise UserError(f"the lock's ttl must be between 0 and {MAX_TTL:.0f} seconds", code="invalid_ttl")
+    held = current_lock(tx, ticket["id"], op.time)
+    if held is not None and held["token"] not in (token, op.args.get("takeover")):
+        raise Conflict(f"ticket {ticket['id'][:8]} is being published by {held['holder']} (lock held until "
+                       f"{held['until']:.0f}, process {held.get('pid')} on {held.get('host')})",
+                       code="publish_locked", details={"ticket": ticket["id"], "holder": held["holder"],
+                                                       "until": held["until"], "host": held.get("host"),
+                                                       "pid": held.get("pid")},
+                       hint="wait for it to finish (`git lanes publish status`); a lock whose holder died "
+                            "lapses")
+    previous = tx.get(lock_path(ticket["id"]))
+    record = {"ticket": ticket["id"], "holder": op.actor, "token": token, "acquired": op.time,
+              "until": op.time + ttl, "host": op.args.get("host"), "pid": op.args.get("pid")}
+    tx.put(lock_path(ticket["id"]), record)
+    took_over = previous["holder"] if previous is not None and previous["token"] != token else None
+    return {"ticket": ticket["id"], "holder": op.actor, "token": token, "until": record["until"],
+            "took_over": took_over}
+
+
+def unlock(tx: Tx, op: Op) -> dict:
+    """`publish.unlock`: let go of the lock `token` holds; one that lapsed and was taken is not touched."""
+    ticket_id = op.args.get("ticket")
+    record = tx.get(lock_path(ticket_id)) if isinstance(ticket_id, str) else None
+    released = record is not None and record["token"] == op.args.get("token")
+    if released:
+        tx.delete(lock_path(ticket_id))
+    return {"ticket": ticket_id, "released": released}
+
+
+def publish(tx: Tx, op: Op) -> dict:
+    """`ticket.publish`: the integration lane was pushed as `branch`; the ticket is published, and a
+    `pr_opened` post (`pr_updated` on a re-publish) records it with the pull request's address."""
+    ticket = tickets.get_ticket(tx, op.args.get("ticket"))
+    if ticket["status"] == "closed":
+        raise Refused(f"ticket {ticket['id'][:8]} is closed", code="ticket_closed")
+    previous = ticket.get("publication") or {}
+    url = op.args.get("url") or previous.get("url")
+    kind = "pr_updated" if previous else "pr_opened"
+    publication = {key: op.args.get(key) for key in ("remote", "branch", "base", "head")}
+    publication.update(url=url, published_at=previous.get("published_at", op.time), updated_at=op.time,
+                       by=op.actor, times=int(previous.get("times", 0)) + 1)
+    ticket.update(status="published", publication=publication)
+    tx.put(tickets.ticket_path(ticket["id"]), ticket)
+    verb = "updated" if previous else "opened"
+    text = (f"ticket {ticket['id'][:8]} \"{ticket['title']}\": pull request {verb} from {publication['branch']} "
+            f"into {publication['base']} at {str(publication['head'])[:8]}" + (f": {url}" if url else ""))
+    post = add_post(tx, op, SYSTEM, kind, text, None)
+    return {"ticket": ticket["id"], "kind": kind, "url": url, "post": post, "publication": publication}
+
+
+def close(tx: Tx, op: Op) -> dict:
+    """`ticket.close`: the published branch reached the base; a `pr_merged` post says how it was seen."""
+    ticket = tickets.get_ticket(tx, op.args.get("ticket"))
+    how = op.args.get("how")
+    if how not in MERGE_CHECKS:
+        raise UserError(f"unknown merge check {how!r}", code="invalid_merge")
+    if ticket["status"] == "closed":
+        raise Conflict(f"ticket {ticket['id'][:8]} is already closed", code="ticket_closed")
+    publication = dict(ticket.get("publication") or {})
+    publication.update(merged_at=op.time, merged_by=how, merged_into=op.args.get("base_head"))
+    ticket.update(status="closed", publication=publication, closed_at=op.time)
+    tx.put(tickets.ticket_path(ticket["id"]), ticket)
+    text = (f"ticket {ticket['id'][:8]} \"{ticket['title']}\": {publication.get('branch')} reached "
+            f"{publication.get('base')} (seen by {how.replace('_', ' ')}); ticket closed"
+            + (f": {publication['url']}" if publication.get("url") else ""))
+    post = add_post(tx, op, SYSTEM, "pr_merged", text, None)
+    return {"ticket": ticket["id"], "status": "closed", "how": how, "post": post, "url": publication.get("url")}
+
+
+def release_claims(tx: Tx, op: Op) -> dict:
+    """`ticket.release_claims`: every file claim made for one of the ticket's tasks goes."""
+    ticket = tickets.get_ticket(tx, op.args.get("ticket"))
+    mine = set(ticket["tasks"])
+    released = []
+    for name in tx.names("claims"):
+        record = tx.get(f"claims/{name}")
+        if record is None:
+            continue
+        gone = [c["glob"] for c in record["globs"] if c.get("task") in mine]
+        if not gone:
+            continue
+        record["globs"] = [c for c in record["globs"] if c.get("task") not in mine]
+        path = claims_path(record["agent"])
+        if record["globs"]:
+            tx.put(path, record)
+        else:
+            tx.delete(path)
+        released.append({"agent": record["agent"], "globs": gone})
+    return {"ticket": ticket["id"], "released": released}
+
+
+def claims_of(state: Reader, ticket: dict) -> list[dict]:
+    mine = set(ticket["tasks"])
+    found = []
+    for name in state.names("claims"):
+        record = state.get(f"claims/{name}") or {}
+        globs = [c["glob"] for c in record.get("globs", []) if c.get("task") in mine]
+        if globs:
+            found.append({"agent": record.get("agent"), "globs": globs})
+    return found

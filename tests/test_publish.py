@@ -1,0 +1,242 @@
+"""From done tasks to a merged pull request, against a real remote (`git daemon` on loopback): a ticket's
+tasks integrate (one collides, goes back for review, is rerun and integrates), `publish` pushes the
+integration lane and runs the PR command under a lock, and `publish sync` sees a squash merge and closes it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli
+from gitserver import GitServer, clone, make_origin, server  # noqa: F401 (fixture)
+from integration_helpers import claimed_task, work
+
+from git_lanes.api import Lanes
+from git_lanes.errors import Conflict
+
+PR_SCRIPT = """
+import json, os, pathlib, sys, time
+spool = pathlib.Path(sys.argv[1])
+calls = spool / "calls.jsonl"
+with calls.open("a") as out:
+    out.write(json.dumps(sys.argv[2:]) + "\\n")
+number = len(calls.read_text().splitlines())
+if (spool / "block").exists():
+    (spool / f"waiting-{number}").write_text(str(os.getpid()))
+    for _ in range(12000):  # at most two minutes: the test releases it long before
+        if (spool / "release").exists():
+            break
+        time.sleep(0.01)
+print("Creating pull request for", sys.argv[2], "into", sys.argv[3])
+print(f"https://forge.example/acme/project/pull/{number}")
+"""
+
+
+def wait_for(path: Path, process: subprocess.Popen | None = None) -> None:
+    """Wait until `path` exists (the PR command got that far); fail at once if the publisher ended first."""
+    for _ in range(6000):
+        if path.exists():
+            return
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the publisher ended ({process.returncode}) before {path.name}: "
+                                 f"{process.stderr.read() if process.stderr else ''}")
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+
+def publisher(machine: Path, ticket: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "git_lanes", "publish", ticket, "--json"], cwd=machine,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path, server: GitServer):  # noqa: F811
+    """A machine whose trunk carries a `[publish]` PR command (a script recording its arguments and printing
+    a URL), synced to a bare repository on the git server."""
+    url = server.bare("project")
+    machine = make_origin(tmp_path, url)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    script = tmp_path / "pr.py"
+    script.write_text(PR_SCRIPT)
+    command = [sys.executable, str(script), str(spool), "{branch}", "{base}"]
+    (machine / ".lanes.toml").write_text(f"[publish]\npr_command = {json.dumps(command)}\n")
+    api = Lanes(machine)
+    api.commit("publishing settings", "me", lane="main", auto_accept=True)
+    api.sync()
+    return api, machine, spool, server, url
+
+
+def integrated_ticket(api: Lanes) -> tuple[str, str]:
+    """A ticket with three tasks in three lanes, two colliding on src/app.py, all integrated in the end."""
+    ticket = api.ticket_open("Login flow")["ticket"]
+    lane = f"tickets/{ticket[:8]}"
+    one, ws1 = claimed_task(api, "coder-1", "one", "Session store", ticket, ("one/**",))
+    two, ws2 = claimed_task(api, "coder-2", "two", "Login form", ticket, ("two/**",))
+    three, ws3 = claimed_task(api, "coder-3", "three", "Docs", ticket, ("three/**",))
+    work(api, "coder-1", ws1, {"src/app.py": "session\n"})
+    work(api, "coder-2", ws2, {"src/app.py": "form\n", "form.html": "<form>\n"})
+    work(api, "coder-3", ws3, {"docs.md": "login\n"})
+
+    assert api.task_done(one, "coder-1")["integrated"]["into"] == lane
+    assert api.task_done(three, "coder-3")["integrated"]["status"] == "accepted"
+    with pytest.raises(Conflict) as collided:
+        api.task_done(two, "coder-2")
+    assert [c["path"] for c in collided.value.details["collisions"]] == ["src/app.py"]
+    assert api.task_show(two)["status"] == "needs_review"
+    woke = api.wait("coder-2", timeout=0)
+    assert woke["reason"] == "needs_review"
+    handoff = woke["posts"][0]
+    assert handoff["kind"] == "handoff" and "src/app.py" in handoff["text"]
+    assert f"git lanes lane reset two --onto {lane}" in handoff["text"]
+
+    api.lane_reset("two", lane)  # the rerun, from what landed
+    work(api, "coder-2", ws2, {"src/app.py": "session\nform\n", "form.html": "<form>\n"})
+    done = api.task_done(two, "coder-2")
+    assert done["integrated"]["status"] == "accepted" and done["ticket_ready"] == ticket
+    assert any(p["kind"] == "ticket_ready" and ticket[:8] in p["text"]
+               for p in api.board_read(None, limit=100)["posts"])
+    return ticket, lane
+
+
+def test_a_ticket_goes_from_done_tasks_to_a_squash_merged_pull_request(tmp_path, project):
+    api, machine, spool, server, url = project
+    ticket, lane = integrated_ticket(api)
+    head = git("rev-parse", f"refs/lanes/heads/{lane}", cwd=machine).strip()
+    branch = f"lanes/ticket/{ticket[:8]}"
+
+    # two publishers at once: the second finds the first holding the lock (exit 3, naming it)
+    (spool / "block").write_text("")
+    first = publisher(machine, ticket[:6])
+    wait_for(spool / "waiting-1", first)
+    second = run_cli("publish", ticket[:6], "--json", "--agent", "publisher-2", cwd=machine)
+    assert second.code == 3, second.err
+    assert second.json["error"] == "publish_locked" and second.json["holder"] == "Test"
+    assert "being published by Test" in second.err
+    (spool / "release").write_text("")
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    published = json.loads(out)
+    assert published["status"] == "pr_opened" and published["pushed"] is True
+    assert published["url"] == "https://forge.example/acme/project/pull/1"
+    assert [json.loads(line) for line in (spool / "calls.jsonl").read_text().splitlines()] == [[branch, "main"]]
+    assert git("rev-parse", f"refs/heads/{branch}", cwd=server.path("project")).strip() == head
+    opened = [p for p in api.board_read(None, limit=100)["posts"] if p["kind"] == "pr_opened"]
+    assert len(opened) == 1 and published["url"] in opened[0]["text"]
+
+    status = run_cli("publish", "status", "--json", cwd=machine)
+    assert status.code == 0 and status.json["counts"]["published"] == 1
+    assert status.json["published"][0]["publication"]["url"] == published["url"]
+    assert run_cli("publish", ticket[:6], "--json", cwd=machine).json["status"] == "unchanged"
+
+    # a person squash-merges the pull request on the forge, and main moves on after it
+    reviewer = clone(tmp_path, url, "reviewer")
+    git("fetch", "--quiet", "origin", branch, cwd=reviewer)
+    git("merge", "--squash", "--quiet", "FETCH_HEAD", cwd=reviewer)
+    git("commit", "--quiet", "-m", "Login flow (#1)", cwd=reviewer)
+    (reviewer / "later.txt").write_text("later\n")
+    git("add", "later.txt", cwd=reviewer)
+    git("commit", "--quiet", "-m", "later work", cwd=reviewer)
+    git("push", "--quiet", "origin", "main", cwd=reviewer)
+    assert git("merge-base", "--is-ancestor", head, "origin/main", cwd=reviewer, check=False) == ""
+
+    synced = run_cli("publish", "sync", "--json", cwd=machine)
+    assert synced.code == 0, synced.err
+    assert [(m["ticket"], m["how"]) for m in synced.json["merged"]] == [(ticket, "tree")]
+    assert api.ticket_show(ticket)["status"] == "closed"
+    assert any(p["kind"] == "pr_merged" for p in api.board_read(None, limit=100)["posts"])
+    assert git("rev-parse", "--verify", "--quiet", f"refs/lanes/heads/{lane}", cwd=machine, check=False) == ""
+    assert not [c for c in api.claim_list() if c.get("task")]  # the tasks' claims went with it
+    assert run_cli("publish", "sync", "--json", cwd=machine).json["merged"] == []  # once only
+
+
+def test_a_dead_publishers_lock_lapses(project):
+    api, machine, spool, server, url = project
+    ticket, _ = integrated_ticket(api)
+    (spool / "block").write_text("")
+    doomed = publisher(machine, ticket[:6])
+    wait_for(spool / "waiting-1", doomed)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(timeout=30)
+    (spool / "block").unlink()
+    assert api.publish_status()["published"] == [] and api.publish_status()["ready"][0]["lock"] is not None
+    again = run_cli("publish", ticket[:6], "--json", cwd=machine)
+    assert again.code == 0, again.err
+    assert again.json["status"] == "pr_opened"
+    (spool / "release").write_text("")  # the killed publisher's command, still waiting, may finish now
+
+
+def test_a_patch_id_finds_a_squash_merge_whose_paths_changed_again(tmp_path, project):
+    api, machine, spool, server, url = project
+    ticket, lane = integrated_ticket(api)
+    assert api.publish(ticket)["status"] == "pr_opened"
+    branch = f"lanes/ticket/{ticket[:8]}"
+    reviewer = clone(tmp_path, url, "reviewer")
+    git("fetch", "--quiet", "origin", branch, cwd=reviewer)
+    git("merge", "--squash", "--quiet", "FETCH_HEAD", cwd=reviewer)
+    git("commit", "--quiet", "-m", "squashed", cwd=reviewer)
+    (reviewer / "docs.md").write_text("login, revised\n")  # one of the ticket's paths, changed again since
+    git("commit", "--quiet", "-am", "revise docs", cwd=reviewer)
+    git("push", "--quiet", "origin", "main", cwd=reviewer)
+    merged = api.publish_sync()["merged"]
+    assert [(m["ticket"], m["how"]) for m in merged] == [(ticket, "patch_id")]
+
+
+def test_publishing_refuses_what_is_not_ready_and_what_would_not_fast_forward(tmp_path, project):
+    api, machine, spool, server, url = project
+    ticket = api.ticket_open("Unfinished")["ticket"]
+    api.task_create("not yet", ticket=ticket)
+    refused = run_cli("publish", ticket[:6], cwd=machine)
+    assert refused.code == 1 and "0 of 1 tasks done" in refused.err
+    ticket, lane = integrated_ticket(api)
+    branch = f"lanes/ticket/{ticket[:8]}"
+    other = clone(tmp_path, url, "other")
+    git("push", "--quiet", "origin", f"main:refs/heads/{branch}", cwd=other)  # someone else's commits there
+    (other / "theirs.txt").write_text("x\n")
+    git("add", "theirs.txt", cwd=other)
+    git("commit", "--quiet", "-m", "theirs", cwd=other)
+    git("push", "--quiet", "origin", f"HEAD:refs/heads/{branch}", cwd=other)
+    before = git("rev-parse", f"refs/heads/{branch}", cwd=server.path("project"))
+    rejected = run_cli("publish", ticket[:6], "--json", cwd=machine)
+    assert rejected.code == 3 and rejected.json["error"] == "publish_rejected"
+    assert git("rev-parse", f"refs/heads/{branch}", cwd=server.path("project")) == before
+    assert not (spool / "calls.jsonl").exists()  # no pull request for a branch that did not move
+
+
+def test_the_publisher_tools_take_a_ticket_from_lock_to_closed(tmp_path, project):
+    import anyio
+    from mcp_helpers import call, fails, mcp_session
+
+    api, machine, spool, server, url = project
+    ticket, lane = integrated_ticket(api)
+
+    async def scenario():
+        async with mcp_session(machine, "--agent", "pub-1", "--toolsets", "publisher,maintenance") as one, \
+                mcp_session(machine, "--agent", "pub-2", "--toolsets", "publisher") as two:
+            assert (await call(one, "publisher_status"))["counts"]["ready"] == 1
+            lock = await call(one, "acquire_publish_lock", ticket_id=ticket[:6])
+            error = await fails(two, "publish_ticket", ticket_id=ticket[:6])
+            assert error["code"] == "conflict" and error["reason"] == "publish_locked"
+            assert error["details"]["holder"] == "pub-1"
+            assert (await call(one, "release_publish_lock", ticket_id=ticket, token=lock["token"]))["released"]
+            published = await call(two, "publish_ticket", ticket_id=ticket[:6])
+            assert published["status"] == "pr_opened" and published["url"].endswith("/pull/1")
+            assert (await call(one, "close_ticket_on_merge", ticket_id=ticket))["merged"] is False
+            refused = await fails(one, "clear_integration_branch", ticket_id=ticket)
+            assert refused["reason"] == "ticket_open"
+            git("push", "--quiet", "origin", f"refs/lanes/heads/{lane}:refs/heads/main", cwd=machine)  # fast-forward
+            closed = await call(one, "close_ticket_on_merge", ticket_id=ticket)
+            assert closed["merged"] is True and closed["how"] == "ancestry"
+            assert (await call(one, "clear_integration_branch", ticket_id=ticket))["deleted"] is True
+            released = await call(one, "release_ticket_claims", ticket_id=ticket)
+            assert {r["agent"] for r in released["released"]} == {"coder-1", "coder-2", "coder-3"}
+            assert (await call(one, "process_merge_queue"))["integrated"] == []
+            return await call(one, "publisher_status")
+
+    status = anyio.run(scenario)
+    assert status["counts"]["merged"] == 1 and status["counts"]["ready"] == 0
