@@ -11,7 +11,7 @@ from conftest import git, run_cli
 from integration_helpers import claimed_task, work
 
 from git_lanes.api import Lanes
-from git_lanes.errors import Conflict, GateFailed
+from git_lanes.errors import Conflict, GateFailed, Refused
 
 
 def tree_file(repo: Path, rev: str, path: str) -> str:
@@ -78,7 +78,8 @@ def test_a_ticket_collects_its_tasks_and_a_collision_goes_back_to_its_owner(api:
 def test_a_gate_failing_on_the_merged_tree_sends_the_task_back(api: Lanes):
     # each lane passes alone; together they do not, which only the merged tree shows
     (api.root / ".lanes.toml").write_text('[[gate]]\nname = "not-both"\ncommand = "! test -e a.txt -a -e b.txt"\n')
-    api.commit("gates", "me", lane="main", auto_accept=True)
+    held = api.commit("gates", "me", lane="main", auto_accept=True)  # .lanes.toml waits for a person
+    api.accept(held["id"])
     first, ws1 = claimed_task(api, "coder-1", "feature/a", "A")
     second, ws2 = claimed_task(api, "coder-2", "feature/b", "B")
     work(api, "coder-1", ws1, {"a.txt": "a\n"})
@@ -124,3 +125,16 @@ def test_the_merge_queue_integrates_tasks_rerun_since_they_were_sent_back(api: L
     assert processed["integrated"] == [{"task": second, "lane": "two", "into": "main", "ticket_ready": None}]
     assert api.task_show(second)["status"] == "done"
     assert (api.root / "src" / "app.py").read_text() == "one\ntwo\n"
+
+
+def test_an_integration_held_for_a_person_leaves_the_task_open(api: Lanes):
+    task, ws = claimed_task(api, "coder-1", "feature/cfg", "Tune the gates")
+    (ws / ".lanes.toml").write_text("# tuned\n")
+    api.commit("tune", "coder-1", cwd=ws)
+    api.accept(api.history(lane="feature/cfg")["transitions"][0]["id"])  # a person, on the lane
+    with pytest.raises(Refused) as held:
+        api.task_done(task, "coder-1")
+    assert held.value.code == "integration_held" and "protected paths" in held.value.message
+    assert api.task_show(task)["status"] == "claimed"
+    api.accept(held.value.details["transition"]["id"])  # the person accepts the promotion into the trunk
+    assert api.task_done(task, "coder-1")["integrated"]["status"] == "up_to_date"

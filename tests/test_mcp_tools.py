@@ -15,7 +15,7 @@ CORE = {
     "publish_dirty", "list_dirty", "post_board", "read_board", "resolve_question", "wait_for_unblock",
     "commit", "propose", "accept", "reject", "history", "show", "diff", "status", "promote", "restore",
 }
-MAINTENANCE = {"reclaim_orphan_worktrees", "process_merge_queue"}
+MAINTENANCE = {"reclaim_orphan_worktrees", "process_merge_queue", "gc"}
 PUBLISHER = {"publisher_status", "publish_ticket", "acquire_publish_lock", "release_publish_lock",
              "close_ticket_on_merge", "clear_integration_branch", "release_ticket_claims"}
 

@@ -67,7 +67,8 @@ def project(tmp_path: Path, server: GitServer):  # noqa: F811
     command = [sys.executable, str(script), str(spool), "{branch}", "{base}"]
     (machine / ".lanes.toml").write_text(f"[publish]\npr_command = {json.dumps(command)}\n")
     api = Lanes(machine)
-    api.commit("publishing settings", "me", lane="main", auto_accept=True)
+    held = api.commit("publishing settings", "me", lane="main", auto_accept=True)  # waits for a person
+    api.accept(held["id"])
     api.sync()
     return api, machine, spool, server, url
 

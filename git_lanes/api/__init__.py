@@ -14,6 +14,7 @@ from git_lanes.api.promotion import PromotionApi
 from git_lanes.api.publishing import PublishingApi
 from git_lanes.api.runs import RunsApi
 from git_lanes.api.sync import SyncApi
+from git_lanes.api.upkeep import UpkeepApi
 from git_lanes.api.worktrees import WorktreeApi
 from git_lanes.api.spawn import SpawnApi
 from git_lanes.api.supervise import SuperviseApi
@@ -21,7 +22,7 @@ from git_lanes.api.budgets import BudgetsApi
 
 
 class Lanes(CoreApi, SyncApi, PromotionApi, IntegrationApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi,
-            SetupApi, SpawnApi, SuperviseApi, BudgetsApi, PublishingApi):
+            SetupApi, SpawnApi, SuperviseApi, BudgetsApi, PublishingApi, UpkeepApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

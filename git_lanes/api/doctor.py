@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from git_lanes.domain import control, runs
     from git_lanes.model.runs import RunEvent
 
-CHECK_MODULES = ["git_lanes.api.doctor"]
-STATUSES = ("ok", "warn", "fail")
+CHECK_MODULES = ["git_lanes.api.doctor", "git_lanes.api.health"]
+# `fixed`: a finding `--fix` repaired (it was `was`). A finding may carry a `repair` (a callable doing what is
+# safe to do about it), which `doctor(fix=True)` runs; the others are left for a person, with their hint.
+STATUSES = ("ok", "warn", "fail", "fixed")
 
 
 @dataclass(frozen=True)
@@ -44,17 +46,19 @@ def check(name: str) -> Callable[[Check], Check]:
     return register
 
 
-def finding(status: str, message: str, hint: str | None = None, **details: Any) -> dict[str, Any]:
+def finding(status: str, message: str, hint: str | None = None, *, repair: Callable[[], Any] | None = None,
+            **details: Any) -> dict[str, Any]:
     assert status in STATUSES
-    return {"status": status, "message": message, **({"hint": hint} if hint else {}), **details}
+    return {"status": status, "message": message, **({"hint": hint} if hint else {}),
+            **({"repair": repair} if repair else {}), **details}
 
 
 class DoctorApi:
     ctx: Context
 
-    def doctor(self, where: Where, only: tuple[str, ...] = ()) -> dict[str, Any]:
+    def doctor(self, where: Where, only: tuple[str, ...] = (), *, fix: bool = False) -> dict[str, Any]:
         """Run the repository's health checks (all, or those named in `only`) and report each finding with what to
-        do about it."""
+        do about it; with `fix`, run the repairs findings carry and report what is left for a person."""
         for module in CHECK_MODULES:
             importlib.import_module(module)
         results = []
@@ -65,8 +69,24 @@ class DoctorApi:
                 found = function(self, where)
             except LanesError as exc:
                 found = [finding("fail", exc.message, exc.hint)]
-            results += [{"check": name, **f} for f in found]
-        return {"ok": all(r["status"] != "fail" for r in results), "checks": results}
+            results += [{"check": name, **_repaired(f, fix)} for f in found]
+        return {"ok": all(r["status"] != "fail" for r in results), "checks": results, "fix": fix,
+                "fixed": sum(1 for r in results if r["status"] == "fixed"),
+                "left": sum(1 for r in results if r["status"] in ("warn", "fail"))}
+
+
+def _repaired(found: dict[str, Any], fix: bool) -> dict[str, Any]:
+    """The finding after `--fix` ran its repair (or marked `fixable` when it was not asked to)."""
+    repair = found.pop("repair", None)
+    if repair is None:
+        return found
+    if not fix:
+        return found | {"fixable": True}
+    try:
+        repair()
+    except LanesError as exc:
+        return found | {"repair_failed": exc.message}
+    return found | {"status": "fixed", "was": found["status"]}
 
 
 def _command_runs(command: str) -> bool:

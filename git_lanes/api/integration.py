@@ -11,7 +11,7 @@ from typing import Any
 from git_lanes import ledger
 from git_lanes.domain import integration, promotion, tasks
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, LanesError
+from git_lanes.errors import Conflict, GateFailed, LanesError, Refused
 from git_lanes.model import refs
 
 
@@ -65,8 +65,16 @@ class IntegrationApi:
             raise self._sent_back(exc, task_id, who, lane, target, "gate_failed", gates=failed,
                                   ways=integration.ways_after_gate_failure(lane, target)) from None
         transition = report.get("transition") or {}
+        if report["status"] not in ("accepted", "up_to_date"):
+            # held for a person (it changes a protected path): nothing moved, and it is not the owner's to fix
+            raise Refused(f"integrating task {task_id[:8]} into {target} waits for a person: "
+                          f"{((transition.get('extra') or {}).get('held') or {}).get('reason') or report['status']}",
+                          code="integration_held",
+                          details={"task": task_id, "into": target, "transition": transition},
+                          hint=f"a person accepts it with `git lanes accept {str(transition.get('id'))[:8]}`, then "
+                               f"`git lanes task done {task_id[:8]}` finishes the task")
         integrated = {"into": target, "lane": lane, "status": report["status"],
-                      "transition": transition.get("id"), "state": transition.get("state")}
+                      "transition": transition.get("id"), "state": transition.get("to")}
         done = _plain(self._task_op("task.done", task_id, who, integrated=integrated))
         return done | {"integrated": integrated | {"created_lane": created,
                                                    "left_pending": report.get("left_pending", [])}}

@@ -52,6 +52,7 @@ COMMANDS: dict[str, str] = {
     "logs": "git_lanes.cli.spawn:logs",
     "budget": "git_lanes.cli.budget:budget",
     "publish": "git_lanes.cli.publish:publish",
+    "gc": "git_lanes.cli.upkeep:gc",
 }
 
 

@@ -156,14 +156,19 @@ def uninstall(agent_cli: str, scope: str, dry_run: bool, no_mcp: bool, as_json: 
 @click.command()
 @click.option("--check", "only", multiple=True, metavar="NAME",
               help="Run only this check (or group, e.g. hooks); repeatable.")
+@click.option("--fix", is_flag=True, help="Repair what is safe to repair; list what is left for a person.")
 @json_option
-def doctor(only: tuple[str, ...], as_json: bool) -> None:
-    """Check the setup: each agent CLI's hooks (installed, complete, runnable), the trunk's policy, and that
-    every run log replays to its state. Exits 1 when a check fails.
+def doctor(only: tuple[str, ...], fix: bool, as_json: bool) -> None:
+    """Check the setup: refs, notes, the ledger, workspaces (missing, moved, orphaned, locked), each agent CLI's
+    hooks (installed, complete, runnable), the trunk's policy, and that every run log replays to its state.
+    With --fix, repair what is safe (abandoned lock files, decisions a killed process left half made, notes
+    of states that are gone, workspaces deleted or moved by hand, clean workspaces of deleted lanes) and say
+    what is left for a person. Exits 1 when a check fails.
 
     \b
     Example:
       git lanes doctor
+      git lanes doctor --fix
       git lanes doctor --check hooks.claude --json
     """
     from git_lanes.cli.output import open_api
@@ -174,13 +179,16 @@ def doctor(only: tuple[str, ...], as_json: bool) -> None:
         from git_lanes.api.doctor import Where
 
         codex_home = os.environ.get("CODEX_HOME")
-        result.update(open_api().doctor(Where(Path.home(), Path(codex_home) if codex_home else None), only))
+        result.update(open_api().doctor(Where(Path.home(), Path(codex_home) if codex_home else None), only, fix=fix))
         return result
 
     def render(r: dict) -> str:
-        marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
-        lines = [f"{marks[c['status']]}  {c['check']}: {c['message']}" + (f"\n      hint: {c['hint']}" if c.get("hint")
-                                                                          else "") for c in r["checks"]]
+        marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "fixed": "fix "}
+        lines = [f"{marks[c['status']]}  {c['check']}: {c['message']}"
+                 + (" (--fix repairs it)" if c.get("fixable") else "")
+                 + (f"\n      hint: {c['hint']}" if c.get("hint") and c["status"] != "fixed" else "") for c in r["checks"]]
+        if r["fix"]:
+            lines.append(f"fixed {r['fixed']}; left for a person: {r['left']}")
         return "\n".join(lines)
 
     run(action, as_json, render)

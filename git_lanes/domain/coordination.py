@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from git_lanes.domain import (agents, board, budgets, claims, integration, ports, publishing, tasks, tickets,
-                              worktrees)
+                              upkeep, worktrees)
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.ledger.state import Record
@@ -75,6 +75,7 @@ HANDLERS: dict[str, Handler] = {
     "ticket.close": publishing.close,
     "ticket.release_claims": publishing.release_claims,
     "publish.lock": publishing.lock,
+    "gc.prune": upkeep.prune,
     "publish.unlock": publishing.unlock,
     "claim.add": claims.claim_add,
     "claim.release": claims.claim_release,
@@ -120,6 +121,7 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "ticket.close": lambda op, r: f"close ticket {_short(r.get('ticket'))}: merged ({r.get('how')})",
     "ticket.release_claims": lambda op, r: f"release the claims of ticket {_short(r.get('ticket'))} "
                                            f"({sum(len(x['globs']) for x in r.get('released') or [])} globs)",
+    "gc.prune": lambda op, r: f"gc: tombstones for {r.get('pruned')} pruned refs",
     "publish.lock": lambda op, r: f"lock ticket {_short(r.get('ticket'))} for publishing by {r.get('holder')}",
     "publish.unlock": lambda op, r: f"unlock ticket {_short(r.get('ticket'))}"
                                     + ("" if r.get("released") else " (not held)"),

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from git_lanes.domain import lanes
+from git_lanes import ledger as op_log
+from git_lanes.domain import lanes, upkeep
 from git_lanes.domain.context import Context
 from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, folder_clash, folders_of, \
     how, kind_of, merge_note, note_status, ref_problem
@@ -54,8 +55,8 @@ def build(ctx: Context, remote: str, fetched: dict[str, str], mode: str,
     plan = Plan()
     local, fetched = _screen(ctx, remote, local_refs(ctx), fetched, unstorable or {}, plan)
     planner = _Planner(ctx, remote, local, fetched, plan)
+    planner.ledger(replay_ops=mode != "push")  # first: its tombstones decide what gc pruned, below
     notes_head = planner.notes()
-    planner.ledger(replay_ops=mode != "push")
     planner.lanes()
     planner.meta()
     for kind in ("rejected", "deleted", "run"):
@@ -96,6 +97,7 @@ class _Planner:
         self.local, self.fetched, self.plan = local, fetched, plan
         self.is_ancestor: Callable[[str, str], bool] = self.store.is_ancestor
         self.kept_markers: set[str] = set()
+        self.tombstones = op_log.state_at(self.store, None)  # the merged ledger's, once ledger() ran
         self._folders: dict[str, tuple[set[str], set[str]]] = {}
 
     def _names(self, kind: str) -> dict[str, str]:
@@ -138,9 +140,26 @@ class _Planner:
 
     def fast_forward_only(self, kind: str) -> None:
         for name, ref in self._names(kind).items():
-            if ref in self.kept_markers:
+            if ref in self.kept_markers or self._pruned(kind, name, ref):
                 continue
             self._travel(kind, name, ref, classify(self.local.get(ref), self.fetched.get(ref), self.is_ancestor))
+
+    def _pruned(self, kind: str, name: str, ref: str) -> bool:
+        """A ref gc pruned (its tombstone in the merged ledger names it at that commit) goes on whichever side
+        still has it there, instead of travelling back. A value it has since moved to travels as usual."""
+        mine, theirs = self.local.get(ref), self.fetched.get(ref)
+        gone = {side: oid for side, oid in (("local", mine), ("remote", theirs))
+                if oid is not None and ref in upkeep.pruned_refs(self.tombstones, oid)}
+        if not gone:
+            return False
+        kept = theirs if "local" in gone and "remote" not in gone else mine if "remote" in gone and \
+            "local" not in gone else None
+        for side, oid in gone.items():  # a later value the other side holds replaces the pruned one
+            self._move(side, kind, name, ref, oid, kept, "pruned" if kept is None else None)
+        return True
+
+    def pruned_note(self, state: str) -> bool:
+        return any(ref.startswith(upkeep.TRAVELLING) for ref in upkeep.pruned_refs(self.tombstones, state))
 
     def meta(self) -> None:
         """Shared facts (the trunk's name) only fast-forward. Two machines that each ran `init` hold
@@ -230,7 +249,8 @@ class _Planner:
             if theirs_text is None:
                 continue
             if ours_text is None:
-                edits[target] = theirs_text
+                if not self.pruned_note(target):  # a record gc dropped with its state stays dropped
+                    edits[target] = theirs_text
                 continue
             merged = merge_note(ours_text, theirs_text)
             if merged.text != ours_text:
@@ -254,8 +274,10 @@ class _Planner:
             self.plan.ledger["went_out"] = transport.count_between(self.store, theirs, mine)
         if decision != DIVERGED:
             self._travel("ledger", "ledger", ref, decision)
+            self.tombstones = op_log.state_at(self.store, theirs if decision == PULL else mine)
             return
         assert mine is not None and theirs is not None
+        self.tombstones = op_log.state_at(self.store, mine)
         if not replay_ops:
             self.plan.held_back.append({"kind": "ledger", "name": "ledger", "ref": ref, "from": theirs,
                                         "to": mine, "how": "replayed", "side": "remote"})
@@ -269,6 +291,7 @@ class _Planner:
         self.plan.ledger.update(came_in=replay.came_in, went_out=replay.replayed + len(replay.refused),
                                 replayed=replay.replayed)
         self.plan.refused.extend(replay.refused)
+        self.tombstones = op_log.state_at(self.store, replay.head)
         self._move("local", "ledger", "ledger", ref, mine, replay.head, "replayed")
         self._move("remote", "ledger", "ledger", ref, theirs, replay.head, "replayed")
 

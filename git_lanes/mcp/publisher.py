@@ -1,6 +1,6 @@
 """The publisher tool set (publishing a ticket, its lock, and what follows a merge) and the maintenance tools
-that keep integration and the repository tidy. Each is one API call; its result is what the CLI's `--json`
-prints for the same step."""
+that keep integration and the repository tidy (the merge queue, gc). Each is one API call; its result is what
+the CLI's `--json` prints for the same step."""
 
 from __future__ import annotations
 
@@ -68,7 +68,16 @@ def tools(face: Binding) -> list[ToolSpec]:
         since (their owner reran them); each integrates or goes back to its owner again."""
         return face.api.process_merge_queue(face.actor(agent_id))
 
+    def gc(older_than: Annotated[str, Field(description="Prune only what is older than this: 30d, 12h, 90m, 2w, "
+                                                         "45s; 0 for everything eligible.")] = "30d",
+           dry_run: Annotated[bool, Field(description="Only list what would be removed.")] = False) -> dict:
+        """Remove rejected states, superseded proposals, backups, ended runs' logs and workspaces of deleted
+        lanes older than the age, then run git gc; report what went and the bytes freed. Lane heads, pending
+        proposals and open tasks' lanes, and all they reach, stay."""
+        return face.api.gc(older_than=older_than, dry_run=dry_run)
+
     publisher = [publisher_status, publish_ticket, acquire_publish_lock, release_publish_lock,
                  close_ticket_on_merge, clear_integration_branch, release_ticket_claims]
     return [ToolSpec(fn, toolset="publisher", read_only=fn is publisher_status, touches=False) for fn in publisher] \
-        + [ToolSpec(process_merge_queue, toolset="maintenance", touches=False)]
+        + [ToolSpec(process_merge_queue, toolset="maintenance", touches=False),
+           ToolSpec(gc, toolset="maintenance", touches=False)]

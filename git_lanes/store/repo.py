@@ -12,6 +12,7 @@ from pathlib import Path
 import pygit2
 
 from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
+from git_lanes.model import refs
 from git_lanes.store import lock, setup, stale, trees
 from git_lanes.store.trees import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
@@ -157,7 +158,7 @@ class Store(WorkspaceOps):
         # libgit2 leaves a deleted ref's reflog behind where git removes it; left there, reflogs beneath
         # `logs/refs/lanes/heads/a/` stop lane `a` from ever being created ("there are reflogs beneath").
         for update in updates:
-            if update.new is None and stale.owned_ref(update.name):
+            if update.new is None and (stale.owned_ref(update.name) or update.name.startswith(refs.REMOTE_PREFIX)):
                 self._remove_reflog(update.name)
 
     def _clear_orphan_reflogs(self, name: str) -> None:
@@ -329,13 +330,18 @@ class Store(WorkspaceOps):
             return
         yield from _walk_notes(self.repo, self.repo[self.tree_of(head)], "")
 
-    def write_notes(self, notes_ref: str, notes: dict[str, str], message: str) -> RefUpdate:
-        """Write a notes commit with `notes` set, returning the ref move for the caller to apply."""
+    def write_notes(self, notes_ref: str, notes: dict[str, str | None], message: str) -> RefUpdate:
+        """Write a notes commit with `notes` set (None removes a note), returning the ref move for the caller
+        to apply."""
         head = self.read_ref(notes_ref)
         base_tree = self.tree_of(head) if head else None
         edits: dict[str, Entry | None] = {}
         for target, text in notes.items():
             existing = _note_path(self.repo, base_tree, target) if base_tree else None
+            if text is None:
+                if existing:
+                    edits[existing] = None
+                continue
             path = existing or f"{target[:2]}/{target[2:]}"
             edits[path] = Entry(self.write_blob(text.encode()), pygit2.GIT_FILEMODE_BLOB)
         tree = self.edit_tree(base_tree, edits)

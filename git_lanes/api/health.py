@@ -1,0 +1,191 @@
+"""`doctor`'s checks of the repository's own state: refs, notes, the ledger and workspaces. Each finding that
+is safe to repair carries its repair, which `doctor --fix` runs; the rest are left for a person, with a hint.
+
+Safe means nothing is lost: an abandoned lock file no process holds, a decision a killed process left half
+made (finished as the next writer would), the note of a state that no longer exists, git's record of a
+workspace deleted or moved by hand, a clean workspace of a deleted lane (its head kept under the lane's
+deletion marker). A ref git-lanes would never write, a damaged record or a workspace with unsaved edits is
+for a person to judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from git_lanes import ledger
+from git_lanes.api.doctor import Where, check, finding
+from git_lanes.domain import transitions, upkeep
+from git_lanes.domain.sync_rules import ref_problem
+from git_lanes.errors import LanesError
+from git_lanes.model import refs
+from git_lanes.model.records import Transition
+from git_lanes.store import housekeeping, stale
+
+SHOWN = 5
+
+
+def _some(items: list[str]) -> str:
+    return ", ".join(items[:SHOWN]) + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+
+
+@check("refs")
+def _refs(api: Any, where: Where) -> list[dict]:
+    store = api.ctx.store
+    found = []
+    synced = {ref: oid for ref, oid in store.list_refs("refs/lanes/").items()
+              if not ref.startswith((refs.BACKUPS, "refs/lanes/ports/"))}
+    bad = [f"{ref} ({why})" for ref, oid in sorted(synced.items())
+           if (why := ref_problem(ref, api.trunk, store.object_kind(oid)))]
+    if bad:
+        found.append(finding("fail", f"refs git-lanes would never write: {_some(bad)}",
+                             "a person decides: `git update-ref -d REF` removes one (sync leaves them alone)"))
+    locks = sorted(str(p) for p in (store.common_dir / "refs" / "lanes").rglob("*.lock"))
+    if locks:
+        found.append(finding("warn", f"lock files left on lanes refs: {_some(locks)}",
+                             "a killed process left them; --fix removes those no process holds",
+                             repair=lambda: _clear_locks(api, locks)))
+    half = [t.id[:8] for t in transitions.pending_for(api.ctx) if t.status != "proposed"
+            or store.read_ref(refs.lane_ref(t.lane, api.trunk)) == t.state]
+    if half:
+        found.append(finding("warn", f"decisions a killed process left half made: {_some(half)}",
+                             "the next write finishes them; --fix does it now", repair=lambda: _finish(api)))
+    return found or [finding("ok", f"{len(synced)} lanes refs are what git-lanes writes")]
+
+
+def _clear_locks(api: Any, locks: list[str]) -> None:
+    with api.ctx.store.locked():
+        left = [lock for lock in locks if not stale.clear_if_stale(Path(lock))]
+    if left:
+        raise LanesError(f"still held: {_some(left)}", code="lock_held")
+
+
+def _finish(api: Any) -> None:
+    with api._writing():  # recovery runs on entering
+        pass
+
+
+@check("notes")
+def _notes(api: Any, where: Where) -> list[dict]:
+    store = api.ctx.store
+    unreadable, orphans, count = [], [], 0
+    for target, text in store.iter_notes(refs.NOTES):
+        count += 1
+        try:
+            record = Transition.from_note(text)
+        except (LanesError, ValueError):
+            record = None
+        if record is None:
+            unreadable.append(target[:8])
+        elif store.object_kind(target) is None:
+            orphans.append(target)
+    found = []
+    if unreadable:
+        found.append(finding("fail", f"transition notes this git-lanes cannot read: {_some(unreadable)}",
+                             "see `git notes --ref=lanes show OID`; a newer git-lanes may have written them"))
+    if orphans:
+        found.append(finding("warn", f"notes of states that no longer exist: {_some([o[:8] for o in orphans])}",
+                             "--fix drops them (as `git notes prune` would)", repair=lambda: _drop_notes(api, orphans)))
+    return found or [finding("ok", f"{count} transition notes readable")]
+
+
+def _drop_notes(api: Any, targets: list[str]) -> None:
+    with api._writing() as ctx:
+        gone = [t for t in targets if ctx.store.object_kind(t) is None]
+        ctx.store.update_refs([ctx.store.write_notes(refs.NOTES, dict.fromkeys(gone),
+                                                     f"lanes: doctor drops {len(gone)} notes of missing states")])
+
+
+@check("ledger")
+def _ledger(api: Any, where: Where) -> list[dict]:
+    store = api.ctx.store
+    head = ledger.head(store)
+    if head is None:
+        return [finding("ok", "the ledger is empty")]
+    try:
+        op = ledger.read_op(store, head)
+    except LanesError as exc:
+        return [finding("fail", f"the ledger's last op cannot be read: {exc.message}",
+                        "see `git log -1 refs/lanes/ledger`; a newer git-lanes may have written it")]
+    state = ledger.state_at(store, head)
+    bad, count = [], 0
+    for top in ("tasks", "tickets", "agents", "claims", "publish", "pruned"):
+        for path in state.files(top):
+            count += 1
+            try:
+                state.get(path)
+            except LanesError as exc:
+                bad.append(f"{path} ({exc.message})")
+    if bad:
+        return [finding("fail", f"ledger records that cannot be read: {_some(bad)}",
+                        "a sync from a newer git-lanes, or an edit by hand: see `git show refs/lanes/ledger:PATH`")]
+    return [finding("ok", f"{count} ledger records readable; last op {op.type} by {op.actor}")]
+
+
+@check("workspaces")
+def _workspaces(api: Any, where: Where) -> list[dict]:
+    ctx = api.ctx
+    store = ctx.store
+    base = (store.root / refs.WORKSPACES_DIR).resolve()
+    found: list[dict] = []
+    records = housekeeping.worktree_records(store)
+    registered = {Path(r["path"]).resolve() for r in records}
+    moved = _moved_here(base, registered)
+    for path, _ in moved:
+        found.append(finding("warn", f"workspace {path} was moved here by hand: git still looks for it elsewhere",
+                             "--fix reconnects it (`git worktree repair`)",
+                             repair=lambda p=path: housekeeping.repair_worktree(store, str(p))))
+    left_behind = {old for _, old in moved}
+    for record in records[1:]:
+        path = Path(record["path"])
+        if record["locked"]:
+            found.append(finding("warn", f"workspace {path} is locked ({record['locked']})",
+                                 f"a person locked it; `git worktree unlock {path}` when it may go"))
+        elif (record["prunable"] or not path.exists()) and path.resolve() not in left_behind:
+            found.append(finding("warn", f"workspace {path} is missing (deleted by hand)",
+                                 "--fix forgets it (`git worktree prune`); the lane and its states stay",
+                                 repair=lambda: housekeeping.prune_worktrees(store)))
+    orphans = upkeep.Candidates()
+    upkeep.orphan_workspaces(ctx, float("inf"), orphans)
+    for entry in orphans.workspaces:
+        found.append(finding("warn", f"workspace of {entry['lane']!r} has no lane (deleted)",
+                             "--fix removes it (its head is kept under refs/lanes/deleted/)",
+                             repair=lambda e=entry: _remove_orphan(api, e)))
+    for entry in orphans.kept:
+        found.append(finding("warn", f"workspace of {entry['lane']!r} has no lane but holds unsaved edits: "
+                                     f"{_some(entry['paths'])}", entry["hint"]))
+    index_locks = [p for p in (store.common_dir / "worktrees").glob("*/index.lock")] \
+        if (store.common_dir / "worktrees").is_dir() else []
+    if index_locks:
+        found.append(finding("warn", f"index lock files left in workspaces: {_some([str(p) for p in index_locks])}",
+                             "--fix removes those no process holds",
+                             repair=lambda: _clear_locks(api, [str(p) for p in index_locks])))
+    return found or [finding("ok", f"{len(records) - 1} workspaces where git expects them")]
+
+
+def _moved_here(base: Path, registered: set[Path]) -> list[tuple[Path, Path]]:
+    """Folders under .lanes/workspaces that are worktrees git does not know at that place, each with the
+    place git still has on record for it."""
+    if not base.is_dir():
+        return []
+    found = []
+    for dot in sorted(base.rglob(".git")):
+        folder = dot.parent.resolve()
+        if not dot.is_file() or folder in registered:
+            continue
+        text = dot.read_text(errors="replace")
+        if not text.startswith("gitdir:"):
+            continue
+        admin = Path(text[len("gitdir:"):].strip())
+        try:
+            old = Path((admin / "gitdir").read_text().strip()).parent.resolve()
+        except OSError:
+            continue
+        found.append((folder, old))
+    return found
+
+
+def _remove_orphan(api: Any, entry: dict) -> None:
+    with api._writing() as ctx:
+        if ctx.store.read_ref(refs.lane_ref(entry["lane"], ctx.trunk)) is None:
+            upkeep.remove_workspace(ctx, entry)
+

@@ -1,0 +1,104 @@
+"""`gc` through the API: prune what is older than an age, keep tombstones so sync does not bring it back,
+and let git drop the objects nothing reaches any more, reporting what went and the bytes freed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+from typing import Any
+
+from git_lanes.domain import control, transitions, upkeep
+from git_lanes.domain.context import Context
+from git_lanes.errors import LanesError
+from git_lanes.model import refs
+from git_lanes.store import RefUpdate, housekeeping, lock
+from git_lanes.store.runlog import LOCK_FILE as RUNS_LOCK
+
+
+class UpkeepApi:
+    """Mixed into `Lanes`, next to CoreApi (`ctx`, `_writing`) and LedgerApi (`_append`)."""
+
+    ctx: Context
+    _writing: Callable[[], AbstractContextManager[Context]]
+    _append: Callable[[str, str, dict[str, Any]], dict]
+
+    def gc(self, *, older_than: float | str = upkeep.DEFAULT_AGE, dry_run: bool = False) -> dict:
+        """Remove rejected states (superseded proposals among them), backups, ended runs' logs and workspaces
+        whose lane was deleted, once older than `older_than` seconds; record tombstones for what travels;
+        then `git gc` drops the objects nothing reaches. Lane heads, pending proposals, deletion markers and
+        open tasks' lanes, and all they reach, stay. `dry_run` reports and changes nothing. `older_than` is
+        seconds, or an age as `30d`, `12h`, `90m`, `2w`, `45s`."""
+        older_than = upkeep.parse_age(older_than) if isinstance(older_than, str) else older_than
+        if older_than < 0:
+            raise LanesError("the age must not be negative", code="invalid_age")
+        cutoff = self.ctx.now() - older_than
+        found = upkeep.find(self.ctx, cutoff, self._ended_runs())
+        report: dict[str, Any] = {"dry_run": dry_run, "older_than": older_than, "cutoff": cutoff,
+                                  "removed": found.to_dict(), "kept": found.kept, "notes_removed": 0,
+                                  "tombstones": 0, "bytes_before": housekeeping.object_bytes(self.ctx.store)}
+        if dry_run:
+            return report | {"bytes_after": None, "bytes_freed": None}
+        travelling = [{"ref": e["ref"], "oid": e["oid"]} for e in found.refs() if e["ref"].startswith(upkeep.TRAVELLING)]
+        if travelling:
+            # first, so a gc killed after it only leaves refs that the next sync or gc removes
+            report["tombstones"] = self._append("gc.prune", self.ctx.store.signature().name or "git-lanes",
+                                                {"refs": travelling})["pruned"]
+        with self._writing() as ctx:
+            report["removed"] = self._remove(ctx, found)
+            report["notes_removed"] = self._drop_notes(ctx, found)
+        with ExitStack() as held:
+            held.enter_context(self.ctx.store.locked())
+            held.enter_context(lock.exclusive(self.ctx.store.common_dir / RUNS_LOCK))
+            housekeeping.collect(self.ctx.store, "now" if older_than == 0 else f"@{int(cutoff)}")
+        after = housekeeping.object_bytes(self.ctx.store)
+        return report | {"bytes_after": after, "bytes_freed": max(0, report["bytes_before"] - after)}
+
+    def _ended_runs(self) -> dict[str, float]:
+        """Each ended run and when it ended; a run log that cannot be read is left alone (doctor reports it)."""
+        ended = {}
+        repo = control.open_repo(self.ctx.store.root, trunk=self.ctx.trunk)
+        for ref in self.ctx.store.list_refs(refs.RUNS):
+            run = ref[len(refs.RUNS):]
+            try:
+                _, state = control.read_state(repo, run)
+            except (LanesError, ValueError):
+                continue
+            if state is not None and state.status == "ended":
+                ended[run] = float(state.ended_at or 0.0)
+        return ended
+
+    def _remove(self, ctx: Context, found: upkeep.Candidates) -> dict:
+        """Delete each candidate ref still where gc saw it (one another writer moved since is left alone)."""
+        removed = found.to_dict()
+        for kind in ("rejected", "superseded", "backups", "runs"):
+            gone = []
+            for entry in removed[kind]:
+                if ctx.store.read_ref(entry["ref"]) != entry["oid"]:
+                    continue
+                ctx.store.update_refs([RefUpdate(entry["ref"], None, entry["oid"], f"lanes: gc {kind}")]
+                                      + _tracking_copies(ctx, entry["ref"], entry["oid"]))
+                gone.append(entry)
+            removed[kind] = gone
+        for entry in list(removed["workspaces"]):
+            upkeep.remove_workspace(ctx, entry)
+        return removed
+
+    def _drop_notes(self, ctx: Context, found: upkeep.Candidates) -> int:
+        """The transition records of pruned states go with them (history would name states that are gone)."""
+        states = [e["oid"] for e in found.rejected + found.superseded
+                  if ctx.store.read_ref(e["ref"]) is None and transitions.load(ctx, e["oid"]) is not None
+                  and not ctx.store.list_refs(refs.PROPOSALS).get(refs.proposal_ref(e["transition"]))]
+        if not states:
+            return 0
+        ctx.store.update_refs([ctx.store.write_notes(refs.NOTES, dict.fromkeys(states), f"lanes: gc drops "
+                                                     f"{len(states)} pruned transition records")])
+        return len(states)
+
+
+def _tracking_copies(ctx: Context, ref: str, oid: str) -> list[RefUpdate]:
+    """The remotes' cached copies of a pruned ref, which would keep its objects: the next sync fetches
+    them again if a remote still has them, and then deletes them there by their tombstone."""
+    tail = ref[len("refs/"):]
+    return [RefUpdate(name, None, oid, "lanes: gc (remote copy)")
+            for name, found in ctx.store.list_refs(refs.REMOTE_PREFIX).items()
+            if found == oid and name.endswith("/" + tail) and name.count("/") == tail.count("/") + 3]

@@ -1,0 +1,52 @@
+"""`git lanes gc`: prune what has served its time, and let git free the space."""
+
+from __future__ import annotations
+
+import click
+
+from git_lanes.cli.output import json_option, open_api, run, short
+
+
+def _size(count: int | None) -> str:
+    if count is None:
+        return "?"
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    return str(count)
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option("--older-than", "older_than", default="30d", show_default=True, metavar="AGE",
+              help="Prune only what is older than this: 30d, 12h, 90m, 2w, 45s; 0 for everything eligible.")
+@json_option
+def gc(dry_run: bool, older_than: str, as_json: bool) -> None:
+    """Remove rejected states, superseded proposals, backups, ended runs' logs and workspaces of deleted
+    lanes older than AGE, then run `git gc`; report what went and the bytes freed.
+
+    Lane heads, pending proposals, deletion markers and open tasks' lanes, and everything they reach, stay.
+    Pruned refs that travel (rejected states, run logs) leave a tombstone in the ledger, so the next sync
+    deletes them on the remote too instead of bringing them back. A workspace holding edits no state holds is
+    kept and listed. `--older-than 0` prunes unreferenced objects at once: do not run it while agents write.
+
+    \b
+    Example:
+      git lanes gc --dry-run
+      git lanes gc --older-than 7d --json
+    """
+    def render(r: dict) -> str:
+        removed = r["removed"]
+        verb = "would remove" if r["dry_run"] else "removed"
+        lines = [f"{verb} {len(removed[kind])} {kind.replace('_', ' ')}" + (
+            ": " + ", ".join(short(e.get("transition") or e.get("run")) if kind in ("rejected", "superseded", "runs")
+                             else e.get("ref") or e.get("lane") for e in removed[kind][:8])
+            + (" …" if len(removed[kind]) > 8 else "") if removed[kind] else "")
+            for kind in ("rejected", "superseded", "backups", "runs", "workspaces")]
+        lines += [f"kept {k['path']}: {k['reason']} ({k['hint']})" for k in r["kept"]]
+        if not r["dry_run"]:
+            lines.append(f"freed {_size(r['bytes_freed'])} ({_size(r['bytes_before'])} -> {_size(r['bytes_after'])})")
+        return "\n".join(lines)
+
+    run(lambda: open_api().gc(older_than=older_than, dry_run=dry_run), as_json, render)

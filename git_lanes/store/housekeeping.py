@@ -1,0 +1,56 @@
+"""What `git lanes gc` asks of git itself: how many bytes the object database holds, and `git gc` with a
+prune date, so objects no ref, reflog or index reaches any more leave the disk."""
+
+from __future__ import annotations
+
+from git_lanes.store.gitcli import run_git
+from git_lanes.store.repo import Store
+
+GC_TIMEOUT = 3600.0
+
+
+def object_bytes(store: Store) -> int:
+    """Bytes of loose objects, packs and garbage (`git count-objects -v` reports KiB)."""
+    proc = run_git(["count-objects", "-v"], cwd=store.root)
+    sizes = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(":")
+        if value.strip().isdigit():
+            sizes[key.strip()] = int(value)
+    return 1024 * (sizes.get("size", 0) + sizes.get("size-pack", 0) + sizes.get("size-garbage", 0))
+
+
+def collect(store: Store, prune: str) -> None:
+    """`git gc --prune=<prune>`: pack what is reachable, drop unreachable objects older than `prune` (a git
+    date: `now`, or `@<unix seconds>`). Worktrees' indexes and HEADs count as reachable, as in git."""
+    run_git(["gc", "--quiet", f"--prune={prune}"], cwd=store.root, timeout=GC_TIMEOUT)
+
+
+def worktree_records(store: Store) -> list[dict]:
+    """git's record of every worktree (`git worktree list --porcelain`): path, head, and why it is locked or
+    prunable (None when it is not), the main worktree first."""
+    proc = run_git(["worktree", "list", "--porcelain"], cwd=store.root)
+    found: list[dict] = []
+    for block in proc.stdout.strip().split("\n\n"):
+        record: dict = {"path": None, "head": None, "locked": None, "prunable": None}
+        for line in block.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "worktree":
+                record["path"] = value
+            elif key == "HEAD":
+                record["head"] = value
+            elif key in ("locked", "prunable"):
+                record[key] = value or key
+        if record["path"]:
+            found.append(record)
+    return found
+
+
+def repair_worktree(store: Store, path: str) -> None:
+    """`git worktree repair PATH`: reconnect a worktree moved by hand with its record in the repository."""
+    run_git(["worktree", "repair", path], cwd=store.root)
+
+
+def prune_worktrees(store: Store) -> None:
+    """`git worktree prune`: forget worktrees whose directory is gone (a locked one is kept, as git does)."""
+    run_git(["worktree", "prune"], cwd=store.root)

@@ -1,0 +1,102 @@
+"""`git lanes doctor [--fix]` on the repository's own state: refs, notes, the ledger and workspaces (missing,
+moved, orphaned, locked). --fix repairs what is safe and leaves the rest, named, for a person."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from conftest import git, run_cli, workspace
+
+from git_lanes.api import Lanes
+
+CHECKS = ("refs", "notes", "ledger", "workspaces")
+
+
+def findings(result: dict, check: str) -> list[dict]:
+    return [c for c in result["checks"] if c["check"] == check]
+
+
+def doctor(repo: Path, *args: str):
+    return run_cli("doctor", *[a for name in CHECKS for a in ("--check", name)], *args, "--json", cwd=repo)
+
+
+def test_a_healthy_repository_is_all_ok(repo: Path):
+    api = Lanes(repo)
+    api.lane_create("feature/a")
+    api.task_create("something")
+    result = doctor(repo)
+    assert result.code == 0, result.err
+    assert {c["check"] for c in result.json["checks"]} == set(CHECKS)
+    assert all(c["status"] == "ok" for c in result.json["checks"]), result.json
+
+
+def test_fix_repairs_what_is_safe_and_leaves_the_rest_for_a_person(tmp_path: Path, repo: Path):
+    api = Lanes(repo)
+    for lane in ("deleted-by-hand", "moved", "orphan", "dirty-orphan", "locked"):
+        api.lane_create(lane)
+    # missing: a workspace folder deleted by hand
+    shutil.rmtree(workspace(repo, "deleted-by-hand"))
+    # moved: a workspace moved away by hand and back under another name
+    elsewhere = tmp_path / "elsewhere"
+    workspace(repo, "moved").rename(elsewhere)
+    git("worktree", "repair", str(elsewhere), cwd=repo)  # git now knows it at `elsewhere`
+    elsewhere.rename(workspace(repo, "moved"))             # ...and it came back without telling git
+    # orphaned: lanes deleted under their workspaces, one with unsaved edits
+    git("update-ref", "-d", "refs/lanes/heads/orphan", cwd=repo)
+    (workspace(repo, "dirty-orphan") / "wip.txt").write_text("wip\n")
+    git("update-ref", "-d", "refs/lanes/heads/dirty-orphan", cwd=repo)
+    # locked, by a person
+    git("worktree", "lock", "--reason", "on a USB disk", str(workspace(repo, "locked")), cwd=repo)
+    # an abandoned lock file on a lanes ref, and a ref git-lanes would never write
+    lock = repo / ".git" / "refs" / "lanes" / "heads" / "locked.lock"
+    lock.write_text("0" * 40 + "\n")
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input="not a commit\n").strip()
+    git("update-ref", "refs/lanes/heads/blob", blob, cwd=repo)
+
+    before = doctor(repo)
+    assert before.code == 1  # the blob is a failure
+    messages = " | ".join(c["message"] for c in before.json["checks"])
+    for words in ("deleted-by-hand", "moved here by hand", "'orphan' has no lane", "unsaved edits", "is locked",
+                  "lock files", "refs/lanes/heads/blob"):
+        assert words in messages, words
+    assert all("fixable" in c for c in findings(before.json, "workspaces") if "moved" in c["message"])
+
+    fixed = doctor(repo, "--fix")
+    assert fixed.json["fix"] is True and fixed.json["fixed"] >= 4
+    statuses = {c["message"]: c["status"] for c in fixed.json["checks"]}
+    assert [s for m, s in statuses.items() if "moved here" in m] == ["fixed"]
+    assert [s for m, s in statuses.items() if "'orphan' has no lane" in m] == ["fixed"]
+    assert [s for m, s in statuses.items() if "unsaved edits" in m] == ["warn"]  # left for a person
+    assert [s for m, s in statuses.items() if "is locked" in m] == ["warn"]
+    assert [s for m, s in statuses.items() if "blob" in m] == ["fail"]
+    assert not lock.exists()
+    assert not workspace(repo, "orphan").exists()  # its head is the trunk's: nothing to keep
+    assert (workspace(repo, "dirty-orphan") / "wip.txt").exists()
+    assert git("-C", str(workspace(repo, "moved")), "status", "--porcelain", cwd=repo) == ""
+    text = run_cli("doctor", "--check", "workspaces", "--fix", cwd=repo)
+    assert "left for a person" in text.out
+
+    after = doctor(repo)
+    remaining = [c["message"] for c in after.json["checks"] if c["status"] != "ok"]
+    assert len(remaining) == 3, remaining  # the blob ref, the dirty orphan, the locked workspace
+
+
+def test_notes_of_states_that_are_gone_are_dropped_by_fix(repo: Path):
+    api = Lanes(repo)
+    fake = "ab" * 20
+    api.lane_create("a")
+    (workspace(repo, "a") / "a.txt").write_text("a\n")
+    state = api.commit("a", "coder-1", lane="a", auto_accept=True)["to"]
+    text = git("notes", "--ref=lanes", "show", state, cwd=repo)
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input=text).strip()
+    # a note for an object this repository does not have, as a pruned clone's sync could leave
+    tree = git("ls-tree", "refs/notes/lanes", cwd=repo) + f"100644 blob {blob}\t{fake}\n"
+    new_tree = git("mktree", cwd=repo, input=tree).strip()
+    commit = git("commit-tree", new_tree, "-p", "refs/notes/lanes", "-m", "odd", cwd=repo).strip()
+    git("update-ref", "refs/notes/lanes", commit, cwd=repo)
+    result = doctor(repo, "--fix")
+    notes = findings(result.json, "notes")
+    assert any(c["status"] == "fixed" and "no longer exist" in c["message"] for c in notes), notes
+    assert fake not in git("notes", "--ref=lanes", "list", cwd=repo)
+    assert api.status() is not None

@@ -1,0 +1,109 @@
+"""`git lanes gc` against a real remote: it removes what it reports and nothing a lane head, a pending
+proposal or an open task reaches; a sync afterwards does not bring pruned refs back (their tombstones travel
+in the ledger and delete them on the remote and on other machines); `git fsck` is clean after."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import git, run_cli, workspace
+from gitserver import GitServer, clone, make_origin, server  # noqa: F401 (fixture)
+
+from git_lanes.api import Lanes
+
+
+def exists(repo: Path, oid: str) -> bool:
+    return subprocess.run(["git", "cat-file", "-e", oid], cwd=repo, capture_output=True).returncode == 0
+
+
+def refs_under(repo: Path, prefix: str) -> dict[str, str]:
+    out = git("for-each-ref", "--format=%(refname) %(objectname)", prefix, cwd=repo)
+    return dict(line.split() for line in out.splitlines())
+
+
+def test_gc_prunes_what_it_reports_keeps_what_is_live_and_sync_does_not_bring_it_back(tmp_path,
+                                                                                       server: GitServer):  # noqa: F811
+    url = server.bare("project")
+    machine = make_origin(tmp_path, url)
+    api = Lanes(machine)
+    # a rejected attempt on lane `tried`
+    api.lane_create("tried")
+    (workspace(machine, "tried") / "attempt.txt").write_text("a dead end\n")
+    attempt = api.commit("try something", "coder-1", lane="tried")
+    api.reject(attempt["id"], "too slow")
+    rejected = attempt["to"]
+    # a pending proposal on lane `pending`, and an open task working in lane `busy` with accepted work
+    api.lane_create("pending")
+    (workspace(machine, "pending") / "p.txt").write_text("pending\n")
+    proposal = api.commit("awaiting review", "coder-2", lane="pending")
+    task = api.task_create("keep going")["task"]
+    api.lane_create("busy")
+    api.task_claim(task, "coder-3", lane="busy")
+    (workspace(machine, "busy") / "b.txt").write_text("busy\n")
+    busy = api.commit("half done", "coder-3", lane="busy", auto_accept=True)["to"]
+    # a backup (unsaved edits kept by a forced restore), and a workspace whose lane was deleted by hand
+    (workspace(machine, "busy") / "b.txt").write_text("unsaved\n")
+    backup = api.restore("busy", lane="busy", force=True)["backup"]
+    api.lane_create("gone")
+    git("update-ref", "-d", "refs/lanes/heads/gone", cwd=machine)
+    assert api.sync()["went_out"]
+    other = clone(tmp_path, url, "other")
+    assert run_cli("pull", cwd=other).code == 0
+    assert f"refs/lanes/rejected/{attempt['id']}" in refs_under(other, "refs/lanes/rejected/")
+
+    dry = run_cli("gc", "--dry-run", "--older-than", "0", "--json", cwd=machine)
+    assert dry.code == 0, dry.err
+    assert [e["transition"] for e in dry.json["removed"]["rejected"]] == [attempt["id"]]
+    assert exists(machine, rejected) and refs_under(machine, "refs/lanes/rejected/")  # a dry run changes nothing
+
+    result = run_cli("gc", "--older-than", "0", "--json", cwd=machine)
+    assert result.code == 0, result.err
+    removed = result.json["removed"]
+    assert [e["oid"] for e in removed["rejected"]] == [rejected]
+    assert [e["ref"] for e in removed["backups"]] == [backup]
+    assert [e["lane"] for e in removed["workspaces"]] == ["gone"]
+    assert result.json["bytes_freed"] >= 0 and result.json["bytes_before"] > 0
+    # what it reported is gone...
+    assert refs_under(machine, "refs/lanes/rejected/") == {} and refs_under(machine, "refs/lanes/backups/") == {}
+    assert not exists(machine, rejected)
+    assert not workspace(machine, "gone").exists()
+    assert api.history(status="rejected")["transitions"] == []
+    # ...and what is live stays: lane heads, the pending proposal, the open task's lane
+    assert exists(machine, proposal["to"]) and api.show(proposal["id"])["status"] == "proposed"
+    assert git("rev-parse", "refs/lanes/heads/busy", cwd=machine).strip() == busy
+    assert api.task_show(task)["lane"] == "busy"
+    assert git("fsck", "--no-progress", cwd=machine, check=True) is not None
+
+    # the next sync deletes it on the remote instead of bringing it back, and another machine follows
+    synced = api.sync()
+    assert any(m["how"] == "pruned" for m in synced["went_out"]), synced
+    assert refs_under(machine, "refs/lanes/rejected/") == {}
+    assert refs_under(server.path("project"), "refs/lanes/rejected/") == {}
+    assert run_cli("sync", cwd=other).code == 0
+    assert refs_under(other, "refs/lanes/rejected/") == {}
+    assert "too slow" not in git("log", "--notes=lanes", "--all", cwd=other)
+    assert api.sync()["came_in"] == []
+    for where in (machine, other, server.path("project")):
+        subprocess.run(["git", "fsck", "--no-progress"], cwd=where, check=True, capture_output=True)
+
+
+def test_gc_keeps_what_is_younger_and_a_workspace_with_unsaved_edits(repo: Path):
+    api = Lanes(repo)
+    api.lane_create("tried")
+    (workspace(repo, "tried") / "x.txt").write_text("x\n")
+    attempt = api.commit("x", "coder-1", lane="tried")
+    api.reject(attempt["id"], "no")
+    api.lane_create("orphan")
+    (workspace(repo, "orphan") / "wip.txt").write_text("work in progress\n")
+    git("update-ref", "-d", "refs/lanes/heads/orphan", cwd=repo)
+    kept = api.gc()  # the default age: 30 days
+    assert kept["removed"]["rejected"] == [] and refs_under(repo, "refs/lanes/rejected/")
+    now = api.gc(older_than=0)
+    assert [k["lane"] for k in now["kept"]] == ["orphan"] and (workspace(repo, "orphan") / "wip.txt").exists()
+    assert "commit or copy them" in now["kept"][0]["hint"]
+
+
+def test_gc_refuses_an_age_it_cannot_read(repo: Path):
+    result = run_cli("gc", "--older-than", "soon", cwd=repo)
+    assert result.code == 1 and "invalid age 'soon'" in result.err
