@@ -9,6 +9,7 @@ for a person to judge."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ def _some(items: list[str]) -> str:
 
 
 @check("refs")
-def _refs(api: Any, where: Where) -> list[dict]:
+def _refs(api: Any, where: Where) -> list[dict[str, Any]]:
     store = api.ctx.store
     found = []
     synced = {ref: oid for ref, oid in store.list_refs("refs/lanes/").items()
@@ -65,7 +66,7 @@ def _finish(api: Any) -> None:
 
 
 @check("notes")
-def _notes(api: Any, where: Where) -> list[dict]:
+def _notes(api: Any, where: Where) -> list[dict[str, Any]]:
     store = api.ctx.store
     unreadable, orphans, count = [], [], 0
     for target, text in store.iter_notes(refs.NOTES):
@@ -96,7 +97,7 @@ def _drop_notes(api: Any, targets: list[str]) -> None:
 
 
 @check("ledger")
-def _ledger(api: Any, where: Where) -> list[dict]:
+def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
     store = api.ctx.store
     head = ledger.head(store)
     if head is None:
@@ -122,18 +123,18 @@ def _ledger(api: Any, where: Where) -> list[dict]:
 
 
 @check("workspaces")
-def _workspaces(api: Any, where: Where) -> list[dict]:
+def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
     ctx = api.ctx
     store = ctx.store
     base = (store.root / refs.WORKSPACES_DIR).resolve()
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     records = housekeeping.worktree_records(store)
     registered = {Path(r["path"]).resolve() for r in records}
     moved = _moved_here(base, registered)
     for path, _ in moved:
         found.append(finding("warn", f"workspace {path} was moved here by hand: git still looks for it elsewhere",
                              "--fix reconnects it (`git worktree repair`)",
-                             repair=lambda p=path: housekeeping.repair_worktree(store, str(p))))
+                             repair=partial(housekeeping.repair_worktree, store, str(path))))
     left_behind = {old for _, old in moved}
     for record in records[1:]:
         path = Path(record["path"])
@@ -149,7 +150,7 @@ def _workspaces(api: Any, where: Where) -> list[dict]:
     for entry in orphans.workspaces:
         found.append(finding("warn", f"workspace of {entry['lane']!r} has no lane (deleted)",
                              "--fix removes it (its head is kept under refs/lanes/deleted/)",
-                             repair=lambda e=entry: _remove_orphan(api, e)))
+                             repair=partial(_remove_orphan, api, entry)))
     for entry in orphans.kept:
         found.append(finding("warn", f"workspace of {entry['lane']!r} has no lane but holds unsaved edits: "
                                      f"{_some(entry['paths'])}", entry["hint"]))
@@ -184,7 +185,7 @@ def _moved_here(base: Path, registered: set[Path]) -> list[tuple[Path, Path]]:
     return found
 
 
-def _remove_orphan(api: Any, entry: dict) -> None:
+def _remove_orphan(api: Any, entry: dict[str, Any]) -> None:
     with api._writing() as ctx:
         if ctx.store.read_ref(refs.lane_ref(entry["lane"], ctx.trunk)) is None:
             upkeep.remove_workspace(ctx, entry)

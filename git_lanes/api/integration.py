@@ -9,29 +9,23 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from git_lanes import ledger
+from git_lanes.api.ledger import LedgerApi
 from git_lanes.domain import integration, promotion, tasks
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError, Refused
+from git_lanes.model import ledger_results as results
 from git_lanes.model import refs
 
 
-def _plain(result: Any) -> dict:
-    return result.to_dict() if hasattr(result, "to_dict") else dict(result)
-
-
-class IntegrationApi:
+class IntegrationApi(LedgerApi):
     """Mixed into `Lanes` ahead of LedgerApi, whose `task_done` it extends with integration, and next to
     PromotionApi, whose merge gate it goes through."""
 
     ctx: Context
     _writing: Callable[[], AbstractContextManager[Context]]
-    _state: Callable[[], ledger.State]
-    _actor: Callable[[str | None], str]
-    _append: Callable[[str, str, dict[str, Any]], dict]
-    _task_op: Callable[..., Any]
-    promote: Callable[..., dict]
+    promote: Callable[..., dict[str, Any]]
 
-    def task_done(self, task: str, actor: str | None = None, *, integrate: bool = True) -> dict:
+    def task_done(self, task: str, actor: str | None = None, *, integrate: bool = True) -> results.TaskDone:
         """Mark `task` done. With `integrate` (the default) and a lane on the task, its lane's accepted head is
         promoted first, through the merge gate and the trunk's gates, into the ticket's integration lane
         (`tickets/<short-id>`, made from the trunk on the first landing) or, with no ticket, into the trunk.
@@ -42,17 +36,17 @@ class IntegrationApi:
         record = tasks.get_task(state, task_id)
         who = self._actor(actor)
         if not integrate or not record.get("lane"):
-            return _plain(self._task_op("task.done", task_id, who))
+            return self._task_op(results.TaskDone, "task.done", task_id, actor)
         # Refuse what the fold would refuse (already done, another live agent's) before anything moves.
         tasks.done(ledger.Tx(state), ledger.make_op("task.done", who, {"task": task_id}, self.ctx.now()))
         lane, target = record["lane"], integration.target_for(self.ctx, record)
         if lane == target:
-            return _plain(self._task_op("task.done", task_id, who))
+            return self._task_op(results.TaskDone, "task.done", task_id, actor)
         with self._writing() as ctx:
             created = integration.ensure_lane(ctx, target)
         try:
             report = self.promote(lane, target, prompt=f"Integrate task {task_id[:8]}: {record['title']}",
-                                  agent_id=who, auto_accept=True)
+                                  agent_id=actor, auto_accept=True)
         except Conflict as exc:
             if exc.code != "collision":
                 raise
@@ -75,13 +69,13 @@ class IntegrationApi:
                                f"`git lanes task done {task_id[:8]}` finishes the task")
         integrated = {"into": target, "lane": lane, "status": report["status"],
                       "transition": transition.get("id"), "state": transition.get("to")}
-        done = _plain(self._task_op("task.done", task_id, who, integrated=integrated))
-        return done | {"integrated": integrated | {"created_lane": created,
-                                                   "left_pending": report.get("left_pending", [])}}
+        done = self._task_op(results.TaskDone, "task.done", task_id, actor, integrated=integrated)
+        return results.TaskDone.from_dict(done.to_dict() | {"integrated": integrated | {
+            "created_lane": created, "left_pending": report.get("left_pending", [])}})
 
     def _sent_back(self, exc: LanesError, task_id: str, actor: str, lane: str, target: str, reason: str, *,
                    paths: list[str] | None = None, gates: list[str] | None = None,
-                   ways: list[dict] | None = None) -> LanesError:
+                   ways: list[dict[str, Any]] | None = None) -> LanesError:
         """Record that the task goes back to its owner, then the error to raise: the promotion's own, with
         what happened to the task added."""
         review = self._append("task.review", actor, {
@@ -95,7 +89,7 @@ class IntegrationApi:
             f"\nthen finish it again: git lanes task done {task_id[:8]}"
         return exc
 
-    def process_merge_queue(self, actor: str | None = None) -> dict:
+    def process_merge_queue(self, actor: str | None = None) -> dict[str, Any]:
         """Integrate, one at a time through the merge gate, every task waiting in the queue: sent back for
         review (`needs_review`) and rerun since, its lane having moved past where it stood when it was sent
         back. Oldest first; each is finished as `task done` would finish it. A task whose lane has not moved
@@ -113,6 +107,6 @@ class IntegrationApi:
             except LanesError as exc:
                 failed.append({"task": task["id"], "lane": task["lane"], "error": exc.code, "message": exc.message})
                 continue
-            integrated.append({"task": task["id"], "lane": task["lane"], "into": done["integrated"]["into"],
-                               "ticket_ready": done.get("ticket_ready")})
+            integrated.append({"task": task["id"], "lane": task["lane"], "into": (done.integrated or {}).get("into"),
+                               "ticket_ready": done.ticket_ready})
         return {"integrated": integrated, "sent_back": failed, "waiting": untouched}

@@ -16,6 +16,7 @@ from git_lanes.domain import integration, lanes, publishing, tickets
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.model import refs
+from git_lanes.model.ids import Actor
 from git_lanes.store import branches, scratch
 from git_lanes.store import remote as transport
 from git_lanes.store.worktree_add import alive
@@ -30,12 +31,12 @@ class PublishingApi:
     ctx: Context
     _writing: Callable[[], AbstractContextManager[Context]]
     _state: Callable[[], ledger.State]
-    _actor: Callable[[str | None], str]
-    _append: Callable[[str, str, dict[str, Any]], dict]
+    _actor: Callable[[str | None], Actor]
+    _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
     _remote: Callable[[str | None], str]
 
     # -- the lock --------------------------------------------------------------------------------------
-    def acquire_publish_lock(self, ticket: str, holder: str | None = None, ttl: float | None = None) -> dict:
+    def acquire_publish_lock(self, ticket: str, holder: str | None = None, ttl: float | None = None) -> dict[str, Any]:
         """Hold `ticket`'s publish lock for `ttl` seconds (default `[publish] lock_ttl`, 300). Another live
         holder's lock is a Conflict (exit 3) naming it; a lock whose holder's process is gone (on this host)
         or whose time ran out is taken over. Returns the lock with its `token`, which releases it."""
@@ -48,7 +49,7 @@ class PublishingApi:
             "ticket": ticket_id, "token": secrets.token_hex(8), "ttl": ttl, "host": socket.gethostname(),
             "pid": os.getpid(), "takeover": takeover})
 
-    def release_publish_lock(self, ticket: str, token: str | None = None, holder: str | None = None) -> dict:
+    def release_publish_lock(self, ticket: str, token: str | None = None, holder: str | None = None) -> dict[str, Any]:
         """Let go of `ticket`'s publish lock: the one `token` holds, else whatever lock there is (a person
         clearing one by hand). A lock someone else took since is left alone when a token is given."""
         state = self._state()
@@ -62,7 +63,7 @@ class PublishingApi:
 
     # -- publishing ------------------------------------------------------------------------------------
     def publish(self, ticket: str, *, remote: str | None = None, branch: str | None = None,
-                base: str | None = None, actor: str | None = None) -> dict:
+                base: str | None = None, actor: str | None = None) -> dict[str, Any]:
         """Push `ticket`'s integration lane to `remote` as `branch` (default lanes/ticket/<short-id>) with a
         fast-forward-only push, then run `[publish] pr_command` (`update_command` on a re-publish) and record
         the pull request with a `pr_opened` (`pr_updated`) post. Refused for a ticket whose tasks are not all
@@ -149,12 +150,12 @@ class PublishingApi:
         return ran
 
     # -- status and sync -------------------------------------------------------------------------------
-    def publish_status(self) -> dict:
+    def publish_status(self) -> dict[str, Any]:
         """Tickets ready to publish, published (with their pull requests) and merged, and the locks held."""
         state = self._state()
         now = self.ctx.now()
         rows = tickets.list_tickets(state)
-        groups: dict[str, list[dict]] = {"open": [], "ready": [], "published": [], "merged": []}
+        groups: dict[str, list[dict[str, Any]]] = {"open": [], "ready": [], "published": [], "merged": []}
         for row in rows:
             group = "merged" if row["status"] == "closed" else row["status"]
             lock = publishing.current_lock(state, row["id"], now)
@@ -164,7 +165,7 @@ class PublishingApi:
                 "lock": {k: lock[k] for k in ("holder", "until", "host", "pid")} if lock else None})
         return {"counts": {name: len(found) for name, found in groups.items()}, **groups}
 
-    def publish_sync(self, remote: str | None = None, actor: str | None = None) -> dict:
+    def publish_sync(self, remote: str | None = None, actor: str | None = None) -> dict[str, Any]:
         """For every published ticket whose branch reached its base on the remote (by ancestry, by tree or
         by patch id, so squash and rebase merges count): post `pr_merged` and close it; then, for every
         closed ticket, delete its integration lane and release its tasks' claims."""
@@ -193,7 +194,7 @@ class PublishingApi:
         return {"remote": remote, "merged": merged, "waiting": waiting, "locked": locked,
                 "tidied": [c for c in cleared if c["lane_deleted"] or c["claims_released"]]}
 
-    def close_ticket_on_merge(self, ticket: str, remote: str | None = None, actor: str | None = None) -> dict:
+    def close_ticket_on_merge(self, ticket: str, remote: str | None = None, actor: str | None = None) -> dict[str, Any]:
         """Close a published ticket whose branch reached its base on the remote (`merged: false` otherwise)."""
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
@@ -207,7 +208,7 @@ class PublishingApi:
             return {"ticket": ticket_id, "merged": False, "branch": publication["branch"], "base": publication["base"]}
         return self._close(ticket_id, how, base_head, actor) | {"merged": True}
 
-    def _close(self, ticket_id: str, how: str, base_head: str, actor: str | None) -> dict:
+    def _close(self, ticket_id: str, how: str, base_head: str | None, actor: str | None) -> dict[str, Any]:
         lock = self.acquire_publish_lock(ticket_id, actor)
         try:
             closed = self._append("ticket.close", self._actor(actor), {"ticket": ticket_id, "how": how,
@@ -216,13 +217,13 @@ class PublishingApi:
             self.release_publish_lock(ticket_id, lock["token"], actor)
         return closed
 
-    def _tidy(self, row: dict, actor: str | None) -> dict:
+    def _tidy(self, row: dict[str, Any], actor: str | None) -> dict[str, Any]:
         lane_gone = self.clear_integration_branch(row["id"])["deleted"]
         released = self.release_ticket_claims(row["id"], actor)["released"] \
             if publishing.claims_of(self._state(), row) else []
         return {"ticket": row["id"], "lane_deleted": lane_gone, "claims_released": released}
 
-    def clear_integration_branch(self, ticket: str) -> dict:
+    def clear_integration_branch(self, ticket: str) -> dict[str, Any]:
         """Delete a closed ticket's integration lane (its last head is kept under refs/lanes/deleted/, and the
         deletion travels on sync). An open ticket's lane holds work not yet merged: refused."""
         state = self._state()
@@ -238,13 +239,13 @@ class PublishingApi:
             deleted = lanes.delete(ctx, lane, force=True, unsaved=False, backup=None)
         return {"ticket": ticket_id, "lane": lane, "deleted": True, "kept_at": deleted["kept_at"]}
 
-    def release_ticket_claims(self, ticket: str, actor: str | None = None) -> dict:
+    def release_ticket_claims(self, ticket: str, actor: str | None = None) -> dict[str, Any]:
         """Release every file claim made for one of the ticket's tasks, whoever holds it."""
         ticket_id = tickets.resolve_ticket(self._state(), ticket)
         return self._append("ticket.release_claims", self._actor(actor), {"ticket": ticket_id})
 
 
-def _dead_here(lock: dict) -> bool:
+def _dead_here(lock: dict[str, Any]) -> bool:
     """Whether the lock's holder was a process on this host that is gone (a publisher killed mid-way)."""
     pid = lock.get("pid")
     return lock.get("host") == socket.gethostname() and isinstance(pid, int) and pid != os.getpid() \

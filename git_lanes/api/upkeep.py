@@ -20,9 +20,9 @@ class UpkeepApi:
 
     ctx: Context
     _writing: Callable[[], AbstractContextManager[Context]]
-    _append: Callable[[str, str, dict[str, Any]], dict]
+    _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
 
-    def gc(self, *, older_than: float | str = upkeep.DEFAULT_AGE, dry_run: bool = False) -> dict:
+    def gc(self, *, older_than: float | str = upkeep.DEFAULT_AGE, dry_run: bool = False) -> dict[str, Any]:
         """Remove rejected states (superseded proposals among them), backups, ended runs' logs and workspaces
         whose lane was deleted, once older than `older_than` seconds; record tombstones for what travels;
         then `git gc` drops the objects nothing reaches. Lane heads, pending proposals, deletion markers and
@@ -67,7 +67,7 @@ class UpkeepApi:
                 ended[run] = float(state.ended_at or 0.0)
         return ended
 
-    def _remove(self, ctx: Context, found: upkeep.Candidates) -> dict:
+    def _remove(self, ctx: Context, found: upkeep.Candidates) -> dict[str, Any]:
         """Delete each candidate ref still where gc saw it (one another writer moved since is left alone)."""
         removed = found.to_dict()
         for kind in ("rejected", "superseded", "backups", "runs"):

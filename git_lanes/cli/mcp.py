@@ -38,7 +38,9 @@ def mcp(agent: str | None, toolsets: tuple[str, ...], http_port: int | None, lis
     GIT_LANES_AGENT) tools need no agent_id, and lanes default to the agent's assigned lane. Any number of
     servers, one per agent CLI, share the repository with each other and with the CLI. Tool sets: core
     (always on: agents, tasks, tickets, worktrees, file claims, dirty sets, board, waiting, commit, promote and
-    the rest), maintenance (reclaim_orphan_worktrees), publisher (reserved for publishing).
+    the rest), maintenance (reclaim_orphan_worktrees, process_merge_queue, gc), publisher (publisher_status,
+    publish_ticket, acquire_publish_lock, release_publish_lock, close_ticket_on_merge, clear_integration_branch,
+    release_ticket_claims).
 
     \b
     Example:

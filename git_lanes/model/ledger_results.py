@@ -109,6 +109,9 @@ class TaskDone(Record):
     woken: tuple[Woken, ...]
     ticket_ready: LedgerId | None
     op: LedgerId | None = _op()
+    integrated: dict[str, Any] | None = meta(omit="none", default=None,
+                                             doc="where its lane was integrated first (task done without "
+                                                 "--no-integrate): into, lane, status, transition, state")
 
 
 @dataclass(frozen=True)
