@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
+from git_lanes.errors import RemoteFailed
 from git_lanes.store import remote as transport
 from git_lanes.store.gitcli import run_git
 from git_lanes.store.repo import Store
@@ -23,8 +24,8 @@ def remote_head(store: Store, remote: str, branch: str) -> str | None:
     """What `refs/heads/<branch>` points at on `remote` now (None: no such branch)."""
     proc = transport.network(store, ["ls-remote", "--refs", remote, f"refs/heads/{branch}"])
     if proc.returncode != 0:
-        raise transport.RemoteFailed(f"git ls-remote {remote} failed: {transport.reason(proc.stderr)}",
-                                     hint="check the remote's URL and your access to it")
+        raise RemoteFailed(f"git ls-remote {remote} failed: {transport.reason(proc.stderr)}",
+                           hint="check the remote's URL and your access to it")
     for line in proc.stdout.splitlines():
         oid, _, name = line.partition("\t")
         if name == f"refs/heads/{branch}":
@@ -42,8 +43,8 @@ def fetch_branch(store: Store, remote: str, branch: str) -> str | None:
     if proc.returncode != 0:
         if "couldn't find remote ref" in proc.stderr:
             return None  # deleted since ls-remote looked
-        raise transport.RemoteFailed(f"git fetch {branch} from {remote!r} failed: {transport.reason(proc.stderr)}",
-                                     hint="check the remote's URL and your access to it")
+        raise RemoteFailed(f"git fetch {branch} from {remote!r} failed: {transport.reason(proc.stderr)}",
+                           hint="check the remote's URL and your access to it")
     return store.read_ref(ref)
 
 
