@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
 from git_lanes.api.ledger import LedgerApi
-from git_lanes.domain import integration, promotion, tasks
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError, Refused
-from git_lanes.model import ledger_results as results
 from git_lanes.model import refs
+
+if TYPE_CHECKING:
+    from git_lanes.model import ledger_results as results
 
 
 class IntegrationApi(LedgerApi):
@@ -31,6 +31,11 @@ class IntegrationApi(LedgerApi):
         (`tickets/<short-id>`, made from the trunk on the first landing) or, with no ticket, into the trunk.
         On a collision (Conflict, exit 3) or a failing required gate (GateFailed, exit 4) nothing moves and
         the task goes back to its owner as `needs_review` with a handoff post and a wake."""
+        # Loaded here, not at start-up: most commands never finish a task (see test_startup_imports).
+        from git_lanes import ledger
+        from git_lanes.domain import integration, promotion, tasks
+        from git_lanes.model import ledger_results as results
+
         state = self._state()
         task_id = tasks.resolve_task(state, task)
         record = tasks.get_task(state, task_id)
@@ -94,6 +99,8 @@ class IntegrationApi(LedgerApi):
         review (`needs_review`) and rerun since, its lane having moved past where it stood when it was sent
         back. Oldest first; each is finished as `task done` would finish it. A task whose lane has not moved
         waits for its owner."""
+        from git_lanes.domain import tasks
+
         waiting = [t for t in tasks.list_tasks(self._state(), self.ctx.now(), status="needs_review")]
         integrated, failed, untouched = [], [], []
         for task in waiting:

@@ -9,17 +9,18 @@ import secrets
 import socket
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes import ledger
-from git_lanes.domain import integration, lanes, publishing, tickets
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.model import refs
 from git_lanes.model.ids import Actor
-from git_lanes.store import branches, scratch
-from git_lanes.store import remote as transport
 from git_lanes.store.worktree_add import alive
+
+if TYPE_CHECKING:
+    # The domain and the network load inside the methods: most commands never publish (test_startup_imports).
+    from git_lanes import ledger
+    from git_lanes.store import scratch
 
 PUBLISHABLE = ("ready", "published")
 
@@ -40,6 +41,8 @@ class PublishingApi:
         """Hold `ticket`'s publish lock for `ttl` seconds (default `[publish] lock_ttl`, 300). Another live
         holder's lock is a Conflict (exit 3) naming it; a lock whose holder's process is gone (on this host)
         or whose time ran out is taken over. Returns the lock with its `token`, which releases it."""
+        from git_lanes.domain import publishing, tickets
+
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
         ttl = publishing.settings(self.ctx).lock_ttl if ttl is None else ttl
@@ -52,6 +55,8 @@ class PublishingApi:
     def release_publish_lock(self, ticket: str, token: str | None = None, holder: str | None = None) -> dict[str, Any]:
         """Let go of `ticket`'s publish lock: the one `token` holds, else whatever lock there is (a person
         clearing one by hand). A lock someone else took since is left alone when a token is given."""
+        from git_lanes.domain import publishing, tickets
+
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
         if token is None:
@@ -68,6 +73,9 @@ class PublishingApi:
         fast-forward-only push, then run `[publish] pr_command` (`update_command` on a re-publish) and record
         the pull request with a `pr_opened` (`pr_updated`) post. Refused for a ticket whose tasks are not all
         done; exit 3 when another publisher holds the ticket or the remote branch has commits the lane lacks."""
+        from git_lanes.domain import integration, lanes, publishing, tickets
+        from git_lanes.store import remote as transport
+
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
         record = tickets.view(state, tickets.get_ticket(state, ticket_id))
@@ -112,6 +120,8 @@ class PublishingApi:
     def _push(self, remote: str, branch: str, head: str) -> bool:
         """Fast-forward the remote's `branch` to `head`, or refuse. The lease alone would force, so the
         branch there is fetched and must be an ancestor of `head`; the lease then refuses it having moved."""
+        from git_lanes.store import branches
+
         store = self.ctx.store
         there = branches.remote_head(store, remote, branch)
         if there == head:
@@ -136,6 +146,9 @@ class PublishingApi:
 
     def _run_pr_command(self, command: tuple[str, ...], values: dict[str, str],
                         timeout: float) -> scratch.CommandResult:
+        from git_lanes.domain import publishing
+        from git_lanes.store import scratch
+
         argv = publishing.command_line(command, values)
         ran = scratch.run_command(argv, self.ctx.store.root, timeout,
                                   {"GIT_LANES_TICKET": values["ticket"], "GIT_LANES_BRANCH": values["branch"],
@@ -152,6 +165,8 @@ class PublishingApi:
     # -- status and sync -------------------------------------------------------------------------------
     def publish_status(self) -> dict[str, Any]:
         """Tickets ready to publish, published (with their pull requests) and merged, and the locks held."""
+        from git_lanes.domain import publishing, tickets
+
         state = self._state()
         now = self.ctx.now()
         rows = tickets.list_tickets(state)
@@ -169,6 +184,9 @@ class PublishingApi:
         """For every published ticket whose branch reached its base on the remote (by ancestry, by tree or
         by patch id, so squash and rebase merges count): post `pr_merged` and close it; then, for every
         closed ticket, delete its integration lane and release its tasks' claims."""
+        from git_lanes.domain import publishing, tickets
+        from git_lanes.store import branches
+
         state = self._state()
         merged, waiting, locked = [], [], []
         bases: dict[tuple[str, str], str | None] = {}
@@ -196,6 +214,9 @@ class PublishingApi:
 
     def close_ticket_on_merge(self, ticket: str, remote: str | None = None, actor: str | None = None) -> dict[str, Any]:
         """Close a published ticket whose branch reached its base on the remote (`merged: false` otherwise)."""
+        from git_lanes.domain import publishing, tickets
+        from git_lanes.store import branches
+
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
         publication = tickets.get_ticket(state, ticket_id).get("publication")
@@ -218,6 +239,8 @@ class PublishingApi:
         return closed
 
     def _tidy(self, row: dict[str, Any], actor: str | None) -> dict[str, Any]:
+        from git_lanes.domain import publishing
+
         lane_gone = self.clear_integration_branch(row["id"])["deleted"]
         released = self.release_ticket_claims(row["id"], actor)["released"] \
             if publishing.claims_of(self._state(), row) else []
@@ -226,6 +249,8 @@ class PublishingApi:
     def clear_integration_branch(self, ticket: str) -> dict[str, Any]:
         """Delete a closed ticket's integration lane (its last head is kept under refs/lanes/deleted/, and the
         deletion travels on sync). An open ticket's lane holds work not yet merged: refused."""
+        from git_lanes.domain import integration, lanes, tickets
+
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
         record = tickets.get_ticket(state, ticket_id)
@@ -241,6 +266,8 @@ class PublishingApi:
 
     def release_ticket_claims(self, ticket: str, actor: str | None = None) -> dict[str, Any]:
         """Release every file claim made for one of the ticket's tasks, whoever holds it."""
+        from git_lanes.domain import tickets
+
         ticket_id = tickets.resolve_ticket(self._state(), ticket)
         return self._append("ticket.release_claims", self._actor(actor), {"ticket": ticket_id})
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from git_lanes.domain import control, transitions, upkeep
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError
 from git_lanes.model import refs
-from git_lanes.store import RefUpdate, housekeeping, lock
-from git_lanes.store.runlog import LOCK_FILE as RUNS_LOCK
+from git_lanes.store import RefUpdate, lock
+
+if TYPE_CHECKING:
+    # gc's domain loads inside its methods: no other command needs it (test_startup_imports).
+    from git_lanes.domain import upkeep
 
 
 class UpkeepApi:
@@ -22,12 +24,16 @@ class UpkeepApi:
     _writing: Callable[[], AbstractContextManager[Context]]
     _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
 
-    def gc(self, *, older_than: float | str = upkeep.DEFAULT_AGE, dry_run: bool = False) -> dict[str, Any]:
+    def gc(self, *, older_than: float | str = "30d", dry_run: bool = False) -> dict[str, Any]:
         """Remove rejected states (superseded proposals among them), backups, ended runs' logs and workspaces
         whose lane was deleted, once older than `older_than` seconds; record tombstones for what travels;
         then `git gc` drops the objects nothing reaches. Lane heads, pending proposals, deletion markers and
         open tasks' lanes, and all they reach, stay. `dry_run` reports and changes nothing. `older_than` is
         seconds, or an age as `30d`, `12h`, `90m`, `2w`, `45s`."""
+        from git_lanes.domain import upkeep
+        from git_lanes.store import housekeeping
+        from git_lanes.store.runlog import LOCK_FILE as RUNS_LOCK
+
         older_than = upkeep.parse_age(older_than) if isinstance(older_than, str) else older_than
         if older_than < 0:
             raise LanesError("the age must not be negative", code="invalid_age")
@@ -55,6 +61,8 @@ class UpkeepApi:
 
     def _ended_runs(self) -> dict[str, float]:
         """Each ended run and when it ended; a run log that cannot be read is left alone (doctor reports it)."""
+        from git_lanes.domain import control
+
         ended = {}
         repo = control.open_repo(self.ctx.store.root, trunk=self.ctx.trunk)
         for ref in self.ctx.store.list_refs(refs.RUNS):
@@ -69,6 +77,8 @@ class UpkeepApi:
 
     def _remove(self, ctx: Context, found: upkeep.Candidates) -> dict[str, Any]:
         """Delete each candidate ref still where gc saw it (one another writer moved since is left alone)."""
+        from git_lanes.domain import upkeep
+
         removed = found.to_dict()
         for kind in ("rejected", "superseded", "backups", "runs"):
             gone = []
@@ -85,6 +95,8 @@ class UpkeepApi:
 
     def _drop_notes(self, ctx: Context, found: upkeep.Candidates) -> int:
         """The transition records of pruned states go with them (history would name states that are gone)."""
+        from git_lanes.domain import transitions
+
         states = [e["oid"] for e in found.rejected + found.superseded
                   if ctx.store.read_ref(e["ref"]) is None and transitions.load(ctx, e["oid"]) is not None
                   and not ctx.store.list_refs(refs.PROPOSALS).get(refs.proposal_ref(e["transition"]))]
