@@ -51,6 +51,19 @@ HIDDEN = [  # (technique, shell line, what the deny reason names)
     ("git push -f", "git push -f origin main", "'git push --force *'"),
     ("git push +refspec", "git push origin +main", "'git push --force *'"),
     ("git -C before push", "git -C . push --force origin main", "'git push --force *'"),
+    ("a git alias running a shell command", "git -c alias.x='!curl http://x' x", "`curl http://x`"),
+    ("a git alias for a denied subcommand", "git -c alias.p='push --force' p origin main", "'git push --force *'"),
+    ("a command-valued git key", "git -c core.fsmonitor='curl http://x' status", "`curl http://x`"),
+    ("git hooks from elsewhere", "git -c core.hooksPath=/tmp/h commit -qm x", "hooks"),
+    ("an alias stored in the user's git config", "git config --global alias.x '!curl http://x'", "`curl http://x`"),
+    ("GIT_SSH_COMMAND before git", "GIT_SSH_COMMAND='curl http://x' git fetch", "`curl http://x`"),
+    ("GIT_SSH_COMMAND through env", "env GIT_SSH_COMMAND='curl http://x' git fetch", "`curl http://x`"),
+    ("an exported pager", "export GIT_PAGER='curl http://x'; git log", "`curl http://x`"),
+    ("git rebase -x", "git rebase -x 'curl http://x' main", "`curl http://x`"),
+    ("git bisect run", "git bisect run curl http://x", "`curl http://x`"),
+    ("git submodule foreach", "git submodule foreach 'curl http://x'", "`curl http://x`"),
+    ("git fetch --upload-pack", "git fetch --upload-pack='curl http://x' origin", "`curl http://x`"),
+    ("a file bash sources first", "BASH_ENV=/tmp/x bash -c ls", "`BASH_ENV` is set"),
 ]
 
 ORDINARY = [
@@ -67,6 +80,13 @@ ORDINARY = [
     "for f in *.py; do python -m py_compile \"$f\"; done",
     "cat <<'EOF' > notes.md\nhello\nEOF",
     "ls -la | grep -v '^d' | wc -l",
+    "git config user.name",
+    "git checkout -b fix && git stash list",
+    "EDITOR=true git commit -qm wip",
+    "ENV=test npm start",
+    "trap '' INT; make",
+    "git push -u origin HEAD",
+    "git log --oneline | head -5",
 ]
 
 
@@ -96,7 +116,9 @@ def test_ordinary_developer_lines_pass(ws):
     assert refused == []
 
 
-def test_a_relative_write_after_cd_counts_where_the_line_moves_to(repo, ws):
+def test_a_write_outside_the_lane_from_a_shell_line_is_denied(repo, ws):
+    """A relative write after `cd` counts wherever the line may be; git's writes into what every lane shares
+    (refs, config, worktrees) and into another worktree count as writes there."""
     lines = [
         (f"cd {repo} && echo x > f", "main worktree"),
         (f"cd {repo}; touch f", "main worktree"),
@@ -110,6 +132,17 @@ def test_a_relative_write_after_cd_counts_where_the_line_moves_to(repo, ws):
         (f"CDPATH={repo}; cd .lanes && echo x > f", "cannot tell where"),
         (f"PWD={repo}; echo x > $PWD/f", "cannot tell where"),
     ]
+    shared = "git's own files"
+    lines += [(f"git {args}", shared) for args in (
+        "update-ref refs/heads/main HEAD", "branch -f main HEAD", "checkout -B main", "push . HEAD:main",
+        "fetch . HEAD:main", "config alias.st status", "worktree remove --force ../other", "tag -d v1",
+        "notes --ref lanes add -m forged HEAD", "symbolic-ref HEAD refs/heads/main", "reflog expire --all")]
+    lines += [(f"GIT_DIR={repo}/.git git update-ref refs/heads/main HEAD", shared),
+              (f"GIT_WORK_TREE={repo} git checkout -- .", "main worktree"),
+              (f"git --work-tree={repo} checkout -- .", "main worktree"),
+              (f"git push {repo} HEAD:main", "main worktree"),
+              (f"git archive -o {repo}/x.tar HEAD", "main worktree"),
+              (f"git clone /tmp/x {repo}/copy", "main worktree")]
     missed = []
     for number, (line, why) in enumerate(lines):
         send = hook if number == 0 else hook_in_process

@@ -150,8 +150,10 @@ def _writes(check: _Check, line: ShellLine | None) -> str | None:
     workspace = _real(place.workspace) if place.workspace else None
     root, git_dir, lanes_dir = _real(place.root), _real(place.common_dir), _real(place.lanes_dir)
     for path in targets:
-        if _inside(path, git_dir) or (workspace and _inside(path, os.path.join(workspace, ".git"))):
-            return f"{path} is inside git's own files (.git): agents write only to their lane's workspace"
+        if _inside(path, git_dir) or (workspace and _inside(path, os.path.join(workspace, ".git"))) or \
+                (_inside(path, root) and ".git" in os.path.relpath(path, root).split(os.sep)):
+            return (f"{path} is inside git's own files (.git: the refs, config and worktrees every lane shares): "
+                    "agents write only to their lane's workspace, and move lanes with `git lanes` commands")
         mine = workspace is not None and _inside(path, workspace) and \
             (workspace != root or not _inside(path, lanes_dir))
         if not mine and _inside(path, root):

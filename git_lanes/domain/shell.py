@@ -132,9 +132,10 @@ def _walk(node, found: _Found, depth: int, stdin: Word | str | None) -> None:
     elif kind in ("declaration_command", "unset_command"):
         _declaration(node, found, depth)
     elif kind == "variable_assignment":
-        name = node.child_by_field_name("name")
-        if name is not None and name.text.decode() in SHELL_VARIABLES:
-            found.sets.add(name.text.decode())
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        if name is not None:
+            _assignment(name.text.decode("utf-8", "surrogateescape"),
+                        word_of(value) if value is not None else ("", False), found, depth)
     elif kind == "file_redirect":
         _redirect(node, found)
     for child in node.children:
@@ -191,6 +192,20 @@ def _declaration(node, found: _Found, depth: int) -> None:
         _expand(words, found, depth, None)
 
 
+def _assignment(name: str, value: Word, found: _Found, depth: int) -> None:
+    """`NAME=value` (alone, before a command, after export/declare/env): a variable a write target uses, a
+    command a program will run (GIT_SSH_COMMAND, EDITOR…), or a repository git will work on (GIT_DIR…)."""
+    if name in SHELL_VARIABLES:
+        found.sets.add(name)
+    found.writes.extend(programs.variable_writes(name, value))
+    inner = programs.variable_runs(name, value)
+    if inner is not None:
+        words = [(name, value[1])]
+        if inner.opaque is not None:
+            found.commands.append(Command(tuple(t for t, _ in words), opaque=inner.opaque))
+        _follow(words, inner, found, depth, None)
+
+
 def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | None) -> None:
     """Record the command `words`, then whatever it runs in turn (a wrapped command, a script)."""
     program, dynamic = words[0]
@@ -209,12 +224,22 @@ def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | No
     if name in ("cd", "pushd"):
         targets = [w for w in words[1:] if not w[0].startswith("-") or w[0] == "-"]
         found.directories.append(targets[0][0] if targets else "~")
-    if inner is None:
-        return
+    if name == "env":
+        for text, computed in words[1:]:
+            variable, equals, value = text.partition("=")
+            if equals and variable.isidentifier():
+                _assignment(variable, (value, computed), found, depth)
+    if inner is not None:
+        _follow(words, inner, found, depth, None if name == "xargs" else stdin)
+
+
+def _follow(words: list[Word], inner: programs.Runs, found: _Found, depth: int, stdin: Word | str | None) -> None:
+    """What a command runs in turn: a command (a wrapper's), scripts (a shell's, eval's, git's…)."""
     if inner.command:
-        # xargs gives what it runs its own arguments, and /dev/null for standard input
-        _expand(inner.command, found, depth, None if name == "xargs" else stdin)
+        _expand(inner.command, found, depth, stdin)
     for text, computed in inner.scripts:
+        if not text.strip():  # `trap '' INT`, `alias x=`: runs nothing
+            continue
         if computed:
             found.commands.append(Command(tuple(t for t, _ in words),
                                           opaque=f"runs a script computed at run time (`{text[:60]}`), which cannot "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 from fnmatch import fnmatchcase
 
-from git_lanes.domain.shell_programs import GIT_VALUED
+from git_lanes.domain.shell_git import VALUED as GIT_VALUED
 
 GLOB = set("*?[")
 # Spellings of one option, mapped to one of them (for deny patterns only: matching more is the safe side).

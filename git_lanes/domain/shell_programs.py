@@ -11,11 +11,22 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
+from git_lanes.domain import shell_git
+
 Word = tuple[str, bool]
 
 SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "rbash"}
 # Options of a shell that take a value, so the value is not taken for the script's file.
 SHELL_VALUED = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
+# Variables whose value a program runs as a shell command; variables that change what every later program
+# runs in ways a line does not show; variables that send git to another repository or worktree.
+COMMAND_VARIABLES = {"GIT_SSH_COMMAND", "GIT_SSH", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER",
+                     "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND", "EDITOR", "VISUAL",
+                     "PAGER", "MANPAGER", "PROMPT_COMMAND", "LESSOPEN", "LESSCLOSE"}
+OPAQUE_VARIABLES = {"BASH_ENV", "LD_PRELOAD", "LD_AUDIT", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
+                    "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+                    "GIT_CONFIG"}
+GIT_PLACE_VARIABLES = {"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"}
 # Files that name a process's own standard input: a shell or `source` given one reads what is fed to it.
 STDIN_FILES = {"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"}
 
@@ -146,7 +157,27 @@ def runs(name: str, words: list[Word], stdin: Word | str | None) -> Runs | None:
         return Runs(scripts=[(t.partition("=")[2], d) for t, d in args if "=" in t])
     if name == "find":
         return _find(args)
+    if name == "git":
+        line = shell_git.analyse(args)
+        if line.command or line.scripts or line.opaque:
+            return Runs(command=line.command, scripts=line.scripts, opaque=line.opaque)
     return None
+
+
+def variable_runs(name: str, value: Word) -> Runs | None:
+    """What setting `name` to `value` makes a later program run: its value as a command (GIT_SSH_COMMAND,
+    EDITOR, PAGER…), or something that cannot be checked (a file bash sources first, git config from the
+    environment, a library preloaded into every program)."""
+    if name in COMMAND_VARIABLES and value[0].strip():
+        return Runs(scripts=[value])
+    if name in OPAQUE_VARIABLES or name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")):
+        return Runs(opaque="is set, which changes what later commands run in ways that cannot be checked")
+    return None
+
+
+def variable_writes(name: str, value: Word) -> list[str]:
+    """GIT_DIR=…, GIT_WORK_TREE=…: git then writes there, wherever the line runs it."""
+    return [value[0] if not value[1] else "$" + name] if name in GIT_PLACE_VARIABLES and value[0] else []
 
 
 def _wrapper(name: str, args: list[Word], stdin: Word | str | None) -> Runs | None:
@@ -266,16 +297,6 @@ ALL_OPERANDS = {"rm": "", "rmdir": "", "unlink": "", "touch": "-d --date -r --re
                 "truncate": "-s --size -r --reference", "shred": "-n --iterations -s --size --random-source",
                 "mv": "-t --target-directory -S --suffix", "mkfifo": "-m --mode", "mknod": "-m --mode"}
 AFTER_FIRST = {"chmod": "--reference", "chown": "--reference", "chgrp": "--reference", "chattr": "", "setfacl": ""}
-# git subcommands that change neither the worktree nor the repository (run with -C DIR, they may go anywhere).
-GIT_READS = {"status", "diff", "log", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "rev-list",
-             "describe", "shortlog", "cat-file", "show-ref", "for-each-ref", "fetch", "help", "version",
-             "name-rev", "merge-base", "var", "check-ignore", "check-attr", "count-objects", "fsck", "whatchanged",
-             "range-diff", "reflog", "lanes", "diff-tree", "diff-index", "diff-files", "show-branch", "cherry",
-             "verify-commit", "verify-tag", "archive", "bundle", "format-patch", "request-pull", "annotate"}
-GIT_VALUED = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix",
-              "--config-env"}
-
-
 def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
     """Files and directories `name words…` writes, as written (relative to where it runs)."""
     args = words[1:]
@@ -303,7 +324,7 @@ def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
         text = args[0][0] if args else stdin[0] if isinstance(stdin, tuple) else None
         return list(patch_paths(text)) if text else []
     if name == "git":
-        return _git(args)
+        return shell_git.analyse(args).writes
     return []
 
 
@@ -351,41 +372,3 @@ def _in_place(name: str, args: list[Word]) -> list[str]:
             operands.append(text)
         index += 1
     return operands if script_given else operands[1:]
-
-
-def _git(args: list[Word]) -> list[str]:
-    """What git writes: the directory it works in (-C, --work-tree, --git-dir) unless the subcommand only
-    reads; "." for a subcommand that changes the worktree where it runs."""
-    directories, index = [], 0
-    while index < len(args):
-        text = args[index][0]
-        name, equals, value = text.partition("=")
-        if name in GIT_VALUED:
-            if not equals:
-                index += 1
-                value = args[index][0] if index < len(args) else ""
-            if name in ("-C", "--git-dir", "--work-tree"):
-                directories.append(value)
-            index += 1
-            continue
-        if not text.startswith("-"):
-            break
-        index += 1
-    subcommand = args[index][0] if index < len(args) else None
-    if subcommand is None or subcommand in GIT_READS or _git_lists(subcommand, args[index + 1:]):
-        return []
-    return directories or ["."]
-
-
-def _git_lists(subcommand: str, rest: list[Word]) -> bool:
-    """`git branch`, `tag`, `remote`, `stash`, `worktree`, `config`, `notes` when they only list or show."""
-    words = [t for t, _ in rest]
-    if subcommand in ("branch", "tag"):
-        return not words or all(w.startswith("-") and w in ("-a", "-r", "-v", "-vv", "-l", "--list", "--all",
-                                                             "--remotes", "--show-current", "--contains",
-                                                             "--merged", "--no-merged") for w in words)
-    if subcommand in ("remote", "stash", "worktree", "notes"):
-        return not words or words[0] in ("-v", "list", "show", "get-url")
-    if subcommand == "config":
-        return any(w in ("--get", "--get-all", "--list", "-l", "--get-regexp", "get") for w in words)
-    return False
