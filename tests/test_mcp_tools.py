@@ -14,8 +14,9 @@ CORE = {
     "assign_worktree", "list_worktrees", "release_worktree", "claim_files", "release_files", "list_claims",
     "publish_dirty", "list_dirty", "post_board", "read_board", "resolve_question", "wait_for_unblock",
     "commit", "propose", "accept", "reject", "history", "show", "diff", "status", "promote", "restore",
+    "lane_env", "dispatch_status", "op_log",
 }
-MAINTENANCE = {"reclaim_orphan_worktrees", "process_merge_queue", "gc"}
+MAINTENANCE = {"reclaim_orphan_worktrees", "process_merge_queue", "gc", "dispatch", "undo"}
 PUBLISHER = {"publisher_status", "publish_ticket", "acquire_publish_lock", "release_publish_lock",
              "close_ticket_on_merge", "clear_integration_branch", "release_ticket_claims"}
 

@@ -13,9 +13,9 @@ import pytest
 CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.output", "git_lanes.errors"}
 # What opening the repository through the API costs any command: the API's mixins (whose domain imports
 # load inside their methods), the store and the context.
-API = {f"git_lanes.api.{name}" for name in ("budgets", "core", "doctor", "integration", "lane_setup", "ledger",
-                                              "overview", "promotion", "publishing", "runs", "spawn", "supervise",
-                                              "sync", "upkeep", "worktrees")}
+API = {f"git_lanes.api.{name}" for name in ("budgets", "core", "dispatch", "doctor", "integration", "lane_setup",
+                                              "ledger", "oplog", "overview", "promotion", "publishing", "runs",
+                                              "spawn", "supervise", "sync", "upkeep", "worktrees")}
 STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli", "gitfiles", "lock", "repo",
                                                   "setup", "stale", "trees", "workspace", "worktree_add",
                                                   "worktree_files")}

@@ -5,10 +5,12 @@ Each capability contributes a mixin in its own module; `Lanes` unites them."""
 from __future__ import annotations
 
 from git_lanes.api.core import CoreApi
+from git_lanes.api.dispatch import DispatchApi
 from git_lanes.api.doctor import DoctorApi
 from git_lanes.api.integration import IntegrationApi
 from git_lanes.api.lane_setup import SetupApi
 from git_lanes.api.ledger import LedgerApi
+from git_lanes.api.oplog import OplogApi
 from git_lanes.api.overview import OverviewApi
 from git_lanes.api.promotion import PromotionApi
 from git_lanes.api.publishing import PublishingApi
@@ -22,7 +24,7 @@ from git_lanes.api.budgets import BudgetsApi
 
 
 class Lanes(CoreApi, SyncApi, PromotionApi, IntegrationApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi, DoctorApi,
-            SetupApi, SpawnApi, SuperviseApi, BudgetsApi, PublishingApi, UpkeepApi):
+            SetupApi, SpawnApi, SuperviseApi, BudgetsApi, PublishingApi, UpkeepApi, OplogApi, DispatchApi):
     """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from git_lanes.api.oplog import first_line, recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, Refused
 from git_lanes.model.ids import AgentId
@@ -72,10 +73,11 @@ class CoreApi:
 
     @contextmanager
     def _writing(self) -> Iterator[Context]:
-        """Serialize with every other local writer and finish what a killed one left half-done."""
-        from git_lanes.domain import transitions
+        """Serialize with every other local writer and finish what a killed one left half-done. Every ref it
+        moves goes into the operation log (one entry, or part of the operation already running)."""
+        from git_lanes.domain import oplog, transitions
 
-        with self.ctx.store.locked():
+        with self.ctx.store.locked(), oplog.operation(self.ctx, locked=True):
             transitions.recover(self.ctx)
             yield self.ctx
 
@@ -87,6 +89,7 @@ class CoreApi:
         return lanes.lane_at(self.ctx, Path(cwd or os.getcwd()))
 
     # -- lanes -----------------------------------------------------------------------------------------
+    @recorded(lambda a: f"create lane {a['name']}" + (f" from {a['source']}" if a["source"] else ""))
     def lane_create(self, name: str, source: str | None = None, *, setup: bool = True) -> LaneCreated:
         """Create lane `name` and its workspace, then (unless `setup` is False) apply the trunk's `[setup]`
         outside the lock: ports, copied files, the setup command (a failure is reported, the lane kept)."""
@@ -135,6 +138,7 @@ class CoreApi:
         lanes.lane_head(self.ctx, name)
         return str(lanes.require_workspace(self.ctx, name))
 
+    @recorded(lambda a: f"delete lane {a['name']}" + (" --force" if a["force"] else ""))
     def lane_delete(self, name: str, *, force: bool = False) -> dict[str, Any]:
         """Delete lane `name` and remove its workspace. Refused (Refused) while it has unsnapshotted edits,
         unpromoted work or pending proposals, unless `force`: then edits are kept in a backup ref and
@@ -163,6 +167,7 @@ class CoreApi:
             ({"released_ports": released} if released else {})
 
     # -- transitions -----------------------------------------------------------------------------------
+    @recorded(lambda a: f"commit{' on ' + a['lane'] if a['lane'] else ''}: {first_line(a['prompt'])}")
     def commit(self, prompt: str, agent_id: str, *, lane: str | None = None,
                cwd: str | os.PathLike[str] | None = None,
                agent_type: str | None = None, model: str | None = None, tags: tuple[str, ...] = (),
@@ -202,6 +207,7 @@ class CoreApi:
                 return gates.decide_raced(ctx, record, evaluations)
             return gates.decide(ctx, record, evaluations, auto=False)
 
+    @recorded(lambda a: f"accept {a['transition_id'][:8]}")
     def accept(self, transition_id: str) -> dict[str, Any]:
         """Accept proposal `transition_id` (a unique prefix): the trunk's gates judge it first (GateFailed and
         rejected when a required one fails), then its lane moves by compare-and-swap (Conflict when the
@@ -210,6 +216,7 @@ class CoreApi:
 
         return self._decide(transitions.find(self.ctx, transition_id))
 
+    @recorded(lambda a: f"reject {a['transition_id'][:8]}")
     def reject(self, transition_id: str, reason: str | None = None) -> Transition:
         """Reject proposal `transition_id` with `reason`; the attempt is kept under refs/lanes/rejected/ as
         signal."""
@@ -218,16 +225,23 @@ class CoreApi:
         with self._writing() as ctx:
             return transitions.reject(ctx, transitions.find(ctx, transition_id), reason)
 
+    @recorded(lambda a: f"restore {a['lane'] or 'workspace'} to {a['state']}")
     def restore(self, state: str, *, lane: str | None = None, cwd: str | os.PathLike[str] | None = None,
                 force: bool = False) -> dict[str, Any]:
         """Make a workspace's files equal `state` (a lane, transition id or revision) without moving its lane: the
         next commit records the return as a new transition. Unsnapshotted edits are refused, or with
         `force` kept in a backup ref first."""
-        from git_lanes.domain import inspect, restore
+        from git_lanes.domain import inspect, oplog, restore
 
         name, path = self._workspace(lane, cwd)
         with self._writing() as ctx:
-            return restore.restore(ctx, name, path, inspect.resolve_state(ctx, state), force=force)
+            # What an undo puts back. Read only when the restore can go ahead: without unsaved edits the
+            # content is a state's and writes no object, so a refused restore writes nothing.
+            before = ctx.store.content_tree(path) if force or not restore.has_unsaved(ctx, name, path) else None
+            result = restore.restore(ctx, name, path, inspect.resolve_state(ctx, state), force=force)
+            if before is not None:
+                oplog.workspace_changed(name, before, ctx.store.content_tree(path))
+            return result
 
     # -- inspection ------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

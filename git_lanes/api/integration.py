@@ -30,7 +30,15 @@ class IntegrationApi(LedgerApi):
         promoted first, through the merge gate and the trunk's gates, into the ticket's integration lane
         (`tickets/<short-id>`, made from the trunk on the first landing) or, with no ticket, into the trunk.
         On a collision (Conflict, exit 3) or a failing required gate (GateFailed, exit 4) nothing moves and
-        the task goes back to its owner as `needs_review` with a handoff post and a wake."""
+        the task goes back to its owner as `needs_review` with a handoff post and a wake. A dispatch plan's
+        task done creates the lanes of the tasks it made ready, from the plan's foundation (`lanes_created`)."""
+        from git_lanes.model import ledger_results as results
+
+        done = self._integrate_and_finish(task, actor, integrate)
+        created = self._after_task_done(done.task)  # type: ignore[attr-defined]  # DispatchApi's
+        return results.TaskDone.from_dict(done.to_dict() | {"lanes_created": created}) if created else done
+
+    def _integrate_and_finish(self, task: str, actor: str | None, integrate: bool) -> results.TaskDone:
         # Loaded here, not at start-up: most commands never finish a task (see test_startup_imports).
         from git_lanes import ledger
         from git_lanes.domain import integration, promotion, tasks

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
+from git_lanes.api.oplog import recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, Refused, problem
 from git_lanes.model.ids import Actor, AgentId
@@ -26,6 +27,7 @@ class PromotionApi:
     ctx: Context
     _writing: Callable[[], AbstractContextManager[Context]]
 
+    @recorded(lambda a: f"promote {a['lane']} into {a['into'] or 'the trunk'}" + (" --force" if a["force"] else ""))
     def promote(self, lane: str, into: str | None = None, *, prompt: str | None = None,
                 agent_id: str | None = None, agent_type: str | None = None, model: str | None = None,
                 tags: tuple[str, ...] = (), cost: Cost | None = None, dry_run: bool = False,
@@ -109,6 +111,7 @@ class PromotionApi:
         worktree = decided.pop("worktree", None)
         return {"status": decided["status"], **report, "transition": decided, "worktree": worktree}
 
+    @recorded(lambda a: f"evaluate {a['transition_id'][:8]}")
     def evaluate(self, transition_id: str) -> dict[str, Any]:
         """Re-run the gates on a pending proposal and record the results in its note (exit 4 when a required
         gate fails; the proposal stays pending)."""
@@ -137,6 +140,7 @@ class PromotionApi:
         return [g.to_dict() for g in gates.load(self.ctx)
                 if (kind is None or kind in g.on) and (lane is None or g.covers(lane))]
 
+    @recorded(lambda a: f"reset lane {a['name']} onto {a['onto'] or 'the trunk'}")
     def lane_reset(self, name: str, onto: str | None = None, *, force: bool = False, reason: str | None = None,
                    agent_id: str | None = None) -> dict[str, Any]:
         """Move lane `name` (and its workspace) to the head of `onto` (default: the trunk)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.oplog import recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
 from git_lanes.model import refs
@@ -20,18 +21,21 @@ DEFAULT_REMOTE = "origin"
 class SyncApi:
     ctx: Context
 
+    @recorded(lambda a: f"pull {a['remote'] or ''}".strip())
     def pull(self, remote: str | None = None) -> dict[str, Any]:
         """Fetch the remote's lane state and merge it here; nothing is pushed."""
         from git_lanes.domain import sync
 
         return sync.run(self.ctx, self._remote(remote), "pull")
 
+    @recorded(lambda a: f"push {a['remote'] or ''}".strip())
     def push(self, remote: str | None = None) -> dict[str, Any]:
         """Push what is strictly ahead here, under a lease; what needs a merge is held back for `sync`."""
         from git_lanes.domain import sync
 
         return sync.run(self.ctx, self._remote(remote), "push")
 
+    @recorded(lambda a: f"sync {a['remote'] or ''}".strip())
     def sync(self, remote: str | None = None) -> dict[str, Any]:
         """Pull, merge, push; retried after a fresh merge when another machine pushed first."""
         from git_lanes.domain import sync

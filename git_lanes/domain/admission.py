@@ -19,6 +19,7 @@ from git_lanes.model.policy import Policy
 from git_lanes.model.runs import RunState
 
 if TYPE_CHECKING:
+    from git_lanes.domain.ownership import Exclusive
     from git_lanes.domain.shell import ShellLine
 
 CONTROL_COMMANDS = {"phase", "show", "resume", "events", "list", "stats", "end"}
@@ -68,7 +69,7 @@ class _Check:
 
 
 def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend: Spend,
-           claims: dict[str, list[str]]) -> Decision:
+           claims: dict[str, list[str]], exclusive: tuple[Exclusive, ...] = ()) -> Decision:
     weight = policy.weight(call.tool, call.canonical)
     check = _Check(call, policy, state, place)
     if state.status == "ended":
@@ -80,7 +81,7 @@ def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend:
     if line is not None and _is_control(line):
         return Decision(True, 0.0, control=True)
     reason = (_commands(check, line) or _writes(check, line) or _spend(check, spend)
-              or _claims(check, line, claims) or _budget(check, weight))
+              or _exclusive(check, line, exclusive) or _claims(check, line, claims) or _budget(check, weight))
     return Decision(reason is None, weight, reason, tuple(check.warnings))
 
 
@@ -203,6 +204,26 @@ def _claims(check: _Check, line: ShellLine | None, claims: dict[str, list[str]])
                                  "(`git lanes board post … --to " + agent + "`)"
             check.warnings.append(f"warning: {message}; coordinate before changing it")
     return None
+
+
+def _exclusive(check: _Check, line: ShellLine | None, claims: tuple[Exclusive, ...]) -> str | None:
+    """A write into a path another task owns exclusively (a dispatch plan) is denied whatever
+    `foreign_writes` says: the same rule `commit` enforces, decided before the write happens."""
+    workspace = check.place.workspace
+    if not workspace or not claims:
+        return None
+    from git_lanes.domain.ownership import foreign, message
+
+    targets, _ = write_targets(check, line)
+    root = _real(workspace)
+    paths = [os.path.relpath(path, root).replace(os.sep, "/") for path in targets if _inside(path, root)]
+    violations = foreign(claims, check.state.lane, paths)
+    if not violations:
+        return None
+    owner = violations[0].claim.owner
+    return message(violations, "this call") + "; it is denied: " + \
+        (f"ask {owner} on the board (`git lanes board post ... --to {owner}`)" if owner else
+         "ask on the board (`git lanes board post ...`)")
 
 
 def _budget(check: _Check, weight: float) -> str | None:

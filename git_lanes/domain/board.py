@@ -171,7 +171,7 @@ def unread(state: Reader, agent: str) -> list[dict]:
             seqs.add(seq)
             found += 1
     posts = [get_post(state, s) for s in sorted(seqs)]
-    return [p for p in posts if p is not None]
+    return [p for p in posts if p is not None and not p.get("retracted")]  # an undone post is not news
 
 
 def recent(state: Reader, agent: str | None, limit: int, everything: bool) -> list[dict]:
@@ -181,7 +181,8 @@ def recent(state: Reader, agent: str | None, limit: int, everything: bool) -> li
     floor = max(0, seq - RECENT_SCAN)
     while seq > floor and len(found) < limit:
         record = get_post(state, seq)
-        if record and (everything or agent is None or record["to"] in (None, agent) or record["from"] == agent):
+        if record and not record.get("retracted") and \
+                (everything or agent is None or record["to"] in (None, agent) or record["from"] == agent):
             found.append(record)
         seq -= 1
     found.reverse()

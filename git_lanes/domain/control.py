@@ -250,8 +250,10 @@ def pre_tool(event: HookEvent, now: float, exhausted: Callable[[LightRepo, str, 
         place = admission.Place(str(hc.repo.root), str(hc.repo.common_dir), workspace_of(hc.repo, state.lane),
                                 event.cwd, event.home)
         spend = admission.Spend(state.usage.cost_usd, day_spend(hc.repo, hc.run, state, now))
-        claims = read_claims(hc.repo) if (call.paths or call.command) and policy.foreign_writes else {}
-        decision = admission.decide(policy, state, call, place, spend, claims)
+        writes = bool(call.paths or call.command)
+        claims = read_claims(hc.repo) if writes and policy.foreign_writes else {}
+        decision = admission.decide(policy, state, call, place, spend, claims,
+                                    read_exclusive(hc.repo) if writes else ())
         budget = steering.check(hc.repo, state, call, now) if not decision.control else steering.BudgetCheck()
         delivered, told = steering.deliver(state, "pre_tool", now)
         outcome.update(decision=decision, budget=budget, told=told)
@@ -379,6 +381,49 @@ def read_claims(repo: LightRepo) -> dict[str, list[str]]:
             record = json.loads(objects.read_typed(oid, b"blob"))
             found[name[:-5]] = [c["glob"] for c in record.get("globs", []) if isinstance(c, dict) and "glob" in c]
     return found
+
+
+def read_exclusive(repo: LightRepo) -> tuple:
+    """The exclusive claims of dispatch plans (`exclusive/<task>.json` in the ledger's state tree), with the
+    agent holding each task now."""
+    from git_lanes.domain.ownership import Exclusive
+
+    tree = _ledger_tree(repo)
+    folder = tree.get("exclusive") if tree is not None else None
+    if folder is None:
+        return ()
+    objects = repo.log.objects
+    found = []
+    for name, (_, oid) in sorted(parse_tree(objects.read_typed(folder[1], b"tree")).items()):
+        record = json.loads(objects.read_typed(oid, b"blob")) if name.endswith(".json") else {}
+        task = record.get("task")
+        if not isinstance(task, str) or len(task) < 2:
+            continue
+        owner = _blob_at(repo, tree, ["tasks", task[:2], f"{task}.json"])
+        found.append(Exclusive(task, str(record.get("title") or ""), str(record.get("lane") or ""),
+                               tuple(record.get("globs") or ()), record.get("plan"),
+                               json.loads(owner).get("owner") if owner else None))
+    return tuple(found)
+
+
+def _ledger_tree(repo: LightRepo) -> dict | None:
+    head = gitfiles.read_ref(repo.common_dir, LEDGER)
+    if head is None:
+        return None
+    headers, _ = parse_commit(repo.log.objects.read_typed(head, b"commit"))
+    return parse_tree(repo.log.objects.read_typed(headers["tree"][0], b"tree"))
+
+
+def _blob_at(repo: LightRepo, tree: dict, parts: list[str]) -> bytes | None:
+    objects = repo.log.objects
+    for index, part in enumerate(parts):
+        entry = tree.get(part)
+        if entry is None:
+            return None
+        if index == len(parts) - 1:
+            return objects.read_typed(entry[1], b"blob")
+        tree = parse_tree(objects.read_typed(entry[1], b"tree"))
+    return None
 
 
 def with_usage(event: HookEvent, now: float, kind: str, data: dict[str, Any]) -> Verdict:

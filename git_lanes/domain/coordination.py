@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from git_lanes.domain import (agents, board, budgets, claims, integration, ports, publishing, tasks, tickets,
-                              upkeep, worktrees)
+from git_lanes.domain import (agents, board, budgets, claims, integration, ledger_undo, plans, ports, publishing,
+                              tasks, tickets, upkeep, worktrees)
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.ledger.state import Record
@@ -92,6 +92,8 @@ HANDLERS: dict[str, Handler] = {
     "ports.release": ports.release,
     "budget.set": budgets.set_budget,
     "budget.clear": budgets.clear_budget,
+    "op.undo": ledger_undo.apply,
+    "plan.dispatch": plans.dispatch,
 }
 
 
@@ -142,6 +144,8 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "budget.set": lambda op, r: f"budget of {op.args.get('scope')} {op.args.get('key')}: "
                                 f"{(r.get('budget') or {}).get('usd')} USD, {(r.get('budget') or {}).get('tokens')} tokens",
     "budget.clear": lambda op, r: f"clear the budget of {op.args.get('scope')} {op.args.get('key')}",
+    "op.undo": lambda op, r: f"undo {op.args.get('type')} {_short(op.args.get('undoes'))}",
+    "plan.dispatch": lambda op, r: f"dispatch plan {r.get('name')}: {len(r.get('tasks') or [])} tasks",
     "refused": lambda op, r: f"refused {(op.args.get('op') or {}).get('type')} "
                              f"{_short((op.args.get('op') or {}).get('id'))}",
 }

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from git_lanes.domain import attention, lanes, transitions
+from git_lanes.domain import attention, exclusive, lanes, transitions
 from git_lanes.domain.collisions import Comparison, compare
 from git_lanes.domain.context import Context
+from git_lanes.domain.ownership import Exclusive
 from git_lanes.errors import Conflict, UserError
 from git_lanes.model import refs
 from git_lanes.model.ids import LaneName
@@ -121,6 +122,7 @@ def propose(ctx: Context, p: Plan, intent: Intent, cost: Cost, *, force: bool) -
         raise collision_error(p)
     merged = merged_tree(ctx, p)
     lanes.require_no_internal(ctx, merged, f"promoting {p.lane} into {p.target}")
+    _enforce_ownership(ctx, p)
     attention.require_writable(ctx, p.target, p.target_head)
     extra = PromotionExtra(LaneName(p.lane), p.lane_head, p.base)
     if p.comparison.collisions:
@@ -129,6 +131,23 @@ def propose(ctx: Context, p: Plan, intent: Intent, cost: Cost, *, force: bool) -
                                        [p.target_head, p.lane_head], intent, cost, "promote", extra)
     _supersede_earlier(ctx, record, p.lane)
     return record
+
+
+def _enforce_ownership(ctx: Context, p: Plan) -> None:
+    """A promotion changes what the lane changed; a path another task owns exclusively may come along only
+    as its owner left it (the lane started from the owner's head, or took its version in since)."""
+    lane_tree = ctx.store.tree_of(p.lane_head)
+    owners: dict[str, str | None] = {}
+
+    def owners_version(path: str, claim: Exclusive) -> bool:
+        if claim.lane not in owners:
+            owners[claim.lane] = ctx.store.read_ref(refs.lane_ref(claim.lane, ctx.trunk))
+        head = owners[claim.lane]
+        return head is not None and ctx.store.entry_at(ctx.store.tree_of(head), path) == \
+            ctx.store.entry_at(lane_tree, path)
+
+    paths = [c.path for c in p.comparison.lane_only] + [c.path for c in p.comparison.collisions]
+    exclusive.enforce(ctx, p.lane, paths, f"promoting {p.lane} into {p.target}", exempt=owners_version)
 
 
 def _supersede_earlier(ctx: Context, record: Transition, lane: str) -> None:

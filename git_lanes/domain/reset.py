@@ -3,7 +3,7 @@ lacks, is kept as a rejected state of kind "reset" with the reason, so the attem
 
 from __future__ import annotations
 
-from git_lanes.domain import attention, lanes, restore, transitions
+from git_lanes.domain import attention, lanes, oplog, restore, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import Refused
 from git_lanes.model import refs
@@ -47,6 +47,7 @@ def reset(ctx: Context, lane: str, onto: str, *, force: bool, reason: str | None
     for proposal in stale:
         transitions.reject(ctx, proposal, f"the lane was reset onto {onto}; this was proposed on {old[:8]}")
     if path is not None and checkout is not None:
+        oplog.files_moved(lane)
         ctx.store.apply_checkout(path, checkout)
         ctx.store.set_workspace_head(path, new)
         attention.forget(ctx, path)

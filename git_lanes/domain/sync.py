@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from git_lanes.domain import lanes, sync_plan, transitions
+from git_lanes.domain import lanes, oplog, sync_plan, transitions
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
 from git_lanes.domain.sync_plan import Plan
@@ -139,6 +139,7 @@ def apply_local(ctx: Context, remote: str, plan: Plan, report: Report) -> None:
                                       "reason": _describe(blocked), "paths": blocked, "behind": trunk_move.new,
                                       "hint": _way_on(blocked, main, "git lanes sync")})
         elif main is not None:
+            oplog.files_moved(ctx.trunk)
             report.workspaces.append({"lane": ctx.trunk, "path": str(main), "status": "updated"})
     store.update_refs([RefUpdate(m.ref, m.new, m.old, f"lanes: {m.how} {m.kind} {m.name} from {remote}")
                        for m in plan.local])
@@ -167,6 +168,7 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
             continue
         blocked = fast_forward_files(ctx.store, worktree.path, ctx.store.tree_of(head))
         if blocked is None:
+            oplog.files_moved(name)
             ctx.store.set_workspace_head(worktree.path, head)
             found.append({"lane": name, "path": str(worktree.path), "status": "updated"})
         elif name in moved:

@@ -5,7 +5,7 @@ Finishing a task wakes the owners of the tasks it makes ready, and may make its 
 
 from __future__ import annotations
 
-from git_lanes.domain import claims, tickets
+from git_lanes.domain import claims, exclusive, tickets
 from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, touch, validate_agent_id
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, resolve_task, save_task, task_ids, task_path,
@@ -150,12 +150,16 @@ def done(tx: Tx, op: Op) -> dict:
     for dependent_id in task["dependents"]:
         dependent = get_task(tx, dependent_id)
         if dependent["status"] in ("claimed", *HELD) and dependent.get("owner") and is_ready(tx, dependent):
-            add_wake(tx, dependent["owner"], op, "task_ready", {"task": dependent_id, "title": dependent["title"]})
+            add_wake(tx, dependent["owner"], op, "task_ready", {"task": dependent_id, "title": dependent["title"],
+                                                                "lane": dependent.get("lane")})
             woken.append({"agent": dependent["owner"], "task": dependent_id})
     ready = [d for d in task["dependents"] if get_task(tx, d)["status"] != "done" and is_ready(tx, get_task(tx, d))]
     ticket = tickets.recheck(tx, op, task["ticket"]) if task["ticket"] else None
+    # A dispatch plan's exclusive claims hold until its last task is done.
+    released = exclusive.release_if_done(tx, task["plan"], lambda t: get_task(tx, t)["status"] == "done") \
+        if task.get("plan") else []
     return {"task": task["id"], "version": task["version"], "now_ready": ready, "woken": woken,
-            "ticket_ready": ticket}
+            "ticket_ready": ticket, **({"exclusive_released": released} if released else {})}
 
 
 def block(tx: Tx, op: Op) -> dict:
@@ -216,6 +220,7 @@ def view(state: Reader, task: dict, now: float) -> dict:
     return {**{k: task.get(k) for k in ("id", "title", "description", "depends", "dependents", "ticket", "files",
                                         "owner", "lane", "version", "created", "created_by", "updated",
                                         "blocked_reason", "done_at", "integrated", "review")},
+            **({"plan": task["plan"], "exclusive": bool(task.get("exclusive"))} if task.get("plan") else {}),
             "status": status, "stored_status": task["status"], "lapsed": status != task["status"],
             "ready": status != "done" and is_ready(state, task)}
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from git_lanes import __version__
 from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError
-from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, publisher, workspaces
+from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, planning, publisher, workspaces
 from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
 
 log = logging.getLogger("git_lanes.mcp")
@@ -176,7 +176,7 @@ def _publishing(title: str, schema: dict[str, Any]) -> type[BaseModel]:
 
 def catalog(face: Binding) -> list[ToolSpec]:
     """Every tool this server can offer, in every tool set."""
-    return coordination.tools(face) + workspaces.tools(face) + publisher.tools(face)
+    return coordination.tools(face) + workspaces.tools(face) + publisher.tools(face) + planning.tools(face)
 
 
 def build(face: Binding, toolsets: Iterable[str]) -> MCPServer:

@@ -61,6 +61,9 @@ class Task(Record):
                                              doc="where `task done` integrated its lane (into, transition, state)")
     review: dict[str, Any] | None = meta(omit="none", default=None,
                                          doc="why integration sent it back (into, reason, paths, gates, lane_head)")
+    plan: LedgerId | None = meta(omit="none", default=None, doc="the dispatch plan that made this task")
+    exclusive: bool | None = meta(omit="none", default=None,
+                                  doc="its files are claimed exclusively (a dispatch plan's task)")
 
 
 @dataclass(frozen=True)
@@ -250,6 +253,7 @@ class Wake(Record):
     by: Actor
     task: LedgerId | None = meta(omit="none", default=None)
     title: str | None = meta(omit="none", default=None)
+    lane: LaneName | None = meta(omit="none", default=None, doc="task_ready: the lane the task is worked in")
     agent: AgentId | None = meta(omit="none", default=None)
     overlaps: tuple[Overlap, ...] | None = meta(omit="none", default=None)
     original: dict[str, Any] | None = meta(omit="none", default=None)

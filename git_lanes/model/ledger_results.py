@@ -108,6 +108,10 @@ class TaskDone(Record):
     now_ready: tuple[LedgerId, ...]
     woken: tuple[Woken, ...]
     ticket_ready: LedgerId | None
+    exclusive_released: tuple[LedgerId, ...] = meta(
+        omit="empty", default=(), doc="tasks whose exclusive claims ended: their dispatch plan is all done")
+    lanes_created: tuple[dict[str, Any], ...] = meta(
+        omit="empty", default=(), doc="the lanes of the plan's tasks this made ready, created from its head")
     op: LedgerId | None = _op()
     integrated: dict[str, Any] | None = meta(omit="none", default=None,
                                              doc="where its lane was integrated first (task done without "

@@ -14,6 +14,10 @@ RUNS = "refs/lanes/runs/"
 META = "refs/lanes/meta/"
 TRUNK_META = META + "trunk"
 NOTES = "refs/notes/lanes"
+# This repository's operation log (local, never synced): one commit per lanes operation that moved refs.
+OPLOG = "refs/lanes/oplog"
+# What an undo replaced, kept reachable (local, like every backup): refs/lanes/backups/undo/<operation id>.
+UNDO_BACKUPS = BACKUPS + "undo/"
 REMOTE_PREFIX = "refs/lanes-remote/"
 # git-lanes' own folder in the main worktree (excluded there); no state may track anything under it
 LANES_DIR = ".lanes"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,11 @@ from git_lanes.store.workspace import WorkspaceOps, Worktree
 
 FALLBACK_NAME = "git-lanes"
 FALLBACK_EMAIL = "git-lanes@localhost"
+
+# Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
+# each lanes operation's moves through here, so no call site has to remember to report its own.
+Observer = Callable[[list["RefUpdate"]], None]
+_OBSERVERS: ContextVar[tuple[tuple[Path, Observer], ...]] = ContextVar("lanes_ref_observers", default=())
 
 
 @dataclass(frozen=True)
@@ -133,10 +139,25 @@ class Store(WorkspaceOps):
                     found[name] = oid
         return found
 
+    @contextmanager
+    def observing(self, observer: Observer) -> Iterator[None]:
+        """Call `observer` with the updates of every `update_refs` this thread makes here, once applied."""
+        token = _OBSERVERS.set((*_OBSERVERS.get(), (self.common_dir, observer)))
+        try:
+            yield
+        finally:
+            _OBSERVERS.reset(token)
+
     def update_refs(self, updates: list[RefUpdate]) -> None:
         """Apply every update, or none if any ref is not at its expected old value."""
         if not updates:
             return
+        self._update_refs(updates)
+        for where, observer in _OBSERVERS.get():
+            if where == self.common_dir:
+                observer(updates)
+
+    def _update_refs(self, updates: list[RefUpdate]) -> None:
         owned_locks = [self.common_dir / f"{u.name}.lock" for u in updates if stale.owned_ref(u.name)]
         try:
             stale.retrying(lambda: self._apply_ref_updates(updates), owned_locks, pygit2.GitError,
@@ -329,6 +350,12 @@ class Store(WorkspaceOps):
         if head is None:
             return
         yield from _walk_notes(self.repo, self.repo[self.tree_of(head)], "")
+
+    def note_blob(self, notes_ref: str, target: str) -> str | None:
+        """The blob holding `target`'s note (None when it has none): what the operation log keeps."""
+        head = self.read_ref(notes_ref)
+        path = _note_path(self.repo, self.tree_of(head), target) if head else None
+        return str(self.repo[self.tree_of(head)][path].id) if path else None
 
     def write_notes(self, notes_ref: str, notes: dict[str, str | None], message: str) -> RefUpdate:
         """Write a notes commit with `notes` set (None removes a note), returning the ref move for the caller

@@ -1,0 +1,194 @@
+"""The operation log and undo through the API. `op_log` shows the recorded lanes operations together with the
+ledger's undoable ops that no recorded operation covers (a claim, a post, a task change made on its own);
+`undo` reverses one of them."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from git_lanes.errors import Conflict, NotFound, Refused, UserError
+
+if TYPE_CHECKING:  # the domain loads inside the methods that use it: every command imports this module
+    from git_lanes import ledger
+    from git_lanes.domain import oplog
+    from git_lanes.domain.context import Context
+    from git_lanes.model.oplog import OpEntry
+
+# How far back `op log` and `undo OP` look, in each of the two logs.
+WINDOW = 500
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def first_line(text: object) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def recorded(describe: Callable[[dict[str, Any]], str]) -> Callable[[F], F]:
+    """Make an API method one entry of the operation log, described by `describe(its arguments)`; its actor
+    is the `agent_id` or `actor` argument when given, else git's configured identity."""
+    def decorate(method: F) -> F:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            import inspect
+
+            from git_lanes.domain import oplog
+
+            bound = inspect.signature(method).bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            arguments = bound.arguments
+            actor = arguments.get("agent_id") or arguments.get("actor")
+            with oplog.operation(self.ctx, describe(arguments)[:200], actor if isinstance(actor, str) else None):
+                return method(self, *args, **kwargs)
+        return wrapper  # type: ignore[return-value]
+    return decorate
+
+
+class OplogApi:
+    """Mixed into `Lanes`, next to CoreApi (`ctx`, `_writing`)."""
+
+    ctx: Context
+    _writing: Callable[[], AbstractContextManager[Context]]
+
+    @contextmanager
+    def _operation(self, description: str, actor: str | None = None) -> Iterator[oplog.Recorder]:
+        """Record everything the body moves as one entry of the operation log."""
+        from git_lanes.domain import oplog
+
+        with oplog.operation(self.ctx, description[:200], actor) as recorder:
+            yield recorder
+
+    def op_log(self, limit: int = 20) -> list[dict]:
+        """Operations, newest first: recorded ones (kind "lanes") and undoable ledger ops (kind "ledger")."""
+        from git_lanes import ledger
+        from git_lanes.domain import ledger_undo, oplog
+
+        if limit < 1:
+            raise UserError("give a positive number of operations", code="invalid_limit")
+        entries = list(oplog.entries(self.ctx, min(limit, WINDOW)))
+        covered = {step.id for e in entries for step in e.ledger}
+        rows = [self._entry_row(e, entries[:index]) for index, e in enumerate(entries)]
+        for commit, op in ledger_undo.ledger_ops(self.ctx.store, ledger.head(self.ctx.store), min(limit * 5, WINDOW)):
+            if op.type in ledger_undo.UNDOABLE and op.id not in covered:
+                rows.append(self._ledger_row(commit, op, entries))
+        rows.sort(key=lambda r: (r["time"], r["kind"] == "lanes"), reverse=True)
+        return rows[:limit]
+
+    def _entry_row(self, entry: OpEntry, later: list[OpEntry]) -> dict:
+        from git_lanes.domain import undo
+
+        undone_by = getattr(undo.active_undo(entry.id, later), "id", None)
+        return {"id": entry.id, "kind": "lanes", "time": entry.time, "actor": entry.actor,
+                "description": entry.description, "undoes": entry.undoes, "undone_by": undone_by,
+                "refs": len(entry.moves), "notes": len(entry.notes), "ledger": [s.id for s in entry.ledger],
+                "backup": entry.backup}
+
+    @staticmethod
+    def _ledger_row(commit: str, op: ledger.Op, entries: list[OpEntry]) -> dict:
+        from git_lanes.domain import ledger_undo, undo
+        from git_lanes.domain.coordination import FOLD
+
+        summary = FOLD.summary(op, op.result or {})
+        undone_by = getattr(undo.active_undo(op.id, entries), "id", None)
+        return {"id": op.id, "kind": "ledger", "time": op.time, "actor": op.actor, "description": summary,
+                "type": op.type, "commit": commit, "undoes": (op.args or {}).get("undoes") if op.type ==
+                ledger_undo.TYPE else None, "undone_by": undone_by}
+
+    def op_show(self, op: str) -> dict:
+        """One operation: an entry of the log with every ref, note and ledger op it moved, or a ledger op."""
+        kind, found, _ = self._find_operation(op)
+        if kind == "lanes":
+            return {"kind": "lanes", **found.to_dict(), "commit": found.commit}
+        commit, record = found
+        return {"kind": "ledger", "commit": commit, **record.to_dict()}
+
+    def _find_operation(self, prefix: str) -> tuple[str, Any, list[OpEntry]]:
+        from git_lanes import ledger
+        from git_lanes.domain import ledger_undo, oplog
+        from git_lanes.model.names import resolve_prefix
+
+        given = prefix.strip().lower()
+        if not given or given.strip("0123456789abcdef"):
+            raise NotFound(f"no operation matches {prefix!r}", code="unknown_operation",
+                           hint="see `git lanes op log`")
+        entries = list(oplog.entries(self.ctx, WINDOW))
+        ops = ledger_undo.ledger_ops(self.ctx.store, ledger.head(self.ctx.store), WINDOW)
+        candidates = {e.id: ("lanes", e) for e in entries}
+        for commit, record in ops:
+            candidates.setdefault(record.id, ("ledger", (commit, record)))
+        chosen = resolve_prefix(given, candidates, "operation", "see `git lanes op log`", "unknown_operation")
+        kind, found = candidates[chosen]
+        return kind, found, entries
+
+    def undo(self, op: str | None = None, *, actor: str | None = None, dry_run: bool = False) -> dict:
+        """Undo operation `op` (default: the newest in `op log`). Refs move back by compare-and-swap after
+        checking nothing depends on them since (else Conflict, exit 3, naming what does); what the undo
+        replaces is kept under refs/lanes/backups/undo/; ledger ops are reversed by inverse ops. The undo is
+        itself an operation, so undoing it redoes."""
+        from git_lanes.domain import undo
+
+        if op is None:
+            newest = self.op_log(1)
+            if not newest:
+                raise NotFound("nothing to undo: the operation log is empty", code="unknown_operation")
+            op = newest[0]["id"]
+        kind, found, entries = self._find_operation(op)
+        who = actor or self.ctx.store.signature().name
+        if kind == "ledger":
+            return self._undo_ledger_op(found, entries, who, dry_run)
+        later = entries[:entries.index(found)]
+        with self._operation(f"undo {found.id[:8]}: {found.description}"[:200], who) as recorder:
+            with self._writing() as ctx:
+                plan = undo.check(ctx, found, later, who)
+                if plan.blockers:
+                    raise undo.blocked(ctx, plan)
+                if dry_run:
+                    return {"undone": found.id, "description": found.description, "dry_run": True,
+                            "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in found.moves],
+                            "notes": len(found.notes), "ledger": plan.ledger_ops}
+                result = undo.perform(ctx, plan, recorder)
+        return result | {"op": self._newest_id()}
+
+    def _undo_ledger_op(self, found: tuple[str, ledger.Op], entries: list[OpEntry], actor: str,
+                        dry_run: bool) -> dict:
+        from git_lanes import ledger
+        from git_lanes.domain import ledger_undo, undo
+        from git_lanes.domain.coordination import FOLD
+        from git_lanes.model.oplog import OpEntry
+        from git_lanes.model.refs import LEDGER
+        from git_lanes.store import RefUpdate
+
+        commit, original = found
+        redone = undo.active_undo(original.id, entries)
+        if redone is not None:
+            raise Refused(f"ledger op {original.id[:8]} is already undone (by {redone.id[:8]})",
+                               code="already_undone", hint=f"`git lanes undo {redone.id[:8]}` redoes it")
+        description = f"undo {original.id[:8]}: {FOLD.summary(original, original.result or {})}"[:200]
+        with self._operation(description, actor) as recorder:
+            recorder.undoes = original.id
+            with self._writing() as ctx:
+                head = ledger.head(ctx.store)
+                inverse = ledger_undo.inverse(ctx.store, commit, actor, ctx.now())
+                plan = undo.Plan(OpEntry(original.id, original.time, original.actor, description),
+                                 blockers=ledger_undo.blockers(ctx.store, head, inverse, commit))
+                if plan.blockers:
+                    raise undo.blocked(ctx, plan)
+                new_head, result = ledger.apply_op(ctx.store, head, inverse, FOLD)
+                if new_head is None:
+                    raise Conflict(result.get("message") or "the undo no longer holds",
+                                        code=result.get("error") or "conflict", hint=result.get("hint"))
+                if dry_run:
+                    return {"undone": original.id, "description": description, "dry_run": True,
+                            "ledger": [inverse.id], "records": result.get("records", [])}
+                ctx.store.update_refs([RefUpdate(LEDGER, new_head, head, f"lanes ledger: {ledger_undo.TYPE} "
+                                                                         f"{inverse.id}")])
+        return {"undone": original.id, "description": description, "ledger": [inverse.id],
+                "records": result.get("records", []), "op": self._newest_id()}
+
+    def _newest_id(self) -> str | None:
+        from git_lanes.domain import oplog
+
+        return next((e.id for e in oplog.entries(self.ctx, 1)), None)

@@ -1,0 +1,63 @@
+"""Exclusive claims in the ledger: `exclusive/<task>.json`, one per task a dispatch plan made, holding the
+globs it owns and its lane. They hold until every task of their plan is done; the rule they enforce is
+git_lanes/domain/ownership.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from git_lanes import ledger
+from git_lanes.domain.agents import Reader
+from git_lanes.domain.context import Context
+from git_lanes.domain.ownership import Exclusive, Violation, foreign, message
+from git_lanes.errors import Conflict
+from git_lanes.ledger import Tx
+
+DIRECTORY = "exclusive"
+
+
+def exclusive_path(task: str) -> str:
+    return f"{DIRECTORY}/{task}.json"
+
+
+def held(state: Reader) -> list[Exclusive]:
+    found = []
+    for name in state.names(DIRECTORY):
+        record = state.get(f"{DIRECTORY}/{name}") or {}
+        if not record.get("task"):
+            continue
+        task = state.get(f"tasks/{record['task'][:2]}/{record['task']}.json") or {}
+        found.append(Exclusive(record["task"], record.get("title") or "", record.get("lane") or "",
+                               tuple(record.get("globs") or ()), record.get("plan"), task.get("owner")))
+    return found
+
+
+def enforce(ctx: Context, lane: str, paths: Iterable[str], doing: str,
+            exempt: Callable[[str, Exclusive], bool] | None = None) -> None:
+    """Refuse (exit 3, naming the path and its owner) a change from `lane` to a path another task owns."""
+    claims = held(ledger.state_at(ctx.store, ledger.head(ctx.store)))
+    if not claims:
+        return
+    violations = foreign(claims, lane, paths, exempt)
+    if violations:
+        raise refusal(violations, doing)
+
+
+def refusal(violations: list[Violation], doing: str) -> Conflict:
+    owner = violations[0].claim
+    return Conflict(message(violations, doing), code="exclusive_claim",
+                    details={"violations": [v.to_dict() for v in violations[:50]]},
+                    hint=f"leave it to {owner.owner or 'the owner of task ' + owner.task[:8]} (ask on the board: "
+                         f"`git lanes board post ... --to {owner.owner or 'AGENT'}`); `git restore -SW --source=HEAD -- "
+                         f"{violations[0].path}` in your workspace drops your change")
+
+
+def release_if_done(tx: Tx, plan: str, done: Callable[[str], bool]) -> list[str]:
+    """Once every task of `plan` is done, its exclusive claims end. Returns the tasks whose claims ended."""
+    records = [tx.get(f"{DIRECTORY}/{name}") or {} for name in tx.names(DIRECTORY)]
+    mine = [r["task"] for r in records if r.get("plan") == plan and r.get("task")]
+    if not mine or not all(done(task) for task in mine):
+        return []
+    for task in mine:
+        tx.delete(exclusive_path(task))
+    return mine

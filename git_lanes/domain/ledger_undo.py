@@ -1,0 +1,136 @@
+"""Undoing a ledger op by its inverse op (`op.undo`), never by rewriting the append-only log.
+
+The inverse is computed from the op's own commit: every record it changed goes back to what it was before,
+provided it still holds exactly what the op left (else something depends on it since: refused, naming the
+record). Records the op created on the board are not deleted but marked `retracted` (a post keeps its place
+in the board's order). Bookkeeping an op does on the side (leases, wake queues, read cursors, dirty sets) is
+left alone. An `op.undo` is itself undone the same way, which redoes the original."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from git_lanes.domain import ports
+from git_lanes.errors import Conflict, Refused, UserError
+from git_lanes.ledger import Op, Tx, make_op, read_op, state_at
+from git_lanes.store import Store
+
+TYPE = "op.undo"
+# What an undo can act on; the rest (heartbeats, reads, wake-takes, registrations) is bookkeeping.
+UNDOABLE = frozenset({"claim.add", "claim.release", "board.post", "board.resolve", "board.answer", "task.create",
+                      "task.dep_add", "task.claim", "task.done", "task.block", "task.resume", "ticket.open",
+                      "ticket.link", "plan.dispatch", "ports.reserve", "ports.release", TYPE})
+BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/")
+
+
+def describe(path: str) -> str:
+    """A record's path as a person names it."""
+    name = path.rsplit("/", 1)[-1].removesuffix(".json")
+    if path.startswith("tasks/"):
+        return f"task {name[:8]}"
+    if path.startswith("board/"):
+        return f"post #{int(name)}" if name.isdigit() else path
+    if path.startswith("claims/"):
+        return f"{name}'s file claims"
+    if path.startswith("tickets/"):
+        return f"ticket {name[:8]}"
+    if path.startswith("ports/"):
+        return f"the ports of lane {name.replace('%2F', '/').replace('%25', '%')}"
+    if path.startswith("plans/"):
+        return f"plan {name[:8]}"
+    return path
+
+
+def inverse(store: Store, commit: str, actor: str, time: float) -> Op:
+    """The `op.undo` that reverses the op at ledger commit `commit`."""
+    original = read_op(store, commit)
+    if original.type not in UNDOABLE:
+        raise Refused(f"ledger op {original.id[:8]} ({original.type}) cannot be undone", code="not_undoable",
+                      hint="only operations that change lanes, tasks, tickets, claims, posts or ports can")
+    parents = store.commit_info(commit).parents
+    before, after = state_at(store, parents[0] if parents else None), state_at(store, commit)
+    changes = []
+    for change in store.diff_trees(before.tree, after.tree):
+        path = change.path
+        if path.startswith(BOOKKEEPING):
+            continue
+        old, new = before.get(path), after.get(path)
+        if old is None and new is not None and path.startswith("board/") and path.split("/")[-1][:-5].isdigit():
+            restore: dict | None = {**new, "retracted": {"by": actor, "time": time, "undoes": original.id}}
+        else:
+            restore = old
+        changes.append({"path": path, "expect": new, "restore": restore})
+    return make_op(TYPE, actor, {"undoes": original.id, "type": original.type, "changes": changes}, time)
+
+
+def blockers(store: Store, head: str | None, op: Op, stop: str) -> list[dict]:
+    """Each record `op` expects that no longer holds it, with the ledger op that changed it since (found by
+    walking back from `head` to the undone op's commit `stop`)."""
+    state = state_at(store, head)
+    found = []
+    for change in op.args["changes"]:
+        if _same(state.get(change["path"]), change["expect"]):
+            continue
+        by = _changed_by(store, head, stop, change["path"])
+        found.append({"record": describe(change["path"]), "path": change["path"],
+                      "by": by.id if by else None, "by_type": by.type if by else None,
+                      "by_actor": by.actor if by else None})
+    return found
+
+
+def _changed_by(store: Store, head: str | None, stop: str, path: str) -> Op | None:
+    commit = head
+    while commit is not None and commit != stop:
+        info = store.commit_info(commit)
+        parent = info.parents[0] if info.parents else None
+        before = store.entry_at(store.tree_of(parent), path) if parent else None
+        if store.entry_at(info.tree, path) != before:
+            return read_op(store, commit)
+        commit = parent
+    return None
+
+
+def apply(tx: Tx, op: Op) -> dict[str, Any]:
+    """The fold of `op.undo`: refuse unless every record still holds what the undone op left."""
+    changes = op.args.get("changes")
+    undoes = op.args.get("undoes")
+    if not isinstance(changes, list) or not isinstance(undoes, str):
+        raise UserError("an undo names the op it undoes and its changes", code="invalid_undo")
+    for change in changes:
+        if not _same(tx.get(change["path"]), change["expect"]):
+            raise Conflict(f"{describe(change['path'])} changed since op {undoes[:8]}; undoing it would overwrite "
+                           "that", code="changed_since", details={"path": change["path"]},
+                           hint="undo the later operations first (`git lanes op log` lists them)")
+    for change in changes:
+        path, restore = change["path"], change["restore"]
+        if restore is None:
+            tx.delete(path)
+            continue
+        if path.startswith(ports.DIRECTORY + "/"):
+            _check_ports_free(tx, restore)
+        tx.put(path, restore)
+    return {"undoes": undoes, "type": op.args.get("type"), "records": [describe(c["path"]) for c in changes]}
+
+
+def _check_ports_free(tx: Tx, record: dict) -> None:
+    mine = set(record.get("ports") or ())
+    for lane, held in ports.held(tx).items():
+        if lane != record.get("lane") and mine & set(held):
+            raise Conflict(f"port(s) {', '.join(map(str, sorted(mine & set(held))))} went to lane {lane} since",
+                           code="changed_since", hint="delete that lane first, or leave this undone")
+
+
+def _same(current: dict | None, expected: dict | None) -> bool:
+    return json.dumps(current, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def ledger_ops(store: Store, head: str | None, limit: int) -> list[tuple[str, Op]]:
+    """(commit, op) for the newest `limit` ledger ops, newest first."""
+    found = []
+    commit = head
+    while commit is not None and len(found) < limit:
+        found.append((commit, read_op(store, commit)))
+        parents = store.commit_info(commit).parents
+        commit = parents[0] if parents else None
+    return found

@@ -1,0 +1,185 @@
+"""The operation log (`refs/lanes/oplog`, git_lanes/model/oplog.py): every lanes operation that moves refs is
+recorded as it ends, the jj way: which refs it moved old -> new, which transition notes it changed, which
+ledger ops it appended, under a one-line description.
+
+Nothing has to remember to report: an operation observes the store's single compare-and-swap primitive
+(`Store.update_refs`) for as long as it runs, in this thread only. Operations nest: the outermost one records
+(a `commit --auto-accept` that proposes, runs gates and accepts across two lock sections is one entry)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from git_lanes import ledger
+from git_lanes.domain import lanes
+from git_lanes.domain.context import Context
+from git_lanes.model import refs
+from git_lanes.model.oplog import LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
+from git_lanes.store import RefUpdate
+
+TRACKED = (refs.LANE_HEADS, refs.PROPOSALS, refs.REJECTED, refs.DELETED, refs.BACKUPS)
+_ACTIVE: ContextVar[Recorder | None] = ContextVar("lanes_operation", default=None)
+
+
+def tracked(ref: str, trunk: str) -> bool:
+    """Refs an undo moves back. The ledger and notes are shared logs, undone by inverse records instead;
+    run logs, the meta refs and remote-tracking copies are not lanes operations' to undo."""
+    return ref == refs.lane_ref(trunk, trunk) or ref.startswith(TRACKED)
+
+
+def lane_of(ref: str, trunk: str) -> str | None:
+    if ref == refs.lane_ref(trunk, trunk):
+        return trunk
+    return ref[len(refs.LANE_HEADS):] if ref.startswith(refs.LANE_HEADS) else None
+
+
+class Recorder:
+    """What one operation moved, as it happens."""
+
+    def __init__(self, ctx: Context, description: str | None, actor: str | None) -> None:
+        self.ctx = ctx
+        self.description = description
+        self.actor = actor
+        self.first_message: str | None = None
+        self.old: dict[str, str | None] = {}
+        self.new: dict[str, str | None] = {}
+        self.notes_old: dict[str, str | None] = {}
+        self.notes_new: dict[str, str | None] = {}
+        self.ledger: list[LedgerStep] = []
+        self.files: set[str] = set()
+        self.workspaces: list[WorkspaceChange] = []
+        self.undoes: str | None = None
+        self.backup: str | None = None
+
+    def observe(self, updates: list[RefUpdate]) -> None:
+        for update in updates:
+            if update.name == refs.NOTES:
+                self._notes(update)
+            elif update.name == refs.LEDGER:
+                self._ledger(update)
+            elif tracked(update.name, self.ctx.trunk):
+                self.old.setdefault(update.name, update.old)
+                self.new[update.name] = update.new
+            else:
+                continue
+            self.first_message = self.first_message or update.message
+
+    def _notes(self, update: RefUpdate) -> None:
+        store = self.ctx.store
+        before = store.tree_of(update.old) if update.old else None
+        after = store.tree_of(update.new) if update.new else None
+        for change in store.diff_trees(before, after):
+            target = change.path.replace("/", "")
+            if len(target) != 40:
+                continue
+            self.notes_old.setdefault(target, change.old.oid if change.old else None)
+            self.notes_new[target] = change.new.oid if change.new else None
+
+    def _ledger(self, update: RefUpdate) -> None:
+        commit, steps = update.new, []
+        while commit is not None and commit != update.old:
+            op = ledger.read_op(self.ctx.store, commit)
+            steps.append(LedgerStep(op.id, op.type, commit))
+            parents = self.ctx.store.commit_info(commit).parents
+            commit = parents[0] if parents else None
+        self.ledger += reversed(steps)
+
+    def entry(self) -> OpEntry | None:
+        moves = tuple(self._move(ref) for ref in self.new if self.old[ref] != self.new[ref])
+        notes = tuple(NoteChange(target, self.notes_old[target], new) for target, new in self.notes_new.items()
+                      if self.notes_old[target] != new)
+        recorded = OpEntry(secrets.token_hex(8), self.ctx.now(), self.actor or self.ctx.store.signature().name,
+                           self.description or _describe(self.first_message), moves, notes, tuple(self.ledger),
+                           tuple(self.workspaces), self.undoes, self.backup)
+        return None if recorded.empty else recorded
+
+    def _move(self, ref: str) -> RefMove:
+        old, new = self.old[ref], self.new[ref]
+        lane = lane_of(ref, self.ctx.trunk)
+        introduced = lane is not None and new is not None and not any(
+            self.ctx.store.is_ancestor(new, head) for other, head in _lane_heads(self.ctx).items() if other != ref)
+        return RefMove(ref, old, new, introduced, lane in self.files)
+
+
+def _lane_heads(ctx: Context) -> dict[str, str]:
+    found = {}
+    for name in lanes.lane_names(ctx):
+        head = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk))
+        if head is not None:
+            found[refs.lane_ref(name, ctx.trunk)] = head
+    return found
+
+
+def _describe(message: str | None) -> str:
+    text = (message or "lanes operation").strip().splitlines()[0]
+    return text[len("lanes: "):] if text.startswith("lanes: ") else text
+
+
+@contextmanager
+def operation(ctx: Context, description: str | None = None, actor: str | None = None, *,
+              locked: bool = False) -> Iterator[Recorder]:
+    """Record everything the body moves as one entry (or join the operation already running). `locked`:
+    the caller holds the writers' lock, so the entry is appended without taking it again."""
+    active = _ACTIVE.get()
+    if active is not None:
+        yield active
+        return
+    recorder = Recorder(ctx, description, actor)
+    token = _ACTIVE.set(recorder)
+    failed = False
+    try:
+        with ctx.store.observing(recorder.observe):
+            yield recorder
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        _ACTIVE.reset(token)
+        try:
+            entry = recorder.entry()
+            if entry is not None:
+                if locked:
+                    append(ctx, entry)
+                else:
+                    with ctx.store.locked():
+                        append(ctx, entry)
+        except Exception:
+            if not failed:  # the operation's own error matters more than its record
+                raise
+
+
+def files_moved(lane: str) -> None:
+    """Tell the running operation it moved the files of `lane`'s workspace along with the lane."""
+    active = _ACTIVE.get()
+    if active is not None:
+        active.files.add(lane)
+
+
+def workspace_changed(lane: str, before: str, after: str) -> None:
+    """Tell the running operation it changed `lane`'s workspace files from tree `before` to `after`."""
+    active = _ACTIVE.get()
+    if active is not None and before != after:
+        active.workspaces.append(WorkspaceChange(lane, before, after))
+
+
+def append(ctx: Context, entry: OpEntry) -> str:
+    """Add `entry` on top of the log (call with the writers' lock held); returns its commit."""
+    store = ctx.store
+    head = store.read_ref(refs.OPLOG)
+    commit = store.write_commit(store.empty_tree(), [head] if head else [], entry.message())
+    store.update_refs([RefUpdate(refs.OPLOG, commit, head, f"lanes oplog: {entry.description}"[:200])])
+    return commit
+
+
+def entries(ctx: Context, limit: int | None = None) -> Iterator[OpEntry]:
+    """The log, newest first."""
+    commit = ctx.store.read_ref(refs.OPLOG)
+    count = 0
+    while commit is not None and (limit is None or count < limit):
+        info = ctx.store.commit_info(commit)
+        yield OpEntry.from_message(info.message, commit)
+        count += 1
+        commit = info.parents[0] if info.parents else None

@@ -1,0 +1,241 @@
+"""Undoing one recorded operation (git_lanes/model/oplog.py): every ref it moved goes back by compare-and-swap,
+every transition note it changed gets its old text back, every ledger op it appended is reversed by its
+inverse op, and workspaces follow, all decided before anything moves.
+
+Refused (a Conflict, exit 3, naming what) when something depends on the operation since: a ref it moved has
+moved again, a note it wrote was rewritten, a ledger record it changed changed again, another lane or a
+proposal was built on a state it introduced, a workspace it changed was edited. What the undo replaces is
+kept under refs/lanes/backups/undo/<id>, and the undo is itself an operation in the log, so undoing it redoes.
+Unsaved edits in a workspace are never overwritten: files are moved path by path, and an edited one is left
+as typed and reported as needing attention (as a promotion does)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from git_lanes import ledger
+from git_lanes.domain import attention, ledger_undo, lanes, oplog, restore
+from git_lanes.domain.context import Context
+from git_lanes.domain.coordination import FOLD
+from git_lanes.errors import Conflict, Refused
+from git_lanes.model import refs
+from git_lanes.model.oplog import OpEntry, RefMove
+from git_lanes.store import RefUpdate
+
+
+@dataclass
+class Plan:
+    entry: OpEntry
+    ledger_head: str | None = None
+    ledger_base: str | None = None
+    ledger_ops: list[str] = field(default_factory=list)
+    blockers: list[dict] = field(default_factory=list)
+
+
+def short(oid: str | None) -> str:
+    return oid[:8] if oid else "nothing"
+
+
+def describe_ref(ref: str, trunk: str) -> str:
+    lane = oplog.lane_of(ref, trunk)
+    if lane is not None:
+        return f"lane {lane}"
+    if ref.startswith(refs.PROPOSALS):
+        return f"proposal {ref[len(refs.PROPOSALS):][:8]}"
+    return ref
+
+
+def check(ctx: Context, entry: OpEntry, later: list[OpEntry], actor: str) -> Plan:
+    """Everything that stops undoing `entry` (`later`: the entries after it, newest first). Reads only,
+    except the inverse ledger commits it prepares (objects no ref points to until the undo moves)."""
+    undone_by = active_undo(entry.id, later)
+    if undone_by is not None:
+        raise Refused(f"operation {entry.id[:8]} is already undone (by {undone_by.id[:8]})", code="already_undone",
+                      hint=f"`git lanes undo {undone_by.id[:8]}` redoes it")
+    plan = Plan(entry)
+    store = ctx.store
+    moved = {m.ref for m in entry.moves}
+    for move in entry.moves:
+        current = store.read_ref(move.ref)
+        if current != move.new:
+            plan.blockers.append({"ref": move.ref, "expected": move.new, "found": current,
+                                  **_moved_by(later, move.ref, current)})
+        if move.old is not None and store.object_kind(move.old) != "commit":
+            plan.blockers.append({"ref": move.ref, "expected": move.old, "found": None,
+                                  "reason": f"{short(move.old)} is gone from the repository (pruned)"})
+    for note in entry.notes:
+        if store.note_blob(refs.NOTES, note.object) != note.new:
+            by = next((e for e in later if any(n.object == note.object for n in e.notes)), None)
+            plan.blockers.append({"note": note.object, "by": by.id if by else None,
+                                  "by_description": by.description if by else None})
+    for move in entry.moves:
+        _dependents(ctx, move, moved, plan)
+    for change in entry.workspaces:
+        path = lanes.workspace_path(ctx, change.lane)
+        if path is None or not store.files_match(path, change.after):
+            plan.blockers.append({"workspace": change.lane, "reason": "its files changed since"})
+    for move in _lane_moves(ctx, entry):
+        path = lanes.workspace_path(ctx, oplog.lane_of(move.ref, ctx.trunk) or "")
+        if move.old is None and path is not None and restore.has_unsaved(ctx, oplog.lane_of(move.ref, ctx.trunk)
+                                                                          or "", path):
+            plan.blockers.append({"workspace": oplog.lane_of(move.ref, ctx.trunk),
+                                  "reason": "it has unsnapshotted edits, and undoing would remove it"})
+    _prepare_ledger(ctx, entry, actor, plan)
+    return plan
+
+
+def active_undo(target: str, later: list[OpEntry]) -> OpEntry | None:
+    """The entry among `later` (newest first) that undid operation `target` and was not itself undone."""
+    for index, entry in enumerate(later):
+        if entry.undoes == target and active_undo(entry.id, later[:index]) is None:
+            return entry
+    return None
+
+
+def _moved_by(later: list[OpEntry], ref: str, current: str | None) -> dict:
+    by = next((e for e in later if any(m.ref == ref and m.new == current for m in e.moves)), None)
+    return {"by": by.id if by else None, "by_description": by.description if by else "outside git-lanes"}
+
+
+def _dependents(ctx: Context, move: RefMove, moved: set[str], plan: Plan) -> None:
+    """A state the operation introduced that undoing would take off its lane, which something else was built
+    on since (another lane, a proposal): taking it away would strand that work."""
+    if not move.introduced or move.new is None or (move.old is not None and ctx.store.is_ancestor(move.new,
+                                                                                                  move.old)):
+        return
+    candidates = {refs.lane_ref(name, ctx.trunk) for name in lanes.lane_names(ctx)} | \
+        set(ctx.store.list_refs(refs.PROPOSALS))
+    for ref in sorted(candidates - moved):
+        head = ctx.store.read_ref(ref)
+        if head is not None and ctx.store.is_ancestor(move.new, head):
+            plan.blockers.append({"ref": ref, "built_on": move.new,
+                                  "reason": f"{describe_ref(ref, ctx.trunk)} was built on {short(move.new)} since"})
+
+
+def _prepare_ledger(ctx: Context, entry: OpEntry, actor: str, plan: Plan) -> None:
+    store = ctx.store
+    head = ledger.head(store)
+    plan.ledger_base = head
+    for step in reversed(entry.ledger):
+        if step.type not in ledger_undo.UNDOABLE:
+            continue
+        op = ledger_undo.inverse(store, step.commit, actor, ctx.now())
+        found = ledger_undo.blockers(store, head, op, step.commit)
+        if found:
+            plan.blockers += found
+            continue
+        new_head, result = ledger.apply_op(store, head, op, FOLD)
+        if new_head is None:
+            plan.blockers.append({"ledger": step.id, "reason": result.get("message")})
+            continue
+        head = new_head
+        plan.ledger_ops.append(op.id)
+    plan.ledger_head = head
+
+
+def blocked(ctx: Context, plan: Plan) -> Conflict:
+    lines = []
+    for b in plan.blockers:
+        if "ref" in b and "expected" in b and "reason" not in b:
+            by = f"by {b['by'][:8]} ({b['by_description']})" if b.get("by") else b.get("by_description", "")
+            lines.append(f"  {describe_ref(b['ref'], ctx.trunk)} ({b['ref']}) moved to {short(b['found'])} since, "
+                         f"{by}")
+        elif "note" in b:
+            by = f" by {b['by'][:8]} ({b['by_description']})" if b.get("by") else ""
+            lines.append(f"  the transition record of {short(b['note'])} changed since{by}")
+        elif "record" in b:
+            by = f" by ledger op {b['by'][:8]} ({b['by_type']}, {b['by_actor']})" if b.get("by") else ""
+            lines.append(f"  {b['record']} changed since{by}")
+        else:
+            lines.append(f"  {b.get('workspace') or b.get('ref') or b.get('ledger')}: {b['reason']}")
+    return Conflict(f"cannot undo {plan.entry.id[:8]} ({plan.entry.description}): later work depends on it\n"
+                    + "\n".join(lines), code="undo_blocked", details={"blockers": plan.blockers},
+                    hint="undo the later operations first (newest first; `git lanes op log` lists them)")
+
+
+def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
+    """Carry out a checked plan (with the writers' lock held, inside the undo's own recorded operation)."""
+    entry, store = plan.entry, ctx.store
+    recorder.undoes = entry.id
+    updates = []
+    kept = list(dict.fromkeys(m.new for m in entry.moves if m.new is not None))
+    if kept:
+        commit = store.write_commit(store.empty_tree(), kept, f"Kept by undo of {entry.id}: {entry.description}\n")
+        recorder.backup = f"{refs.UNDO_BACKUPS}{secrets.token_hex(8)}"
+        updates.append(RefUpdate(recorder.backup, commit, None, f"lanes: keep what undo of {entry.id[:8]} replaces"))
+    if entry.notes:
+        texts = {n.object: store.read_blob(n.old).decode() if n.old else None for n in entry.notes}
+        updates.append(store.write_notes(refs.NOTES, texts, f"lanes: undo {entry.id[:8]}"))
+    if plan.ledger_ops:
+        updates.append(RefUpdate(refs.LEDGER, plan.ledger_head, plan.ledger_base, f"lanes: undo {entry.id[:8]}"))
+    prepared, removed = {}, []
+    for move in _lane_moves(ctx, entry):
+        lane = oplog.lane_of(move.ref, ctx.trunk) or ""
+        path = lanes.workspace_path(ctx, lane)
+        if path is None or move.new is None:
+            continue
+        if move.old is None:
+            store.remove_worktree(path)  # checked: nothing unsaved there
+            removed.append(lane)
+        elif move.files:
+            worktree = attention.prepare_move(ctx, lane, move.new, move.old)
+            if worktree is not None:
+                prepared[lane] = worktree
+    lane_refs = {m.ref for m in _lane_moves(ctx, entry)}
+    order = [m for m in entry.moves if m.ref not in lane_refs] + [m for m in entry.moves if m.ref in lane_refs]
+    updates += [RefUpdate(m.ref, m.old, m.new, f"lanes: undo {entry.id[:8]}: {entry.description}"[:200])
+                for m in order]
+    store.update_refs(updates)
+    workspaces = _follow(ctx, entry, prepared, removed)
+    for change in entry.workspaces:
+        path = lanes.require_workspace(ctx, change.lane)
+        store.apply_checkout(path, store.plan_checkout(path, change.before, force=True))
+        oplog.workspace_changed(change.lane, change.after, change.before)
+        workspaces.append({"lane": change.lane, "path": str(path), "restored": change.before})
+    return {"undone": entry.id, "description": entry.description, "backup": recorder.backup,
+            "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in entry.moves],
+            "notes": len(entry.notes), "ledger": plan.ledger_ops, "workspaces": workspaces}
+
+
+def _lane_moves(ctx: Context, entry: OpEntry) -> list[RefMove]:
+    return [m for m in entry.moves if oplog.lane_of(m.ref, ctx.trunk) is not None]
+
+
+def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str]) -> list[dict]:
+    """Bring workspaces along with their lanes, after the refs moved."""
+    store, reports = ctx.store, []
+    for move in _lane_moves(ctx, entry):
+        lane = oplog.lane_of(move.ref, ctx.trunk) or ""
+        if move.old is None:
+            if lane in removed:
+                reports.append({"lane": lane, "removed": True})
+            continue
+        path = lanes.workspace_path(ctx, lane)
+        if move.new is None and path is None and lane != ctx.trunk:
+            path = lanes.default_workspace(ctx, lane)
+            store.forget_missing_worktree(path)
+            store.add_worktree(path, move.old)  # undoing a deletion gives the lane its workspace back
+            reports.append({"lane": lane, "path": str(path), "recreated": True})
+        elif path is not None and lane != ctx.trunk and store.workspace_head(path) == move.new:
+            store.set_workspace_head(path, move.old)
+        if lane in prepared:
+            oplog.files_moved(lane)
+            report = attention.finish(ctx, lane, prepared[lane])
+            reports.append({"lane": lane, **report})
+        if path is not None:
+            _restore_backups(ctx, entry, lane, path, move.old, reports)
+    return reports
+
+
+def _restore_backups(ctx: Context, entry: OpEntry, lane: str, path, head: str, reports: list[dict]) -> None:
+    """Unsaved edits the operation kept in a backup ref on its way (lane delete --force, reset --force) go
+    back into the workspace once it is back on the state they were made on, untouched since."""
+    prefix = f"{refs.BACKUPS}{lane}/"
+    for move in entry.moves:
+        if not move.ref.startswith(prefix) or move.old is not None or move.new is None:
+            continue
+        info = ctx.store.commit_info(move.new)
+        if info.parents[:1] == (head,) and ctx.store.files_match(path, ctx.store.tree_of(head)):
+            ctx.store.apply_checkout(path, ctx.store.plan_checkout(path, info.tree, force=True))
+            reports.append({"lane": lane, "path": str(path), "restored_edits": move.ref})

@@ -1,0 +1,151 @@
+"""The operation log's records (`refs/lanes/oplog`, local to this repository, like jj's op log): one commit
+per lanes operation that moved refs, its message a one-line description, a blank line, then the entry as
+one line of JSON:
+
+    {"format": 1, "id", "time", "actor", "description",
+     "moves": [{"ref", "old", "new", "introduced", "files"}],      # every lanes ref the operation moved
+     "notes": [{"object", "old", "new"}],                          # transition notes it changed (blob ids)
+     "ledger": [{"id", "type", "commit"}],                         # ledger ops it appended
+     "workspaces": [{"lane", "before", "after"}],                  # workspace files it changed without a ref
+     "undoes": null | id, "backup": null | ref}
+
+`introduced`: the move's new state was on no other lane when it was made (undoing it could strand work built
+on it since). `files`: the operation also moved the files of the lane's workspace (a promotion landing in a
+checked-out lane, a reset, a sync), so an undo moves them back; otherwise only the ref and HEAD move."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from git_lanes.errors import UnsupportedFormat
+
+FORMAT = 1
+
+
+def _check_format(data: Any, what: str) -> dict:
+    if not isinstance(data, dict):
+        raise UnsupportedFormat(f"{what} is not a JSON object")
+    version = data.get("format")
+    if isinstance(version, bool) or not isinstance(version, (int, float)) or int(version) != FORMAT:
+        raise UnsupportedFormat(f"{what} has format {version!r}; this git-lanes reads format {FORMAT}",
+                                hint="upgrade git-lanes")
+    return data
+
+
+@dataclass(frozen=True)
+class RefMove:
+    ref: str
+    old: str | None
+    new: str | None
+    introduced: bool = False
+    files: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref, "old": self.old, "new": self.new, "introduced": self.introduced,
+                "files": self.files}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RefMove:
+        return cls(data["ref"], data.get("old"), data.get("new"), bool(data.get("introduced")),
+                   bool(data.get("files")))
+
+
+@dataclass(frozen=True)
+class NoteChange:
+    """The note of `object` went from blob `old` to blob `new` (None: no note)."""
+
+    object: str
+    old: str | None
+    new: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"object": self.object, "old": self.old, "new": self.new}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> NoteChange:
+        return cls(data["object"], data.get("old"), data.get("new"))
+
+
+@dataclass(frozen=True)
+class LedgerStep:
+    """A ledger op the operation appended, and the ledger commit that holds it."""
+
+    id: str
+    type: str
+    commit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "commit": self.commit}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LedgerStep:
+        return cls(data["id"], data["type"], data["commit"])
+
+
+@dataclass(frozen=True)
+class WorkspaceChange:
+    """Files of `lane`'s workspace went from tree `before` to tree `after` with no ref moving (a restore)."""
+
+    lane: str
+    before: str
+    after: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lane": self.lane, "before": self.before, "after": self.after}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> WorkspaceChange:
+        return cls(data["lane"], data["before"], data["after"])
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    id: str
+    time: float
+    actor: str
+    description: str
+    moves: tuple[RefMove, ...] = ()
+    notes: tuple[NoteChange, ...] = ()
+    ledger: tuple[LedgerStep, ...] = ()
+    workspaces: tuple[WorkspaceChange, ...] = ()
+    undoes: str | None = None
+    backup: str | None = None
+    commit: str | None = field(default=None, compare=False)  # where it is stored, once read back
+
+    @property
+    def empty(self) -> bool:
+        return not (self.moves or self.notes or self.ledger or self.workspaces)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "id": self.id, "time": self.time, "actor": self.actor,
+                "description": self.description, "moves": [m.to_dict() for m in self.moves],
+                "notes": [n.to_dict() for n in self.notes], "ledger": [s.to_dict() for s in self.ledger],
+                "workspaces": [w.to_dict() for w in self.workspaces], "undoes": self.undoes,
+                "backup": self.backup}
+
+    @classmethod
+    def from_dict(cls, data: Any, commit: str | None = None) -> OpEntry:
+        data = _check_format(data, "operation log entry")
+        try:
+            return cls(data["id"], float(data["time"]), data["actor"], data["description"],
+                       tuple(RefMove.from_dict(m) for m in data.get("moves") or ()),
+                       tuple(NoteChange.from_dict(n) for n in data.get("notes") or ()),
+                       tuple(LedgerStep.from_dict(s) for s in data.get("ledger") or ()),
+                       tuple(WorkspaceChange.from_dict(w) for w in data.get("workspaces") or ()),
+                       data.get("undoes"), data.get("backup"), commit)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UnsupportedFormat(f"operation log entry is malformed: {type(exc).__name__} {exc}") from None
+
+    def message(self) -> str:
+        return f"{self.description}\n\n{json.dumps(self.to_dict(), sort_keys=True, separators=(',', ':'))}\n"
+
+    @classmethod
+    def from_message(cls, message: str, commit: str) -> OpEntry:
+        _, _, body = message.partition("\n\n")
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise UnsupportedFormat(f"operation log commit {commit[:8]} holds no entry") from None
+        return cls.from_dict(data, commit)

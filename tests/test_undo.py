@@ -1,0 +1,180 @@
+"""The operation log and undo, through the CLI in real processes: every lanes operation that moves refs is
+recorded; `undo` moves the refs back by compare-and-swap after checking nothing depends on them since,
+keeps what it replaces in a backup ref, never overwrites unsaved edits, and can itself be undone."""
+
+from __future__ import annotations
+
+from conftest import git, run_cli, workspace
+from promotion_fixtures import edit, head, land
+
+AGENT = {"GIT_LANES_AGENT": "coder"}
+
+
+def ops(repo) -> list[dict]:
+    result = run_cli("op", "log", "-n", "50", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    return result.json
+
+
+def op_id(repo, description: str) -> str:
+    return next(r["id"] for r in ops(repo) if r["description"] == description)
+
+
+def undo(repo, *args: str, code: int = 0):
+    result = run_cli("undo", *args, "--json", cwd=repo)
+    assert result.code == code, result.out + result.err
+    return result.json
+
+
+def test_every_ref_moving_operation_is_in_the_op_log(api, repo):
+    land(api, repo, "a", {"a.txt": "a\n"}, prompt="add a")
+    api.promote("a", auto_accept=True, agent_id="lead")
+    api.lane_reset("a")
+    api.lane_delete("a")
+    rows = ops(repo)
+    assert [r["description"] for r in rows] == [
+        "delete lane a", "reset lane a onto the trunk", "promote a into the trunk", "commit on a: add a",
+        "create lane a"]
+    assert all(r["kind"] == "lanes" and len(r["id"]) == 16 and r["undone_by"] is None for r in rows)
+    assert [r["actor"] for r in rows][2:4] == ["lead", "agent-a"]
+    shown = run_cli("op", "show", rows[2]["id"][:6], "--json", cwd=repo).json
+    assert {m["ref"] for m in shown["moves"]} == {"refs/heads/main"}
+    assert shown["notes"] and shown["moves"][0]["introduced"]
+    # plain git reads the log too: one commit per operation, its subject the description
+    subjects = git("log", "--format=%s", "refs/lanes/oplog", cwd=repo).splitlines()
+    assert subjects == [r["description"] for r in rows]
+
+
+def test_undo_of_a_promote_restores_the_trunk_and_its_files_and_undoing_the_undo_brings_it_back(api, repo):
+    land(api, repo, "a", {"a.txt": "from a\n", "README.md": "# promoted readme\n"})
+    before = head(repo, "main")
+    promoted = run_cli("promote", "a", "--auto-accept", "--json", cwd=repo, env=AGENT)
+    assert promoted.code == 0, promoted.err
+    after = head(repo, "main")
+    assert (repo / "a.txt").read_text() == "from a\n"
+    edit(repo, {"a.txt": "my unsaved edit\n", "notes.txt": "untracked\n"})
+    undone = undo(repo)
+    assert undone["description"] == "promote a into the trunk"
+    assert head(repo, "main") == before
+    assert (repo / "README.md").read_text() == "# project\n"  # the promoted file went back
+    assert (repo / "a.txt").read_text() == "my unsaved edit\n"  # an unsaved edit is never overwritten
+    assert (repo / "notes.txt").read_text() == "untracked\n"
+    [report] = undone["workspaces"]
+    assert report["attention"] == ["a.txt"] and "README.md" in report["updated"]
+    kept = undone["backup"]
+    assert kept.startswith("refs/lanes/backups/undo/") and git("rev-parse", f"{kept}^1", cwd=repo).strip() == after
+    assert run_cli("show", promoted.json["transition"]["id"][:8], cwd=repo).code == 1  # its record went too
+    redone = undo(repo)
+    assert redone["undone"] == undone["op"]
+    assert head(repo, "main") == after
+    assert (repo / "README.md").read_text() == "# promoted readme\n"
+    assert (repo / "a.txt").read_text() == "my unsaved edit\n"
+    assert run_cli("show", promoted.json["transition"]["id"][:8], "--json", cwd=repo).json["status"] == "accepted"
+    assert git("fsck", "--no-progress", cwd=repo, check=False) == ""
+
+
+def test_undo_is_refused_naming_what_depends_on_the_operation(api, repo):
+    land(api, repo, "a", {"a.txt": "1\n"}, prompt="first")
+    land(api, repo, "a", {"a.txt": "2\n"}, prompt="second")
+    blocked = run_cli("undo", op_id(repo, "commit on a: first"), cwd=repo)
+    assert blocked.code == 3
+    assert "lane a (refs/lanes/heads/a) moved to" in blocked.err and "commit on a: second" in blocked.err
+    api.promote("a", auto_accept=True, agent_id="lead")
+    built_on = run_cli("undo", op_id(repo, "commit on a: second"), "--json", cwd=repo)
+    assert built_on.code == 3 and built_on.json["error"] == "undo_blocked"
+    assert "lane main was built on" in built_on.err
+    assert [b["ref"] for b in built_on.json["blockers"]] == ["refs/heads/main"]
+    nothing_moved = head(repo, "refs/lanes/heads/a")
+    assert git("show", "-s", "--format=%s", nothing_moved, cwd=repo).strip() == "second"
+
+
+def test_undo_of_a_commit_keeps_the_work_in_the_workspace(api, repo):
+    api.lane_create("a")
+    start = head(repo, "refs/lanes/heads/a")
+    edit(workspace(repo, "a"), {"w.txt": "work\n"})
+    committed = run_cli("commit", "-m", "work", "--auto-accept", cwd=workspace(repo, "a"), env=AGENT)
+    assert committed.code == 0, committed.err
+    undo(repo)
+    assert head(repo, "refs/lanes/heads/a") == start
+    assert (workspace(repo, "a") / "w.txt").read_text() == "work\n"
+    shown = run_cli("lane", "show", "a", "--json", cwd=repo).json
+    assert shown["head"] == start and "w.txt" in shown["dirty"]
+
+
+def test_undo_of_a_forced_lane_delete_brings_back_the_lane_its_workspace_and_its_edits(api, repo):
+    land(api, repo, "a", {"a.txt": "a\n"})
+    edit(workspace(repo, "a"), {"a.txt": "unsaved\n"})
+    deleted = run_cli("lane", "delete", "a", "--force", cwd=repo)
+    assert deleted.code == 0 and not workspace(repo, "a").exists()
+    undone = undo(repo)
+    assert any(w.get("recreated") for w in undone["workspaces"])
+    assert (workspace(repo, "a") / "a.txt").read_text() == "unsaved\n"
+    assert git("rev-parse", "refs/lanes/heads/a", cwd=repo).strip()
+    assert "refs/lanes/deleted/a" not in git("for-each-ref", "--format=%(refname)", cwd=repo)
+
+
+def test_undo_of_a_reset_moves_the_lane_and_its_files_back(api, repo):
+    land(api, repo, "a", {"a.txt": "attempt\n"})
+    attempt = head(repo, "refs/lanes/heads/a")
+    assert run_cli("lane", "reset", "a", "--json", cwd=repo).code == 0
+    assert not (workspace(repo, "a") / "a.txt").exists()
+    undone = undo(repo)
+    assert head(repo, "refs/lanes/heads/a") == attempt
+    assert (workspace(repo, "a") / "a.txt").read_text() == "attempt\n"
+    assert undone["moves"] and git("status", "--porcelain", cwd=workspace(repo, "a")) == ""
+
+
+def test_undo_of_a_restore_puts_the_workspace_back(api, repo):
+    first = land(api, repo, "a", {"a.txt": "1\n"})
+    land(api, repo, "a", {"a.txt": "2\n"})
+    assert run_cli("restore", first["id"][:8], "-w", "a", cwd=repo).code == 0
+    assert (workspace(repo, "a") / "a.txt").read_text() == "1\n"
+    undo(repo)
+    assert (workspace(repo, "a") / "a.txt").read_text() == "2\n"
+
+
+def test_ledger_ops_are_undone_by_inverse_ops(api, repo):
+    assert run_cli("claim", "add", "src/**", "--agent", "coder", cwd=repo).code == 0
+    assert run_cli("board", "post", "hello all", "--agent", "coder", cwd=repo).code == 0
+    rows = ops(repo)
+    assert [r["kind"] for r in rows[:2]] == ["ledger", "ledger"]
+    retracted = undo(repo, rows[0]["id"][:8])
+    assert retracted["records"] == ["post #1"]
+    assert run_cli("board", "read", "--json", cwd=repo).json["posts"] == []
+    released = undo(repo, rows[1]["id"])
+    assert released["records"] == ["coder's file claims"]
+    assert run_cli("claim", "list", "--json", cwd=repo).json == []
+    undo(repo, released["op"])  # undoing the undo claims again
+    assert [c["glob"] for c in run_cli("claim", "list", "--json", cwd=repo).json] == ["src/**"]
+    log = git("log", "--format=%s", "-3", "refs/lanes/ledger", cwd=repo).splitlines()
+    assert log[0].startswith("Test: undo op.undo") and log[1].startswith("Test: undo claim.add")
+
+
+def test_a_ledger_op_changed_since_cannot_be_undone(api, repo):
+    created = run_cli("task", "create", "Session store", "--json", cwd=repo).json
+    assert run_cli("task", "claim", created["task"][:8], "--agent", "coder", cwd=repo).code == 0
+    blocked = run_cli("undo", created["op"], cwd=repo)
+    assert blocked.code == 3
+    assert f"task {created['task'][:8]} changed since by ledger op" in blocked.err and "task.claim" in blocked.err
+    assert run_cli("task", "show", created["task"][:8], cwd=repo).code == 0
+
+
+def test_dry_run_moves_nothing_and_not_undoable_ops_say_so(api, repo):
+    land(api, repo, "a", {"a.txt": "a\n"})
+    before = git("for-each-ref", cwd=repo)
+    checked = undo(repo, "--dry-run")
+    assert checked["dry_run"] and checked["moves"][0]["ref"] == "refs/lanes/heads/a"
+    assert git("for-each-ref", cwd=repo) == before
+    beat = run_cli("agent", "register", "coder", "--json", cwd=repo).json
+    refused = run_cli("undo", beat["op"], cwd=repo)
+    assert refused.code == 1 and "cannot be undone" in refused.err
+    unknown = run_cli("undo", "ffffffff", cwd=repo)
+    assert unknown.code == 1 and "no operation matches" in unknown.err
+
+
+def test_an_undo_already_undone_is_refused(api, repo):
+    land(api, repo, "a", {"a.txt": "a\n"}, prompt="work")
+    target = op_id(repo, "commit on a: work")
+    undo(repo, target)
+    again = run_cli("undo", target, cwd=repo)
+    assert again.code == 1 and "already undone" in again.err
