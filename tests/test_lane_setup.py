@@ -154,3 +154,21 @@ def test_bad_manifests_are_one_clear_line(text, problem):
 
 def test_lane_slug_is_safe_for_databases_and_host_names():
     assert lane_slug("feature/Auth-2") == "feature_auth_2" and lane_slug("--") == "lane"
+
+
+def test_the_session_start_hook_puts_the_lanes_variables_into_the_agents_environment(api, repo, tmp_path):
+    from hook_helpers import claude, hook
+
+    declare(api, repo, '[setup]\nports = 2\nport_range = "36000-36999"\n'
+                       'env = { PORT = "{port1}", DB = "app_{lane_slug}" }\n')
+    api.lane_create("feature/a")
+    ws = workspace(repo, "feature/a")
+    env_file = tmp_path / "claude.env"
+    result = hook("claude", "SessionStart", claude("SessionStart", ws, source="startup"),
+                  env={"CLAUDE_ENV_FILE": str(env_file)})
+    assert result.code == 0, result.err
+    context = json.loads(result.out)["hookSpecificOutput"]["additionalContext"]
+    assert "DB=app_feature_a, PORT=36001" in context and "git lanes lane env feature/a --shell" in context
+    assert env_file.read_text() == "export DB=app_feature_a\nexport PORT=36001\n"
+    sourced = subprocess.run(["bash", "-c", f"source {env_file}; echo $PORT"], capture_output=True, text=True)
+    assert sourced.stdout.strip() == "36001"

@@ -18,7 +18,7 @@ from git_lanes.domain import admission, runs, steering, usage
 from git_lanes.errors import Conflict, NotARepository, NotFound, UnsupportedFormat
 from git_lanes.model.calls import HookEvent, Verdict, bounded
 from git_lanes.model.policy import CONFIG, Policy
-from git_lanes.model.refs import LEDGER, WORKSPACES_DIR
+from git_lanes.model.refs import LEDGER, WORKSPACES_DIR, flat_name
 from git_lanes.model.runs import RunEvent, RunState, validate_run_id
 from git_lanes.store import gitfiles
 from git_lanes.store.objects import parse_commit, parse_tree
@@ -65,15 +65,14 @@ def open_repo(cwd: str | os.PathLike, trunk: str | None = None) -> LightRepo:
 
 def load_policy(repo: LightRepo) -> Policy:
     """The policy of `.lanes.toml` at the trunk's committed head (defaults when the trunk has none)."""
-    head = gitfiles.read_ref(repo.common_dir, f"refs/heads/{repo.trunk}")
-    if head is None:
+    tree = _trunk_tree(repo)
+    if tree is None:
         raise NotFound(f"the trunk {repo.trunk!r} has no commit, so there is no policy to read",
                        code="no_policy", hint="commit on the trunk (`git lanes init` makes the first state)")
-    objects = repo.log.objects
-    headers, _ = parse_commit(objects.read_typed(head, b"commit"))
-    entry = parse_tree(objects.read_typed(headers["tree"][0], b"tree")).get(CONFIG)
+    entry = tree.get(CONFIG)
     if entry is None:
         return Policy()
+    objects = repo.log.objects
     from git_lanes.model import config
 
     def invalid(message: str) -> UnsupportedFormat:
@@ -82,6 +81,15 @@ def load_policy(repo: LightRepo) -> Policy:
 
     data = config.parse(objects.read_typed(entry[1], b"blob"), invalid)
     return Policy.from_toml(data, source=entry[1])
+
+
+def _trunk_tree(repo: LightRepo) -> dict | None:
+    """The tree of the trunk's committed head, where the policy and the lane setup are read from."""
+    head = gitfiles.read_ref(repo.common_dir, f"refs/heads/{repo.trunk}")
+    if head is None:
+        return None
+    headers, _ = parse_commit(repo.log.objects.read_typed(head, b"commit"))
+    return parse_tree(repo.log.objects.read_typed(headers["tree"][0], b"tree"))
 
 
 # -- lanes and workspaces, read from the files --------------------------------------------------------------
@@ -346,7 +354,35 @@ def session_start(event: HookEvent, now: float, brief: Callable[[LightRepo, str]
                 f"{budget:g} of {limit if limit is not None else '?'} step units used. "
                 f"`git lanes run show {hc.run[:8]}` shows the budget; `git lanes run phase {hc.run[:8]} PHASE` "
                 "moves on.")
-    return Verdict(context=text + (f"\n\n{told}" if told else ""))
+    variables = lane_variables(hc.repo, state.lane)
+    if variables:
+        shown = ", ".join(f"{name}={value}" for name, value in variables)
+        text += (f"\nLane {state.lane}'s variables (its own ports): {shown}. Use them for servers and tests "
+                 f"(`eval \"$(git lanes lane env {state.lane} --shell)\"` sets them in a shell).")
+    return Verdict(context=text + (f"\n\n{told}" if told else ""), env=variables)
+
+
+def lane_variables(repo: LightRepo, lane: str | None) -> tuple[tuple[str, str], ...]:
+    """The lane's [setup] env with its reserved ports filled in, read from the trunk's committed head and the
+    ledger; nothing when the trunk declares none or the lane holds too few ports (`lane setup` fixes that)."""
+    workspace = workspace_of(repo, lane)
+    if lane is None or workspace is None:
+        return ()
+    from git_lanes.errors import LanesError
+    from git_lanes.model import config
+    from git_lanes.model.lane_setup import Setup, invalid
+
+    trunk = _trunk_tree(repo)
+    text = _blob_at(repo, trunk, [CONFIG]) if trunk is not None else None
+    tree = _ledger_tree(repo)
+    held = _blob_at(repo, tree, ["ports", f"{flat_name(lane)}.json"]) if tree is not None and text else None
+    try:
+        setup = Setup.from_config(config.parse(text, invalid)) if text else Setup()
+        ports = tuple(int(p) for p in json.loads(held).get("ports") or ()) if held else ()
+        env = setup.render_env(lane=lane, ports=ports, workspace=workspace, root=str(repo.root), trunk=repo.trunk)
+    except (LanesError, ValueError, TypeError):
+        return ()
+    return tuple(sorted(env.items()))
 
 
 def day_spend(repo: LightRepo, run: str, state: RunState, now: float) -> float:

@@ -49,7 +49,10 @@ def respond(module: Any, name: str, raw: bytes, env: dict[str, str], now: float)
         from git_lanes.hooks import protocol
 
         event = module.to_event(name, protocol.load_payload(raw), env)
-        return module.answer(name, dispatch(event, now))
+        verdict = dispatch(event, now)
+        if verdict.env and hasattr(module, "export_env"):
+            module.export_env(verdict.env, env)  # a CLI that takes variables from a hook (Claude Code)
+        return module.answer(name, verdict)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - every failure must become a deny, never a traceback

@@ -54,6 +54,18 @@ def to_event(name: str, payload: dict[str, Any], env: dict[str, str]) -> HookEve
         subagent=protocol.text(payload, "agent_type"))
 
 
+def export_env(variables: tuple[tuple[str, str], ...], env: dict[str, str]) -> None:
+    """SessionStart may append `export` lines to the file CLAUDE_ENV_FILE names; Claude Code sources it
+    before each Bash command, so the lane's variables (its ports) are there for every command."""
+    path = env.get("CLAUDE_ENV_FILE")
+    if not path:
+        return
+    import shlex
+
+    with open(path, "a", encoding="utf-8") as out:
+        out.writelines(f"export {name}={shlex.quote(value)}\n" for name, value in variables)
+
+
 def answer(name: str, verdict: Verdict) -> Answer:
     out = protocol.hook_specific(name, verdict) if name in EVENTS else {}
     return Answer(json.dumps(out) if out else "")

@@ -81,6 +81,8 @@ class Verdict:
     context: str | None = None
     notice: str | None = None
     proceed: str | None = None
+    # Variables for the agent's environment (a lane's [setup] env), for CLIs that take them from a hook.
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def bounded(text: str, limit: int = SUMMARY_CHARS) -> str:
