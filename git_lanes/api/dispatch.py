@@ -14,6 +14,7 @@ from git_lanes.model import refs
 if TYPE_CHECKING:  # the domain loads inside the methods that use it: every command imports this module
     from git_lanes import ledger
     from git_lanes.domain.context import Context
+    from git_lanes.model.results import LaneCreated
 
 
 class DispatchApi:
@@ -21,13 +22,13 @@ class DispatchApi:
 
     ctx: Context
     _state: Callable[[], ledger.State]
-    _append: Callable[[str, str, dict[str, Any]], dict]
+    _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
     _actor: Callable[[str | None], str]
-    lane_create: Callable[..., dict]
+    lane_create: Callable[..., LaneCreated]
 
     @recorded(lambda a: f"dispatch {'(dry run) ' if a['dry_run'] else ''}plan from {a['source'] or 'text'}")
     def dispatch(self, text: str | bytes, *, source: str | None = None, dry_run: bool = False,
-                 actor: str | None = None) -> dict:
+                 actor: str | None = None) -> dict[str, Any]:
         """Dispatch the plan `text` (TOML, see model/plan.py). Overlapping ownership (glob overlap included),
         an unknown start or a plan lane that exists already refuse it before anything is created. Dispatching
         the same plan again creates what is missing (lanes whose tasks became ready) and changes nothing else."""
@@ -58,7 +59,7 @@ class DispatchApi:
         created = self._advance(record, start)
         return dispatched | {"lanes_created": created}
 
-    def _advance(self, plan: dict, start: str | None = None) -> list[dict]:
+    def _advance(self, plan: dict[str, Any], start: str | None = None) -> list[dict[str, Any]]:
         """Create the lanes the plan's state calls for: the foundation's, then each feature whose dependencies
         are all done, from the foundation's accepted head."""
         from git_lanes.domain import tasks
@@ -80,7 +81,7 @@ class DispatchApi:
     def _lane_exists(self, lane: str) -> bool:
         return self.ctx.store.read_ref(refs.lane_ref(lane, self.ctx.trunk)) is not None
 
-    def _make_lane(self, lane: str, source: str | None) -> dict:
+    def _make_lane(self, lane: str, source: str | None) -> dict[str, Any]:
         try:
             made = self.lane_create(lane, source)
         except LanesError as exc:  # the plan stands; the lane is reported missing and made on the next run
@@ -88,7 +89,7 @@ class DispatchApi:
         return {"lane": lane, "head": made["head"], "workspace": made["workspace"],
                 **({"setup": made["setup"]["status"]} if made.get("setup") else {})}
 
-    def _after_task_done(self, task_id: str) -> list[dict]:
+    def _after_task_done(self, task_id: str) -> list[dict[str, Any]]:
         """When a plan's task is done, the lanes of the tasks it made ready are created (LedgerApi.task_done)."""
         from git_lanes.domain import plans, tasks
 
@@ -97,7 +98,7 @@ class DispatchApi:
         plan = plans.of_task(state, task)
         return self._advance(plan) if plan else []
 
-    def dispatch_status(self, plan: str) -> dict:
+    def dispatch_status(self, plan: str) -> dict[str, Any]:
         """A plan's progress: each task's status, owner, lane (its head and how far ahead of the trunk), and
         what it owns."""
         from git_lanes.domain import lanes, plans, tasks

@@ -61,7 +61,7 @@ class OplogApi:
         with oplog.operation(self.ctx, description[:200], actor) as recorder:
             yield recorder
 
-    def op_log(self, limit: int = 20) -> list[dict]:
+    def op_log(self, limit: int = 20) -> list[dict[str, Any]]:
         """Operations, newest first: recorded ones (kind "lanes") and undoable ledger ops (kind "ledger")."""
         from git_lanes import ledger
         from git_lanes.domain import ledger_undo, oplog
@@ -77,7 +77,7 @@ class OplogApi:
         rows.sort(key=lambda r: (r["time"], r["kind"] == "lanes"), reverse=True)
         return rows[:limit]
 
-    def _entry_row(self, entry: OpEntry, later: list[OpEntry]) -> dict:
+    def _entry_row(self, entry: OpEntry, later: list[OpEntry]) -> dict[str, Any]:
         from git_lanes.domain import undo
 
         undone_by = getattr(undo.active_undo(entry.id, later), "id", None)
@@ -87,7 +87,7 @@ class OplogApi:
                 "backup": entry.backup}
 
     @staticmethod
-    def _ledger_row(commit: str, op: ledger.Op, entries: list[OpEntry]) -> dict:
+    def _ledger_row(commit: str, op: ledger.Op, entries: list[OpEntry]) -> dict[str, Any]:
         from git_lanes.domain import ledger_undo, undo
         from git_lanes.domain.coordination import FOLD
 
@@ -97,7 +97,7 @@ class OplogApi:
                 "type": op.type, "commit": commit, "undoes": (op.args or {}).get("undoes") if op.type ==
                 ledger_undo.TYPE else None, "undone_by": undone_by}
 
-    def op_show(self, op: str) -> dict:
+    def op_show(self, op: str) -> dict[str, Any]:
         """One operation: an entry of the log with every ref, note and ledger op it moved, or a ledger op."""
         kind, found, _ = self._find_operation(op)
         if kind == "lanes":
@@ -116,14 +116,14 @@ class OplogApi:
                            hint="see `git lanes op log`")
         entries = list(oplog.entries(self.ctx, WINDOW))
         ops = ledger_undo.ledger_ops(self.ctx.store, ledger.head(self.ctx.store), WINDOW)
-        candidates = {e.id: ("lanes", e) for e in entries}
+        candidates: dict[str, tuple[str, Any]] = {e.id: ("lanes", e) for e in entries}
         for commit, record in ops:
             candidates.setdefault(record.id, ("ledger", (commit, record)))
         chosen = resolve_prefix(given, candidates, "operation", "see `git lanes op log`", "unknown_operation")
         kind, found = candidates[chosen]
         return kind, found, entries
 
-    def undo(self, op: str | None = None, *, actor: str | None = None, dry_run: bool = False) -> dict:
+    def undo(self, op: str | None = None, *, actor: str | None = None, dry_run: bool = False) -> dict[str, Any]:
         """Undo operation `op` (default: the newest in `op log`). Refs move back by compare-and-swap after
         checking nothing depends on them since (else Conflict, exit 3, naming what does); what the undo
         replaces is kept under refs/lanes/backups/undo/; ledger ops are reversed by inverse ops. The undo is
@@ -153,7 +153,7 @@ class OplogApi:
         return result | {"op": self._newest_id()}
 
     def _undo_ledger_op(self, found: tuple[str, ledger.Op], entries: list[OpEntry], actor: str,
-                        dry_run: bool) -> dict:
+                        dry_run: bool) -> dict[str, Any]:
         from git_lanes import ledger
         from git_lanes.domain import ledger_undo, undo
         from git_lanes.domain.coordination import FOLD

@@ -24,7 +24,7 @@ from git_lanes.errors import UnsupportedFormat
 FORMAT = 1
 
 
-def _check_format(data: Any, what: str) -> dict:
+def _check_format(data: Any, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UnsupportedFormat(f"{what} is not a JSON object")
     version = data.get("format")
@@ -47,7 +47,7 @@ class RefMove:
                 "files": self.files}
 
     @classmethod
-    def from_dict(cls, data: dict) -> RefMove:
+    def from_dict(cls, data: dict[str, Any]) -> RefMove:
         return cls(data["ref"], data.get("old"), data.get("new"), bool(data.get("introduced")),
                    bool(data.get("files")))
 
@@ -64,7 +64,7 @@ class NoteChange:
         return {"object": self.object, "old": self.old, "new": self.new}
 
     @classmethod
-    def from_dict(cls, data: dict) -> NoteChange:
+    def from_dict(cls, data: dict[str, Any]) -> NoteChange:
         return cls(data["object"], data.get("old"), data.get("new"))
 
 
@@ -80,7 +80,7 @@ class LedgerStep:
         return {"id": self.id, "type": self.type, "commit": self.commit}
 
     @classmethod
-    def from_dict(cls, data: dict) -> LedgerStep:
+    def from_dict(cls, data: dict[str, Any]) -> LedgerStep:
         return cls(data["id"], data["type"], data["commit"])
 
 
@@ -96,7 +96,7 @@ class WorkspaceChange:
         return {"lane": self.lane, "before": self.before, "after": self.after}
 
     @classmethod
-    def from_dict(cls, data: dict) -> WorkspaceChange:
+    def from_dict(cls, data: dict[str, Any]) -> WorkspaceChange:
         return cls(data["lane"], data["before"], data["after"])
 
 

@@ -143,7 +143,7 @@ def _line(value: Any, what: str) -> str:
     return value.strip()
 
 
-def _task(data: dict, key: Any, prefix: Any, *, foundation: bool) -> PlanTask:
+def _task(data: dict[str, Any], key: Any, prefix: Any, *, foundation: bool) -> PlanTask:
     where = "[foundation]" if foundation else f"feature {key!r}"
     unknown = sorted(set(data) - set(TASK) - ({"name"} if not foundation else set()))
     if unknown or (foundation and "depends" in data):
