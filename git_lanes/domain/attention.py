@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from git_lanes.domain import lanes, oplog
+from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict
@@ -58,6 +58,8 @@ def prepare_move(ctx: Context, lane: str, old: str, new: str) -> Path | None:
     if worktree is None:
         return None
     ctx.store.require_index_free(worktree)  # checked while nothing has moved yet
+    from git_lanes.domain import oplog  # loaded only when files move
+
     oplog.files_moved(lane)
     files = _files(ctx, worktree)
     entries = _load(files)

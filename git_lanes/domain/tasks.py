@@ -5,7 +5,7 @@ Finishing a task wakes the owners of the tasks it makes ready, and may make its 
 
 from __future__ import annotations
 
-from git_lanes.domain import claims, exclusive, tickets
+from git_lanes.domain import claims, tickets
 from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, touch, validate_agent_id
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, resolve_task, save_task, task_ids, task_path,
@@ -156,6 +156,8 @@ def done(tx: Tx, op: Op) -> dict:
     ready = [d for d in task["dependents"] if get_task(tx, d)["status"] != "done" and is_ready(tx, get_task(tx, d))]
     ticket = tickets.recheck(tx, op, task["ticket"]) if task["ticket"] else None
     # A dispatch plan's exclusive claims hold until its last task is done.
+    from git_lanes.domain import exclusive
+
     released = exclusive.release_if_done(tx, task["plan"], lambda t: get_task(tx, t)["status"] == "done") \
         if task.get("plan") else []
     return {"task": task["id"], "version": task["version"], "now_ready": ready, "woken": woken,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from git_lanes.domain import attention, exclusive, lanes
+from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, LanesError, NotFound, Refused
@@ -85,6 +85,8 @@ def propose(ctx: Context, lane: str, workspace: Path, intent: Intent, cost: Cost
     if tree == ctx.store.tree_of(head):
         return None
     lanes.require_no_internal(ctx, tree, f"the workspace of {lane!r}")
+    from git_lanes.domain import exclusive  # the ledger loads only for a snapshot
+
     exclusive.enforce(ctx, lane, (c.path for c in ctx.store.diff_trees(ctx.store.tree_of(head), tree)),
                       f"this snapshot of {lane}")
     return propose_state(ctx, lane, head, tree, [parent], intent, cost, "commit")
