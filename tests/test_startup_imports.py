@@ -4,9 +4,11 @@ imported lazily (inside the function that needs it) or added here on purpose."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +89,66 @@ def test_help_loads_the_command_modules_but_no_repository_layer(repo):
     assert {"git_lanes.cli.lane", "git_lanes.cli.task"} <= found
     assert sorted(name for name in found if name.split(".")[1:2] in (["api"], ["domain"], ["store"], ["ledger"],
                                                                       ["model"])) == []
+
+
+def checking_only_uses(source: str) -> list[int]:
+    """Lines where code that runs uses a name imported only under `if TYPE_CHECKING:` without importing it
+    itself: the NameError mypy cannot see, since it reads the TYPE_CHECKING imports as real."""
+    tree = ast.parse(source)
+    checking = {alias.asname or alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+                for statement in node.body if isinstance(statement, (ast.Import, ast.ImportFrom))
+                for alias in statement.names}
+    annotations = {id(part) for node in ast.walk(tree) for annotation in _annotations(node)
+                   for part in ast.walk(annotation)}
+    found = []
+
+    def visit(node: ast.AST, bound: set[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and child.test.id == "TYPE_CHECKING":
+                continue
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                local = bound | {name for part in ast.walk(child) for name in _binds(part)}
+                visit(child, local)
+            else:
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load) and child.id in checking \
+                        and child.id not in bound and id(child) not in annotations:
+                    found.append(child.lineno)
+                visit(child, bound)
+
+    visit(tree, set())
+    return sorted(set(found))
+
+
+def _annotations(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+        return [a.annotation for a in every if a.annotation is not None] + ([node.returns] if node.returns else [])
+    return []
+
+
+def _binds(node: ast.AST) -> list[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return [node.id]
+    return []
+
+
+def test_names_imported_for_type_checking_are_imported_where_code_uses_them():
+    package = Path(__file__).resolve().parent.parent / "git_lanes"
+    found = [f"{file.relative_to(package.parent)}:{line}" for file in sorted(package.rglob("*.py"))
+             for line in checking_only_uses(file.read_text())]
+    assert found == []
+
+
+def test_the_type_checking_checker_sees_a_missing_import():
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from git_lanes.domain import lanes\n\n"
+              "def fine(x: lanes.Lane) -> None:\n    from git_lanes.domain import lanes\n    lanes.get(x)\n\n"
+              "def broken() -> None:\n    lanes.get(1)\n\nDEFAULT = lanes.X\n")
+    assert checking_only_uses(source) == [10, 12]
