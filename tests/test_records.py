@@ -62,6 +62,22 @@ def test_a_record_refuses_what_its_field_types_refuse():
     assert caught.value.code == "invalid_record"
 
 
+def test_from_dict_refuses_a_key_the_record_does_not_declare_but_a_stored_one_is_read():
+    """A key our own code adds to a result must be declared, or no face would show it; what a repository
+    holds may come from a newer minor format version, whose extra keys an older reader ignores."""
+    with pytest.raises(UserError) as caught:
+        Task.from_dict({**TASK, "colour": "red"})
+    assert caught.value.code == "invalid_record" and "'colour'" in caught.value.message
+    assert Task.from_dict({**TASK, "format": 1}) == Task.from_dict(TASK)
+    newer = {**TASK, "colour": "red"}
+    assert Task.from_stored(newer) == Task.from_dict(TASK)
+    detail = coordination.TicketDetail.from_stored({"id": "0123456789abcdef", "title": "t", "created": 1,
+                                                    "created_by": "Jane Doe", "task_records": [newer]})
+    assert detail.task_records[0].title == "Add login"
+    with pytest.raises(UserError):  # the leniency ends with the read
+        coordination.TicketDetail.from_dict(detail.to_dict() | {"task_records": [newer]})
+
+
 def test_the_schema_carries_the_one_rule_of_each_name():
     properties = Task.json_schema()["properties"]
     assert properties["owner"]["anyOf"][0] == AgentId.JSON_SCHEMA

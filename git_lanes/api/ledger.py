@@ -301,7 +301,7 @@ class LedgerApi:
         from git_lanes.domain import claims
         from git_lanes.model.coordination import DirtySet
 
-        return [DirtySet.from_dict(row) for row in claims.list_dirty(self._state())]
+        return [DirtySet.from_stored(row) for row in claims.list_dirty(self._state())]
 
     # -- board -----------------------------------------------------------------------------------------
     def board_post(self, text: str, agent: str, kind: str = "note", to: str | None = None) -> results.Posted:

@@ -8,7 +8,10 @@ for bounds. From the field types alone it
 - validates on construction (types, ids, bounds, text rules), coercing lists to tuples and nested mappings to
   records, so a record that exists is valid (as git-revise's objects are);
 - converts to and from JSON-shaped dicts (`to_dict` / `from_dict`), with field metadata for a JSON key that is
-  a Python keyword (`key("from")`) or a key left out when empty (`omit="none"` / `omit="empty"`);
+  a Python keyword (`key("from")`) or a key left out when empty (`omit="none"` / `omit="empty"`). `from_dict`
+  refuses a key the record does not declare, so nothing our own code adds is dropped on the way to a face;
+  `from_stored` reads what a repository holds, where a newer minor format version may have added keys an
+  older reader ignores (DESIGN §1);
 - describes itself as a JSON schema (`json_schema()`), from which the MCP tool schemas, the SDK's types and
   the HTTP OpenAPI document are derived, so no face restates a field.
 
@@ -16,6 +19,7 @@ A subclass adds cross-field rules in `check()`, run after the fields are validat
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import math
 import types
@@ -78,6 +82,8 @@ class _Spec:
 
 
 _SPECS: dict[type, tuple[_Spec, ...]] = {}
+# Set while `from_stored` reads: nested records coerced on the way ignore unknown keys too.
+_STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("stored", default=False)
 
 
 def _specs(cls: type) -> tuple[_Spec, ...]:
@@ -98,6 +104,9 @@ class Record:
 
     # The error code for a value of the wrong shape; a subclass may name its own.
     INVALID: ClassVar[str] = "invalid_record"
+    # Keys `from_dict` accepts and drops without declaring them: every stored record's `format` version is
+    # the business of the layer that stores it (DESIGN §1), not of the record.
+    IGNORED: ClassVar[frozenset[str]] = frozenset({"format"})
 
     def __post_init__(self) -> None:
         for spec in _specs(type(self)):
@@ -137,16 +146,32 @@ class Record:
 
     @classmethod
     def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
-        """The record `to_dict` gave (keys it does not know, like `format`, are ignored)."""
+        """The record `to_dict` gave. A key it does not declare is refused (UserError), not dropped: a value
+        our own code added to a result reaches no face unless its record says so."""
         if not isinstance(data, Mapping):
             raise UserError(f"{cls.__name__} must be a JSON object, got {type(data).__name__}", code=cls.INVALID)
         kwargs: dict[str, Any] = {}
-        for spec in _specs(cls):
+        specs = _specs(cls)
+        for spec in specs:
             if spec.key in data:
                 kwargs[spec.name] = data[spec.key]
             elif spec.required:
                 raise UserError(f"{cls.__name__} lacks {spec.key!r}", code=cls.INVALID)
+        if len(kwargs) != len(data) and not _STORED.get():
+            unknown = sorted(set(data) - {spec.key for spec in specs} - cls.IGNORED, key=str)
+            if unknown:
+                raise UserError(f"{cls.__name__} has no field {', '.join(map(repr, unknown))}", code=cls.INVALID)
         return cls(**kwargs)
+
+    @classmethod
+    def from_stored(cls: type[R], data: Mapping[str, Any]) -> R:
+        """The record as a repository holds it: like `from_dict`, but keys it does not know (from a newer
+        minor version of the same format) are ignored, here and in the records nested in it."""
+        token = _STORED.set(True)
+        try:
+            return cls.from_dict(data)
+        finally:
+            _STORED.reset(token)
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -339,5 +364,4 @@ def _schema_base(tp: Any) -> dict[str, Any]:
 def schema_of(tp: Any) -> dict[str, Any]:
     """The JSON schema of a field type of the grammar above (for a face deriving an argument's schema)."""
     return _schema(tp)
-
 

@@ -231,7 +231,7 @@ class Transition(Record):
             data = json.loads(text)
         except ValueError as exc:
             raise UnsupportedFormat(f"transition note is not JSON: {exc}") from None
-        return cls.from_dict(data)
+        return cls.from_stored(data)
 
     @classmethod
     def from_note(cls, text: str) -> Transition | None:
@@ -245,7 +245,7 @@ class Transition(Record):
         if not isinstance(data, dict) or "format" not in data or "id" not in data:
             return None
         try:
-            return cls.from_dict(data)
+            return cls.from_stored(data)
         except UserError as exc:
             raise UnsupportedFormat(f"transition record {str(data.get('id'))[:16]!r} is malformed: {exc.message}",
                                     hint="fix or remove the note with `git notes --ref lanes`") from None
