@@ -20,7 +20,8 @@ from typing import Any
 from git_lanes.api import Lanes
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
 from git_lanes.errors import GateFailed, LanesError, UserError
-from git_lanes.model.records import Cost
+from git_lanes.model.records import Cost, Transition
+from git_lanes.model.workspace_results import Decided, Unchanged
 
 # Metadata names that are fields of the intent itself rather than free-form metadata.
 INTENT_FIELDS = ("model", "agent_type")
@@ -113,7 +114,7 @@ class Work:
         self.auto_accept = auto_accept
         self.cost = Cost()
         self.metadata: dict[str, Any] = {}
-        self.result: dict | None = None
+        self.result: Transition | Unchanged | None = None
         self.path = Path()
         self._started = 0.0
 
@@ -138,7 +139,7 @@ class Work:
             try:
                 self.result = self._record(self.auto_accept)
             except GateFailed as failed:  # recorded: the attempt is rejected with the gates' verdicts
-                self.result = failed.details.get("transition")
+                self.result = Transition.from_dict(failed.details["transition"])
                 raise
             return
         if not isinstance(error, Exception):
@@ -155,7 +156,7 @@ class Work:
             if hasattr(error, "add_note"):
                 error.add_note(f"git-lanes could not record the failed attempt: {failure.message}")
 
-    def _record(self, auto_accept: bool) -> dict:
+    def _record(self, auto_accept: bool) -> Decided | Unchanged:
         session = self.session
         metadata = {k: v for k, v in self.metadata.items() if k not in INTENT_FIELDS}
         wall = Cost(wall_time=round(time.monotonic() - self._started, 3))

@@ -8,17 +8,17 @@ import inspect
 import json
 
 import pytest
-from conftest import git
+from conftest import git, workspace
 
 from git_lanes import api as api_package
 from git_lanes.api import Lanes
 from git_lanes.errors import UserError
-from git_lanes.model import coordination, ledger_results, records
+from git_lanes.model import coordination, ledger_results, promotion_results, records, workspace_results
 from git_lanes.model.coordination import Task, TaskView
 from git_lanes.model.ids import Actor, AgentId, LaneName, TransitionId
 from git_lanes.model.record import Record
 
-RECORD_MODULES = [records, coordination, ledger_results]
+RECORD_MODULES = [records, coordination, ledger_results, workspace_results, promotion_results]
 TASK = {"id": "0123456789abcdef", "title": "Add login", "created": 1.5, "created_by": "Jane Doe", "updated": 2,
         "description": "", "depends": [], "dependents": [], "ticket": None, "files": ["src/**"], "status": "open",
         "owner": None, "lane": None, "version": 1, "blocked_reason": None, "done_at": None}
@@ -106,6 +106,41 @@ def test_the_coordination_api_returns_records(api):
     assert created.to_dict() == {"task": created.task, "version": 1, "ready": True, "ticket": None,
                                  "op": created.op}
 
+
+
+def test_the_workspace_api_returns_records_and_the_faces_publish_their_schemas(api, repo):
+    from git_lanes.http.openapi import response_schema
+    from git_lanes.http.routes import ROUTES
+    from git_lanes.mcp.server import output_shape
+    from git_lanes.model.workspace_results import Decided, LaneDetail, RepositoryStatus, Unchanged
+
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "f.txt").write_text("f\n")
+    proposed = api.commit("Add f", "coder-1", lane="feat")
+    assert isinstance(proposed, Decided) and proposed.status == "proposed" and proposed.worktree is None
+    status = api.status()
+    assert isinstance(status, RepositoryStatus) and [t.id for t in status.proposals] == [proposed.id]
+    accepted = api.accept(proposed.id[:8])
+    assert isinstance(accepted, Decided) and accepted.status == "accepted"
+    assert isinstance(api.commit("again", "coder-1", lane="feat"), Unchanged)
+    shown = api.lane_show("feat")
+    assert isinstance(shown, LaneDetail) and shown.recent[0].id == proposed.id and shown.totals.count == 1
+    assert shown.to_dict()["recent"][0] == accepted.to_dict()  # what --json prints, format key included
+
+    commit_route = next(r for r in ROUTES if r.api == "commit")
+    either = response_schema(commit_route, Lanes)
+    assert either["anyOf"] == [Decided.json_schema(), Unchanged.json_schema()]
+    status_route = next(r for r in ROUTES if r.api == "status")
+    assert response_schema(status_route, Lanes) == RepositoryStatus.json_schema()
+    published = output_shape(Decided | Unchanged).model_json_schema()
+    assert published["anyOf"] == either["anyOf"] and published["type"] == "object"
+
+    preview = api.promote("feat", dry_run=True)
+    assert isinstance(preview, promotion_results.PromotionPreview) and preview.status == "clean"
+    promoted = api.promote("feat", auto_accept=True)
+    assert isinstance(promoted, promotion_results.Promoted) and promoted.transition.status == "accepted"
+    assert promoted.worktree is not None and promoted.worktree.updated == ("f.txt",)
+    assert isinstance(api.promote("feat"), promotion_results.UpToDate)
 
 # -- D9: control characters through any face -------------------------------------------------------------
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
     from git_lanes.model.records import Cost, Intent, Transition
     from git_lanes.model.results import History, LaneCreated, LaneInfo, TransitionDetail
+    from git_lanes.model.workspace_results import Decided, LaneDetail, RepositoryStatus, Unchanged
     from git_lanes.store import open_store
     from git_lanes.store.setup import init_repository
 
@@ -114,22 +115,23 @@ class CoreApi:
 
         return [LaneInfo.from_dict(lane.to_dict()) for lane in lanes.list_lanes(self.ctx)]
 
-    def lane_show(self, name: str) -> dict[str, Any]:
+    def lane_show(self, name: str) -> LaneDetail:
         """One lane: its head and workspace, unsnapshotted paths (`dirty`), paths a promotion left needing
         attention, pending proposals, the last 10 transitions with totals, and whether it holds work no
         other lane has (`unpromoted`)."""
         from git_lanes.domain import attention, inspect, lanes, transitions
+        from git_lanes.model.workspace_results import LaneDetail
 
         lane = lanes.get_lane(self.ctx, name)
         changed = inspect.unsnapshotted(self.ctx, name, lane.workspace) if lane.workspace else {}
         recent = inspect.history(self.ctx, lane=name, limit=10)
-        return lane.to_dict() | {
+        return LaneDetail.from_dict(lane.to_dict() | {
             "dirty": changed,
             "attention": attention.needing(self.ctx, name, lane.workspace) if lane.workspace else [],
             "proposals": [t.to_dict() for t in transitions.pending_for(self.ctx, name)],
             "recent": recent["transitions"], "totals": recent["totals"],
             "unpromoted": False if lane.is_trunk else lanes.unpromoted(self.ctx, name),
-        }
+        })
 
     def lane_path(self, name: str) -> str:
         """The path of lane `name`'s workspace (NotFound when it has none here)."""
@@ -172,10 +174,13 @@ class CoreApi:
                cwd: str | os.PathLike[str] | None = None,
                agent_type: str | None = None, model: str | None = None, tags: tuple[str, ...] = (),
                cost: Cost | None = None, auto_accept: bool = False,
-               metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Snapshot a workspace as a proposed transition of its lane; with `auto_accept`, decide it too."""
+               metadata: dict[str, Any] | None = None) -> Decided | Unchanged:
+        """Snapshot a workspace as a proposed transition of its lane; with `auto_accept`, decide it too (the
+        trunk's gates judge it; one that changes a protected path is held for a person, still proposed).
+        `Unchanged` when the workspace matches its lane head: no state is made."""
         from git_lanes.domain import gates, lanes, transitions
         from git_lanes.model.records import Cost, Intent
+        from git_lanes.model.workspace_results import Decided, Unchanged
 
         intent = Intent(prompt=prompt, agent_id=AgentId(agent_id), agent_type=agent_type, model=model, tags=tags,
                         metadata=metadata or {})
@@ -184,31 +189,32 @@ class CoreApi:
         with self._writing() as ctx:
             record = transitions.propose(ctx, name, path, intent, cost)
             if record is None:
-                return {"status": "unchanged", "lane": name, "head": lanes.lane_head(ctx, name),
-                        "message": f"nothing to snapshot: workspace of {name!r} matches its lane head"}
+                return Unchanged("unchanged", name, lanes.lane_head(ctx, name),
+                                 f"nothing to snapshot: workspace of {name!r} matches its lane head")
             if auto_accept and not gates.scoped(ctx, record):
                 # Nothing to run, so propose and decide in one critical section: no other writer can
                 # accept the same content in between and leave this proposal superseded.
-                return gates.decide(ctx, record, (), auto=True)
+                return Decided.from_dict(gates.decide(ctx, record, (), auto=True))
         if auto_accept:
             return self._decide(record, raced=True)
-        return record.to_dict()
+        return Decided.from_dict(record.to_dict())
 
-    def _decide(self, record: Transition, *, raced: bool = False) -> dict[str, Any]:
+    def _decide(self, record: Transition, *, raced: bool = False) -> Decided:
         """Run the trunk's gates on the proposed tree, then accept it, or reject it when a required gate
         failed (GateFailed, exit 4). The gates run outside the writers' lock: one may take minutes.
         `raced`: the record was proposed by this call, so another writer deciding it while the gates ran is
         a lost race (see gates.decide_raced), not a request to decide a decided transition."""
         from git_lanes.domain import gates
+        from git_lanes.model.workspace_results import Decided
 
         evaluations = gates.evaluate(self.ctx, record)
         with self._writing() as ctx:
             if raced:
-                return gates.decide_raced(ctx, record, evaluations)
-            return gates.decide(ctx, record, evaluations, auto=False)
+                return Decided.from_dict(gates.decide_raced(ctx, record, evaluations))
+            return Decided.from_dict(gates.decide(ctx, record, evaluations, auto=False))
 
     @recorded(lambda a: f"accept {a['transition_id'][:8]}")
-    def accept(self, transition_id: str) -> dict[str, Any]:
+    def accept(self, transition_id: str) -> Decided:
         """Accept proposal `transition_id` (a unique prefix): the trunk's gates judge it first (GateFailed and
         rejected when a required one fails), then its lane moves by compare-and-swap (Conflict when the
         lane moved since it was proposed)."""
@@ -244,11 +250,12 @@ class CoreApi:
             return result
 
     # -- inspection ------------------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
+    def status(self) -> RepositoryStatus:
         """Every lane with its workspace, unsnapshotted and needing-attention paths, and the pending proposals."""
         from git_lanes.domain import inspect
+        from git_lanes.model.workspace_results import RepositoryStatus
 
-        return inspect.status(self.ctx)
+        return RepositoryStatus.from_dict(inspect.status(self.ctx))
 
     def history(self, *, lane: str | None = None, status: str | None = None, agent: str | None = None,
                 limit: int | None = None, grep: str | None = None, tag: str | None = None, since: str | None = None,

@@ -14,6 +14,7 @@ from git_lanes.model.ids import Actor, AgentId
 
 if TYPE_CHECKING:
     from git_lanes.domain import gates, lanes, promotion, reset, transitions
+    from git_lanes.model.promotion_results import Evaluated, Promoted, PromotionPreview, UpToDate
     from git_lanes.model.records import Cost, Evaluation, Intent, Transition
     from git_lanes.store import merge_gate
 
@@ -31,10 +32,14 @@ class PromotionApi:
     def promote(self, lane: str, into: str | None = None, *, prompt: str | None = None,
                 agent_id: str | None = None, agent_type: str | None = None, model: str | None = None,
                 tags: tuple[str, ...] = (), cost: Cost | None = None, dry_run: bool = False,
-                force: bool = False, auto_accept: bool = False) -> dict[str, Any]:
-        """Promote `lane` into `into` (default: the trunk). Collisions raise Conflict (exit 3) unless
-        `force`; a failing required gate rejects the attempt and raises GateFailed (exit 4)."""
+                force: bool = False, auto_accept: bool = False) -> Promoted | UpToDate | PromotionPreview:
+        """Promote `lane` into `into` (default: the trunk): the merged state is proposed on the target and,
+        with `auto_accept`, judged by the trunk's gates and accepted. Collisions raise Conflict (exit 3)
+        unless `force`; a failing required gate rejects the attempt and raises GateFailed (exit 4). With
+        `dry_run`, only the plan (PromotionPreview, its `problem` the Conflict the real run would raise):
+        nothing is written."""
         from git_lanes.domain import promotion
+        from git_lanes.model.promotion_results import Promoted, PromotionPreview, UpToDate
         from git_lanes.model.records import Cost, Intent
         from git_lanes.store import merge_gate
 
@@ -44,9 +49,10 @@ class PromotionApi:
             status = "up_to_date" if plan.up_to_date else "collision" if plan.comparison.collisions else "clean"
             # answered as the real run would be: collisions without --force are its conflict (exit 3)
             stops = plan.comparison.collisions and not force
-            return {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
-                    **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {}),
-                    "problem": problem(promotion.collision_error(plan)) if stops else None}
+            return PromotionPreview.from_dict(
+                {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
+                 **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {}),
+                 "problem": problem(promotion.collision_error(plan)) if stops else None})
         who = AgentId(agent_id) if agent_id else Actor(self._human())
         intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=who,
                         agent_type=agent_type, model=model, tags=tags)
@@ -55,7 +61,8 @@ class PromotionApi:
                 # The cost was spent once, whatever number of attempts a moving target forces.
                 report = self._attempt(lane, target, intent, cost if attempt == 1 else Cost(), force, auto_accept)
                 if report is not None:
-                    return report | {"attempts": attempt, "left_pending": self._left_pending(lane)}
+                    result = report | {"attempts": attempt, "left_pending": self._left_pending(lane)}
+                    return UpToDate.from_dict(result) if result["transition"] is None else Promoted.from_dict(result)
         raise Conflict(f"{target} moved under each of {MAX_ATTEMPTS} attempts to promote {lane}",
                        code="target_busy", hint="retry when the target is quieter")
 
@@ -112,10 +119,11 @@ class PromotionApi:
         return {"status": decided["status"], **report, "transition": decided, "worktree": worktree}
 
     @recorded(lambda a: f"evaluate {a['transition_id'][:8]}")
-    def evaluate(self, transition_id: str) -> dict[str, Any]:
+    def evaluate(self, transition_id: str) -> Evaluated:
         """Re-run the gates on a pending proposal and record the results in its note (exit 4 when a required
         gate fails; the proposal stays pending)."""
         from git_lanes.domain import gates, transitions
+        from git_lanes.model.promotion_results import Evaluated
 
         record = transitions.find(self.ctx, transition_id)
         _require_pending(record)
@@ -128,7 +136,7 @@ class PromotionApi:
             transitions.save(ctx, current, f"lanes: evaluate {current.id[:8]}")
         if gates.failures(evaluations):
             raise gates.gate_failed(current)
-        return current.to_dict() | {"gates": [g.name for g in checks]}
+        return Evaluated.from_dict(current.to_dict() | {"gates": [g.name for g in checks]})
 
     def gates(self, *, lane: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
         """The gates declared at the trunk's head with what each guards; with `lane` and/or `kind`, only

@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document, derived from the route table (routes.py) so it cannot drift from what is
-served. A response's schema is the one its record publishes (`json_schema()` on the type the API method
-says it returns, or a list of such records); a method still returning a plain dict is a JSON object. Every
+served. A response's schema is the one its record publishes (`result_schema` of the type the API method
+says it returns: a record, one of several records, or a list of records); a method still returning a plain dict is a JSON object. Every
 error is the one shape `--json` prints."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import typing
 from typing import Any
 
 from git_lanes.http.routes import INTEGER_PATH_PARAMS, Route
+from git_lanes.model.record import result_schema
 
 ERROR_STATUSES = {"400": "user error or bad request (code `usage` for a malformed one)", "401": "token required",
                   "403": "wrong origin or host", "404": "not found", "409": "conflict: something moved, or a collision",
@@ -30,12 +31,7 @@ def response_schema(route: Route, api_class: type) -> dict[str, Any]:
         returns = typing.get_type_hints(getattr(api_class, route.api)).get("return")
     except Exception:  # an annotation naming what only a type checker imports: the generic shape stands
         return generic
-    if callable(getattr(returns, "json_schema", None)):
-        return returns.json_schema()
-    items = typing.get_args(returns)
-    if typing.get_origin(returns) in (list, tuple) and items and callable(getattr(items[0], "json_schema", None)):
-        return {"type": "array", "items": items[0].json_schema()}
-    return generic
+    return result_schema(returns) or generic
 
 
 def _operation(route: Route, api_class: type) -> dict[str, Any]:

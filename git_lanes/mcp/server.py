@@ -9,7 +9,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, TypedDict, get_args, get_origin
+from typing import Annotated, Any, TypedDict, get_origin
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -20,6 +20,7 @@ from git_lanes import __version__
 from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError
 from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, planning, publisher, workspaces
 from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
+from git_lanes.model.record import result_schema
 
 log = logging.getLogger("git_lanes.mcp")
 
@@ -153,16 +154,16 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
 
 def output_shape(returns: Any) -> Any:
     """The type the SDK derives a tool's output schema from (and checks its structured content against),
-    from what the tool function says it returns: a record class (one with `json_schema()`) publishes its own
-    schema; a list sits under `result`; anything else is a JSON object."""
-    items = get_args(returns)[0] if get_origin(returns) in (list, tuple) and get_args(returns) else None
-    if callable(getattr(returns, "json_schema", None)):
-        return _publishing(returns.__name__, returns.json_schema())
-    if items is not None and callable(getattr(items, "json_schema", None)):
-        return _publishing(f"{items.__name__}List", {
-            "type": "object", "title": f"{items.__name__}List", "required": ["result"],
-            "properties": {"result": {"type": "array", "items": items.json_schema()}}})
-    return ListResult if get_origin(returns) in (list, tuple) else dict[str, Any]
+    from what the tool function says it returns (`result_schema`): a record class publishes its own schema, a
+    union of records one of theirs; a list sits under `result`; anything else is a JSON object."""
+    schema = result_schema(returns)
+    if schema is None:
+        return ListResult if get_origin(returns) in (list, tuple) else dict[str, Any]
+    if schema["type"] == "array":
+        title = f"{schema['items']['title']}List"
+        return _publishing(title, {"type": "object", "title": title, "required": ["result"],
+                                   "properties": {"result": schema}})
+    return _publishing(schema["title"], schema)
 
 
 def _publishing(title: str, schema: dict[str, Any]) -> type[BaseModel]:

@@ -11,7 +11,10 @@ from pydantic import Field
 from git_lanes.mcp.binding import Binding, ToolSpec
 from git_lanes.mcp.params import (AgentId, AgentType, ApiCalls, AutoAccept, CostUsd, DiffMode, Lane, LaneFilter,
                                   Model, Prompt, Tags, TokensIn, TokensOut, TransitionId, TransitionStatus, WallTime)
-from git_lanes.model.records import Cost
+from git_lanes.model.promotion_results import Promoted, PromotionPreview, UpToDate
+from git_lanes.model.records import Cost, Transition
+from git_lanes.model.results import History, TransitionDetail
+from git_lanes.model.workspace_results import Decided, RepositoryStatus, Unchanged
 
 
 def tools(face: Binding) -> list[ToolSpec]:
@@ -42,7 +45,7 @@ def tools(face: Binding) -> list[ToolSpec]:
     def commit(prompt: Prompt, lane: Lane = None, tags: Tags = (), tokens_in: TokensIn = 0, tokens_out: TokensOut = 0,
                api_calls: ApiCalls = 0, wall_time: WallTime = 0.0, cost_usd: CostUsd = 0.0,
                auto_accept: AutoAccept = False, agent_type: AgentType = None, model: Model = None,
-               agent_id: AgentId = None) -> dict:
+               agent_id: AgentId = None) -> Decided | Unchanged:
         """Snapshot the lane's workspace as a new state, recording the intent (prompt, tags) and the cost. It
         is proposed; with auto_accept the trunk's gates judge it and it is accepted at once. A workspace that
         matches its lane head makes no new state (status unchanged)."""
@@ -52,19 +55,19 @@ def tools(face: Binding) -> list[ToolSpec]:
     def propose(prompt: Prompt, lane: Lane = None, tags: Tags = (), tokens_in: TokensIn = 0,
                 tokens_out: TokensOut = 0, api_calls: ApiCalls = 0, wall_time: WallTime = 0.0,
                 cost_usd: CostUsd = 0.0, agent_type: AgentType = None, model: Model = None,
-                agent_id: AgentId = None) -> dict:
+                agent_id: AgentId = None) -> Decided | Unchanged:
         """Snapshot the lane's workspace as a proposed state, to be accepted or rejected later."""
         return _record(face, prompt, lane, tags, Cost(tokens_in, tokens_out, api_calls, wall_time, cost_usd),
                        False, agent_type, model, agent_id)
 
-    def accept(transition_id: TransitionId) -> dict:
+    def accept(transition_id: TransitionId) -> Decided:
         """Accept a proposal: the trunk's gates judge it first (a failing required gate rejects it:
         `gate_failed`); then its lane moves to the proposed state (`conflict` if the lane moved meanwhile)."""
         return face.api.accept(transition_id)
 
     def reject(transition_id: TransitionId,
                reason: Annotated[str | None, Field(description="Why; kept with the attempt as signal.")] = None
-               ) -> dict:
+               ) -> Transition:
         """Reject a proposal; the attempt is kept under refs/lanes/rejected/ as signal."""
         return face.api.reject(transition_id, reason)
 
@@ -72,11 +75,11 @@ def tools(face: Binding) -> list[ToolSpec]:
                     description="Only transitions with this status.")] = None,
                 agent: Annotated[str | None, Field(description="Only this agent's transitions.")] = None,
                 limit: Annotated[int | None, Field(ge=0, description="At most this many (totals count all).")]
-                = None) -> dict:
+                = None) -> History:
         """List transitions newest first, with prompt, agent, tags and cost, plus totals."""
         return face.api.history(lane=lane, status=status, agent=agent, limit=limit)
 
-    def show(transition_id: TransitionId) -> dict:
+    def show(transition_id: TransitionId) -> TransitionDetail:
         """Show one transition: its intent, cost, evaluations and changed paths."""
         return face.api.show(transition_id)
 
@@ -86,7 +89,7 @@ def tools(face: Binding) -> list[ToolSpec]:
         """Show the difference between two states."""
         return face.api.diff(a, b, mode)
 
-    def status() -> dict:
+    def status() -> RepositoryStatus:
         """Show lanes, workspaces, pending proposals and workspaces with unsnapshotted edits."""
         return face.api.status()
 
@@ -97,7 +100,7 @@ def tools(face: Binding) -> list[ToolSpec]:
                                                          "target's is kept in a backup ref.")] = False,
                 dry_run: Annotated[bool, Field(description="Only report collisions and changes.")] = False,
                 prompt: Annotated[str | None, Field(description="Why; default: \"Promote LANE into TARGET\".")]
-                = None, tags: Tags = (), agent_id: AgentId = None) -> dict:
+                = None, tags: Tags = (), agent_id: AgentId = None) -> Promoted | UpToDate | PromotionPreview:
         """Promote the lane's accepted head into another lane, path by path. A path changed on both sides is
         a collision: nothing moves and the paths are listed (`conflict`); rerun from the target's head,
         resolve by hand, or force. The result is proposed on the target and judged by the trunk's gates."""
@@ -129,7 +132,8 @@ def tools(face: Binding) -> list[ToolSpec]:
 
 
 def _record(face: Binding, prompt: str, lane: str | None, tags: list[str] | tuple[str, ...], cost: Cost,
-            auto_accept: bool, agent_type: str | None, model: str | None, agent_id: str | None) -> dict:
+            auto_accept: bool, agent_type: str | None, model: str | None, agent_id: str | None
+            ) -> Decided | Unchanged:
     agent = face.agent(agent_id)
     return face.api.commit(prompt, agent, lane=face.lane(lane, agent), agent_type=agent_type, model=model,
                            tags=tuple(tags), cost=cost, auto_accept=auto_accept)

@@ -365,3 +365,25 @@ def schema_of(tp: Any) -> dict[str, Any]:
     """The JSON schema of a field type of the grammar above (for a face deriving an argument's schema)."""
     return _schema(tp)
 
+
+
+def _publishes(tp: Any) -> bool:
+    """A class that describes its JSON itself: a record (or a face's own class with `json_schema()`)."""
+    return isinstance(tp, type) and callable(getattr(tp, "json_schema", None))
+
+
+def result_schema(returns: Any) -> dict[str, Any] | None:
+    """The JSON schema of what an API method says it returns, for the faces that publish one (MCP tool output
+    schemas, the OpenAPI document): a record's own, an object that is one of several records (a union), or an
+    array of records. None when the annotation names no record: the face then publishes a generic shape."""
+    if _publishes(returns):
+        schema: dict[str, Any] = returns.json_schema()
+        return schema
+    options = typing.get_args(returns)
+    if _is_union(typing.get_origin(returns)) and options and all(_publishes(o) for o in options):
+        return {"type": "object", "title": "Or".join(o.__name__ for o in options),
+                "anyOf": [o.json_schema() for o in options]}
+    if typing.get_origin(returns) in (list, tuple) and options:
+        items = result_schema(options[0])
+        return None if items is None else {"type": "array", "items": items}
+    return None
