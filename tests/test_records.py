@@ -13,12 +13,14 @@ from conftest import git, workspace
 from git_lanes import api as api_package
 from git_lanes.api import Lanes
 from git_lanes.errors import UserError
-from git_lanes.model import coordination, ledger_results, promotion_results, records, workspace_results
+from git_lanes.model import (coordination, ledger_results, promotion_results, records, run_results, sync_results,
+                             workspace_results, worktree_results)
 from git_lanes.model.coordination import Task, TaskView
 from git_lanes.model.ids import Actor, AgentId, LaneName, TransitionId
 from git_lanes.model.record import Record
 
-RECORD_MODULES = [records, coordination, ledger_results, workspace_results, promotion_results]
+RECORD_MODULES = [records, coordination, ledger_results, workspace_results, promotion_results, sync_results,
+                  run_results, worktree_results]
 TASK = {"id": "0123456789abcdef", "title": "Add login", "created": 1.5, "created_by": "Jane Doe", "updated": 2,
         "description": "", "depends": [], "dependents": [], "ticket": None, "files": ["src/**"], "status": "open",
         "owner": None, "lane": None, "version": 1, "blocked_reason": None, "done_at": None}
@@ -141,6 +143,27 @@ def test_the_workspace_api_returns_records_and_the_faces_publish_their_schemas(a
     assert isinstance(promoted, promotion_results.Promoted) and promoted.transition.status == "accepted"
     assert promoted.worktree is not None and promoted.worktree.updated == ("f.txt",)
     assert isinstance(api.promote("feat"), promotion_results.UpToDate)
+
+    (workspace(repo, "feat") / "f.txt").write_text("edited\n")
+    restored = api.restore("feat", lane="feat", force=True)
+    assert isinstance(restored, workspace_results.Restored) and restored.backup is not None
+    (workspace(repo, "feat") / "g.txt").write_text("g\n")
+    api.commit("Add g", "coder-1", lane="feat", auto_accept=True)
+    api.lane_create("other")
+    reset = api.lane_reset("feat", "other")
+    assert isinstance(reset, workspace_results.LaneReset) and reset.transition is not None
+    assert reset.to_dict()["from"] == reset.old and reset.kept_at == f"refs/lanes/rejected/{reset.transition.id}"
+    deleted = api.lane_delete("feat")
+    assert isinstance(deleted, workspace_results.LaneDeleted) and "released_ports" not in deleted
+
+
+def test_the_runs_api_returns_records(api):
+    started = api.run_start("coder-1", lane=api.trunk)
+    assert isinstance(started, run_results.RunView) and started.budget is not None and started.status == "active"
+    assert [r.id for r in api.run_list()] == [started.id] and api.run_list()[0].budget is None
+    ended = api.run_end(started.id[:8], "done")
+    assert isinstance(ended, run_results.RunEnded) and ended.status == "ended" and not ended.already_ended
+    assert api.run_end(started.id).already_ended
 
 # -- D9: control characters through any face -------------------------------------------------------------
 

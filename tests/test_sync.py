@@ -9,6 +9,7 @@ from conftest import git, run_cli, workspace
 from gitserver import clone, make_origin, server  # noqa: F401  (server is a fixture)
 
 from git_lanes.api import Lanes
+from git_lanes.model.sync_results import SyncReport
 
 SYNCED = ("refs/heads/main", "refs/lanes/", "refs/notes/lanes")
 
@@ -57,6 +58,7 @@ def test_clone_then_pull_gives_every_piece_of_lane_state(tmp_path, server):  # n
     rejected = api.commit("bad idea", "coder-3", lane="other")
     api.reject(rejected["id"], "not wanted")
     report = api.sync()
+    assert isinstance(report, SyncReport) and report.mode == "sync" and report.went_out
     assert report["attempts"] == 1 and report["diverged"] == []
     assert synced_refs(server.path("project")) == synced_refs(origin)
 

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
     from git_lanes.model.records import Cost, Intent, Transition
     from git_lanes.model.results import History, LaneCreated, LaneInfo, TransitionDetail
-    from git_lanes.model.workspace_results import Decided, LaneDetail, RepositoryStatus, Unchanged
+    from git_lanes.model.workspace_results import (Decided, LaneDeleted, LaneDetail, RepositoryStatus, Restored,
+                                                   Unchanged)
     from git_lanes.store import open_store
     from git_lanes.store.setup import init_repository
 
@@ -141,11 +142,12 @@ class CoreApi:
         return str(lanes.require_workspace(self.ctx, name))
 
     @recorded(lambda a: f"delete lane {a['name']}" + (" --force" if a["force"] else ""))
-    def lane_delete(self, name: str, *, force: bool = False) -> dict[str, Any]:
+    def lane_delete(self, name: str, *, force: bool = False) -> LaneDeleted:
         """Delete lane `name` and remove its workspace. Refused (Refused) while it has unsnapshotted edits,
         unpromoted work or pending proposals, unless `force`: then edits are kept in a backup ref and
         proposals are rejected and kept. The last head stays at refs/lanes/deleted/."""
         from git_lanes.domain import lanes, restore, transitions
+        from git_lanes.model.workspace_results import LaneDeleted
 
         with self._writing() as ctx:
             path = lanes.workspace_path(ctx, name) if name != ctx.trunk else None
@@ -165,8 +167,8 @@ class CoreApi:
             for proposal in pending:
                 transitions.reject(ctx, proposal, f"lane {name} was deleted")
         released = self._release_ports(name)  # type: ignore[attr-defined]
-        return result | {"rejected_proposals": [t.id for t in pending]} | \
-            ({"released_ports": released} if released else {})
+        return LaneDeleted.from_dict(result | {"rejected_proposals": [t.id for t in pending],
+                                               "released_ports": released})
 
     # -- transitions -----------------------------------------------------------------------------------
     @recorded(lambda a: f"commit{' on ' + a['lane'] if a['lane'] else ''}: {first_line(a['prompt'])}")
@@ -233,11 +235,12 @@ class CoreApi:
 
     @recorded(lambda a: f"restore {a['lane'] or 'workspace'} to {a['state']}")
     def restore(self, state: str, *, lane: str | None = None, cwd: str | os.PathLike[str] | None = None,
-                force: bool = False) -> dict[str, Any]:
+                force: bool = False) -> Restored:
         """Make a workspace's files equal `state` (a lane, transition id or revision) without moving its lane: the
         next commit records the return as a new transition. Unsnapshotted edits are refused, or with
         `force` kept in a backup ref first."""
         from git_lanes.domain import inspect, oplog, restore
+        from git_lanes.model.workspace_results import Restored
 
         name, path = self._workspace(lane, cwd)
         with self._writing() as ctx:
@@ -247,7 +250,7 @@ class CoreApi:
             result = restore.restore(ctx, name, path, inspect.resolve_state(ctx, state), force=force)
             if before is not None:
                 oplog.workspace_changed(name, before, ctx.store.content_tree(path))
-            return result
+            return Restored.from_dict(result)
 
     # -- inspection ------------------------------------------------------------------------------------
     def status(self) -> RepositoryStatus:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from git_lanes.domain import gates, lanes, promotion, reset, transitions
     from git_lanes.model.promotion_results import Evaluated, Promoted, PromotionPreview, UpToDate
     from git_lanes.model.records import Cost, Evaluation, Intent, Transition
+    from git_lanes.model.workspace_results import LaneReset
     from git_lanes.store import merge_gate
 
 # A target that moves under every attempt is being written faster than its gates run; give up and say so.
@@ -150,13 +151,16 @@ class PromotionApi:
 
     @recorded(lambda a: f"reset lane {a['name']} onto {a['onto'] or 'the trunk'}")
     def lane_reset(self, name: str, onto: str | None = None, *, force: bool = False, reason: str | None = None,
-                   agent_id: str | None = None) -> dict[str, Any]:
-        """Move lane `name` (and its workspace) to the head of `onto` (default: the trunk)."""
+                   agent_id: str | None = None) -> LaneReset:
+        """Move lane `name` (and its workspace) to the head of `onto` (default: the trunk). Work the lane holds
+        that `onto` lacks is kept as a rejected transition; unsnapshotted edits are refused, or with `force`
+        kept in a backup ref first."""
         from git_lanes.domain import reset
+        from git_lanes.model.workspace_results import LaneReset
 
         with self._writing() as ctx:
-            return reset.reset(ctx, name, onto or ctx.trunk, force=force, reason=reason,
-                               agent_id=AgentId(agent_id) if agent_id else None)
+            return LaneReset.from_dict(reset.reset(ctx, name, onto or ctx.trunk, force=force, reason=reason,
+                                                   agent_id=AgentId(agent_id) if agent_id else None))
 
     def _human(self) -> str:
         """Who promotes when no agent id is given: the person in git's configured identity."""

@@ -12,6 +12,7 @@ from git_lanes.model import refs
 
 if TYPE_CHECKING:
     from git_lanes.domain import setup, sync
+    from git_lanes.model.sync_results import SyncReport
     from git_lanes.store import Store, open_store
     from git_lanes.store import remote as transport
 
@@ -22,25 +23,30 @@ class SyncApi:
     ctx: Context
 
     @recorded(lambda a: f"pull {a['remote'] or ''}".strip())
-    def pull(self, remote: str | None = None) -> dict[str, Any]:
+    def pull(self, remote: str | None = None) -> SyncReport:
         """Fetch the remote's lane state and merge it here; nothing is pushed."""
         from git_lanes.domain import sync
+        from git_lanes.model.sync_results import SyncReport
 
-        return sync.run(self.ctx, self._remote(remote), "pull")
+        return SyncReport.from_dict(sync.run(self.ctx, self._remote(remote), "pull"))
 
     @recorded(lambda a: f"push {a['remote'] or ''}".strip())
-    def push(self, remote: str | None = None) -> dict[str, Any]:
+    def push(self, remote: str | None = None) -> SyncReport:
         """Push what is strictly ahead here, under a lease; what needs a merge is held back for `sync`."""
         from git_lanes.domain import sync
+        from git_lanes.model.sync_results import SyncReport
 
-        return sync.run(self.ctx, self._remote(remote), "push")
+        return SyncReport.from_dict(sync.run(self.ctx, self._remote(remote), "push"))
 
     @recorded(lambda a: f"sync {a['remote'] or ''}".strip())
-    def sync(self, remote: str | None = None) -> dict[str, Any]:
-        """Pull, merge, push; retried after a fresh merge when another machine pushed first."""
+    def sync(self, remote: str | None = None) -> SyncReport:
+        """Pull, merge, push; retried after a fresh merge when another machine pushed first. Lane heads only
+        fast-forward (a diverged lane is reported, nothing overwritten); notes merge per record; local ledger
+        ops are replayed on the remote's head, and one that no longer holds is reported refused."""
         from git_lanes.domain import sync
+        from git_lanes.model.sync_results import SyncReport
 
-        return sync.run(self.ctx, self._remote(remote), "sync")
+        return SyncReport.from_dict(sync.run(self.ctx, self._remote(remote), "sync"))
 
     def _remote(self, remote: str | None) -> str:
         return remote or self.ctx.store.config_get("lanes.remote") or DEFAULT_REMOTE

@@ -14,6 +14,7 @@ from git_lanes.model import refs
 from git_lanes.model.names import validate_lane_name
 
 if TYPE_CHECKING:
+    from git_lanes.model.worktree_results import OrphansReclaimed, WorktreeAssigned, WorktreeReleased, WorktreeRow
     from git_lanes import ledger
     from git_lanes.domain import agents, inspect, lane_setup, lanes, worktrees
 
@@ -44,12 +45,13 @@ class WorktreeApi:
             return None
         return self._append("agent.touch", agent, {"agent": agent})
 
-    def assign_worktree(self, agent: str, lane: str | None = None, base: str | None = None) -> dict[str, Any]:
+    def assign_worktree(self, agent: str, lane: str | None = None, base: str | None = None) -> WorktreeAssigned:
         """Give `agent` a lane to work in and return its workspace path: `lane`, else the lane it already
         has, else `agent/<id>`. A missing lane is created (from `base`, default the trunk's head) and a
         missing workspace is made; an existing one is reused. A lane another live agent holds is refused
         (`lane_assigned`, exit 3)."""
         from git_lanes.domain import inspect, lane_setup, lanes, worktrees
+        from git_lanes.model.worktree_results import WorktreeAssigned
 
         state = self._state()
         name = validate_lane_name(lane or worktrees.assigned_lane(state, agent) or worktrees.default_lane(agent))
@@ -70,11 +72,12 @@ class WorktreeApi:
                   "lease_until": assigned["lease_until"], "op": assigned["op"]}
         if made and not manifest.empty:
             result["setup"] = self._set_up(manifest, name, path, agent).to_dict()  # type: ignore[attr-defined]
-        return result
+        return WorktreeAssigned.from_dict(result)
 
-    def list_worktrees(self) -> list[dict[str, Any]]:
+    def list_worktrees(self) -> list[WorktreeRow]:
         """Every lane that has a workspace here, with the agents assigned to it and whether they are alive."""
         from git_lanes.domain import agents, lanes
+        from git_lanes.model.worktree_results import WorktreeRow
 
         state = self._state()
         now = self.ctx.now()
@@ -82,17 +85,19 @@ class WorktreeApi:
         for row in agents.list_agents(state, now):
             if row["lane"]:
                 assigned.setdefault(row["lane"], []).append({"id": row["id"], "alive": row["alive"]})
-        return [lane.to_dict() | {"agents": assigned.get(lane.name, [])}
+        return [WorktreeRow.from_dict(lane.to_dict() | {"agents": assigned.get(lane.name, [])})
                 for lane in lanes.list_lanes(self.ctx) if lane.workspace is not None]
 
-    def release_worktree(self, agent: str, *, keep_workspace: bool = False) -> dict[str, Any]:
+    def release_worktree(self, agent: str, *, keep_workspace: bool = False) -> WorktreeReleased:
         """`agent` gives its lane back. Its workspace is removed unless `keep_workspace`, another live agent
         still works there, or it is the trunk's; the lane and its states stay (assign it again to get a new
         workspace). A workspace holding work no state holds is refused (`dirty_workspace`) before anything
         changes: commit first."""
+        from git_lanes.model.worktree_results import WorktreeReleased
+
         released = self._release(agent, keep_workspace=keep_workspace, only_if_lapsed=False)
         assert released is not None
-        return released
+        return WorktreeReleased.from_dict(released)
 
     def _release(self, agent: str, *, keep_workspace: bool, only_if_lapsed: bool) -> dict[str, Any] | None:
         from git_lanes.domain import agents, worktrees
@@ -111,10 +116,11 @@ class WorktreeApi:
         return {"agent": agent, "lane": lane, "workspace_removed": str(removed) if removed else None,
                 "op": released["op"]}
 
-    def reclaim_orphan_worktrees(self, *, dry_run: bool = False) -> dict[str, Any]:
+    def reclaim_orphan_worktrees(self, *, dry_run: bool = False) -> OrphansReclaimed:
         """Release the lanes of agents whose lease lapsed and remove their workspaces, except where a
         workspace holds work no state holds (kept and listed, with the reason) or the agent came back."""
         from git_lanes.domain import worktrees
+        from git_lanes.model.worktree_results import OrphansReclaimed
 
         reclaimed, kept = [], []
         for orphan in worktrees.orphans(self._state(), self.ctx.now()):
@@ -135,4 +141,4 @@ class WorktreeApi:
                 continue
             if result is not None:
                 reclaimed.append(entry | {"workspace": result["workspace_removed"]})
-        return {"dry_run": dry_run, "reclaimed": reclaimed, "kept": kept}
+        return OrphansReclaimed.from_dict({"dry_run": dry_run, "reclaimed": reclaimed, "kept": kept})

@@ -15,7 +15,7 @@ def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) ->
         from git_lanes.api import Lanes
 
         api, initialized = Lanes.open_for_sync(None, trunk, remote)
-        report = getattr(api, mode)(remote)
+        report = getattr(api, mode)(remote).to_dict()
         report["initialized"] = initialized is not None
         report["trunk"] = api.trunk
         return report

@@ -14,7 +14,8 @@ from git_lanes.mcp.params import (AgentId, AgentType, ApiCalls, AutoAccept, Cost
 from git_lanes.model.promotion_results import Promoted, PromotionPreview, UpToDate
 from git_lanes.model.records import Cost, Transition
 from git_lanes.model.results import History, TransitionDetail
-from git_lanes.model.workspace_results import Decided, RepositoryStatus, Unchanged
+from git_lanes.model.workspace_results import Decided, RepositoryStatus, Restored, Unchanged
+from git_lanes.model.worktree_results import OrphansReclaimed, WorktreeAssigned, WorktreeReleased, WorktreeRow
 
 
 def tools(face: Binding) -> list[ToolSpec]:
@@ -25,19 +26,19 @@ def tools(face: Binding) -> list[ToolSpec]:
                         base: Annotated[str | None, Field(description="Where a new lane starts: a lane, transition "
                                                                       "id or git revision (default: the trunk's "
                                                                       "head).")] = None,
-                        agent_id: AgentId = None) -> dict:
+                        agent_id: AgentId = None) -> WorktreeAssigned:
         """Get a workspace of your own: creates or reuses the agent's lane and its workspace (a git worktree)
         and returns the workspace path. Work only in there. A lane another live agent works in is refused
         (`conflict`)."""
         return face.api.assign_worktree(face.agent(agent_id), lane, base)
 
-    def list_worktrees() -> list[dict]:
+    def list_worktrees() -> list[WorktreeRow]:
         """List the lanes that have a workspace here, with the agents assigned to each."""
         return face.api.list_worktrees()
 
     def release_worktree(keep_workspace: Annotated[bool, Field(description="Keep the workspace directory; only "
                                                                            "give the lane back.")] = False,
-                         agent_id: AgentId = None) -> dict:
+                         agent_id: AgentId = None) -> WorktreeReleased:
         """Give the agent's lane back when done and remove its workspace (the lane and its states stay). A
         workspace holding work no state holds is refused: commit it first."""
         return face.api.release_worktree(face.agent(agent_id), keep_workspace=keep_workspace)
@@ -112,12 +113,12 @@ def tools(face: Binding) -> list[ToolSpec]:
                 lane: Lane = None,
                 force: Annotated[bool, Field(description="Restore even over unsnapshotted edits (they are kept "
                                                          "in a backup ref).")] = False,
-                agent_id: AgentId = None) -> dict:
+                agent_id: AgentId = None) -> Restored:
         """Make the lane's workspace files equal a state; the lane does not move (commit to record it)."""
         return face.api.restore(state, lane=face.lane(lane, agent_id), force=force)
 
     def reclaim_orphan_worktrees(dry_run: Annotated[bool, Field(description="Only say what would be reclaimed."
-                                                                )] = False) -> dict:
+                                                                )] = False) -> OrphansReclaimed:
         """Release the lanes of agents whose lease lapsed and remove their workspaces; a workspace holding work
         no state holds is kept and listed."""
         return face.api.reclaim_orphan_worktrees(dry_run=dry_run)

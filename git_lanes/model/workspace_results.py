@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from git_lanes.model.record import Record, meta
+from git_lanes.model.record import Record, key, meta
 from git_lanes.model.records import Transition
 from git_lanes.model.results import LaneInfo, Totals
 
@@ -92,3 +92,51 @@ class LaneDetail(LaneInfo):
     recent: tuple[Transition, ...] = ()
     totals: Totals = meta(default_factory=Totals)
     unpromoted: bool = False
+
+
+@dataclass(frozen=True)
+class LaneDeleted(Record):
+    """A deleted lane: its last head, kept at `kept_at` (refs/lanes/deleted/), unsaved edits kept in `backup`
+    (with force), its pending proposals rejected and kept, and the ports it held given back."""
+
+    lane: str
+    head: str
+    kept_at: str
+    backup: str | None
+    rejected_proposals: tuple[str, ...]
+    released_ports: tuple[int, ...] = meta(omit="empty", default=())
+
+
+@dataclass(frozen=True)
+class Restored(Record):
+    """A workspace whose files now equal `state` while its lane stays at `lane_head`: the next commit records
+    the return. `backup`: the unsaved edits a forced restore kept; `nested_left`: nested repositories left in
+    place; `ignored_removed`: ignored files and folders in the way of what the state holds, deleted as git
+    deletes them."""
+
+    lane: str
+    workspace: str
+    state: str
+    lane_head: str
+    backup: str | None
+    nested_left: tuple[str, ...]
+    ignored_removed: tuple[str, ...]
+    changed_from_head: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LaneReset(Record):
+    """A lane moved from `from` to `to` (the head of `onto`), its workspace with it. Work the lane held that
+    `onto` lacks is kept as a rejected transition (`transition`, at `kept_at`); unsaved edits in `backup`;
+    proposals made on the old head rejected."""
+
+    lane: str
+    onto: str
+    old: str = key("from")
+    new: str = key("to")
+    workspace: str | None = None
+    kept_at: str | None = None
+    transition: Transition | None = None
+    backup: str | None = None
+    rejected_proposals: tuple[str, ...] = ()
+    nested_left: tuple[str, ...] = ()
