@@ -34,7 +34,8 @@ LEDGER = {"git_lanes.ledger", "git_lanes.ledger.log", "git_lanes.ledger.op", "gi
 
 PINNED = {
     ("--version",): {"git_lanes", "git_lanes.cli"},
-    ("status",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect"},
+    ("status",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results",
+                                             "git_lanes.model.workspace_results"},
     ("show", "SHOWN"): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
     ("lane", "list"): REPOSITORY | {"git_lanes.cli.lane", "git_lanes.domain.lanes", "git_lanes.domain.wording",
                                     "git_lanes.model.record", "git_lanes.model.records", "git_lanes.model.results"},

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from git_lanes.domain import briefing, control, lanes, runs, tasks
     from git_lanes.model.calls import HookEvent, bounded
     from git_lanes.model.records import Cost
-    from git_lanes.model.run_results import RunEnded, RunView
     from git_lanes.model.runs import RunEvent, RunState, Usage
 
 FOLLOW_POLL_SECONDS = 0.05
@@ -44,13 +43,11 @@ class RunsApi:
         return run_id, head, state
 
     def run_start(self, agent: str, *, lane: str | None = None, task: str | None = None, goal: str | None = None,
-                  phase: str | None = None, cwd: str | os.PathLike[str] | None = None) -> RunView:
-        """Start a run of `agent` (on `lane`, default: the lane of the workspace at `cwd`) and return it; its
-        id goes in GIT_LANES_RUN for the agent's session, whose hooks then meter and constrain it."""
+                  phase: str | None = None, cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Start a run and return it; its id goes in GIT_LANES_RUN for the agent's session."""
         from git_lanes import ledger
         from git_lanes.domain import control, lanes, runs, tasks
         from git_lanes.model.calls import bounded
-        from git_lanes.model.run_results import RunView
 
         repo = self._runs()
         policy = repo.policy()
@@ -69,13 +66,12 @@ class RunsApi:
                                     goal=bounded(goal, 1000) if goal else None)
         state, _ = control.transact(repo, run, lambda head, current: [event])
         assert state is not None
-        return RunView.from_dict(runs.view(state, policy))
+        return runs.view(state, policy)
 
-    def run_list(self, *, active: bool = False, budgets: bool = False) -> list[RunView]:
+    def run_list(self, *, active: bool = False, budgets: bool = False) -> list[dict[str, Any]]:
         """Runs, newest first; with `budgets`, each with its phase budgets as `run show` gives them (one policy
         read for all, so a dashboard can draw every run's budget bars from one call)."""
         from git_lanes.domain import control, runs
-        from git_lanes.model.run_results import RunView
 
         repo = self._runs()
         policy = repo.policy() if budgets else None
@@ -84,16 +80,15 @@ class RunsApi:
             _, state = control.read_state(repo, run)
             if state is not None and (not active or state.status == "active"):
                 rows.append(runs.view(state, policy))
-        return [RunView.from_dict(row) for row in sorted(rows, key=lambda r: r["created_at"], reverse=True)]
+        return sorted(rows, key=lambda r: r["created_at"], reverse=True)
 
-    def run_show(self, run: str) -> RunView:
+    def run_show(self, run: str) -> dict[str, Any]:
         """One run (by unique id prefix): its state, usage against the budget, and what is in flight."""
         from git_lanes.domain import runs
-        from git_lanes.model.run_results import RunView
 
         repo = self._runs()
         _, _, state = self._run_state(repo, run)
-        return RunView.from_dict(runs.view(state, repo.policy()))
+        return runs.view(state, repo.policy())
 
     def _events(self, repo: control.LightRepo, head: str, stop: str | None = None) -> list[RunEvent]:
         found = []
@@ -135,12 +130,11 @@ class RunsApi:
             state = latest
             yield from rows
 
-    def run_phase(self, run: str, phase: str) -> RunView:
+    def run_phase(self, run: str, phase: str) -> dict[str, Any]:
         """Move run `run` to phase `phase` (one the policy declares); the phase's budget and write gate apply from
         now on."""
         from git_lanes.domain import control, runs
         from git_lanes.model.runs import RunEvent, RunState
-        from git_lanes.model.run_results import RunView
 
         repo = self._runs()
         policy = repo.policy()
@@ -159,13 +153,12 @@ class RunsApi:
 
         state, _ = control.transact(repo, run_id, step)
         assert state is not None
-        return RunView.from_dict(runs.view(state, policy))
+        return runs.view(state, policy)
 
-    def run_end(self, run: str, reason: str | None = None) -> RunEnded:
+    def run_end(self, run: str, reason: str | None = None) -> dict[str, Any]:
         """End run `run` (with `reason`); ending an ended run changes nothing (`already_ended`)."""
         from git_lanes.domain import control, runs
         from git_lanes.model.runs import RunEvent, RunState
-        from git_lanes.model.run_results import RunEnded
 
         repo = self._runs()
         run_id = control.resolve_run(repo, run)
@@ -179,7 +172,7 @@ class RunsApi:
 
         state, events = control.transact(repo, run_id, step)
         assert state is not None
-        return RunEnded.from_dict(runs.view(state, repo.policy()) | {"already_ended": not events})
+        return runs.view(state, repo.policy()) | {"already_ended": not events}
 
     def run_resume(self, run: str) -> dict[str, Any]:
         """The briefing a new session of `run` starts from (nothing is recorded)."""

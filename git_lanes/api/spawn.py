@@ -48,7 +48,7 @@ class SpawnApi:
     _runs: Callable[[], control.LightRepo]
     _run_state: Callable[[control.LightRepo, str], tuple[str, str, RunState]]
     _state: Callable[[], ledger.State]
-    assign_worktree: Callable[..., dict[str, Any]]
+    assign_worktree: Callable[..., Any]  # a WorktreeAssigned, read like its JSON
     task_claim: Callable[..., Any]
     run_resume: Callable[[str], dict[str, Any]]
     budget_gate: Callable[..., list[dict[str, Any]]]

@@ -62,8 +62,8 @@ class SuperviseApi:
     _row: Callable[[RunState, str], dict[str, Any]]
     _state: Callable[[], ledger.State]
     _writing: Callable[[], AbstractContextManager[Context]]
-    commit: Callable[..., dict[str, Any]]
-    promote: Callable[..., dict[str, Any]]
+    commit: Callable[..., Any]  # records (Decided | Unchanged, Promoted | ...) read like their JSON
+    promote: Callable[..., Any]
     run_phase: Callable[[str, str], dict[str, Any]]
     run_end: Callable[..., dict[str, Any]]
     run_resume: Callable[[str], dict[str, Any]]

@@ -1,11 +1,15 @@
 """The OpenAPI 3.1 document, derived from the route table (routes.py) so it cannot drift from what is
 served. A response's schema is the one its record publishes (`result_schema` of the type the API method
-says it returns: a record, one of several records, or a list of records); a method still returning a plain dict is a JSON object. Every
-error is the one shape `--json` prints."""
+says it returns: a record, one of several records, or a list of records); a method still returning a plain
+dict is a JSON object. Every error is the one shape `--json` prints."""
 
 from __future__ import annotations
 
-import typing
+import builtins
+import functools
+import importlib
+import pkgutil
+import sys
 from typing import Any
 
 from git_lanes.http.routes import INTEGER_PATH_PARAMS, Route
@@ -28,10 +32,52 @@ def response_schema(route: Route, api_class: type) -> dict[str, Any]:
     if not route.derive:
         return generic
     try:
-        returns = typing.get_type_hints(getattr(api_class, route.api)).get("return")
-    except Exception:  # an annotation naming what only a type checker imports: the generic shape stands
+        returns = return_type(getattr(api_class, route.api))
+    except Exception:  # an annotation naming what is not a record: the generic shape stands
         return generic
     return result_schema(returns) or generic
+
+
+def return_type(method: Any) -> Any:
+    """What an API method says it returns. The API imports its records only for the type checker (start-up
+    stays lean), so the annotation is read against the model's classes as well as the method's module."""
+    annotation = method.__annotations__.get("return")
+    if not isinstance(annotation, str):
+        return annotation
+    return eval(annotation, {}, _Names(vars(sys.modules[method.__module__])))  # noqa: S307
+
+
+class _Names(dict):  # type: ignore[type-arg]
+    """An annotation's names: the module's own, the builtins, then the model's classes; any other name is a
+    model module the type checker alone imports (`results.TaskCreated`)."""
+
+    def __init__(self, module: dict[str, Any]) -> None:
+        super().__init__()
+        self.module = module
+
+    def __missing__(self, name: str) -> Any:
+        if name in self.module:
+            return self.module[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        return _model_classes().get(name) or _ModelModule()
+
+
+class _ModelModule:
+    def __getattr__(self, name: str) -> type:
+        return _model_classes()[name]
+
+
+@functools.cache
+def _model_classes() -> dict[str, type]:
+    import git_lanes.model
+
+    found: dict[str, type] = {}
+    for info in pkgutil.iter_modules(git_lanes.model.__path__):
+        module = importlib.import_module(f"git_lanes.model.{info.name}")
+        found |= {name: value for name, value in vars(module).items()
+                  if isinstance(value, type) and value.__module__ == module.__name__}
+    return found
 
 
 def _operation(route: Route, api_class: type) -> dict[str, Any]:
