@@ -48,6 +48,7 @@ class BudgetsApi:
 
     def budget_set(self, *, lane: str | None = None, task: str | None = None, ticket: str | None = None,
                    usd: float | None = None, tokens: int | None = None, actor: str | None = None) -> dict[str, Any]:
+        """Set the money (`usd`) and/or token budget of one lane, task or ticket (exactly one of them)."""
         from git_lanes.model.budgets import Budget
 
         scope, key = self._subject(lane, task, ticket)
@@ -58,6 +59,7 @@ class BudgetsApi:
 
     def budget_clear(self, *, lane: str | None = None, task: str | None = None, ticket: str | None = None,
                      actor: str | None = None) -> dict[str, Any]:
+        """Remove the budget of one lane, task or ticket (exactly one of them)."""
         scope, key = self._subject(lane, task, ticket)
         return self._append("budget.clear", self._actor(actor), {"scope": scope, "key": key})
 

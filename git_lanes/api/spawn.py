@@ -231,6 +231,7 @@ class SpawnApi:
         return sorted(rows, key=lambda r: r["created_at"])
 
     def logs(self, run: str) -> str:
+        """What the agent of spawned run `run` has written to its output so far."""
         from git_lanes.store import processes
 
         repo = self._runs()
