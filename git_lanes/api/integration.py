@@ -23,7 +23,7 @@ class IntegrationApi(LedgerApi):
 
     ctx: Context
     _writing: Callable[[], AbstractContextManager[Context]]
-    promote: Callable[..., dict[str, Any]]
+    promote: Callable[..., Any]  # a Promoted | UpToDate record, read like its JSON
 
     def task_done(self, task: str, actor: str | None = None, *, integrate: bool = True) -> results.TaskDone:
         """Mark `task` done. With `integrate` (the default) and a lane on the task, its lane's accepted head is
