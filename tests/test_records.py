@@ -85,7 +85,7 @@ def test_the_schema_carries_the_one_rule_of_each_name():
     assert properties["owner"]["anyOf"][0] == AgentId.JSON_SCHEMA
     assert properties["lane"]["anyOf"][0] == LaneName.JSON_SCHEMA
     assert records.Transition.json_schema()["properties"]["id"] == TransitionId.JSON_SCHEMA
-    assert properties["status"] == {"enum": ["open", "claimed", "blocked", "done"]}
+    assert properties["status"] == {"enum": ["open", "claimed", "blocked", "needs_review", "done"]}
 
 
 def test_every_public_api_method_has_a_docstring():
