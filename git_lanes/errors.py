@@ -89,6 +89,13 @@ class UnsupportedFormat(LanesError):
     code = "unsupported_format"
 
 
+class MalformedRecord(UnsupportedFormat):
+    """A stored record of a known format whose content is not what that format says (a peer's bad note or
+    ledger record): readers set it aside and show the rest; `git lanes doctor` lists every one."""
+
+    code = "malformed_record"
+
+
 class RemoteFailed(LanesError):
     """The git transport failed (unreachable, refused by a hook, bad credentials): nothing was changed there."""
 

@@ -10,7 +10,8 @@ import re
 from typing import Any
 
 from git_lanes.domain.board_index import current_seq
-from git_lanes.errors import NotFound, UserError
+from git_lanes.domain import stored
+from git_lanes.errors import MalformedRecord, NotFound, UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
 
@@ -36,11 +37,12 @@ def reader_path(agent: str) -> str:
 
 
 def get_agent(state: Reader, agent: str) -> dict:
-    record = state.get(agent_path(validate_agent_id(agent)))
+    path = agent_path(validate_agent_id(agent))
+    record = state.get(path)
     if record is None:
         raise NotFound(f"no agent named {agent!r}", code="unknown_agent",
                        hint=f"register it with `git lanes agent register {agent}`")
-    return record
+    return stored.checked(path, record)
 
 
 def lease_alive(record: dict | None, now: float) -> bool:
@@ -128,8 +130,11 @@ def list_agents(state: State, now: float) -> list[dict]:
     found = []
     for name in state.names("agents"):
         record = state.get(f"agents/{name}")
-        if record is not None:
-            found.append(describe(record, now))
+        try:
+            if record is not None:
+                found.append(describe(stored.checked(f"agents/{name}", record), now))
+        except MalformedRecord:
+            continue  # set aside: the others still list, and `git lanes doctor` names it
     return found
 
 

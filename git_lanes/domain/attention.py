@@ -16,7 +16,8 @@ from pathlib import Path
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict
+from git_lanes.errors import Conflict, UnsupportedFormat
+from git_lanes.model.format import check_format
 from git_lanes.model.records import Transition
 from git_lanes.store.trees import Entry
 from git_lanes.store.worktree_files import WorktreeFiles
@@ -202,10 +203,21 @@ def _files(ctx: Context, worktree: Path) -> WorktreeFiles:
 
 
 def _load(files: WorktreeFiles) -> dict:
+    """The entries a promotion left. A record this git-lanes cannot read is an error, never "nothing left":
+    read as empty, the paths a promotion still has to write would be dropped and a later snapshot could
+    revert the promotion."""
     record = files.read_record(RECORD)
-    if not record or record.get("format") != FORMAT:
+    if record is None:
         return {}
-    return dict(record.get("paths") or {})
+    where = f"{RECORD} in {files.git_dir}"
+    if not isinstance(record, dict):
+        raise UnsupportedFormat(f"{where} is not a JSON object", hint=f"move it aside only once the paths it "
+                                                                      "names hold what the lane should")
+    check_format(record, where, FORMAT)
+    paths = record.get("paths") or {}
+    if not isinstance(paths, dict):
+        raise UnsupportedFormat(f"{where} is malformed: its paths are not an object")
+    return dict(paths)
 
 
 def _save(files: WorktreeFiles, entries: dict) -> None:

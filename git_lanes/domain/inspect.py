@@ -63,14 +63,15 @@ def history(ctx: Context, *, lane: str | None = None, status: str | None = None,
         lanes.lane_head(ctx, lane)
     if limit is not None and limit < 0:
         raise UserError("-n must not be negative")
-    selected = [t for t in reversed(transitions.all_transitions(ctx))
+    readable, unreadable = transitions.scan(ctx)
+    selected = [t for t in reversed(readable)
                 if (lane is None or t.lane == lane) and (status is None or t.status == status)
                 and (agent is None or t.intent.agent_id == agent) and (matches is None or matches(t))]
     total = sum((t.cost for t in selected), CostTotals())
     shown = selected if limit is None else selected[:limit]
     counts = {s: sum(1 for t in selected if t.status == s) for s in STATUSES}
     return {"transitions": [t.to_dict() for t in shown], "totals": total.to_dict() | {"count": len(selected)},
-            "counts": counts}
+            "counts": counts, "unreadable": [u.to_dict() for u in unreadable]}
 
 
 def show(ctx: Context, transition: Transition) -> dict:

@@ -4,10 +4,12 @@ build on this module, so neither needs the other's internals (they once imported
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader
-from git_lanes.errors import NotFound, UserError
+from git_lanes.errors import MalformedRecord, NotFound, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import MAX_TITLE
 from git_lanes.model.ids import LedgerId
@@ -55,9 +57,21 @@ def resolve_ticket(state: Reader, prefix: str) -> str:
 
 def _get(state: Reader, path: str | None, what: str, item_id: object, hint: str) -> dict[str, Any]:
     record = state.get(path) if path is not None else None
-    if record is None:
+    if record is None or path is None:
         raise NotFound(f"no {what} {item_id!r}", code=f"unknown_{what}", hint=hint)
-    return record
+    return stored.checked(path, record)
+
+
+def readable(state: Reader, ids: list[str], get: Callable[[Reader, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of `ids` (tasks or tickets), leaving out those set aside as malformed: one bad record a
+    peer pushed must not take a whole listing down (`git lanes doctor` lists it)."""
+    found = []
+    for item_id in ids:
+        try:
+            found.append(get(state, item_id))
+        except MalformedRecord:
+            continue
+    return found
 
 
 def get_task(state: Reader, task_id: object) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from git_lanes.domain import claims, tickets
 from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, touch, validate_agent_id
 from git_lanes.domain.board import add_post
-from git_lanes.domain.task_records import (get_task, resolve_task, save_task, task_ids, task_path,
+from git_lanes.domain.task_records import (get_task, readable, resolve_task, save_task, task_ids, task_path,
                                            validate_title)
 from git_lanes.errors import Conflict, Refused, UserError
 from git_lanes.ledger import Op, Tx
@@ -24,7 +24,9 @@ HELD = ("blocked", "needs_review")
 
 
 def is_ready(state: Reader, task: dict) -> bool:
-    return all(get_task(state, dep)["status"] == "done" for dep in task["depends"])
+    """Every task it depends on is done (one set aside as malformed is not: it cannot be shown done)."""
+    upstream = readable(state, task["depends"], get_task)
+    return len(upstream) == len(task["depends"]) and all(dep["status"] == "done" for dep in upstream)
 
 
 def owner_alive(state: Reader, task: dict, now: float) -> bool:
@@ -229,7 +231,7 @@ def view(state: Reader, task: dict, now: float) -> dict:
 
 def list_tasks(state: Reader, now: float, *, ready: bool = False, status: str | None = None,
                owner: str | None = None) -> list[dict]:
-    rows = [view(state, get_task(state, task_id), now) for task_id in task_ids(state)]
+    rows = [view(state, task, now) for task in readable(state, task_ids(state), get_task)]
     if ready:
         rows = [r for r in rows if r["ready"] and r["status"] == "open"]
     if status:

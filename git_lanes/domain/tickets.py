@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from git_lanes.domain.agents import SYSTEM, Reader
 from git_lanes.domain.board import add_post
-from git_lanes.domain.task_records import (get_task, get_ticket, resolve_ticket, save_task, task_path,
+from git_lanes.domain.task_records import (get_task, get_ticket, readable, resolve_ticket, save_task, task_path,
                                            ticket_ids, ticket_path, validate_title)
 from git_lanes.ledger import Op, Tx
 
@@ -66,11 +66,11 @@ def link(tx: Tx, op: Op) -> dict:
 
 
 def view(state: Reader, ticket: dict) -> dict:
-    tasks = [get_task(state, t) for t in ticket["tasks"]]
+    tasks = readable(state, ticket["tasks"], get_task)
     done = sum(1 for t in tasks if t["status"] == "done")
-    return {**ticket, "done": done, "total": len(tasks)}
+    return {**ticket, "done": done, "total": len(ticket["tasks"])}
 
 
 def list_tickets(state: Reader) -> list[dict]:
-    rows = [view(state, get_ticket(state, t)) for t in ticket_ids(state)]
+    rows = [view(state, ticket) for ticket in readable(state, ticket_ids(state), get_ticket)]
     return sorted(rows, key=lambda r: (r["created"], r["id"]))

@@ -9,11 +9,15 @@ from pathlib import Path
 from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, LanesError, NotFound, Refused
+from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Refused
 from git_lanes.model import refs
 from git_lanes.model.names import resolve_prefix
 from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
+from git_lanes.model.results import Unreadable
 from git_lanes.store import RefUpdate
+
+
+TRAILER = "Lanes-Transition: "
 
 
 def new_id() -> str:
@@ -22,7 +26,7 @@ def new_id() -> str:
 
 def commit_message(intent: Intent, lane: str, transition_id: str, kind: str) -> str:
     body = intent.prompt.strip()
-    trailers = [f"Lanes-Agent: {intent.agent_id}", f"Lanes-Lane: {lane}", f"Lanes-Transition: {transition_id}"]
+    trailers = [f"Lanes-Agent: {intent.agent_id}", f"Lanes-Lane: {lane}", f"{TRAILER}{transition_id}"]
     if kind != "commit":
         trailers.append(f"Lanes-Kind: {kind}")
     return f"{body}\n\n" + "\n".join(trailers) + "\n"
@@ -34,18 +38,45 @@ def load(ctx: Context, state: str) -> Transition | None:
 
 
 def all_transitions(ctx: Context) -> list[Transition]:
-    """Every recorded transition, oldest first. A `proposed` record whose proposal ref is gone was left by a
-    process killed before it acknowledged anything, so it is not shown."""
+    """Every readable recorded transition, oldest first (see `scan`)."""
+    return scan(ctx)[0]
+
+
+def scan(ctx: Context) -> tuple[list[Transition], list[Unreadable]]:
+    """Every recorded transition, oldest first, and the notes set aside as unreadable. A `proposed` record
+    whose proposal ref is gone was left by a process killed before it acknowledged anything, so it is not
+    shown. One malformed note (a peer's notes ref fast-forwards as is) must not hide every other transition,
+    nor vanish without a word: it is reported, as is a note on a lanes state that holds no record at all."""
     pending = set(ctx.store.list_refs(refs.PROPOSALS))
     found = []
-    for _, text in ctx.store.iter_notes(refs.NOTES):
-        record = Transition.from_note(text)
+    unreadable = []
+    for target, text in ctx.store.iter_notes(refs.NOTES):
+        try:
+            record = Transition.from_note(text)
+        except MalformedRecord as exc:
+            unreadable.append(Unreadable(refs.NOTES, target, exc.message))
+            continue
         if record is None:
+            if _is_lanes_state(ctx, target):
+                unreadable.append(Unreadable(refs.NOTES, target, "the note on this lanes state holds no "
+                                                                 "transition record (not a JSON object)"))
             continue
         if record.status == "proposed" and refs.proposal_ref(record.id) not in pending:
             continue
         found.append(record)
-    return sorted(found, key=lambda t: (t.created_at, t.id))
+    return sorted(found, key=lambda t: (t.created_at, t.id)), unreadable
+
+
+def _is_lanes_state(ctx: Context, target: str) -> bool:
+    """Whether `target` is a commit git-lanes made for a transition (its message has the trailer), so a
+    note there that holds no record hides one. Notes people add to other commits are theirs."""
+    if ctx.store.object_kind(target) != "commit":
+        return False
+    return f"\n{TRAILER}" in ctx.store.commit_info(target).message
+
+
+def unreadable_notes(ctx: Context) -> list[Unreadable]:
+    return scan(ctx)[1]
 
 
 def find(ctx: Context, prefix: str) -> Transition:
@@ -56,8 +87,17 @@ def find(ctx: Context, prefix: str) -> Transition:
         record = load(ctx, pending[matches[0]])
         if record is not None:
             return record
-    records = {t.id: t for t in all_transitions(ctx)}
-    return records[resolve_prefix(prefix, records, "transition", "list them with `git lanes history`")]
+    readable, unreadable = scan(ctx)
+    records = {t.id: t for t in readable}
+    try:
+        return records[resolve_prefix(prefix, records, "transition", "list them with `git lanes history`")]
+    except NotFound:
+        # the one asked for may be there, set aside as malformed: say so rather than "no such transition"
+        bad = [u for u in unreadable if f"'{prefix.strip()}" in u.reason or u.key.startswith(prefix.strip())]
+        if len(bad) == 1:
+            raise MalformedRecord(bad[0].reason, hint="fix or remove the note with `git notes --ref lanes`; "
+                                                      "`git lanes doctor` lists every unreadable record") from None
+        raise
 
 
 def record_updates(ctx: Context, records: list[Transition], message: str) -> RefUpdate:

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypeVar
 
-from git_lanes.errors import UnsupportedFormat, UserError
+from git_lanes.errors import MalformedRecord, UnsupportedFormat, UserError
 from git_lanes.model.format import FORMAT_VERSION, check_format
 from git_lanes.model.ids import Actor, LaneName, TransitionId
 from git_lanes.model.record import Range, Record, Text, key, meta
@@ -244,8 +244,13 @@ class Transition(Record):
             return None
         if not isinstance(data, dict) or "format" not in data or "id" not in data:
             return None
+        found = data["format"]
+        if isinstance(found, bool) or not isinstance(found, (int, float)) or found != found:
+            # not a version a newer git-lanes could have written (that would be a number): a bad record
+            raise MalformedRecord(f"transition record {str(data.get('id'))[:16]!r} has format {found!r}",
+                                  hint="fix or remove the note with `git notes --ref lanes`")
         try:
             return cls.from_stored(data)
         except UserError as exc:
-            raise UnsupportedFormat(f"transition record {str(data.get('id'))[:16]!r} is malformed: {exc.message}",
-                                    hint="fix or remove the note with `git notes --ref lanes`") from None
+            raise MalformedRecord(f"transition record {str(data.get('id'))[:16]!r} is malformed: {exc.message}",
+                                  hint="fix or remove the note with `git notes --ref lanes`") from None

@@ -39,13 +39,25 @@ class Totals(CostTotals):
 
 
 @dataclass(frozen=True)
+class Unreadable(Record):
+    """A stored record set aside because it cannot be read (a peer's malformed note or ledger record), so
+    that the rest still shows: where it is (`ref`, and the annotated commit or the ledger path as `key`) and
+    why. `git lanes doctor` lists every one."""
+
+    ref: str
+    key: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class History(Record):
     """Transitions newest first (at most the limit asked for), totals over all that matched, and how many
-    of them have each status."""
+    of them have each status; `unreadable` lists the notes set aside as malformed."""
 
     transitions: tuple[Transition, ...]
     totals: Totals
     counts: dict[Status, int]
+    unreadable: tuple[Unreadable, ...] = meta(omit="empty", default=(), doc="notes that could not be read")
 
 
 @dataclass(frozen=True)

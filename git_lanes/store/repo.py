@@ -342,7 +342,7 @@ class Store(WorkspaceOps):
         path = _note_path(self.repo, self.tree_of(head), target)
         if path is None:
             return None
-        return self.repo[self.repo[self.tree_of(head)][path].id].data.decode()
+        return self.repo[self.repo[self.tree_of(head)][path].id].data.decode(errors="replace")
 
     def iter_notes(self, notes_ref: str) -> Iterator[tuple[str, str]]:
         """(annotated object id, note text) for every note, in any fanout git may have written."""
@@ -402,7 +402,8 @@ def _walk_notes(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iter
         if item.filemode == pygit2.GIT_FILEMODE_TREE:
             yield from _walk_notes(repo, repo[item.id], name)
         elif len(name) == 40:
-            yield name, repo[item.id].data.decode()
+            # a peer may push any bytes as a note: not UTF-8 reads as unreadable text, never as a crash
+            yield name, repo[item.id].data.decode(errors="replace")
 
 
 _OBJECT_KINDS = {pygit2.GIT_OBJECT_COMMIT: "commit", pygit2.GIT_OBJECT_TREE: "tree",

@@ -10,10 +10,11 @@ import stat
 import tempfile
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
-from git_lanes.errors import Conflict
+from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.store import filters
 from git_lanes.store.trees import Entry
 
@@ -243,11 +244,14 @@ class WorktreeFiles:
             directory = directory.parent
 
     # -- private records -------------------------------------------------------------------------------
-    def read_record(self, name: str) -> dict | None:
+    def read_record(self, name: str) -> Any:
+        """The JSON a record holds (None when there is none); UnsupportedFormat when it is not JSON."""
         try:
             return json.loads((self.git_dir / name).read_text())
         except FileNotFoundError:
             return None
+        except ValueError as exc:
+            raise UnsupportedFormat(f"{name} in {self.git_dir} is not JSON: {exc}") from None
 
     def write_record(self, name: str, record: dict | None) -> None:
         """Replace (or with None, remove) a JSON record in the worktree's private git dir, atomically."""

@@ -1,0 +1,147 @@
+"""A peer's notes ref and ledger fast-forward as they are, so one record may hold anything. Such a record is
+set aside: listings show the rest and say what they left out, reading it by id says why, and `doctor` names
+it. Never a traceback, never a transition that vanishes without a word (probe 2026-11-30, D7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import fsck_clean, git, run_cli, workspace
+
+from git_lanes.api.doctor import Where
+from git_lanes.errors import MalformedRecord
+
+
+def _lane_with_two_states(api, repo: Path) -> list[str]:
+    api.lane_create("l1")
+    states = []
+    for name in ("one", "two"):
+        (workspace(repo, "l1") / f"{name}.txt").write_text(name)
+        states.append(api.commit(name, "ag1", lane="l1", auto_accept=True)["to"])
+    return states
+
+
+def _rewrite_note(repo: Path, state: str, change) -> None:
+    """What a fast-forwarded notes ref from a peer can carry, written here with plain git."""
+    record = json.loads(git("notes", "--ref", "lanes", "show", state, cwd=repo))
+    text = change(record)
+    git("notes", "--ref", "lanes", "add", "-f", "-m", text if isinstance(text, str) else json.dumps(text), state,
+        cwd=repo)
+
+
+def _records_check(api, tmp_path: Path) -> list[dict]:
+    return [c for c in api.doctor(Where(home=tmp_path))["checks"] if c["check"] == "records"]
+
+
+BAD_RECORDS = {
+    "lane an int": lambda r: r | {"lane": 5},
+    "cost a string": lambda r: r | {"cost": "x"},
+    "intent null": lambda r: r | {"intent": None},
+    "evaluations a string": lambda r: r | {"evaluations": "x"},
+    "tags ints": lambda r: r | {"intent": r["intent"] | {"tags": [1, 2]}},
+    "no lane": lambda r: {k: v for k, v in r.items() if k != "lane"},
+    "negative tokens": lambda r: r | {"cost": {"tokens_in": -1}},
+    "unknown status": lambda r: r | {"status": "maybe"},
+    "format a string": lambda r: r | {"format": "one"},
+    "not JSON": lambda r: "reviewed: looks fine",
+    "a JSON list": lambda r: "[1, 2]",
+}
+
+
+@pytest.mark.parametrize("shape", BAD_RECORDS)
+def test_one_malformed_note_is_set_aside_and_the_other_transitions_still_show(api, repo, tmp_path, shape):
+    good, bad = _lane_with_two_states(api, repo)
+    bad_id = api.history(lane="l1").transitions[0].id
+    _rewrite_note(repo, bad, BAD_RECORDS[shape])
+
+    history = api.history()
+    assert [t.state for t in history.transitions if t.lane == "l1"] == [good]
+    assert [u.key for u in history.unreadable] == [bad]
+    found = _records_check(api, tmp_path)
+    assert [(c["status"], c["key"]) for c in found] == [("fail", bad)]
+    if shape != "not JSON" and shape != "a JSON list":  # those hold no id to ask for
+        with pytest.raises(MalformedRecord) as raised:
+            api.show(bad_id[:8])
+        assert raised.value.code == "malformed_record"
+    assert api.show(api.history(lane="l1").transitions[0].id).state == good
+
+
+def test_history_through_the_cli_reports_the_note_it_left_out_without_a_traceback(api, repo):
+    _, bad = _lane_with_two_states(api, repo)
+    _rewrite_note(repo, bad, lambda r: r | {"lane": 5})
+    shown = run_cli("history", cwd=repo)
+    assert shown.code == 0 and "Traceback" not in shown.err
+    assert f"unreadable note on {bad[:8]}, left out" in shown.out and "Transition.lane" in shown.out
+    assert run_cli("lane", "show", "l1", cwd=repo).code == 0
+    as_json = run_cli("history", "--json", cwd=repo).json
+    assert as_json["unreadable"] == [{"ref": "refs/notes/lanes", "key": bad, "reason": as_json["unreadable"][0]["reason"]}]
+    fsck_clean(repo)
+
+
+def test_a_note_people_add_to_their_own_commit_is_not_reported(api, repo, tmp_path):
+    tree = git("write-tree", cwd=repo).strip()
+    theirs = git("commit-tree", tree, "-m", "not a lanes state", cwd=repo).strip()
+    git("notes", "--ref", "lanes", "add", "-m", "hi", theirs, cwd=repo)
+    assert api.history().unreadable == ()
+    assert [c["status"] for c in _records_check(api, tmp_path)] == ["ok"]
+
+
+def _rewrite_ledger_record(repo: Path, path: str, change) -> None:
+    """A ledger commit a peer made by hand on top of ours, holding `path` changed."""
+    record = json.loads(git("cat-file", "-p", f"refs/lanes/ledger:{path}", cwd=repo))
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input=json.dumps(change(record))).strip()
+    env = {**os.environ, "GIT_INDEX_FILE": str(repo / ".git" / "peer-index")}
+    subprocess.run(["git", "read-tree", "refs/lanes/ledger"], cwd=repo, env=env, check=True)
+    subprocess.run(["git", "update-index", "--cacheinfo", f"100644,{blob},{path}"], cwd=repo, env=env, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    (repo / ".git" / "peer-index").unlink()
+    commit = git("commit-tree", tree, "-p", "refs/lanes/ledger", "-m", "peer: hand edit", cwd=repo).strip()
+    git("update-ref", "refs/lanes/ledger", commit, cwd=repo)
+
+
+def test_a_malformed_ledger_record_is_set_aside_by_task_ticket_and_agent_listings(api, repo, tmp_path):
+    bad = api.task_create("bad one", actor="ag1").task
+    good = api.task_create("good one", actor="ag1", depends=(bad,)).task
+    api.agent_register("ag1")
+    api.agent_register("ag2")
+    ticket = api.ticket_open("both", actor="ag1").ticket
+    api.ticket_link(ticket, bad, actor="ag1")
+    api.ticket_link(ticket, good, actor="ag1")
+    bad_path = f"tasks/{bad[:2]}/{bad}.json"
+    _rewrite_ledger_record(repo, bad_path, lambda r: r | {"depends": 5})
+    _rewrite_ledger_record(repo, "agents/ag2.json", lambda r: r | {"lease_until": "soon"})
+
+    listed = api.task_list()
+    assert [t.id for t in listed] == [good] and listed[0].ready is False  # its upstream cannot be shown done
+    assert [a.id for a in api.agent_list()] == ["ag1"]
+    assert [(t.id, t.total) for t in api.ticket_list()] == [(ticket, 2)]
+    with pytest.raises(MalformedRecord) as raised:
+        api.task_show(bad)
+    assert raised.value.code == "malformed_record" and "Task.depends" in raised.value.message
+    assert sorted(c["key"] for c in _records_check(api, tmp_path)) == ["agents/ag2.json", bad_path]
+    shown = run_cli("task", "list", cwd=repo)
+    assert shown.code == 0 and "good one" in shown.out and "Traceback" not in shown.err
+    assert run_cli("task", "show", bad[:8], cwd=repo).code == 1
+
+
+@pytest.mark.parametrize("record", ['{"format": 2, "paths": {}}', "not json", '{"format": 1, "paths": 5}'])
+def test_a_promotion_record_this_version_cannot_read_stops_a_snapshot_instead_of_reading_as_empty(
+        api, repo, record):
+    """Read as "nothing left", the paths a promotion still had to write would be dropped, and the next
+    snapshot could revert the promotion (issue 8, point 3)."""
+    api.lane_create("l1")
+    ws = workspace(repo, "l1")
+    private = Path(git("rev-parse", "--absolute-git-dir", cwd=ws).strip()) / "lanes-promoted.json"
+    private.write_text(record)
+    (ws / "x.txt").write_text("x")
+    shown = run_cli("commit", "-m", "x", "--agent", "ag1", "--json", cwd=ws)
+    assert shown.code == 1 and shown.json["error"] == "unsupported_format", shown.out
+    assert "lanes-promoted.json" in shown.json["message"]
+    assert private.read_text() == record  # left as it was, for a newer git-lanes to finish
+    row = next(lane for lane in run_cli("status", "--json", cwd=repo).json["lanes"] if lane["name"] == "l1")
+    assert "lanes-promoted.json" in row["broken"]
