@@ -155,6 +155,28 @@ def test_handoff_moves_owner_lane_claims_and_dirty_set_in_one_op(lanes, repo):
         lanes.task_handoff(task, "coder-2")
 
 
+def test_handoff_of_one_of_two_tasks_moves_only_that_tasks_claims_and_lane(lanes, repo):
+    lanes.lane_create("feature/auth")
+    lanes.agent_register("coder-1", lane="feature/auth")
+    auth = lanes.task_create("auth", actor="lead", files=("src/auth/**",))["task"]
+    docs = lanes.task_create("docs", actor="lead", files=("docs/**",))["task"]
+    lanes.task_claim(auth, "coder-1", lane="feature/auth")
+    lanes.task_claim(docs, "coder-1")
+    lanes.claim_add(["README.md"], "coder-1")  # claimed for no task: stays with its agent
+    moved = lanes.task_handoff(docs, "coder-2", actor="coder-1")
+    assert moved["moved"] == {"claims": ["docs/**"], "dirty": [], "lane": None}
+    held = sorted((c["agent"], c["glob"]) for c in lanes.claim_list())
+    assert held == [("coder-1", "README.md"), ("coder-1", "src/auth/**"), ("coder-2", "docs/**")]
+    agents = {a["id"]: a for a in lanes.agent_list()}
+    assert agents["coder-1"]["lane"] == "feature/auth" and agents["coder-2"]["lane"] is None
+    assert lanes.task_show(auth)["owner"] == "coder-1"
+    # the last task handed over takes everything left with it, as before
+    moved = lanes.task_handoff(auth, "coder-3", actor="coder-1")
+    assert moved["moved"] == {"claims": ["src/auth/**", "README.md"], "dirty": [], "lane": "feature/auth"}
+    agents = {a["id"]: a for a in lanes.agent_list()}
+    assert agents["coder-1"]["lane"] is None and agents["coder-3"]["lane"] == "feature/auth"
+
+
 def test_claim_of_a_task_with_files_claims_them_and_warns_of_overlaps(lanes):
     lanes.claim_add(["src/auth/session.py"], "coder-2")
     task = lanes.task_create("auth", actor="lead", files=("src/auth/*.py",))["task"]

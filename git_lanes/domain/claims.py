@@ -194,18 +194,25 @@ def dirty_publish(tx: Tx, op: Op) -> dict:
     return publish_dirty(tx, op, agent, op.args.get("lane") or record.get("lane"), op.args.get("files"))
 
 
-def move(tx: Tx, source: str, target: str) -> dict:
-    """Hand `source`'s claims and dirty set to `target` (a handoff), merging with what `target` holds."""
+def move(tx: Tx, source: str, target: str, task: str, *, everything: bool) -> dict:
+    """Hand `target` the claims `source` made for `task` (a handoff), merging with what `target` holds; with
+    `everything` (`source` holds no other task), its unattributed claims and its dirty set too."""
     moved: dict = {"claims": [], "dirty": []}
     claims = tx.get(claims_path(source))
     if claims is not None:
+        going = [c for c in claims["globs"] if c.get("task") == task or (everything and c.get("task") is None)]
+        staying = [c for c in claims["globs"] if c not in going]
         theirs = tx.get(claims_path(target)) or {"agent": target, "globs": []}
         held = {c["glob"] for c in theirs["globs"]}
-        theirs["globs"] = theirs["globs"] + [c for c in claims["globs"] if c["glob"] not in held]
-        tx.put(claims_path(target), theirs)
-        tx.delete(claims_path(source))
-        moved["claims"] = [c["glob"] for c in claims["globs"]]
-    dirty = tx.get(dirty_path(source))
+        theirs["globs"] = theirs["globs"] + [c for c in going if c["glob"] not in held]
+        if going:
+            tx.put(claims_path(target), theirs)
+            if staying:
+                tx.put(claims_path(source), {**claims, "globs": staying})
+            else:
+                tx.delete(claims_path(source))
+        moved["claims"] = [c["glob"] for c in going]
+    dirty = tx.get(dirty_path(source)) if everything else None
     if dirty is not None:
         theirs = tx.get(dirty_path(target)) or {**dirty, "agent": target, "files": []}
         theirs["files"] = sorted(set(theirs["files"]) | set(dirty["files"]))

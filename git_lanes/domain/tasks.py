@@ -191,7 +191,10 @@ def resume(tx: Tx, op: Op) -> dict:
 
 
 def handoff(tx: Tx, op: Op) -> dict:
-    """Owner, lane, file claims and dirty set move to the new owner in this one op; a handoff post tells it."""
+    """The task moves to the new owner in this one op with what is its own: the file claims made for it, and
+    its lane. An owner holding other tasks keeps their claims, its lane (when one of them works there), its
+    unattributed claims and its dirty set; one holding only this task hands all of it over. A handoff post
+    tells the new owner."""
     task = get_task(tx, op.args.get("task"))
     target = validate_agent_id(op.args.get("to"))
     if task["status"] == "done":
@@ -201,11 +204,18 @@ def handoff(tx: Tx, op: Op) -> dict:
         raise UserError(f"task {task['id'][:8]} is already {target}'s", code="handoff_to_owner")
     moved: dict = {"claims": [], "dirty": [], "lane": task.get("lane")}
     if source is not None:
-        moved.update(claims.move(tx, source, target))
+        others = [t for t in readable(tx, task_ids(tx), get_task)
+                  if t["owner"] == source and t["id"] != task["id"] and t["status"] in ("claimed", "blocked")]
+        moved.update(claims.move(tx, source, target, task["id"], everything=not others))
         source_record = tx.get(agent_path(source))
         if source_record is not None:
-            moved["lane"] = source_record.get("lane") or task.get("lane")
-            tx.put(agent_path(source), {**source_record, "lane": None})
+            lane = source_record.get("lane")
+            if not others:
+                moved["lane"] = lane or task.get("lane")
+            if any(t.get("lane") == moved["lane"] for t in others):
+                moved["lane"] = None  # its other task works there: two owners in one workspace would clash
+            elif lane is not None and lane == moved["lane"]:
+                tx.put(agent_path(source), {**source_record, "lane": None})
     touch(tx, target, op.time, lane=moved["lane"])
     task.update(owner=target, status="claimed", lane=moved["lane"], blocked_reason=None)
     save_task(tx, op, task)
