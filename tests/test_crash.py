@@ -79,9 +79,10 @@ def test_kill_during_commit_auto_accept(repo):
     edit(ws, 0)
     duration, record = timed_run("commit", "-m", "round 0", "--agent-id", "a", "--auto-accept", cwd=ws)
     acknowledged.append(record)
+    interrupted = 0  # a sweep where every run finished before its kill proves nothing
     for round_, delay in enumerate(instants(duration), start=1):
         edit(ws, round_)
-        kill_after(start("commit", "-m", f"killed {round_}", "--agent-id", "a", "--auto-accept", cwd=ws), delay)
+        interrupted += kill_after(start("commit", "-m", f"killed {round_}", "--agent-id", "a", "--auto-accept", cwd=ws), delay)
         assert_consistent(repo, "feat", acknowledged)
         # The next command works; when the killed one got as far as proposing, its proposal is still
         # pending, and the workspace may already equal it.
@@ -91,6 +92,7 @@ def test_kill_during_commit_auto_accept(repo):
             acknowledged.append(after.json)
         assert_consistent(repo, "feat", acknowledged)
     assert git("status", "--porcelain", cwd=ws) == ""
+    assert interrupted, "every run finished before its kill: the sweep tested no crash"
 
 
 def test_kill_during_accept(repo):
@@ -101,11 +103,12 @@ def test_kill_during_accept(repo):
     proposed = run_cli("propose", "-m", "round 0", "--agent-id", "a", "--json", cwd=ws).json
     duration, record = timed_run("accept", proposed["id"][:8], cwd=repo)
     acknowledged.append(record)
+    interrupted = 0  # a sweep where every run finished before its kill proves nothing
     for round_, delay in enumerate(instants(duration), start=1):
         edit(ws, round_)
         proposal = run_cli("propose", "-m", f"round {round_}", "--agent-id", "a", "--json", cwd=ws)
         assert proposal.code == 0, proposal.err
-        kill_after(start("accept", proposal.json["id"], cwd=repo), delay)
+        interrupted += kill_after(start("accept", proposal.json["id"], cwd=repo), delay)
         assert_consistent(repo, "feat", acknowledged)
         again = run_cli("accept", proposal.json["id"], "--json", cwd=repo)
         # Either this accept does it, or the killed one got far enough and recovery finished it.
@@ -123,6 +126,7 @@ def test_kill_during_accept(repo):
     assert last.code == 0 and last.json["from"] == acknowledged[-1]["to"], last.err
     assert git("rev-parse", "HEAD", cwd=ws).strip() == last.json["to"]
     assert git("status", "--porcelain", cwd=ws) == ""
+    assert interrupted, "every run finished before its kill: the sweep tested no crash"
 
 
 def test_kill_during_reject(repo):
@@ -132,11 +136,12 @@ def test_kill_during_reject(repo):
     edit(ws, 0)
     proposed = run_cli("propose", "-m", "round 0", "--agent-id", "a", "--json", cwd=ws).json
     duration, _ = timed_run("reject", proposed["id"][:8], "--reason", "no", cwd=repo)
+    interrupted = 0  # a sweep where every run finished before its kill proves nothing
     for round_, delay in enumerate(instants(duration), start=1):
         edit(ws, round_)
         proposal = run_cli("propose", "-m", f"round {round_}", "--agent-id", "a", "--json", cwd=ws)
         assert proposal.code == 0, proposal.err
-        kill_after(start("reject", proposal.json["id"], "--reason", "no", cwd=repo), delay)
+        interrupted += kill_after(start("reject", proposal.json["id"], "--reason", "no", cwd=repo), delay)
         assert_consistent(repo, "feat", [])
         again = run_cli("reject", proposal.json["id"], "--reason", "no", "--json", cwd=repo)
         assert again.code == 0 or again.json["error"] == "already_decided", again.err
@@ -145,6 +150,7 @@ def test_kill_during_reject(repo):
         assert kept == proposal.json["to"]
         assert not git("for-each-ref", "refs/lanes/proposals", cwd=repo).strip()
         assert git("rev-parse", "refs/lanes/heads/feat", cwd=repo).strip() == head
+    assert interrupted, "every run finished before its kill: the sweep tested no crash"
 
 
 def test_kill_during_lane_create(repo):
@@ -152,9 +158,10 @@ def test_kill_during_lane_create(repo):
     run_cli("commit", "-m", "more", "--agent-id", "a", "--auto-accept", cwd=repo)
     duration, _ = timed_run("lane", "create", "probe", cwd=repo)
     trunk = git("rev-parse", "refs/heads/main", cwd=repo).strip()
+    interrupted = 0  # a sweep where every run finished before its kill proves nothing
     for round_, delay in enumerate(instants(duration)):
         name = f"lane{round_}"
-        kill_after(start("lane", "create", name, cwd=repo), delay)
+        interrupted += kill_after(start("lane", "create", name, cwd=repo), delay)
         fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True)
         assert fsck.returncode == 0, fsck.stderr
         again = run_cli("lane", "create", name, "--json", cwd=repo)
@@ -167,6 +174,7 @@ def test_kill_during_lane_create(repo):
         (ws / "mine.txt").write_text(name)
         committed = run_cli("commit", "-m", "works", "--agent-id", "a", "--auto-accept", "--json", cwd=ws)
         assert committed.code == 0 and committed.json["status"] == "accepted", committed.err
+    assert interrupted, "every run finished before its kill: the sweep tested no crash"
 
 
 @pytest.mark.parametrize("leftover", ["refs/lanes/heads/feat.lock", "refs/notes/lanes.lock", "worktree-index",
@@ -206,6 +214,7 @@ def test_a_lock_held_open_by_a_live_process_is_left_alone(repo):
 
 def test_kill_during_lane_delete(repo):
     duration = None
+    interrupted = 0  # a sweep where every run finished before its kill proves nothing
     for round_ in range(ROUNDS + 1):
         name = f"gone{round_}"
         assert run_cli("lane", "create", name, cwd=repo).code == 0
@@ -216,7 +225,7 @@ def test_kill_during_lane_delete(repo):
             duration, _ = timed_run("lane", "delete", name, "--force", cwd=repo)
             delays = iter(instants(duration))
             continue
-        kill_after(start("lane", "delete", name, "--force", cwd=repo), next(delays))
+        interrupted += kill_after(start("lane", "delete", name, "--force", cwd=repo), next(delays))
         fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True)
         assert fsck.returncode == 0, fsck.stderr
         kept = {git("for-each-ref", "--format=%(objectname)", ref, cwd=repo).strip()
@@ -226,3 +235,4 @@ def test_kill_during_lane_delete(repo):
         assert again.code == 0 or again.json["error"] == "unknown_lane", again.err
         assert git("rev-parse", f"refs/lanes/deleted/{name}", cwd=repo).strip() == head
         assert not ws.exists() and str(ws) not in git("worktree", "list", cwd=repo)
+    assert interrupted, "every run finished before its kill: the sweep tested no crash"
