@@ -13,10 +13,9 @@ import pygit2
 
 from git_lanes.errors import Conflict, NotFound, RemoteFailed, UserError
 from git_lanes.model import refs
-from git_lanes.store import stale
+from git_lanes.store import notes, stale
 from git_lanes.store.gitcli import run_git
 from git_lanes.store.repo import RefUpdate, Store
-from git_lanes.store.trees import Entry
 
 NETWORK_TIMEOUT = 600.0
 FETCH_LOCK_RETRIES = 3
@@ -241,17 +240,7 @@ def note_at(store: Store, notes_commit: str | None, target: str) -> str | None:
     """The note text for `target` in the notes tree of `notes_commit`, whatever its fanout."""
     if notes_commit is None:
         return None
-    node = store.repo[store.tree_of(notes_commit)]
-    rest = target
-    while rest:
-        if rest in node:
-            return store.repo[node[rest].id].data.decode()
-        head = rest[:2]
-        if head not in node or node[head].filemode != pygit2.GIT_FILEMODE_TREE:
-            return None
-        node = store.repo[node[head].id]
-        rest = rest[2:]
-    return None
+    return notes.read_note(store.repo, store.tree_of(notes_commit), target)
 
 
 def differing_notes(store: Store, ours: str, theirs: str) -> set[str]:
@@ -260,30 +249,10 @@ def differing_notes(store: Store, ours: str, theirs: str) -> set[str]:
     return {change.path.replace("/", "") for change in changes}
 
 
-def write_notes_merge(store: Store, ours: str, theirs: str, notes: dict[str, str], message: str) -> str:
-    """A notes commit with parents (ours, theirs) whose tree is ours with `notes` set."""
-    base_tree = store.tree_of(ours)
-    edits: dict[str, Entry | None] = {}
-    for target, text in notes.items():
-        path = _note_path(store, base_tree, target) or f"{target[:2]}/{target[2:]}"
-        edits[path] = Entry(store.write_blob(text.encode()), pygit2.GIT_FILEMODE_BLOB)
-    tree = store.edit_tree(base_tree, edits)
+def write_notes_merge(store: Store, ours: str, theirs: str, texts: dict[str, str], message: str) -> str:
+    """A notes commit with parents (ours, theirs) whose tree is ours with `texts` (target -> note) set."""
+    tree = notes.with_notes(store.repo, store.tree_of(ours), texts)
     return store.write_commit(tree, [ours, theirs], message + "\n")
-
-
-def _note_path(store: Store, tree: str, target: str) -> str | None:
-    node = store.repo[tree]
-    prefix, rest = "", target
-    while rest:
-        if rest in node:
-            return prefix + rest
-        head = rest[:2]
-        if head not in node or node[head].filemode != pygit2.GIT_FILEMODE_TREE:
-            return None
-        node = store.repo[node[head].id]
-        prefix, rest = prefix + head + "/", rest[2:]
-    return None
-
 
 
 def count_between(store: Store, ancestor: str | None, head: str | None) -> int:

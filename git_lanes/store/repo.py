@@ -14,7 +14,7 @@ import pygit2
 
 from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
 from git_lanes.model import refs
-from git_lanes.store import lock, setup, stale, trees
+from git_lanes.store import lock, notes, setup, stale, trees
 from git_lanes.store.trees import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
 
@@ -237,13 +237,6 @@ class Store(WorkspaceOps):
             raise NotFound(f"unknown revision {rev!r}") from None
         return str(commit.id)
 
-    def expand_object_prefix(self, prefix: str) -> str | None:
-        try:
-            obj = self.repo.revparse_single(prefix)
-            return str(obj.peel(pygit2.Commit).id)
-        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-            return None
-
     # -- objects ---------------------------------------------------------------------------------------
     def object_kind(self, oid: str) -> str | None:
         """"commit", "tree", "blob" or "tag" for object `oid`; None when it is not here. Reads only its
@@ -256,9 +249,6 @@ class Store(WorkspaceOps):
 
     def write_blob(self, data: bytes) -> str:
         return str(self.repo.create_blob(data))
-
-    def read_blob(self, oid: str) -> bytes:
-        return self.repo[oid].data
 
     def write_commit(self, tree: str, parents: list[str], message: str, *, author_name: str | None = None,
                      author_email: str | None = None) -> str:
@@ -337,73 +327,28 @@ class Store(WorkspaceOps):
     # -- notes -----------------------------------------------------------------------------------------
     def read_note(self, notes_ref: str, target: str) -> str | None:
         head = self.read_ref(notes_ref)
-        if head is None:
-            return None
-        path = _note_path(self.repo, self.tree_of(head), target)
-        if path is None:
-            return None
-        return self.repo[self.repo[self.tree_of(head)][path].id].data.decode(errors="replace")
+        return notes.read_note(self.repo, self.tree_of(head), target) if head else None
 
     def iter_notes(self, notes_ref: str) -> Iterator[tuple[str, str]]:
         """(annotated object id, note text) for every note, in any fanout git may have written."""
         head = self.read_ref(notes_ref)
-        if head is None:
-            return
-        yield from _walk_notes(self.repo, self.repo[self.tree_of(head)], "")
+        if head is not None:
+            yield from notes.walk(self.repo, self.tree_of(head))
 
     def note_blob(self, notes_ref: str, target: str) -> str | None:
         """The blob holding `target`'s note (None when it has none): what the operation log keeps."""
         head = self.read_ref(notes_ref)
-        path = _note_path(self.repo, self.tree_of(head), target) if head else None
-        return str(self.repo[self.tree_of(head)][path].id) if path else None
+        tree = self.tree_of(head) if head else None
+        path = notes.note_path(self.repo, tree, target)
+        return str(self.repo[tree][path].id) if path and tree else None
 
-    def write_notes(self, notes_ref: str, notes: dict[str, str | None], message: str) -> RefUpdate:
-        """Write a notes commit with `notes` set (None removes a note), returning the ref move for the caller
-        to apply."""
+    def write_notes(self, notes_ref: str, texts: dict[str, str | None], message: str) -> RefUpdate:
+        """Write a notes commit with `texts` (target -> note; None removes a note) set, returning the ref move
+        for the caller to apply."""
         head = self.read_ref(notes_ref)
-        base_tree = self.tree_of(head) if head else None
-        edits: dict[str, Entry | None] = {}
-        for target, text in notes.items():
-            existing = _note_path(self.repo, base_tree, target) if base_tree else None
-            if text is None:
-                if existing:
-                    edits[existing] = None
-                continue
-            path = existing or f"{target[:2]}/{target[2:]}"
-            edits[path] = Entry(self.write_blob(text.encode()), pygit2.GIT_FILEMODE_BLOB)
-        tree = self.edit_tree(base_tree, edits)
+        tree = notes.with_notes(self.repo, self.tree_of(head) if head else None, texts)
         commit = self.write_commit(tree, [head] if head else [], message + "\n")
         return RefUpdate(notes_ref, commit, head, message)
-
-
-def _note_path(repo: pygit2.Repository, tree: str | None, target: str) -> str | None:
-    """Where the note for `target` sits in a notes tree, whatever its fanout."""
-    if tree is None:
-        return None
-    node = repo[tree]
-    prefix = ""
-    rest = target
-    while rest:
-        if rest in node:
-            return prefix + rest
-        head = rest[:2]
-        if head in node and node[head].filemode == pygit2.GIT_FILEMODE_TREE:
-            node = repo[node[head].id]
-            prefix += head + "/"
-            rest = rest[2:]
-        else:
-            return None
-    return None
-
-
-def _walk_notes(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
-    for item in tree:
-        name = prefix + item.name
-        if item.filemode == pygit2.GIT_FILEMODE_TREE:
-            yield from _walk_notes(repo, repo[item.id], name)
-        elif len(name) == 40:
-            # a peer may push any bytes as a note: not UTF-8 reads as unreadable text, never as a crash
-            yield name, repo[item.id].data.decode(errors="replace")
 
 
 _OBJECT_KINDS = {pygit2.GIT_OBJECT_COMMIT: "commit", pygit2.GIT_OBJECT_TREE: "tree",

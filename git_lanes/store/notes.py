@@ -1,0 +1,72 @@
+"""Notes trees, walked in one place: where the note for an object sits whatever fanout git wrote (`ab/cdef…`
+or flat), every note of a tree, and a tree with some notes set. The notes refs are pushed and pulled as
+they are, so a note may hold any bytes: text that is not UTF-8 reads with replacement characters (and so as
+no record), never as a crash."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pygit2
+
+from git_lanes.store.trees import Entry, edit_tree
+
+OID_LENGTH = 40
+
+
+def note_path(repo: pygit2.Repository, tree: str | None, target: str) -> str | None:
+    """Where the note for `target` sits in notes tree `tree` (None when it has none)."""
+    if tree is None:
+        return None
+    node = repo[tree]
+    prefix, rest = "", target
+    while rest:
+        if rest in node:
+            return prefix + rest
+        head = rest[:2]
+        if head not in node or node[head].filemode != pygit2.GIT_FILEMODE_TREE:
+            return None
+        node = repo[node[head].id]
+        prefix, rest = prefix + head + "/", rest[2:]
+    return None
+
+
+def read_note(repo: pygit2.Repository, tree: str | None, target: str) -> str | None:
+    """The text of the note for `target` in notes tree `tree`, if it has one."""
+    path = note_path(repo, tree, target)
+    if path is None or tree is None:
+        return None
+    return _text(repo[repo[tree][path].id])
+
+
+def walk(repo: pygit2.Repository, tree: str) -> Iterator[tuple[str, str]]:
+    """(annotated object id, note text) for every note in notes tree `tree`."""
+    yield from _walk(repo, repo[tree], "")
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
+    for item in tree:
+        name = prefix + item.name
+        if item.filemode == pygit2.GIT_FILEMODE_TREE:
+            yield from _walk(repo, repo[item.id], name)
+        elif len(name) == OID_LENGTH:
+            yield name, _text(repo[item.id])
+
+
+def with_notes(repo: pygit2.Repository, base: str | None, notes: dict[str, str | None]) -> str:
+    """Notes tree `base` (None: empty) with the note of each target in `notes` set (None removes it), each
+    where it already sits or, for a new one, under git's two-character fanout."""
+    edits: dict[str, Entry | None] = {}
+    for target, text in notes.items():
+        existing = note_path(repo, base, target)
+        if text is None:
+            if existing:
+                edits[existing] = None
+            continue
+        path = existing or f"{target[:2]}/{target[2:]}"
+        edits[path] = Entry(str(repo.create_blob(text.encode())), pygit2.GIT_FILEMODE_BLOB)
+    return edit_tree(repo, base, edits)
+
+
+def _text(blob: pygit2.Object) -> str:
+    return blob.data.decode(errors="replace")
