@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import click
@@ -18,6 +17,7 @@ from click.testing import CliRunner
 
 from git_lanes.cli import cli
 from git_lanes.cli.manpage import generate, root_context, walk
+from git_lanes.model.config import tomllib  # tomli before Python 3.11, as pyproject.toml allows 3.10
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN_PAGE = ROOT / "man" / "git-lanes.1"

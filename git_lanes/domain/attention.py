@@ -199,7 +199,7 @@ def _resolved(files: WorktreeFiles, path: str, new: Entry | None) -> bool:
 
 
 def _files(ctx: Context, worktree: Path) -> WorktreeFiles:
-    return WorktreeFiles(ctx.store.workspace_repo(worktree))
+    return ctx.store.worktree_files(worktree)
 
 
 def _load(files: WorktreeFiles) -> dict:

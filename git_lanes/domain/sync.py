@@ -23,7 +23,6 @@ from git_lanes.store import RefUpdate
 from git_lanes.store import remote as transport
 from git_lanes.store.follow import fast_forward_files
 
-MODES = ("pull", "push", "sync")
 MAX_ATTEMPTS = 10
 
 

@@ -263,9 +263,3 @@ def pending_for(ctx: Context, lane: str | None = None) -> list[Transition]:
         if record is not None and (lane is None or record.lane == lane):
             found.append(record)
     return sorted(found, key=lambda t: t.created_at)
-
-
-def require_found(record: Transition | None, what: str) -> Transition:
-    if record is None:
-        raise NotFound(f"no transition record for {what}")
-    return record

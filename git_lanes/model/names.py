@@ -9,7 +9,7 @@ from git_lanes.errors import Ambiguous, NotFound, UserError
 from git_lanes.model.ids import RESERVED_LANE_NAMES, LaneName, validate_lane_name
 from git_lanes.model.text import is_text
 
-__all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_prefix", "short_id",
+__all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_prefix",
            "validate_lane_name"]
 
 
@@ -41,7 +41,3 @@ def normalize_repo_path(path: str) -> str:
     if normal == ".." or normal.startswith("../"):
         raise UserError(f"path {path!r} is outside the repository", code="path_outside")
     return "" if normal == "." else normal
-
-
-def short_id(full: str, length: int = 8) -> str:
-    return full[:length]

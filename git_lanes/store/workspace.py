@@ -292,13 +292,6 @@ class WorkspaceOps:
                 staged[name] = _describe_status(flags & _INDEX_CHANGED)
         return unstaged, staged
 
-    def unstaged_paths(self, path: Path) -> list[str]:
-        """Paths whose file differs from the index: edits made since the last snapshot."""
-        repo = self.workspace_repo(path)
-        mask = (pygit2.GIT_STATUS_WT_NEW | pygit2.GIT_STATUS_WT_MODIFIED | pygit2.GIT_STATUS_WT_DELETED |
-                pygit2.GIT_STATUS_WT_TYPECHANGE | pygit2.GIT_STATUS_WT_RENAMED)
-        return sorted(name for name, flags in repo.status().items() if flags & mask)
-
     def worktree_files(self, path: Path) -> WorktreeFiles:
         """The worktree at `path`, path by path (see worktree_files)."""
         return WorktreeFiles(self.workspace_repo(path))
