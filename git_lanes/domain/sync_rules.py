@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from git_lanes.errors import LanesError
+from git_lanes.errors import LanesError, UnsupportedFormat
 from git_lanes.model import refs
 from git_lanes.model.names import validate_lane_name
 from git_lanes.model.records import check_format
@@ -140,8 +140,10 @@ def merge_note(ours: str, theirs: str) -> RecordMerge:
     try:
         a, b = _record(ours), _record(theirs)
     except (ValueError, LanesError):
-        # Not a record this version understands: keep one deterministically and say so.
-        return RecordMerge(max(ours, theirs), "unreadable note")
+        # Not a record this version understands: keep one deterministically (on every machine the same) and
+        # say so. Never garbage over a record: a newer git-lanes's record first (that version merges it),
+        # then one this version reads, and only between two of a kind the larger text.
+        return RecordMerge(max((ours, theirs), key=lambda text: (_worth(text), text)), "unreadable note")
     primary, other = sorted((a, b), key=_precedence, reverse=True)
     merged = dict(primary)
     merged["evaluations"] = _united(primary.get("evaluations") or [], other.get("evaluations") or [])
@@ -166,6 +168,23 @@ def _record(text: str) -> dict:
         raise ValueError("not a JSON object")
     check_format(data, "transition note")
     return data
+
+
+def _worth(text: str) -> int:
+    """2 for a record of a newer major format, 1 for one this version reads, 0 for anything else."""
+    try:
+        _record(text)
+    except UnsupportedFormat as exc:
+        return 2 if "format" in exc.message and isinstance(_format_of(text), (int, float)) else 0
+    except (ValueError, LanesError):
+        return 0
+    return 1
+
+
+def _format_of(text: str) -> object:
+    data = json.loads(text)
+    found = data.get("format")
+    return None if isinstance(found, bool) else found
 
 
 def _precedence(record: dict) -> tuple:
