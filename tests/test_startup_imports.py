@@ -19,7 +19,7 @@ API = {f"git_lanes.api.{name}" for name in ("budgets", "core", "dispatch", "doct
                                               "ledger", "oplog", "overview", "promotion", "publishing", "runs",
                                               "spawn", "supervise", "sync", "upkeep", "worktrees")}
 STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli", "gitfiles", "lock", "repo",
-                                                  "setup", "stale", "trees", "workspace", "worktree_add",
+                                                  "notes", "setup", "stale", "trees", "workspace", "worktree_add",
                                                   "worktree_files")}
 REPOSITORY = CLI | API | STORE | {
     "git_lanes.api", "git_lanes.store", "git_lanes.domain", "git_lanes.domain.context",
@@ -30,7 +30,7 @@ TRANSITIONS = {"git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.
                "git_lanes.model.records"}
 LEDGER = {"git_lanes.ledger", "git_lanes.ledger.log", "git_lanes.ledger.op", "git_lanes.ledger.state",
           "git_lanes.domain.agents", "git_lanes.domain.board", "git_lanes.domain.board_index",
-          "git_lanes.model.record", "git_lanes.model.coordination"}
+          "git_lanes.model.record", "git_lanes.model.coordination", "git_lanes.domain.stored"}
 
 PINNED = {
     ("--version",): {"git_lanes", "git_lanes.cli"},

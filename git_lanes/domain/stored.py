@@ -6,14 +6,16 @@ sets it aside and shows the rest, and `git lanes doctor` lists every one (`unrea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_lanes.errors import MalformedRecord, UnsupportedFormat, UserError
 from git_lanes.ledger import State
 from git_lanes.model.coordination import Agent, Task, Ticket
 from git_lanes.model.record import Record
 from git_lanes.model.refs import LEDGER
-from git_lanes.model.results import Unreadable
+
+if TYPE_CHECKING:
+    from git_lanes.model.results import Unreadable
 
 # The top directory of a record's path → the record type it must read as.
 SHAPES: dict[str, type[Record]] = {"tasks": Task, "tickets": Ticket, "agents": Agent}
@@ -33,6 +35,8 @@ def checked(path: str, record: dict[str, Any]) -> dict[str, Any]:
 
 def unreadable(state: State) -> list[Unreadable]:
     """Every record under the shaped directories that cannot be read, with why."""
+    from git_lanes.model.results import Unreadable  # for doctor only: listings need no result records
+
     found = []
     for directory in SHAPES:
         for path in state.files(directory):

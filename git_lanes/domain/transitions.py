@@ -4,6 +4,7 @@ transaction over the notes ref and the lane's refs; `recover` finishes any step 
 from __future__ import annotations
 
 import secrets
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from git_lanes.domain import attention, lanes
@@ -13,8 +14,10 @@ from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Re
 from git_lanes.model import refs
 from git_lanes.model.names import resolve_prefix
 from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
-from git_lanes.model.results import Unreadable
 from git_lanes.store import RefUpdate
+
+if TYPE_CHECKING:
+    from git_lanes.model.results import Unreadable
 
 
 TRAILER = "Lanes-Transition: "
@@ -47,6 +50,8 @@ def scan(ctx: Context) -> tuple[list[Transition], list[Unreadable]]:
     whose proposal ref is gone was left by a process killed before it acknowledged anything, so it is not
     shown. One malformed note (a peer's notes ref fast-forwards as is) must not hide every other transition,
     nor vanish without a word: it is reported, as is a note on a lanes state that holds no record at all."""
+    from git_lanes.model.results import Unreadable  # status reads transitions without any result record
+
     pending = set(ctx.store.list_refs(refs.PROPOSALS))
     found = []
     unreadable = []
