@@ -42,8 +42,9 @@ def test_accept_of_a_proposal_whose_lane_moved_is_a_conflict(api, repo):
     (workspace(repo, "other") / "b.txt").write_text("b\n")
     moved = api.commit("other", "b", lane="other", auto_accept=True)
     git("update-ref", "refs/lanes/heads/feat", moved["to"], second["from"], cwd=repo)
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as raised:
         api.accept(second["id"])
+    assert raised.value.code == "stale_proposal"
 
 
 def test_stale_workspace_is_refused(api, repo):
@@ -69,8 +70,9 @@ def test_reject_keeps_attempt_as_signal(api, repo):
     shown = api.show(record["id"][:5])
     assert shown["status"] == "rejected" and shown["reason"] == "wrong"
     assert [c["path"] for c in shown["changes"]] == ["bad.txt"]
-    with pytest.raises(Refused):
+    with pytest.raises(Refused) as raised:
         api.accept(record["id"])
+    assert raised.value.code == "already_decided"
 
 
 def test_history_filters_and_totals(api, repo):
@@ -94,8 +96,9 @@ def test_restore_refuses_unsaved_edits_then_keeps_backup_with_force(api, repo):
     (ws / "f.txt").write_text("v2\n")
     api.commit("v2", "a", lane="feat", auto_accept=True)
     (ws / "f.txt").write_text("typing...\n")
-    with pytest.raises(Refused):
+    with pytest.raises(Refused) as raised:
         api.restore(first["id"], lane="feat")
+    assert raised.value.code == "dirty_workspace"
     assert (ws / "f.txt").read_text() == "typing...\n"
     result = api.restore(first["id"], lane="feat", force=True)
     assert (ws / "f.txt").read_text() == "v1\n"
@@ -108,8 +111,9 @@ def test_lane_delete_guards_work(api, repo):
     api.lane_create("feat")
     ws = workspace(repo, "feat")
     (ws / "w.txt").write_text("w\n")
-    with pytest.raises(Refused):
+    with pytest.raises(Refused) as raised:
         api.lane_delete("feat")
+    assert raised.value.code == "dirty_workspace"
     api.commit("work", "a", lane="feat", auto_accept=True)
     with pytest.raises(Refused) as info:
         api.lane_delete("feat")
@@ -134,8 +138,9 @@ def test_trunk_commit_from_main_worktree(api, repo):
 @pytest.mark.parametrize("name", ["a..b", "-x", "x.lock", "a b", "HEAD", "", "a/", "a//b", "x~1", "c:d"])
 def test_bad_lane_names_are_refused_and_write_nothing(api, repo, name):
     before = git("for-each-ref", cwd=repo)
-    with pytest.raises(UserError):
+    with pytest.raises(UserError) as raised:
         api.lane_create(name)
+    assert raised.value.code == "invalid_lane_name"
     assert git("for-each-ref", cwd=repo) == before
 
 
@@ -150,10 +155,12 @@ def test_ambiguous_and_unknown_ids(api, repo):
     shared = next(c for c in first_chars if first_chars.count(c) > 1)
     from git_lanes.errors import Ambiguous
 
-    with pytest.raises(Ambiguous):
+    with pytest.raises(Ambiguous) as raised:
         api.show(shared)
-    with pytest.raises(NotFound):
+    assert raised.value.code == "ambiguous"
+    with pytest.raises(NotFound) as raised:
         api.show("zzzz")
+    assert raised.value.code == "not_found"
 
 
 def test_a_lane_and_a_lane_named_like_its_folder_can_both_be_deleted(api, repo):

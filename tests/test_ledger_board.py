@@ -54,8 +54,9 @@ def test_bad_posts_are_refused_and_change_nothing(lanes, repo):
                          ("hi", {"to": "../etc"})]:
         with pytest.raises(UserError):
             lanes.board_post(text, "a", **kwargs)
-    with pytest.raises(UserError):
+    with pytest.raises(UserError) as raised:
         lanes.board_post("hi", "bad agent")
+    assert raised.value.code == "invalid_agent"
     assert ledger_head(repo) == head
 
 
@@ -63,10 +64,12 @@ def test_resolve_marks_a_post_once(lanes):
     seq = lanes.board_post("is the schema final?", "a", kind="question")["post"]
     assert lanes.board_resolve(seq, actor="b")["resolved_by"] == "b"
     assert lanes.board_read()["posts"][0]["resolved"]["by"] == "b"
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as raised:
         lanes.board_resolve(seq, actor="b")
-    with pytest.raises(NotFound):
+    assert raised.value.code == "already_resolved"
+    with pytest.raises(NotFound) as raised:
         lanes.board_resolve(99, actor="b")
+    assert raised.value.code == "unknown_post"
 
 
 def test_wait_returns_at_once_for_what_is_already_there_and_at_the_timeout_otherwise(lanes):
@@ -112,10 +115,12 @@ def test_a_refused_op_reaches_its_actor_on_the_next_heartbeat(lanes, repo):
 
 
 def test_invalid_wait_arguments(lanes):
-    with pytest.raises(UserError):
+    with pytest.raises(UserError) as raised:
         lanes.wait("b", timeout=-1)
-    with pytest.raises(UserError):
+    assert raised.value.code == "invalid_timeout"
+    with pytest.raises(UserError) as raised:
         lanes.wait("no spaces", timeout=0)
+    assert raised.value.code == "invalid_agent"
 
 
 def test_unread_counts_leave_out_own_posts_however_they_interleave(lanes):

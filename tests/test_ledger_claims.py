@@ -67,8 +67,9 @@ def test_globs_escaping_the_repository_are_refused(lanes, repo):
     for glob in ["../outside/**", "/etc/passwd", "src/../../x", ".git/config", ""]:
         with pytest.raises(UserError):
             lanes.claim_add([glob], "a")
-    with pytest.raises(UserError):
+    with pytest.raises(UserError) as raised:
         lanes.claim_release("a", ["never/claimed"])
+    assert raised.value.code == "unknown_claim"
     assert ledger_head(repo) == head
 
 
@@ -102,7 +103,9 @@ def test_dirty_publish_needs_a_lane(lanes):
     with pytest.raises(UserError) as info:
         lanes.dirty_publish("a")
     assert info.value.code == "no_lane"
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound) as raised:
         lanes.dirty_publish("ghost")
-    with pytest.raises(NotFound):
+    assert raised.value.code == "unknown_agent"
+    with pytest.raises(NotFound) as raised:
         lanes.agent_register("b", lane="no-such-lane")
+    assert raised.value.code == "unknown_lane"

@@ -34,8 +34,9 @@ def test_claim_with_a_stale_version_is_a_conflict_and_changes_nothing(lanes, rep
 def test_a_task_whose_owner_lease_lapsed_is_open_again(lanes):
     task = lanes.task_create("t", actor="lead")["task"]
     lanes.task_claim(task, "slow")
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as raised:
         lanes.task_claim(task, "fast")
+    assert raised.value.code == "task_claimed"
     lanes.ctx.clock.advance(LEASE_SECONDS + 1)
     assert lanes.task_show(task)["status"] == "open" and lanes.task_show(task)["lapsed"]
     assert [t["id"] for t in lanes.task_list(ready=True)] == [task]
@@ -56,11 +57,13 @@ def test_heartbeat_keeps_the_lease_and_blocked_tasks_stay_put(lanes):
     lanes.ctx.clock.advance(LEASE_SECONDS * 2)
     assert lanes.task_show(first)["status"] == "open"
     assert lanes.task_show(second)["status"] == "blocked"
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as raised:
         lanes.task_claim(second, "b")
+    assert raised.value.code == "task_claimed"
     assert lanes.task_resume(second, actor="a")["status"] == "claimed"
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as raised:
         lanes.task_resume(second)
+    assert raised.value.code == "not_blocked"
 
 
 def test_dependencies_refuse_cycles_and_self_and_unknown_ids(lanes, repo):
@@ -75,12 +78,15 @@ def test_dependencies_refuse_cycles_and_self_and_unknown_ids(lanes, repo):
     with pytest.raises(UserError) as info:
         lanes.task_dep_add(a, a)
     assert info.value.code == "dependency_on_self"
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound) as raised:
         lanes.task_create("d", actor="lead", depends=("0000",))
-    with pytest.raises(UserError):
+    assert raised.value.code == "unknown_task"
+    with pytest.raises(UserError) as raised:
         lanes.task_create("   ", actor="lead")
-    with pytest.raises(UserError):
+    assert raised.value.code == "empty_title"
+    with pytest.raises(UserError) as raised:
         lanes.task_create("x" * 500, actor="lead")
+    assert raised.value.code == "invalid_title"
     assert ledger_head(repo) == head
     assert lanes.task_dep_add(c, b)["added"] is False
 
@@ -88,8 +94,9 @@ def test_dependencies_refuse_cycles_and_self_and_unknown_ids(lanes, repo):
 def test_ids_accept_unique_prefixes(lanes):
     ids = [lanes.task_create(f"t{i}", actor="lead")["task"] for i in range(40)]
     clash = next((x, y) for x in ids for y in ids if x != y and x[0] == y[0])
-    with pytest.raises(Ambiguous):
+    with pytest.raises(Ambiguous) as raised:
         lanes.task_show(clash[0][0])
+    assert raised.value.code == "ambiguous"
     assert lanes.task_show(clash[0][:10])["id"] == clash[0]
 
 
@@ -106,8 +113,9 @@ def test_finishing_a_task_wakes_the_owners_of_tasks_it_makes_ready(lanes):
     woke = lanes.wait("coder-2", timeout=0)
     assert woke["reason"] == "task_ready" and woke["wakes"][0]["task"] == api
     assert lanes.wait("coder-2", timeout=0)["reason"] == "timeout"
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as raised:
         lanes.task_done(docs)
+    assert raised.value.code == "task_done"
 
 
 def test_a_ticket_whose_tasks_are_all_done_posts_ticket_ready(lanes):
@@ -151,8 +159,9 @@ def test_handoff_moves_owner_lane_claims_and_dirty_set_in_one_op(lanes, repo):
     woke = lanes.wait("coder-2", timeout=0)
     assert woke["reason"] == "post" and woke["posts"][0]["kind"] == "handoff"
     assert "tests pass" in woke["posts"][0]["text"]
-    with pytest.raises(UserError):
+    with pytest.raises(UserError) as raised:
         lanes.task_handoff(task, "coder-2")
+    assert raised.value.code == "handoff_to_owner"
 
 
 def test_handoff_of_one_of_two_tasks_moves_only_that_tasks_claims_and_lane(lanes, repo):

@@ -100,8 +100,9 @@ def test_unknown_agents_and_bad_names(lanes):
     with pytest.raises(UserError) as nothing:
         lanes.release_worktree("nobody")
     assert nothing.value.code == "no_lane"
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound) as raised:
         lanes.assign_worktree("a", base="no-such-state")
+    assert raised.value.code == "not_found"
     with pytest.raises(UserError) as invalid:
         lanes.assign_worktree("a", "bad..name")
     assert invalid.value.code == "invalid_lane_name"
