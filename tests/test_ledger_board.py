@@ -83,20 +83,31 @@ def test_wait_returns_at_once_for_what_is_already_there_and_at_the_timeout_other
     assert lanes.agent_heartbeat("b")["unread"] == 0
 
 
-def test_wait_wakes_when_another_writer_posts(lanes, repo):
+def test_wait_wakes_when_another_writer_posts(lanes, repo, monkeypatch):
+    from git_lanes.ledger.watch import LedgerWatch
+
     lanes.agent_register("b")
     other = Lanes(repo)
+    blocked = threading.Event()
+    watch_wait = LedgerWatch.wait
 
-    def post_later() -> None:
-        time.sleep(0.3)
-        other.board_post("wake up", "a")
+    def blocking(self, *args, **kwargs):  # the waiter found nothing and now watches the ref
+        blocked.set()
+        return watch_wait(self, *args, **kwargs)
 
-    thread = threading.Thread(target=post_later)
+    monkeypatch.setattr(LedgerWatch, "wait", blocking)
+
+    def post_once_waiting() -> None:
+        # posting only once the waiter blocks proves the wake came from watching, not from a first read
+        if blocked.wait(timeout=60):
+            other.board_post("wake up", "a")
+
+    thread = threading.Thread(target=post_once_waiting)
     thread.start()
-    got = lanes.wait("b", timeout=30)
+    got = lanes.wait("b", timeout=120)
     thread.join()
+    assert blocked.is_set(), "the waiter never blocked"
     assert got["reason"] == "post" and got["posts"][0]["text"] == "wake up"
-    assert got["waited"] < 30
 
 
 def test_a_refused_op_reaches_its_actor_on_the_next_heartbeat(lanes, repo):
