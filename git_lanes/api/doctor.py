@@ -161,19 +161,3 @@ def _runs(api: Any, where: Where) -> list[dict[str, Any]]:
         return [finding("fail", "run logs damaged: " + "; ".join(bad[:5]),
                         "see `git log refs/lanes/runs/<run>`; a damaged run denies its agent's calls")]
     return [finding("ok", f"{len(heads)} run logs replay to their states")]
-
-
-@check("records")
-def _records(api: Any, where: Where) -> list[dict[str, Any]]:
-    """Transition notes and ledger records that cannot be read (a peer's notes ref and ledger fast-forward as
-    they are): every listing sets them aside and shows the rest; here each is named, to fix or remove."""
-    from git_lanes import ledger
-    from git_lanes.domain import stored, transitions
-
-    bad = transitions.unreadable_notes(api.ctx) + stored.unreadable(ledger.state_at(api.ctx.store,
-                                                                                    ledger.head(api.ctx.store)))
-    if not bad:
-        return [finding("ok", "every transition note and ledger record reads")]
-    return [finding("fail", f"unreadable record in {u.ref}: {u.key}: {u.reason}",
-                    "fix or remove it (`git notes --ref lanes edit|remove <commit>` for a note); listings leave "
-                    "it out until then", ref=u.ref, key=u.key) for u in bad]

@@ -205,7 +205,7 @@ def handoff(tx: Tx, op: Op) -> dict:
     moved: dict = {"claims": [], "dirty": [], "lane": task.get("lane")}
     if source is not None:
         others = [t for t in readable(tx, task_ids(tx), get_task)
-                  if t["owner"] == source and t["id"] != task["id"] and t["status"] in ("claimed", "blocked")]
+                  if t["owner"] == source and t["id"] != task["id"] and t["status"] in ("claimed", *HELD)]
         moved.update(claims.move(tx, source, target, task["id"], everything=not others))
         source_record = tx.get(agent_path(source))
         if source_record is not None:
