@@ -250,6 +250,9 @@ class Store(WorkspaceOps):
     def write_blob(self, data: bytes) -> str:
         return str(self.repo.create_blob(data))
 
+    def read_blob(self, oid: str) -> bytes:
+        return self.repo[oid].data
+
     def write_commit(self, tree: str, parents: list[str], message: str, *, author_name: str | None = None,
                      author_email: str | None = None) -> str:
         author = self.signature(author_name, author_email)
