@@ -5,13 +5,15 @@ real model. `fake_agent.py SCRIPT PROMPT`:
   does) and runs each handler command with the documented JSON payload on stdin, around every simulated
   tool call: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse / PostToolUseFailure, Stop (again while
   a Stop hook blocks, with `stop_hook_active`), SessionEnd;
-- it picks its actions from SCRIPT (JSON) by the `Stage: NAME` line of its prompt (`default` otherwise; a
-  fix stage takes the list for its attempt), edits files, runs commands, writes a transcript with usage;
+- it picks its actions from SCRIPT (JSON) by the `Stage: NAME` line of its prompt (`NAME@LEAF` first, LEAF
+  being the last part of its lane's name; `default` otherwise; a fix stage takes the list for its attempt),
+  edits files, runs commands, writes a transcript with usage;
 - it appends what it did and what the hooks answered to the journal named in SCRIPT, one JSON per line.
 
-Actions: {"write": PATH, "content": TEXT}, {"read": PATH}, {"bash": COMMAND}, {"todo": [STEP, ...]},
-{"usage": {"input": N, "output": N}}, {"wait_for_message": SECONDS}, {"await_file": PATH}, {"rendezvous":
-{"file": PATH, "count": N, "timeout": SECONDS}}, {"hang": {"ignore_term": BOOL, "child": BOOL}}, {"exit": CODE}.
+Actions: {"write": PATH, "content": TEXT} (`{lane_leaf}` in PATH: the last part of the lane's name),
+{"read": PATH}, {"bash": COMMAND}, {"todo": [STEP, ...]}, {"usage": {"input": N, "output": N}},
+{"wait_for_message": SECONDS}, {"await_file": PATH}, {"rendezvous": {"file": PATH, "count": N, "timeout":
+SECONDS}}, {"hang": {"ignore_term": BOOL, "child": BOOL}}, {"exit": CODE}.
 A resumed stage (`Stage: NAME (resumed)`) plays `NAME_resumed` when the script has it."""
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ class Agent:
 
     def actions(self) -> list:
         stages = self.script.get("stages", {})
-        chosen = stages.get(self.stage, stages.get("default", []))
+        leaf = os.environ.get("GIT_LANES_LANE", "").rsplit("/", 1)[-1]
+        chosen = stages.get(f"{self.stage}@{leaf}", stages.get(self.stage, stages.get("default", [])))
         if self.resumed and f"{self.stage}_resumed" in stages:
             chosen = stages[f"{self.stage}_resumed"]
         if self.stage == "fix" and chosen and isinstance(chosen[0], list):
@@ -124,7 +127,8 @@ class Agent:
 
     def act(self, action: dict) -> int | None:
         if "write" in action:
-            path = CWD / action["write"]
+            leaf = os.environ.get("GIT_LANES_LANE", "").rsplit("/", 1)[-1]
+            path = CWD / action["write"].replace("{lane_leaf}", leaf)
 
             def write() -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -192,6 +196,7 @@ class Agent:
 
     def main(self) -> int:
         self.end_marker: Path | None = None
+        self.mark("start")
         print(f"fake agent: run {RUN[:8]} stage {self.stage}{' (resumed)' if self.resumed else ''}", flush=True)
         started = self.hook("SessionStart", source="startup", model="claude-sonnet-5")
         env = {k: os.environ.get(k) for k in ("GIT_LANES_AGENT", "GIT_LANES_RUN", "GIT_LANES_LANE", "PORT")}
@@ -219,7 +224,15 @@ class Agent:
                 fcntl.flock(out, fcntl.LOCK_EX)
                 out.write(f"end {RUN}\n")
         self.journal("exit", code=code)
+        self.mark("end")
         return code
+
+    def mark(self, what: str) -> None:
+        """With `sessions` in SCRIPT: one line per session start and end, in order, to count how many ran at once."""
+        if self.script.get("sessions"):
+            with open(self.script["sessions"], "a") as out:
+                fcntl.flock(out, fcntl.LOCK_EX)
+                out.write(f"{what} {RUN}\n")
 
 
 if __name__ == "__main__":

@@ -19,15 +19,28 @@ PATIENCE = 180.0
 
 def use_fake_agent(repo: Path, tmp: Path, stages: dict, *, max_parallel: int = 4, extra: str = "") -> Path:
     """Commit a `.lanes.toml` on the trunk whose claude command is the fake agent playing `stages`; returns
-    the journal's path."""
+    the journal's path. Every session marks its start and end in `tmp/sessions` (see `most_at_once`)."""
     script = tmp / "script.json"
     journal = tmp / "journal.jsonl"
-    script.write_text(json.dumps({"stages": stages, "journal": str(journal), "transcripts": str(tmp / "transcripts")}))
+    script.write_text(json.dumps({"stages": stages, "journal": str(journal), "transcripts": str(tmp / "transcripts"),
+                                  "sessions": str(tmp / "sessions")}))
     journal.touch()
     command = json.dumps([sys.executable, str(FAKE_AGENT), str(script), "{prompt}"])
     set_policy(repo, f"[agent]\nmax_parallel = {max_parallel}\nstop_grace = 2\n\n[agent.claude]\ncommand = {command}\n"
                      + extra)
     return journal
+
+
+def most_at_once(sessions: Path) -> tuple[int, int]:
+    """From the agents' own start/end lines (written in order under a lock): the most sessions that ran at
+    once, and how many ran in all."""
+    live = most = total = 0
+    for line in sessions.read_text().splitlines():
+        live += 1 if line.startswith("start ") else -1
+        total += line.startswith("start ")
+        most = max(most, live)
+    assert live == 0, "every session that started also ended"
+    return most, total
 
 
 def journal(path: Path, run: str | None = None, event: str | None = None) -> list[dict]:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from conftest import run_cli, workspace
-from spawn_helpers import PATIENCE, finished, journal, show, use_fake_agent, wait_for
+from spawn_helpers import PATIENCE, finished, journal, most_at_once, show, use_fake_agent, wait_for
 
 from git_lanes.store import processes
 
@@ -130,10 +130,6 @@ def test_five_tasks_never_run_more_than_max_parallel_agents_at_once(repo, tmp_pa
     gate.touch()
     wait_for(lambda: all(finished(repo, run) for run in runs), "all five runs to finish")
     # the agents' own record, in the order they wrote it under a lock: never more than two at once
-    live, most = 0, 0
-    for line in starts.read_text().splitlines():
-        live += 1 if line.startswith("start ") else -1
-        most = max(most, live)
-    assert most == 2 and live == 0 and starts.read_text().count("end ") == 5
+    assert most_at_once(tmp_path / "sessions") == (2, 5)
     assert sorted(r["run"] for r in journal(path, event="exit")) == sorted(runs)
     assert all(show(repo, run)["exit"]["code"] == 0 for run in runs)

@@ -52,6 +52,7 @@ class SpawnApi:
     task_claim: Callable[..., Any]
     run_resume: Callable[[str], dict[str, Any]]
     budget_gate: Callable[..., list[dict[str, Any]]]
+    dispatch_status: Callable[[str], dict[str, Any]]
     budgets_over: Callable[[list[tuple[str | None, str | None]]], list[list[dict[str, Any]]]]
     day_spend: Callable[[], float]
 
@@ -120,6 +121,29 @@ class SpawnApi:
         if supervisor is not None:
             self._start_supervisor(repo, run, supervisor)
         return self._report(repo, run, waiting=supervisor is not None) | {"hooks": hooks, "lane_created": place["created"]}
+
+    def dispatch_spawn(self, plan: str, *, cli: str | None = None, hook_prefix: str,
+                       supervisor: Supervisor | None = None) -> list[dict[str, Any]]:
+        """Spawn a following pipeline for each task of the dispatched `plan` that is ready, not done and has no
+        spawned run going: at first the foundation's alone; each, once done, spawns the features it made ready
+        (in the lanes the plan made from the foundation's accepted head), queued for `[agent] max_parallel`.
+        A task the spend gate or a spent budget holds back is reported, not raised."""
+        status = self.dispatch_status(plan)
+        repo = self._runs()
+        going = {s.task for s in self._states(repo) if s.launch and s.task and s.status != "ended"}
+        spawned = []
+        for row in status["tasks"]:
+            if row["status"] == "done" or not row["ready"] or row["task"] in going:
+                continue
+            try:
+                result = self.spawn(row["task"], agent=row["owner"], cli=cli, use_pipeline=True, queue=True,
+                                    follow=True, hook_prefix=hook_prefix, supervisor=supervisor)
+            except LanesError as exc:
+                spawned.append({"task": row["task"], "key": row["key"], "error": exc.code, "message": exc.message})
+                continue
+            spawned.append({"task": row["task"], "key": row["key"], "run": result["run"], "lane": result["lane"],
+                            "state": result["state"]})
+        return spawned
 
     def run_resume_spawn(self, run: str, *, hook_prefix: str, supervisor: Supervisor | None = None) -> dict[str, Any]:
         """Start a killed (or stopped, or blocked) spawned run again from its briefing: a pipeline continues

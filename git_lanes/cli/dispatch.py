@@ -24,9 +24,15 @@ class PlanGroup(SuggestingGroup):
 @click.group(cls=PlanGroup, invoke_without_command=True, subcommand_metavar="PLAN.toml | status PLAN")
 @click.option("--dry-run", is_flag=True, help="Check the plan (ownership overlaps, lanes) and show it; create nothing.")
 @click.option("--example", is_flag=True, help="Print a commented example plan.")
+@click.option("--spawn", "spawn_agents", is_flag=True,
+              help="Run the plan with agents: the foundation's pipeline now, each feature's once its "
+                   "dependencies are done (see `git lanes spawn --pipeline`).")
+@click.option("--cli", "agent_cli", type=click.Choice(["claude", "codex", "gemini", "custom"]),
+              help="With --spawn: which agent CLI ([agent] cli; default claude).")
 @json_option
 @click.pass_context
-def dispatch(ctx: click.Context, dry_run: bool, example: bool, as_json: bool) -> None:
+def dispatch(ctx: click.Context, dry_run: bool, example: bool, spawn_agents: bool, agent_cli: str | None,
+             as_json: bool) -> None:
     """Dispatch a foundation-first plan: a ticket, a foundation task and feature tasks, each owning its paths.
 
     One ledger op creates the ticket, the tasks (features depend on the foundation and on the features they
@@ -38,11 +44,17 @@ def dispatch(ctx: click.Context, dry_run: bool, example: bool, as_json: bool) ->
     task owns is refused (exit 3, naming the path and its owner), and the agent hooks deny such a write.
     Running the same plan again creates only what is missing.
 
+    With --spawn, agents run the plan: the foundation's task gets a pipelined agent (`spawn TASK
+    --pipeline`) at once; when it is done, each feature whose dependencies are done gets one in its lane
+    made from the foundation's accepted head, in parallel, queued for `[agent] max_parallel` and refused past
+    the spend gate. Again with --spawn, a dispatched plan gets agents for its ready tasks that have none.
+
     \b
     Example:
       git lanes dispatch --example > login.toml
       git lanes dispatch login.toml --dry-run
       git lanes dispatch login.toml
+      git lanes dispatch login.toml --spawn
       git lanes dispatch status login
     """
     if ctx.invoked_subcommand is not None:
@@ -65,7 +77,15 @@ def dispatch(ctx: click.Context, dry_run: bool, example: bool, as_json: bool) ->
         except OSError as exc:
             raise UserError(f"cannot read plan {plan}: {exc.strerror}", code="no_plan",
                             hint="`git lanes dispatch --example > plan.toml` writes one to start from") from None
-        return open_api().dispatch(text, source=plan, dry_run=dry_run)
+        api = open_api()
+        result = api.dispatch(text, source=plan, dry_run=dry_run)
+        if spawn_agents and not dry_run:
+            from git_lanes.cli import supervise
+            from git_lanes.cli.spawn import hook_prefix
+
+            result = result | {"spawned": api.dispatch_spawn(result["plan"], cli=agent_cli, hook_prefix=hook_prefix(),
+                                                             supervisor=supervise.argv)}
+        return result
 
     run(action, as_json, render_dispatch)
 
@@ -87,6 +107,11 @@ def render_dispatch(r: dict) -> str:
     for made in r.get("lanes_created", []):
         lines.append(f"lane {made['lane']} created at {made['workspace']}" if "workspace" in made
                      else f"lane {made['lane']} not created: {made['message']}")
+    for agent in r.get("spawned", []):
+        lines.append(f"spawned run {agent['run'][:8]} for {agent['key']} in lane {agent['lane']} ({agent['state']})"
+                     if "run" in agent else f"no agent for {agent['key']}: {agent['message']}")
+    if r.get("spawned") == []:
+        lines.append("no agents spawned: no ready task of the plan is without one")
     return "\n".join(lines)
 
 
