@@ -14,21 +14,22 @@ from pathlib import Path
 from conftest import Result, git, run_cli, workspace
 
 
-def hook(cli: str, event: str, payload: dict | str, *, env: dict | None = None, timeout: float = 120) -> Result:
-    data = payload if isinstance(payload, str) else json.dumps(payload)
+def hook(cli: str, event: str, payload: dict | str | bytes, *, env: dict | None = None, timeout: float = 120) \
+        -> Result:
+    data = payload if isinstance(payload, bytes) else (payload if isinstance(payload, str) else json.dumps(payload)).encode()
     proc = subprocess.run([sys.executable, "-m", "git_lanes", "hook", cli, event], input=data, capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, timeout=timeout)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+    return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
-def hook_in_process(cli: str, event: str, payload: dict, *, env: dict | None = None) -> Result:
+def hook_in_process(cli: str, event: str, payload: dict | str | bytes, *, env: dict | None = None) -> Result:
     """What `hook` answers, from the function the hook process runs (`git_lanes.hooks.respond`) called in this
     process: for tests that send dozens of calls, where a process each costs seconds on a busy machine. Such
     a test sends its first call through `hook` too, so the process path is proven alongside."""
     from git_lanes.hooks import CLIS, respond
 
-    answer = respond(importlib.import_module(CLIS[cli]), event, json.dumps(payload).encode(),
-                     {**os.environ, **(env or {})}, time.time())
+    raw = payload if isinstance(payload, bytes) else (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+    answer = respond(importlib.import_module(CLIS[cli]), event, raw, {**os.environ, **(env or {})}, time.time())
     return Result(answer.code, answer.stdout + "\n" if answer.stdout else "", answer.stderr)
 
 

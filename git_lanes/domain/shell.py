@@ -25,6 +25,10 @@ from git_lanes.domain.shell_words import Word, word_of, words_of
 from git_lanes.errors import UserError
 
 MAX_DEPTH = 8  # nested `bash -c` / eval levels
+# Bounds on the work one line may ask for, so a check always ends well inside the hook's time (a CLI runs the
+# tool when its hook times out): longer lines and lines of more commands are refused.
+MAX_LINE_CHARS = 1 << 20
+MAX_COMMANDS = 5000
 WRITE_OPERATORS = {">", ">>", "&>", "&>>", ">|", "<>"}
 HARMLESS_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
 PIPE = "pipe"
@@ -92,8 +96,13 @@ class _Found:
 
 
 def parse(line: str, depth: int = 0) -> ShellLine:
+    if len(line) > MAX_LINE_CHARS:
+        raise unparsable(line, f"it is longer than {MAX_LINE_CHARS} characters, too long to check")
     found = _Found()
-    _parse_into(line, depth, found)
+    try:
+        _parse_into(line, depth, found)
+    except RecursionError:
+        raise unparsable(line, "it nests too deeply to check") from None
     return ShellLine(tuple(found.commands), tuple(found.writes), tuple(found.directories), frozenset(found.sets))
 
 
@@ -215,6 +224,8 @@ def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | No
                                       opaque="runs a program computed at run time, which cannot be checked"))
         return
     inner = programs.runs(name, words, stdin)
+    if len(found.commands) >= MAX_COMMANDS:
+        raise unparsable(" ".join(t for t, _ in words), f"it runs more than {MAX_COMMANDS} commands, too many to check")
     found.commands.append(Command(tuple(t for t, _ in words),
                                   wrapper=inner is not None and inner.command is not None and
                                   name in programs.TRANSPARENT,

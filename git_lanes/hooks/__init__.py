@@ -19,6 +19,9 @@ from typing import Any
 
 CLIS = {"claude": "git_lanes.hooks.claude", "codex": "git_lanes.hooks.codex", "gemini": "git_lanes.hooks.gemini"}
 USAGE = "usage: git lanes hook claude|codex|gemini EVENT  (the agent CLI sends the event's JSON on stdin)"
+# Every CLI runs the tool when a hook outlives its timeout (60 s as installed): a pre-tool check still
+# working at this deadline answers deny instead. GIT_LANES_HOOK_DEADLINE (seconds) overrides it.
+DEADLINE_SECONDS = 40.0
 
 
 def main(argv: list[str]) -> int:
@@ -29,13 +32,56 @@ def main(argv: list[str]) -> int:
         return 2
     module = importlib.import_module(CLIS[argv[0]])
     name = argv[1]
+    once = _Once()
+    if getattr(module, "ALIASES", {}).get(name, name) == module.PRE_TOOL:
+        _watch(once, module, name, os.environ.get("GIT_LANES_HOOK_DEADLINE"))
     answer = respond(module, name, sys.stdin.buffer.read(), dict(os.environ), time.time())
-    if answer.stdout:
-        sys.stdout.write(answer.stdout + "\n")
-    if answer.stderr:
-        sys.stderr.write(answer.stderr + "\n")
-    sys.stdout.flush()
-    return answer.code
+    once.emit(answer)
+    return once.code  # the deadline's deny, if it came first
+
+
+class _Once:
+    """The hook answers exactly once: two answers on stdout would be one unreadable answer, which the CLIs
+    read as "hook failed, run the tool"."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.code = 0
+
+    def emit(self, answer: Any) -> bool:
+        if not self.lock.acquire(blocking=False):
+            return False
+        self.code = answer.code
+        if answer.stdout:
+            sys.stdout.write(answer.stdout + "\n")
+        if answer.stderr:
+            sys.stderr.write(answer.stderr + "\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return True
+
+
+def _watch(once: _Once, module: Any, name: str, given: str | None) -> None:
+    """Past the deadline, deny and end the process, whatever the check is waiting for (a huge line, a lock
+    held elsewhere, a slow disk): the run's log stays consistent, as after any killed writer."""
+    import threading
+
+    try:
+        seconds = float(given) if given else DEADLINE_SECONDS
+    except ValueError:
+        seconds = DEADLINE_SECONDS
+
+    def expire() -> None:
+        answer = module.deny(name, f"git-lanes denied this call because its checks did not finish within "
+                                   f"{seconds:g} s (the line may be too large to check); try a smaller step")
+        if once.emit(answer):
+            os._exit(answer.code)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
 
 
 def respond(module: Any, name: str, raw: bytes, env: dict[str, str], now: float):

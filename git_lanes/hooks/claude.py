@@ -36,8 +36,10 @@ def tool_call(payload: dict[str, Any]) -> ToolCall:
     if name == "TodoWrite":
         return ToolCall(name, name, "plan", call_id, f"{len(data.get('todos') or [])} todos",
                         plan=protocol.plan_steps(data.get("todos"), "content"))
-    kind = "read" if name in READ_TOOLS else "exec"  # MCP tools and anything unknown may change things
-    return ToolCall(name, name, kind, call_id, protocol.summary_of(data))
+    if name in READ_TOOLS:
+        return ToolCall(name, name, "read", call_id, protocol.summary_of(data))
+    # MCP tools and anything unknown may change things
+    return ToolCall(name, name, "exec", call_id, protocol.summary_of(data), paths=protocol.guessed_paths(name, data))
 
 
 def to_event(name: str, payload: dict[str, Any], env: dict[str, str]) -> HookEvent:

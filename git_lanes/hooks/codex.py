@@ -46,8 +46,9 @@ def tool_call(payload: dict[str, Any]) -> ToolCall:
     if name == "update_plan":
         return ToolCall(name, name, "plan", call_id, str(data.get("explanation") or "plan"),
                         plan=protocol.plan_steps(data.get("plan"), "step"))
-    kind = "read" if name in READ_TOOLS else "exec"
-    return ToolCall(name, name, kind, call_id, protocol.summary_of(data))
+    if name in READ_TOOLS:
+        return ToolCall(name, name, "read", call_id, protocol.summary_of(data))
+    return ToolCall(name, name, "exec", call_id, protocol.summary_of(data), paths=protocol.guessed_paths(name, data))
 
 
 def to_event(name: str, payload: dict[str, Any], env: dict[str, str]) -> HookEvent:

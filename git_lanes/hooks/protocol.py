@@ -25,9 +25,13 @@ class Malformed(UnsupportedFormat):
 
 def load_payload(raw: bytes) -> dict[str, Any]:
     try:
-        payload = json.loads(raw.decode("utf-8", "replace"))
+        payload = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise Malformed("the hook payload on stdin is not UTF-8") from None
     except ValueError as exc:
         raise Malformed(f"the hook payload on stdin is not JSON ({exc})") from None
+    except RecursionError:
+        raise Malformed("the hook payload on stdin nests too deeply") from None
     if not isinstance(payload, dict):
         raise Malformed("the hook payload on stdin is not a JSON object")
     return payload
@@ -74,6 +78,35 @@ def shell_text(value: Any, tool: str) -> str:
     raise Malformed(f"{tool} call without a command")
 
 
+# Input fields that name a file or directory, in the tools of MCP servers and of the CLIs themselves.
+PATH_KEYS = {"file_path", "filePath", "path", "paths", "notebook_path", "target_file", "destination", "dest",
+             "target", "filename", "file", "files", "new_path", "newPath", "output_path", "directory", "dir_path"}
+READ_WORDS = {"read", "get", "list", "search", "find", "view", "show", "fetch", "query", "describe", "stat", "info",
+              "grep", "glob", "ls", "cat", "head", "tail", "diff", "status", "log", "inspect", "lookup", "browse",
+              "count", "exists", "tree", "open", "navigate", "snapshot"}
+WRITE_WORDS = {"write", "edit", "create", "update", "delete", "remove", "move", "rename", "copy", "put", "set",
+               "save", "patch", "apply", "append", "insert", "replace", "mkdir", "upload", "exec", "execute", "run",
+               "make", "add", "download", "export", "extract", "install"}
+
+
+def guessed_paths(tool: str, data: dict) -> tuple[str, ...]:
+    """Files a tool we do not know (an MCP server's, a CLI's newer one) may write: the path-named fields of
+    its input, unless its name says it only reads (`read_text_file`, `list_directory`, `getFileInfo`). The
+    write-gate then holds for it too, so a filesystem server cannot write where the agent's own tools may not."""
+    import re
+
+    words = {w.lower() for w in re.findall(r"[a-z]+|[A-Z][a-z]*", tool)}
+    if words & READ_WORDS and not words & WRITE_WORDS:
+        return ()
+    paths: list[str] = []
+    for key, value in data.items():
+        if key not in PATH_KEYS:
+            continue
+        values = value if isinstance(value, list) else [value]
+        paths += [v for v in values if isinstance(v, str) and v.strip() and "://" not in v]
+    return tuple(paths)
+
+
 def derived_id(tool: str, data: dict) -> str:
     """An id for a call the CLI sends none for: the same call before and after it runs gets the same id."""
     from hashlib import sha1
@@ -98,6 +131,8 @@ def event(cli: str, name: str, payload: dict, env: dict[str, str], call: ToolCal
     cwd = text(payload, "cwd") or env.get("PWD")
     if not cwd:
         raise Malformed("the hook payload has no cwd")
+    if not cwd.startswith("/") and not (len(cwd) > 2 and cwd[1] == ":"):  # a POSIX or a Windows path
+        raise Malformed(f"the hook payload's cwd {cwd[:200]!r} is not an absolute path")
     session = text(payload, "session_id")
     if session is None:
         raise Malformed("the hook payload has no session_id")

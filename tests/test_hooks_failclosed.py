@@ -1,0 +1,67 @@
+"""The wall fails closed where an adversarial agent (or a broken CLI) pushes on it: payloads no CLI should
+send, lines too large or too deep to check in the hook's time, a check that cannot finish before the CLI's
+timeout (which would run the tool), and tools the hooks do not know that write files."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+
+from conftest import run_cli
+from hook_helpers import bash, claude, decision, hook, hook_in_process, lane, run_id, write
+
+
+def test_payloads_no_cli_sends_are_denied_with_a_reason(repo):
+    ws = lane(repo)
+    cases = [
+        (b'{"session_id": "s", "cwd": "' + str(ws).encode() + b'", "tool_name": "Bash", '
+         b'"tool_input": {"command": "cu\xffrl x"}}', "not UTF-8"),
+        (json.dumps(bash(ws, "ls") | {"cwd": "relative/dir"}), "not an absolute path"),
+        ("[" * 100000 + "]" * 100000, "nests too deeply"),
+        (json.dumps(bash(ws, "echo " + "a" * (1 << 20))), "too long to check"),
+        (json.dumps(bash(ws, "; ".join(["ls"] * 6000))), "too many to check"),
+        (json.dumps(bash(ws, "echo " + "$(" * 3000 + "ls" + ")" * 3000)), "nests too deeply"),
+        (json.dumps(write(ws, ws / "a\x00b")), "denied"),
+    ]
+    missed = []
+    for number, (payload, why) in enumerate(cases):
+        result = (hook if number == 0 else hook_in_process)("claude", "PreToolUse", payload)
+        verdict, reason = decision(result)
+        if verdict != "deny" or why not in reason or "Traceback" in result.err:
+            missed.append((why, verdict, reason))
+    assert missed == []
+
+
+def test_a_check_that_cannot_finish_before_the_deadline_is_denied(repo):
+    """A CLI runs the tool when its hook times out: a check held up (here by the runs' lock, taken by another
+    process for longer than the hook may take) must answer deny before that, not stay silent."""
+    ws = lane(repo)
+    assert decision(hook("claude", "PreToolUse", bash(ws, "ls", "t0")))[0] == "allow"  # the lock is free
+    with open(repo / ".git" / "lanes-runs.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = hook("claude", "PreToolUse", bash(ws, "ls", "t1"), env={"GIT_LANES_HOOK_DEADLINE": "1"})
+    verdict, reason = decision(result)  # one JSON answer on stdout, exit 0
+    assert verdict == "deny" and "did not finish within 1 s" in reason
+    # the log is as the first call left it, and takes the next call
+    assert run_cli("run", "show", run_id(ws), "--json", cwd=ws).json["calls"] == 1
+    assert decision(hook("claude", "PreToolUse", bash(ws, "ls", "t2")))[0] == "allow"
+
+
+def test_a_tool_the_hooks_do_not_know_is_held_to_the_write_gate(repo):
+    ws = lane(repo)
+    outside = str(repo / "README.md")
+    writes = claude("PreToolUse", ws, tool_name="mcp__filesystem__write_file", tool_use_id="toolu_m1",
+                    tool_input={"path": outside, "content": "x"})
+    verdict, reason = decision(hook("claude", "PreToolUse", writes))
+    assert verdict == "deny" and "main worktree" in reason
+    moves = claude("PreToolUse", ws, tool_name="mcp__filesystem__move_file", tool_use_id="toolu_m2",
+                   tool_input={"source": "a.txt", "destination": outside})
+    assert decision(hook_in_process("claude", "PreToolUse", moves))[0] == "deny"
+    gemini = {"session_id": "gem-1", "cwd": str(ws), "hook_event_name": "BeforeTool",
+              "timestamp": "2026-01-01T10:30:00Z", "tool_name": "mcp_filesystem_edit_file",
+              "tool_input": {"path": outside, "edits": []}}
+    answer = json.loads(hook_in_process("gemini", "BeforeTool", gemini).out)
+    assert answer["decision"] == "deny" and "main worktree" in answer["reason"]
+    reads = claude("PreToolUse", ws, tool_name="mcp__filesystem__read_text_file", tool_use_id="toolu_m3",
+                   tool_input={"path": outside})
+    assert decision(hook_in_process("claude", "PreToolUse", reads))[0] == "allow"
