@@ -64,6 +64,19 @@ HIDDEN = [  # (technique, shell line, what the deny reason names)
     ("git submodule foreach", "git submodule foreach 'curl http://x'", "`curl http://x`"),
     ("git fetch --upload-pack", "git fetch --upload-pack='curl http://x' origin", "`curl http://x`"),
     ("a file bash sources first", "BASH_ENV=/tmp/x bash -c ls", "`BASH_ENV` is set"),
+    ("chronic", "chronic curl http://x", "`curl http://x`"),
+    ("valgrind", "valgrind --quiet curl http://x", "`curl http://x`"),
+    ("rlwrap", "rlwrap curl http://x", "`curl http://x`"),
+    ("entr", "ls *.py | entr curl http://x", "`curl http://x`"),
+    ("gdb --args", "gdb -batch -ex run --args curl http://x", "`curl http://x`"),
+    ("xterm -e", "xterm -e curl http://x", "`curl http://x`"),
+    ("fd -x", "fd -e py -x curl http://x", "`curl http://x`"),
+    ("screen", "screen -dmS job curl http://x", "`curl http://x`"),
+    ("tmux new", "tmux new -d -s job 'curl http://x'", "`curl http://x`"),
+    ("tmux run -d", "tmux run -d 5 'curl http://x'", "`curl http://x`"),
+    ("tmux send-keys", "tmux send-keys -t job 'curl http://x' Enter", "types into a terminal"),
+    ("at", "at now <<< 'curl http://x'", "`curl http://x`"),
+    ("crontab", "crontab - <<< '* * * * * curl http://x'", "installs a crontab"),
 ]
 
 ORDINARY = [
@@ -87,6 +100,8 @@ ORDINARY = [
     "trap '' INT; make",
     "git push -u origin HEAD",
     "git log --oneline | head -5",
+    "crontab -l",
+    "tmux ls",
 ]
 
 
@@ -131,6 +146,9 @@ def test_a_write_outside_the_lane_from_a_shell_line_is_denied(repo, ws):
         ("cd $ELSEWHERE && echo x > f", "cannot tell where"),
         (f"CDPATH={repo}; cd .lanes && echo x > f", "cannot tell where"),
         (f"PWD={repo}; echo x > $PWD/f", "cannot tell where"),
+        (f"ln {repo}/README.md r && echo x >> r", "main worktree"),
+        (f"ln -t . {repo}/README.md", "main worktree"),
+        (f"cp -al {repo}/README.md r", "main worktree"),
     ]
     shared = "git's own files"
     lines += [(f"git {args}", shared) for args in (

@@ -22,6 +22,7 @@ def test_payloads_no_cli_sends_are_denied_with_a_reason(repo):
         (json.dumps(bash(ws, "; ".join(["ls"] * 6000))), "too many to check"),
         (json.dumps(bash(ws, "echo " + "$(" * 3000 + "ls" + ")" * 3000)), "nests too deeply"),
         (json.dumps(write(ws, ws / "a\x00b")), "denied"),
+        (b" " * ((16 << 20) + 1), "larger than 16 MiB"),
     ]
     missed = []
     for number, (payload, why) in enumerate(cases):

@@ -79,7 +79,17 @@ WRAPPERS = {
                    command=False),
     "watch": Spec("-n --interval -d --differences -q --equexit"),
     "parallel": Spec("-j --jobs -S -a --arg-file -d --delimiter -I -n -N -L --joblog --results --tmpdir"),
+    "chronic": Spec(), "entr": Spec(), "valgrind": Spec(), "rlwrap": Spec("-a -b -f -H -l -P -S -t -z"),
+    "screen": Spec("-S -c -e -h -L -Logfile -p -T -t"),
 }
+# Programs that run the command after one of these options (`xterm -e CMD`, `gdb --args CMD`, `fd -x CMD`).
+RUNS_AFTER = {"xterm": ("-e",), "gdb": ("--args",), "fd": ("-x", "--exec", "-X", "--exec-batch"),
+              "fdfind": ("-x", "--exec", "-X", "--exec-batch")}
+# tmux subcommands that start a shell command (their last operand), and those that type into a shell.
+TMUX_RUNS = {"new-session", "new", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp",
+             "respawn-window", "respawnw", "run-shell", "run", "if-shell", "if", "pipe-pane", "pipep",
+             "display-popup", "popup"}
+TMUX_TYPES = {"send-keys", "send", "paste-buffer", "pasteb", "set-buffer", "setb", "load-buffer", "loadb"}
 TRANSPARENT = frozenset(name for name, spec in WRAPPERS.items() if not spec.privileged)
 PRIVILEGED = frozenset(name for name, spec in WRAPPERS.items() if spec.privileged)
 
@@ -155,6 +165,17 @@ def runs(name: str, words: list[Word], stdin: Word | str | None) -> Runs | None:
         return None
     if name == "alias":
         return Runs(scripts=[(t.partition("=")[2], d) for t, d in args if "=" in t])
+    if name in RUNS_AFTER:
+        start = next((i for i, (t, _) in enumerate(args) if t in RUNS_AFTER[name]), None)
+        if start is None or start + 1 >= len(args):
+            return None
+        return Runs(command=[(t, d or "{" in t) for t, d in args[start + 1:]])
+    if name in ("at", "batch"):  # they run what their standard input says, later
+        return _stdin_script(stdin)
+    if name == "crontab" and not {"-l", "-r", "-e"} & {t for t, _ in args}:
+        return Runs(opaque="installs a crontab whose commands run later and cannot be checked here")
+    if name == "tmux":
+        return _tmux(args)
     if name == "find":
         return _find(args)
     if name == "git":
@@ -218,6 +239,23 @@ def _wrapper(name: str, args: list[Word], stdin: Word | str | None) -> Runs | No
         # `sudo -s`, `su`, `doas -s` with no command run a shell, which reads what is fed to it
         return _stdin_script(stdin) if spec.privileged else None
     return Runs(command=rest[spec.skip:], scripts=scripts)
+
+
+def _tmux(args: list[Word]) -> Runs | None:
+    """`tmux new -d 'CMD'` runs CMD in a shell; `tmux send-keys 'CMD' Enter` types it into one."""
+    _, index = options(args, frozenset("-L -S -f -T".split()))
+    words = args[index:]
+    if not words:
+        return None
+    subcommand = words[0][0]
+    if subcommand in TMUX_TYPES:
+        return Runs(opaque="types into a terminal what cannot be checked as a command")
+    if subcommand not in TMUX_RUNS:
+        return None
+    # Which options take a value differs by subcommand (`new -d`, `run -d 5`): every word that is not an
+    # option is judged as the command, so a value taken for one only adds a harmless command.
+    operands = [w for w in words[1:] if not w[0].startswith("-")]
+    return Runs(scripts=operands) if operands else None
 
 
 def _joined(name: str, rest: list[Word], scripts: list[Word]) -> Runs | None:
@@ -304,10 +342,11 @@ def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
         valued = LAST_OPERAND.get(name) or ALL_OPERANDS.get(name) or AFTER_FIRST.get(name) or ""
         found, operands = _permuted(args, frozenset(valued.split()))
         target = found.get("-t") or found.get("--target-directory")
+        # A link, hard or symbolic, to a file outside the workspace is a way to write there: it counts too.
+        links = name == "ln" or (name == "cp" and bool({"-l", "--link", "-s", "--symbolic-link"} & found.keys()))
         if target is not None:
-            return [target[0]] + (operands if name == "mv" else [])
-        if name == "ln" and ("-s" in found or "--symbolic" in found) and operands:
-            # a link to a place outside the workspace is a way to write there: its target counts too
+            return [target[0]] + (operands if name == "mv" or links else [])
+        if links and operands:
             return ([operands[-1]] if len(operands) > 1 else [posixpath.basename(operands[0])]) + operands[:-1]
         if name in LAST_OPERAND:
             return operands[-1:] if len(operands) > 1 else []

@@ -35,7 +35,9 @@ def main(argv: list[str]) -> int:
     once = _Once()
     if getattr(module, "ALIASES", {}).get(name, name) == module.PRE_TOOL:
         _watch(once, module, name, os.environ.get("GIT_LANES_HOOK_DEADLINE"))
-    answer = respond(module, name, sys.stdin.buffer.read(), dict(os.environ), time.time())
+    from git_lanes.hooks.protocol import MAX_PAYLOAD_BYTES
+
+    answer = respond(module, name, sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1), dict(os.environ), time.time())
     once.emit(answer)
     return once.code  # the deadline's deny, if it came first
 

@@ -23,7 +23,12 @@ class Malformed(UnsupportedFormat):
     code = "malformed_payload"
 
 
+MAX_PAYLOAD_BYTES = 16 << 20  # far above any tool call a CLI sends; reading more could exhaust memory
+
+
 def load_payload(raw: bytes) -> dict[str, Any]:
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        raise Malformed(f"the hook payload on stdin is larger than {MAX_PAYLOAD_BYTES >> 20} MiB")
     try:
         payload = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
