@@ -115,7 +115,7 @@ def test_unknown_major_formats_are_rejected_clearly(lanes, repo):
     # A record written by a future git-lanes is refused, not misread.
     head = ledger_head(repo)
     blob = store.write_blob(b'{"format": 2, "id": "a"}\n')
-    from git_lanes.store.trees import Entry
+    from git_lanes.model.entries import Entry
 
     tree = store.edit_tree(store.tree_of(head), {"agents/a.json": Entry(blob, 0o100644)})
     with pytest.raises(UnsupportedFormat, match="agents/a.json has format 2"):

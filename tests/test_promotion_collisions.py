@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from git_lanes.domain.collisions import compare
-from git_lanes.store.trees import Change, Entry
+from git_lanes.model.entries import Change, Entry
 
 FILE, EXEC, LINK = 0o100644, 0o100755, 0o120000
 

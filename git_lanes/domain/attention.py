@@ -19,7 +19,7 @@ from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.model.format import check_format
 from git_lanes.model.records import Transition
-from git_lanes.store.trees import Entry
+from git_lanes.model.entries import Entry
 from git_lanes.store.worktree_files import WorktreeFiles
 
 RECORD = "lanes-promoted.json"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from git_lanes.store.trees import Change
+    from git_lanes.model.entries import Change
 
 
 @dataclass(frozen=True)

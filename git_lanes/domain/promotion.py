@@ -18,7 +18,7 @@ from git_lanes.model import refs
 from git_lanes.model.ids import LaneName
 from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
 from git_lanes.store import RefUpdate
-from git_lanes.store.trees import Change
+from git_lanes.model.entries import Change
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from git_lanes.errors import Refused
 from git_lanes.model import refs
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.store import RefUpdate, Store
-from git_lanes.store.trees import Entry
+from git_lanes.model.entries import Entry
 
 FILE_MODE = 0o100644
 

@@ -23,7 +23,7 @@ from git_lanes.ledger.op import Op, decode_message, encode_message
 from git_lanes.ledger.state import Record, State, encode_record
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate, Store
-from git_lanes.store.trees import Entry
+from git_lanes.model.entries import Entry
 
 BLOB_MODE = 0o100644
 # About once in this many appends (chosen by the op's random id, so concurrent writers spread it) the

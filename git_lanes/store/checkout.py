@@ -26,7 +26,7 @@ from pathlib import Path
 import pygit2
 
 from git_lanes.store import trees
-from git_lanes.store.trees import Entry
+from git_lanes.model.entries import Entry
 from git_lanes.store.worktree_files import GITLINK, WorktreeFiles
 
 _IN_WORKTREE = (pygit2.GIT_STATUS_WT_NEW | pygit2.GIT_STATUS_WT_MODIFIED | pygit2.GIT_STATUS_WT_DELETED |

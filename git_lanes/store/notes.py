@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pygit2
 
-from git_lanes.store.trees import Entry, edit_tree
+from git_lanes.model.entries import Entry
+from git_lanes.store.trees import edit_tree
 
 OID_LENGTH = 40
 

@@ -15,7 +15,7 @@ import pygit2
 from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.store import lock, notes, setup, stale, trees
-from git_lanes.store.trees import Change, Entry
+from git_lanes.model.entries import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
 
 FALLBACK_NAME = "git-lanes"

@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pygit2
+
+from git_lanes.model.entries import Change, Entry
 
 FILE_MODES = {pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE, pygit2.GIT_FILEMODE_LINK}
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A blob (or link, or gitlink) at a path: what a tree-edit writes."""
-
-    oid: str
-    mode: int
-
-
-@dataclass(frozen=True)
-class Change:
-    """One path that differs between two trees. `kind` is added, deleted, modified, mode, or type."""
-
-    path: str
-    kind: str
-    old: Entry | None
-    new: Entry | None
 
 
 def edit_tree(repo: pygit2.Repository, base: str | None, edits: dict[str, Entry | None]) -> str:

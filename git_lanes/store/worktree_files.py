@@ -16,7 +16,7 @@ import pygit2
 
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.store import filters
-from git_lanes.store.trees import Entry
+from git_lanes.model.entries import Entry
 
 EXECUTABLE = pygit2.GIT_FILEMODE_BLOB_EXECUTABLE
 REGULAR = pygit2.GIT_FILEMODE_BLOB
