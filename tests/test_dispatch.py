@@ -56,6 +56,8 @@ def test_the_example_plan_is_valid_and_a_dry_run_creates_nothing(repo, tmp_path)
     checked = run_cli("dispatch", str(tmp_path / "login.toml"), "--dry-run", "--json", cwd=repo)
     assert checked.code == 0, checked.err
     assert [t["lane"] for t in checked.json["tasks"]] == ["login/foundation", "login/api", "login/ui"]
+    flags_first = run_cli("dispatch", "--dry-run", "--json", str(tmp_path / "login.toml"), cwd=repo)
+    assert flags_first.code == 0 and flags_first.json == checked.json, flags_first.err
     assert refs_and_ledger(repo) == before
 
 
@@ -73,6 +75,10 @@ def test_dispatch_creates_the_ticket_tasks_claims_and_the_foundation_lane(repo):
     assert ticket["title"] == "Login flow" and len(ticket["tasks"]) == 3
     record = json.loads(git("show", f"refs/lanes/ledger:exclusive/{tasks['api']['task']}.json", cwd=repo))
     assert record["globs"] == ["src/api/login.py"] and record["lane"] == "login/api"
+    listed = run_cli("claim", "list", "--json", cwd=repo).json
+    assert sorted((c["glob"], c["agent"], c["lane"]) for c in listed if c["exclusive"]) == [
+        ("src/api/login.py", "coder-2", "login/api"), ("src/session/**", "coder-1", "login/foundation"),
+        ("src/types.py", "coder-1", "login/foundation"), ("web/**", None, "login/ui")]
     status = run_cli("dispatch", "status", "login", "--json", cwd=repo).json
     assert [(t["key"], t["status"], t["head"] is not None) for t in status["tasks"]] == [
         ("foundation", "claimed", True), ("api", "claimed", False), ("ui", "open", False)]

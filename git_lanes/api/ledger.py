@@ -277,11 +277,13 @@ class LedgerApi:
                             {"agent": agent, "globs": list(globs) or None})
 
     def claim_list(self, agent: str | None = None) -> list[ClaimRow]:
-        """Every file claim (or only `agent`'s)."""
-        from git_lanes.domain import claims
+        """Every file claim (or only `agent`'s): the agents' own, then the exclusive claims of dispatch plans
+        (`exclusive`, under the agent holding the task)."""
+        from git_lanes.domain import claims, exclusive
         from git_lanes.model.coordination import ClaimRow
 
-        rows = claims.list_claims(self._state())
+        state = self._state()
+        rows = claims.list_claims(state) + exclusive.claim_rows(state)
         return [ClaimRow.from_dict(r) for r in rows if agent is None or r["agent"] == agent]
 
     def dirty_publish(self, agent: str) -> results.DirtyPublished:

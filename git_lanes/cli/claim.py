@@ -45,14 +45,18 @@ def add(globs: tuple[str, ...], agent: str, task: str | None, as_json: bool) -> 
 @click.option("--agent", "agent", metavar="ID", help="Only this agent's claims.")
 @json_option
 def list_(agent: str | None, as_json: bool) -> None:
-    """List file claims.
+    """List file claims: the agents' own (a change by someone else is warned about) and the exclusive claims of
+    `git lanes dispatch` plans (marked exclusive, with the one lane that may change those paths).
 
     \b
     Example:
       git lanes claim list --json
     """
-    run(lambda: open_api().claim_list(agent), as_json,
-        lambda rows: table([[r["agent"], r["glob"], short(r.get("task"))] for r in rows]) or "no claims")
+    def render(rows: list[dict]) -> str:
+        return table([[r["agent"] or "-", r["glob"], short(r.get("task")),
+                       f"exclusive to lane {r['lane']}" if r["exclusive"] else ""] for r in rows]) or "no claims"
+
+    run(lambda: open_api().claim_list(agent), as_json, render)
 
 
 @claim.command()

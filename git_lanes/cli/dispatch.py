@@ -11,13 +11,23 @@ PLAN_KEY = "lanes_plan"
 
 
 class PlanGroup(SuggestingGroup):
-    """`dispatch PLAN.toml` runs a plan; `dispatch status PLAN` is a subcommand. A first argument that names no
-    subcommand is the plan file."""
+    """`dispatch PLAN.toml` runs a plan; `dispatch status PLAN` is a subcommand. The first word that is neither
+    one of the group's flags (all of them flags, so they may come before or after it) nor a subcommand is the
+    plan file: `dispatch --dry-run PLAN.toml` and `dispatch PLAN.toml --dry-run` are the same."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            ctx.meta[PLAN_KEY] = args[0]
-            args = args[1:]
+        for index, arg in enumerate(args):
+            if arg == "--":
+                if index + 1 < len(args):
+                    ctx.meta[PLAN_KEY] = args[index + 1]
+                    args = args[:index] + args[index + 2:]
+                break
+            if arg.startswith("-"):
+                continue
+            if arg not in self.commands:
+                ctx.meta[PLAN_KEY] = arg
+                args = args[:index] + args[index + 1:]
+            break
         return super().parse_args(ctx, args)
 
 

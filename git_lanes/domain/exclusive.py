@@ -5,6 +5,7 @@ git_lanes/domain/ownership.py's."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from git_lanes import ledger
 from git_lanes.domain.agents import Reader
@@ -30,6 +31,16 @@ def held(state: Reader) -> list[Exclusive]:
         found.append(Exclusive(record["task"], record.get("title") or "", record.get("lane") or "",
                                tuple(record.get("globs") or ()), record.get("plan"), task.get("owner")))
     return found
+
+
+def claim_rows(state: Reader) -> list[dict[str, Any]]:
+    """The exclusive claims as `claim list` shows them beside the agents' own: one row per glob."""
+    rows = []
+    for claim in held(state):
+        plan = (state.get(f"plans/{claim.plan}.json") or {}) if claim.plan else {}
+        rows += [{"agent": claim.owner, "glob": glob, "time": plan.get("created") or 0.0, "task": claim.task,
+                  "exclusive": True, "lane": claim.lane or None} for glob in claim.globs]
+    return rows
 
 
 def enforce(ctx: Context, lane: str, paths: Iterable[str], doing: str,

@@ -159,12 +159,15 @@ class ClaimSet(Record):
 
 @dataclass(frozen=True)
 class ClaimRow(Record):
-    """One claim of one agent, as `claim list` shows it."""
+    """One claim, as `claim list` shows it: an agent's own, or (`exclusive`) a dispatch plan task's, under the
+    agent holding the task now (none before one takes it), enforced rather than warned about."""
 
-    agent: AgentId
+    agent: AgentId | None
     glob: str
     time: Time
     task: LedgerId | None = None
+    exclusive: bool = False
+    lane: LaneName | None = meta(omit="none", default=None, doc="exclusive: the only lane that may change it")
 
 
 @dataclass(frozen=True)
