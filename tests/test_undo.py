@@ -178,3 +178,29 @@ def test_an_undo_already_undone_is_refused(api, repo):
     undo(repo, target)
     again = run_cli("undo", target, cwd=repo)
     assert again.code == 1 and "already undone" in again.err
+
+
+def test_undo_of_a_pull_moves_the_lanes_it_brought_back_and_its_undo_brings_them_again(tmp_path):
+    from gitserver import clone, make_origin
+
+    from git_lanes.api import Lanes
+
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote), cwd=tmp_path)
+    origin = make_origin(tmp_path, remote.as_uri())
+    there = Lanes(origin)
+    land(there, origin, "feat", {"f.txt": "one\n"})
+    there.sync()
+    here = clone(tmp_path, remote.as_uri(), "machine-b")
+    assert run_cli("pull", cwd=here).code == 0
+    first = head(here, "refs/lanes/heads/feat")
+    land(there, origin, "feat", {"f.txt": "two\n"})
+    there.sync()
+    pulled = run_cli("pull", "--json", cwd=here)
+    assert pulled.code == 0, pulled.err
+    second = head(here, "refs/lanes/heads/feat")
+    assert second != first and ops(here)[0]["description"] == "pull"
+    undone = undo(here)
+    assert undone["description"] == "pull" and head(here, "refs/lanes/heads/feat") == first
+    undo(here)
+    assert head(here, "refs/lanes/heads/feat") == second
