@@ -373,12 +373,14 @@ def lane_variables(repo: LightRepo, lane: str | None) -> tuple[tuple[str, str], 
     from git_lanes.model.lane_setup import Setup, invalid
 
     trunk = _trunk_tree(repo)
-    text = _blob_at(repo, trunk, [CONFIG]) if trunk is not None else None
-    tree = _ledger_tree(repo)
-    held = _blob_at(repo, tree, ["ports", f"{flat_name(lane)}.json"]) if tree is not None and text else None
+    entry = trunk.get(CONFIG) if trunk is not None else None
+    if entry is None:
+        return ()
+    text = repo.log.objects.read_typed(entry[1], b"blob")
     try:
-        setup = Setup.from_config(config.parse(text, invalid)) if text else Setup()
-        ports = tuple(int(p) for p in json.loads(held).get("ports") or ()) if held else ()
+        setup = Setup.from_config(config.parse(text, invalid))
+        held = steering.LedgerReader(repo).record(f"ports/{flat_name(lane)}.json") if setup.env else None
+        ports = tuple(int(p) for p in held.get("ports") or ()) if held else ()
         env = setup.render_env(lane=lane, ports=ports, workspace=workspace, root=str(repo.root), trunk=repo.trunk)
     except (LanesError, ValueError, TypeError):
         return ()
@@ -424,42 +426,17 @@ def read_exclusive(repo: LightRepo) -> tuple:
     agent holding each task now."""
     from git_lanes.domain.ownership import Exclusive
 
-    tree = _ledger_tree(repo)
-    folder = tree.get("exclusive") if tree is not None else None
-    if folder is None:
-        return ()
-    objects = repo.log.objects
+    ledger = steering.LedgerReader(repo)
     found = []
-    for name, (_, oid) in sorted(parse_tree(objects.read_typed(folder[1], b"tree")).items()):
-        record = json.loads(objects.read_typed(oid, b"blob")) if name.endswith(".json") else {}
-        task = record.get("task")
+    for name in ledger.names("exclusive"):
+        record = ledger.record(f"exclusive/{name}") if name.endswith(".json") else None
+        task = record.get("task") if record else None
         if not isinstance(task, str) or len(task) < 2:
             continue
-        owner = _blob_at(repo, tree, ["tasks", task[:2], f"{task}.json"])
+        holder = ledger.record(f"tasks/{task[:2]}/{task}.json") or {}
         found.append(Exclusive(task, str(record.get("title") or ""), str(record.get("lane") or ""),
-                               tuple(record.get("globs") or ()), record.get("plan"),
-                               json.loads(owner).get("owner") if owner else None))
+                               tuple(record.get("globs") or ()), record.get("plan"), holder.get("owner")))
     return tuple(found)
-
-
-def _ledger_tree(repo: LightRepo) -> dict | None:
-    head = gitfiles.read_ref(repo.common_dir, LEDGER)
-    if head is None:
-        return None
-    headers, _ = parse_commit(repo.log.objects.read_typed(head, b"commit"))
-    return parse_tree(repo.log.objects.read_typed(headers["tree"][0], b"tree"))
-
-
-def _blob_at(repo: LightRepo, tree: dict, parts: list[str]) -> bytes | None:
-    objects = repo.log.objects
-    for index, part in enumerate(parts):
-        entry = tree.get(part)
-        if entry is None:
-            return None
-        if index == len(parts) - 1:
-            return objects.read_typed(entry[1], b"blob")
-        tree = parse_tree(objects.read_typed(entry[1], b"tree"))
-    return None
 
 
 def with_usage(event: HookEvent, now: float, kind: str, data: dict[str, Any]) -> Verdict:
