@@ -56,7 +56,8 @@ def test_the_example_plan_is_valid_and_a_dry_run_creates_nothing(repo, tmp_path)
     checked = run_cli("dispatch", str(tmp_path / "login.toml"), "--dry-run", "--json", cwd=repo)
     assert checked.code == 0, checked.err
     assert [t["lane"] for t in checked.json["tasks"]] == ["login/foundation", "login/api", "login/ui"]
-    flags_first = run_cli("dispatch", "--dry-run", "--json", str(tmp_path / "login.toml"), cwd=repo)
+    flags_first = run_cli("dispatch", "--cli", "codex", "--dry-run", "--json", str(tmp_path / "login.toml"),
+                          cwd=repo)
     assert flags_first.code == 0 and flags_first.json == checked.json, flags_first.err
     assert refs_and_ledger(repo) == before
 

@@ -12,17 +12,22 @@ PLAN_KEY = "lanes_plan"
 
 class PlanGroup(SuggestingGroup):
     """`dispatch PLAN.toml` runs a plan; `dispatch status PLAN` is a subcommand. The first word that is neither
-    one of the group's flags (all of them flags, so they may come before or after it) nor a subcommand is the
-    plan file: `dispatch --dry-run PLAN.toml` and `dispatch PLAN.toml --dry-run` are the same."""
+    an option of the group (nor an option's value) nor a subcommand is the plan file, so options may come
+    before or after it: `dispatch --dry-run PLAN.toml` and `dispatch PLAN.toml --dry-run` are the same."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        for index, arg in enumerate(args):
+        valued = {name for param in self.params if isinstance(param, click.Option) and not param.is_flag
+                  for name in param.opts}
+        index = 0
+        while index < len(args):
+            arg = args[index]
             if arg == "--":
                 if index + 1 < len(args):
                     ctx.meta[PLAN_KEY] = args[index + 1]
                     args = args[:index] + args[index + 2:]
                 break
             if arg.startswith("-"):
+                index += 2 if arg in valued else 1
                 continue
             if arg not in self.commands:
                 ctx.meta[PLAN_KEY] = arg
