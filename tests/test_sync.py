@@ -20,7 +20,8 @@ def synced_refs(path: Path) -> dict[str, str]:
     found = {}
     for line in out.splitlines():
         oid, name = line.split(" ", 1)
-        if name.startswith(SYNCED) and not name.startswith("refs/lanes/backups/"):
+        # The operation log is each machine's own record of what it did there (undo): it never travels.
+        if name.startswith(SYNCED) and not name.startswith("refs/lanes/backups/") and name != "refs/lanes/oplog":
             found[name] = oid
     return found
 

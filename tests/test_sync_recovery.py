@@ -40,6 +40,8 @@ def test_run_logs_fast_forward_and_a_diverged_run_is_reported(pair):
     Lanes(origin).sync()
     Lanes(other).sync()
     assert synced_refs(other) == synced_refs(origin)
+    assert "refs/lanes/oplog" in git("for-each-ref", "refs/lanes/", cwd=origin)  # each machine keeps its own
+    assert "refs/lanes/oplog" not in git("for-each-ref", cwd=remote)  # and sync never pushes it
     head = append_run_event(other, "r1", "tool completed")
     Lanes(other).sync()
     Lanes(origin).sync()
