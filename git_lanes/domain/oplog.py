@@ -105,10 +105,12 @@ class Recorder:
 
 
 def _lane_heads(ctx: Context) -> dict[str, str]:
+    """Every lane's head commit. A head that is no commit (a broken lane sync refuses and reports) has no
+    history to compare with, so it is left out rather than failing the operation being recorded."""
     found = {}
     for name in lanes.lane_names(ctx):
         head = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk))
-        if head is not None:
+        if head is not None and ctx.store.object_kind(head) == "commit":
             found[refs.lane_ref(name, ctx.trunk)] = head
     return found
 
