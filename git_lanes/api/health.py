@@ -33,8 +33,7 @@ def _some(items: list[str]) -> str:
 def _refs(api: Any, where: Where) -> list[dict[str, Any]]:
     store = api.ctx.store
     found = []
-    synced = {ref: oid for ref, oid in store.list_refs("refs/lanes/").items()
-              if not ref.startswith((refs.BACKUPS, "refs/lanes/ports/")) and ref != refs.OPLOG}
+    synced = {ref: oid for ref, oid in store.list_refs("refs/lanes/").items() if not refs.is_local(ref)}
     bad = [f"{ref} ({why})" for ref, oid in sorted(synced.items())
            if (why := ref_problem(ref, api.trunk, store.object_kind(oid)))]
     if bad:

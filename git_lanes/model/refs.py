@@ -24,6 +24,11 @@ LANES_DIR = ".lanes"
 WORKSPACES_DIR = LANES_DIR + "/workspaces"
 
 
+def is_local(ref: str) -> bool:
+    """A ref each machine keeps for itself (backups, the operation log): written by git-lanes, never synced."""
+    return ref.startswith(BACKUPS) or ref == OPLOG
+
+
 def lane_ref(lane: str, trunk: str) -> str:
     return f"refs/heads/{trunk}" if lane == trunk else LANE_HEADS + lane
 
