@@ -3,7 +3,9 @@ result in MCP, a deny in a hook, a status in HTTP."""
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # The exit codes, decided by the error's type (its `exit_code`), never by a face.
 EXIT_OK = 0

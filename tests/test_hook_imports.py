@@ -9,16 +9,30 @@ import subprocess
 import sys
 
 import pytest
-from hook_helpers import bash, claude, lane, write
+from hook_helpers import bash, claude, lane, set_policy, write
+
+
+# Runs `python -m git_lanes ARGS` and lists every module loaded when the process exits: sys.modules, not
+# `-X importtime`, which misses a module loaded other than by an import statement (the shell parser's binding).
+PROBE = """import atexit, runpy, sys
+atexit.register(lambda: sys.stderr.write("\\nloaded: " + " ".join(sorted(sys.modules)) + "\\n"))
+sys.argv[0] = "git_lanes"
+runpy.run_module("git_lanes", run_name="__main__", alter_sys=True)
+"""
 
 
 def imported(args: list[str], payload: dict, cwd) -> set[str]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "git_lanes", *args], input=json.dumps(payload),
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], input=json.dumps(payload),
                           capture_output=True, text=True, cwd=cwd, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
-    names = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    line = [line for line in proc.stderr.splitlines() if line.startswith("loaded: ")]
+    names = set(line[-1].split()[1:]) if line else set()
     assert "git_lanes.hooks" in names, "the probe saw no import at all"
     return names
+
+
+def packages(names: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in names}
 
 
 @pytest.mark.parametrize("cli,event,payload", [
@@ -40,5 +54,17 @@ def test_the_hook_path_loads_neither_pygit2_nor_click(repo, cli, event, payload)
 
 def test_the_shell_parser_loads_only_for_shell_lines(repo):
     ws = lane(repo)
-    assert "tree_sitter" not in imported(["hook", "claude", "PreToolUse"], write(ws, ws / "a.py"), ws)
-    assert "tree_sitter" in imported(["hook", "claude", "PreToolUse"], bash(ws, "ls"), ws)
+    assert "tree_sitter" not in packages(imported(["hook", "claude", "PreToolUse"], write(ws, ws / "a.py"), ws))
+    assert "tree_sitter" in packages(imported(["hook", "claude", "PreToolUse"], bash(ws, "ls"), ws))
+
+
+def test_the_hook_path_leaves_out_what_a_call_does_not_need(repo):
+    """Loaded by earlier versions on every call: threading (for the deadline's timer), hashlib (OpenSSL, for
+    one SHA-1), importlib.resources (tree-sitter-bash's queries, never used) and tomllib (the policy is parsed
+    once per version of it, then read as JSON)."""
+    ws = lane(repo)
+    set_policy(repo, '[commands]\ndeny = ["curl *"]\n')
+    first = imported(["hook", "claude", "PreToolUse"], bash(ws, "ls", "t1"), ws)
+    assert "tomllib" in first  # the probe sees it where the policy is parsed
+    later = imported(["hook", "claude", "PreToolUse"], bash(ws, "git status | head", "t2"), ws)
+    assert {"threading", "hashlib", "importlib.resources", "tomllib"} & later == set()

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 
-from typing import TYPE_CHECKING
-
 from git_lanes.errors import LanesError
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import RunState
 
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
 if TYPE_CHECKING:
     from git_lanes.domain.ownership import Exclusive
     from git_lanes.domain.shell import ShellLine

@@ -12,7 +12,6 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from git_lanes.domain import admission, runs, steering, usage
 from git_lanes.errors import Conflict, NotARepository, NotFound, UnsupportedFormat
@@ -24,10 +23,15 @@ from git_lanes.store import gitfiles
 from git_lanes.store.objects import parse_commit, parse_tree
 from git_lanes.store.runlog import RunLog
 
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
+
 CAS_ATTEMPTS = 5
 PROMPT_CHARS = 2000
 ERROR_CHARS = 500
 BRIEF_SOURCES = ("resume", "compact")
+RUN_ID_CHARS = 16  # as `run start` and session_run_id make them
 
 
 class LightRepo:
@@ -72,15 +76,24 @@ def load_policy(repo: LightRepo) -> Policy:
     entry = tree.get(CONFIG)
     if entry is None:
         return Policy()
-    objects = repo.log.objects
-    from git_lanes.model import config
 
     def invalid(message: str) -> UnsupportedFormat:
         return UnsupportedFormat(message.replace(CONFIG, f"{CONFIG} on the trunk", 1), code="invalid_policy",
                                  hint=f"fix {CONFIG} on the trunk; until then every agent tool call is denied")
 
-    data = config.parse(objects.read_typed(entry[1], b"blob"), invalid)
-    return Policy.from_toml(data, source=entry[1])
+    return Policy.from_toml(_parsed_config(repo, entry[1], invalid), source=entry[1])
+
+
+def _parsed_config(repo: LightRepo, blob: str, invalid: Callable[[str], Exception]) -> dict:
+    """The trunk's `.lanes.toml` (blob `blob`) parsed: from the copy an earlier call kept, else parsed now
+    and kept. A file that is not valid TOML is never kept, so it is refused on every call."""
+    data = repo.log.parsed_config(blob)
+    if data is None:
+        from git_lanes.model import config
+
+        data = config.parse(repo.log.objects.read_typed(blob, b"blob"), invalid)
+        repo.log.save_parsed_config(blob, data)
+    return data
 
 
 def _trunk_tree(repo: LightRepo) -> dict | None:
@@ -131,18 +144,20 @@ def _main_on_trunk(repo: LightRepo) -> bool:
 # -- the run's log ----------------------------------------------------------------------------------------
 def session_run_id(cli: str, session: str) -> str:
     """The run a session with no explicit run belongs to: the same session always finds the same run."""
-    from hashlib import sha1
+    from git_lanes.model.digest import sha1
 
     return sha1(f"{cli}\0{session}".encode()).hexdigest()[:16]
 
 
 def resolve_run(repo: LightRepo, given: str) -> str:
     """A run id from a full id or a unique prefix."""
-    from git_lanes.model.names import resolve_prefix
-
     given = given.strip().lower()
     if not given or any(c not in "0123456789abcdef" for c in given):
         validate_run_id(given)
+    if len(given) == RUN_ID_CHARS and repo.log.head(given) is not None:
+        return given  # a whole id (GIT_LANES_RUN as set by `run start`): no other id starts with it
+    from git_lanes.model.names import resolve_prefix
+
     return resolve_prefix(given, repo.log.runs(), "run", hint="list them with `git lanes run list`",
                           code="unknown_run")
 
@@ -369,16 +384,14 @@ def lane_variables(repo: LightRepo, lane: str | None) -> tuple[tuple[str, str], 
     if lane is None or workspace is None:
         return ()
     from git_lanes.errors import LanesError
-    from git_lanes.model import config
     from git_lanes.model.lane_setup import Setup, invalid
 
     trunk = _trunk_tree(repo)
     entry = trunk.get(CONFIG) if trunk is not None else None
     if entry is None:
         return ()
-    text = repo.log.objects.read_typed(entry[1], b"blob")
     try:
-        setup = Setup.from_config(config.parse(text, invalid))
+        setup = Setup.from_config(_parsed_config(repo, entry[1], invalid))
         held = steering.LedgerReader(repo).record(f"ports/{flat_name(lane)}.json") if setup.env else None
         ports = tuple(int(p) for p in held.get("ports") or ()) if held else ()
         env = setup.render_env(lane=lane, ports=ports, workspace=workspace, root=str(repo.root), trunk=repo.trunk)
@@ -424,11 +437,14 @@ def read_claims(repo: LightRepo) -> dict[str, list[str]]:
 def read_exclusive(repo: LightRepo) -> tuple:
     """The exclusive claims of dispatch plans (`exclusive/<task>.json` in the ledger's state tree), with the
     agent holding each task now."""
-    from git_lanes.domain.ownership import Exclusive
-
     ledger = steering.LedgerReader(repo)
+    names = ledger.names("exclusive")
+    if not names:
+        return ()
+    from git_lanes.domain.ownership import Exclusive  # only where a plan claimed files: the hook path stays lean
+
     found = []
-    for name in ledger.names("exclusive"):
+    for name in names:
         record = ledger.record(f"exclusive/{name}") if name.endswith(".json") else None
         task = record.get("task") if record else None
         if not isinstance(task, str) or len(task) < 2:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import time as _time
 from dataclasses import replace
-from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import RunEvent, RunState, Usage
+
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # A gap between two events longer than this is idle time, not work: wall time counts at most this much of it.
 IDLE_CAP_SECONDS = 600.0

@@ -78,11 +78,43 @@ _parser = None
 def _get_parser():
     global _parser
     if _parser is None:
-        import tree_sitter
-        from tree_sitter_bash import _binding
-
-        _parser = tree_sitter.Parser(tree_sitter.Language(_binding.language()))
+        core, bash = _binding("tree_sitter"), _binding("tree_sitter_bash")
+        _parser = core.Parser(core.Language(bash.language()))
     return _parser
+
+
+def _binding(package: str):
+    """`package._binding`, the compiled half of a tree-sitter package, loaded without running the package's
+    `__init__`: those load `typing` and `importlib.resources` (for highlight queries we never use), over
+    10 ms that every shell line's hook call would pay. Falls back to a plain import."""
+    import sys
+
+    name = f"{package}._binding"
+    if name in sys.modules:
+        return sys.modules[name]
+    try:
+        from importlib.machinery import EXTENSION_SUFFIXES
+        from importlib.util import find_spec, module_from_spec, spec_from_file_location
+
+        found = find_spec(package)  # locates the package without importing it
+        for folder in (found.submodule_search_locations or []) if found else []:
+            for suffix in EXTENSION_SUFFIXES:
+                spec = spec_from_file_location(name, posixpath.join(folder, "_binding" + suffix))
+                if spec is None or spec.loader is None or not posixpath.isfile(spec.origin or ""):
+                    continue
+                module = module_from_spec(spec)
+                sys.modules[name] = module  # a later `import tree_sitter` reuses it, as Python's import would
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[name]
+                    raise
+                return module
+    except ImportError:
+        pass
+    import importlib
+
+    return importlib.import_module(name)
 
 
 class _Found:

@@ -9,7 +9,6 @@ of one task cannot both slip past the limit."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.calls import ToolCall
@@ -18,7 +17,10 @@ from git_lanes.model.runs import RunEvent, RunState
 from git_lanes.store import gitfiles
 from git_lanes.store.objects import parse_commit, parse_tree
 
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from git_lanes.model.budgets import Budget
 
 RANK = {"ok": 0, "warn": 1, "exhausted": 2}

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import Usage
+
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 SEEN_KEPT = 200  # response keys remembered across reads: duplicates are adjacent lines
 

@@ -15,7 +15,10 @@ import importlib
 import os
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CLIS = {"claude": "git_lanes.hooks.claude", "codex": "git_lanes.hooks.codex", "gemini": "git_lanes.hooks.gemini"}
 USAGE = "usage: git lanes hook claude|codex|gemini EVENT  (the agent CLI sends the event's JSON on stdin)"
@@ -47,9 +50,9 @@ class _Once:
     read as "hook failed, run the tool"."""
 
     def __init__(self) -> None:
-        import threading
+        import _thread  # the builtin beneath `threading`, which costs a millisecond to import on every call
 
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.code = 0
 
     def emit(self, answer: Any) -> bool:
@@ -68,7 +71,7 @@ class _Once:
 def _watch(once: _Once, module: Any, name: str, given: str | None) -> None:
     """Past the deadline, deny and end the process, whatever the check is waiting for (a huge line, a lock
     held elsewhere, a slow disk): the run's log stays consistent, as after any killed writer."""
-    import threading
+    import _thread
 
     try:
         seconds = float(given) if given else DEADLINE_SECONDS
@@ -76,14 +79,14 @@ def _watch(once: _Once, module: Any, name: str, given: str | None) -> None:
         seconds = DEADLINE_SECONDS
 
     def expire() -> None:
+        time.sleep(seconds)
         answer = module.deny(name, f"git-lanes denied this call because its checks did not finish within "
                                    f"{seconds:g} s (the line may be too large to check); try a smaller step")
         if once.emit(answer):
             os._exit(answer.code)
 
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
+    # A bare thread: the process ends when the answer is out (no `threading` shutdown joins it).
+    _thread.start_new_thread(expire, ())
 
 
 def respond(module: Any, name: str, raw: bytes, env: dict[str, str], now: float):

@@ -6,11 +6,14 @@ non-blocking error and runs the tool."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from git_lanes.hooks import protocol
 from git_lanes.hooks.protocol import Answer
 from git_lanes.model.calls import HookEvent, ToolCall, Verdict
+
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CLI = "claude"
 EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt", "PreToolUse": "pre_tool",

@@ -7,12 +7,15 @@ JSON, and there is no PostToolUseFailure (PostToolUse also follows a failing com
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from git_lanes.hooks import protocol
 from git_lanes.hooks.protocol import Answer, Malformed
 from git_lanes.model import patches
 from git_lanes.model.calls import HookEvent, ToolCall, Verdict
+
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CLI = "codex"
 EVENTS = {"SessionStart": "session_start", "UserPromptSubmit": "prompt", "PreToolUse": "pre_tool",

@@ -7,11 +7,14 @@ object always (`{}` when there is nothing to say: non-JSON stdout is taken as an
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from git_lanes.hooks import protocol
 from git_lanes.hooks.protocol import Answer, Malformed
 from git_lanes.model.calls import HookEvent, ToolCall, Verdict
+
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CLI = "gemini"
 EVENTS = {"SessionStart": "session_start", "BeforeAgent": "prompt", "BeforeTool": "pre_tool",

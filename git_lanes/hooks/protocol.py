@@ -4,10 +4,13 @@ are normal), and the shape of an answer. Each CLI's module maps its event and to
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.calls import HookEvent, ToolCall, Verdict
+
+TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Answer:
@@ -114,7 +117,7 @@ def guessed_paths(tool: str, data: dict) -> tuple[str, ...]:
 
 def derived_id(tool: str, data: dict) -> str:
     """An id for a call the CLI sends none for: the same call before and after it runs gets the same id."""
-    from hashlib import sha1
+    from git_lanes.model.digest import sha1
 
     digest = sha1(json.dumps([tool, data], sort_keys=True, default=str).encode()).hexdigest()
     return "call-" + digest[:16]

@@ -14,12 +14,8 @@ import struct
 import zlib
 from pathlib import Path
 
-try:  # the builtin module: hashlib would load OpenSSL first, a cost every hook call would pay
-    from _sha1 import sha1
-except ImportError:  # pragma: no cover
-    from hashlib import sha1
-
 from git_lanes.errors import UnsupportedFormat
+from git_lanes.model.digest import sha1
 
 TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 OFS_DELTA, REF_DELTA = 6, 7

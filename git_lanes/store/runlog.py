@@ -8,6 +8,8 @@ move the ref by compare-and-swap with git's lock protocol. Written with our own 
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +23,7 @@ STATE_FILE = "state.json"
 BLOB_MODE = 0o100644
 LOCK_FILE = "lanes-runs.lock"
 FILES_DIR = "lanes-runs"  # per-run files that are not history: agent logs, prompts
+PARSED_CONFIG = "lanes-config.json"  # the trunk's `.lanes.toml` as JSON, keyed by its blob id
 
 
 class RunLog:
@@ -51,6 +54,36 @@ class RunLog:
         known not to have changed since then without reading them."""
         return {name[len(RUNS):]: oid for name, oid in
                 gitfiles.refs_touched_since(self.common_dir, RUNS, since).items()}
+
+    def parsed_config(self, blob: str) -> dict | None:
+        """The parsed `.lanes.toml` of blob `blob`, as a hook call saved it (`save_parsed_config`), or None.
+        Keyed by the blob's id, so a new policy on the trunk is never read from a stale copy."""
+        try:
+            saved = json.loads((self.common_dir / PARSED_CONFIG).read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return None
+        if isinstance(saved, dict) and saved.get("blob") == blob and isinstance(saved.get("data"), dict):
+            return saved["data"]
+        return None
+
+    def save_parsed_config(self, blob: str, data: dict) -> None:
+        """Keep the parsed policy for the next calls: the TOML parser costs a hook call ~6 ms of imports, JSON
+        nothing. Best effort (a copy that cannot be written is parsed again next time); written to a
+        temporary file and renamed, so a reader sees a whole copy or none."""
+        try:
+            text = json.dumps({"blob": blob, "data": data}, ensure_ascii=False, allow_nan=True)
+        except (TypeError, ValueError):
+            return  # TOML dates have no JSON form: such a file is parsed on every call
+        target = self.common_dir / PARSED_CONFIG
+        temporary = target.with_name(f"{PARSED_CONFIG}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, target)
+        except OSError:
+            try:
+                temporary.unlink()
+            except OSError:
+                pass
 
     def head(self, run: str) -> str | None:
         return gitfiles.read_ref(self.common_dir, self.ref(run))
