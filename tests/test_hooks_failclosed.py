@@ -66,3 +66,35 @@ def test_a_tool_the_hooks_do_not_know_is_held_to_the_write_gate(repo):
     reads = claude("PreToolUse", ws, tool_name="mcp__filesystem__read_text_file", tool_use_id="toolu_m3",
                    tool_input={"path": outside})
     assert decision(hook_in_process("claude", "PreToolUse", reads))[0] == "allow"
+
+
+def test_a_lone_surrogate_is_denied_saying_where_it_is(repo):
+    """A \\uD800 escape without its pair parses to no character at all: no file can be named by it, no log can
+    hold it. The deny says so and where, instead of an encoder's internal error."""
+    ws = lane(repo)
+    lone = json.dumps(write(ws, ws / "a.py")).replace("a.py", "a\\ud800.py")
+    verdict, reason = decision(hook("claude", "PreToolUse", lone))
+    assert verdict == "deny" and "not valid Unicode: tool_input.file_path holds a lone surrogate" in reason
+    in_a_key = json.dumps(claude("PreToolUse", ws, tool_name="mcp__x__y", tool_use_id="t2",
+                                 tool_input={"items": [{"k\udc00": 1}]}))
+    assert "tool_input.items[0].k" in decision(hook_in_process("claude", "PreToolUse", in_a_key))[1]
+    paired = json.dumps(claude("PreToolUse", ws, tool_name="Read", tool_use_id="t3",  # ensure_ascii: a pair of
+                               tool_input={"file_path": str(ws / "a\U0001F600.py")}))  # escapes, one character
+    assert "\\ud83d\\ude00" in paired
+    assert decision(hook_in_process("claude", "PreToolUse", paired))[0] == "allow"
+
+
+def test_a_huge_tool_use_id_is_bounded_and_still_pairs(repo):
+    ws = lane(repo)
+    first, second = "toolu_" + "x" * 100_000, "toolu_" + "x" * 100_000 + "y"  # the same start, then apart
+    for call_id in (first, second):
+        assert decision(hook_in_process("claude", "PreToolUse", bash(ws, "ls", call_id)))[0] == "allow"
+    done = claude("PostToolUse", ws, tool_name="Bash", tool_input={"command": "ls"}, tool_use_id=first,
+                  tool_response={"stdout": ""})
+    assert hook_in_process("claude", "PostToolUse", done).code == 0
+    run = run_id(ws)
+    events = run_cli("run", "events", run, "--json", cwd=ws).json
+    ids = [e["id"] for e in events if e["type"] in ("tool_attempted", "tool_completed")]
+    assert len(ids) == 3 and all(len(i) <= 200 for i in ids)
+    assert ids[0] != ids[1] and ids[2] == ids[0]
+    assert [c["id"] for c in run_cli("run", "show", run, "--json", cwd=ws).json["in_flight"]] == [ids[1]]

@@ -42,7 +42,34 @@ def load_payload(raw: bytes) -> dict[str, Any]:
         raise Malformed("the hook payload on stdin nests too deeply") from None
     if not isinstance(payload, dict):
         raise Malformed("the hook payload on stdin is not a JSON object")
+    if b"\\ud" in raw or b"\\uD" in raw:  # only a \uD800-\uDFFF escape can make a surrogate
+        try:
+            where = _lone_surrogate(payload, "")
+        except RecursionError:
+            raise Malformed("the hook payload on stdin nests too deeply") from None
+        if where is not None:
+            raise Malformed(f"the hook payload on stdin is not valid Unicode: {where or 'a key'} holds a lone "
+                            "surrogate (a \\uD800-\\uDFFF escape without its pair)")
     return payload
+
+
+def _lone_surrogate(value: Any, where: str) -> str | None:
+    """Where in the payload a lone surrogate sits (`tool_input.file_path`), or None. A string that is no
+    Unicode cannot name a file, be checked as a shell line, nor be written to the log."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        at = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
+        found = _lone_surrogate(key, at.lstrip(".")) if isinstance(key, str) else None
+        found = found if found is not None else _lone_surrogate(item, at.lstrip("."))
+        if found is not None:
+            return found
+    return None
 
 
 def text(payload: dict, key: str) -> str | None:
@@ -65,7 +92,22 @@ def call_basics(payload: dict) -> tuple[str, dict[str, Any], str]:
     if name is None:
         raise Malformed("the hook payload has no tool_name")
     data = tool_input(payload)
-    return name, data, text(payload, "tool_use_id") or derived_id(name, data)
+    given = text(payload, "tool_use_id")
+    return name, data, bounded_id(given) if given else derived_id(name, data)
+
+
+ID_CHARS = 200  # far above the CLIs' ids (`toolu_` and 24 characters); the log keeps no more of one
+
+
+def bounded_id(call_id: str) -> str:
+    """The CLI's tool_use_id, bounded like the rest of what the log keeps of a call: a longer one keeps its
+    start and a digest of the whole, so the same id before and after the call still pairs and two long ids
+    that share a start stay apart."""
+    if len(call_id) <= ID_CHARS:
+        return call_id
+    from git_lanes.model.digest import sha1
+
+    return call_id[:ID_CHARS - 17] + "~" + sha1(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def require_text(data: dict, key: str, tool: str) -> str:
