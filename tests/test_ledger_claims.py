@@ -42,6 +42,23 @@ def test_glob_matches(glob, path, expected):
     assert glob_matches(glob, path) is expected
 
 
+def test_wildcard_match_is_fnmatchcase_without_a_regex():
+    """The hook path's matcher for `*`-only patterns (claims, command rules) answers as fnmatchcase does, on
+    every pattern and text up to five characters over an alphabet that makes the overlaps hard."""
+    import itertools
+    from fnmatch import fnmatchcase
+
+    from git_lanes.model.globs import wildcard_match
+
+    def words(alphabet: str):
+        return ["".join(w) for n in range(6) for w in itertools.product(alphabet, repeat=n)]
+
+    texts = words("ab\n")
+    differ = [(p, t) for p in words("a*b") for t in texts if wildcard_match(t, p) != fnmatchcase(t, p)]
+    assert differ == []
+    assert wildcard_match("src/a.py", "src/[ab].py") and not wildcard_match("src/c.py", "src/?[ab].py")
+
+
 def test_claims_warn_wake_and_never_block(lanes):
     lanes.agent_register("a")
     lanes.agent_register("b")

@@ -10,9 +10,8 @@ A pattern is a glob over the command's words joined by single spaces, its progra
 from __future__ import annotations
 
 import posixpath
-from fnmatch import fnmatchcase
-
 from git_lanes.domain.shell_git import VALUED as GIT_VALUED
+from git_lanes.model.globs import wildcard_match
 
 GLOB = set("*?[")
 # Spellings of one option, mapped to one of them (for deny patterns only: matching more is the safe side).
@@ -27,7 +26,7 @@ def text_of(argv: tuple[str, ...] | list[str]) -> str:
 def matches(pattern: str, argv: tuple[str, ...] | list[str]) -> bool:
     """`pattern` matches the command's words as written."""
     text = text_of(argv)
-    return fnmatchcase(text, pattern) or (pattern.endswith(" *") and text == pattern[:-2])
+    return wildcard_match(text, pattern) or (pattern.endswith(" *") and text == pattern[:-2])
 
 
 def denies(pattern: str, argv: tuple[str, ...] | list[str]) -> bool:
@@ -39,11 +38,11 @@ def denies(pattern: str, argv: tuple[str, ...] | list[str]) -> bool:
         return False
     program, flags, operands = wanted
     have = _canonical(list(argv))
-    if have is None or not fnmatchcase(have[0], program) or not flags <= have[1]:
+    if have is None or not wildcard_match(have[0], program) or not flags <= have[1]:
         return False
     pattern_operands, command_operands = " ".join(operands), " ".join(have[2])
-    return fnmatchcase(command_operands, pattern_operands) or (
-        pattern_operands.endswith("*") and fnmatchcase(command_operands, pattern_operands.rstrip("* ")))
+    return wildcard_match(command_operands, pattern_operands) or (
+        pattern_operands.endswith("*") and wildcard_match(command_operands, pattern_operands.rstrip("* ")))
 
 
 def _canonical(words: list[str]) -> tuple[str, frozenset[str], list[str]] | None:

@@ -3,23 +3,22 @@
 The agent-hook path runs on every tool call and cannot afford pygit2's import (~110 ms) or dulwich's; it reads
 a handful of objects (the trunk's policy blob, a run's state) and writes three (blob, tree, commit). This is
 enough git for that: zlib + SHA-1 loose objects written as git writes them (temporary file, then rename), and
-pack v2 indexes with OFS/REF deltas, since `git gc` packs whatever we wrote. Imports only the standard library.
+pack v2 indexes with OFS/REF deltas, since `git gc` packs whatever we wrote (`packs.py`, loaded only when the
+repository has a pack). Imports only the standard library.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
-import struct
 import zlib
 from pathlib import Path
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.digest import sha1
 
-TYPE_NAMES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
-OFS_DELTA, REF_DELTA = 6, 7
-MAX_DELTA_CHAIN = 10_000
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_lanes.store.packs import Pack
 
 
 class ObjectStore:
@@ -27,7 +26,7 @@ class ObjectStore:
 
     def __init__(self, objects_dir: Path) -> None:
         self.dir = objects_dir
-        self._packs: list[_Pack] | None = None
+        self._packs: list[Pack] | None = None
         self._alternates: list[ObjectStore] | None = None
 
     # -- reading ---------------------------------------------------------------------------------------
@@ -59,7 +58,7 @@ class ObjectStore:
         for pack in self._pack_list():
             offset = pack.find(raw)
             if offset is not None:
-                return pack.read_at(offset, self)
+                return pack.read_at(offset, self.read)
         for alternate in self._alternate_list():
             found = alternate._lookup(oid)
             if found is not None:
@@ -84,15 +83,21 @@ class ObjectStore:
             raise UnsupportedFormat(f"loose object {oid} has a bad header", hint="run `git fsck`")
         return kind, content
 
-    def _pack_list(self) -> list[_Pack]:
+    def _pack_list(self) -> list[Pack]:
         if self._packs is None:
             pack_dir = self.dir / "pack"
             try:
                 names = sorted(os.listdir(pack_dir))
             except FileNotFoundError:
                 names = []
-            self._packs = [_Pack(pack_dir / name[:-4]) for name in names
-                           if name.endswith(".idx") and (pack_dir / (name[:-4] + ".pack")).exists()]
+            bases = [pack_dir / name[:-4] for name in names
+                     if name.endswith(".idx") and (pack_dir / (name[:-4] + ".pack")).exists()]
+            if bases:
+                from git_lanes.store.packs import Pack  # only once `git gc` packed something
+
+                self._packs = [Pack(base) for base in bases]
+            else:
+                self._packs = []
         return self._packs
 
     def _alternate_list(self) -> list[ObjectStore]:
@@ -128,162 +133,6 @@ class ObjectStore:
             out.write(zlib.compress(raw, 1))
         os.replace(temporary, path)
         return oid
-
-
-class _Pack:
-    """One pack and its version-2 index, memory-mapped on first use."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self._idx: mmap.mmap | None = None
-        self._pack: mmap.mmap | None = None
-        self._count = 0
-
-    def _open(self) -> None:
-        if self._idx is not None:
-            return
-        with open(str(self.base) + ".idx", "rb") as handle:
-            self._idx = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        if self._idx[:8] != b"\377tOc\0\0\0\2":
-            raise UnsupportedFormat(f"{self.base}.idx is not a version-2 pack index")
-        self._count = struct.unpack_from(">I", self._idx, 8 + 255 * 4)[0]
-        with open(str(self.base) + ".pack", "rb") as handle:
-            self._pack = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-
-    def find(self, raw: bytes) -> int | None:
-        self._open()
-        idx = self._idx
-        assert idx is not None
-        first = raw[0]
-        low = struct.unpack_from(">I", idx, 8 + (first - 1) * 4)[0] if first else 0
-        high = struct.unpack_from(">I", idx, 8 + first * 4)[0]
-        names = 8 + 256 * 4
-        while low < high:
-            middle = (low + high) // 2
-            at = names + middle * 20
-            probe = idx[at:at + 20]
-            if probe < raw:
-                low = middle + 1
-            elif probe > raw:
-                high = middle
-            else:
-                return self._offset(middle)
-        return None
-
-    def _offset(self, position: int) -> int:
-        idx = self._idx
-        assert idx is not None
-        offsets = 8 + 256 * 4 + self._count * 24
-        offset = struct.unpack_from(">I", idx, offsets + position * 4)[0]
-        if offset & 0x80000000:
-            large = offsets + self._count * 4 + (offset & 0x7FFFFFFF) * 8
-            offset = struct.unpack_from(">Q", idx, large)[0]
-        return offset
-
-    def read_at(self, offset: int, store: ObjectStore) -> tuple[bytes, bytes]:
-        deltas: list[bytes] = []
-        for _ in range(MAX_DELTA_CHAIN):
-            kind, data_at, base = self._entry(offset)
-            if kind in TYPE_NAMES:
-                content = self._inflate(data_at)
-                for delta in reversed(deltas):
-                    content = apply_delta(content, delta)
-                return TYPE_NAMES[kind], content
-            deltas.append(self._inflate(data_at))
-            if kind == OFS_DELTA:
-                assert isinstance(base, int)
-                offset = base
-            else:
-                assert isinstance(base, str)
-                base_kind, base_content = store.read(base)
-                for delta in reversed(deltas):
-                    base_content = apply_delta(base_content, delta)
-                return base_kind, base_content
-        raise UnsupportedFormat(f"delta chain too long in {self.base}.pack")
-
-    def _entry(self, offset: int) -> tuple[int, int, int | str | None]:
-        """(type, where its zlib data starts, its delta base: an offset or an object id)."""
-        pack = self._pack
-        assert pack is not None
-        start = offset
-        byte = pack[offset]
-        kind = (byte >> 4) & 7
-        offset += 1
-        while byte & 0x80:
-            byte = pack[offset]
-            offset += 1
-        if kind == OFS_DELTA:
-            byte = pack[offset]
-            offset += 1
-            distance = byte & 0x7F
-            while byte & 0x80:
-                byte = pack[offset]
-                offset += 1
-                distance = ((distance + 1) << 7) | (byte & 0x7F)
-            return kind, offset, start - distance
-        if kind == REF_DELTA:
-            return kind, offset + 20, pack[offset:offset + 20].hex()
-        if kind not in TYPE_NAMES:
-            raise UnsupportedFormat(f"unknown object type {kind} in {self.base}.pack")
-        return kind, offset, None
-
-    def _inflate(self, offset: int) -> bytes:
-        pack = self._pack
-        assert pack is not None
-        inflater = zlib.decompressobj()
-        out = []
-        chunk = 4096
-        while not inflater.eof:
-            piece = pack[offset:offset + chunk]
-            if not piece:
-                raise UnsupportedFormat(f"truncated object in {self.base}.pack")
-            out.append(inflater.decompress(piece))
-            offset += chunk
-            chunk = min(chunk * 4, 1 << 20)
-        return b"".join(out)
-
-
-def apply_delta(base: bytes, delta: bytes) -> bytes:
-    """git's delta format: source and target sizes, then copy (from base) and insert instructions."""
-    position = 0
-
-    def varint() -> int:
-        nonlocal position
-        value = shift = 0
-        while True:
-            byte = delta[position]
-            position += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-
-    if varint() != len(base):
-        raise UnsupportedFormat("pack delta does not fit its base object")
-    size = varint()
-    out = bytearray()
-    while position < len(delta):
-        command = delta[position]
-        position += 1
-        if command & 0x80:
-            start = length = 0
-            for bit in range(4):
-                if command & (1 << bit):
-                    start |= delta[position] << (8 * bit)
-                    position += 1
-            for bit in range(3):
-                if command & (0x10 << bit):
-                    length |= delta[position] << (8 * bit)
-                    position += 1
-            out += base[start:start + (length or 0x10000)]
-        elif command:
-            out += delta[position:position + command]
-            position += command
-        else:
-            raise UnsupportedFormat("pack delta has a reserved instruction")
-    if len(out) != size:
-        raise UnsupportedFormat("pack delta produced the wrong size")
-    return bytes(out)
 
 
 # -- object formats ---------------------------------------------------------------------------------------
