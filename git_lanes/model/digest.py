@@ -3,9 +3,13 @@ loads OpenSSL first (a few milliseconds), a cost every agent-hook call would pay
 
 from __future__ import annotations
 
-try:
-    from _sha1 import sha1
-except ImportError:  # pragma: no cover - an interpreter built without its builtin hashes
+TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
+if TYPE_CHECKING:
     from hashlib import sha1
+else:
+    try:
+        from _sha1 import sha1
+    except ImportError:  # pragma: no cover - an interpreter built without its builtin hashes
+        from hashlib import sha1
 
 __all__ = ["sha1"]
