@@ -2,14 +2,17 @@
 
 Run: .venv/bin/python bench/bench_snapshot.py [--sizes 5000,50000] [--trials 15]
 
-Prints medians and ratios for (a) the API held open in one process, (b) a `git lanes commit --auto-accept`
-process per snapshot, the fixed start-up cost of that process, and (c) `lane create` against
-`git worktree add`. Every figure is measured in the same run as the git baseline it is compared with."""
+Prints medians and ratios for (a) the API held open in one process, which from its third snapshot on stages
+only what its inotify watcher heard of (how many snapshots did is printed), (b) a `git lanes commit
+--auto-accept` process per snapshot, the fixed start-up cost of that process, and (c) `lane create` against
+`git worktree add`. Wall time and CPU time (this process's and its children's) are both compared. Every
+figure is measured in the same run as the git baseline it is compared with."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,6 +53,13 @@ def timed(action) -> float:
     return time.perf_counter() - start
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that were waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
@@ -85,15 +95,22 @@ def bench_size(base: Path, files: int, trials: int) -> dict:
         subprocess.run([BIN / "git-lanes", "commit", "-m", f"change {trial}", "--agent-id", "bench",
                         "--auto-accept"], cwd=proc_ws, check=True, capture_output=True, env=CLI_ENV)
 
-    samples: dict[str, list[float]] = {"git": [], "api": [], "cli": [], "startup": [], "git_version": []}
+    samples: dict[str, list[float]] = {"git": [], "api": [], "cli": [], "startup": [], "git_version": [],
+                                       "git_cpu": [], "api_cpu": [], "cli_cpu": []}
+    watched = 0
     # Interleaved so that machine noise hits every contender alike; the first round only warms caches.
     for trial in range(trials + 1):
         for name, root, action in (("git", plain, git_commit), ("api", held, lambda: api_commit(trial)),
                                    ("cli", proc_ws, lambda: cli_commit(trial))):
             touch_one(root, trial + 1, folders)
+            cpu = cpu_seconds()
             elapsed = timed(action)
+            cpu = cpu_seconds() - cpu
             if trial:
                 samples[name].append(elapsed)
+                samples[f"{name}_cpu"].append(cpu)
+                if name == "api" and api.ctx.store.snapshot_scan(held) is None:
+                    watched += 1
         if trial:
             samples["startup"].append(timed(lambda: subprocess.run([BIN / "git-lanes", "--version"], env=CLI_ENV,
                                                                    check=True, capture_output=True)))
@@ -108,7 +125,7 @@ def bench_size(base: Path, files: int, trials: int) -> dict:
                                                             cwd=lanes_root, check=True, capture_output=True,
                                                             env=CLI_ENV)))
     return {name: median_ms(values) for name, values in samples.items()} | \
-        {"create_git": median_ms(create["git"]), "create_lanes": median_ms(create["lanes"])}
+        {"create_git": median_ms(create["git"]), "create_lanes": median_ms(create["lanes"]), "watched": watched}
 
 
 def main() -> None:
@@ -123,11 +140,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="git-lanes-bench-") as tmp:
         for files in (int(s) for s in args.sizes.split(",")):
             r = bench_size(Path(tmp), files, args.trials)
-            print(f"{files} files, 1 changed, median of {args.trials}:")
+            print(f"{files} files, 1 changed, median of {args.trials} (load average {os.getloadavg()[0]:.2f}):")
             print(f"  git add -A && git commit -q       {r['git']:8.1f} ms")
-            print(f"  (a) API held open, commit+accept  {r['api']:8.1f} ms  ratio {r['api'] / r['git']:.2f}x")
+            print(f"  (a) API held open, commit+accept  {r['api']:8.1f} ms  ratio {r['api'] / r['git']:.2f}x  "
+                  f"CPU {r['api_cpu']:.1f} ms vs {r['git_cpu']:.1f} ms: {r['api_cpu'] / r['git_cpu']:.2f}x  "
+                  f"({r['watched']} of {args.trials} followed the watcher)")
             print(f"  (b) git-lanes commit --auto-accept {r['cli']:7.1f} ms  ratio {r['cli'] / r['git']:.2f}x  "
-                  f"overhead {r['cli'] - r['git']:+.1f} ms")
+                  f"overhead {r['cli'] - r['git']:+.1f} ms  CPU {r['cli_cpu'] / r['git_cpu']:.2f}x")
             print(f"      start-up: git-lanes --version {r['startup']:.1f} ms, git --version "
                   f"{r['git_version']:.1f} ms")
             print(f"  (c) git lanes lane create         {r['create_lanes']:8.1f} ms  vs git worktree add "

@@ -77,6 +77,7 @@ class Store(WorkspaceOps):
         self.discovered_git_dir = (discovered_git_dir or self.common_dir).resolve()
         self._workspace_repos: dict[Path, pygit2.Repository] = {}
         self._warm_indexes: set[Path] = set()
+        self._watched_indexes: dict[Path, WatchedIndex] = {}
 
     # -- locking ---------------------------------------------------------------------------------------
     @contextmanager

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pygit2
 
 from git_lanes.model.entries import Change, Entry
@@ -45,22 +47,36 @@ def edit_tree(repo: pygit2.Repository, base: str | None, edits: dict[str, Entry 
 
 
 def diff_trees(repo: pygit2.Repository, old: str | None, new: str | None) -> list[Change]:
-    """Paths that differ between two trees. libgit2 skips subtrees whose ids are equal."""
-    old_tree = repo[old] if old else repo[repo.TreeBuilder().write()]
-    new_tree = repo[new] if new else repo[repo.TreeBuilder().write()]
-    diff = old_tree.diff_to_tree(new_tree)
-    changes: dict[str, Change] = {}
-    for delta in diff.deltas:
-        old_entry = _entry(delta.old_file) if delta.status != pygit2.GIT_DELTA_ADDED else None
-        new_entry = _entry(delta.new_file) if delta.status != pygit2.GIT_DELTA_DELETED else None
-        path = delta.new_file.path if new_entry else delta.old_file.path
-        if path in changes:
-            # libgit2 reports a type change (file <-> link) as a delete plus an add of the same path
-            prior = changes[path]
-            old_entry = prior.old or old_entry
-            new_entry = prior.new or new_entry
-        changes[path] = Change(path, _kind(old_entry, new_entry), old_entry, new_entry)
-    return [changes[p] for p in sorted(changes)]
+    """Paths that differ between two trees, descending only into subtrees whose ids differ, so the cost
+    follows what changed (libgit2's tree diff walks every entry of both trees: ~10 ms at 50,000 files for a
+    one-file change). A file on one side and a folder on the other is the file deleted (or added) and every
+    file beneath the folder added (or deleted), as git reports it."""
+    changes: list[Change] = []
+    _diff(repo, repo[old] if old else None, repo[new] if new else None, "", changes)
+    changes.sort(key=lambda change: change.path)
+    return changes
+
+
+def _diff(repo: pygit2.Repository, old: Any, new: Any, prefix: str, changes: list[Change]) -> None:
+    # Any: pygit2 types a looked-up object as Object, which has no entries
+    if old is not None and new is not None and old.id == new.id:
+        return
+    before = {entry.name: entry for entry in old} if old is not None else {}
+    after = {entry.name: entry for entry in new} if new is not None else {}
+    for name in before.keys() | after.keys():
+        was, now = before.get(name), after.get(name)
+        if was is not None and now is not None and was.id == now.id and was.filemode == now.filemode:
+            continue
+        path = f"{prefix}{name}"
+        was_tree = was is not None and was.filemode == TREE_MODE
+        now_tree = now is not None and now.filemode == TREE_MODE
+        if was_tree or now_tree:
+            _diff(repo, repo[was.id] if was is not None and was_tree else None,
+                  repo[now.id] if now is not None and now_tree else None, f"{path}/", changes)
+        old_leaf = Entry(str(was.id), was.filemode) if was is not None and not was_tree else None
+        new_leaf = Entry(str(now.id), now.filemode) if now is not None and not now_tree else None
+        if old_leaf is not None or new_leaf is not None:
+            changes.append(Change(path, _kind(old_leaf, new_leaf), old_leaf, new_leaf))
 
 
 def _entry(diff_file: pygit2.DiffFile) -> Entry:

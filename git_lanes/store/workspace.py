@@ -7,6 +7,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pygit2
 
@@ -15,6 +16,9 @@ from git_lanes.store import checkout, stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
 from git_lanes.store.worktree_files import WorktreeFiles
+
+if TYPE_CHECKING:
+    from git_lanes.store.watched_index import WatchedIndex
 
 # Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
 _CHANGED = ~(pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED)
@@ -41,6 +45,7 @@ class WorkspaceOps:
     common_dir: Path
     _workspace_repos: dict[Path, pygit2.Repository]
     _warm_indexes: set[Path]
+    _watched_indexes: dict[Path, WatchedIndex]
 
     def workspace_repo(self, path: Path) -> pygit2.Repository:
         path = Path(path).resolve()
@@ -103,6 +108,9 @@ class WorkspaceOps:
                           hint="move them out first; git-lanes never deletes a folder holding a .git")
         self._workspace_repos.pop(path.resolve(), None)
         self._warm_indexes.discard(path.resolve())
+        watched = self._watched_indexes.pop(path.resolve(), None)
+        if watched is not None:
+            watched.close()
         admin = worktree_admin_dir(path)
         trash = self.common_dir / "lanes-trash"
         shutil.rmtree(trash, ignore_errors=True)  # what a killed removal left; we hold the writers' lock
@@ -202,16 +210,29 @@ class WorkspaceOps:
             # libgit2 runs no configured filter driver (git-lfs, git-crypt): with one, only git stages
             # content as git would (an LFS pointer, not the large file; ciphertext, not the secret).
             self._warm_indexes.add(path)
-            stale.retrying(lambda: run_git(["add", "-A"], cwd=path, env=unredirected_env()), locks,
-                           GitCommandFailed, "could not update the workspace's index", worktree=path)
-            return run_git(["write-tree"], cwd=path, env=unredirected_env()).stdout.strip()
-        index = self.workspace_repo(path).index
-        index.read(False)
-        index.add_all()
-        # Writing the tree first lets the index file carry git's cache-tree extension.
-        tree = index.write_tree()
-        stale.retrying(index.write, locks, pygit2.GitError, "could not write the workspace's index", worktree=path)
-        return str(tree)
+            return self._scan_with_git(path, locks)
+        # Snapshotting again in this process: it stays open (MCP server, SDK, dashboard), so it watches the
+        # workspace and, from then on, stages only the paths the watcher heard of (see watched_index).
+        watched = self._watched_indexes.get(path)
+        if watched is None:
+            from git_lanes.store.watched_index import WatchedIndex
+
+            watched = self._watched_indexes[path] = WatchedIndex(self.workspace_repo(path), path, self.common_dir)
+        return watched.snapshot(lambda index: stale.retrying(index.write, locks, pygit2.GitError,
+                                                             "could not write the workspace's index",
+                                                             worktree=path),
+                                lambda: self._scan_with_git(path, locks))
+
+    def _scan_with_git(self, path: Path, locks: list[Path]) -> str:
+        stale.retrying(lambda: run_git(["add", "-A"], cwd=path, env=unredirected_env()), locks,
+                       GitCommandFailed, "could not update the workspace's index", worktree=path)
+        return run_git(["write-tree"], cwd=path, env=unredirected_env()).stdout.strip()
+
+    def snapshot_scan(self, path: Path) -> str | None:
+        """Why this process's last snapshot of `path` staged every file rather than what its watcher heard
+        of; None when it followed the watcher."""
+        watched = self._watched_indexes.get(Path(path).resolve())
+        return "not snapshotted by this process since it started watching" if watched is None else watched.last_scan
 
     def _filter_drivers(self, path: Path) -> bool:
         return any(entry.name.startswith("filter.") and entry.name.endswith((".clean", ".process"))
