@@ -47,7 +47,10 @@ class Watcher:
         file_system = _file_system(root)
         if file_system not in _LOCAL_FILE_SYSTEMS:
             raise Unwatchable(f"changes on a {file_system or 'unknown'} file system may not be heard of")
-        from inotify_simple import INotify, flags  # loaded only by a process that snapshots twice
+        try:
+            from inotify_simple import INotify, flags  # loaded only by a process that snapshots twice
+        except ImportError:  # an installation made before it became a dependency
+            raise Unwatchable("inotify_simple is not installed") from None
 
         self.root = root
         self._skip = skip
