@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import os
 
 import pygit2
 
@@ -52,31 +52,49 @@ def diff_trees(repo: pygit2.Repository, old: str | None, new: str | None) -> lis
     one-file change). A file on one side and a folder on the other is the file deleted (or added) and every
     file beneath the folder added (or deleted), as git reports it."""
     changes: list[Change] = []
-    _diff(repo, repo[old] if old else None, repo[new] if new else None, "", changes)
+    _diff(repo, pygit2.Oid(hex=old) if old else None, pygit2.Oid(hex=new) if new else None, "", changes)
     changes.sort(key=lambda change: change.path)
     return changes
 
 
-def _diff(repo: pygit2.Repository, old: Any, new: Any, prefix: str, changes: list[Change]) -> None:
-    # Any: pygit2 types a looked-up object as Object, which has no entries
-    if old is not None and new is not None and old.id == new.id:
+_TREE = b"40000"
+
+
+def _diff(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str,
+          changes: list[Change]) -> None:
+    if old == new:
         return
-    before = {entry.name: entry for entry in old} if old is not None else {}
-    after = {entry.name: entry for entry in new} if new is not None else {}
+    before = _raw_entries(repo, old) if old is not None else {}
+    after = _raw_entries(repo, new) if new is not None else {}
     for name in before.keys() | after.keys():
         was, now = before.get(name), after.get(name)
-        if was is not None and now is not None and was.id == now.id and was.filemode == now.filemode:
+        if was == now:
             continue
-        path = f"{prefix}{name}"
-        was_tree = was is not None and was.filemode == TREE_MODE
-        now_tree = now is not None and now.filemode == TREE_MODE
+        path = prefix + os.fsdecode(name)  # as pygit2 names paths
+        was_tree = was is not None and was[0] == _TREE
+        now_tree = now is not None and now[0] == _TREE
         if was_tree or now_tree:
-            _diff(repo, repo[was.id] if was is not None and was_tree else None,
-                  repo[now.id] if now is not None and now_tree else None, f"{path}/", changes)
-        old_leaf = Entry(str(was.id), was.filemode) if was is not None and not was_tree else None
-        new_leaf = Entry(str(now.id), now.filemode) if now is not None and not now_tree else None
+            _diff(repo, pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
+                  pygit2.Oid(raw=now[1]) if now is not None and now_tree else None, f"{path}/", changes)
+        old_leaf = Entry(was[1].hex(), int(was[0], 8)) if was is not None and not was_tree else None
+        new_leaf = Entry(now[1].hex(), int(now[0], 8)) if now is not None and not now_tree else None
         if old_leaf is not None or new_leaf is not None:
             changes.append(Change(path, _kind(old_leaf, new_leaf), old_leaf, new_leaf))
+
+
+def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple[bytes, bytes]]:
+    """A tree's entries, name -> (octal mode, raw id), read from the object's bytes: building pygit2's
+    entry objects (each mode an enum) costs more than the comparison they are for."""
+    data = repo[tree].read_raw()
+    width = len(tree.raw)
+    entries = {}
+    position = 0
+    while position < len(data):
+        space = data.index(b" ", position)
+        end = data.index(b"\0", space)
+        entries[data[space + 1:end]] = (data[position:space], data[end + 1:end + 1 + width])
+        position = end + 1 + width
+    return entries
 
 
 def _entry(diff_file: pygit2.DiffFile) -> Entry:
