@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from git_lanes import ledger
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
 from git_lanes.model import refs
@@ -79,12 +78,14 @@ class Recorder:
             self.notes_new[target] = change.new.oid if change.new else None
 
     def _ledger(self, update: RefUpdate) -> None:
+        from git_lanes.ledger.op import decode_message  # the ledger loads only when it moved
+
         commit, steps = update.new, []
         while commit is not None and commit != update.old:
-            op = ledger.read_op(self.ctx.store, commit)
+            info = self.ctx.store.commit_info(commit)  # read once: a sync may bring thousands of ops
+            op = decode_message(info.message, commit)
             steps.append(LedgerStep(op.id, op.type, commit))
-            parents = self.ctx.store.commit_info(commit).parents
-            commit = parents[0] if parents else None
+            commit = info.parents[0] if info.parents else None
         self.ledger += reversed(steps)
 
     def entry(self) -> OpEntry | None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from git_lanes import ledger as op_log
-from git_lanes.domain import lanes, upkeep
+from git_lanes.domain import lanes, tombstones
 from git_lanes.domain.context import Context
 from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, folder_clash, folders_of, \
     how, kind_of, merge_note, note_status, ref_problem
@@ -149,7 +149,7 @@ class _Planner:
         still has it there, instead of travelling back. A value it has since moved to travels as usual."""
         mine, theirs = self.local.get(ref), self.fetched.get(ref)
         gone = {side: oid for side, oid in (("local", mine), ("remote", theirs))
-                if oid is not None and ref in upkeep.pruned_refs(self.tombstones, oid)}
+                if oid is not None and ref in tombstones.pruned_refs(self.tombstones, oid)}
         if not gone:
             return False
         kept = theirs if "local" in gone and "remote" not in gone else mine if "remote" in gone and \
@@ -159,7 +159,7 @@ class _Planner:
         return True
 
     def pruned_note(self, state: str) -> bool:
-        return any(ref.startswith(upkeep.TRAVELLING) for ref in upkeep.pruned_refs(self.tombstones, state))
+        return any(ref.startswith(tombstones.TRAVELLING) for ref in tombstones.pruned_refs(self.tombstones, state))
 
     def meta(self) -> None:
         """Shared facts (the trunk's name) only fast-forward. Two machines that each ran `init` hold

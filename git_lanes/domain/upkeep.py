@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from git_lanes.domain import lanes, transitions
-from git_lanes.domain.agents import Reader
 from git_lanes.domain.context import Context
+from git_lanes.domain.tombstones import TRAVELLING, tombstone_path
 from git_lanes.errors import LanesError, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import refs
@@ -24,8 +24,6 @@ from git_lanes.model import refs
 DAY = 86400.0
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}
 DEFAULT_AGE = 30 * DAY
-# Refs of these kinds travel on sync, so pruning them leaves a tombstone.
-TRAVELLING = (refs.REJECTED, refs.RUNS)
 MAX_PRUNED_PER_OP = 5000
 
 
@@ -142,18 +140,6 @@ def _reachable(ctx: Context, commit: str) -> bool:
 
 
 # -- tombstones in the ledger ---------------------------------------------------------------------------
-def tombstone_path(oid: str) -> str:
-    return f"pruned/{oid[:2]}/{oid}.json"
-
-
-def pruned_refs(state: Reader, oid: str | None) -> set[str]:
-    """The refs gc pruned while they pointed at commit `oid`."""
-    if not oid:
-        return set()
-    record = state.get(tombstone_path(oid))
-    return set(record.get("refs", [])) if record else set()
-
-
 def prune(tx: Tx, op: Op) -> dict:
     """`gc.prune`: record that `refs` (each {ref, oid}) were pruned, so sync deletes them on every side."""
     entries = op.args.get("refs")
