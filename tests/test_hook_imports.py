@@ -1,5 +1,6 @@
-"""The hook path runs on every agent tool call: it must load neither pygit2 nor click, and the shell parser
-only when a shell line arrives (DESIGN.md §5, §6)."""
+"""The hook path runs on every agent tool call: it must load neither pygit2 nor click (nor `dataclasses`, which
+loads `inspect`: its records are `Frozen`), and the shell parser only when a shell line arrives (DESIGN.md §5,
+§6)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def packages(names: set[str]) -> set[str]:
 def test_the_hook_path_loads_neither_pygit2_nor_click(repo, cli, event, payload):
     ws = lane(repo)
     names = imported(["hook", cli, event], payload(ws), ws)
-    heavy = sorted(n for n in names if n.split(".")[0] in ("pygit2", "click", "dulwich")
+    heavy = sorted(n for n in names if n.split(".")[0] in ("pygit2", "click", "dulwich", "dataclasses", "inspect")
                    or n.startswith(("git_lanes.api", "git_lanes.cli", "git_lanes.store.repo", "git_lanes.ledger")))
     assert heavy == []
 

@@ -23,8 +23,9 @@ STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli",
                                                   "worktree_files")}
 REPOSITORY = CLI | API | STORE | {
     "git_lanes.api", "git_lanes.store", "git_lanes.domain", "git_lanes.domain.context",
-    "git_lanes.domain.hook_settings", "git_lanes.model", "git_lanes.model.entries", "git_lanes.model.format", "git_lanes.model.ids",
-    "git_lanes.model.names", "git_lanes.model.refs", "git_lanes.model.text"}
+    "git_lanes.domain.hook_settings", "git_lanes.model", "git_lanes.model.entries", "git_lanes.model.format",
+    "git_lanes.model.frozen", "git_lanes.model.ids", "git_lanes.model.names", "git_lanes.model.refs",
+    "git_lanes.model.text"}
 TRANSITIONS = {"git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.domain.attention",
                "git_lanes.domain.inspect", "git_lanes.domain.transitions", "git_lanes.model.record",
                "git_lanes.model.records"}

@@ -14,7 +14,7 @@ gates that judge it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, UserError
 from git_lanes.model import config, refs
 from git_lanes.model.config import CONFIG
+from git_lanes.model.frozen import replace
 from git_lanes.model.names import normalize_repo_path
 from git_lanes.model.records import Evaluation, Transition
 from git_lanes.store import scratch

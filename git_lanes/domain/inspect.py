@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from git_lanes.domain import attention, lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, NotFound, UserError
 from git_lanes.model import refs
+from git_lanes.model.frozen import replace
 from git_lanes.model.records import STATUSES, CostTotals, Transition
 
 DIFF_MODES = ("patch", "stat", "name-only")

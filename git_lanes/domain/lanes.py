@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, LanesError, NotFound, Refused, UserError
 from git_lanes.model import refs
+from git_lanes.model.frozen import Frozen
 from git_lanes.model.names import validate_lane_name
 from git_lanes.model.text import is_text
 from git_lanes.store import RefUpdate
 
 
-@dataclass(frozen=True)
-class Lane:
+class Lane(Frozen):
     name: str
     ref: str
     head: str

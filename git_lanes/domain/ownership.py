@@ -6,13 +6,12 @@ Pure and light: it imports nothing but glob matching, so the hook path can call 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
+from git_lanes.model.frozen import Frozen
 from git_lanes.model.globs import glob_matches
 
 
-@dataclass(frozen=True)
-class Exclusive:
+class Exclusive(Frozen):
     """Task `task` ("title") owns `globs`, to be changed only from lane `lane`."""
 
     task: str
@@ -30,8 +29,7 @@ class Exclusive:
         return f"task {self.task[:8]} \"{self.title}\" (lane {self.lane}{who})"
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(Frozen):
     path: str
     claim: Exclusive
     glob: str

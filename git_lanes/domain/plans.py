@@ -6,12 +6,12 @@ owns, refuse it before anything exists. Task ids derive from the op's id, so a r
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 
 from git_lanes.domain import claims, exclusive, tasks, tickets
 from git_lanes.domain.agents import Reader
 from git_lanes.errors import NotFound, Refused
 from git_lanes.ledger import Op, Tx
+from git_lanes.model.frozen import replace
 from git_lanes.model.globs import MAGIC
 from git_lanes.model.names import resolve_prefix
 from git_lanes.model.plan import DispatchPlan, PlanTask, invalid

@@ -7,7 +7,7 @@ T. Landing it is one compare-and-swap on T's ref, followed by bringing T's workt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from git_lanes.domain import attention, exclusive, lanes, transitions
 from git_lanes.domain.collisions import Comparison, compare
@@ -15,6 +15,7 @@ from git_lanes.domain.context import Context
 from git_lanes.domain.ownership import Exclusive
 from git_lanes.errors import Conflict, UserError
 from git_lanes.model import refs
+from git_lanes.model.frozen import replace
 from git_lanes.model.ids import LaneName
 from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
 from git_lanes.store import RefUpdate

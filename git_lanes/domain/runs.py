@@ -4,9 +4,9 @@ views every face shows (a run, its timeline, statistics). No I/O here."""
 from __future__ import annotations
 
 import time as _time
-from dataclasses import replace
 
 from git_lanes.errors import UnsupportedFormat
+from git_lanes.model.frozen import replace
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import RunEvent, RunState, Usage
 

@@ -17,12 +17,12 @@ microseconds and reads all of them. It is imported only when a shell line arrive
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
 
 from git_lanes.domain import shell_programs as programs
 from git_lanes.domain.shell_match import denies, matches
 from git_lanes.domain.shell_words import Word, word_of, words_of
 from git_lanes.errors import UserError
+from git_lanes.model.frozen import Frozen
 
 MAX_DEPTH = 8  # nested `bash -c` / eval levels
 # Bounds on the work one line may ask for, so a check always ends well inside the hook's time (a CLI runs the
@@ -38,8 +38,7 @@ SHELL_VARIABLES = ("HOME", "PWD", "CDPATH")
 __all__ = ["Command", "ShellLine", "parse", "check", "matches", "denies"]
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(Frozen):
     """One simple command: its words as the shell passes them (an expansion stays as written), whether it
     is a wrapper whose wrapped command follows as another Command, and why what it runs cannot be known
     before it runs (`opaque`)."""
@@ -59,8 +58,7 @@ class Command:
         return self.opaque is not None
 
 
-@dataclass(frozen=True)
-class ShellLine:
+class ShellLine(Frozen):
     commands: tuple[Command, ...]
     writes: tuple[str, ...]  # files written (redirections, cp/mv/tee/sed -i/…), as written
     directories: tuple[str, ...] = ()  # where `cd`/`pushd` move, in order: relative writes may land there

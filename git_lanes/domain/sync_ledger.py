@@ -10,12 +10,12 @@ one (at least once, never lost)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from git_lanes import ledger
 from git_lanes.domain.board_index import current_seq
 from git_lanes.ledger import Op
+from git_lanes.model.frozen import replace
 from git_lanes.store import Store
 
 CURSOR_OPS = ("board.read", "wake.take")

@@ -9,18 +9,17 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
+from git_lanes.model.frozen import Frozen, field, replace
 from git_lanes.model.ids import Actor, LedgerId
 from git_lanes.model.text import is_text
 
 
-@dataclass(frozen=True)
-class Op:
+class Op(Frozen):
     """One operation. `id`, `type`, `actor`, `time` and `args` are fixed when it is made and survive a
     replay on another head (sync); `result` is what the fold decided the last time it was applied."""
 

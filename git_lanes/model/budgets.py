@@ -8,10 +8,10 @@ records with the standard library."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from git_lanes.errors import UserError
+from git_lanes.model.frozen import Frozen
 
 SCOPES = ("lane", "task", "ticket")
 WARN_AT = 0.8
@@ -32,8 +32,7 @@ def decode_key(name: str) -> str:
     return name.replace("%2F", "/").replace("%25", "%")
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(Frozen):
     scope: str
     key: str
     usd: float | None = None

@@ -4,10 +4,10 @@ payload into these records and the verdict back into its CLI's protocol."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
+from git_lanes.model.frozen import Frozen
 
 # read: looks only; write: changes files; exec: runs something (a shell, an MCP tool, anything unknown);
 # agent: spawns a subagent; plan: records the agent's plan (TodoWrite, update_plan, write_todos).
@@ -17,8 +17,7 @@ EVENTS = ("session_start", "prompt", "pre_tool", "post_tool", "tool_failed", "pr
 SUMMARY_CHARS = 300
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(Frozen):
     tool: str  # as the CLI names it
     canonical: str  # in Claude Code's vocabulary (Bash, Write, Edit, Read, Agent…), for weights
     kind: str
@@ -43,8 +42,7 @@ class ToolCall:
         return self.kind in ("write", "exec", "agent")
 
 
-@dataclass(frozen=True)
-class HookEvent:
+class HookEvent(Frozen):
     cli: str
     name: str  # one of EVENTS
     session: str
@@ -70,8 +68,7 @@ class HookEvent:
             raise UnsupportedFormat("the hook payload has no tool_name")
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Frozen):
     """What the control plane says back: allow or deny (with the reason the model sees), context to add for
     the model, a notice for the person watching, and, at a stop, what the model is to continue with (a
     Stop hook that blocks keeps the turn going with this as its instruction)."""

@@ -5,7 +5,6 @@ a peer is refused by name rather than carried along."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from git_lanes.model.ids import Actor, AgentId, LaneName, LedgerId
@@ -36,7 +35,6 @@ TicketStatus = Literal["open", "ready", "published", "closed"]
 PostKind = Literal["note", "question", "handoff", "ticket_ready", "pr_opened", "pr_updated", "pr_merged"]
 
 
-@dataclass(frozen=True)
 class Task(Record):
     """A unit of work: its dependencies, who holds it, and a version every change bumps (claims compare
     against it)."""
@@ -66,7 +64,6 @@ class Task(Record):
                                   doc="its files are claimed exclusively (a dispatch plan's task)")
 
 
-@dataclass(frozen=True)
 class TaskView(Task):
     """A task as a reader sees it now: `status` is `open` again once its owner's lease lapsed (`lapsed`),
     `stored_status` is what the ledger holds, and `ready` says every dependency is done."""
@@ -76,14 +73,12 @@ class TaskView(Task):
     ready: bool = False
 
 
-@dataclass(frozen=True)
 class TaskDetail(TaskView):
     """`task show`: a task with the status of each task it depends on."""
 
     depends_status: dict[str, TaskStatus] = meta(default_factory=dict)
 
 
-@dataclass(frozen=True)
 class Ticket(Record):
     """A group of tasks; `ready` once all of them are done."""
 
@@ -99,18 +94,15 @@ class Ticket(Record):
     closed_at: Time | None = meta(omit="none", default=None)
 
 
-@dataclass(frozen=True)
 class TicketView(Ticket):
     done: int = 0
     total: int = 0
 
 
-@dataclass(frozen=True)
 class TicketDetail(TicketView):
     task_records: tuple[TaskView, ...] = ()
 
 
-@dataclass(frozen=True)
 class Agent(Record):
     """A registered agent and its lease: a task whose owner's lease lapsed is open again."""
 
@@ -122,7 +114,6 @@ class Agent(Record):
     lane: LaneName | None = None
 
 
-@dataclass(frozen=True)
 class AgentView(Record):
     id: AgentId
     kind: str | None
@@ -133,7 +124,6 @@ class AgentView(Record):
     alive: bool
 
 
-@dataclass(frozen=True)
 class AgentRow(AgentView):
     """`agent list`: an agent with the tasks it holds, its claims and the size of its dirty set."""
 
@@ -142,14 +132,12 @@ class AgentRow(AgentView):
     dirty: int = 0
 
 
-@dataclass(frozen=True)
 class Claim(Record):
     glob: str
     time: Time
     task: LedgerId | None = None
 
 
-@dataclass(frozen=True)
 class ClaimSet(Record):
     """An agent's file claims (globs); they warn about overlaps and never block."""
 
@@ -157,7 +145,6 @@ class ClaimSet(Record):
     globs: tuple[Claim, ...] = ()
 
 
-@dataclass(frozen=True)
 class ClaimRow(Record):
     """One claim, as `claim list` shows it: an agent's own, or (`exclusive`) a dispatch plan task's, under the
     agent holding the task now (none before one takes it), enforced rather than warned about."""
@@ -170,7 +157,6 @@ class ClaimRow(Record):
     lane: LaneName | None = meta(omit="none", default=None, doc="exclusive: the only lane that may change it")
 
 
-@dataclass(frozen=True)
 class DirtySet(Record):
     """The files an agent changed in its lane's workspace, computed from git."""
 
@@ -181,14 +167,12 @@ class DirtySet(Record):
     truncated: bool = False
 
 
-@dataclass(frozen=True)
 class Resolution(Record):
     by: Actor
     time: Time
     answer: Seq | None = meta(omit="none", default=None, doc="the post that answered the question")
 
 
-@dataclass(frozen=True)
 class Post(Record):
     """A board post; its sequence number is its id. `broadcasts` counts the posts to everyone up to it, so
     counting unread posts costs O(1)."""
@@ -205,7 +189,6 @@ class Post(Record):
     reply_to: Seq | None = meta(omit="none", default=None, doc="the question this post answers")
 
 
-@dataclass(frozen=True)
 class PostView(Record):
     """A post as a reader sees it (`unread` only in `board read`)."""
 
@@ -221,7 +204,6 @@ class PostView(Record):
     unread: bool | None = meta(omit="none", default=None)
 
 
-@dataclass(frozen=True)
 class ReadPosition(Record):
     """An agent's place on the board: its read cursor, directed posts not yet read, and its own broadcasts
     since the cursor (never unread for it)."""
@@ -232,7 +214,6 @@ class ReadPosition(Record):
     own: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
 class Overlap(Record):
     """Where two agents' work may meet: one side's `glob` or `file` against the other's `claim` or dirty
     file (`dirty`). `agent` is the other agent."""
@@ -244,7 +225,6 @@ class Overlap(Record):
     dirty: bool | None = meta(omit="none", default=None)
 
 
-@dataclass(frozen=True)
 class Wake(Record):
     """Something that concerns an agent, queued until `wait` takes it: `task_ready` (`task`, `title`),
     `overlap` (`agent`, `overlaps`) or `refused` (`original`, `error`, `message`)."""
@@ -268,7 +248,6 @@ class Wake(Record):
     post: int | None = meta(omit="none", default=None)
 
 
-@dataclass(frozen=True)
 class WakeQueue(Record):
     agent: AgentId
     wakes: tuple[Wake, ...] = ()

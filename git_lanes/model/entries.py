@@ -4,19 +4,18 @@ records) passes around, so they live in the model rather than beside the code th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from git_lanes.model.frozen import Frozen
 
 
-@dataclass(frozen=True)
-class Entry:
+
+class Entry(Frozen):
     """A blob (or link, or gitlink) at a path: what a tree-edit writes."""
 
     oid: str
     mode: int
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Frozen):
     """One path that differs between two trees. `kind` is added, deleted, modified, mode, or type."""
 
     path: str

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass, field
 from typing import Any
 
 from git_lanes.errors import UserError
 from git_lanes.model import config
 from git_lanes.model.config import CONFIG
+from git_lanes.model.frozen import Frozen, field
 from git_lanes.model.names import normalize_repo_path
 
 KEYS = ("copy", "run", "timeout", "ports", "port_range", "env")
@@ -43,8 +43,7 @@ def lane_slug(lane: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", lane.lower()).strip("_") or "lane"
 
 
-@dataclass(frozen=True)
-class Setup:
+class Setup(Frozen):
     copy: tuple[str, ...] = ()
     run: str | tuple[str, ...] | None = None
     timeout: float = DEFAULT_TIMEOUT
@@ -147,8 +146,7 @@ def _env(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-@dataclass(frozen=True)
-class SetupRun:
+class SetupRun(Frozen):
     """How the setup command went: its exit code (None when it could not start or timed out), the tail of its
     output and where the whole output is kept."""
 
@@ -169,8 +167,7 @@ class SetupRun:
                 "log": self.log, "output_tail": self.output_tail, "passed": self.passed}
 
 
-@dataclass(frozen=True)
-class SetupReport:
+class SetupReport(Frozen):
     """What setting a lane up did. `status`: "ok", "failed" (the lane is kept and usable; `message` says
     what failed) or "none" (the trunk declares no [setup])."""
 

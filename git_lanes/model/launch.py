@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from git_lanes.errors import UserError
 from git_lanes.model import config
 from git_lanes.model.config import CONFIG
+from git_lanes.model.frozen import Frozen, field
 
 CLIS = ("claude", "codex", "gemini", "custom")
 HOOKED_CLIS = ("claude", "codex", "gemini")
@@ -45,8 +45,7 @@ _AGENT_KEYS = {"max_parallel", "cli", "stop_grace", *CLIS}
 _CLI_KEYS = {"command", "env"}
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(Frozen):
     """The `[agent]` table: how many agents may run at once and the command each CLI starts with."""
 
     max_parallel: int = DEFAULT_MAX_PARALLEL

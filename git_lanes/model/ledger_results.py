@@ -4,7 +4,6 @@ schemas, the SDK's types and the OpenAPI document come from `json_schema()`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from git_lanes.model.coordination import Overlap, PostKind, PostView, Seq, TaskStatus, Time, Wake
@@ -16,7 +15,6 @@ def _op() -> Any:
     return meta(omit="none", default=None, doc="the ledger op that made this change")
 
 
-@dataclass(frozen=True)
 class AgentRegistered(Record):
     agent: AgentId
     registered: bool
@@ -26,7 +24,6 @@ class AgentRegistered(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class DirtyPublished(Record):
     """An agent's dirty set as published: overlaps with others' claims and dirty files (those agents are
     woken), and the files outside its own claims."""
@@ -40,7 +37,6 @@ class DirtyPublished(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class Heartbeat(Record):
     """An agent's lease extended; what waits for it (unread posts, wakes), the notices of its ops a sync
     refused (delivered once), and its dirty set when it has a lane."""
@@ -54,7 +50,6 @@ class Heartbeat(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class TaskCreated(Record):
     task: LedgerId
     version: int
@@ -63,7 +58,6 @@ class TaskCreated(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class DependencyAdded(Record):
     task: LedgerId
     depends_on: LedgerId
@@ -72,7 +66,6 @@ class DependencyAdded(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class TaskClaimed(Record):
     """A claim that held: `already` when the agent held the task before (then no `previous_owner`)."""
 
@@ -92,13 +85,11 @@ class TaskClaimed(Record):
         return record
 
 
-@dataclass(frozen=True)
 class Woken(Record):
     agent: AgentId
     task: LedgerId
 
 
-@dataclass(frozen=True)
 class TaskDone(Record):
     """A task finished: the tasks it made ready, the owners woken for them, and its ticket if that became
     ready."""
@@ -118,7 +109,6 @@ class TaskDone(Record):
                                                  "--no-integrate): into, lane, status, transition, state")
 
 
-@dataclass(frozen=True)
 class TaskStatusChanged(Record):
     """A task blocked or resumed."""
 
@@ -129,14 +119,12 @@ class TaskStatusChanged(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class Moved(Record):
     claims: tuple[str, ...]
     dirty: tuple[str, ...]
     lane: LaneName | None
 
 
-@dataclass(frozen=True)
 class TaskHandedOff(Record):
     task: LedgerId
     from_: AgentId | None = key("from")
@@ -147,13 +135,11 @@ class TaskHandedOff(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class TicketOpened(Record):
     ticket: LedgerId
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class TicketLinked(Record):
     ticket: LedgerId
     task: LedgerId
@@ -162,7 +148,6 @@ class TicketLinked(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class ClaimsAdded(Record):
     """The agent's claims after adding; overlaps with other agents' claims and dirty files (they are woken)."""
 
@@ -173,7 +158,6 @@ class ClaimsAdded(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class ClaimsReleased(Record):
     agent: AgentId
     released: tuple[str, ...]
@@ -181,7 +165,6 @@ class ClaimsReleased(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class Posted(Record):
     """A post on the board. `to_known` (directed posts only) says whether the recipient has started yet."""
 
@@ -192,14 +175,12 @@ class Posted(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class PostResolved(Record):
     post: Seq
     resolved_by: Actor
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class PostAnswered(Record):
     """An answer posted to the asker and the question resolved, in one op."""
 
@@ -210,7 +191,6 @@ class PostAnswered(Record):
     op: LedgerId | None = _op()
 
 
-@dataclass(frozen=True)
 class BoardRead(Record):
     """Posts shown to `agent` (unread ones plus recent ones); those unread are now marked read through
     `marked_through`. Without an agent: the board's recent posts, nothing marked."""
@@ -221,7 +201,6 @@ class BoardRead(Record):
     marked_through: int | None
 
 
-@dataclass(frozen=True)
 class WaitResult(Record):
     """Why `wait` returned (`task_ready`, `overlap`, `refused`, `post`, `timeout`, ...), with what it took."""
 
@@ -232,7 +211,6 @@ class WaitResult(Record):
     waited: float
 
 
-@dataclass(frozen=True)
 class LedgerEntry(Record):
     """One ledger commit: its one-line summary and the op it records."""
 
@@ -247,7 +225,6 @@ class LedgerEntry(Record):
     result: dict[str, Any] | None
 
 
-@dataclass(frozen=True)
 class Refusal(Record):
     """How an op that no longer held was recorded by a sync."""
 

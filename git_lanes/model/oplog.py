@@ -16,10 +16,10 @@ checked-out lane, a reset, a sync), so an undo moves them back; otherwise only t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
+from git_lanes.model.frozen import Frozen, field
 
 FORMAT = 1
 
@@ -34,8 +34,7 @@ def _check_format(data: Any, what: str) -> dict[str, Any]:
     return data
 
 
-@dataclass(frozen=True)
-class RefMove:
+class RefMove(Frozen):
     ref: str
     old: str | None
     new: str | None
@@ -52,8 +51,7 @@ class RefMove:
                    bool(data.get("files")))
 
 
-@dataclass(frozen=True)
-class NoteChange:
+class NoteChange(Frozen):
     """The note of `object` went from blob `old` to blob `new` (None: no note)."""
 
     object: str
@@ -68,8 +66,7 @@ class NoteChange:
         return cls(data["object"], data.get("old"), data.get("new"))
 
 
-@dataclass(frozen=True)
-class LedgerStep:
+class LedgerStep(Frozen):
     """A ledger op the operation appended, and the ledger commit that holds it."""
 
     id: str
@@ -84,8 +81,7 @@ class LedgerStep:
         return cls(data["id"], data["type"], data["commit"])
 
 
-@dataclass(frozen=True)
-class WorkspaceChange:
+class WorkspaceChange(Frozen):
     """Files of `lane`'s workspace went from tree `before` to tree `after` with no ref moving (a restore)."""
 
     lane: str
@@ -100,8 +96,7 @@ class WorkspaceChange:
         return cls(data["lane"], data["before"], data["after"])
 
 
-@dataclass(frozen=True)
-class OpEntry:
+class OpEntry(Frozen):
     id: str
     time: float
     actor: str

@@ -7,11 +7,11 @@ is the domain's (git_lanes/domain/plans.py)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from git_lanes.errors import UserError
 from git_lanes.model import config
+from git_lanes.model.frozen import Frozen
 from git_lanes.model.names import validate_lane_name
 
 FOUNDATION = "foundation"
@@ -55,8 +55,7 @@ def invalid(message: str) -> UserError:
     return UserError(message, code="invalid_plan", hint="`git lanes dispatch --example` prints a commented plan")
 
 
-@dataclass(frozen=True)
-class PlanTask:
+class PlanTask(Frozen):
     key: str
     title: str
     owns: tuple[str, ...]
@@ -75,8 +74,7 @@ class PlanTask:
                    data.get("agent"), data.get("description") or "")
 
 
-@dataclass(frozen=True)
-class DispatchPlan:
+class DispatchPlan(Frozen):
     name: str
     ticket: str
     tasks: tuple[PlanTask, ...]  # the foundation first, then the features in an order their dependencies allow

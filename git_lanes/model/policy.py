@@ -7,10 +7,10 @@ loosen a wall). Tables that belong to other parts of git-lanes (`[[gate]]`) are 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from git_lanes.errors import UserError
+from git_lanes.model.frozen import Frozen, field
 
 CONFIG = ".lanes.toml"
 FORMAT = 1
@@ -42,8 +42,7 @@ TABLES = {
 }
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(Frozen):
     """USD per million tokens of each kind."""
 
     input: float
@@ -55,8 +54,7 @@ class Price:
         return sum(tokens.get(kind, 0) * float(getattr(self, kind)) for kind in PRICE_KEYS) / 1_000_000
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(Frozen):
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     default_weight: float = 1.0
     phases: tuple[tuple[str, float], ...] = DEFAULT_PHASES

@@ -3,7 +3,6 @@ changed since the merge base, and the paths changed on both), then what became o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from git_lanes.model.record import Record, meta
@@ -12,7 +11,6 @@ from git_lanes.model.results import PathChange
 from git_lanes.model.workspace_results import Decided, WorktreeUpdate
 
 
-@dataclass(frozen=True)
 class Collision(Record):
     """A path both sides changed: how the lane changed it and how the target did. For a file on one side
     where the other changed something beneath it as a directory, one kind is `beneath` and `beneath` lists
@@ -24,7 +22,6 @@ class Collision(Record):
     beneath: tuple[PathChange, ...] = meta(omit="empty", default=())
 
 
-@dataclass(frozen=True)
 class Way(Record):
     """One way out of a collision, with the command that takes it."""
 
@@ -33,7 +30,6 @@ class Way(Record):
     what: str
 
 
-@dataclass(frozen=True)
 class PromotionPlan(Record):
     """Promoting `lane` into `target`: their heads, their merge base, what changed on one side only, what
     changed identically on both, and the collisions (changed differently on both)."""
@@ -49,7 +45,6 @@ class PromotionPlan(Record):
     same_on_both: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class PromotionPreview(PromotionPlan):
     """`promote --dry-run`: the plan and its verdict, nothing written; `ways` out when it would collide, and
     the collision as the `problem` the real run would stop with (so the dry run exits as it would).
@@ -64,7 +59,6 @@ class PromotionPreview(PromotionPlan):
     ways: tuple[Way, ...] = meta(omit="empty", default=())
 
 
-@dataclass(frozen=True)
 class UpToDate(PromotionPlan):
     """A promotion with nothing to do: the target already holds everything the lane does."""
 
@@ -74,7 +68,6 @@ class UpToDate(PromotionPlan):
     left_pending: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class Promoted(PromotionPlan):
     """A promotion proposed on the target, and what became of it (`status` is its transition's): accepted,
     or still proposed (not asked to accept, or held for a person). `forced`: the colliding paths where the
@@ -90,7 +83,6 @@ class Promoted(PromotionPlan):
     left_pending: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class Evaluated(Transition):
     """A pending proposal with the gates' new evaluations recorded, and the names of the gates that ran."""
 

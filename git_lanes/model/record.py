@@ -1,6 +1,6 @@
 """`Record`: the base of every frozen record the model defines, with one definition serving three uses.
 
-A record is a frozen dataclass whose field types come from a small grammar: `str`, `int`, `float`, `bool`,
+A record is a frozen value class (`Frozen`, model/frozen.py) whose field types come from a small grammar: `str`, `int`, `float`, `bool`,
 `None`, `X | None`, `Literal[...]`, `tuple[X, ...]`, `dict[str, X]`, `Any` (any JSON value), a `ValidatedStr`
 id (`LaneName`, `AgentId`, ...), another `Record`, and `Annotated[X, Range(...)]` / `Annotated[str, Text(...)]`
 for bounds. From the field types alone it
@@ -20,15 +20,14 @@ A subclass adds cross-field rules in `check()`, run after the fields are validat
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import math
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
 from git_lanes.errors import UserError
+from git_lanes.model.frozen import MISSING, Frozen, dataclass_transform, field, fields
 from git_lanes.model.ids import ValidatedStr
 from git_lanes.model.text import check_text
 
@@ -36,16 +35,14 @@ R = TypeVar("R", bound="Record")
 Omit = Literal["none", "empty"]
 
 
-@dataclass(frozen=True)
-class Range:
+class Range(Frozen):
     """Bounds of a number field (inclusive)."""
 
     minimum: float | None = None
     maximum: float | None = None
 
 
-@dataclass(frozen=True)
-class Text:
+class Text(Frozen):
     """A text field: `check_text`'s rules (valid Unicode, no control characters, one line unless
     `multiline`), at most `max_chars` characters or `max_bytes` bytes, refused with `code`."""
 
@@ -60,19 +57,17 @@ class Text:
 
 def key(name: str, *, omit: Omit | None = None, doc: str | None = None) -> Any:
     """A field stored under JSON key `name` (for keys that are Python keywords, like `from`)."""
-    return dataclasses.field(metadata={"key": name, "omit": omit, "doc": doc})
+    return field(metadata={"key": name, "omit": omit, "doc": doc})
 
 
-def meta(*, omit: Omit | None = None, doc: str | None = None, default: Any = dataclasses.MISSING,
-         default_factory: Any = dataclasses.MISSING) -> Any:
+def meta(*, omit: Omit | None = None, doc: str | None = None, default: Any = MISSING,
+         default_factory: Any = MISSING) -> Any:
     """A field left out of `to_dict` when None (`omit="none"`) or empty (`omit="empty"`), with a description
     for the schema."""
-    return dataclasses.field(default=default, default_factory=default_factory,
-                             metadata={"omit": omit, "doc": doc})
+    return field(default=default, default_factory=default_factory, metadata={"omit": omit, "doc": doc})
 
 
-@dataclass(frozen=True)
-class _Spec:
+class _Spec(Frozen):
     name: str
     key: str
     type: Any
@@ -92,14 +87,14 @@ def _specs(cls: type) -> tuple[_Spec, ...]:
         hints = typing.get_type_hints(cls, include_extras=True)
         found = tuple(_Spec(f.name, f.metadata.get("key", f.name), hints[f.name], f.metadata.get("omit"),
                             f.metadata.get("doc"),
-                            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-                      for f in dataclasses.fields(cls) if f.init)
+                            f.default is MISSING and f.default_factory is MISSING)
+                      for f in fields(cls))
         _SPECS[cls] = found
     return found
 
 
-@dataclass(frozen=True)
-class Record:
+@dataclass_transform(frozen_default=True, field_specifiers=(field, key, meta))
+class Record(Frozen):
     """Base of the model's records (see the module's docstring)."""
 
     # The error code for a value of the wrong shape; a subclass may name its own.

@@ -6,11 +6,11 @@ Stored as one JSON note per state commit under refs/notes/lanes; every record ca
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypeVar
 
 from git_lanes.errors import MalformedRecord, UnsupportedFormat, UserError
 from git_lanes.model.format import FORMAT_VERSION, check_format
+from git_lanes.model.frozen import field, replace
 from git_lanes.model.ids import Actor, LaneName, TransitionId
 from git_lanes.model.record import Range, Record, Text, key, meta
 
@@ -34,7 +34,6 @@ __all__ = ["FORMAT_VERSION", "STATUSES", "Cost", "CostTotals", "Evaluation", "He
            "ResetExtra", "Transition", "check_format"]
 
 
-@dataclass(frozen=True)
 class Intent(Record):
     """Why a state exists: the prompt that caused it and who acted on it."""
 
@@ -66,7 +65,6 @@ def _cost_error(name: str, value: object) -> UserError:
     return UserError(f"{name.replace('_', '-')} must be a non-negative number, got {value!r}", code="invalid_cost")
 
 
-@dataclass(frozen=True)
 class Cost(Record):
     """What one transition cost. Each figure is bounded (D8), so totals stay finite."""
 
@@ -99,7 +97,6 @@ class Cost(Record):
         return Cost(total.tokens_in, total.tokens_out, total.api_calls, total.wall_time, total.cost_usd)
 
 
-@dataclass(frozen=True)
 class CostTotals(Record):
     """Figures summed over transitions: unbounded per field, but sums of bounded figures, so finite."""
 
@@ -123,7 +120,6 @@ class CostTotals(Record):
     __radd__ = __add__
 
 
-@dataclass(frozen=True)
 class Evaluation(Record):
     """One gate's verdict on one candidate tree."""
 
@@ -136,7 +132,6 @@ class Evaluation(Record):
     tree: str | None = None
 
 
-@dataclass(frozen=True)
 class Hold(Record):
     """Why an auto-accepted transition was held for a person (it changes protected paths)."""
 
@@ -144,14 +139,12 @@ class Hold(Record):
     paths: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class HeldExtra(Record):
     """What a commit held for a person records."""
 
     held: Hold
 
 
-@dataclass(frozen=True)
 class PromotionExtra(Record):
     """What a promotion's transition records beyond the common fields."""
 
@@ -163,7 +156,6 @@ class PromotionExtra(Record):
     held: Hold | None = meta(omit="none", default=None, doc="why it waits for a person")
 
 
-@dataclass(frozen=True)
 class ResetExtra(Record):
     """What a `lane reset`'s kept attempt records: the lane it was reset onto and that lane's head."""
 
@@ -171,7 +163,6 @@ class ResetExtra(Record):
     new_head: str
 
 
-@dataclass(frozen=True)
 class Transition(Record):
     """A proposal to move `lane` from state `base` to state `state` (both commit ids)."""
 

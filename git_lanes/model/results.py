@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from git_lanes.model.record import Record, meta
 from git_lanes.model.records import CostTotals, Status, Transition
 
 
-@dataclass(frozen=True)
 class LaneInfo(Record):
     """A lane: its ref and head, whether it is the trunk, and its workspace here (None when not checked out)."""
 
@@ -23,7 +21,6 @@ class LaneInfo(Record):
     broken: str | None = meta(omit="none", default=None, doc="why its workspace cannot be used")
 
 
-@dataclass(frozen=True)
 class LaneCreated(LaneInfo):
     """`created` is False when the lane existed and only its workspace was made here."""
 
@@ -31,14 +28,12 @@ class LaneCreated(LaneInfo):
     setup: dict[str, Any] | None = meta(omit="none", default=None, doc="what the trunk's [setup] did")
 
 
-@dataclass(frozen=True)
 class Totals(CostTotals):
     """Cost summed over the transitions that matched, and how many there were."""
 
     count: int = 0
 
 
-@dataclass(frozen=True)
 class Unreadable(Record):
     """A stored record set aside because it cannot be read (a peer's malformed note or ledger record), so
     that the rest still shows: where it is (`ref`, and the annotated commit or the ledger path as `key`) and
@@ -49,7 +44,6 @@ class Unreadable(Record):
     reason: str
 
 
-@dataclass(frozen=True)
 class History(Record):
     """Transitions newest first (at most the limit asked for), totals over all that matched, and how many
     of them have each status; `unreadable` lists the notes set aside as malformed."""
@@ -60,13 +54,11 @@ class History(Record):
     unreadable: tuple[Unreadable, ...] = meta(omit="empty", default=(), doc="notes that could not be read")
 
 
-@dataclass(frozen=True)
 class PathChange(Record):
     path: str
     kind: str
 
 
-@dataclass(frozen=True)
 class TransitionDetail(Transition):
     """A transition with the paths it changed against the state it was proposed on."""
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat, UserError
 from git_lanes.model.format import check_format as format_check
+from git_lanes.model.frozen import Frozen, field, fields
 
 FORMAT = 1
 RUN_ID = re.compile(r"[0-9a-f]{4,40}")
@@ -67,8 +67,7 @@ def validate_run_id(run: Any) -> str:
     return run
 
 
-@dataclass(frozen=True)
-class RunEvent:
+class RunEvent(Frozen):
     """One entry of a run's log. `data` holds the type's fields (EVENT_FIELDS) and any optional ones."""
 
     type: str
@@ -102,8 +101,7 @@ class RunEvent:
             raise UnsupportedFormat(f"run event lacks {exc.args[0]!r}") from None
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(Frozen):
     """Tokens by kind and what they cost, for a message, a turn or a run."""
 
     input: int = 0
@@ -150,8 +148,7 @@ class Usage:
                    messages=data.get("messages", 0))
 
 
-@dataclass(frozen=True)
-class RunState:
+class RunState(Frozen):
     """A run as its log folds to: who, where, which phase, what was spent, what is in flight."""
 
     id: str
@@ -202,7 +199,7 @@ class RunState:
         object.__setattr__(self, "inbox", tuple(self.inbox))
 
     def to_dict(self) -> dict[str, Any]:
-        record = {key: getattr(self, key) for key in self.__dataclass_fields__}
+        record = {f.name: getattr(self, f.name) for f in fields(self)}
         record["usage"] = self.usage.to_dict()
         record["plan"] = list(self.plan)
         record["transitions"] = list(self.transitions)
@@ -213,7 +210,7 @@ class RunState:
     def from_dict(cls, data: Any) -> RunState:
         record = dict(check_format(data, "run state"))
         record.pop("format")
-        unknown = set(record) - set(cls.__dataclass_fields__)
+        unknown = set(record) - {f.name for f in fields(cls)}
         for key in unknown:  # written by a newer minor version: keep reading what we know
             record.pop(key)
         record["usage"] = Usage.from_dict(record.get("usage"))

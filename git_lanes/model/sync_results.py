@@ -4,13 +4,11 @@ document."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from git_lanes.model.record import Record, key, meta
 
 
-@dataclass(frozen=True)
 class RefMove(Record):
     """One ref that moved (or, held back, would move) on one side: `from` -> `to` (null: absent), and how
     (a fast-forward, a replayed ledger, a decided proposal...). `side` only for what a push held back."""
@@ -24,7 +22,6 @@ class RefMove(Record):
     side: Literal["local", "remote"] | None = meta(omit="none", default=None)
 
 
-@dataclass(frozen=True)
 class Diverged(Record):
     """A ref both sides moved (nothing overwritten), or that cannot exist beside a ref of the other side
     (`clash`: lane `a` on one side, `a/b` on the other)."""
@@ -39,7 +36,6 @@ class Diverged(Record):
     clash: Literal["local", "remote"] | None = meta(omit="none", default=None)
 
 
-@dataclass(frozen=True)
 class KeptLane(Record):
     """A lane the remote deleted that stays here, because its workspace holds it."""
 
@@ -49,7 +45,6 @@ class KeptLane(Record):
     hint: str
 
 
-@dataclass(frozen=True)
 class InvalidRef(Record):
     """A ref under the lanes namespace that git-lanes did not write and cannot read: nothing moved for it."""
 
@@ -60,7 +55,6 @@ class InvalidRef(Record):
     hint: str
 
 
-@dataclass(frozen=True)
 class RefusedOp(Record):
     """A local ledger op that no longer held on the remote's log (a claim someone else won first): recorded as
     refused in its place (`refused_as`), and reported to its actor."""
@@ -74,7 +68,6 @@ class RefusedOp(Record):
     refused_as: str
 
 
-@dataclass(frozen=True)
 class WorkspaceSync(Record):
     """A workspace whose lane moved: brought up to date, or why not (`paths`: why -> the paths in the way)."""
 
@@ -87,13 +80,11 @@ class WorkspaceSync(Record):
     hint: str | None = meta(omit="none", default=None)
 
 
-@dataclass(frozen=True)
 class NoteConflict(Record):
     state: str
     reason: str
 
 
-@dataclass(frozen=True)
 class NotesMerged(Record):
     """Transition notes merged record by record, and those that could not be."""
 
@@ -101,7 +92,6 @@ class NotesMerged(Record):
     conflicts: tuple[NoteConflict, ...]
 
 
-@dataclass(frozen=True)
 class LedgerSynced(Record):
     """Ledger ops that came in, went out, were replayed on top of the remote's, and were refused."""
 
@@ -111,7 +101,6 @@ class LedgerSynced(Record):
     refused: int
 
 
-@dataclass(frozen=True)
 class SyncReport(Record):
     """What a pull, push or sync did: refs that came in and went out, what was held back for a sync, what
     diverged (nothing overwritten), lanes kept, refs refused as invalid, ledger ops refused per actor, the

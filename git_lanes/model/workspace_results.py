@@ -4,7 +4,6 @@ OpenAPI document."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from git_lanes.model.record import Record, key, meta
@@ -12,7 +11,6 @@ from git_lanes.model.records import Transition
 from git_lanes.model.results import LaneInfo, Totals
 
 
-@dataclass(frozen=True)
 class LeftPending(Record):
     """Paths a promotion still has to write in a worktree whose lane moved meanwhile: the next command run
     there finishes them."""
@@ -21,7 +19,6 @@ class LeftPending(Record):
     paths: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class WorktreeUpdate(Record):
     """What accepting a promotion did to the target's checked-out worktree: the paths it wrote, and those it
     left for attention because they hold unsaved edits (never clobbered)."""
@@ -32,7 +29,6 @@ class WorktreeUpdate(Record):
     left: LeftPending | None = meta(omit="none", default=None, doc="what the next command there finishes")
 
 
-@dataclass(frozen=True)
 class Decided(Transition):
     """A transition after commit, accept or a promotion's decision: accepted, held for a person (still
     proposed, `extra.held` says why) or proposed."""
@@ -43,7 +39,6 @@ class Decided(Transition):
                                   doc="this call's own proposal, superseded by an identical one decided first")
 
 
-@dataclass(frozen=True)
 class Unchanged(Record):
     """A commit that made no state: the workspace matches its lane head."""
 
@@ -53,7 +48,6 @@ class Unchanged(Record):
     message: str
 
 
-@dataclass(frozen=True)
 class LaneStatus(LaneInfo):
     """A lane in `status`: its unsnapshotted paths and those a promotion left needing attention."""
 
@@ -61,7 +55,6 @@ class LaneStatus(LaneInfo):
     attention: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
 class DirtyWorkspace(Record):
     """A workspace holding edits no state holds: path -> change kind, and the paths needing attention."""
 
@@ -71,7 +64,6 @@ class DirtyWorkspace(Record):
     attention: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class RepositoryStatus(Record):
     """Every lane with its workspace, the pending proposals, and the workspaces with unsnapshotted edits."""
 
@@ -81,7 +73,6 @@ class RepositoryStatus(Record):
     dirty: tuple[DirtyWorkspace, ...]
 
 
-@dataclass(frozen=True)
 class LaneDetail(LaneInfo):
     """`lane show`: unsnapshotted paths (path -> change kind), paths needing attention, pending proposals, the
     last transitions with totals over all of the lane's, and whether it holds work no other lane has."""
@@ -94,7 +85,6 @@ class LaneDetail(LaneInfo):
     unpromoted: bool = False
 
 
-@dataclass(frozen=True)
 class LaneDeleted(Record):
     """A deleted lane: its last head, kept at `kept_at` (refs/lanes/deleted/), unsaved edits kept in `backup`
     (with force), its pending proposals rejected and kept, and the ports it held given back."""
@@ -107,7 +97,6 @@ class LaneDeleted(Record):
     released_ports: tuple[int, ...] = meta(omit="empty", default=())
 
 
-@dataclass(frozen=True)
 class Restored(Record):
     """A workspace whose files now equal `state` while its lane stays at `lane_head`: the next commit records
     the return. `backup`: the unsaved edits a forced restore kept; `nested_left`: nested repositories left in
@@ -124,7 +113,6 @@ class Restored(Record):
     changed_from_head: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class LaneReset(Record):
     """A lane moved from `from` to `to` (the head of `onto`), its workspace with it. Work the lane held that
     `onto` lacks is kept as a rejected transition (`transition`, at `kept_at`); unsaved edits in `backup`;

@@ -3,7 +3,6 @@ records: one definition for the MCP tools' results and output schemas, the SDK a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from git_lanes.model.coordination import Time
@@ -12,7 +11,6 @@ from git_lanes.model.record import Record, meta
 from git_lanes.model.results import LaneInfo
 
 
-@dataclass(frozen=True)
 class WorktreeAssigned(Record):
     """An agent's lane and workspace: whether the lane (`created`) or only its workspace here
     (`workspace_created`) was made, the lane it held before, its lease, and what the trunk's `[setup]` did
@@ -30,20 +28,17 @@ class WorktreeAssigned(Record):
     setup: dict[str, Any] | None = meta(omit="none", default=None, doc="what the trunk's [setup] did")
 
 
-@dataclass(frozen=True)
 class AssignedAgent(Record):
     id: AgentId
     alive: bool
 
 
-@dataclass(frozen=True)
 class WorktreeRow(LaneInfo):
     """A lane with a workspace here, and the agents assigned to it (alive: their lease holds)."""
 
     agents: tuple[AssignedAgent, ...] = ()
 
 
-@dataclass(frozen=True)
 class WorktreeReleased(Record):
     """An agent's lane given back; `workspace_removed` is the workspace removed (None: kept)."""
 
@@ -53,14 +48,12 @@ class WorktreeReleased(Record):
     op: LedgerId | None = meta(omit="none", default=None, doc="the ledger op that made this change")
 
 
-@dataclass(frozen=True)
 class ReclaimedLane(Record):
     agent: str
     lane: str
     workspace: str | None
 
 
-@dataclass(frozen=True)
 class KeptWorkspace(Record):
     """An orphan's workspace left in place, and why (`dirty_workspace`, `nested_repository`, or the code of
     the error that stopped its release, with its message)."""
@@ -72,7 +65,6 @@ class KeptWorkspace(Record):
     message: str | None = meta(omit="none", default=None)
 
 
-@dataclass(frozen=True)
 class OrphansReclaimed(Record):
     """The lanes of agents whose lease lapsed, released with their workspaces removed (with `dry_run`, what
     would be), and the workspaces kept."""

@@ -1,0 +1,90 @@
+"""`Frozen` (git_lanes/model/frozen.py) behaves as the frozen dataclasses it replaced: the records every layer
+passes about rely on its fields, defaults, equality, hashing, repr and immutability."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import ClassVar
+
+import pytest
+
+from git_lanes.errors import UserError
+from git_lanes.model.frozen import Frozen, FrozenInstanceError, field, fields, replace
+from git_lanes.model.record import Record, meta
+
+
+class Point(Frozen):
+    x: int
+    y: int = 0
+    tags: list[str] = field(default_factory=list)
+    note: str | None = field(default=None, compare=False)
+    ORIGIN: ClassVar[int] = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tags", list(self.tags))
+
+
+class Point3(Point):
+    z: int = 0
+    y: int = 5  # overridden: keeps its place, takes the new default
+
+
+class Tally(Record):
+    count: int
+    names: tuple[str, ...] = meta(omit="empty", default=())
+
+
+def test_fields_defaults_and_factories():
+    assert [f.name for f in fields(Point)] == ["x", "y", "tags", "note"]
+    assert [f.name for f in fields(Point3(1))] == ["x", "y", "tags", "note", "z"]
+    assert Point(1) == Point(x=1, y=0, tags=[])
+    first, second = Point(1), Point(2)
+    first.tags.append("a")
+    assert second.tags == [], "each instance gets its own default"
+    assert Point3(1).y == 5 and Point3(1, 2, [], None, 3).z == 3
+    assert Point.ORIGIN == 0 and "ORIGIN" not in {f.name for f in fields(Point)}
+    with pytest.raises(TypeError):
+        Point()  # type: ignore[call-arg]
+
+
+def test_equality_hash_and_repr_follow_the_compared_fields_of_one_class():
+    assert Point(1, 2, note="a") == Point(1, 2, note="b")
+    assert Point(1, 2) != Point(1, 3)
+    assert Point3(1, 2) != Point(1, 2), "instances of different classes never compare equal"
+    assert hash(Tally(1, ("a",))) == hash(Tally(1, ("a",)))
+    assert len({Tally(1), Tally(1), Tally(2)}) == 2
+    assert repr(Point(1)) == "Point(x=1, y=0, tags=[], note=None)"
+
+
+def test_instances_are_frozen():
+    point = Point(1)
+    with pytest.raises(FrozenInstanceError):
+        point.x = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del point.x  # type: ignore[misc]
+    assert point.x == 1
+
+
+def test_a_subclass_compiles_its_own_init_after_its_base_did():
+    assert Point(1).tags == []
+    assert Point3(1, z=2).z == 2, "the base's compiled __init__ is not inherited by the subclass"
+
+
+def test_replace_and_records_validate_through_init():
+    assert replace(Point(1, 2), y=3) == Point(1, 3)
+    assert replace(Tally(1), names=["a"]).names == ("a",), "a record coerces what replace gives it"
+    with pytest.raises(UserError) as caught:
+        replace(Tally(1), count="x")
+    assert caught.value.code == "invalid_record"
+    assert Tally.from_dict({"count": 2}).to_dict() == {"count": 2}
+    assert Tally.json_schema()["required"] == ["count"]
+
+
+def test_defining_records_loads_neither_dataclasses_nor_inspect():
+    probe = ("import sys, json; import git_lanes.model.calls, git_lanes.model.runs, git_lanes.model.policy, "
+             "git_lanes.model.coordination, git_lanes.model.records; "
+             "print(json.dumps(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
