@@ -82,9 +82,14 @@ def test_replace_and_records_validate_through_init():
     assert Tally.json_schema()["required"] == ["count"]
 
 
-def test_defining_records_loads_neither_dataclasses_nor_inspect():
-    probe = ("import sys, json; import git_lanes.model.calls, git_lanes.model.runs, git_lanes.model.policy, "
-             "git_lanes.model.coordination, git_lanes.model.records; "
-             "print(json.dumps(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules)))")
+def loaded_by(modules: str) -> list[str]:
+    probe = (f"import sys, json; import {modules}; "
+             "print(json.dumps(sorted(m for m in ('dataclasses', 'inspect', 'typing') if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out) == []
+    return list(json.loads(out))
+
+
+def test_defining_records_loads_neither_dataclasses_nor_inspect():
+    # The hook path's records load not even typing; Record's validation reads field types with typing.
+    assert loaded_by("git_lanes.model.calls, git_lanes.model.runs, git_lanes.model.policy") == []
+    assert loaded_by("git_lanes.model.coordination, git_lanes.model.records") == ["typing"]

@@ -97,10 +97,14 @@ def checking_only_uses(source: str) -> list[int]:
     """Lines where code that runs uses a name imported only under `if TYPE_CHECKING:` without importing it
     itself: the NameError mypy cannot see, since it reads the TYPE_CHECKING imports as real."""
     tree = ast.parse(source)
-    checking = {alias.asname or alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.If)
-                and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    blocks = [node for node in tree.body if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+              and node.test.id == "TYPE_CHECKING"]
+    # A name the block's `else:` defines for run time (a stand-in for the checker's import) is bound.
+    checking = {alias.asname or alias.name.split(".")[0] for node in blocks
                 for statement in node.body if isinstance(statement, (ast.Import, ast.ImportFrom))
-                for alias in statement.names}
+                for alias in statement.names} - {
+        name for node in blocks for statement in node.orelse for part in ast.walk(statement)
+        for name in _binds(part) + ([part.name] if isinstance(part, (ast.FunctionDef, ast.ClassDef)) else [])}
     annotations = {id(part) for node in ast.walk(tree) for annotation in _annotations(node)
                    for part in ast.walk(annotation)}
     found = []
@@ -154,3 +158,6 @@ def test_the_type_checking_checker_sees_a_missing_import():
               "def fine(x: lanes.Lane) -> None:\n    from git_lanes.domain import lanes\n    lanes.get(x)\n\n"
               "def broken() -> None:\n    lanes.get(1)\n\nDEFAULT = lanes.X\n")
     assert checking_only_uses(source) == [10, 12]
+    stand_in = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from typing import final\nelse:\n"
+                "    def final(f):\n        return f\n\n@final\nclass C:\n    pass\n")
+    assert checking_only_uses(stand_in) == []

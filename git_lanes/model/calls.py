@@ -4,10 +4,12 @@ payload into these records and the verdict back into its CLI's protocol."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.frozen import Frozen
+
+TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # read: looks only; write: changes files; exec: runs something (a shell, an MCP tool, anything unknown);
 # agent: spawns a subagent; plan: records the agent's plan (TodoWrite, update_plan, write_todos).

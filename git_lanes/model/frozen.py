@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import sys
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
-if TYPE_CHECKING or sys.version_info >= (3, 11):
+# Not `from typing import …`: the agent-hook path, which builds these records, never loads typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, ClassVar, TypeVar
     from typing import dataclass_transform as dataclass_transform
-else:  # pragma: no cover - Python 3.10 has no dataclass_transform; it only informs type checkers
-    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
-        return lambda cls: cls
 
-F = TypeVar("F", bound="Frozen")
+    F = TypeVar("F", bound="_Base")
+else:
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        """For type checkers only (they read the one in `typing`): nothing to do when the code runs."""
+        return lambda cls: cls
 
 
 class _Missing:
@@ -73,14 +77,21 @@ def _is_classvar(annotation: Any) -> bool:
     if isinstance(annotation, str):
         head = annotation.split("[", 1)[0].strip()
         return head in ("ClassVar", "typing.ClassVar", "t.ClassVar")
-    return annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar
+    typing = sys.modules.get("typing")  # an annotation that is a ClassVar object means typing is loaded
+    return typing is not None and (annotation is typing.ClassVar
+                                   or getattr(annotation, "__origin__", None) is typing.ClassVar)
 
 
 class _Base:
-    # Set on each subclass when it is defined.
-    __frozen_fields__: ClassVar[tuple[Field, ...]] = ()
-    # The values `==` and `hash` look at (a tuple, or the value itself when one field is compared).
-    __frozen_key__: ClassVar[Any] = staticmethod(lambda _: ())
+    # Declared for type checkers only: at run time the base keeps no annotations, which typing.get_type_hints
+    # would evaluate (with names this module does not import) on every subclass.
+    if TYPE_CHECKING:
+        # Set on each subclass when it is defined.
+        __frozen_fields__: ClassVar[tuple[Field, ...]]
+        # The values `==` and `hash` look at (a tuple, or the value itself when one field is compared).
+        __frozen_key__: ClassVar[Any]
+    __frozen_fields__ = ()
+    __frozen_key__ = staticmethod(lambda _: ())
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -7,10 +7,13 @@ loosen a wall). Tables that belong to other parts of git-lanes (`[[gate]]`) are 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from git_lanes.errors import UserError
 from git_lanes.model.frozen import Frozen, field
+
+TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIG = ".lanes.toml"
 FORMAT = 1

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from git_lanes.errors import UnsupportedFormat, UserError
 from git_lanes.model.format import check_format as format_check
 from git_lanes.model.frozen import Frozen, field, fields
+
+TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 RUN_ID = re.compile(r"[0-9a-f]{4,40}")

@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from git_lanes.store.repo import RefUpdate, Store, open_store
 
 __all__ = ["RefUpdate", "Store", "open_store"]
