@@ -4,20 +4,20 @@ A hook opens the repository from the session's directory, reads the policy blob 
 (never a workspace's `.lanes.toml`, so a lane cannot loosen its own wall), and appends to the run's log under
 the runs' lock, deciding against the state the log folds to: check and charge are one step. Steps that need
 the whole API (a resume briefing, the turn's snapshot) are passed in as callables by the face and run
-outside that lock."""
+outside that lock. This module holds what every tool call runs; `sessions` the once-a-session or
+once-a-turn events, so a tool call loads none of them."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from git_lanes.domain import admission, runs, steering, usage
 from git_lanes.errors import Conflict, NotARepository, NotFound, UnsupportedFormat
 from git_lanes.model.calls import HookEvent, Verdict, bounded
 from git_lanes.model.policy import CONFIG, Policy
-from git_lanes.model.refs import LEDGER, WORKSPACES_DIR, flat_name
+from git_lanes.model.refs import WORKSPACES_DIR
 from git_lanes.model.runs import RunEvent, RunState, validate_run_id
 from git_lanes.store import gitfiles
 from git_lanes.store.objects import parse_commit, parse_tree
@@ -25,12 +25,11 @@ from git_lanes.store.runlog import RunLog
 
 TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 CAS_ATTEMPTS = 5
-PROMPT_CHARS = 2000
 ERROR_CHARS = 500
-BRIEF_SOURCES = ("resume", "compact")
 RUN_ID_CHARS = 16  # as `run start` and session_run_id make them
 
 
@@ -69,7 +68,7 @@ def open_repo(cwd: str | os.PathLike, trunk: str | None = None) -> LightRepo:
 
 def load_policy(repo: LightRepo) -> Policy:
     """The policy of `.lanes.toml` at the trunk's committed head (defaults when the trunk has none)."""
-    tree = _trunk_tree(repo)
+    tree = trunk_tree(repo)
     if tree is None:
         raise NotFound(f"the trunk {repo.trunk!r} has no commit, so there is no policy to read",
                        code="no_policy", hint="commit on the trunk (`git lanes init` makes the first state)")
@@ -81,10 +80,10 @@ def load_policy(repo: LightRepo) -> Policy:
         return UnsupportedFormat(message.replace(CONFIG, f"{CONFIG} on the trunk", 1), code="invalid_policy",
                                  hint=f"fix {CONFIG} on the trunk; until then every agent tool call is denied")
 
-    return Policy.from_toml(_parsed_config(repo, entry[1], invalid), source=entry[1])
+    return Policy.from_toml(parsed_config(repo, entry[1], invalid), source=entry[1])
 
 
-def _parsed_config(repo: LightRepo, blob: str, invalid: Callable[[str], Exception]) -> dict:
+def parsed_config(repo: LightRepo, blob: str, invalid: Callable[[str], Exception]) -> dict:
     """The trunk's `.lanes.toml` (blob `blob`) parsed: from the copy an earlier call kept, else parsed now
     and kept. A file that is not valid TOML is never kept, so it is refused on every call."""
     data = repo.log.parsed_config(blob)
@@ -96,7 +95,7 @@ def _parsed_config(repo: LightRepo, blob: str, invalid: Callable[[str], Exceptio
     return data
 
 
-def _trunk_tree(repo: LightRepo) -> dict | None:
+def trunk_tree(repo: LightRepo) -> dict | None:
     """The tree of the trunk's committed head, where the policy and the lane setup are read from."""
     head = gitfiles.read_ref(repo.common_dir, f"refs/heads/{repo.trunk}")
     if head is None:
@@ -230,7 +229,7 @@ def context(event: HookEvent, now: float) -> HookContext:
     return HookContext(repo, run, event, now)
 
 
-def _implicit_start(hc: HookContext, state: RunState | None) -> list[RunEvent]:
+def implicit_start(hc: HookContext, state: RunState | None) -> list[RunEvent]:
     if state is not None:
         return []
     lane, _ = lane_at(hc.repo, hc.event.cwd)
@@ -238,7 +237,7 @@ def _implicit_start(hc: HookContext, state: RunState | None) -> list[RunEvent]:
     return [start_event(hc.repo, hc.now, agent=agent, lane=lane, cli=hc.event.cli, session=hc.event.session)]
 
 
-def _usage_events(hc: HookContext, state: RunState | None) -> list[RunEvent]:
+def usage_events(hc: HookContext, state: RunState | None) -> list[RunEvent]:
     cursor = state.transcript if state is not None else {}
     found = usage.refresh(hc.event.cli, hc.event.transcript, cursor, hc.repo.policy())
     if found is None:
@@ -260,13 +259,13 @@ def pre_tool(event: HookEvent, now: float, exhausted: Callable[[LightRepo, str, 
     outcome: dict[str, Any] = {}
 
     def step(head: str | None, state: RunState | None) -> list[RunEvent]:
-        events = _implicit_start(hc, state)
+        events = implicit_start(hc, state)
         if events:
             state = runs.fold(None, hc.run, events[0])
         assert state is not None
         if call.changes_things and (policy.usd_per_run is not None or policy.usd_per_day is not None
                                     or state.lane or state.task):
-            found = _usage_events(hc, state)
+            found = usage_events(hc, state)
             for extra in found:
                 state = runs.fold(state, hc.run, extra)
             events += found
@@ -274,10 +273,12 @@ def pre_tool(event: HookEvent, now: float, exhausted: Callable[[LightRepo, str, 
                                 event.cwd, event.home)
         spend = admission.Spend(state.usage.cost_usd, day_spend(hc.repo, hc.run, state, now))
         writes = bool(call.paths or call.command)
-        claims = read_claims(hc.repo) if writes and policy.foreign_writes else {}
+        ledger = steering.LedgerReader(hc.repo) if writes or state.lane or state.task else None
+        claims = read_claims(hc.repo, ledger) if writes and policy.foreign_writes else {}
         decision = admission.decide(policy, state, call, place, spend, claims,
-                                    read_exclusive(hc.repo) if writes else ())
-        budget = steering.check(hc.repo, state, call, now) if not decision.control else steering.BudgetCheck()
+                                    read_exclusive(hc.repo, ledger) if writes else ())
+        budget = steering.check(hc.repo, state, call, now, ledger) if not decision.control \
+            else steering.BudgetCheck()
         delivered, told = steering.deliver(state, "pre_tool", now)
         outcome.update(decision=decision, budget=budget, told=told)
         data = {"tool": call.tool, "input": call.summary, "weight": decision.weight, "phase": state.phase,
@@ -317,87 +318,10 @@ def post_tool(event: HookEvent, now: float) -> Verdict:
 
     def step(head: str | None, state: RunState | None) -> list[RunEvent]:
         delivered, told[0] = steering.deliver(state, "post_tool", now)
-        return _implicit_start(hc, state) + [RunEvent(kind, now, data)] + delivered
+        return implicit_start(hc, state) + [RunEvent(kind, now, data)] + delivered
 
     transact(hc.repo, hc.run, step)
     return Verdict(context=told[0])
-
-
-def record(event: HookEvent, now: float, kind: str, data: dict[str, Any], *, with_usage: bool = False,
-           deliver: str | None = None) -> tuple[RunState, str | None]:
-    """Append one event of `kind` (starting the run if needed, reading new usage first when asked); with
-    `deliver`, also hand over the messages told to the run, whose text is returned with the state."""
-    hc = context(event, now)
-    told: list[str | None] = [None]
-
-    def step(head: str | None, state: RunState | None) -> list[RunEvent]:
-        events = _implicit_start(hc, state)
-        if with_usage:
-            events += _usage_events(hc, state or runs.fold(None, hc.run, events[0]))
-        delivered: list[RunEvent] = []
-        if deliver is not None:
-            delivered, told[0] = steering.deliver(state, deliver, now)
-        return events + [RunEvent(kind, now, data)] + delivered
-
-    state, _ = transact(hc.repo, hc.run, step)
-    assert state is not None
-    return state, told[0]
-
-
-def prompt(event: HookEvent, now: float) -> Verdict:
-    _, told = record(event, now, "prompt", {"text": bounded(event.prompt or "", PROMPT_CHARS)}, deliver="prompt")
-    return Verdict(context=told)
-
-
-def session_start(event: HookEvent, now: float, brief: Callable[[LightRepo, str], str | None]) -> Verdict:
-    """Record the session boundary; on a resume or after compaction (or a new session of a run that already
-    worked), first build the briefing from durable state, while the in-flight set still describes the
-    session that stopped."""
-    hc = context(event, now)
-    _, state = read_state(hc.repo, hc.run)
-    text = None
-    if state is not None and (event.source in BRIEF_SOURCES or state.calls or state.sessions):
-        text = brief(hc.repo, hc.run)
-    data = {"session": event.session, "source": event.source or "startup", "cli": event.cli}
-    if event.model:
-        data["model"] = event.model
-    state, told = record(event, now, "session_start", data, deliver="session_start")
-    if text is None:
-        budget = state.spent.get(state.phase, 0.0)
-        limit = hc.repo.policy().budget(state.phase)
-        text = (f"git-lanes run {hc.run[:8]} ({state.agent}, lane {state.lane or '-'}): phase {state.phase}, "
-                f"{budget:g} of {limit if limit is not None else '?'} step units used. "
-                f"`git lanes run show {hc.run[:8]}` shows the budget; `git lanes run phase {hc.run[:8]} PHASE` "
-                "moves on.")
-    variables = lane_variables(hc.repo, state.lane)
-    if variables:
-        shown = ", ".join(f"{name}={value}" for name, value in variables)
-        text += (f"\nLane {state.lane}'s variables (its own ports): {shown}. Use them for servers and tests "
-                 f"(`eval \"$(git lanes lane env {state.lane} --shell)\"` sets them in a shell).")
-    return Verdict(context=text + (f"\n\n{told}" if told else ""), env=variables)
-
-
-def lane_variables(repo: LightRepo, lane: str | None) -> tuple[tuple[str, str], ...]:
-    """The lane's [setup] env with its reserved ports filled in, read from the trunk's committed head and the
-    ledger; nothing when the trunk declares none or the lane holds too few ports (`lane setup` fixes that)."""
-    workspace = workspace_of(repo, lane)
-    if lane is None or workspace is None:
-        return ()
-    from git_lanes.errors import LanesError
-    from git_lanes.model.lane_setup import Setup, invalid
-
-    trunk = _trunk_tree(repo)
-    entry = trunk.get(CONFIG) if trunk is not None else None
-    if entry is None:
-        return ()
-    try:
-        setup = Setup.from_config(_parsed_config(repo, entry[1], invalid))
-        held = steering.LedgerReader(repo).record(f"ports/{flat_name(lane)}.json") if setup.env else None
-        ports = tuple(int(p) for p in held.get("ports") or ()) if held else ()
-        env = setup.render_env(lane=lane, ports=ports, workspace=workspace, root=str(repo.root), trunk=repo.trunk)
-    except (LanesError, ValueError, TypeError):
-        return ()
-    return tuple(sorted(env.items()))
 
 
 def day_spend(repo: LightRepo, run: str, state: RunState, now: float) -> float:
@@ -416,28 +340,27 @@ def day_spend(repo: LightRepo, run: str, state: RunState, now: float) -> float:
     return round(total, 6)
 
 
-def read_claims(repo: LightRepo) -> dict[str, list[str]]:
+def read_claims(repo: LightRepo, ledger: steering.LedgerReader | None = None) -> dict[str, list[str]]:
     """Every agent's claimed globs, from the ledger's state tree (`claims/<agent>.json`)."""
-    head = gitfiles.read_ref(repo.common_dir, LEDGER)
-    if head is None:
+    ledger = ledger or steering.LedgerReader(repo)
+    if ledger.root is None:
         return {}
     objects = repo.log.objects
-    headers, _ = parse_commit(objects.read_typed(head, b"commit"))
-    folder = parse_tree(objects.read_typed(headers["tree"][0], b"tree")).get("claims")
+    folder = ledger.tree(ledger.root).get("claims")
     if folder is None:
         return {}
     found = {}
-    for name, (_, oid) in parse_tree(objects.read_typed(folder[1], b"tree")).items():
+    for name, (_, oid) in ledger.tree(folder[1]).items():
         if name.endswith(".json"):
             record = json.loads(objects.read_typed(oid, b"blob"))
             found[name[:-5]] = [c["glob"] for c in record.get("globs", []) if isinstance(c, dict) and "glob" in c]
     return found
 
 
-def read_exclusive(repo: LightRepo) -> tuple:
+def read_exclusive(repo: LightRepo, ledger: steering.LedgerReader | None = None) -> tuple:
     """The exclusive claims of dispatch plans (`exclusive/<task>.json` in the ledger's state tree), with the
     agent holding each task now."""
-    ledger = steering.LedgerReader(repo)
+    ledger = ledger or steering.LedgerReader(repo)
     names = ledger.names("exclusive")
     if not names:
         return ()
@@ -453,45 +376,3 @@ def read_exclusive(repo: LightRepo) -> tuple:
         found.append(Exclusive(task, str(record.get("title") or ""), str(record.get("lane") or ""),
                                tuple(record.get("globs") or ()), record.get("plan"), holder.get("owner")))
     return tuple(found)
-
-
-def with_usage(event: HookEvent, now: float, kind: str, data: dict[str, Any]) -> Verdict:
-    """Events at which the transcript has new usage worth recording: compaction, a subagent's or the
-    session's end."""
-    record(event, now, kind, data, with_usage=True)
-    return Verdict()
-
-
-def stop(event: HookEvent, now: float, snapshot: Callable[[LightRepo, RunState, str], dict]) -> Verdict:
-    """The end of an agent turn: record its usage, snapshot the workspace as a state of the lane (the turn's
-    prompt as intent, its tokens and dollars as cost; `[stop] snapshot`), record the turn's end. The snapshot
-    takes the writers' lock and may run gates, so it runs outside the runs' lock."""
-    from git_lanes.model.runs import Usage
-
-    hc = context(event, now)
-
-    told: list[str | None] = [None]
-
-    def usage_step(head: str | None, state: RunState | None) -> list[RunEvent]:
-        events = _implicit_start(hc, state)
-        delivered, told[0] = steering.deliver(state, "stop", now)
-        return events + _usage_events(hc, state or runs.fold(None, hc.run, events[0])) + delivered
-
-    state, _ = transact(hc.repo, hc.run, usage_step)
-    assert state is not None
-    if told[0]:
-        # The turn is not over: a Stop hook that blocks makes the model continue, with this as its reason.
-        return Verdict(proceed=told[0])
-    mode = hc.repo.policy().snapshot
-    result = snapshot(hc.repo, state, mode) if mode != "off" else {"status": "off"}
-    spent = state.usage.minus(Usage.from_dict((state.turn or {}).get("usage")))
-    data = {"tokens": spent.tokens_dict(), "cost_usd": spent.cost_usd, "snapshot": result.get("status")}
-    data |= {k: result[k] for k in ("transition", "message") if result.get(k)}
-    record(event, now, "turn_end", data)
-    if result.get("transition"):
-        notice = f"git-lanes: this turn is transition {result['transition'][:8]} ({result.get('status')}) " \
-                 f"of lane {state.lane}"
-        return Verdict(notice=notice)
-    if result.get("status") == "failed":
-        return Verdict(notice=f"git-lanes: the turn's snapshot failed: {result.get('message')}")
-    return Verdict()

@@ -9,9 +9,12 @@ substitution, or xargs' and find's `{}`), so that text is not what will run."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
 
 from git_lanes.domain import shell_git
+
+TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 Word = tuple[str, bool]
 

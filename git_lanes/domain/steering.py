@@ -39,27 +39,35 @@ def deliver(state: RunState | None, via: str, now: float) -> tuple[list[RunEvent
 
 # -- the ledger, read lightly -----------------------------------------------------------------------------
 class LedgerReader:
-    """Records of the ledger's current tree, read with the hook's object reader (one tree per level)."""
+    """Records of the ledger's current tree, read with the hook's object reader (one tree per level, each
+    read once: one reader serves every check of a call)."""
 
-    __slots__ = ("objects", "root")
+    __slots__ = ("objects", "root", "_trees")
 
     def __init__(self, repo: Any) -> None:
         self.objects = repo.log.objects
         head = gitfiles.read_ref(repo.common_dir, LEDGER)
         self.root: str | None = None
+        self._trees: dict[str, dict[str, tuple[int, str]]] = {}
         if head is not None:
             headers, _ = parse_commit(self.objects.read_typed(head, b"commit"))
             self.root = headers["tree"][0]
 
+    def tree(self, oid: str) -> dict[str, tuple[int, str]]:
+        entries = self._trees.get(oid)
+        if entries is None:
+            entries = self._trees[oid] = parse_tree(self.objects.read_typed(oid, b"tree"))
+        return entries
+
     def _tree(self, directory: str) -> dict[str, tuple[int, str]] | None:
         if self.root is None:
             return None
-        entries = parse_tree(self.objects.read_typed(self.root, b"tree"))
+        entries = self.tree(self.root)
         for part in [p for p in directory.split("/") if p]:
             entry = entries.get(part)
             if entry is None or entry[0] != 0o040000:
                 return None
-            entries = parse_tree(self.objects.read_typed(entry[1], b"tree"))
+            entries = self.tree(entry[1])
         return entries
 
     def record(self, path: str) -> dict | None:
@@ -144,12 +152,13 @@ def runs_spend(budget: Budget, states: list[RunState], ticket_tasks: list[str]) 
     return round(sum(s.usage.cost_usd for s in chosen), 6), sum(s.usage.tokens for s in chosen)
 
 
-def check(repo: Any, state: RunState, call: ToolCall | None, now: float) -> BudgetCheck:
+def check(repo: Any, state: RunState, call: ToolCall | None, now: float,
+          ledger: LedgerReader | None = None) -> BudgetCheck:
     """Judge the run's budgets for `call` (None: only record how far they have gone)."""
     result = BudgetCheck()
     if not state.lane and not state.task:
         return result
-    ledger = LedgerReader(repo)
+    ledger = ledger or LedgerReader(repo)
     if ledger.root is None or not ledger.names(BUDGETS):
         return result
     budgets, ticket_tasks = applicable(ledger, state)

@@ -122,25 +122,27 @@ def describe(exc: BaseException) -> str:
 
 
 def dispatch(event: Any, now: float):
-    from git_lanes.domain import control
-
     name = event.name
-    if name == "pre_tool":
-        return control.pre_tool(event, now, lambda repo, run, spent: _api(repo).budget_exhausted(run, spent))
-    if name in ("post_tool", "tool_failed"):
+    if name in ("pre_tool", "post_tool", "tool_failed"):
+        from git_lanes.domain import control
+
+        if name == "pre_tool":
+            return control.pre_tool(event, now, lambda repo, run, spent: _api(repo).budget_exhausted(run, spent))
         return control.post_tool(event, now)
+    from git_lanes.domain import sessions
+
     if name == "prompt":
-        return control.prompt(event, now)
+        return sessions.prompt(event, now)
     if name == "session_start":
-        return control.session_start(event, now, _briefing)
+        return sessions.session_start(event, now, _briefing)
     if name == "stop":
-        return control.stop(event, now, lambda repo, state, mode: _api(repo).hook_snapshot(event, state, mode))
+        return sessions.stop(event, now, lambda repo, state, mode: _api(repo).hook_snapshot(event, state, mode))
     if name == "pre_compact":
-        return control.with_usage(event, now, "compact", {"trigger": event.source or "auto"})
+        return sessions.with_usage(event, now, "compact", {"trigger": event.source or "auto"})
     if name == "subagent_stop":
-        return control.with_usage(event, now, "subagent_stop", {"agent_type": event.subagent})
+        return sessions.with_usage(event, now, "subagent_stop", {"agent_type": event.subagent})
     if name == "session_end":
-        return control.with_usage(event, now, "session_end", {"reason": event.source or "other"})
+        return sessions.with_usage(event, now, "session_end", {"reason": event.source or "other"})
     from git_lanes.model.calls import Verdict
 
     return Verdict()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 @contextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,6 +17,10 @@ from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.refs import RUNS
 from git_lanes.store import gitfiles, lock
 from git_lanes.store.objects import ObjectStore, encode_commit, encode_tree, parse_commit, parse_tree
+
+TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 STATE_FILE = "state.json"
 BLOB_MODE = 0o100644
