@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import importlib
 import json
-import shlex
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from git_lanes.domain import hook_settings
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError
+from git_lanes.model.frozen import Frozen
 
 if TYPE_CHECKING:
     from git_lanes.domain import control, runs
@@ -27,8 +26,7 @@ CHECK_MODULES = ["git_lanes.api.doctor", "git_lanes.api.health"]
 STATUSES = ("ok", "warn", "fail", "fixed")
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(Frozen):
     """What a check may look at besides the repository: the user's home and Codex's."""
 
     home: Path
@@ -91,6 +89,8 @@ def _repaired(found: dict[str, Any], fix: bool) -> dict[str, Any]:
 
 def _command_runs(command: str) -> bool:
     """Whether the program a hook command starts exists (a missing one fails open: the CLI runs the tool)."""
+    import shlex  # here: every command loads this module (a mixin of Lanes), only doctor uses shlex
+
     try:
         words = shlex.split(command)
     except ValueError:

@@ -5,7 +5,6 @@ their tickets. The publisher tool set of the MCP server calls the same steps one
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.model import refs
-from git_lanes.model.ids import Actor
+from git_lanes.model.ids import Actor, random_hex
 from git_lanes.store.worktree_add import alive
 
 if TYPE_CHECKING:
@@ -49,7 +48,7 @@ class PublishingApi:
         held = publishing.current_lock(state, ticket_id, self.ctx.now())
         takeover = held["token"] if held is not None and _dead_here(held) else None
         return self._append("publish.lock", self._actor(holder), {
-            "ticket": ticket_id, "token": secrets.token_hex(8), "ttl": ttl, "host": socket.gethostname(),
+            "ticket": ticket_id, "token": random_hex(8), "ttl": ttl, "host": socket.gethostname(),
             "pid": os.getpid(), "takeover": takeover})
 
     def release_publish_lock(self, ticket: str, token: str | None = None, holder: str | None = None) -> dict[str, Any]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, NotFound, Refused, UnsupportedFormat, UserError
-from git_lanes.model.ids import AgentId
+from git_lanes.model.ids import AgentId, random_hex
 
 if TYPE_CHECKING:
     from git_lanes import ledger
@@ -61,7 +60,7 @@ class RunsApi:
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
         if task is not None:
             task = tasks.resolve_task(ledger.state_at(self.ctx.store, ledger.head(self.ctx.store)), task)
-        run = secrets.token_hex(8)
+        run = random_hex(8)
         event = control.start_event(repo, self.ctx.now(), agent=agent, lane=lane, phase=phase, task=task,
                                     goal=bounded(goal, 1000) if goal else None)
         state, _ = control.transact(repo, run, lambda head, current: [event])

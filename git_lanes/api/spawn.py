@@ -7,13 +7,13 @@ agent works; it records every agent process it starts and how each ended in the 
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, LanesError, Refused, UserError
+from git_lanes.model.ids import random_hex
 
 if TYPE_CHECKING:
     from git_lanes import ledger
@@ -91,7 +91,7 @@ class SpawnApi:
         if phase is not None and phase not in policy.phase_names:
             raise UserError(f"unknown phase {phase!r}; the policy has {', '.join(policy.phase_names)}",
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
-        run = secrets.token_hex(8)
+        run = random_hex(8)
         agent = validate_agent_id(agent or f"{cli}-{run[:8]}")
         lane = lane or (record or {}).get("lane") or (f"task/{record['id'][:8]}" if record else f"agent/{agent}")
         lanes.validate_lane_name(lane)
@@ -301,7 +301,7 @@ class SpawnApi:
         sender = sender or self.ctx.store.signature().name
         repo = self._runs()
         run_id = control.resolve_run(repo, run)
-        message_id = secrets.token_hex(4)
+        message_id = random_hex(4)
 
         def step(head: str | None, state: RunState | None) -> list[RunEvent]:
             if state is None:

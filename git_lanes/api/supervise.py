@@ -7,17 +7,15 @@ fix run with the gates' output, and ship integrates the lane and marks the task 
 from __future__ import annotations
 
 import os
-import shlex
-import subprocess
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, problem
+from git_lanes.model.frozen import Frozen
 from git_lanes.model.ids import Actor, TransitionId
 
 if TYPE_CHECKING:
@@ -38,8 +36,7 @@ TAIL_BYTES = 2000
 OUTPUT_CHARS = 4000
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(Frozen):
     """How an agent process ended: its exit code or signal, or why it was stopped (or never started)."""
 
     code: int | None = None
@@ -148,6 +145,8 @@ class SuperviseApi:
         env = spawning.agent_env(unredirected_env(), run=run, agent=state.agent, lane=state.lane or "",
                                  workspace=workspace, task=state.task, extra=lane_env | launch.env.get(cli, {}))
         log = Path(state.launch["log"])
+        import shlex  # here: every command loads this module (a mixin of Lanes), few launch an agent
+
         header = f"=== git-lanes: run {run[:8]}{f' stage {stage}' if stage else ''}: {shlex.join(argv[:1])} " \
                  f"in {workspace} ===\n"
         try:
@@ -192,6 +191,8 @@ class SuperviseApi:
         from git_lanes.domain.agents import SYSTEM
         from git_lanes.model.runs import RunEvent
         from git_lanes.store import processes
+
+        import subprocess  # here: every command loads this module (a mixin of Lanes), few watch an agent
 
         process = started.process
         assert process is not None

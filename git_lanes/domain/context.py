@@ -2,18 +2,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from git_lanes.store import Store
 
 
-@dataclass
 class Context:
-    """What every domain operation needs: the repository, the trunk's name, and a clock."""
+    """What every domain operation needs: the repository, the trunk's name, and a clock. (A plain class, not
+    a dataclass: every command that opens a repository builds one, and a dataclass costs ~1 ms to define.)"""
 
-    store: Store
-    trunk: str
-    clock: Callable[[], float] = field(default=time.time)
+    __slots__ = ("store", "trunk", "clock")
+
+    def __init__(self, store: Store, trunk: str, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.trunk = trunk
+        self.clock = clock
 
     def now(self) -> float:
         return round(self.clock(), 3)

@@ -10,11 +10,11 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from git_lanes.errors import UserError
+from git_lanes.model.frozen import Frozen
 from git_lanes.store.gitfiles import discover
 
 SCOPES = ("project", "user")
@@ -22,8 +22,7 @@ SCOPES = ("project", "user")
 OURS = re.compile(r"(git-lanes['\"]?|git lanes|-m git_lanes)\s+hook\s+(claude|codex|gemini)\s+\w+\s*$")
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(Frozen):
     """One CLI's settings: where they live, which events we hook, and a handler's shape."""
 
     cli: str

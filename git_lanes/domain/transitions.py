@@ -3,7 +3,6 @@ transaction over the notes ref and the lane's refs; `recover` finishes any step 
 
 from __future__ import annotations
 
-import secrets
 from typing import TYPE_CHECKING
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Refused
 from git_lanes.model import refs
+from git_lanes.model.ids import random_hex
 from git_lanes.model.names import resolve_prefix
 from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
 from git_lanes.store import RefUpdate
@@ -24,7 +24,7 @@ TRAILER = "Lanes-Transition: "
 
 
 def new_id() -> str:
-    return secrets.token_hex(8)
+    return random_hex(8)
 
 
 def commit_message(intent: Intent, lane: str, transition_id: str, kind: str) -> str:

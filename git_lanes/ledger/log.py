@@ -15,12 +15,12 @@ or the environment, so replaying the same op on the same state gives the same co
 from __future__ import annotations
 
 import time as _time
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from git_lanes.errors import Conflict, LanesError, UnsupportedFormat, problem
 from git_lanes.ledger.op import Op, decode_message, encode_message
 from git_lanes.ledger.state import Record, State, encode_record
+from git_lanes.model.frozen import Frozen
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate, Store
 from git_lanes.model.entries import Entry
@@ -42,8 +42,7 @@ class Fold(Protocol):
     def summary(self, op: Op, result: dict[str, Any]) -> str: ...
 
 
-@dataclass(frozen=True)
-class Appended:
+class Appended(Frozen):
     op: Op
     commit: str
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-import secrets
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
 from git_lanes.model.frozen import Frozen, field, replace
-from git_lanes.model.ids import Actor, LedgerId
+from git_lanes.model.ids import Actor, LedgerId, random_hex
 from git_lanes.model.text import is_text
 
 
@@ -60,7 +59,7 @@ class Op(Frozen):
 
 def make_op(op_type: str, actor: str, args: dict[str, Any], time: float) -> Op:
     """A new op with a fresh random id (64 bits, hex)."""
-    return Op(id=secrets.token_hex(8), type=op_type, actor=Actor(actor), time=round(time, 3), args=args)
+    return Op(id=random_hex(8), type=op_type, actor=Actor(actor), time=round(time, 3), args=args)
 
 
 def validate_actor(actor: object) -> Actor:

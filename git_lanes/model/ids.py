@@ -10,6 +10,7 @@ Each class carries `JSON_SCHEMA`, so records holding it describe themselves (MCP
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, ClassVar
 
@@ -180,3 +181,9 @@ def validate_lane_name(name: object) -> LaneName:
 def validate_agent_id(agent: object) -> AgentId:
     """The agent id `agent`, or a UserError (`invalid_agent`)."""
     return AgentId(agent)
+
+
+def random_hex(nbytes: int) -> str:
+    """`nbytes` random bytes from the operating system's CSPRNG, in hex: what `secrets.token_hex` returns,
+    without importing secrets (its hmac, hashlib and random cost every command that loads it ~4 ms)."""
+    return os.urandom(nbytes).hex()

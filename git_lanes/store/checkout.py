@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
@@ -33,20 +32,23 @@ _IN_WORKTREE = (pygit2.GIT_STATUS_WT_NEW | pygit2.GIT_STATUS_WT_MODIFIED | pygit
                 pygit2.GIT_STATUS_WT_TYPECHANGE | pygit2.GIT_STATUS_WT_RENAMED | pygit2.GIT_STATUS_CONFLICTED)
 
 
-@dataclass
 class CheckoutPlan:
-    writes: dict[str, Entry] = field(default_factory=dict)
-    # files and symlinks to delete
-    removals: set[str] = field(default_factory=set)
-    # ignored files and folders in the way of what the tree holds, deleted as git deletes them
-    expendable: set[str] = field(default_factory=set)
-    # folders that must be gone (once emptied) for a file of the tree to take their place
-    emptied: set[str] = field(default_factory=set)
-    index: dict[str, Entry | None] = field(default_factory=dict)
-    # nested repositories the tree would replace or delete: never touched
-    nested: set[str] = field(default_factory=set)
-    # path -> why it stops the whole update (safe mode; or something no mode may delete)
-    refusals: dict[str, str] = field(default_factory=dict)
+    """What a checkout will do, filled in by `plan`. (A plain class, not a dataclass: this module is loaded by
+    every command that opens a repository, and a dataclass costs ~1 ms to define.)"""
+
+    def __init__(self) -> None:
+        self.writes: dict[str, Entry] = {}
+        # files and symlinks to delete
+        self.removals: set[str] = set()
+        # ignored files and folders in the way of what the tree holds, deleted as git deletes them
+        self.expendable: set[str] = set()
+        # folders that must be gone (once emptied) for a file of the tree to take their place
+        self.emptied: set[str] = set()
+        self.index: dict[str, Entry | None] = {}
+        # nested repositories the tree would replace or delete: never touched
+        self.nested: set[str] = set()
+        # path -> why it stops the whole update (safe mode; or something no mode may delete)
+        self.refusals: dict[str, str] = {}
 
     @property
     def changes_files(self) -> bool:

@@ -7,7 +7,6 @@ when a driver is configured, worktree files are written and hashed by git itself
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pygit2
@@ -25,6 +24,8 @@ def smudged(root: Path, blobs: dict[str, str]) -> dict[str, bytes]:
     """path -> the content `git checkout` would write for blob oid `blobs[path]` at that path."""
     if not blobs:
         return {}
+    import subprocess  # only where a filter driver is configured (see gitcli.run_git)
+
     ordered = sorted(blobs.items())
     # One request a line: "<oid> <path>"; a path holding a line break cannot be asked for in batch mode.
     batch = [(path, oid) for path, oid in ordered if "\n" not in path]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from git_lanes.errors import LanesError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
 
 
 # What a git hook or an outer git command may have set, which would point git at another repository, index
@@ -26,6 +29,8 @@ class GitCommandFailed(LanesError):
 
 def run_git(args: list[str], cwd: Path | str, *, check: bool = True, env: dict | None = None,
             timeout: float | None = None) -> subprocess.CompletedProcess:
+    import subprocess  # here, not at the top: most commands never run git, and subprocess costs ~3 ms to load
+
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and proc.returncode != 0:
         lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]

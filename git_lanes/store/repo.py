@@ -7,13 +7,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
 from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
 from git_lanes.model import refs
+from git_lanes.model.frozen import Frozen
 from git_lanes.store import lock, notes, setup, stale, trees
 from git_lanes.model.entries import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
@@ -27,8 +27,7 @@ Observer = Callable[[list["RefUpdate"]], None]
 _OBSERVERS: ContextVar[tuple[tuple[Path, Observer], ...]] = ContextVar("lanes_ref_observers", default=())
 
 
-@dataclass(frozen=True)
-class RefUpdate:
+class RefUpdate(Frozen):
     """Move `name` from `old` to `new`. `old=None` means the ref must not exist; `new=None` deletes it."""
 
     name: str
@@ -37,8 +36,7 @@ class RefUpdate:
     message: str
 
 
-@dataclass(frozen=True)
-class CommitInfo:
+class CommitInfo(Frozen):
     oid: str
     tree: str
     parents: tuple[str, ...]

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pygit2
 
 from git_lanes.errors import Conflict, NotFound, Refused
+from git_lanes.model.frozen import Frozen
 from git_lanes.store import checkout, stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
@@ -28,8 +28,7 @@ _INDEX_CHANGED = (pygit2.GIT_STATUS_INDEX_NEW | pygit2.GIT_STATUS_INDEX_MODIFIED
                   pygit2.GIT_STATUS_INDEX_TYPECHANGE | pygit2.GIT_STATUS_INDEX_RENAMED)
 
 
-@dataclass(frozen=True)
-class Worktree:
+class Worktree(Frozen):
     path: Path
     head: str | None
     is_main: bool

@@ -9,10 +9,10 @@ half-made worktree is recognised and replaced rather than used."""
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 from pathlib import Path
 
+from git_lanes.model.ids import random_hex
 from git_lanes.store.gitcli import run_git
 
 INITIALIZING = "initializing"
@@ -29,7 +29,7 @@ def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[s
     _sweep_drafts(staging)
     worktrees.mkdir(exist_ok=True)
     admin = _free_name(worktrees, path.name)
-    draft = staging / f"{os.getpid()}-{secrets.token_hex(4)}"
+    draft = staging / f"{os.getpid()}-{random_hex(4)}"
     draft.mkdir()
     (draft / "locked").write_text(INITIALIZING)
     (draft / "gitdir").write_text(f"{path / '.git'}\n")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -164,6 +163,8 @@ class WorktreeFiles:
             self.index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry.oid), entry.mode))
             return
         data = self._content(path, entry)
+        import tempfile  # here, not at the top: reads never write a file, and tempfile loads random
+
         fd, temp = tempfile.mkstemp(dir=full.parent, prefix=".lanes-")
         try:
             if entry.mode == LINK:
@@ -259,6 +260,8 @@ class WorktreeFiles:
         if record is None:
             target.unlink(missing_ok=True)
             return
+        import tempfile
+
         fd, temp = tempfile.mkstemp(dir=self.git_dir, prefix=f".{name}-")
         with os.fdopen(fd, "w") as handle:
             json.dump(record, handle, indent=1, sort_keys=True)
