@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from git_lanes.cli import cli
-from git_lanes.cli.manpage import generate, root_context, walk
+from git_lanes.cli.manpage import generate, root_context, summaries, walk
 from git_lanes.model.config import tomllib  # tomli before Python 3.11, as pyproject.toml allows 3.10
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +57,12 @@ def test_command_help_runs(path, command):
 
 def test_man_page_is_up_to_date():
     assert MAN_PAGE.read_text() == generate(), f"regenerate it: {REGENERATE}"
+
+
+def test_the_help_summaries_are_up_to_date():
+    """`git lanes --help` lists the commands from git_lanes/cli/summaries.py, so that it loads none of them."""
+    regenerate = ".venv/bin/python -m git_lanes.cli.manpage --summaries > git_lanes/cli/summaries.py"
+    assert (ROOT / "git_lanes" / "cli" / "summaries.py").read_text() == summaries(), f"regenerate it: {regenerate}"
 
 
 @pytest.mark.parametrize("path,command", COMMANDS, ids=[p for p, _ in COMMANDS])

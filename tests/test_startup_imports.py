@@ -86,11 +86,29 @@ def test_each_read_command_loads_only_its_own_modules(repo, args):
     assert sorted(pinned - found) == [], "pinned but no longer loaded: unpin it"
 
 
-def test_help_loads_the_command_modules_but_no_repository_layer(repo):
-    found = loaded(("--help",), repo)
-    assert {"git_lanes.cli.lane", "git_lanes.cli.task"} <= found
+def test_help_lists_the_commands_without_loading_them(repo):
+    assert loaded(("--help",), repo) == {"git_lanes", "git_lanes.cli", "git_lanes.cli.summaries"}
+    found = loaded(("lane", "--help"), repo)
+    assert "git_lanes.cli.lane" in found
     assert sorted(name for name in found if name.split(".")[1:2] in (["api"], ["domain"], ["store"], ["ledger"],
                                                                       ["model"])) == []
+
+
+def test_help_lists_what_the_commands_say_of_themselves(repo):
+    """The listing a fresh `--help` makes from summaries.py (it loads no command: pinned above) is the one
+    click makes from the loaded commands."""
+    from click.testing import CliRunner
+
+    from git_lanes.cli import COMMANDS, cli
+
+    fresh = subprocess.run([sys.executable, "-m", "git_lanes", "--help"], capture_output=True, text=True, cwd=repo,
+                           env={**os.environ, "COLUMNS": "80"})
+    for name in COMMANDS:
+        assert cli.get_command(None, name) is not None  # type: ignore[arg-type]
+    # click formats for the terminal less 2 columns (78 of 80)
+    loaded_all = CliRunner().invoke(cli, ["--help"], prog_name="git lanes", terminal_width=78)
+    assert fresh.returncode == loaded_all.exit_code == 0
+    assert "  lane " in fresh.stdout and fresh.stdout == loaded_all.output
 
 
 def checking_only_uses(source: str) -> list[int]:

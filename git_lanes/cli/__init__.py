@@ -90,6 +90,28 @@ class LazyGroup(SuggestingGroup):
             return getattr(importlib.import_module(module_name), attribute)
         return super().get_command(ctx, name)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, with each command not yet loaded standing in from `summaries.SUMMARIES` (its own
+        help, generated): `--help` then loads none of the command modules (~90 ms)."""
+        from git_lanes.cli.summaries import SUMMARIES
+
+        listed: list[tuple[str, click.Command]] = []
+        for name in self.list_commands(ctx):
+            known = SUMMARIES.get(name)
+            module_name = self.lazy.get(name, "").split(":")[0]
+            if known is not None and module_name not in sys.modules:
+                short_help, help_text, hidden, deprecated = known
+                command: click.Command | None = click.Command(name, help=help_text, short_help=short_help,
+                                                              hidden=hidden, deprecated=deprecated)
+            else:
+                command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                listed.append((name, command))
+        if listed:
+            limit = formatter.width - 6 - max(len(name) for name, _ in listed)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in listed])
+
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="git-lanes")

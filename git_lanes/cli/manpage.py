@@ -1,6 +1,7 @@
 """Generate `man/git-lanes.1` (troff) from the click command tree, so the manual is the commands' own help:
 
     .venv/bin/python -m git_lanes.cli.manpage > man/git-lanes.1
+    .venv/bin/python -m git_lanes.cli.manpage --summaries > git_lanes/cli/summaries.py  (what --help lists)
 
 Every command and subcommand gets its usage, its help text (with its `Example:` block kept verbatim) and
 every option. The output carries no date, so regenerating an unchanged tree changes nothing."""
@@ -117,8 +118,32 @@ def generate() -> str:
     return "\n".join(lines) + "\n"
 
 
+SUMMARIES_HEADER = '''"""Generated from the commands' own help by
+`.venv/bin/python -m git_lanes.cli.manpage --summaries > git_lanes/cli/summaries.py` (never edit by hand;
+tests/test_docs.py checks it): what `git lanes --help` lists for each command, so that it loads none of the
+command modules. A command missing here is loaded to be listed."""
+
+# name -> (short_help, the first paragraph of its help, hidden, deprecated)
+'''
+
+
+def summaries() -> str:
+    """`git_lanes/cli/summaries.py`: the top-level commands as click lists them (see the file's docstring)."""
+    ctx = root_context()
+    table: dict[str, tuple[str | None, str | None, bool, bool | str]] = {}
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        if command is None:
+            continue
+        # click makes a short help from the help's first paragraph only (click.utils.make_default_short_help)
+        paragraph = command.help.split("\n\n", 1)[0] if command.help else None
+        table[name] = (command.short_help, paragraph, command.hidden, command.deprecated)
+    rows = "".join(f"    {name!r}: {entry!r},\n" for name, entry in sorted(table.items()))
+    return SUMMARIES_HEADER + "SUMMARIES = {\n" + rows + "}\n"
+
+
 def main() -> None:
-    sys.stdout.write(generate())
+    sys.stdout.write(summaries() if sys.argv[1:] == ["--summaries"] else generate())
 
 
 if __name__ == "__main__":
