@@ -18,12 +18,12 @@ CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.out
 API = {f"git_lanes.api.{name}" for name in ("budgets", "core", "dispatch", "doctor", "integration", "lane_setup",
                                               "ledger", "oplog", "overview", "promotion", "publishing", "runs",
                                               "spawn", "supervise", "sync", "upkeep", "worktrees")}
-STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli", "gitfiles", "lock", "repo",
+STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli", "lock", "repo",
                                                   "notes", "setup", "stale", "trees", "workspace", "worktree_add",
                                                   "worktree_files")}
 REPOSITORY = CLI | API | STORE | {
     "git_lanes.api", "git_lanes.store", "git_lanes.domain", "git_lanes.domain.context",
-    "git_lanes.domain.hook_settings", "git_lanes.model", "git_lanes.model.entries", "git_lanes.model.format",
+    "git_lanes.model", "git_lanes.model.entries", "git_lanes.model.format",
     "git_lanes.model.frozen", "git_lanes.model.ids", "git_lanes.model.names", "git_lanes.model.refs",
     "git_lanes.model.text"}
 TRANSITIONS = {"git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.domain.attention",
