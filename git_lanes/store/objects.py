@@ -56,7 +56,10 @@ class ObjectStore:
             return loose
         raw = bytes.fromhex(oid)
         for pack in self._pack_list():
-            offset = pack.find(raw)
+            try:
+                offset = pack.find(raw)
+            except FileNotFoundError:  # merged into another pack since we listed them: read() re-lists
+                continue
             if offset is not None:
                 return pack.read_at(offset, self.read)
         for alternate in self._alternate_list():
