@@ -14,7 +14,7 @@ import pygit2
 from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
-from git_lanes.store import gitfiles, lock, notes, setup, stale, trees
+from git_lanes.store import lock, notes, setup, stale, trees
 from git_lanes.model.entries import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
 
@@ -246,6 +246,8 @@ class Store(WorkspaceOps):
         what libgit2's transaction costs (it locks, re-reads and logs through more files), which is most of
         a ledger append's ref move. The lock is not waited for: a `.lock` found under the writers' flock was
         left by a dead process or a plain git command, which `_update_refs` clears or reports."""
+        from git_lanes.store import gitfiles
+
         committer = self.signature()
         gitfiles.update_ref(self.common_dir, update.name, update.new or "", update.old, update.message,
                             f"{committer.name} <{committer.email}>", committer.time, wait=0.0)
