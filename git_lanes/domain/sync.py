@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from git_lanes.domain import lanes, oplog, sync_plan, transitions
+from git_lanes.domain import lanes, oplog, sync_plan
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
 from git_lanes.domain.sync_plan import Plan
@@ -95,7 +95,10 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
         fetch = transport.fetch(ctx.store, remote, ctx.trunk)
         fetched = fetch.refs
         with locked():
-            transitions.recover(ctx)
+            if ctx.store.list_refs(refs.PROPOSALS):  # a decision a killed process left half made
+                from git_lanes.domain import transitions
+
+                transitions.recover(ctx)
             plan = sync_plan.build(ctx, remote, fetched, mode, fetch.unstorable)
             if mode != "push":
                 apply_local(ctx, remote, plan, report)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from git_lanes.errors import LanesError, UnsupportedFormat
 from git_lanes.model import refs
 from git_lanes.model.names import validate_lane_name
-from git_lanes.model.records import check_format
 
 SAME, PULL, PUSH, DIVERGED = "same", "pull", "push", "diverged"
 DECIDED = ("accepted", "rejected")
@@ -166,6 +165,8 @@ def _record(text: str) -> dict:
     data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
+    from git_lanes.model.records import check_format  # loaded only when notes differ
+
     check_format(data, "transition note")
     return data
 
