@@ -10,7 +10,6 @@ count as writes into the repository's git directory (`<dir>/.git`), and files na
 from __future__ import annotations
 
 import posixpath
-import shlex
 
 Word = tuple[str, bool]
 
@@ -90,6 +89,8 @@ def analyse(args: list[Word]) -> GitLine:
         if value.startswith("!"):
             found.scripts.append((" ".join([value[1:], *(t for t, _ in rest)]), dynamic or any(d for _, d in rest)))
             return found
+        import shlex  # only for a line that defines a git alias: shell lines load nothing they do not use
+
         try:
             found.command = [("git", False), *((w, dynamic) for w in shlex.split(value)), *rest]
         except ValueError:
