@@ -152,6 +152,20 @@ def test_rule_changes_scan_everything(held: Held, repo: Path) -> None:
     _, scan = held.snapshot()
     assert scan == "ignore rules or git's configuration changed"
     held.watched()
+    excludes = repo.parent / "excludes"
+    excludes.write_text("")
+    git("config", "core.excludesFile", str(excludes), cwd=repo)
+    _, scan = held.snapshot()
+    assert scan == "ignore rules or git's configuration changed"
+    (ws / "notes.tmp").write_text("recorded until the newly named excludes file ignores it\n")
+    held.watched()
+    excludes.write_text("*.tmp\n")
+    (ws / "other.tmp").write_text("ignored by the rule just written\n")
+    assert git("check-ignore", "other.tmp", cwd=ws).strip() == "other.tmp"
+    tree, scan = held.snapshot()
+    assert scan == "ignore rules or git's configuration changed"
+    recorded = git("ls-tree", "--name-only", tree, cwd=ws).split()
+    assert "other.tmp" not in recorded and "notes.tmp" in recorded  # a tracked file stays tracked
 
 
 def test_edits_while_no_snapshot_runs_are_all_heard(held: Held) -> None:

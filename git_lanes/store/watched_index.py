@@ -25,6 +25,9 @@ from git_lanes.store.watcher import Unwatchable, Watcher
 _RULE_NAMES = frozenset({".gitignore", ".gitattributes", ".git"})
 
 
+_RULES_CHANGED = "ignore rules or git's configuration changed"
+
+
 class Rescan(Exception):
     """The watcher's names cannot be trusted for this snapshot: scan every file."""
 
@@ -35,6 +38,7 @@ class WatchedIndex:
     def __init__(self, repo: pygit2.Repository, root: Path, common_dir: Path) -> None:
         self.repo = repo
         self.root = root
+        self._common_dir = common_dir
         self._rule_files = _rule_files(repo, Path(repo.path), common_dir)
         self._watcher: Watcher | None = None
         self._tree: str | None = None  # the index's tree as this process last wrote it
@@ -50,6 +54,10 @@ class WatchedIndex:
             signature, self._signature = self._signature, None  # a snapshot that fails trusts nothing after
             index = self.repo.index
             reason = self._why_rescan(index, signature)
+            if reason == _RULES_CHANGED:
+                # libgit2 reads core.excludesFile once per repository object: open it again to see a new one
+                self.repo = pygit2.Repository(str(self.root))
+                index = self.repo.index
             tree = None
             if reason is None:
                 try:
@@ -77,7 +85,7 @@ class WatchedIndex:
             return "the last snapshot did not finish"
         current = self._current_signature()
         if current[1:] != signature[1:]:
-            return "ignore rules or git's configuration changed"
+            return _RULES_CHANGED
         if current[0] != signature[0]:
             # `git status` and `git diff` rewrite the index to refresh its stat data: what it records is
             # unchanged when its tree is, and then the watcher's names still tell what changed since.
@@ -100,6 +108,8 @@ class WatchedIndex:
         self.close()
         index.read(True)
         config = self.repo.config
+        # git's configuration may have changed (the reason for this scan): core.excludesFile may name another file
+        self._rule_files = _rule_files(self.repo, Path(self.repo.path), self._common_dir)
         self._ignores_case = "core.ignorecase" in config and config.get_bool("core.ignorecase")
         try:
             self._watcher = Watcher(self.root, lambda folder: self._needs_no_watch(index, folder))
