@@ -58,22 +58,21 @@ def sqlite_tasks(path: Path, ids: list[str]) -> None:
 
 
 # -- the same operations, both ways -------------------------------------------------------------------------
-def ledger_ops(repo: str, agent: str, tasks: list[str]) -> tuple[float, float]:
-    """(wall, CPU) seconds for a claim and a post per task through one held-open API."""
+def ledger_ops(repo: str, agent: str, tasks: list[str]) -> float:
     from git_lanes.api import Lanes
 
     api = Lanes(repo)
-    start, cpu = time.perf_counter(), time.process_time()
+    start = time.perf_counter()
     for i, task in enumerate(tasks):
         api.task_claim(task, agent, version=1)
         api.board_post(f"{agent} took task {i}", agent)
-    return time.perf_counter() - start, time.process_time() - cpu
+    return time.perf_counter() - start
 
 
-def sqlite_ops(path: str, agent: str, tasks: list[str], wal: bool) -> tuple[float, float]:
+def sqlite_ops(path: str, agent: str, tasks: list[str], wal: bool) -> float:
     db = sqlite3.connect(path, isolation_level=None, timeout=60)
     db.execute(f"PRAGMA synchronous={'NORMAL' if wal else 'FULL'}")
-    start, cpu = time.perf_counter(), time.process_time()
+    start = time.perf_counter()
     for i, task in enumerate(tasks):
         db.execute("BEGIN IMMEDIATE")
         owner, version = db.execute("SELECT owner, version FROM tasks WHERE id = ?", (task,)).fetchone()
@@ -86,7 +85,7 @@ def sqlite_ops(path: str, agent: str, tasks: list[str], wal: bool) -> tuple[floa
                    (agent, f"{agent} took task {i}", time.time()))
         db.execute("COMMIT")
     db.close()
-    return time.perf_counter() - start, time.process_time() - cpu
+    return time.perf_counter() - start
 
 
 def worker(argv: list[str]) -> None:
@@ -95,15 +94,13 @@ def worker(argv: list[str]) -> None:
     print("ready", flush=True)
     sys.stdin.readline()
     if kind == "ledger":
-        _, cpu = ledger_ops(target, agent, tasks)
+        ledger_ops(target, agent, tasks)
     else:
-        _, cpu = sqlite_ops(target, agent, tasks, wal=kind == "sqlite-wal")
-    print(f"cpu {cpu}", flush=True)
+        sqlite_ops(target, agent, tasks, wal=kind == "sqlite-wal")
 
 
-def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Path) -> tuple[float, float]:
-    """(wall, CPU summed over the processes) seconds for PROCESSES processes doing their claim/post pairs at
-    once (start-up excluded)."""
+def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Path) -> float:
+    """Wall time for PROCESSES processes doing their claim/post pairs at once (start-up excluded)."""
     procs = []
     for n, tasks in enumerate(task_sets):
         tasks_file = scratch / f"{kind}-{n}.json"
@@ -116,43 +113,33 @@ def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Pat
     for proc in procs:
         proc.stdin.write("go\n")
         proc.stdin.flush()
-    cpu = 0.0
     for proc in procs:
-        line = proc.stdout.readline().split()
         proc.wait()
-        assert proc.returncode == 0 and line[0] == "cpu"
-        cpu += float(line[1])
-    return time.perf_counter() - start, cpu
+        assert proc.returncode == 0
+    return time.perf_counter() - start
 
 
 def throughput(scratch: Path, ops: int) -> dict:
-    """ops/s and CPU ms per op, per setting and engine."""
     pairs = ops // 2
     api = new_repo(scratch, "single")
     tasks = make_tasks(api, pairs, "single")
-    results = {"ledger": rates(2 * pairs, ledger_ops(str(api.root), "agent-0", tasks))}
+    results = {"ledger": 2 * pairs / ledger_ops(str(api.root), "agent-0", tasks)}
     for wal in (True, False):
         db = scratch / f"single-{wal}.db"
         new_sqlite(db, wal)
         sqlite_tasks(db, tasks)
-        results["sqlite-wal" if wal else "sqlite-default"] = rates(2 * pairs, sqlite_ops(str(db), "agent-0", tasks,
-                                                                                          wal))
+        results["sqlite-wal" if wal else "sqlite-default"] = 2 * pairs / sqlite_ops(str(db), "agent-0", tasks, wal)
     many = {}
     api = new_repo(scratch, "many")
     per = pairs // PROCESSES
     sets = [make_tasks(api, per, f"p{n}") for n in range(PROCESSES)]
-    many["ledger"] = rates(2 * per * PROCESSES, concurrent("ledger", api.root, sets, scratch))
+    many["ledger"] = 2 * per * PROCESSES / concurrent("ledger", api.root, sets, scratch)
     for kind in ("sqlite-wal", "sqlite-default"):
         db = scratch / f"many-{kind}.db"
         new_sqlite(db, kind == "sqlite-wal")
         sqlite_tasks(db, [t for s in sets for t in s])
-        many[kind] = rates(2 * per * PROCESSES, concurrent(kind, db, sets, scratch))
+        many[kind] = 2 * per * PROCESSES / concurrent(kind, db, sets, scratch)
     return {"one process": results, f"{PROCESSES} processes": many}
-
-
-def rates(ops: int, timing: tuple[float, float]) -> dict:
-    wall, cpu = timing
-    return {"ops/s": ops / wall, "cpu ms/op": cpu * 1000 / ops}
 
 
 # -- reads do not grow with the ledger ----------------------------------------------------------------------
@@ -384,16 +371,11 @@ def main() -> None:
 
 
 def throughput_section(scratch: Path, ops: int) -> dict:
-    print("append throughput (a claim and a post per pair): ops/s, CPU ms per op; ratios ledger/SQLite",
-          flush=True)
+    print("append throughput (ops/s; a claim and a post per pair)", flush=True)
     tp = throughput(scratch, ops)
     for setting, row in tp.items():
-        ledger_row = row["ledger"]
-        print(f"  {setting:12} " + "  ".join(f"{k} {v['ops/s']:7.0f}/s {v['cpu ms/op']:6.3f} ms" for k, v in row.items()))
-        for k, v in row.items():
-            if k != "ledger":
-                print(f"  {'':12} ledger/{k}: ops/s {ledger_row['ops/s'] / v['ops/s']:.3f}, "
-                      f"CPU per op {ledger_row['cpu ms/op'] / v['cpu ms/op']:.1f}x")
+        ratios = ", ".join(f"ledger/{k} = {row['ledger'] / row[k]:.3f}" for k in row if k != "ledger")
+        print(f"  {setting:12} " + "  ".join(f"{k} {v:7.0f}" for k, v in row.items()) + f"   ({ratios})")
     return tp
 
 

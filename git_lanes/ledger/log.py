@@ -1,6 +1,5 @@
 """The ledger: `refs/lanes/ledger`, a chain of commits, one per op, each commit's tree the materialized state
-after its op (DESIGN.md §2). Reading state is one tree read; an append rewrites only the touched subtrees,
-and stores them with its blobs and commit as one small pack (store/packwrite.py), not as loose objects.
+after its op (DESIGN.md §2). Reading state is one tree read; an append rewrites only the touched subtrees.
 
 These functions are the contract the sync layer builds on:
 
@@ -24,6 +23,7 @@ from git_lanes.ledger.state import Record, State, encode_record
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate, Store
+from git_lanes.model.entries import Entry
 
 BLOB_MODE = 0o100644
 # About once in this many appends (chosen by the op's random id, so concurrent writers spread it) the
@@ -124,26 +124,23 @@ def append(store: Store, op: Op, fold: Fold) -> Appended:
 
 
 def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op]:
-    """The commit recording `op` on `base` and the state after it, its objects stored as one pack."""
     state = state_at(store, base)
     edits, result = fold.apply(state, op)
-    batch = store.object_batch()
-    tree_edits: dict[str, tuple[int, str] | None] = {}
+    tree_edits: dict[str, Entry | None] = {}
     for path, record in edits.items():
-        tree_edits[path] = None if record is None else (BLOB_MODE, batch.add(b"blob", encode_record(record)))
-    tree = batch.edit_tree(state.tree, tree_edits)
+        tree_edits[path] = None if record is None else Entry(store.write_blob(encode_record(record)), BLOB_MODE)
+    tree = store.edit_tree(state.tree, tree_edits)
     recorded = op.with_result(result)
     message = encode_message(recorded, fold.summary(recorded, result))
-    commit = batch.commit(tree, [base] if base else [], message, store.identity(op.actor, "agent@lanes"),
-                          store.identity())
-    store.write_batch(batch)
+    commit = store.write_commit(tree, [base] if base else [], message, author_name=op.actor,
+                                author_email="agent@lanes")
     return commit, recorded
 
 
 def maintain(store: Store) -> None:
-    """Let git repack what the ledger leaves: each op stores its objects as one small pack, which appenders
-    merge as they pile up (store/packwrite.py); `git gc --auto` repacks once there are `gc.autoPackLimit` packs
-    (50) or `gc.auto` loose objects, and honours `gc.auto=0`; libgit2 never runs it on its own."""
+    """Let git pack the loose objects the ledger leaves (each op writes a commit, a blob or two and the trees
+    on their paths). `git gc --auto` does nothing below `gc.auto` loose objects (6700 by default) and
+    honours `gc.auto=0`; libgit2 never runs it on its own."""
     from git_lanes.store.gitcli import run_git
 
     try:

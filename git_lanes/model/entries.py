@@ -6,11 +6,6 @@ from __future__ import annotations
 
 from git_lanes.model.frozen import Frozen
 
-TYPE_CHECKING = False  # typing is not loaded at run time: the hook path reads these values too
-if TYPE_CHECKING:
-    from typing import TypeVar
-
-    E = TypeVar("E")
 
 
 class Entry(Frozen):
@@ -27,17 +22,3 @@ class Change(Frozen):
     kind: str
     old: Entry | None
     new: Entry | None
-
-
-def split_edits(edits: dict[str, E]) -> tuple[dict[str, E], dict[str, dict[str, E]]]:
-    """Tree edits by path, split at the first directory: (the top level's own names, the edits beneath each
-    top-level directory by their paths inside it), as a tree builder applies them one level at a time."""
-    leaves: dict[str, E] = {}
-    grouped: dict[str, dict[str, E]] = {}
-    for path, entry in edits.items():
-        head, _, rest = path.partition("/")
-        if rest:
-            grouped.setdefault(head, {})[rest] = entry
-        else:
-            leaves[head] = entry
-    return leaves, grouped

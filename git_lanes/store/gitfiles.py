@@ -190,15 +190,14 @@ def refs_touched_since(common_dir: Path, prefix: str, since: float) -> dict[str,
 
 
 def update_ref(common_dir: Path, name: str, new: str, old: str | None, message: str, identity: str,
-               when: float, wait: float = LOCK_WAIT_SECONDS) -> None:
-    """Move `name` from `old` (None: must not exist) to `new`, as git does: take `<ref>.lock` (waiting up to
-    `wait` seconds for a live holder), check the current value under it, log, rename into place. Conflict
-    when the ref is not at `old` or the lock stays taken."""
+               when: float) -> None:
+    """Move `name` from `old` (None: must not exist) to `new`, as git does: take `<ref>.lock` (waiting a
+    moment for a live holder), check the current value under it, log, rename into place. Conflict when the
+    ref is not at `old` or the lock stays taken."""
     path = common_dir / name
     lock = Path(str(path) + ".lock")
-    if not path.parent.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    handle = _take_lock(lock, wait)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = _take_lock(lock)
     try:
         with os.fdopen(handle, "w") as out:
             out.write(new + "\n")
@@ -217,8 +216,8 @@ def update_ref(common_dir: Path, name: str, new: str, old: str | None, message: 
         raise
 
 
-def _take_lock(lock: Path, wait: float) -> int:
-    deadline = time.monotonic() + wait
+def _take_lock(lock: Path) -> int:
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
     cleared = False
     while True:
         try:

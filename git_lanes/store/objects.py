@@ -56,10 +56,7 @@ class ObjectStore:
             return loose
         raw = bytes.fromhex(oid)
         for pack in self._pack_list():
-            try:
-                offset = pack.find(raw)
-            except FileNotFoundError:  # merged into another pack since we listed them: read() re-lists
-                continue
+            offset = pack.find(raw)
             if offset is not None:
                 return pack.read_at(offset, self.read)
         for alternate in self._alternate_list():

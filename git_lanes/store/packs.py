@@ -32,15 +32,13 @@ class Pack:
     def _open(self) -> None:
         if self._idx is not None:
             return
-        # both mapped before either is kept: a pack merged away between the two opens stays unopened
         with open(str(self.base) + ".idx", "rb") as handle:
-            idx = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        if idx[:8] != b"\377tOc\0\0\0\2":
+            self._idx = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        if self._idx[:8] != b"\377tOc\0\0\0\2":
             raise UnsupportedFormat(f"{self.base}.idx is not a version-2 pack index")
+        self._count = struct.unpack_from(">I", self._idx, 8 + 255 * 4)[0]
         with open(str(self.base) + ".pack", "rb") as handle:
             self._pack = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        self._count = struct.unpack_from(">I", idx, 8 + 255 * 4)[0]
-        self._idx = idx
 
     def find(self, raw: bytes) -> int | None:
         self._open()
@@ -61,31 +59,6 @@ class Pack:
             else:
                 return self._offset(middle)
         return None
-
-    def entries(self) -> list[tuple[str, int]]:
-        """(object id, offset) of every object in the pack, in pack order."""
-        self._open()
-        idx = self._idx
-        assert idx is not None
-        names = 8 + 256 * 4
-        found = [(idx[names + i * 20:names + i * 20 + 20].hex(), self._offset(i)) for i in range(self._count)]
-        return sorted(found, key=lambda item: item[1])
-
-    def raw_entry(self, offset: int, end: int) -> bytes | None:
-        """The packed bytes (header and zlib data) of the whole object at `offset`, up to `end` (the next
-        object's offset, or where the trailing checksum starts); None for a delta, which needs its base."""
-        self._open()
-        pack = self._pack
-        assert pack is not None
-        if (pack[offset] >> 4) & 7 not in TYPE_NAMES:
-            return None
-        return pack[offset:end]
-
-    @property
-    def data_end(self) -> int:
-        self._open()
-        assert self._pack is not None
-        return len(self._pack) - 20
 
     def _offset(self, position: int) -> int:
         idx = self._idx

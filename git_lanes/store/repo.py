@@ -18,16 +18,7 @@ from git_lanes.store import lock, notes, setup, stale, trees
 from git_lanes.model.entries import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from git_lanes.store import packwrite
-
 FALLBACK_NAME = "git-lanes"
-# git_lanes.store.packwrite once this process has built objects in memory: what it made lately (trees, small
-# blobs, commits' trees) is read from its caches. Imported on first use, so a reader never loads it.
-_PACKS: Any = None
 FALLBACK_EMAIL = "git-lanes@localhost"
 
 # Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
@@ -121,13 +112,11 @@ class Store(WorkspaceOps):
         return setup.remote_branches(self.repo, remote)
 
     def signature(self, name: str | None = None, email: str | None = None) -> pygit2.Signature:
-        base_name, base_email = FALLBACK_NAME, FALLBACK_EMAIL
-        if not (name and email):  # reading git's identity means reading its config files
-            try:
-                default = self.repo.default_signature
-                base_name, base_email = default.name, default.email
-            except (KeyError, pygit2.GitError):
-                pass
+        try:
+            default = self.repo.default_signature
+            base_name, base_email = default.name, default.email
+        except (KeyError, pygit2.GitError):
+            base_name, base_email = FALLBACK_NAME, FALLBACK_EMAIL
         when, offset = _now()
         return pygit2.Signature(name or base_name, email or base_email, when, offset)
 
@@ -222,9 +211,6 @@ class Store(WorkspaceOps):
             parent = parent.parent
 
     def _transact(self, updates: list[RefUpdate]) -> None:
-        if len(updates) == 1 and updates[0].old and updates[0].new and stale.owned_ref(updates[0].name):
-            self._move_owned_ref(updates[0])
-            return
         with self.repo.transaction() as tx:
             for update in updates:
                 tx.lock_ref(update.name)
@@ -240,17 +226,6 @@ class Store(WorkspaceOps):
                 else:
                     # pygit2 cannot pass a signature here; libgit2 uses the configured identity
                     tx.set_target(update.name, pygit2.Oid(hex=update.new), None, update.message)
-
-    def _move_owned_ref(self, update: RefUpdate) -> None:
-        """One existing ref of ours moved by git's own `.lock` + rename protocol, written directly: a third of
-        what libgit2's transaction costs (it locks, re-reads and logs through more files), which is most of
-        a ledger append's ref move. The lock is not waited for: a `.lock` found under the writers' flock was
-        left by a dead process or a plain git command, which `_update_refs` clears or reports."""
-        from git_lanes.store import gitfiles
-
-        committer = self.signature()
-        gitfiles.update_ref(self.common_dir, update.name, update.new or "", update.old, update.message,
-                            f"{committer.name} <{committer.email}>", committer.time, wait=0.0)
 
     def resolve(self, rev: str) -> str:
         """A commit id for any revision expression git understands."""
@@ -285,35 +260,13 @@ class Store(WorkspaceOps):
                                       [pygit2.Oid(hex=p) for p in parents])
         return str(oid)
 
-    def object_batch(self) -> packwrite.ObjectBatch:
-        """Objects to build in memory and store together as one pack with `write_batch`."""
-        global _PACKS
-        from git_lanes.store import packwrite
-
-        _PACKS = packwrite
-        return packwrite.ObjectBatch(self._read_raw)
-
-    def _read_raw(self, oid: str) -> tuple[bytes, bytes]:
-        kind, data = self.repo.odb.read(oid)
-        return _OBJECT_KINDS[kind].encode(), data
-
-    def write_batch(self, batch: packwrite.ObjectBatch) -> None:
-        batch.write(self.common_dir / "objects")
-
-    def identity(self, name: str | None = None, email: str | None = None) -> str:
-        """An author or committer line's value (`Name <email> 1700000000 +0100`), as `write_commit` signs."""
-        who = self.signature(name, email)
-        sign = "-" if who.offset < 0 else "+"
-        return f"{who.name} <{who.email}> {who.time} {sign}{abs(who.offset) // 60:02d}{abs(who.offset) % 60:02d}"
-
     def commit_info(self, oid: str) -> CommitInfo:
         commit = self.repo[oid].peel(pygit2.Commit)
         return CommitInfo(str(commit.id), str(commit.tree_id), tuple(str(p) for p in commit.parent_ids),
                           commit.message, f"{commit.author.name} <{commit.author.email}>", commit.commit_time)
 
     def tree_of(self, commit: str) -> str:
-        known = _PACKS.known_commit_tree(commit) if _PACKS is not None else None
-        return known or str(self.repo[commit].peel(pygit2.Commit).tree_id)
+        return str(self.repo[commit].peel(pygit2.Commit).tree_id)
 
     def empty_tree(self) -> str:
         return str(self.repo.TreeBuilder().write())
@@ -328,21 +281,11 @@ class Store(WorkspaceOps):
         return trees.entry_at(self.repo, tree, path)
 
     def read_path(self, tree: str, path: str) -> bytes | None:
-        known = _PACKS.known_entry(tree, path) if _PACKS is not None else None
-        if _PACKS is None or isinstance(known, _PACKS.Unknown):
-            entry = trees.entry_at(self.repo, tree, path)
-            oid = None if entry is None else entry.oid
-        else:
-            oid = None if known is None or known[0] == trees.TREE_MODE else known[1]
-        if oid is None:
-            return None
-        return (_PACKS.known_blob(oid) if _PACKS is not None else None) or self.repo[oid].data
+        entry = trees.entry_at(self.repo, tree, path)
+        return None if entry is None else self.repo[entry.oid].data
 
     def list_tree(self, tree: str, path: str = "") -> dict[str, Entry]:
         """The direct entries of the directory `path` in `tree` (empty when it is missing)."""
-        known = _PACKS.known_listing(tree, path) if _PACKS is not None else None
-        if _PACKS is not None and not isinstance(known, _PACKS.Unknown):
-            return {name: Entry(oid, mode) for name, (mode, oid) in (known or {}).items()}
         try:
             node = self.repo[tree] if not path else self.repo[tree][path]
         except KeyError:

@@ -6,7 +6,7 @@ import os
 
 import pygit2
 
-from git_lanes.model.entries import Change, Entry, split_edits
+from git_lanes.model.entries import Change, Entry
 
 FILE_MODES = {pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE, pygit2.GIT_FILEMODE_LINK}
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -16,7 +16,14 @@ def edit_tree(repo: pygit2.Repository, base: str | None, edits: dict[str, Entry 
     """Return the tree `base` with each path set to its entry (None deletes), rewriting only touched subtrees.
 
     Empty directories left by deletions disappear, as in git."""
-    leaves, grouped = split_edits(edits)
+    grouped: dict[str, dict[str, Entry | None]] = {}
+    leaves: dict[str, Entry | None] = {}
+    for path, entry in edits.items():
+        head, _, rest = path.partition("/")
+        if rest:
+            grouped.setdefault(head, {})[rest] = entry
+        else:
+            leaves[head] = entry
     base_tree = repo[base] if base else None
     builder = repo.TreeBuilder(base_tree) if base_tree is not None else repo.TreeBuilder()
     for name, entry in leaves.items():
