@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,3 +234,40 @@ def test_held_open_api_commits_equal_full_scans(repo: Path) -> None:
         assert record.to_dict()["tree"] == store.content_tree(ws)
         scans.append(store.snapshot_scan(ws))
     assert scans[1:] == ["the watcher starts", None, None]
+
+
+def test_a_file_vanishing_during_a_full_scan_never_breaks_the_snapshot(held: Held) -> None:
+    """An editor's swap files come and go while a full scan lists and stats the workspace. libgit2 raised a
+    bare OSError when one vanished mid-scan; the scan now lists again, and only a race that outlasts every
+    attempt reaches the user, as git's own clear error (`git add -A` fails on it too), never a traceback."""
+    from git_lanes.errors import LanesError
+
+    stop = threading.Event()
+
+    def churn() -> None:
+        count = 0
+        while not stop.is_set():
+            swap = held.ws / f"edit{count % 20}.swp"
+            try:
+                swap.write_text("x")
+                swap.unlink()
+            except FileNotFoundError:
+                pass
+            count += 1
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    snapshots = 0
+    try:
+        for number in range(30):
+            (held.ws / ".gitignore").write_text(f"*.log\nbuild/\n# rule change {number}\n")
+            try:
+                held.store.snapshot(held.ws)
+            except LanesError:
+                continue
+            snapshots += 1
+    finally:
+        stop.set()
+        worker.join()
+    assert snapshots > 0
+    held.snapshot()  # once the churn stopped, the next snapshot equals a full scan

@@ -57,7 +57,7 @@ def diff_trees(repo: pygit2.Repository, old: str | None, new: str | None) -> lis
     return changes
 
 
-_TREE = b"40000"
+_TREE = 0o40000
 
 
 def _diff(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str,
@@ -76,15 +76,16 @@ def _diff(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | Non
         if was_tree or now_tree:
             _diff(repo, pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
                   pygit2.Oid(raw=now[1]) if now is not None and now_tree else None, f"{path}/", changes)
-        old_leaf = Entry(was[1].hex(), int(was[0], 8)) if was is not None and not was_tree else None
-        new_leaf = Entry(now[1].hex(), int(now[0], 8)) if now is not None and not now_tree else None
+        old_leaf = Entry(was[1].hex(), was[0]) if was is not None and not was_tree else None
+        new_leaf = Entry(now[1].hex(), now[0]) if now is not None and not now_tree else None
         if old_leaf is not None or new_leaf is not None:
             changes.append(Change(path, _kind(old_leaf, new_leaf), old_leaf, new_leaf))
 
 
-def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple[bytes, bytes]]:
-    """A tree's entries, name -> (octal mode, raw id), read from the object's bytes: building pygit2's
-    entry objects (each mode an enum) costs more than the comparison they are for."""
+def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple[int, bytes]]:
+    """A tree's entries, name -> (mode, raw id), read from the object's bytes: building pygit2's entry
+    objects (each mode an enum) costs more than the comparison they are for. The mode is compared as a
+    number, since other tools write some zero-padded (`040000`), which git reads as the same mode."""
     data = repo[tree].read_raw()
     width = len(tree.raw)
     entries = {}
@@ -92,7 +93,7 @@ def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple
     while position < len(data):
         space = data.index(b" ", position)
         end = data.index(b"\0", space)
-        entries[data[space + 1:end]] = (data[position:space], data[end + 1:end + 1 + width])
+        entries[data[space + 1:end]] = (int(data[position:space], 8), data[end + 1:end + 1 + width])
         position = end + 1 + width
     return entries
 

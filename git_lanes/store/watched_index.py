@@ -26,6 +26,7 @@ _RULE_NAMES = frozenset({".gitignore", ".gitattributes", ".git"})
 
 
 _RULES_CHANGED = "ignore rules or git's configuration changed"
+SCAN_ATTEMPTS = 3  # full listings tried before git scans (a file vanishing mid-listing fails one)
 
 
 class Rescan(Exception):
@@ -115,13 +116,19 @@ class WatchedIndex:
             self._watcher = Watcher(self.root, lambda folder: self._needs_no_watch(index, folder))
         except (Unwatchable, OSError):
             self._watcher = None  # scan again next time, and try watching again
-        try:
-            index.add_all()
-            return str(index.write_tree())
-        except pygit2.GitError:  # an untracked nested repository, which git records as a gitlink
-            tree = scan_with_git()
-            index.read(True)
-            return tree
+        for _ in range(SCAN_ATTEMPTS):
+            try:
+                index.add_all()
+                return str(index.write_tree())
+            except pygit2.GitError:  # an untracked nested repository, which git records as a gitlink
+                break
+            except OSError:
+                # A file deleted between libgit2's listing and its stat (an editor's swap file): the race is
+                # brief, so list again; git's own scan, the last resort, fails on it with a clear error.
+                index.read(True)
+        tree = scan_with_git()
+        index.read(True)
+        return tree
 
     def _needs_no_watch(self, index: pygit2.Index, folder: str) -> bool:
         return self.repo.path_is_ignored(folder) and not _entries_under(index, folder)
