@@ -57,9 +57,6 @@ def diff_trees(repo: pygit2.Repository, old: str | None, new: str | None) -> lis
     return changes
 
 
-_TREE = 0o40000
-
-
 def _diff(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str,
           changes: list[Change]) -> None:
     if old == new:
@@ -71,8 +68,8 @@ def _diff(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | Non
         if was == now:
             continue
         path = prefix + os.fsdecode(name)  # as pygit2 names paths
-        was_tree = was is not None and was[0] == _TREE
-        now_tree = now is not None and now[0] == _TREE
+        was_tree = was is not None and was[0] == TREE_MODE
+        now_tree = now is not None and now[0] == TREE_MODE
         if was_tree or now_tree:
             _diff(repo, pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
                   pygit2.Oid(raw=now[1]) if now is not None and now_tree else None, f"{path}/", changes)
