@@ -90,6 +90,29 @@ def test_a_note_people_add_to_their_own_commit_is_not_reported(api, repo, tmp_pa
     assert [c["status"] for c in _doctor(api, tmp_path, "notes")] == ["ok"]
 
 
+def test_a_note_a_peer_made_a_gitlink_is_set_aside_not_a_crash(api, repo, tmp_path):
+    """A notes tree is any tree a remote pushed: an entry that is a submodule commit (no object here) where a
+    note's file should be reads as an unreadable note, for history, show and doctor alike."""
+    good, bad = _lane_with_two_states(api, repo)
+    notes_tree = git("rev-parse", "refs/notes/lanes^{tree}", cwd=repo).strip()
+    every = git("ls-tree", "-r", notes_tree, cwd=repo).splitlines()
+    listing = [line for line in every if not line.endswith(bad[2:])]
+    assert len(listing) == len(every) - 1  # the others' notes, flat or fanned out, stay
+    flat = [f"{mode} {kind} {oid}\t{path.replace('/', '')}"
+            for mode, kind, rest in (line.split(" ", 2) for line in listing)
+            for oid, path in [rest.split("\t")]]
+    tree = git("mktree", "--missing", cwd=repo, input="\n".join([*flat, f"160000 commit {bad}\t{bad}"]) + "\n")
+    commit = git("commit-tree", tree.strip(), "-p", "refs/notes/lanes", "-m", "a peer's notes", cwd=repo).strip()
+    git("update-ref", "refs/notes/lanes", commit, cwd=repo)
+
+    history = api.history()
+    assert [t.state for t in history.transitions if t.lane == "l1"] == [good]
+    assert [u.key for u in history.unreadable] == [bad]
+    assert [c["status"] for c in _doctor(api, tmp_path, "notes")] == ["fail"]
+    shown = run_cli("doctor", "--check", "notes", cwd=repo)
+    assert shown.code != 0 and "Traceback" not in shown.err and "KeyError" not in shown.err + shown.out
+
+
 def _rewrite_ledger_record(repo: Path, path: str, change) -> None:
     """A ledger commit a peer made by hand on top of ours, holding `path` changed."""
     record = json.loads(git("cat-file", "-p", f"refs/lanes/ledger:{path}", cwd=repo))

@@ -120,7 +120,8 @@ def _plan_folder_away(files: WorktreeFiles, result: CheckoutPlan, folder: str, f
     decides on their own (tracked ones) go their way; ignored ones go as git deletes them; untracked ones
     go only in force mode. A nested repository never goes: then the folder stays (False)."""
     top = files.root / folder
-    ignored, untracked = [], []
+    ignored: list[str] = []
+    untracked: list[str] = []
     for current, dirs, names in os.walk(top):
         here = Path(current)
         relative = here.relative_to(files.root).as_posix()

@@ -27,8 +27,8 @@ class GitCommandFailed(LanesError):
     code = "git_failed"
 
 
-def run_git(args: list[str], cwd: Path | str, *, check: bool = True, env: dict | None = None,
-            timeout: float | None = None) -> subprocess.CompletedProcess:
+def run_git(args: list[str], cwd: Path | str, *, check: bool = True, env: dict[str, str] | None = None,
+            timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     import subprocess  # here, not at the top: most commands never run git, and subprocess costs ~3 ms to load
 
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout)

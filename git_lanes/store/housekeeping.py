@@ -26,13 +26,13 @@ def collect(store: Store, prune: str) -> None:
     run_git(["gc", "--quiet", f"--prune={prune}"], cwd=store.root, timeout=GC_TIMEOUT)
 
 
-def worktree_records(store: Store) -> list[dict]:
+def worktree_records(store: Store) -> list[dict[str, str | None]]:
     """git's record of every worktree (`git worktree list --porcelain`): path, head, and why it is locked or
     prunable (None when it is not), the main worktree first."""
     proc = run_git(["worktree", "list", "--porcelain"], cwd=store.root)
-    found: list[dict] = []
+    found: list[dict[str, str | None]] = []
     for block in proc.stdout.strip().split("\n\n"):
-        record: dict = {"path": None, "head": None, "locked": None, "prunable": None}
+        record: dict[str, str | None] = {"path": None, "head": None, "locked": None, "prunable": None}
         for line in block.splitlines():
             key, _, value = line.partition(" ")
             if key == "worktree":

@@ -5,7 +5,7 @@ no record), never as a crash."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pygit2
 
@@ -19,7 +19,7 @@ def note_path(repo: pygit2.Repository, tree: str | None, target: str) -> str | N
     """Where the note for `target` sits in notes tree `tree` (None when it has none)."""
     if tree is None:
         return None
-    node = repo[tree]
+    node = repo[tree].peel(pygit2.Tree)
     prefix, rest = "", target
     while rest:
         if rest in node:
@@ -27,7 +27,7 @@ def note_path(repo: pygit2.Repository, tree: str | None, target: str) -> str | N
         head = rest[:2]
         if head not in node or node[head].filemode != pygit2.GIT_FILEMODE_TREE:
             return None
-        node = repo[node[head].id]
+        node = repo[node[head].id].peel(pygit2.Tree)
         prefix, rest = prefix + head + "/", rest[2:]
     return None
 
@@ -37,24 +37,24 @@ def read_note(repo: pygit2.Repository, tree: str | None, target: str) -> str | N
     path = note_path(repo, tree, target)
     if path is None or tree is None:
         return None
-    return _text(repo[repo[tree][path].id])
+    return _text(repo, repo[tree].peel(pygit2.Tree)[path])
 
 
 def walk(repo: pygit2.Repository, tree: str) -> Iterator[tuple[str, str]]:
     """(annotated object id, note text) for every note in notes tree `tree`."""
-    yield from _walk(repo, repo[tree], "")
+    yield from _walk(repo, repo[tree].peel(pygit2.Tree), "")
 
 
 def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
     for item in tree:
-        name = prefix + item.name
+        name = prefix + (item.name or "")
         if item.filemode == pygit2.GIT_FILEMODE_TREE:
-            yield from _walk(repo, repo[item.id], name)
+            yield from _walk(repo, repo[item.id].peel(pygit2.Tree), name)
         elif len(name) == OID_LENGTH:
-            yield name, _text(repo[item.id])
+            yield name, _text(repo, item)
 
 
-def with_notes(repo: pygit2.Repository, base: str | None, notes: dict[str, str | None]) -> str:
+def with_notes(repo: pygit2.Repository, base: str | None, notes: Mapping[str, str | None]) -> str:
     """Notes tree `base` (None: empty) with the note of each target in `notes` set (None removes it), each
     where it already sits or, for a new one, under git's two-character fanout."""
     edits: dict[str, Entry | None] = {}
@@ -69,5 +69,8 @@ def with_notes(repo: pygit2.Repository, base: str | None, notes: dict[str, str |
     return edit_tree(repo, base, edits)
 
 
-def _text(blob: pygit2.Object) -> str:
-    return blob.data.decode(errors="replace")
+def _text(repo: pygit2.Repository, entry: pygit2.Object) -> str:
+    """A note's text; an entry that is no file (a gitlink a remote pushed, say) reads as no record."""
+    if entry.filemode not in (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
+        return ""
+    return repo[entry.id].peel(pygit2.Blob).data.decode(errors="replace")

@@ -47,9 +47,6 @@ class ObjectStore:
             raise UnsupportedFormat(f"object {oid[:12]} is a {found_kind.decode()}, not a {kind.decode()}")
         return data
 
-    def exists(self, oid: str) -> bool:
-        return self._loose_path(oid).exists() or any(p.find(oid) is not None for p in self._pack_list())
-
     def _lookup(self, oid: str) -> tuple[bytes, bytes] | None:
         loose = self._read_loose(oid)
         if loose is not None:

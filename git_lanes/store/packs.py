@@ -68,7 +68,7 @@ class Pack:
         if offset & 0x80000000:
             large = offsets + self._count * 4 + (offset & 0x7FFFFFFF) * 8
             offset = struct.unpack_from(">Q", idx, large)[0]
-        return offset
+        return int(offset)
 
     def read_at(self, offset: int, read: Callable[[str], tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
         deltas: list[bytes] = []

@@ -30,7 +30,7 @@ class LaunchFailed(LanesError):
 class Started:
     pid: int
     ticks: int | None  # start time, to recognise the process later
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
 
 
 def hostname() -> str:

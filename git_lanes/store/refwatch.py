@@ -30,7 +30,7 @@ class RefMove:
     old: str | None
     new: str | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str | None]:
         return {"ref": self.ref, "old": self.old, "new": self.new}
 
 
@@ -48,7 +48,7 @@ class RefWatch:
         self.common_dir = Path(common_dir)
         self.prefixes = prefixes
         self._folders: dict[str, _Folder] = {}
-        self._packed_mark: tuple | None = None
+        self._packed_mark: tuple[int, int, int] | None = None
         self._packed: dict[str, str] = {}
         self._scanned_ns = 0
         self._seen = self.refs()
@@ -122,7 +122,7 @@ class RefWatch:
         path = self.common_dir / "packed-refs"
         try:
             st = os.stat(path)
-            mark: tuple | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+            mark: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
         except FileNotFoundError:
             mark = None
         if mark != self._packed_mark or (mark and mark[2] >= self._scanned_ns - RACY_NS):

@@ -214,7 +214,7 @@ def _is_race(reason: str) -> bool:
                                             "incorrect old value", "expected"))
 
 
-def _network(store: Store, args: list[str]) -> subprocess.CompletedProcess:
+def _network(store: Store, args: list[str]) -> subprocess.CompletedProcess[str]:
     try:
         return run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -259,7 +259,7 @@ def count_between(store: Store, ancestor: str | None, head: str | None) -> int:
     """How many commits `head` has that `ancestor` has not."""
     if head is None:
         return 0
-    walker = store.repo.walk(pygit2.Oid(hex=head), pygit2.GIT_SORT_NONE)
+    walker = store.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.NONE)
     if ancestor is not None:
         walker.hide(pygit2.Oid(hex=ancestor))
     return sum(1 for _ in walker)

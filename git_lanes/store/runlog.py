@@ -21,6 +21,7 @@ from git_lanes.store.objects import ObjectStore, encode_commit, encode_tree, par
 TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import Any
 
 STATE_FILE = "state.json"
 BLOB_MODE = 0o100644
@@ -58,7 +59,7 @@ class RunLog:
         return {name[len(RUNS):]: oid for name, oid in
                 gitfiles.refs_touched_since(self.common_dir, RUNS, since).items()}
 
-    def parsed_config(self, blob: str) -> dict | None:
+    def parsed_config(self, blob: str) -> dict[str, Any] | None:
         """The parsed `.lanes.toml` of blob `blob`, as a hook call saved it (`save_parsed_config`), or None.
         Keyed by the blob's id, so a new policy on the trunk is never read from a stale copy."""
         try:
@@ -66,10 +67,11 @@ class RunLog:
         except (OSError, ValueError, RecursionError):
             return None
         if isinstance(saved, dict) and saved.get("blob") == blob and isinstance(saved.get("data"), dict):
-            return saved["data"]
+            data: dict[str, Any] = saved["data"]
+            return data
         return None
 
-    def save_parsed_config(self, blob: str, data: dict) -> None:
+    def save_parsed_config(self, blob: str, data: dict[str, Any]) -> None:
         """Keep the parsed policy for the next calls: the TOML parser costs a hook call ~6 ms of imports, JSON
         nothing. Best effort (a copy that cannot be written is parsed again next time); written to a
         temporary file and renamed, so a reader sees a whole copy or none."""

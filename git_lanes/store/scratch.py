@@ -128,7 +128,7 @@ def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: 
     return CommandResult(code, round(duration, 3), tail, timed_out)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

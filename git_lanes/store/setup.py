@@ -41,7 +41,7 @@ def head_branch(repo: pygit2.Repository) -> str | None:
     ref = repo.references.get("HEAD")
     if ref is None or ref.type != pygit2.enums.ReferenceType.SYMBOLIC:
         return None
-    target = ref.target
+    target = str(ref.target)
     return target[len("refs/heads/"):] if target.startswith("refs/heads/") else None
 
 

@@ -180,7 +180,7 @@ class WorkspaceOps:
         try:
             ref = repo.references.get("HEAD")
             if ref is not None and ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
-                branch = ref.target
+                branch = str(ref.target)
             head = None if repo.head_is_unborn else str(repo.head.target)
         except pygit2.GitError:
             pass
@@ -282,8 +282,8 @@ class WorkspaceOps:
     def files_match(self, path: Path, tree: str) -> bool:
         """Whether the workspace's files (ignore rules apply) equal `tree`. Reads only: no object, no index."""
         repo = self.workspace_repo(path)
-        flags = pygit2.GIT_DIFF_INCLUDE_UNTRACKED | pygit2.GIT_DIFF_RECURSE_UNTRACKED_DIRS | \
-            pygit2.GIT_DIFF_INCLUDE_TYPECHANGE
+        flags = pygit2.enums.DiffOption.INCLUDE_UNTRACKED | pygit2.enums.DiffOption.RECURSE_UNTRACKED_DIRS | \
+            pygit2.enums.DiffOption.INCLUDE_TYPECHANGE
         return len(repo[tree].peel(pygit2.Tree).diff_to_workdir(flags=flags)) == 0
 
     def index_tree(self, path: Path) -> str:

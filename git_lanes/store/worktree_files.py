@@ -9,13 +9,16 @@ import os
 import stat
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pygit2
 
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.store import filters
 from git_lanes.model.entries import Entry
+
+if TYPE_CHECKING:
+    from pygit2.enums import FileMode
 
 EXECUTABLE = pygit2.GIT_FILEMODE_BLOB_EXECUTABLE
 REGULAR = pygit2.GIT_FILEMODE_BLOB
@@ -40,7 +43,7 @@ class WorktreeFiles:
 
     @cached_property
     def index(self) -> pygit2.Index:
-        index = self.repo.index
+        index: pygit2.Index = self.repo.index
         index.read(False)
         return index
 
@@ -64,8 +67,8 @@ class WorktreeFiles:
             return NOT_A_FILE
         mode = EXECUTABLE if info.st_mode & 0o111 else REGULAR
         if self.drivers:
-            oid = filters.cleaned_oid(self.root, path)
-            return Entry(oid, mode) if oid else NOT_A_FILE
+            cleaned = filters.cleaned_oid(self.root, path)
+            return Entry(cleaned, mode) if cleaned else NOT_A_FILE
         try:
             # As git stages it: through the path's filters (eol=crlf, core.autocrlf), else a file checked
             # out with CRLF never equals its LF blob and every promoted path looks edited.
@@ -160,7 +163,7 @@ class WorktreeFiles:
         full.parent.mkdir(parents=True, exist_ok=True)
         if entry.mode == GITLINK:
             full.mkdir(exist_ok=True)
-            self.index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry.oid), entry.mode))
+            self.index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry.oid), cast("FileMode", entry.mode)))
             return
         data = self._content(path, entry)
         import tempfile  # here, not at the top: reads never write a file, and tempfile loads random
@@ -199,7 +202,7 @@ class WorktreeFiles:
             self._smudged[(path, wanted[path])] = data
 
     def _content(self, path: str, entry: Entry) -> bytes:
-        blob = self.repo[entry.oid]
+        blob = self.repo[entry.oid].peel(pygit2.Blob)
         if entry.mode == LINK:
             return blob.data
         if self.drivers:
@@ -222,7 +225,7 @@ class WorktreeFiles:
             if path in self.index:
                 self.index.remove(path)
         else:
-            self.index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry.oid), entry.mode))
+            self.index.add(pygit2.IndexEntry(path, pygit2.Oid(hex=entry.oid), cast("FileMode", entry.mode)))
 
     def save_index(self) -> None:
         if "index" in self.__dict__:
@@ -254,7 +257,7 @@ class WorktreeFiles:
         except ValueError as exc:
             raise UnsupportedFormat(f"{name} in {self.git_dir} is not JSON: {exc}") from None
 
-    def write_record(self, name: str, record: dict | None) -> None:
+    def write_record(self, name: str, record: dict[str, Any] | None) -> None:
         """Replace (or with None, remove) a JSON record in the worktree's private git dir, atomically."""
         target = self.git_dir / name
         if record is None:
