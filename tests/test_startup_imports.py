@@ -5,6 +5,7 @@ imported lazily (inside the function that needs it) or added here on purpose."""
 from __future__ import annotations
 
 import ast
+import inspect
 import os
 import subprocess
 import sys
@@ -13,23 +14,21 @@ from pathlib import Path
 import pytest
 
 CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.output", "git_lanes.errors"}
-# What opening the repository through the API costs any command: the API's mixins (whose domain imports
-# load inside their methods), the store and the context.
-API = {f"git_lanes.api.{name}" for name in ("budgets", "core", "dispatch", "doctor", "integration", "lane_setup",
-                                              "ledger", "oplog", "overview", "promotion", "publishing", "runs",
-                                              "spawn", "supervise", "sync", "upkeep", "worktrees")}
+# What opening the repository through the API costs any command: CoreApi (with the operation log's decorator)
+# and the table of where `Lanes` finds the rest; every other mixin loads with the first method of it called.
+API = {"git_lanes.api.core", "git_lanes.api.oplog", "git_lanes.api.owners"}
 STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli", "lock", "repo",
                                                   "notes", "setup", "stale", "trees", "workspace", "worktree_add",
                                                   "worktree_files")}
 REPOSITORY = CLI | API | STORE | {
     "git_lanes.api", "git_lanes.store", "git_lanes.domain", "git_lanes.domain.context",
     "git_lanes.model", "git_lanes.model.entries", "git_lanes.model.format",
-    "git_lanes.model.frozen", "git_lanes.model.ids", "git_lanes.model.names", "git_lanes.model.refs",
+    "git_lanes.model.frozen", "git_lanes.model.ids", "git_lanes.model.refs",
     "git_lanes.model.text"}
 TRANSITIONS = {"git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.domain.attention",
-               "git_lanes.domain.inspect", "git_lanes.domain.transitions", "git_lanes.model.record",
+               "git_lanes.domain.inspect", "git_lanes.domain.transitions", "git_lanes.model.names", "git_lanes.model.record",
                "git_lanes.model.records"}
-LEDGER = {"git_lanes.ledger", "git_lanes.ledger.log", "git_lanes.ledger.op", "git_lanes.ledger.state",
+LEDGER = {"git_lanes.api.ledger", "git_lanes.ledger", "git_lanes.ledger.log", "git_lanes.ledger.op", "git_lanes.ledger.state",
           "git_lanes.domain.agents", "git_lanes.domain.board", "git_lanes.domain.board_index",
           "git_lanes.model.record", "git_lanes.model.coordination", "git_lanes.domain.stored"}
 
@@ -39,12 +38,13 @@ PINNED = {
                                              "git_lanes.model.workspace_results"},
     ("show", "SHOWN"): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
     ("lane", "list"): REPOSITORY | {"git_lanes.cli.lane", "git_lanes.domain.lanes", "git_lanes.domain.wording",
-                                    "git_lanes.model.record", "git_lanes.model.records", "git_lanes.model.results"},
+                                    "git_lanes.model.names", "git_lanes.model.record", "git_lanes.model.records", "git_lanes.model.results"},
     ("history",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.domain.trace",
                                               "git_lanes.model.results"},
     ("task", "list"): REPOSITORY | LEDGER | {"git_lanes.cli.task", "git_lanes.cli.agent", "git_lanes.domain.claims",
                                              "git_lanes.domain.task_records", "git_lanes.domain.tasks",
-                                             "git_lanes.domain.tickets", "git_lanes.model.globs"},
+                                             "git_lanes.domain.tickets", "git_lanes.model.globs",
+                                             "git_lanes.model.names"},
     ("board", "read", "--agent", "coder-1"): REPOSITORY | LEDGER | {"git_lanes.cli.board",
                                                                       "git_lanes.model.ledger_results"},
 }
@@ -179,3 +179,47 @@ def test_the_type_checking_checker_sees_a_missing_import():
     stand_in = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from typing import final\nelse:\n"
                 "    def final(f):\n        return f\n\n@final\nclass C:\n    pass\n")
     assert checking_only_uses(stand_in) == []
+
+
+def test_owners_is_generated_from_the_mixins_the_type_checker_sees():
+    from git_lanes.api import mixins
+
+    written = (Path(mixins.__file__).parent / "owners.py").read_text()
+    assert written == mixins.render(), "owners.py is stale: run `python -m git_lanes.api.mixins`"
+
+
+def test_lanes_finds_every_attribute_where_the_union_of_its_mixins_does():
+    """The lazy `Lanes` and the union the type checker sees resolve each name to the same object, once loaded
+    (which `getattr` on the class does: what the MCP and HTTP faces' introspection sees)."""
+    from git_lanes.api import Lanes, mixins
+
+    union = mixins.union()
+    names = [name for name in dir(union) if not (name.startswith("__") and name.endswith("__"))]
+    assert len(names) > 100 and "task_list" in names and "_state" in names
+    for name in names:
+        getattr(Lanes, name)
+    assert {name: inspect.getattr_static(Lanes, name) for name in names} == \
+        {name: inspect.getattr_static(union, name) for name in names}
+
+
+STALE = """
+import sys
+import git_lanes.api as api
+from git_lanes.api import Lanes, owners
+del owners.OWNERS["_state"], Lanes._state  # a method added since owners.py was generated
+owners.OWNERS["gone"] = "ledger"  # and one since removed
+Lanes.gone = api._Deferred("gone", "ledger")
+assert "git_lanes.api.ledger" not in sys.modules and "_state" not in vars(Lanes)
+assert Lanes.task_list.__module__ == "git_lanes.api.ledger"
+from git_lanes.api.ledger import LedgerApi
+assert vars(Lanes)["_state"] is vars(LedgerApi)["_state"]
+try:
+    Lanes.gone
+except AttributeError:
+    print("ok")
+"""
+
+
+def test_a_stale_owners_table_costs_no_method():
+    proc = subprocess.run([sys.executable, "-c", STALE], capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stderr
