@@ -11,7 +11,8 @@ from typing import ClassVar
 import pytest
 
 from git_lanes.errors import UserError
-from git_lanes.model.frozen import Frozen, FrozenInstanceError, field, fields, replace
+from git_lanes.model import frozen
+from git_lanes.model.frozen import FIRST_USES, Frozen, FrozenInstanceError, field, fields, replace
 from git_lanes.model.record import Record, meta
 
 
@@ -93,3 +94,43 @@ def test_defining_records_loads_neither_dataclasses_nor_inspect():
     # The hook path's records load not even typing; Record's validation reads field types with typing.
     assert loaded_by("git_lanes.model.calls, git_lanes.model.runs, git_lanes.model.policy") == []
     assert loaded_by("git_lanes.model.coordination, git_lanes.model.records") == ["typing"]
+
+
+def fresh_point() -> type:
+    """A class like Point that has built nothing yet, so it is still on its generic `__init__`."""
+    class Fresh(Point3):
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "tags", tuple(self.tags))
+    return Fresh
+
+
+CALLS = [((1,), {}), ((1, 2, ["t"]), {"note": "n", "z": 3}), ((), {"x": 1, "z": 2}), ((1, 2, [], None, 4), {}),
+         ((), {}), ((1, 2, [], None, 4, 5), {}), ((1,), {"x": 2}), ((1,), {"w": 2}), ((1,), {"w": 2, "x": 3}),
+         ((), {"y": 1, "tags": []})]
+
+
+def outcome(cls: type, args: tuple, kwargs: dict) -> object:
+    try:
+        built = cls(*args, **kwargs)
+    except TypeError as exc:
+        return str(exc).replace(cls.__qualname__, "C")
+    return {f.name: getattr(built, f.name) for f in fields(built)}
+
+
+def test_the_generic_init_of_first_uses_builds_and_refuses_as_the_compiled_one():
+    generic, compiled = fresh_point(), fresh_point()
+    compiled.__init__ = frozen._init_of(compiled)
+    found = [(outcome(generic, *call), outcome(compiled, *call)) for call in CALLS]
+    assert [g for g, _ in found] == [c for _, c in found]
+    assert "tags" in found[0][0] and found[0][0]["tags"] == ()  # built, and __post_init__ ran
+    assert sum(isinstance(g, str) for g, _ in found) == 6  # every kind of refusal was tried
+    assert "__init__" in vars(generic) and vars(generic)["__init__"].__code__ is not vars(compiled)["__init__"].__code__
+
+
+def test_a_class_compiles_its_own_init_once_it_built_its_first_uses():
+    cls = fresh_point()
+    first = vars(cls)["__init__"]
+    built = [cls(number) for number in range(FIRST_USES - 1)]
+    assert vars(cls)["__init__"] is first and built[-1].x == FIRST_USES - 2
+    assert cls(7, z=1) == cls(7, z=1) and vars(cls)["__init__"] is not first
+    assert vars(cls)["__init__"].__qualname__ == first.__qualname__ == f"{cls.__qualname__}.__init__"

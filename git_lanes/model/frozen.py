@@ -3,8 +3,10 @@
 `@dataclass(frozen=True)` compiles about six methods with `exec` for every class when the module defining it
 is imported (about 1 ms a class here), and `import dataclasses` loads `inspect` (about 16 ms): start-up paid
 by every command for classes most commands never build, and by every agent hook. A `Frozen` subclass only
-lists its fields when it is defined; its `__init__` is compiled the first time the class is instantiated, so
-a command pays for the classes it builds. Equality, hashing, `repr` and frozenness are generic methods on
+lists its fields when it is defined. Its first instances are built by a generic `__init__` that walks the
+field list; the class's own `__init__` is compiled (about 0.2 ms of `exec`) once it has built `FIRST_USES`, so a
+short command, which builds most of its classes a few times, compiles none, and a long-lived process gets the
+fast one for the classes it builds often. Equality, hashing, `repr` and frozenness are generic methods on
 the base. Type checkers see the subclasses as frozen dataclasses (`dataclass_transform`).
 
 What a subclass gets, as a frozen dataclass would: fields from its annotations (ClassVars excluded), base
@@ -144,14 +146,61 @@ class _Base:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
+# Instances a class builds with the generic `__init__` before it compiles its own.
+FIRST_USES = 32
+
+
 def _compile_on_first_use(cls: type) -> Callable[..., None]:
+    uses = 0
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal uses
+        uses += 1
+        if uses < FIRST_USES:
+            _build(cls, self, args, kwargs)
+            return
         compiled = _init_of(cls)
         setattr(cls, "__init__", compiled)
         compiled(self, *args, **kwargs)
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
+
+
+def _build(cls: type, self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """What the compiled `__init__` does, read from the field list, with Python's own errors for arguments
+    that do not fit (checked, as Python does, before any field is set)."""
+    declared: tuple[Field, ...] = cls.__frozen_fields__  # type: ignore[attr-defined]
+    where = f"{cls.__qualname__}.__init__()"
+    values = list(args[:len(declared)]) + [MISSING] * (len(declared) - len(args))
+    if kwargs:
+        index = {f.name: number for number, f in enumerate(declared)}
+        for name, value in kwargs.items():
+            number = index.get(name)
+            if number is None:
+                raise TypeError(f"{where} got an unexpected keyword argument {name!r}")
+            if number < len(args):
+                raise TypeError(f"{where} got multiple values for argument {name!r}")
+            values[number] = value
+    if len(args) > len(declared):
+        required = 1 + sum(f.default is MISSING and f.default_factory is MISSING for f in declared)
+        takes = f"{required}" if required == len(declared) + 1 else f"from {required} to {len(declared) + 1}"
+        raise TypeError(f"{where} takes {takes} positional argument{'s' if takes != '1' else ''} but "
+                        f"{len(args) + 1} were given")
+    missing = [f.name for f, value in zip(declared, values)
+               if value is MISSING and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        quoted = [repr(name) for name in missing]
+        listed = quoted[0] if len(quoted) == 1 else (" and ".join(quoted) if len(quoted) == 2
+                                                     else ", ".join(quoted[:-1]) + ", and " + quoted[-1])
+        raise TypeError(f"{where} missing {len(missing)} required positional argument"
+                        f"{'s' if len(missing) > 1 else ''}: {listed}")
+    for f, value in zip(declared, values):
+        if value is MISSING:
+            value = f.default_factory() if f.default_factory is not MISSING else f.default
+        object.__setattr__(self, f.name, value)
+    if hasattr(cls, "__post_init__"):
+        self.__post_init__()
 
 
 def _init_of(cls: type) -> Callable[..., None]:
