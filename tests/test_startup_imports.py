@@ -62,13 +62,17 @@ finally:
 """
 
 
-def loaded(args: tuple[str, ...], cwd) -> set[str]:
+def every_module(args: tuple[str, ...], cwd) -> set[str]:
     proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     names = set(proc.stderr.splitlines()[-1].split())
     assert "git_lanes.cli" in names, "the probe saw no import at all"
-    return {name for name in names if name.split(".")[0] == "git_lanes"}
+    return names
+
+
+def loaded(args: tuple[str, ...], cwd) -> set[str]:
+    return {name for name in every_module(args, cwd) if name.split(".")[0] == "git_lanes"}
 
 
 @pytest.mark.parametrize("args", sorted(PINNED), ids=" ".join)
@@ -84,6 +88,26 @@ def test_each_read_command_loads_only_its_own_modules(repo, args):
     found = loaded(args, repo)
     assert sorted(found - pinned) == [], "loaded but not pinned: import it lazily, or pin it here"
     assert sorted(pinned - found) == [], "pinned but no longer loaded: unpin it"
+
+
+def test_options_cost_neither_gettext_lookups_nor_suggestions(repo):
+    """click's own `--help` and `--version` options ask gettext for their text, whose first lookup imports
+    locale (~1.5 ms); a short option makes click build a "no such option" error, with difflib's suggestions,
+    before it parses it as the short option it is. Ours do neither, and still work."""
+    found = every_module(("history", "-n", "1", "--json"), repo)
+    assert "gettext" in found and {"locale", "difflib"} & found == set()
+    assert {"locale", "difflib"} & every_module(("--version",), repo) == set()
+    from click.testing import CliRunner
+
+    from git_lanes.cli import cli
+
+    version = CliRunner().invoke(cli, ["--version"], prog_name="git lanes")
+    assert (version.exit_code, version.output) == (0, "git-lanes, version 0.1.0\n")
+    for args in (["lane", "list", "-h"], ["lane", "list", "--help"]):
+        shown = CliRunner().invoke(cli, args, prog_name="git lanes")
+        assert shown.exit_code == 0 and "  -h, --help  Show this message and exit." in shown.output
+    assert CliRunner().invoke(cli, ["history", "-x"]).output.endswith("No such option '-x'.\n")
+    assert CliRunner().invoke(cli, ["history", "--limt", "1"]).output.endswith("Did you mean '--limit'?\n")
 
 
 def test_help_lists_the_commands_without_loading_them(repo):

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from git_lanes.cli import SuggestingGroup
+from git_lanes.cli import Command, SuggestingGroup
 from git_lanes.cli.options import agent_option, limit_option
 from git_lanes.cli.output import json_option, open_api, run
 
@@ -91,7 +91,7 @@ def resolve(post_id: int, agent: str | None, as_json: bool) -> None:
         lambda r: f"post #{r['post']} resolved by {r['resolved_by']}")
 
 
-@click.command()
+@click.command(cls=Command)
 @agent_option()
 @click.option("--timeout", type=click.FloatRange(min=0, max=86400), default=60.0, show_default=True,
               metavar="SECONDS", help="Return after this long even if nothing happened.")

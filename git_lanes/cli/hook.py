@@ -11,12 +11,13 @@ from pathlib import Path
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.output import json_option, run
 
 CLI_CHOICE = click.Choice(["claude", "codex", "gemini"])
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+@click.command(cls=Command, context_settings={"ignore_unknown_options": True})
 @click.argument("agent_cli", metavar="CLI", type=CLI_CHOICE)
 @click.argument("event", metavar="EVENT")
 @json_option
@@ -91,7 +92,7 @@ dry_run_option = click.option("--dry-run", is_flag=True, help="Say what would ch
 no_mcp_option = click.option("--no-mcp", is_flag=True, help="Leave the MCP server entry alone (hooks only).")
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("agent_cli", metavar="CLI", type=CLI_CHOICE)
 @scope_option
 @dry_run_option
@@ -128,7 +129,7 @@ def install(agent_cli: str, scope: str, dry_run: bool, prefix: str | None, no_mc
     run(action, as_json, _render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("agent_cli", metavar="CLI", type=CLI_CHOICE)
 @scope_option
 @dry_run_option
@@ -153,7 +154,7 @@ def uninstall(agent_cli: str, scope: str, dry_run: bool, no_mcp: bool, as_json: 
     run(action, as_json, _render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--check", "only", multiple=True, metavar="NAME",
               help="Run only this check (or group, e.g. hooks); repeatable.")
 @click.option("--fix", is_flag=True, help="Repair what is safe to repair; list what is left for a person.")

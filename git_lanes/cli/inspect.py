@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.options import limit_option
 from git_lanes.cli.output import ATTENTION_HINT, json_option, open_api, run, short, table
 
@@ -17,7 +18,7 @@ def format_cost(c: dict) -> str:
             f"${c['cost_usd']:.4f}")
 
 
-@click.command()
+@click.command(cls=Command)
 @json_option
 def status(as_json: bool) -> None:
     """Show lanes, workspaces, pending proposals and workspaces with unsnapshotted edits.
@@ -56,7 +57,7 @@ def _counts(lane: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--lane", metavar="LANE", help="Only this lane's transitions.")
 @click.option("--status", "status_", type=click.Choice(["proposed", "accepted", "rejected"]),
               help="Only transitions with this status.")
@@ -91,7 +92,7 @@ def history(lane: str | None, status_: str | None, agent: str | None, grep: str 
                                    model=model), as_json, render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("state", metavar="STATE")
 @limit_option("Show at most N steps.", type=click.IntRange(min=0))
 @json_option
@@ -125,7 +126,7 @@ def trace(state: str, limit: int | None, as_json: bool) -> None:
     run(lambda: open_api().trace(state, limit), as_json, render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("transition_id", metavar="ID")
 @json_option
 def show(transition_id: str, as_json: bool) -> None:
@@ -153,7 +154,7 @@ def show(transition_id: str, as_json: bool) -> None:
     run(lambda: open_api().show(transition_id), as_json, render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("old", metavar="A")
 @click.argument("new", metavar="B")
 @click.option("--stat", "mode", flag_value="stat", help="Show a diffstat.")

@@ -6,6 +6,7 @@ import os
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.agent import agent_option
 from git_lanes.cli.output import fail, json_option, run, table
 from git_lanes.mcp import DEFAULT_TOOLSETS, TOOLSETS
@@ -19,7 +20,7 @@ def parse_toolsets(_ctx: click.Context, _param: click.Parameter, value: str | No
     return names
 
 
-@click.command()
+@click.command(cls=Command)
 @agent_option(required=False, help_text="The agent this server acts for; tools then need no agent_id.")
 @click.option("--toolsets", envvar="GIT_LANES_TOOLSETS", show_envvar=True, callback=parse_toolsets,
               metavar="SET[,SET...]", help="Tool sets to offer besides core: publisher, maintenance "

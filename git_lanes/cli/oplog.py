@@ -6,7 +6,7 @@ import time
 
 import click
 
-from git_lanes.cli import SuggestingGroup
+from git_lanes.cli import Command, SuggestingGroup
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
 
@@ -78,7 +78,7 @@ def show(operation: str, as_json: bool) -> None:
     run(lambda: open_api().op_show(operation), as_json, render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("operation", metavar="[OP]", required=False)
 @click.option("--dry-run", is_flag=True, help="Check that OP can be undone and say what would move; move nothing.")
 @json_option

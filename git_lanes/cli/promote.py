@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.intent import intent_kwargs, intent_options
 from git_lanes.cli.output import held_line, json_option, open_api, run, short, table
 
@@ -68,7 +69,7 @@ def _render_promotion(r: dict) -> str:
     return "\n".join(lines)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("lane")
 @click.option("--into", "target", metavar="TARGET", help="The lane to promote into (default: the trunk).")
 @click.option("--dry-run", is_flag=True, help="Report collisions and changes; move nothing.")
@@ -102,7 +103,7 @@ def promote(lane: str, target: str | None, dry_run: bool, force: bool, auto_acce
     run(action, as_json, render_promotion)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("transition_id", metavar="ID")
 @json_option
 def evaluate(transition_id: str, as_json: bool) -> None:
@@ -122,7 +123,7 @@ def evaluate(transition_id: str, as_json: bool) -> None:
     run(lambda: open_api().evaluate(transition_id), as_json, render)
 
 
-@click.command(name="gates")
+@click.command(cls=Command, name="gates")
 @click.option("--lane", metavar="LANE", help="Only the gates that judge accepts on LANE.")
 @click.option("--on", "kind", type=click.Choice(["commit", "promote"]),
               help="Only the gates that judge this kind of accept.")

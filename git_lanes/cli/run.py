@@ -9,12 +9,13 @@ import time
 
 import click
 
+from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.agent import agent_option
 from git_lanes.cli.output import fail, json_option, open_api, run, table
 from git_lanes.errors import LanesError
 
 
-@click.group(name="run")
+@click.group(name="run", cls=SuggestingGroup)
 def run_group() -> None:
     """Runs: one agent's piece of work, metered and recorded by the agent hooks.
 

@@ -8,11 +8,12 @@ import sys
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.output import fail, json_option, open_api
 from git_lanes.errors import LanesError
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on. Anything but loopback requires the token for every request.")
 @click.option("--port", default=7331, show_default=True, type=click.IntRange(0, 65535),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.output import json_option, run, short
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
 @click.option("--trunk", metavar="NAME", help="The trunk lane's branch (default: the current branch, or main).")
 @json_option
@@ -41,7 +42,7 @@ def init(directory: str | None, trunk: str | None, as_json: bool) -> None:
     run(action, as_json, render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--keep", is_flag=True, help="Keep the demo repository instead of deleting it.")
 @click.option("--directory", type=click.Path(file_okay=False), help="Play the demo in this new directory.")
 @json_option

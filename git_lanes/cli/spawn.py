@@ -8,6 +8,7 @@ import time
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.output import fail, json_option, open_api, run, table
 from git_lanes.errors import LanesError
 
@@ -41,7 +42,7 @@ def render_spawned(r: dict) -> str:
     return "\n".join(lines)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("task", required=False, metavar="TASK")
 @click.option("--prompt", "text", metavar="TEXT", help="What the agent is to do (with a TASK: added to it).")
 @click.option("--lane", metavar="LANE", help="The lane to work in (default: the task's, else task/<id> or "
@@ -99,7 +100,7 @@ def _tightest(budgets: list[dict]) -> str:
     return f"{tightest['used']:.0%} {tightest['scope']}"
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--all", "everything", is_flag=True, help="Every spawned run, not only the live ones.")
 @json_option
 def ps(everything: bool, as_json: bool) -> None:
@@ -127,7 +128,7 @@ def ps(everything: bool, as_json: bool) -> None:
     run(lambda: open_api().ps(everything=everything), as_json, render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("run_id", metavar="RUN")
 @click.option("--reason", metavar="TEXT", help="Why (kept in the run's log).")
 @click.option("--grace", type=click.FloatRange(min=0), metavar="SECONDS",
@@ -149,7 +150,7 @@ def stop(run_id: str, reason: str | None, grace: float | None, as_json: bool) ->
     run(lambda: open_api().stop(run_id, reason, grace=grace), as_json, render)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("run_id", metavar="RUN")
 @click.argument("message")
 @click.option("--from", "sender", metavar="NAME", help="Who is telling (default: your git name).")
@@ -168,7 +169,7 @@ def tell(run_id: str, message: str, sender: str | None, as_json: bool) -> None:
                                                                           "starts again)"))
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("run_id", metavar="RUN")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing until the run's agent and supervisor end.")
 @json_option

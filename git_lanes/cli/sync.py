@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.output import json_option, run, short
 
 # A first pull can move thousands of refs; the text report lists this many each way, --json all of them.
@@ -28,7 +29,7 @@ _TRUNK_HELP = "In a clone not yet set up for lanes: the trunk (default: the chec
 _trunk_option = click.option("--trunk", metavar="NAME", help=_TRUNK_HELP)
 
 
-@click.command()
+@click.command(cls=Command)
 @_remote_argument
 @_trunk_option
 @json_option
@@ -49,7 +50,7 @@ def sync(remote: str | None, trunk: str | None, as_json: bool) -> None:
     _command("sync", remote, trunk, as_json)
 
 
-@click.command()
+@click.command(cls=Command)
 @_remote_argument
 @_trunk_option
 @json_option
@@ -67,7 +68,7 @@ def pull(remote: str | None, trunk: str | None, as_json: bool) -> None:
     _command("pull", remote, trunk, as_json)
 
 
-@click.command()
+@click.command(cls=Command)
 @_remote_argument
 @_trunk_option
 @json_option

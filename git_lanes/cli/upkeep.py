@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.output import json_option, open_api, run, short
 
 
@@ -17,7 +18,7 @@ def _size(count: int | None) -> str:
     return str(count)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--older-than", "older_than", default="30d", show_default=True, metavar="AGE",
               help="Prune only what is older than this: 30d, 12h, 90m, 2w, 45s; 0 for everything eligible.")

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from git_lanes.cli import Command
 from git_lanes.cli.intent import intent_kwargs, intent_options
 from git_lanes.cli.output import held_line, json_option, nested_left, open_api, run, short
 
@@ -36,7 +37,7 @@ def _record(auto_accept: bool, lane: str | None, params: dict[str, Any], as_json
     run(action, as_json, render_transition)
 
 
-@click.command()
+@click.command(cls=Command)
 @workspace_option
 @intent_options
 @click.option("--auto-accept", is_flag=True, help="Evaluate the gates and accept at once.")
@@ -57,7 +58,7 @@ def commit(lane: str | None, auto_accept: bool, as_json: bool, **params: Any) ->
     _record(auto_accept, lane, params, as_json)
 
 
-@click.command()
+@click.command(cls=Command)
 @workspace_option
 @intent_options
 @json_option
@@ -71,7 +72,7 @@ def propose(lane: str | None, as_json: bool, **params: Any) -> None:
     _record(False, lane, params, as_json)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("transition_id", metavar="ID")
 @json_option
 def accept(transition_id: str, as_json: bool) -> None:
@@ -86,7 +87,7 @@ def accept(transition_id: str, as_json: bool) -> None:
     run(lambda: open_api().accept(transition_id), as_json, render_transition)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("transition_id", metavar="ID")
 @click.option("--reason", metavar="TEXT", help="Why it was rejected; kept with the attempt as signal.")
 @json_option
@@ -100,7 +101,7 @@ def reject(transition_id: str, reason: str | None, as_json: bool) -> None:
     run(lambda: open_api().reject(transition_id, reason), as_json, render_transition)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("state", metavar="STATE")
 @workspace_option
 @click.option("--force", is_flag=True, help="Restore even over unsnapshotted edits (kept in a backup ref).")
