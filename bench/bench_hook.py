@@ -45,6 +45,14 @@ def setup(base: Path) -> Path:
     return workspace
 
 
+def start(base: Path) -> tuple[Path, str]:
+    """The lane's workspace (see `setup`) and the id of a run started in it, for GIT_LANES_RUN."""
+    from git_lanes.api import Lanes
+
+    workspace = setup(base)
+    return workspace, Lanes(workspace).run_start("bench", phase="execute", cwd=workspace)["id"]
+
+
 def payload(workspace: Path, kind: str, number: int) -> bytes:
     tool = {"Read": ("Read", {"file_path": str(workspace / "README.md")}),
             "Write": ("Write", {"file_path": str(workspace / "src" / f"f{number}.py"), "content": "x"}),
@@ -81,10 +89,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-hook-") as scratch:
-        workspace = setup(Path(scratch))
-        from git_lanes.api import Lanes
-
-        run = Lanes(workspace).run_start("bench", phase="execute", cwd=workspace)["id"]
+        workspace, run = start(Path(scratch))
         ENV["GIT_LANES_RUN"] = run
         for kind in ("Read", "Write", "Bash"):  # byte-code, caches
             timed(HOOK, payload(workspace, kind, 0), workspace)
@@ -97,6 +102,8 @@ def main() -> None:
                 hook.append(timed(HOOK, payload(workspace, kind, number + 1), workspace))
                 hook_cpu.append(timed.cpu)  # type: ignore[attr-defined]
             rows.append((kind, bare, hook, bare_cpu, hook_cpu))
+        from git_lanes.api import Lanes
+
         events = len(Lanes(workspace).run_events(run))
     print(f"PreToolUse, {args.calls} calls per tool, real processes; the run log ends with {events} events")
     print("wall time:")

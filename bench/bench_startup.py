@@ -1,11 +1,13 @@
 """Benchmark: command start-up, each command against the bare interpreter that loads what it must load.
 
 Issue 15's goals: every read command (`status`, `lane list`, `task list`, `board read`, `history`, `show`)
-within 1.25x of `python -c "import pygit2, click"`, and `--help` / `--version` within 1.25x of
+within 1.25x of `python -c "import pygit2, click"`, and `--help` / `--version` / `hook` within 1.25x of
 `python -c "import click"`. Runs alternate command and baseline (so load on the shared machine hits both
-alike), each a real process, in a repository with a few lanes, transitions, tasks and posts. Byte-code is
-written once before timing, as in any installed use. Medians of wall time and of CPU time (user + system,
-less bent by other jobs) are reported with their ratios.
+alike), each a real process, in a repository with a few lanes, transitions, tasks and posts. `hook` is what
+Claude Code runs before each tool call, `git lanes hook claude PreToolUse`, fed a Read on stdin in a lane of
+the repository bench_hook.py sets up (policy committed, run started), so each call admits and charges.
+Byte-code is written once before timing, as in any installed use. Medians of wall time and of CPU time
+(user + system, less bent by other jobs) are reported with their ratios.
 
     .venv/bin/python bench/bench_startup.py [--runs 15]
 """
@@ -21,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import bench_hook
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 LANES = [sys.executable, "-m", "git_lanes"]
@@ -46,15 +50,28 @@ def setup(base: Path) -> tuple[Path, str]:
     return root, transition
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, float]:
+class Case:
+    """One command to time: its words, its baseline, where it runs, and what it reads on stdin."""
+
+    def __init__(self, words: list[str], baseline: list[str], cwd: Path, stdin: bytes | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.words, self.baseline, self.cwd, self.stdin, self.env = words, baseline, cwd, stdin, env or ENV
+
+    @property
+    def name(self) -> str:
+        return "show" if self.words[0] == "show" else " ".join(self.words[:2])
+
+
+def timed(command: list[str], cwd: Path, stdin: bytes | None = None, env: dict[str, str] = ENV) \
+        -> tuple[float, float]:
     """(wall ms, CPU ms) of one process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, cwd=cwd, env=ENV)
+    proc = subprocess.run(command, input=stdin, capture_output=True, cwd=cwd, env=env)
     wall = (time.perf_counter() - start) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{command} failed: {proc.returncode} {proc.stderr!r}")
+    if proc.returncode != 0 or b'"deny"' in proc.stdout:
+        raise SystemExit(f"{command} failed: {proc.returncode} {proc.stdout!r} {proc.stderr!r}")
     return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
 
 
@@ -64,29 +81,34 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as scratch:
         root, transition = setup(Path(scratch))
-        cases = [(["status"], WITH_GIT), (["lane", "list"], WITH_GIT), (["task", "list"], WITH_GIT),
-                 (["board", "read"], WITH_GIT), (["history"], WITH_GIT), (["show", transition[:8]], WITH_GIT),
-                 (["--help"], BARE), (["--version"], BARE)]
-        for words, baseline in cases:  # byte-code, caches
-            timed(LANES + words, root)
-            timed(baseline, root)
+        (Path(scratch) / "hook").mkdir()
+        workspace, run = bench_hook.start(Path(scratch) / "hook")
+        cases = [Case(words, WITH_GIT, root) for words in (["status"], ["lane", "list"], ["task", "list"],
+                                                           ["board", "read"], ["history"],
+                                                           ["show", transition[:8]])]
+        cases += [Case(["--help"], BARE, root), Case(["--version"], BARE, root),
+                  Case(["hook", "claude", "PreToolUse"], BARE, workspace, bench_hook.payload(workspace, "Read", 0),
+                       {**ENV, "GIT_LANES_RUN": run})]
+        for case in cases:  # byte-code, caches
+            timed(LANES + case.words, case.cwd, case.stdin, case.env)
+            timed(case.baseline, case.cwd)
         print(f"start-up, medians of {args.runs} real processes alternating with their baseline; "
               f"load: {os.getloadavg()[0]:.2f}")
         print(f"{'command':<16} {'baseline':<22} {'base ms':>8} {'cmd ms':>8} {'wall':>6} {'base cpu':>9} "
               f"{'cmd cpu':>8} {'cpu':>6}")
-        for words, baseline in cases:
+        for case in cases:
             walls: tuple[list[float], list[float]] = ([], [])
             cpus: tuple[list[float], list[float]] = ([], [])
             for _ in range(args.runs):
-                for index, command in enumerate((baseline, LANES + words)):
-                    wall, cpu = timed(command, root)
+                for index, (command, stdin, env) in enumerate(((case.baseline, None, ENV),
+                                                               (LANES + case.words, case.stdin, case.env))):
+                    wall, cpu = timed(command, case.cwd, stdin, env)
                     walls[index].append(wall)
                     cpus[index].append(cpu)
             base_wall, wall = statistics.median(walls[0]), statistics.median(walls[1])
             base_cpu, cpu = statistics.median(cpus[0]), statistics.median(cpus[1])
-            name = " ".join(words[:2]) if words[0] != "show" else "show"
-            label = "import pygit2, click" if baseline is WITH_GIT else "import click"
-            print(f"{name:<16} {label:<22} {base_wall:>8.1f} {wall:>8.1f} {wall / base_wall:>5.2f}x "
+            label = "import pygit2, click" if case.baseline is WITH_GIT else "import click"
+            print(f"{case.name:<16} {label:<22} {base_wall:>8.1f} {wall:>8.1f} {wall / base_wall:>5.2f}x "
                   f"{base_cpu:>9.1f} {cpu:>8.1f} {cpu / base_cpu:>5.2f}x")
 
 
