@@ -16,10 +16,11 @@ import pytest
 CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.output", "git_lanes.errors"}
 # What opening the repository through the API costs any command: CoreApi (with the operation log's decorator)
 # and the table of where `Lanes` finds the rest; every other mixin loads with the first method of it called.
-API = {"git_lanes.api.core", "git_lanes.api.oplog", "git_lanes.api.owners"}
-STORE = {f"git_lanes.store.{name}" for name in ("checkout", "filters", "gitcli", "lock", "repo",
-                                                  "notes", "setup", "stale", "trees", "workspace", "worktree_add",
-                                                  "worktree_files")}
+API = {"git_lanes.api.core", "git_lanes.api.owners", "git_lanes.api.recording"}
+STORE = {f"git_lanes.store.{name}" for name in ("gitcli", "lock", "repo",
+                                                  "notes", "setup", "stale", "trees", "workspace", "worktree_add")}
+# What reading a worktree's files costs (what needs attention after a promotion, which `status` shows)
+FILES = {"git_lanes.store.filters", "git_lanes.store.worktree_files"}
 REPOSITORY = CLI | API | STORE | {
     "git_lanes.api", "git_lanes.store", "git_lanes.domain", "git_lanes.domain.context",
     "git_lanes.model", "git_lanes.model.entries", "git_lanes.model.format",
@@ -34,7 +35,7 @@ LEDGER = {"git_lanes.api.ledger", "git_lanes.ledger", "git_lanes.ledger.log", "g
 
 PINNED = {
     ("--version",): {"git_lanes", "git_lanes.cli"},
-    ("status",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results",
+    ("status",): REPOSITORY | TRANSITIONS | FILES | {"git_lanes.cli.inspect", "git_lanes.model.results",
                                              "git_lanes.model.workspace_results"},
     ("show", "SHOWN"): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
     ("lane", "list"): REPOSITORY | {"git_lanes.cli.lane", "git_lanes.domain.lanes", "git_lanes.domain.wording",

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from git_lanes.api.oplog import first_line, recorded
+from git_lanes.api.recording import first_line, recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, Refused
 from git_lanes.model.ids import AgentId

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from git_lanes.api.oplog import recorded
+from git_lanes.api.recording import recorded
 from git_lanes.errors import LanesError, Refused
 from git_lanes.model import refs
 

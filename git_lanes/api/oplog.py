@@ -4,14 +4,13 @@ ledger's undoable ops that no recorded operation covers (a claim, a post, a task
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 
-if TYPE_CHECKING:  # the domain loads inside the methods that use it: every command imports this module
+if TYPE_CHECKING:  # the domain loads inside the methods that use it
     from git_lanes import ledger
     from git_lanes.domain import oplog
     from git_lanes.domain.context import Context
@@ -19,32 +18,6 @@ if TYPE_CHECKING:  # the domain loads inside the methods that use it: every comm
 
 # How far back `op log` and `undo OP` look, in each of the two logs.
 WINDOW = 500
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def first_line(text: object) -> str:
-    lines = str(text).strip().splitlines()
-    return lines[0] if lines else ""
-
-
-def recorded(describe: Callable[[dict[str, Any]], str]) -> Callable[[F], F]:
-    """Make an API method one entry of the operation log, described by `describe(its arguments)`; its actor
-    is the `agent_id` or `actor` argument when given, else git's configured identity."""
-    def decorate(method: F) -> F:
-        @functools.wraps(method)
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            import inspect
-
-            from git_lanes.domain import oplog
-
-            bound = inspect.signature(method).bind(self, *args, **kwargs)
-            bound.apply_defaults()
-            arguments = bound.arguments
-            actor = arguments.get("agent_id") or arguments.get("actor")
-            with oplog.operation(self.ctx, describe(arguments)[:200], actor if isinstance(actor, str) else None):
-                return method(self, *args, **kwargs)
-        return wrapper  # type: ignore[return-value]
-    return decorate
 
 
 class OplogApi:

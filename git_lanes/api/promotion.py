@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from git_lanes.api.oplog import recorded
+from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, Refused, problem
 from git_lanes.model.ids import Actor, AgentId

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from git_lanes.api.oplog import recorded
+from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
 from git_lanes.model import refs

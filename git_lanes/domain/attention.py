@@ -20,7 +20,10 @@ from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.model.format import check_format
 from git_lanes.model.records import Transition
 from git_lanes.model.entries import Entry
-from git_lanes.store.worktree_files import WorktreeFiles
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # loads with the first worktree read (ctx.store.worktree_files), which a command may not need
+    from git_lanes.store.worktree_files import WorktreeFiles
 
 RECORD = "lanes-promoted.json"
 FORMAT = 1

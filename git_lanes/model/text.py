@@ -11,18 +11,21 @@ import re
 
 from git_lanes.errors import UserError
 
-# C0 and C1 controls and DEL; tab, line feed and carriage return are judged separately.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# C0 and C1 controls and DEL; tab, line feed and carriage return are judged separately. Compiled by `re` on
+# first use: most text is printable (no control, no surrogate, no line break) and needs neither.
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+_SURROGATE = r"[\ud800-\udfff]"
 
 
 def text_problem(value: object, *, multiline: bool = False) -> str | None:
     """Why `value` is not acceptable text, or None when it is."""
     if not isinstance(value, str):
         return f"is not text but {type(value).__name__}"
-    if _SURROGATE.search(value):
+    if value.isprintable():
+        return None
+    if re.search(_SURROGATE, value):
         return "is not valid UTF-8"
-    if _CONTROL.search(value):
+    if re.search(_CONTROL, value):
         return "contains a control character"
     if not multiline and ("\n" in value or "\r" in value):
         return "must be a single line"
@@ -45,4 +48,4 @@ def check_text(value: object, what: str, *, code: str, multiline: bool = False, 
 
 def is_text(value: object) -> bool:
     """Whether `value` is a string git and JSON can carry (valid Unicode, no NUL)."""
-    return isinstance(value, str) and "\x00" not in value and not _SURROGATE.search(value)
+    return isinstance(value, str) and "\x00" not in value and (value.isascii() or not re.search(_SURROGATE, value))

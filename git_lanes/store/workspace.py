@@ -12,13 +12,14 @@ import pygit2
 
 from git_lanes.errors import Conflict, NotFound, Refused
 from git_lanes.model.frozen import Frozen
-from git_lanes.store import checkout, stale
+from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
-from git_lanes.store.worktree_files import WorktreeFiles
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # reading and carrying files load with the first command that does (not status, not lists)
+    from git_lanes.store import checkout
     from git_lanes.store.watched_index import WatchedIndex
+    from git_lanes.store.worktree_files import WorktreeFiles
 
 # Whatever git counts as a difference between HEAD, the index and the files (ignored files excepted).
 _CHANGED = ~(pygit2.GIT_STATUS_CURRENT | pygit2.GIT_STATUS_IGNORED)
@@ -314,12 +315,16 @@ class WorkspaceOps:
 
     def worktree_files(self, path: Path) -> WorktreeFiles:
         """The worktree at `path`, path by path (see worktree_files)."""
+        from git_lanes.store.worktree_files import WorktreeFiles
+
         return WorktreeFiles(self.workspace_repo(path))
 
     def plan_checkout(self, path: Path, tree: str, *, baseline: str | None = None,
                       force: bool) -> checkout.CheckoutPlan:
         """How the worktree at `path` would become `tree` (see checkout); reads only. A worktree whose index
         another git command holds (a `git commit` running its hooks) cannot be carried there: Conflict."""
+        from git_lanes.store import checkout
+
         self.require_index_free(path)
         return checkout.plan(self.worktree_files(path), tree, baseline=baseline, force=force)
 
@@ -335,6 +340,8 @@ class WorkspaceOps:
                            hint=f"let it finish and try again; if no git process is running, delete {lock}")
 
     def apply_checkout(self, path: Path, plan: checkout.CheckoutPlan) -> None:
+        from git_lanes.store import checkout
+
         checkout.apply(self.worktree_files(path), plan)
 
     def nested_repositories(self, path: Path) -> list[str]:
