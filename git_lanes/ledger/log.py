@@ -23,9 +23,7 @@ from git_lanes.ledger.state import Record, State, encode_record
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate, Store
-from git_lanes.model.entries import Entry
 
-BLOB_MODE = 0o100644
 # About once in this many appends (chosen by the op's random id, so concurrent writers spread it) the
 # appender asks git whether the repository needs packing (`git gc --auto`).
 MAINTENANCE_EVERY = 500
@@ -54,7 +52,7 @@ def head(store: Store) -> str | None:
 
 def state_at(store: Store, commit: str | None) -> State:
     """The state after the op at `commit` (the empty state for None)."""
-    return State(store, store.tree_of(commit) if commit else None)
+    return State(store, store.record_tree(commit) if commit else None)
 
 
 def read_op(store: Store, commit: str) -> Op:
@@ -126,14 +124,11 @@ def append(store: Store, op: Op, fold: Fold) -> Appended:
 def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op]:
     state = state_at(store, base)
     edits, result = fold.apply(state, op)
-    tree_edits: dict[str, Entry | None] = {}
-    for path, record in edits.items():
-        tree_edits[path] = None if record is None else Entry(store.write_blob(encode_record(record)), BLOB_MODE)
-    tree = store.edit_tree(state.tree, tree_edits)
     recorded = op.with_result(result)
     message = encode_message(recorded, fold.summary(recorded, result))
-    commit = store.write_commit(tree, [base] if base else [], message, author_name=op.actor,
-                                author_email="agent@lanes")
+    records = {path: None if record is None else encode_record(record) for path, record in edits.items()}
+    commit = store.write_records(state.tree, records, [base] if base else [], message, author_name=op.actor,
+                                 author_email="agent@lanes")
     return commit, recorded
 
 

@@ -31,10 +31,24 @@ class State:
             self._records[path] = self._load(path)
         return self._records[path]
 
-    def _load(self, path: str) -> Record | None:
+    def copy_of(self, path: str) -> Record | None:
+        """A record of its own for the caller to change (`get` shares one per state): parsed afresh, the
+        cheapest deep copy of JSON."""
+        if self.get(path) is None:
+            return None
+        return json.loads(self._read(path) or b"null")
+
+    def _read(self, path: str) -> bytes | None:
         if self.tree is None:
             return None
-        data = self.store.read_path(self.tree, path)
+        try:
+            return self.store.read_record(self.tree, path)
+        except KeyError as exc:
+            raise UnsupportedFormat(f"ledger record {path} cannot be read: object {exc.args[0]} is missing",
+                                    hint="run `git fsck`; the repository may be damaged") from None
+
+    def _load(self, path: str) -> Record | None:
+        data = self._read(path)
         if data is None:
             return None
         try:
@@ -50,18 +64,26 @@ class State:
         """The sorted names directly under `directory` (files and subdirectories)."""
         if self.tree is None:
             return []
-        return sorted(self.store.list_tree(self.tree, directory))
+        return sorted(self._entries(directory))
 
     def files(self, directory: str) -> Iterator[str]:
         """Every record path under `directory`, recursively, in path order."""
         if self.tree is None:
             return
-        for name, entry in sorted(self.store.list_tree(self.tree, directory).items()):
+        for name, is_folder in sorted(self._entries(directory).items()):
             path = f"{directory}/{name}"
-            if entry.mode == 0o040000:
+            if is_folder:
                 yield from self.files(path)
             else:
                 yield path
+
+    def _entries(self, directory: str) -> dict[str, bool]:
+        assert self.tree is not None
+        try:
+            return self.store.record_names(self.tree, directory)
+        except KeyError as exc:
+            raise UnsupportedFormat(f"ledger folder {directory} cannot be read: object {exc.args[0]} is "
+                                    "missing", hint="run `git fsck`; the repository may be damaged") from None
 
 
 class Tx:
@@ -75,8 +97,7 @@ class Tx:
         if path in self.edits:
             record = self.edits[path]
             return None if record is None else dict(record)
-        record = self.base.get(path)
-        return None if record is None else json.loads(json.dumps(record))
+        return self.base.copy_of(path)
 
     def put(self, path: str, record: Record) -> None:
         self.edits[path] = {**record, "format": FORMAT}

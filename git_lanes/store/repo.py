@@ -15,10 +15,12 @@ from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
 from git_lanes.store import lock, notes, setup, stale, trees
+from git_lanes.store.object_cache import TREE_MODE, ObjectCache
 from git_lanes.model.entries import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
 
 FALLBACK_NAME = "git-lanes"
+BLOB_MODE = 0o100644
 FALLBACK_EMAIL = "git-lanes@localhost"
 
 # Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
@@ -76,6 +78,7 @@ class Store(WorkspaceOps):
         self._workspace_repos: dict[Path, pygit2.Repository] = {}
         self._warm_indexes: set[Path] = set()
         self._watched_indexes: dict[Path, WatchedIndex] = {}
+        self._records = ObjectCache(repo)
 
     # -- locking ---------------------------------------------------------------------------------------
     @contextmanager
@@ -304,6 +307,35 @@ class Store(WorkspaceOps):
         stats = diff.stats
         return (stats.format(pygit2.GIT_DIFF_STATS_FULL, 80), stats.files_changed, stats.insertions,
                 stats.deletions)
+
+    # -- small records by id (the ledger's trees), cached: see object_cache.py --------------------------
+    def record_tree(self, commit: str) -> str:
+        """`tree_of`, remembered: a commit's tree never changes."""
+        return self._records.tree_of(commit)
+
+    def read_record(self, tree: str, path: str) -> bytes | None:
+        """The blob at `path` in `tree` (None when there is none), from memory when it was read before."""
+        entry = self._records.entry(tree, path)
+        if entry is None or entry[0] == TREE_MODE:
+            return None
+        return self._records.blob(entry[1])
+
+    def record_names(self, tree: str, path: str = "") -> dict[str, bool]:
+        """The names directly in folder `path` of `tree`, each with whether it is a folder (empty when the
+        folder is missing)."""
+        entries = self._records.folder(tree, path)
+        return {} if entries is None else {name: mode == TREE_MODE for name, (mode, _) in entries.items()}
+
+    def write_records(self, base: str | None, records: dict[str, bytes | None], parents: list[str],
+                      message: str, *, author_name: str | None = None, author_email: str | None = None) -> str:
+        """A commit on `parents` whose tree is `base` with each path set to its bytes (None deletes it),
+        writing only the blobs and folders that changed."""
+        edits = {path: None if data is None else (BLOB_MODE, self._records.write_blob(data))
+                 for path, data in records.items()}
+        tree = self._records.edit(base, edits)
+        commit = self.write_commit(tree, parents, message, author_name=author_name, author_email=author_email)
+        self._records.note_commit(commit, tree)
+        return commit
 
     # -- ancestry --------------------------------------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:

@@ -1,0 +1,155 @@
+"""Small trees and blobs read and written by id, kept in memory for a process that holds the repository open.
+
+The ledger reads the same few trees and records on every op (the root, `tasks/`, an agent, the board's
+last folders) and rewrites a handful of them. Reading each through pygit2 costs an object lookup, and
+often a file read and an inflate, every time; editing with a `TreeBuilder` reads back what it just wrote.
+Objects never change under their id, so a copy kept by id can never be stale: this cache serves repeated
+reads from memory and learns the trees it writes as it writes them. It never answers whether an object is
+on disk (every write goes to the object database, even of an object it has seen), so it cannot make a
+commit point at something `git gc` pruned.
+
+Trees are written in git's canonical form (entries sorted with a folder's name compared as if it ended in
+`/`, modes in octal without leading zeros), byte for byte what `git mktree` and libgit2 write."""
+
+from __future__ import annotations
+
+from itertools import islice
+
+import pygit2
+
+TREE_MODE = 0o040000
+# Entries kept of each kind; past that the older half is dropped. A ledger tree holds at most ~100
+# entries and a record a few KiB, so the cache stays within a few MB.
+MAX_TREES = 4096
+MAX_BLOBS = 4096
+MAX_BLOB_BYTES = 64 * 1024
+
+TreeEntries = dict[str, tuple[int, str]]  # name -> (mode, object id)
+
+
+class ObjectCache:
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self._trees: dict[str, TreeEntries] = {}
+        self._blobs: dict[str, bytes] = {}
+        self._commit_trees: dict[str, str] = {}
+
+    # -- reading ---------------------------------------------------------------------------------------
+    def tree(self, oid: str) -> TreeEntries:
+        """The entries of tree `oid` (shared: callers must not change them). KeyError when it is missing or
+        not a tree."""
+        entries = self._trees.get(oid)
+        if entries is None:
+            kind, data = self.repo.odb.read(pygit2.Oid(hex=oid))
+            if kind != pygit2.GIT_OBJECT_TREE:
+                raise KeyError(oid)
+            entries = parse_tree(data, len(pygit2.Oid(hex=oid).raw))
+            _keep(self._trees, oid, entries, MAX_TREES)
+        return entries
+
+    def folder(self, tree: str, path: str) -> TreeEntries | None:
+        """The entries of the folder at `path` in `tree` ("" is the tree itself); None when there is none."""
+        entries = self.tree(tree)
+        if not path:
+            return entries
+        for part in path.split("/"):
+            found = entries.get(part)
+            if found is None or found[0] != TREE_MODE:
+                return None
+            entries = self.tree(found[1])
+        return entries
+
+    def entry(self, tree: str, path: str) -> tuple[int, str] | None:
+        """(mode, id) at `path` in `tree`, or None."""
+        folder, _, name = path.rpartition("/")
+        entries = self.folder(tree, folder)
+        return None if entries is None else entries.get(name)
+
+    def blob(self, oid: str) -> bytes:
+        data = self._blobs.get(oid)
+        if data is None:
+            kind, data = self.repo.odb.read(pygit2.Oid(hex=oid))
+            if kind != pygit2.GIT_OBJECT_BLOB:
+                raise KeyError(oid)
+            if len(data) <= MAX_BLOB_BYTES:
+                _keep(self._blobs, oid, data, MAX_BLOBS)
+        return data
+
+    def tree_of(self, commit: str) -> str:
+        tree = self._commit_trees.get(commit)
+        if tree is None:
+            tree = str(self.repo[pygit2.Oid(hex=commit)].peel(pygit2.Commit).tree_id)
+            _keep(self._commit_trees, commit, tree, MAX_TREES)
+        return tree
+
+    # -- writing ---------------------------------------------------------------------------------------
+    def write_blob(self, data: bytes) -> str:
+        oid = str(self.repo.odb.write(pygit2.GIT_OBJECT_BLOB, data))
+        if len(data) <= MAX_BLOB_BYTES:
+            _keep(self._blobs, oid, data, MAX_BLOBS)
+        return oid
+
+    def write_tree(self, entries: TreeEntries) -> str:
+        oid = str(self.repo.odb.write(pygit2.GIT_OBJECT_TREE, encode_tree(entries)))
+        _keep(self._trees, oid, entries, MAX_TREES)
+        return oid
+
+    def note_commit(self, commit: str, tree: str) -> None:
+        _keep(self._commit_trees, commit, tree, MAX_TREES)
+
+    def edit(self, base: str | None, edits: dict[str, tuple[int, str] | None]) -> str:
+        """The tree `base` with each path set to its (mode, id) (None deletes), writing only the folders on
+        the edited paths. A folder left empty disappears, as in git; a file replacing a folder drops what
+        was beneath it."""
+        return self.write_tree(self._edited(base, edits))
+
+    def _edited(self, base: str | None, edits: dict[str, tuple[int, str] | None]) -> TreeEntries:
+        entries: TreeEntries = dict(self.tree(base)) if base else {}
+        grouped: dict[str, dict[str, tuple[int, str] | None]] = {}
+        for path, entry in edits.items():
+            head, _, rest = path.partition("/")
+            if rest:
+                grouped.setdefault(head, {})[rest] = entry
+            elif entry is None:
+                entries.pop(head, None)
+            else:
+                entries[head] = entry
+        for name, sub_edits in grouped.items():
+            if edits.get(name) is not None:
+                continue  # a file replaced the folder; nothing beneath it survives
+            existing = entries.get(name)
+            sub_base = existing[1] if existing is not None and existing[0] == TREE_MODE else None
+            sub_entries = self._edited(sub_base, sub_edits)
+            if sub_entries:
+                entries[name] = (TREE_MODE, self.write_tree(sub_entries))
+            else:
+                entries.pop(name, None)
+        return entries
+
+
+def _keep(cache: dict, key: str, value: object, limit: int) -> None:
+    if len(cache) >= limit:
+        for old in list(islice(cache, limit // 2)):
+            del cache[old]
+    cache[key] = value
+
+
+def parse_tree(data: bytes, width: int = 20) -> TreeEntries:
+    entries: TreeEntries = {}
+    position = 0
+    while position < len(data):
+        space = data.index(b" ", position)
+        nul = data.index(b"\0", space)
+        name = data[space + 1:nul].decode("utf-8", "surrogateescape")
+        entries[name] = (int(data[position:space], 8), data[nul + 1:nul + 1 + width].hex())
+        position = nul + 1 + width
+    return entries
+
+
+def encode_tree(entries: TreeEntries) -> bytes:
+    def key(item: tuple[str, tuple[int, str]]) -> bytes:
+        name = item[0].encode("utf-8", "surrogateescape")
+        return name + b"/" if item[1][0] == TREE_MODE else name
+
+    return b"".join(b"%o %s\0%s" % (mode, name.encode("utf-8", "surrogateescape"), bytes.fromhex(oid))
+                    for name, (mode, oid) in sorted(entries.items(), key=key))

@@ -1,0 +1,49 @@
+"""The ledger's cached tree writer writes exactly the trees git would: the same ids as libgit2's
+TreeBuilder path (`trees.edit_tree`) and as `git mktree`, for edits that add, replace and delete files,
+empty folders, and names whose order depends on git's folder rule (`a.b` sorts before the folder `a`)."""
+
+from __future__ import annotations
+
+from conftest import git
+
+from git_lanes.model.entries import Entry
+from git_lanes.store import open_store, trees
+
+EDITS = [
+    {"a/x.json": b"1", "a.b": b"2", "a-c/y.json": b"3", "b/c/d/e.json": b"4"},
+    {"a/x.json": b"5", "a/z.json": b"6", "b/c/d/e.json": None},  # deleting the last file drops b/c/d, b/c, b
+    {"a": b"a file replaces the folder", "top.json": b"7"},
+    {"a": None, "a/again/deep.json": b"8"},
+    {"a.b": None, "a-c/y.json": None, "a/again/deep.json": None, "top.json": None},  # back to empty
+]
+
+
+def test_cached_edits_write_the_trees_libgit2_and_git_write(repo):
+    store = open_store(repo)
+    cached, plain = None, None
+    for edits in EDITS:
+        blobs = {path: None if data is None else store.write_blob(data) for path, data in edits.items()}
+        plain = trees.edit_tree(store.repo, plain, {p: None if b is None else Entry(b, 0o100644)
+                                                    for p, b in blobs.items()})
+        cached = store._records.edit(cached, {p: None if b is None else (0o100644, b) for p, b in blobs.items()})
+        assert cached == plain
+        listing = git("ls-tree", cached, cwd=repo)
+        assert git("mktree", cwd=repo, input=listing).strip() == cached
+    assert cached == store.empty_tree()
+
+
+def test_records_read_through_the_cache_match_git(repo):
+    store = open_store(repo)
+    commit = store.write_records(None, {"tasks/ab/abc.json": b'{"format": 1}\n', "board/readers/x.json": b"{}\n"},
+                                 [], "test\n")
+    tree = store.record_tree(commit)
+    assert tree == git("rev-parse", f"{commit}^{{tree}}", cwd=repo).strip()
+    assert store.read_record(tree, "tasks/ab/abc.json") == b'{"format": 1}\n'
+    assert store.read_record(tree, "tasks/ab") is None and store.read_record(tree, "nothing/here.json") is None
+    assert store.record_names(tree) == {"board": True, "tasks": True}
+    assert store.record_names(tree, "tasks/ab") == {"abc.json": False}
+    assert store.record_names(tree, "missing") == {}
+    # a second Store (another process) reads the same from disk, not from the first one's memory
+    fresh = open_store(repo)
+    assert fresh.read_record(tree, "board/readers/x.json") == b"{}\n"
+    git("fsck", "--strict", cwd=repo)
