@@ -14,6 +14,7 @@ Trees are written in git's canonical form (entries sorted with a folder's name c
 from __future__ import annotations
 
 from itertools import islice
+from operator import itemgetter
 
 import pygit2
 
@@ -24,7 +25,10 @@ MAX_TREES = 4096
 MAX_BLOBS = 4096
 MAX_BLOB_BYTES = 64 * 1024
 
-TreeEntries = dict[str, tuple[int, str]]  # name -> (mode, object id)
+# name -> (mode, object id, sort key, the entry as the tree object spells it): kept whole so that writing
+# an edited tree sorts and joins bytes without encoding its untouched entries again.
+Item = tuple[int, str, bytes, bytes]
+TreeEntries = dict[str, Item]
 
 
 class ObjectCache:
@@ -63,7 +67,8 @@ class ObjectCache:
         """(mode, id) at `path` in `tree`, or None."""
         folder, _, name = path.rpartition("/")
         entries = self.folder(tree, folder)
-        return None if entries is None else entries.get(name)
+        found = None if entries is None else entries.get(name)
+        return None if found is None else (found[0], found[1])
 
     def blob(self, oid: str) -> bytes:
         data = self._blobs.get(oid)
@@ -113,7 +118,7 @@ class ObjectCache:
             elif entry is None:
                 entries.pop(head, None)
             else:
-                entries[head] = entry
+                entries[head] = item(head, *entry)
         for name, sub_edits in grouped.items():
             if edits.get(name) is not None:
                 continue  # a file replaced the folder; nothing beneath it survives
@@ -121,7 +126,7 @@ class ObjectCache:
             sub_base = existing[1] if existing is not None and existing[0] == TREE_MODE else None
             sub_entries = self._edited(sub_base, sub_edits)
             if sub_entries:
-                entries[name] = (TREE_MODE, self.write_tree(sub_entries))
+                entries[name] = item(name, TREE_MODE, self.write_tree(sub_entries))
             else:
                 entries.pop(name, None)
         return entries
@@ -134,22 +139,29 @@ def _keep(cache: dict, key: str, value: object, limit: int) -> None:
     cache[key] = value
 
 
+def item(name: str, mode: int, oid: str) -> Item:
+    encoded = name.encode("utf-8", "surrogateescape")
+    return (mode, oid, encoded + b"/" if mode == TREE_MODE else encoded,
+            b"%o %s\0%s" % (mode, encoded, bytes.fromhex(oid)))
+
+
 def parse_tree(data: bytes, width: int = 20) -> TreeEntries:
     entries: TreeEntries = {}
     position = 0
     while position < len(data):
         space = data.index(b" ", position)
         nul = data.index(b"\0", space)
-        name = data[space + 1:nul].decode("utf-8", "surrogateescape")
-        entries[name] = (int(data[position:space], 8), data[nul + 1:nul + 1 + width].hex())
-        position = nul + 1 + width
+        encoded = data[space + 1:nul]
+        mode = int(data[position:space], 8)
+        end = nul + 1 + width
+        raw = data[position:end] if data[position] != 0x30 else b"%o %s\0%s" % (mode, encoded, data[nul + 1:end])
+        entries[encoded.decode("utf-8", "surrogateescape")] = (
+            mode, data[nul + 1:end].hex(), encoded + b"/" if mode == TREE_MODE else encoded, raw)
+        position = end
     return entries
 
 
 def encode_tree(entries: TreeEntries) -> bytes:
-    def key(item: tuple[str, tuple[int, str]]) -> bytes:
-        name = item[0].encode("utf-8", "surrogateescape")
-        return name + b"/" if item[1][0] == TREE_MODE else name
-
-    return b"".join(b"%o %s\0%s" % (mode, name.encode("utf-8", "surrogateescape"), bytes.fromhex(oid))
-                    for name, (mode, oid) in sorted(entries.items(), key=key))
+    """Git's canonical tree: entries sorted by name, a folder's name compared as if it ended in `/`; a mode
+    another tool wrote zero-padded (`040000`) is written as git writes it."""
+    return b"".join(map(itemgetter(3), sorted(entries.values(), key=itemgetter(2))))

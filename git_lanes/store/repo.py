@@ -257,8 +257,10 @@ class Store(WorkspaceOps):
 
     def write_commit(self, tree: str, parents: list[str], message: str, *, author_name: str | None = None,
                      author_email: str | None = None) -> str:
-        author = self.signature(author_name, author_email)
         committer = self.signature()
+        author = committer if author_name is None and author_email is None else \
+            pygit2.Signature(author_name or committer.name, author_email or committer.email, committer.time,
+                             committer.offset)
         oid = self.repo.create_commit(None, author, committer, message, pygit2.Oid(hex=tree),
                                       [pygit2.Oid(hex=p) for p in parents])
         return str(oid)
@@ -324,7 +326,7 @@ class Store(WorkspaceOps):
         """The names directly in folder `path` of `tree`, each with whether it is a folder (empty when the
         folder is missing)."""
         entries = self._records.folder(tree, path)
-        return {} if entries is None else {name: mode == TREE_MODE for name, (mode, _) in entries.items()}
+        return {} if entries is None else {name: item[0] == TREE_MODE for name, item in entries.items()}
 
     def write_records(self, base: str | None, records: dict[str, bytes | None], parents: list[str],
                       message: str, *, author_name: str | None = None, author_email: str | None = None) -> str:
