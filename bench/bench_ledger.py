@@ -58,21 +58,29 @@ def sqlite_tasks(path: Path, ids: list[str]) -> None:
 
 
 # -- the same operations, both ways -------------------------------------------------------------------------
-def ledger_ops(repo: str, agent: str, tasks: list[str]) -> float:
+def cpu_seconds() -> float:
+    """This process's CPU time, user and system: the file system's work (creating objects, renaming the
+    ref's lock) is system time."""
+    times = os.times()
+    return times.user + times.system
+
+
+def ledger_ops(repo: str, agent: str, tasks: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) for a claim and a post per task in one held-open Lanes."""
     from git_lanes.api import Lanes
 
     api = Lanes(repo)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     for i, task in enumerate(tasks):
         api.task_claim(task, agent, version=1)
         api.board_post(f"{agent} took task {i}", agent)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_seconds() - cpu
 
 
-def sqlite_ops(path: str, agent: str, tasks: list[str], wal: bool) -> float:
+def sqlite_ops(path: str, agent: str, tasks: list[str], wal: bool) -> tuple[float, float]:
     db = sqlite3.connect(path, isolation_level=None, timeout=60)
     db.execute(f"PRAGMA synchronous={'NORMAL' if wal else 'FULL'}")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     for i, task in enumerate(tasks):
         db.execute("BEGIN IMMEDIATE")
         owner, version = db.execute("SELECT owner, version FROM tasks WHERE id = ?", (task,)).fetchone()
@@ -85,7 +93,7 @@ def sqlite_ops(path: str, agent: str, tasks: list[str], wal: bool) -> float:
                    (agent, f"{agent} took task {i}", time.time()))
         db.execute("COMMIT")
     db.close()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_seconds() - cpu
 
 
 def worker(argv: list[str]) -> None:
@@ -94,13 +102,15 @@ def worker(argv: list[str]) -> None:
     print("ready", flush=True)
     sys.stdin.readline()
     if kind == "ledger":
-        ledger_ops(target, agent, tasks)
+        _, cpu = ledger_ops(target, agent, tasks)
     else:
-        sqlite_ops(target, agent, tasks, wal=kind == "sqlite-wal")
+        _, cpu = sqlite_ops(target, agent, tasks, wal=kind == "sqlite-wal")
+    print(f"cpu {cpu}", flush=True)
 
 
-def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Path) -> float:
-    """Wall time for PROCESSES processes doing their claim/post pairs at once (start-up excluded)."""
+def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of all of them) for PROCESSES processes doing their claim/post pairs at
+    once (start-up excluded)."""
     procs = []
     for n, tasks in enumerate(task_sets):
         tasks_file = scratch / f"{kind}-{n}.json"
@@ -113,33 +123,39 @@ def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Pat
     for proc in procs:
         proc.stdin.write("go\n")
         proc.stdin.flush()
+    cpu = 0.0
     for proc in procs:
+        cpu += float(proc.stdout.readline().split()[1])
         proc.wait()
         assert proc.returncode == 0
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu
 
 
 def throughput(scratch: Path, ops: int) -> dict:
+    """ops/s (wall) and CPU ms per op, one held-open process and PROCESSES at once, for each store."""
     pairs = ops // 2
     api = new_repo(scratch, "single")
     tasks = make_tasks(api, pairs, "single")
-    results = {"ledger": 2 * pairs / ledger_ops(str(api.root), "agent-0", tasks)}
+    single = {"ledger": ledger_ops(str(api.root), "agent-0", tasks)}
     for wal in (True, False):
         db = scratch / f"single-{wal}.db"
         new_sqlite(db, wal)
         sqlite_tasks(db, tasks)
-        results["sqlite-wal" if wal else "sqlite-default"] = 2 * pairs / sqlite_ops(str(db), "agent-0", tasks, wal)
+        single["sqlite-wal" if wal else "sqlite-default"] = sqlite_ops(str(db), "agent-0", tasks, wal)
     many = {}
     api = new_repo(scratch, "many")
     per = pairs // PROCESSES
     sets = [make_tasks(api, per, f"p{n}") for n in range(PROCESSES)]
-    many["ledger"] = 2 * per * PROCESSES / concurrent("ledger", api.root, sets, scratch)
+    many["ledger"] = concurrent("ledger", api.root, sets, scratch)
     for kind in ("sqlite-wal", "sqlite-default"):
         db = scratch / f"many-{kind}.db"
         new_sqlite(db, kind == "sqlite-wal")
         sqlite_tasks(db, [t for s in sets for t in s])
-        many[kind] = 2 * per * PROCESSES / concurrent(kind, db, sets, scratch)
-    return {"one process": results, f"{PROCESSES} processes": many}
+        many[kind] = concurrent(kind, db, sets, scratch)
+    return {setting: {kind: {"ops/s": count / wall, "cpu ms/op": cpu / count * 1000}
+                      for kind, (wall, cpu) in runs.items()}
+            for setting, count, runs in (("one process", 2 * pairs, single),
+                                         (f"{PROCESSES} processes", 2 * per * PROCESSES, many))}
 
 
 # -- reads do not grow with the ledger ----------------------------------------------------------------------
@@ -371,11 +387,15 @@ def main() -> None:
 
 
 def throughput_section(scratch: Path, ops: int) -> dict:
-    print("append throughput (ops/s; a claim and a post per pair)", flush=True)
+    print("append throughput (a claim and a post per pair): ops/s, and CPU ms per op (user + system, all "
+          "processes)", flush=True)
     tp = throughput(scratch, ops)
     for setting, row in tp.items():
-        ratios = ", ".join(f"ledger/{k} = {row['ledger'] / row[k]:.3f}" for k in row if k != "ledger")
-        print(f"  {setting:12} " + "  ".join(f"{k} {v:7.0f}" for k, v in row.items()) + f"   ({ratios})")
+        for metric in ("ops/s", "cpu ms/op"):
+            ratios = ", ".join(f"ledger/{k} = {row['ledger'][metric] / row[k][metric]:.3f}" for k in row
+                               if k != "ledger")
+            print(f"  {setting:12} {metric:9} " + "  ".join(f"{k} {v[metric]:8.2f}" for k, v in row.items())
+                  + f"   ({ratios})")
     return tp
 
 

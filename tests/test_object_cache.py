@@ -47,3 +47,23 @@ def test_records_read_through_the_cache_match_git(repo):
     fresh = open_store(repo)
     assert fresh.read_record(tree, "board/readers/x.json") == b"{}\n"
     git("fsck", "--strict", cwd=repo)
+
+
+def test_commits_and_objects_are_written_as_libgit2_writes_them(repo):
+    import pygit2
+
+    store = open_store(repo)
+    tree = store._records.edit(None, {"a.json": (0o100644, store._records.write_blob(b"{}\n"))})
+    parent = store.write_commit(tree, [], "first\n")
+    for offset in (0, 90, -330):
+        when = pygit2.Signature("Ada Lovelace", "ada@example.com", 1_800_000_000, offset)
+        agent = pygit2.Signature("coder-1", "agent@lanes", 1_800_000_001, offset)
+        ours = store._records.write_commit(tree, [parent], agent, when, "coder-1: op\n\n{\"x\": \"é\"}\n")
+        theirs = store.repo.create_commit(None, agent, when, "coder-1: op\n\n{\"x\": \"é\"}\n",
+                                          pygit2.Oid(hex=tree), [pygit2.Oid(hex=parent)])
+        assert ours == str(theirs)
+    # writing an object that is already there leaves it whole (and git still reads it)
+    again = store._records.write_blob(b"{}\n")
+    assert git("cat-file", "-p", again, cwd=repo) == "{}\n"
+    assert not list((repo / ".git" / "objects").glob("*/tmp_obj_*"))
+    git("fsck", "--strict", cwd=repo)

@@ -36,7 +36,8 @@ class State:
         cheapest deep copy of JSON."""
         if self.get(path) is None:
             return None
-        return json.loads(self._read(path) or b"null")
+        copy: Record = json.loads(self._read(path) or b"{}")
+        return copy
 
     def _read(self, path: str) -> bytes | None:
         if self.tree is None:

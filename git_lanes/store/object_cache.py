@@ -18,6 +18,8 @@ from operator import itemgetter
 
 import pygit2
 
+from git_lanes.store.objects import write_loose
+
 TREE_MODE = 0o040000
 # Entries kept of each kind; past that the older half is dropped. A ledger tree holds at most ~100
 # entries and a record a few KiB, so the cache stays within a few MB.
@@ -32,8 +34,9 @@ TreeEntries = dict[str, Item]
 
 
 class ObjectCache:
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: pygit2.Repository, objects_dir: str) -> None:
         self.repo = repo
+        self.objects_dir = objects_dir
         self._trees: dict[str, TreeEntries] = {}
         self._blobs: dict[str, bytes] = {}
         self._commit_trees: dict[str, str] = {}
@@ -89,18 +92,24 @@ class ObjectCache:
 
     # -- writing ---------------------------------------------------------------------------------------
     def write_blob(self, data: bytes) -> str:
-        oid = str(self.repo.odb.write(pygit2.GIT_OBJECT_BLOB, data))
+        oid = write_loose(self.objects_dir, b"blob", data)
         if len(data) <= MAX_BLOB_BYTES:
             _keep(self._blobs, oid, data, MAX_BLOBS)
         return oid
 
     def write_tree(self, entries: TreeEntries) -> str:
-        oid = str(self.repo.odb.write(pygit2.GIT_OBJECT_TREE, encode_tree(entries)))
+        oid = write_loose(self.objects_dir, b"tree", encode_tree(entries))
         _keep(self._trees, oid, entries, MAX_TREES)
         return oid
 
-    def note_commit(self, commit: str, tree: str) -> None:
-        _keep(self._commit_trees, commit, tree, MAX_TREES)
+    def write_commit(self, tree: str, parents: list[str], author: pygit2.Signature, committer: pygit2.Signature,
+                     message: str) -> str:
+        """A commit as libgit2's `create_commit` writes it; the signatures were checked when pygit2 made them."""
+        lines = [f"tree {tree}", *(f"parent {parent}" for parent in parents), f"author {_signed(author)}",
+                 f"committer {_signed(committer)}"]
+        oid = write_loose(self.objects_dir, b"commit", ("\n".join(lines) + "\n\n" + message).encode())
+        _keep(self._commit_trees, oid, tree, MAX_TREES)
+        return oid
 
     def edit(self, base: str | None, edits: dict[str, tuple[int, str] | None]) -> str:
         """The tree `base` with each path set to its (mode, id) (None deletes), writing only the folders on
@@ -130,6 +139,12 @@ class ObjectCache:
             else:
                 entries.pop(name, None)
         return entries
+
+
+def _signed(signature: pygit2.Signature) -> str:
+    offset = signature.offset
+    sign = "-" if offset < 0 else "+"
+    return f"{signature.name} <{signature.email}> {signature.time} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
 
 
 def _keep(cache: dict, key: str, value: object, limit: int) -> None:

@@ -78,7 +78,7 @@ class Store(WorkspaceOps):
         self._workspace_repos: dict[Path, pygit2.Repository] = {}
         self._warm_indexes: set[Path] = set()
         self._watched_indexes: dict[Path, WatchedIndex] = {}
-        self._records = ObjectCache(repo)
+        self._records = ObjectCache(repo, str(self.common_dir / "objects"))
 
     # -- locking ---------------------------------------------------------------------------------------
     @contextmanager
@@ -335,9 +335,10 @@ class Store(WorkspaceOps):
         edits = {path: None if data is None else (BLOB_MODE, self._records.write_blob(data))
                  for path, data in records.items()}
         tree = self._records.edit(base, edits)
-        commit = self.write_commit(tree, parents, message, author_name=author_name, author_email=author_email)
-        self._records.note_commit(commit, tree)
-        return commit
+        committer = self.signature()
+        author = pygit2.Signature(author_name or committer.name, author_email or committer.email, committer.time,
+                                  committer.offset)
+        return self._records.write_commit(tree, parents, author, committer, message)
 
     # -- ancestry --------------------------------------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
