@@ -18,8 +18,6 @@ from operator import itemgetter
 
 import pygit2
 
-from git_lanes.store.objects import write_loose
-
 TREE_MODE = 0o040000
 # Entries kept of each kind; past that the older half is dropped. A ledger tree holds at most ~100
 # entries and a record a few KiB, so the cache stays within a few MB.
@@ -91,14 +89,19 @@ class ObjectCache:
         return tree
 
     # -- writing ---------------------------------------------------------------------------------------
+    def _write(self, kind: bytes, data: bytes) -> str:
+        from git_lanes.store.objects import write_loose  # loaded by the first write, not by readers
+
+        return write_loose(self.objects_dir, kind, data)
+
     def write_blob(self, data: bytes) -> str:
-        oid = write_loose(self.objects_dir, b"blob", data)
+        oid = self._write(b"blob", data)
         if len(data) <= MAX_BLOB_BYTES:
             _keep(self._blobs, oid, data, MAX_BLOBS)
         return oid
 
     def write_tree(self, entries: TreeEntries) -> str:
-        oid = write_loose(self.objects_dir, b"tree", encode_tree(entries))
+        oid = self._write(b"tree", encode_tree(entries))
         _keep(self._trees, oid, entries, MAX_TREES)
         return oid
 
@@ -107,7 +110,7 @@ class ObjectCache:
         """A commit as libgit2's `create_commit` writes it; the signatures were checked when pygit2 made them."""
         lines = [f"tree {tree}", *(f"parent {parent}" for parent in parents), f"author {_signed(author)}",
                  f"committer {_signed(committer)}"]
-        oid = write_loose(self.objects_dir, b"commit", ("\n".join(lines) + "\n\n" + message).encode())
+        oid = self._write(b"commit", ("\n".join(lines) + "\n\n" + message).encode())
         _keep(self._commit_trees, oid, tree, MAX_TREES)
         return oid
 

@@ -15,13 +15,17 @@ from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
 from git_lanes.store import lock, notes, setup, stale, trees
-from git_lanes.store.object_cache import TREE_MODE, ObjectCache
 from git_lanes.model.entries import Change, Entry
 from git_lanes.store.workspace import WorkspaceOps, Worktree
 
 FALLBACK_NAME = "git-lanes"
-BLOB_MODE = 0o100644
 FALLBACK_EMAIL = "git-lanes@localhost"
+BLOB_MODE = 0o100644
+TREE_MODE = 0o040000
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_lanes.store.object_cache import ObjectCache
 
 # Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
 # each lanes operation's moves through here, so no call site has to remember to report its own.
@@ -78,7 +82,7 @@ class Store(WorkspaceOps):
         self._workspace_repos: dict[Path, pygit2.Repository] = {}
         self._warm_indexes: set[Path] = set()
         self._watched_indexes: dict[Path, WatchedIndex] = {}
-        self._records = ObjectCache(repo, str(self.common_dir / "objects"))
+        self._record_cache: ObjectCache | None = None
 
     # -- locking ---------------------------------------------------------------------------------------
     @contextmanager
@@ -311,6 +315,15 @@ class Store(WorkspaceOps):
                 stats.deletions)
 
     # -- small records by id (the ledger's trees), cached: see object_cache.py --------------------------
+    @property
+    def _records(self) -> ObjectCache:
+        """Made when the ledger is first read: commands that never read it do not load it."""
+        if self._record_cache is None:
+            from git_lanes.store.object_cache import ObjectCache
+
+            self._record_cache = ObjectCache(self.repo, str(self.common_dir / "objects"))
+        return self._record_cache
+
     def record_tree(self, commit: str) -> str:
         """`tree_of`, remembered: a commit's tree never changes."""
         return self._records.tree_of(commit)
