@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from git_lanes.api.ledger import LedgerApi
     from git_lanes.api.oplog import OplogApi
     from git_lanes.api.overview import OverviewApi
+    from git_lanes.api.pipeline import PipelineApi
     from git_lanes.api.promotion import PromotionApi
     from git_lanes.api.publishing import PublishingApi
     from git_lanes.api.runs import RunsApi
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
     from git_lanes.api.worktrees import WorktreeApi
 
     class Lanes(CoreApi, SyncApi, PromotionApi, IntegrationApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi,
-                DoctorApi, SetupApi, SpawnApi, SuperviseApi, BudgetsApi, PublishingApi, UpkeepApi, OplogApi,
-                DispatchApi):
+                DoctorApi, SetupApi, SpawnApi, SuperviseApi, PipelineApi, BudgetsApi, PublishingApi, UpkeepApi,
+                OplogApi, DispatchApi):
         """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 else:
     from git_lanes.api.owners import MIXINS, OWNERS
