@@ -12,6 +12,12 @@ def main() -> None:
         from git_lanes.hooks import main as hook_main
 
         sys.exit(hook_main(args[1:]))
+    if args[:1] == ["sync"]:  # with nothing to replay, a sync needs neither click nor pygit2 (git_lanes.lite)
+        from git_lanes.lite.sync import main as sync_main
+
+        code = sync_main(args[1:])
+        if code is not None:
+            sys.exit(code)
     from git_lanes.cli import main as cli_main
 
     cli_main()

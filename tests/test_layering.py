@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "git_lanes"
-FACES = {"cli", "demo", "mcp", "http", "hooks", "sdk", "__main__"}
+FACES = {"cli", "demo", "mcp", "http", "hooks", "lite", "sdk", "__main__"}
 GIT_LIBRARIES = {"pygit2", "dulwich"}
 # Whatever a layer may import from git_lanes, besides itself; `errors` is the one shared hierarchy.
 ALLOWED = {

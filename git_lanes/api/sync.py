@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 DEFAULT_REMOTE = "origin"
 
 
+def describe(arguments: dict[str, Any]) -> str:
+    """The operation log's line for a sync (the light path records the same)."""
+    return f"sync {arguments['remote'] or ''}".strip()
+
+
 class SyncApi:
     ctx: Context
 
@@ -38,7 +43,7 @@ class SyncApi:
 
         return SyncReport.from_dict(sync.run(self.ctx, self._remote(remote), "push"))
 
-    @recorded(lambda a: f"sync {a['remote'] or ''}".strip())
+    @recorded(describe)
     def sync(self, remote: str | None = None) -> SyncReport:
         """Pull, merge, push; retried after a fresh merge when another machine pushed first. Lane heads only
         fast-forward (a diverged lane is reported, nothing overwritten); notes merge per record; local ledger

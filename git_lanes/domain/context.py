@@ -3,7 +3,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from git_lanes.store import Store
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # a store of either kind: pygit2's, or the light one a sync with nothing to replay uses
+    from git_lanes.store import Store
 
 
 class Context:

@@ -84,9 +84,10 @@ class Report:
 
 
 def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
-        sleep: Callable[[float], None] = time.sleep) -> dict:
+        sleep: Callable[[float], None] = time.sleep, gate: Callable[[Plan], None] | None = None) -> dict:
     """Pull, push or sync with `remote`. `lock` serializes the local merge with every other local writer
-    (the store's lock by default); the network is never used while it is held."""
+    (the store's lock by default); the network is never used while it is held. `gate` sees each plan before
+    anything moves and may stop the sync there by raising (the light path's way out, api/sync_light.py)."""
     transport.check_remote(ctx.store, remote)
     report = Report(remote, mode)
     locked = lock or ctx.store.locked
@@ -100,6 +101,8 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
 
                 transitions.recover(ctx)
             plan = sync_plan.build(ctx, remote, fetched, mode, fetch.unstorable)
+            if gate is not None:
+                gate(plan)
             if mode != "push":
                 apply_local(ctx, remote, plan, report)
                 report.absorb_local(plan)

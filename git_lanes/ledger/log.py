@@ -22,7 +22,11 @@ from git_lanes.ledger.op import Op, decode_message, encode_message
 from git_lanes.ledger.state import Record, State, encode_record
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.refs import LEDGER
-from git_lanes.store import RefUpdate, Store
+from git_lanes.store import RefUpdate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the light sync path reads the ledger without loading pygit2
+    from git_lanes.store import Store
 
 # About once in this many appends (chosen by the op's random id, so concurrent writers spread it) the
 # appender asks git whether the repository needs packing (`git gc --auto`).

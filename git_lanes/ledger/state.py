@@ -12,7 +12,9 @@ from typing import Any
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
-from git_lanes.store import Store
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the light sync path reads ledger state without loading pygit2
+    from git_lanes.store import Store
 
 Record = dict[str, Any]
 

@@ -15,6 +15,10 @@ __all__ = ["RefUpdate", "Store", "open_store"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "RefUpdate":  # a value, needing no pygit2: the light sync path builds them too
+        from git_lanes.store import values
+
+        return values.RefUpdate
     if name in __all__:
         from git_lanes.store import repo
 

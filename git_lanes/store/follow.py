@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from git_lanes.errors import Conflict
-from git_lanes.store.repo import Store
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_lanes.store.repo import Store
 
 MISSING = "state not in this repository"
 

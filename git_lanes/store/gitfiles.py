@@ -197,7 +197,7 @@ def update_ref(common_dir: Path, name: str, new: str, old: str | None, message: 
     path = common_dir / name
     lock = Path(str(path) + ".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = _take_lock(lock)
+    handle = take_lock(lock)
     try:
         with os.fdopen(handle, "w") as out:
             out.write(new + "\n")
@@ -216,7 +216,9 @@ def update_ref(common_dir: Path, name: str, new: str, old: str | None, message: 
         raise
 
 
-def _take_lock(lock: Path) -> int:
+def take_lock(lock: Path) -> int:
+    """Create `lock` exclusively (git's `.lock` protocol), waiting a moment for a live holder and clearing one a
+    killed process left; Conflict when it stays taken. Returns the open file descriptor."""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     cleared = False
     while True:

@@ -9,13 +9,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
-
 from git_lanes.errors import Conflict, NotFound, RemoteFailed, UserError
 from git_lanes.model import refs
-from git_lanes.store import notes, stale
+from git_lanes.store import stale
 from git_lanes.store.gitcli import run_git
-from git_lanes.store.repo import RefUpdate, Store
+from git_lanes.store.values import RefUpdate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # either store: the light sync path never loads pygit2
+    from git_lanes.store.repo import Store
 
 NETWORK_TIMEOUT = 600.0
 FETCH_LOCK_RETRIES = 3
@@ -240,7 +242,7 @@ def note_at(store: Store, notes_commit: str | None, target: str) -> str | None:
     """The note text for `target` in the notes tree of `notes_commit`, whatever its fanout."""
     if notes_commit is None:
         return None
-    return notes.read_note(store.repo, store.tree_of(notes_commit), target)
+    return store.read_note_at(store.tree_of(notes_commit), target)
 
 
 def differing_notes(store: Store, ours: str, theirs: str) -> set[str]:
@@ -251,18 +253,15 @@ def differing_notes(store: Store, ours: str, theirs: str) -> set[str]:
 
 def write_notes_merge(store: Store, ours: str, theirs: str, texts: dict[str, str], message: str) -> str:
     """A notes commit with parents (ours, theirs) whose tree is ours with `texts` (target -> note) set."""
+    from git_lanes.store import notes
+
     tree = notes.with_notes(store.repo, store.tree_of(ours), texts)
     return store.write_commit(tree, [ours, theirs], message + "\n")
 
 
 def count_between(store: Store, ancestor: str | None, head: str | None) -> int:
     """How many commits `head` has that `ancestor` has not."""
-    if head is None:
-        return 0
-    walker = store.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.NONE)
-    if ancestor is not None:
-        walker.hide(pygit2.Oid(hex=ancestor))
-    return sum(1 for _ in walker)
+    return 0 if head is None else store.count_between(ancestor, head)
 
 
 # The transport's runner and its reading of git's errors, for the store's other network users (branches.py).

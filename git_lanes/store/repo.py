@@ -13,9 +13,9 @@ import pygit2
 
 from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
 from git_lanes.model import refs
-from git_lanes.model.frozen import Frozen
 from git_lanes.store import lock, notes, setup, stale, trees
 from git_lanes.model.entries import Change, Entry
+from git_lanes.store.values import CommitInfo, RefUpdate
 from git_lanes.store.workspace import WorkspaceOps, Worktree
 
 FALLBACK_NAME = "git-lanes"
@@ -31,24 +31,6 @@ if TYPE_CHECKING:
 # each lanes operation's moves through here, so no call site has to remember to report its own.
 Observer = Callable[[list["RefUpdate"]], None]
 _OBSERVERS: ContextVar[tuple[tuple[Path, Observer], ...]] = ContextVar("lanes_ref_observers", default=())
-
-
-class RefUpdate(Frozen):
-    """Move `name` from `old` to `new`. `old=None` means the ref must not exist; `new=None` deletes it."""
-
-    name: str
-    new: str | None
-    old: str | None
-    message: str
-
-
-class CommitInfo(Frozen):
-    oid: str
-    tree: str
-    parents: tuple[str, ...]
-    message: str
-    author: str
-    time: int
 
 
 def open_store(path: str | os.PathLike | None = None) -> Store:
@@ -178,44 +160,17 @@ class Store(WorkspaceOps):
             raise Conflict(f"could not update refs: {exc}", code="ref_locked", hint=hint) from None
 
     def _apply_ref_updates(self, updates: list[RefUpdate]) -> None:
+        from git_lanes.store import reflogs  # read-only commands never need it
+
         for update in updates:
             if update.old is None and update.new is not None and stale.owned_ref(update.name):
-                self._clear_orphan_reflogs(update.name)
+                reflogs.clear_orphans(self.common_dir, update.name, self.read_ref)
         self._transact(updates)
         # libgit2 leaves a deleted ref's reflog behind where git removes it; left there, reflogs beneath
         # `logs/refs/lanes/heads/a/` stop lane `a` from ever being created ("there are reflogs beneath").
         for update in updates:
             if update.new is None and (stale.owned_ref(update.name) or update.name.startswith(refs.REMOTE_PREFIX)):
-                self._remove_reflog(update.name)
-
-    def _clear_orphan_reflogs(self, name: str) -> None:
-        """Drop reflogs of refs that no longer exist where they would block creating `name`."""
-        logs = self.common_dir / "logs"
-        beneath = logs / name
-        if beneath.is_dir():
-            for log in sorted(beneath.rglob("*"), reverse=True):
-                if log.is_file() and self.read_ref(log.relative_to(logs).as_posix()) is None:
-                    self._remove_reflog(log.relative_to(logs).as_posix())
-        parts = name.split("/")
-        for i in range(2, len(parts)):
-            folder = "/".join(parts[:i])
-            if (logs / folder).is_file() and self.read_ref(folder) is None:
-                self._remove_reflog(folder)
-
-    def _remove_reflog(self, name: str) -> None:
-        logs = self.common_dir / "logs"
-        path = logs / name
-        try:
-            path.unlink()
-        except (FileNotFoundError, IsADirectoryError):
-            return
-        parent, stop = path.parent, logs / "refs"
-        while parent != stop and stop in parent.parents:
-            try:
-                parent.rmdir()
-            except OSError:
-                break
-            parent = parent.parent
+                reflogs.remove(self.common_dir, update.name)
 
     def _transact(self, updates: list[RefUpdate]) -> None:
         with self.repo.transaction() as tx:
@@ -368,6 +323,13 @@ class Store(WorkspaceOps):
         ahead, behind = self.repo.ahead_behind(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
         return ahead, behind
 
+    def count_between(self, ancestor: str | None, head: str) -> int:
+        """How many commits `head` has that `ancestor` (None: nothing) has not."""
+        walker = self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.NONE)
+        if ancestor is not None:
+            walker.hide(pygit2.Oid(hex=ancestor))
+        return sum(1 for _ in walker)
+
     def walk(self, head: str, limit: int | None = None) -> Iterator[CommitInfo]:
         for count, commit in enumerate(self.repo.walk(pygit2.Oid(hex=head), pygit2.GIT_SORT_TOPOLOGICAL)):
             if limit is not None and count >= limit:
@@ -375,6 +337,10 @@ class Store(WorkspaceOps):
             yield self.commit_info(str(commit.id))
 
     # -- notes -----------------------------------------------------------------------------------------
+    def read_note_at(self, tree: str | None, target: str) -> str | None:
+        """The note for `target` in notes tree `tree`, whatever its fanout."""
+        return notes.read_note(self.repo, tree, target)
+
     def read_note(self, notes_ref: str, target: str) -> str | None:
         head = self.read_ref(notes_ref)
         return notes.read_note(self.repo, self.tree_of(head), target) if head else None

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 import pygit2
 
 from git_lanes.errors import Conflict, NotFound, Refused
-from git_lanes.model.frozen import Frozen
 from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
+from git_lanes.store.values import Worktree
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
 
 if TYPE_CHECKING:  # reading and carrying files load with the first command that does (not status, not lists)
@@ -27,14 +27,6 @@ _WORKTREE_CHANGED = (pygit2.GIT_STATUS_WT_NEW | pygit2.GIT_STATUS_WT_MODIFIED | 
                      pygit2.GIT_STATUS_WT_TYPECHANGE | pygit2.GIT_STATUS_WT_RENAMED | pygit2.GIT_STATUS_CONFLICTED)
 _INDEX_CHANGED = (pygit2.GIT_STATUS_INDEX_NEW | pygit2.GIT_STATUS_INDEX_MODIFIED | pygit2.GIT_STATUS_INDEX_DELETED |
                   pygit2.GIT_STATUS_INDEX_TYPECHANGE | pygit2.GIT_STATUS_INDEX_RENAMED)
-
-
-class Worktree(Frozen):
-    path: Path
-    head: str | None
-    is_main: bool
-    branch: str | None
-    broken: str | None = None  # why it is not the worktree git recorded (see WorkspaceOps.workspace_problem)
 
 
 class WorkspaceOps:

@@ -1,0 +1,94 @@
+"""`sync` without pygit2, for the common case where nothing needs replaying (issue 15): this machine has
+nothing the remote lacks, and what came in only fast-forwards the ledger, the notes, run logs and markers.
+
+Every decision is the ordinary sync's (`domain.sync.run`, `domain.sync_plan`, the operation log): only the
+store under them is the light one (`store/light.py`). Whatever that store cannot do exactly, or any plan that
+is not a plain fast-forward here (a lane or the trunk to move, workspaces to bring along, local ops to replay,
+notes to merge, a push, a proposal to settle, anything diverged or refused), stops the light sync before a
+ref moves, and `run` returns None: the caller then runs `Lanes.sync`, which does the whole job."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from git_lanes.domain.context import Context
+from git_lanes.errors import InternalError
+from git_lanes.model import refs
+from git_lanes.store.light import LightStore, NeedsFullStore, open_light
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_lanes.domain.sync_plan import Plan
+    from git_lanes.model.sync_results import SyncReport
+
+# What the light path may move here: refs whose moves need no workspace, no lane ancestry and no merge.
+PLAIN_KINDS = ("ledger", "notes", "run", "rejected", "deleted", "meta")
+
+
+class LightSync:
+    """A repository opened for a light sync; `run` answers the report, or None for the ordinary path."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.store: LightStore | None = None
+        self.trunk: str | None = None
+        try:
+            store = open_light(Path(path or os.getcwd()))
+            self.trunk = store.config_get("lanes.trunk")
+        except NeedsFullStore:
+            return
+        if self.trunk:  # a clone not yet set up for lanes is set up by the ordinary path
+            self.store = store
+
+    def run(self, remote: str | None = None) -> SyncReport | None:
+        """`Lanes.sync(remote)`, or None when the light store cannot do it (nothing has moved then)."""
+        from git_lanes.api.sync import DEFAULT_REMOTE, describe
+        from git_lanes.domain import oplog, sync
+        from git_lanes.model.sync_results import SyncReport
+
+        if self.store is None or self.trunk is None:
+            return None
+        store, trunk = self.store, self.trunk
+        gate = _Gate(store)
+        try:
+            chosen = remote or store.config_get("lanes.remote") or DEFAULT_REMOTE
+            if not _nothing_to_send(store, trunk, chosen):
+                return None
+            ctx = Context(store, trunk)
+            with oplog.operation(ctx, describe({"remote": remote})[:200]):
+                return SyncReport.from_dict(sync.run(ctx, chosen, "sync", gate=gate))
+        except NeedsFullStore as exc:
+            if gate.passed:  # never: after the gate the light store only does what it can
+                raise InternalError(f"the light sync stopped halfway: {exc}",
+                                    hint="run `git lanes sync` again: it finishes what this one started") from None
+            return None
+
+
+class _Gate:
+    """Lets through only a plan the light store can carry out to the end."""
+
+    def __init__(self, store: LightStore) -> None:
+        self.store = store
+        self.passed = False
+
+    def __call__(self, plan: Plan) -> None:
+        plain = not (plan.remote or plan.diverged or plan.invalid or plan.kept or plan.held_back or plan.refused
+                     or plan.notes["merged"] or plan.notes["conflicts"]) \
+            and all(m.kind in PLAIN_KINDS and m.new is not None and m.how in ("fast-forward", "created")
+                    for m in plan.local) \
+            and not self.store.linked_worktrees()
+        if not plain:
+            raise NeedsFullStore("the plan is not a plain fast-forward here")
+        self.passed = True
+
+
+def _nothing_to_send(store: LightStore, trunk: str, remote: str) -> bool:
+    """True when every synced ref here is what the remote had at the last sync: nothing local to push or
+    replay, so the light path is worth trying (a sync that must replay goes straight to the ordinary one)."""
+    from git_lanes.domain.sync_plan import local_refs
+    from git_lanes.store import remote as transport
+
+    tracked = {transport.remote_ref_of(remote, name): oid
+               for name, oid in store.list_refs(transport.tracking_prefix(remote)).items()}
+    here = local_refs(Context(store, trunk))
+    return bool(here) and here == tracked and not any(ref.startswith(refs.PROPOSALS) for ref in here)

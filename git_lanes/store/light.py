@@ -1,0 +1,444 @@
+"""A store without pygit2, for a sync with nothing to replay (issue 15): the same methods the domain calls on
+`repo.Store`, answered from git's files (`gitfiles`, `objects`) and, for history, from one `git rev-list` and
+one `git cat-file --batch`.
+
+It answers only what such a sync asks. Anything else (a commit graph with merges to reason about, a ref in
+packed-refs to delete, a config with includes, a repository in another format) raises `NeedsFullStore`
+before anything is written, and the caller runs the ordinary path. Refs move as git moves them: every `.lock`
+taken first, each ref's value checked under its lock (compare-and-swap), then the renames."""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from git_lanes.errors import Conflict, UnsupportedFormat
+from git_lanes.model.entries import Change, Entry
+from git_lanes.store import gitfiles, lock, reflogs, stale
+from git_lanes.store.gitcli import run_git, unredirected_env
+from git_lanes.store.objects import ObjectStore, encode_commit, parse_commit, parse_tree
+from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+# Up to this many commits are read here (~0.2 ms each from a pack) rather than by `git rev-list` (~5 ms).
+SHORT_WALK = 32
+TREE_MODE = 0o040000
+LINK_MODE, GITLINK_MODE = 0o120000, 0o160000
+FALLBACK_NAME, FALLBACK_EMAIL = "git-lanes", "git-lanes@localhost"  # as repo.Store signs without an identity
+# What points git (or libgit2) at other files than the repository's own: the light store does not follow it.
+_REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CONFIG", "GIT_CONFIG_GLOBAL",
+                "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_REFLOG_ACTION")
+
+
+class NeedsFullStore(Exception):
+    """The light store cannot answer this exactly: run the ordinary (pygit2) path instead. Raised only before
+    the light store has written anything a caller could see."""
+
+
+class Signature:
+    __slots__ = ("name", "email", "time", "offset")
+
+    def __init__(self, name: str, email: str, when: int, offset: int) -> None:
+        self.name, self.email, self.time, self.offset = name, email, when, offset
+
+    def stamp(self) -> str:
+        sign = "-" if self.offset < 0 else "+"
+        hours, minutes = divmod(abs(self.offset), 60)
+        return f"{self.name} <{self.email}> {self.time} {sign}{hours:02d}{minutes:02d}"
+
+
+def open_light(start: Path) -> LightStore:
+    """The repository holding `start`, or NeedsFullStore when it is anything but a plain one."""
+    if any(key in os.environ for key in _REDIRECTING):
+        raise NeedsFullStore("git's location is redirected by the environment")
+    try:
+        where = gitfiles.discover(start)
+    except Exception as exc:  # not a repository, bare, damaged: the ordinary path says so properly
+        raise NeedsFullStore(str(exc)) from None
+    return LightStore(where)
+
+
+class LightStore:
+    def __init__(self, where: gitfiles.Location) -> None:
+        self.common_dir = where.common_dir.resolve()
+        self.root = where.root.resolve()
+        self.discovered_git_dir = where.git_dir.resolve()
+        self.objects = ObjectStore(self.common_dir / "objects")
+        self._config: dict[str, str] | None = None
+        self._observers: list[Callable[[list[RefUpdate]], None]] = []
+        self._commits: dict[str, CommitInfo] = {}
+        # (ancestor, head) -> [(commit, parents)] for head's commits that ancestor lacks: `git rev-list`'s answer
+        self._between: dict[tuple[str | None, str], list[tuple[str, tuple[str, ...]]]] = {}
+        config = self._read_config()
+        if config.get("core.repositoryformatversion", "0") not in ("0", "1") or \
+                any(key.startswith("extensions.") for key in config):
+            raise NeedsFullStore("a repository format extension is in use")
+
+    # -- locking and observing ---------------------------------------------------------------------------
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        with lock.exclusive(self.common_dir / "lanes.lock"):
+            yield
+
+    @contextmanager
+    def observing(self, observer: Callable[[list[RefUpdate]], None]) -> Iterator[None]:
+        self._observers.append(observer)
+        try:
+            yield
+        finally:
+            self._observers.remove(observer)
+
+    # -- config and identity -----------------------------------------------------------------------------
+    def _read_config(self) -> dict[str, str]:
+        """Every level git reads (system, global, repository; later wins), flattened as gitfiles reads one."""
+        if self._config is None:
+            home = Path(os.environ.get("HOME", "~")).expanduser()
+            xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+            files = [] if os.environ.get("GIT_CONFIG_NOSYSTEM") else [Path("/etc/gitconfig")]
+            files += [xdg / "git" / "config", home / ".gitconfig", self.common_dir / "config"]
+            merged: dict[str, str] = {}
+            for path in files:
+                try:
+                    text = path.read_text(errors="replace")
+                except OSError:
+                    continue
+                if "[include" in text.lower():
+                    raise NeedsFullStore(f"{path} includes other config files")
+                merged.update(gitfiles.parse_config(text))
+            self._config = merged
+        return self._config
+
+    def config_get(self, key: str) -> str | None:
+        section, _, rest = key.partition(".")
+        middle, _, name = rest.rpartition(".")
+        return self._read_config().get(".".join(p for p in (section.lower(), middle, name.lower()) if p))
+
+    def signature(self, name: str | None = None, email: str | None = None) -> Signature:
+        base_name, base_email = self.config_get("user.name"), self.config_get("user.email")
+        if not base_name or not base_email:
+            base_name, base_email = FALLBACK_NAME, FALLBACK_EMAIL
+        seconds = time.localtime()
+        return Signature(name or base_name, email or base_email, int(time.time()), seconds.tm_gmtoff // 60)
+
+    # -- refs ----------------------------------------------------------------------------------------------
+    def read_ref(self, name: str) -> str | None:
+        try:
+            return gitfiles.read_ref(self.common_dir, name)
+        except UnsupportedFormat as exc:
+            raise NeedsFullStore(exc.message) from None
+
+    def list_refs(self, prefix: str) -> dict[str, str]:
+        found = {}
+        for name in gitfiles.list_refs(self.common_dir, prefix):
+            oid = self.read_ref(name)
+            if oid:
+                found[name] = oid
+        return dict(sorted(found.items()))
+
+    def update_refs(self, updates: list[RefUpdate]) -> None:
+        """Apply every update, or none if any ref is not at its expected old value."""
+        if not updates:
+            return
+        packed = gitfiles.packed_refs(self.common_dir)
+        if any(u.new is None and u.name in packed for u in updates):
+            raise NeedsFullStore("deleting a packed ref rewrites packed-refs")
+        taken: list[tuple[RefUpdate, Path]] = []
+        try:
+            for update in updates:
+                path = self.common_dir / update.name
+                if update.old is None and update.new is not None and stale.owned_ref(update.name):
+                    reflogs.clear_orphans(self.common_dir, update.name, self.read_ref)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                taken.append((update, Path(f"{path}.lock")))
+                handle = gitfiles.take_lock(taken[-1][1])
+                with os.fdopen(handle, "w") as out:
+                    if update.new is not None:
+                        out.write(update.new + "\n")
+            for update in updates:
+                current = self.read_ref(update.name)
+                if current != update.old:
+                    raise Conflict(f"{update.name} moved: expected {_short(update.old)}, found {_short(current)}",
+                                   code="stale_ref", hint="another writer got there first; re-read and retry")
+            identity = self.signature()
+            for update, _ in taken:
+                self._log(update, identity)
+        except BaseException:
+            for _, held in taken:
+                try:
+                    held.unlink()
+                except FileNotFoundError:
+                    pass
+            raise
+        for update, held in taken:
+            if update.new is None:
+                (self.common_dir / update.name).unlink(missing_ok=True)
+                held.unlink()
+                reflogs.remove(self.common_dir, update.name)
+            else:
+                os.replace(held, self.common_dir / update.name)
+        for observer in list(self._observers):
+            observer(updates)
+
+    def _log(self, update: RefUpdate, identity: Signature) -> None:
+        log = self.common_dir / "logs" / update.name
+        if update.new is None or not (self._read_config().get("core.logallrefupdates", "").lower() == "always"
+                                      or log.exists()):
+            return
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a") as out:
+            out.write(f"{update.old or gitfiles.ZERO} {update.new} {identity.stamp()}\t"
+                      f"{' '.join(update.message.split())}\n")
+
+    # -- objects -------------------------------------------------------------------------------------------
+    def _read(self, oid: str) -> tuple[bytes, bytes]:
+        try:
+            return self.objects.read(oid)
+        except UnsupportedFormat as exc:
+            raise NeedsFullStore(exc.message) from None
+
+    def object_kind(self, oid: str) -> str | None:
+        try:
+            return self.objects.read(oid)[0].decode()
+        except UnsupportedFormat:
+            return None
+
+    def commit_info(self, oid: str) -> CommitInfo:
+        found = self._commits.get(oid)
+        if found is None:
+            self._read_known_commits(oid)
+            found = self._commits.get(oid)
+        if found is None:
+            kind, data = self._read(oid)
+            if kind != b"commit":
+                raise NeedsFullStore(f"{oid} is a {kind.decode()}, not a commit")
+            found = _commit_info(oid, data)
+            self._commits[oid] = found
+        return found
+
+    def tree_of(self, commit: str) -> str:
+        return self.commit_info(commit).tree
+
+    def empty_tree(self) -> str:
+        return self.objects.write(b"tree", b"")
+
+    def write_commit(self, tree: str, parents: list[str], message: str, *, author_name: str | None = None,
+                     author_email: str | None = None) -> str:
+        author = self.signature(author_name, author_email).stamp()
+        return self.objects.write(b"commit", encode_commit(tree, parents, author, self.signature().stamp(), message))
+
+    def _tree(self, oid: str) -> dict[str, tuple[int, str]]:
+        kind, data = self._read(oid)
+        if kind != b"tree":
+            raise NeedsFullStore(f"{oid} is a {kind.decode()}, not a tree")
+        return parse_tree(data)
+
+    def entry_at(self, tree: str, path: str) -> Entry | None:
+        rest = path.split("/")
+        entries = self._tree(tree)
+        for index, name in enumerate(rest):
+            found = entries.get(name)
+            if found is None:
+                return None
+            if index == len(rest) - 1:
+                return Entry(found[1], found[0])
+            if found[0] != TREE_MODE:
+                return None
+            entries = self._tree(found[1])
+        return None
+
+    def read_path(self, tree: str, path: str) -> bytes | None:
+        entry = self.entry_at(tree, path)
+        return None if entry is None else self._read(entry.oid)[1]
+
+    def list_tree(self, tree: str, path: str = "") -> dict[str, Entry]:
+        if path:
+            entry = self.entry_at(tree, path)
+            if entry is None or entry.mode != TREE_MODE:
+                return {}
+            tree = entry.oid
+        return {name: Entry(oid, mode) for name, (mode, oid) in self._tree(tree).items()}
+
+    # the ledger's record reads (repo.Store keeps them in a cache; one sync reads a few)
+    def record_tree(self, commit: str) -> str:
+        return self.tree_of(commit)
+
+    def read_record(self, tree: str, path: str) -> bytes | None:
+        entry = self.entry_at(tree, path)
+        return None if entry is None or entry.mode == TREE_MODE else self._read(entry.oid)[1]
+
+    def record_names(self, tree: str, path: str = "") -> dict[str, bool]:
+        return {name: entry.mode == TREE_MODE for name, entry in self.list_tree(tree, path).items()}
+
+    def diff_trees(self, old: str | None, new: str | None) -> list[Change]:
+        """As `trees.diff_trees`: paths that differ, descending only into subtrees whose ids differ."""
+        changes: list[Change] = []
+        self._diff(old, new, "", changes)
+        changes.sort(key=lambda change: change.path)
+        return changes
+
+    def _diff(self, old: str | None, new: str | None, prefix: str, changes: list[Change]) -> None:
+        if old == new:
+            return
+        before = self._tree(old) if old is not None else {}
+        after = self._tree(new) if new is not None else {}
+        for name in before.keys() | after.keys():
+            was, now = before.get(name), after.get(name)
+            if was == now:
+                continue
+            path = prefix + name
+            was_tree = was is not None and was[0] == TREE_MODE
+            now_tree = now is not None and now[0] == TREE_MODE
+            if was_tree or now_tree:
+                self._diff(was[1] if was is not None and was_tree else None,
+                           now[1] if now is not None and now_tree else None, f"{path}/", changes)
+            old_leaf = Entry(was[1], was[0]) if was is not None and not was_tree else None
+            new_leaf = Entry(now[1], now[0]) if now is not None and not now_tree else None
+            if old_leaf is not None or new_leaf is not None:
+                changes.append(Change(path, _kind(old_leaf, new_leaf), old_leaf, new_leaf))
+
+    def read_note_at(self, tree: str | None, target: str) -> str | None:
+        """The note for `target` in notes tree `tree`, whatever its fanout."""
+        prefix, rest = "", target
+        while tree is not None and rest:
+            entries = self._tree(tree)
+            if rest in entries:  # an entry that is no file (a gitlink a remote pushed) reads as no record
+                mode, oid = entries[rest]
+                return self._read(oid)[1].decode(errors="replace") if mode in (0o100644, 0o100755) else ""
+            head = entries.get(rest[:2])
+            tree = head[1] if head is not None and head[0] == TREE_MODE else None
+            prefix, rest = prefix + rest[:2] + "/", rest[2:]
+        return None
+
+    # -- history -------------------------------------------------------------------------------------------
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        if ancestor == descendant:
+            return True
+        line = self._short_line(ancestor, descendant)
+        if line is not None:
+            return bool(line) and ancestor in line[-1][1]  # the walk stopped at `ancestor`, not at a root
+        # `ancestor` is reachable from `descendant` exactly when a commit only `descendant` has is its child
+        return any(ancestor in parents for _, parents in self._rev_list(ancestor, descendant))
+
+    def count_between(self, ancestor: str | None, head: str) -> int:
+        """How many commits `head` has that `ancestor` (None: nothing) has not."""
+        line = self._short_line(ancestor, head)
+        if line is not None and (ancestor is None or (line and ancestor in line[-1][1])):
+            return len(line)
+        return len(self._rev_list(ancestor, head))
+
+    def _short_line(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]] | None:
+        """(commit, parents) from `head` down its single parents until `ancestor` or a root, newest first; None
+        past SHORT_WALK commits or at a merge: `git rev-list` answers those (~5 ms, against ~0.2 ms a commit
+        read here from a pack)."""
+        line: list[tuple[str, tuple[str, ...]]] = []
+        commit: str | None = head
+        while commit is not None and commit != ancestor:
+            if len(line) == SHORT_WALK:
+                return None
+            parents = self.commit_info(commit).parents
+            if len(parents) > 1:
+                return None
+            line.append((commit, parents))
+            commit = parents[0] if parents else None
+        return line
+
+    def _rev_list(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]]:
+        """head's commits that `ancestor` lacks, with their parents: one `git rev-list`, kept for the next ask."""
+        key = (ancestor, head)
+        if key not in self._between:
+            args = ["rev-list", "--parents", head] + ([f"^{ancestor}"] if ancestor else []) + ["--"]
+            proc = run_git(args, cwd=self.root, check=False, env=unredirected_env())
+            if proc.returncode != 0:
+                raise NeedsFullStore(f"git rev-list failed: {proc.stderr.strip()[:200]}")
+            found = []
+            for line in proc.stdout.splitlines():
+                commit, *parents = line.split()
+                found.append((commit, tuple(parents)))
+            self._between[key] = found
+        return self._between[key]
+
+    def _read_known_commits(self, oid: str) -> None:
+        """Read, with one `git cat-file --batch`, every commit of the rev-list answer that holds `oid`: the
+        operation log reads each commit a sync brought in, and packed deltas cost ~0.2 ms each in Python."""
+        wanted = next(([c for c, _ in found] for found in self._between.values() if any(c == oid for c, _ in found)),
+                      None)
+        if not wanted:
+            return
+        import subprocess
+
+        proc = subprocess.run(["git", "cat-file", "--batch"], cwd=self.root, input="\n".join(wanted).encode() + b"\n",
+                              capture_output=True, env=unredirected_env())
+        if proc.returncode != 0:
+            return
+        out, position = proc.stdout, 0
+        for commit in wanted:
+            newline = out.index(b"\n", position)
+            header = out[position:newline].split()
+            if len(header) != 3 or header[1] != b"commit" or header[0].decode() != commit:
+                return  # read one by one instead
+            size = int(header[2])
+            self._commits[commit] = _commit_info(commit, out[newline + 1:newline + 1 + size])
+            position = newline + 1 + size + 1
+
+    # -- worktrees -----------------------------------------------------------------------------------------
+    def linked_worktrees(self) -> bool:
+        """Whether git records any worktree besides the main one (the light store does not read them)."""
+        try:
+            return any(os.scandir(self.common_dir / "worktrees"))
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
+    def main_worktree(self) -> Worktree:
+        head_file = self.discovered_git_dir / "HEAD" if self.discovered_git_dir == self.common_dir \
+            else self.common_dir / "HEAD"
+        try:
+            text = head_file.read_text().strip()
+        except OSError:
+            raise NeedsFullStore("no HEAD") from None
+        branch = text[4:].strip() if text.startswith("ref:") else None
+        head = self.read_ref(branch) if branch else (text if len(text) == 40 else None)
+        return Worktree(self.root, head, True, branch)
+
+    def list_worktrees(self) -> list[Worktree]:
+        if self.linked_worktrees():
+            raise NeedsFullStore("linked worktrees are read through pygit2")
+        return [self.main_worktree()]
+
+    def __getattr__(self, name: str) -> object:
+        # Any other Store method: the ordinary path answers it. (Never reached once the light sync has moved
+        # a ref: what it calls after that is above.)
+        raise NeedsFullStore(f"the light store has no {name}")
+
+
+def _commit_info(oid: str, data: bytes) -> CommitInfo:
+    headers, message = parse_commit(data)
+    if "encoding" in headers or "tree" not in headers:
+        raise NeedsFullStore(f"commit {oid} is not plain UTF-8")
+    author = headers.get("author", [""])[0]
+    ident, _, stamp = author.rpartition("> ")
+    when = stamp.split()[0] if stamp else "0"
+    committer = headers.get("committer", [""])[0].rpartition("> ")[2].split()
+    return CommitInfo(oid, headers["tree"][0], tuple(headers.get("parent", [])), message,
+                      ident + ">" if ident else author, int(committer[0]) if committer else int(when))
+
+
+def _kind(old: Entry | None, new: Entry | None) -> str:
+    if old is None:
+        return "added"
+    if new is None:
+        return "deleted"
+    if (old.mode == LINK_MODE) != (new.mode == LINK_MODE) or (old.mode == GITLINK_MODE) != (new.mode == GITLINK_MODE):
+        return "type"
+    if old.oid == new.oid:
+        return "mode"
+    return "modified"
+
+
+def _short(oid: str | None) -> str:
+    return oid[:8] if oid else "nothing"

@@ -1,0 +1,34 @@
+"""The storage layer's values, shared by the pygit2 store (`repo.py`) and the light one (`light.py`): a ref move
+and a commit's parsed header. Kept apart so a path that never loads pygit2 can still build and read them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from git_lanes.model.frozen import Frozen
+
+
+class RefUpdate(Frozen):
+    """Move `name` from `old` to `new`. `old=None` means the ref must not exist; `new=None` deletes it."""
+
+    name: str
+    new: str | None
+    old: str | None
+    message: str
+
+
+class CommitInfo(Frozen):
+    oid: str
+    tree: str
+    parents: tuple[str, ...]
+    message: str
+    author: str
+    time: int
+
+
+class Worktree(Frozen):
+    path: Path
+    head: str | None
+    is_main: bool
+    branch: str | None
+    broken: str | None = None  # why it is not the worktree git recorded (see WorkspaceOps.workspace_problem)

@@ -1,0 +1,136 @@
+"""The light sync (issue 15): with nothing to replay, `git lanes sync` runs without pygit2 or click, through the
+same domain code on a store of its own (git_lanes/store/light.py). It must end exactly where the ordinary
+sync ends, and hand everything else to it before anything moves."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli
+from gitserver import make_origin
+from test_startup_imports import PROBE  # `python -m git_lanes ARGS`, then the modules it loaded
+
+from git_lanes.api import Lanes
+from git_lanes.api.sync_light import LightSync
+
+
+ORDINARY = {"GIT_CONFIG_COUNT": "0"}  # see test_a_light_sync_ends_where_the_ordinary_one_does
+
+
+def every_ref(path: Path) -> dict[str, str]:
+    out = git("for-each-ref", "--format=%(objectname) %(refname)", cwd=path)
+    return {name: oid for oid, name in (line.split(" ", 1) for line in out.splitlines())}
+
+
+def last_entry(path: Path) -> dict:
+    """The newest operation-log entry, without what differs between two runs (its id and time)."""
+    message = git("log", "-1", "--format=%B", "refs/lanes/oplog", cwd=path)
+    entry = json.loads(message.split("\n", 2)[2])
+    return {key: value for key, value in entry.items() if key not in ("id", "time")}
+
+
+@pytest.fixture
+def behind(tmp_path: Path) -> tuple[Path, Path]:
+    """A remote that moved on (ledger posts, a rejected proposal and its note) since a clone last synced with it."""
+    remote = tmp_path / "remote.git"
+    git("init", "--quiet", "--bare", "--initial-branch=main", str(remote), cwd=tmp_path)
+    origin = make_origin(tmp_path, f"file://{remote}")
+    api = Lanes(origin)
+    api.board_post("first", "setup")
+    api.sync()
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", f"file://{remote}", str(clone), cwd=tmp_path)
+    Lanes.open_for_sync(clone)[0].pull()
+    for number in range(40):  # past the light store's short walk: `git rev-list` answers
+        api.board_post(f"remote post {number}", f"agent-{number % 3}")
+    (origin / "notes.txt").write_text("a proposal on the trunk leaves a transition note\n")
+    proposed = api.commit("propose a change", "coder-1", lane="main")
+    api.reject(proposed["id"], "not now")
+    api.sync()
+    return clone, tmp_path
+
+
+def twin(clone: Path, where: Path, name: str) -> Path:
+    copy = where / name
+    shutil.copytree(clone, copy, symlinks=True)
+    return copy
+
+
+def test_a_light_sync_ends_where_the_ordinary_one_does(behind):
+    clone, where = behind
+    light, full = twin(clone, where, "light"), twin(clone, where, "full")
+    before = every_ref(light)
+
+    report = LightSync(light).run()
+    assert report is not None, "the light path handed this plain fast-forward to the ordinary one"
+    # The ordinary sync in a process of its own, as the light one reads git's config (pygit2 loaded in this
+    # test process keeps the identity of the first HOME it saw). GIT_CONFIG_COUNT=0 changes nothing for git,
+    # but the light path does not read such config, so the click command runs the ordinary sync.
+    expected = run_cli("sync", "--json", cwd=full, env=ORDINARY)
+    assert expected.code == 0, expected.err
+
+    assert report.to_dict() | {"initialized": False, "trunk": "main"} == expected.json
+    assert report["ledger"]["came_in"] >= 40 and {m["kind"] for m in report["came_in"]} >= {"ledger", "notes", "rejected"}  # the case is what it claims to be
+    assert every_ref(light) != before
+    assert {k: v for k, v in every_ref(light).items() if k != "refs/lanes/oplog"} == \
+        {k: v for k, v in every_ref(full).items() if k != "refs/lanes/oplog"}
+    assert last_entry(light) == last_entry(full)
+    assert git("fsck", "--no-dangling", cwd=light) == ""
+    # the ordinary store reads what the light one wrote, and the next sync has nothing to do
+    assert Lanes(light).op_log(1)[0]["description"] == "sync"
+    assert LightSync(light).run().to_dict() | {"initialized": False, "trunk": "main"} == \
+        run_cli("sync", "--json", cwd=full, env=ORDINARY).json
+
+
+def test_local_ops_to_replay_go_to_the_ordinary_path_untouched(behind):
+    clone, _ = behind
+    Lanes(clone).board_post("a local post", "agent-b")
+    before = every_ref(clone)
+    assert LightSync(clone).run() is None
+    assert every_ref(clone) == before  # not even fetched: the ordinary sync does it all
+    result = run_cli("sync", "--json", cwd=clone)
+    assert result.code == 0, result.err
+    assert result.json["ledger"]["replayed"] == 1
+
+
+def test_a_plan_beyond_fast_forwards_stops_before_anything_moves(behind, tmp_path):
+    clone, _ = behind
+    origin = tmp_path / "origin-machine"
+    api = Lanes(origin)
+    api.lane_create("feat")  # a lane created on the remote: lanes move through the ordinary path
+    api.sync()
+    before = {k: v for k, v in every_ref(clone).items() if not k.startswith("refs/lanes-remote/")}
+    assert LightSync(clone).run() is None
+    assert {k: v for k, v in every_ref(clone).items() if not k.startswith("refs/lanes-remote/")} == before
+    result = run_cli("sync", "--json", cwd=clone)
+    assert result.code == 0, result.err
+    assert any(move["kind"] == "lane" and move["name"] == "feat" for move in result.json["came_in"])
+
+
+def probe(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[str, set[str]]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, set(proc.stderr.splitlines()[-1].split())
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_the_cli_syncs_without_pygit2_or_click_and_prints_what_the_click_command_prints(behind, as_json):
+    clone, where = behind
+    light, full = twin(clone, where, "light"), twin(clone, where, "full")
+    args = ["sync", "origin"] + (["--json"] if as_json else [])
+    out, loaded = probe(args, light)
+    assert "git_lanes.api.sync_light" in loaded, "the probe did not take the light path"
+    assert not {"pygit2", "click"} & loaded
+    assert not any(name.startswith(("pygit2.", "click.", "git_lanes.cli")) for name in loaded)
+    expected, ordinary = probe(args, full, ORDINARY)
+    assert {"pygit2", "click", "git_lanes.cli.sync"} <= ordinary
+    assert out == expected
+    if as_json:
+        assert json.loads(out)["ledger"]["came_in"] >= 40
