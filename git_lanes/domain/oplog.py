@@ -8,7 +8,7 @@ Nothing has to remember to report: an operation observes the store's single comp
 
 from __future__ import annotations
 
-import secrets
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -92,7 +92,7 @@ class Recorder:
         moves = tuple(self._move(ref) for ref in self.new if self.old[ref] != self.new[ref])
         notes = tuple(NoteChange(target, self.notes_old[target], new) for target, new in self.notes_new.items()
                       if self.notes_old[target] != new)
-        recorded = OpEntry(secrets.token_hex(8), self.ctx.now(), self.actor or self.ctx.store.signature().name,
+        recorded = OpEntry(os.urandom(8).hex(), self.ctx.now(), self.actor or self.ctx.store.signature().name,
                            self.description or _describe(self.first_message), moves, notes, tuple(self.ledger),
                            tuple(self.workspaces), self.undoes, self.backup)
         return None if recorded.empty else recorded

@@ -7,10 +7,8 @@ and the remote changes only through one leased push. The next sync picks up wher
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from git_lanes.domain import lanes, oplog, sync_plan
@@ -26,21 +24,22 @@ from git_lanes.store.follow import fast_forward_files
 MAX_ATTEMPTS = 10
 
 
-@dataclass
 class Report:
-    remote: str
-    mode: str
-    attempts: int = 0
-    came_in: list[dict] = field(default_factory=list)
-    went_out: list[dict] = field(default_factory=list)
-    held_back: list[dict] = field(default_factory=list)
-    diverged: list[dict] = field(default_factory=list)
-    kept: list[dict] = field(default_factory=list)
-    invalid: list[dict] = field(default_factory=list)
-    refused: dict[str, list[dict]] = field(default_factory=dict)
-    workspaces: list[dict] = field(default_factory=list)
-    notes: dict = field(default_factory=lambda: {"merged": 0, "conflicts": []})
-    ledger: dict = field(default_factory=lambda: {"came_in": 0, "went_out": 0, "replayed": 0, "refused": 0})
+    """What a sync did, across its attempts. (A plain class: see sync_plan.Plan.)"""
+
+    def __init__(self, remote: str, mode: str) -> None:
+        self.remote, self.mode = remote, mode
+        self.attempts = 0
+        self.came_in: list[dict] = []
+        self.went_out: list[dict] = []
+        self.held_back: list[dict] = []
+        self.diverged: list[dict] = []
+        self.kept: list[dict] = []
+        self.invalid: list[dict] = []
+        self.refused: dict[str, list[dict]] = {}
+        self.workspaces: list[dict] = []
+        self.notes: dict = {"merged": 0, "conflicts": []}
+        self.ledger: dict = {"came_in": 0, "went_out": 0, "replayed": 0, "refused": 0}
 
     def absorb_local(self, plan: Plan) -> None:
         """What this attempt changed here: it stays changed even if the push must be retried."""
@@ -124,6 +123,8 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
                         f"move it under its files: sync through a bare repository (`git clone --bare`)")
             raise transport.RemoteFailed(f"{remote} refused {ref}: {reason}{said}", hint=hint)
         # Another machine pushed first: merge with what it pushed and try again, a little later each time.
+        import random
+
         sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))
     raise Conflict(f"{remote} kept moving: gave up after {MAX_ATTEMPTS} attempts", code="sync_raced",
                    hint="everything merged so far is kept; run the sync again")

@@ -6,7 +6,6 @@ the plan is applied with compare-and-swap locally and pushed with a lease remote
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from git_lanes import ledger as op_log
 from git_lanes.domain import lanes, tombstones
@@ -17,20 +16,23 @@ from git_lanes.model import refs
 from git_lanes.store import remote as transport
 
 
-@dataclass
 class Plan:
-    local: list[Move] = field(default_factory=list)
-    remote: list[Move] = field(default_factory=list)
-    diverged: list[dict] = field(default_factory=list)
-    held_back: list[dict] = field(default_factory=list)
-    # lanes deleted on the remote that keep their ref here because a workspace here still uses them
-    kept: list[dict] = field(default_factory=list)
-    notes: dict = field(default_factory=lambda: {"merged": 0, "conflicts": []})
-    ledger: dict = field(default_factory=lambda: {"came_in": 0, "went_out": 0, "replayed": 0})
-    refused: list[dict] = field(default_factory=list)
-    # refs on either side that git-lanes would never have written (a lane named like the trunk, a blob as a
-    # lane head, a name `lane create` refuses): left alone on both sides and reported
-    invalid: list[dict] = field(default_factory=list)
+    """Every move of one sync attempt, and what it reports. (A plain class, not a dataclass: the light sync
+    path loads neither `dataclasses` nor `inspect`.)"""
+
+    def __init__(self) -> None:
+        self.local: list[Move] = []
+        self.remote: list[Move] = []
+        self.diverged: list[dict] = []
+        self.held_back: list[dict] = []
+        # lanes deleted on the remote that keep their ref here because a workspace here still uses them
+        self.kept: list[dict] = []
+        self.notes: dict = {"merged": 0, "conflicts": []}
+        self.ledger: dict = {"came_in": 0, "went_out": 0, "replayed": 0}
+        self.refused: list[dict] = []
+        # refs on either side that git-lanes would never have written (a lane named like the trunk, a blob as
+        # a lane head, a name `lane create` refuses): left alone on both sides and reported
+        self.invalid: list[dict] = []
 
     def push_updates(self) -> list[transport.PushUpdate]:
         return [transport.PushUpdate(move.ref, move.new, move.old) for move in self.remote]

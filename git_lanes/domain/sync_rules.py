@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from git_lanes.errors import LanesError, UnsupportedFormat
 from git_lanes.model import refs
+from git_lanes.model.frozen import Frozen
 from git_lanes.model.names import validate_lane_name
 
 SAME, PULL, PUSH, DIVERGED = "same", "pull", "push", "diverged"
 DECIDED = ("accepted", "rejected")
 
 
-@dataclass(frozen=True)
-class Move:
+class Move(Frozen):
     """One ref to move on one side: `old` -> `new` (None: absent). The ref's name is the same on both sides."""
 
     kind: str
@@ -123,8 +122,7 @@ def _name_problem(kind: str, name: str, raw: str, trunk: str) -> str | None:
 
 
 # -- notes: one JSON transition record per state commit ---------------------------------------------------
-@dataclass(frozen=True)
-class RecordMerge:
+class RecordMerge(Frozen):
     text: str
     conflict: str | None = None
 

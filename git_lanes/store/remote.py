@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from git_lanes.errors import Conflict, NotFound, RemoteFailed, UserError
 from git_lanes.model import refs
+from git_lanes.model.frozen import Frozen
 from git_lanes.store import stale
 from git_lanes.store.gitcli import run_git
 from git_lanes.store.values import RefUpdate
@@ -31,8 +31,7 @@ _UNSTORABLE = re.compile(r"cannot lock ref '([^']+)': Unable to create '[^']+': 
 MAX_UNSTORABLE = 20
 
 
-@dataclass(frozen=True)
-class Fetched:
+class Fetched(Frozen):
     """What a fetch copied: remote ref -> oid, and the remote refs this machine could not store (ref ->
     why), which were left out."""
 
@@ -40,8 +39,7 @@ class Fetched:
     unstorable: dict[str, str]
 
 
-@dataclass(frozen=True)
-class PushUpdate:
+class PushUpdate(Frozen):
     """Make the remote's `ref` `new` (None deletes it), provided it is still `expected` (None: absent)."""
 
     ref: str
@@ -49,8 +47,7 @@ class PushUpdate:
     expected: str | None
 
 
-@dataclass(frozen=True)
-class PushResult:
+class PushResult(Frozen):
     ok: bool
     # ref -> git's reason, for every ref the remote refused
     rejected: dict[str, str]
