@@ -82,10 +82,18 @@ def test_a_light_sync_ends_where_the_ordinary_one_does(behind):
         {k: v for k, v in every_ref(full).items() if k != "refs/lanes/oplog"}
     assert last_entry(light) == last_entry(full)
     assert git("fsck", "--no-dangling", cwd=light) == ""
-    # the ordinary store reads what the light one wrote, and the next sync has nothing to do
+    # the ordinary store reads what the light one wrote
     assert Lanes(light).op_log(1)[0]["description"] == "sync"
-    assert LightSync(light).run().to_dict() | {"initialized": False, "trunk": "main"} == \
+    # a short history (read in Python, no `git log`) ends where the ordinary sync ends too
+    origin = where / "origin-machine"
+    for number in range(3):
+        Lanes(origin).board_post(f"later post {number}", "agent-a")
+    Lanes(origin).sync()
+    again = LightSync(light).run()
+    assert again is not None and again["ledger"]["came_in"] == 3
+    assert again.to_dict() | {"initialized": False, "trunk": "main"} == \
         run_cli("sync", "--json", cwd=full, env=ORDINARY).json
+    assert last_entry(light) == last_entry(full)
 
 
 def test_local_ops_to_replay_go_to_the_ordinary_path_untouched(behind):
@@ -134,3 +142,28 @@ def test_the_cli_syncs_without_pygit2_or_click_and_prints_what_the_click_command
     assert out == expected
     if as_json:
         assert json.loads(out)["ledger"]["came_in"] >= 40
+
+
+def test_the_light_store_moves_refs_only_by_compare_and_swap(repo):
+    from git_lanes.errors import Conflict
+    from git_lanes.store.light import open_light
+    from git_lanes.store.values import RefUpdate
+
+    store = open_light(repo)
+    head = git("rev-parse", "HEAD", cwd=repo).strip()
+    first = store.write_commit(store.empty_tree(), [head], "one\n")
+    second = store.write_commit(store.empty_tree(), [first], "two\n")
+    store.update_refs([RefUpdate("refs/lanes/runs/r1", first, None, "lanes: create"),
+                       RefUpdate("refs/lanes/runs/r2", first, None, "lanes: create")])
+    with pytest.raises(Conflict):  # r1 is not at `second`: neither ref moves
+        store.update_refs([RefUpdate("refs/lanes/runs/r2", second, first, "lanes: move"),
+                           RefUpdate("refs/lanes/runs/r1", head, second, "lanes: move")])
+    assert every_ref(repo)["refs/lanes/runs/r1"] == every_ref(repo)["refs/lanes/runs/r2"] == first
+    assert not list((repo / ".git" / "refs" / "lanes" / "runs").glob("*.lock"))
+    store.update_refs([RefUpdate("refs/lanes/runs/r1", second, first, "lanes: move")])
+    assert git("rev-parse", "refs/lanes/runs/r1", cwd=repo).strip() == second
+    assert git("log", "-1", "--format=%s", "refs/lanes/runs/r1", cwd=repo).strip() == "two"
+    assert "lanes: move" in git("reflog", "refs/lanes/runs/r1", cwd=repo)
+    assert store.is_ancestor(first, second) and not store.is_ancestor(second, first)
+    assert store.count_between(head, second) == 2
+    assert git("fsck", "--no-dangling", cwd=repo) == ""

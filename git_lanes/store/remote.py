@@ -3,7 +3,6 @@ ref. The network is the git CLI's: it speaks every transport and credential help
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 from pathlib import Path
@@ -21,12 +20,15 @@ if TYPE_CHECKING:  # either store: the light sync path never loads pygit2
 
 NETWORK_TIMEOUT = 600.0
 FETCH_LOCK_RETRIES = 3
-_REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_MISSING_REF = re.compile(r"couldn't find remote ref (\S+)")
-_LOCK_PATH = re.compile(r"Unable to create '([^']+\.lock)'")
+# What a remote's name may hold ([A-Za-z0-9][A-Za-z0-9._-]*): checked by hand, since every sync checks it and
+# a compiled pattern costs its start-up; git's messages are parsed by patterns compiled only on a failure.
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_CHARS = _NAME_START | frozenset("._-")
+_MISSING_REF = r"couldn't find remote ref (\S+)"
+_LOCK_PATH = r"Unable to create '([^']+\.lock)'"
 # git could not store a tracking ref at all (a name too long for the file system, say), as opposed to
 # finding its lock taken ("File exists"), which is another fetch at work.
-_UNSTORABLE = re.compile(r"cannot lock ref '([^']+)': Unable to create '[^']+': (.+)")
+_UNSTORABLE = r"cannot lock ref '([^']+)': Unable to create '[^']+': (.+)"
 # A remote can hold any number of refs this machine cannot store; past this many, the fetch gives up.
 MAX_UNSTORABLE = 20
 
@@ -86,7 +88,7 @@ def synced_patterns(trunk: str) -> list[str]:
 
 def check_remote(store: Store, remote: str) -> str:
     """The remote's URL; a clear error for a name that is not a configured remote."""
-    if not _REMOTE_NAME.fullmatch(remote):  # `$` would let a trailing newline through
+    if not (remote[:1] in _NAME_START and set(remote) <= _NAME_CHARS):
         # Lanes keeps a remote's copies under its name, so a URL needs a name first.
         raise UserError(f"invalid remote name {remote!r}", code="invalid_remote",
                         hint="REMOTE is the name of a configured remote: `git remote add NAME URL`, then use NAME")
@@ -115,8 +117,10 @@ def fetch(store: Store, remote: str, trunk: str) -> Fetched:
                                 "--no-auto-gc", "--no-recurse-submodules", remote, *specs])
         if proc.returncode == 0:
             break
-        missing = [ref for ref in _MISSING_REF.findall(proc.stderr) if ref in patterns]
-        refused = {remote_ref_of(remote, ref): why for ref, why in _UNSTORABLE.findall(proc.stderr)
+        import re
+
+        missing = [ref for ref in re.findall(_MISSING_REF, proc.stderr) if ref in patterns]
+        refused = {remote_ref_of(remote, ref): why for ref, why in re.findall(_UNSTORABLE, proc.stderr)
                    if ref.startswith(prefix) and not why.startswith("File exists")}
         if missing:
             patterns = [pattern for pattern in patterns if pattern not in missing]
@@ -154,7 +158,9 @@ def _clear_abandoned_tracking_locks(store: Store, remote: str, stderr: str) -> N
     the tracking namespace, so under the writers' flock a lock no process holds open is abandoned."""
     namespace = (store.common_dir / tracking_prefix(remote)).resolve()
     with store.locked():
-        for path in _LOCK_PATH.findall(stderr):
+        import re
+
+        for path in re.findall(_LOCK_PATH, stderr):
             lock = Path(path).resolve()
             if namespace in lock.parents:
                 stale.clear_if_stale(lock)
