@@ -67,3 +67,40 @@ def test_commits_and_objects_are_written_as_libgit2_writes_them(repo):
     assert git("cat-file", "-p", again, cwd=repo) == "{}\n"
     assert not list((repo / ".git" / "objects").glob("*/tmp_obj_*"))
     git("fsck", "--strict", cwd=repo)
+
+
+def _loose_objects(repo) -> dict[str, int]:
+    """Every loose object's id -> its file's inode."""
+    objects = repo / ".git" / "objects"
+    return {folder.name + path.name: path.stat().st_ino for folder in objects.iterdir() if len(folder.name) == 2
+            for path in folder.iterdir() if not path.name.startswith("tmp_obj_")}
+
+
+def test_a_repository_that_asks_for_durable_objects_gets_each_ledger_object_synced(repo, monkeypatch):
+    """`core.fsyncObjectFiles` (which libgit2 honoured when it wrote the ledger) and git's `core.fsync`: each
+    object is on disk before the ref that names it moves, so a power cut cannot leave the ledger pointing at
+    an empty file. The spy only records which files were synced, then syncs them."""
+    import os
+
+    from git_lanes.api import Lanes
+
+    synced: set[int] = set()
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.add(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    for setting in (("core.fsyncObjectFiles", "true"), ("core.fsync", "loose-object")):
+        git("config", "--unset-all", "core.fsyncObjectFiles", cwd=repo, check=False)
+        git("config", "--unset-all", "core.fsync", cwd=repo, check=False)
+        git("config", *setting, cwd=repo)
+        api = Lanes(repo)
+        api.task_create("warm the cache up", actor="lead")
+        before = _loose_objects(repo)
+        synced.clear()
+        api.task_create(f"durable with {setting[0]}", actor="lead")
+        written = {oid: inode for oid, inode in _loose_objects(repo).items() if oid not in before}
+        assert len(written) >= 3, written  # a blob, the trees on its path, the commit
+        assert set(written.values()) <= synced, setting

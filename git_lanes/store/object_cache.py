@@ -38,6 +38,7 @@ class ObjectCache:
         self._trees: dict[str, TreeEntries] = {}
         self._blobs: dict[str, bytes] = {}
         self._commit_trees: dict[str, str] = {}
+        self._durable: bool | None = None  # read from the config at the first write
 
     # -- reading ---------------------------------------------------------------------------------------
     def tree(self, oid: str) -> TreeEntries:
@@ -92,7 +93,9 @@ class ObjectCache:
     def _write(self, kind: bytes, data: bytes) -> str:
         from git_lanes.store.objects import write_loose  # loaded by the first write, not by readers
 
-        return write_loose(self.objects_dir, kind, data)
+        if self._durable is None:
+            self._durable = _wants_durable_objects(self.repo.config)
+        return write_loose(self.objects_dir, kind, data, durable=self._durable)
 
     def write_blob(self, data: bytes) -> str:
         oid = self._write(b"blob", data)
@@ -142,6 +145,22 @@ class ObjectCache:
             else:
                 entries.pop(name, None)
         return entries
+
+
+def _wants_durable_objects(config: pygit2.Config) -> bool:
+    from git_lanes.store.objects import durable_objects
+
+    try:
+        fsync_object_files = config.get_bool("core.fsyncObjectFiles")
+    except KeyError:
+        fsync_object_files = False
+    except pygit2.GitError:
+        fsync_object_files = True  # a value git would refuse: the safer reading
+    try:
+        fsync: str | None = config["core.fsync"]
+    except KeyError:
+        fsync = None
+    return durable_objects(fsync_object_files, fsync)
 
 
 def _signed(signature: pygit2.Signature) -> str:

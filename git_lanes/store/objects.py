@@ -118,12 +118,14 @@ class ObjectStore:
         return write_loose(str(self.dir), kind, content)
 
 
-def write_loose(objects_dir: str, kind: bytes, content: bytes) -> str:
+def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool = False) -> str:
     """Store an object loose as git does: deflated into a temporary file beside its final name, then linked
     to that name, so a reader sees the whole object or none and an object already there is never written
     over. One already there is touched instead, as git "freshens" it, so a `git gc` running now does not
     prune it as old before the commit that names it again lands. Six system calls; libgit2 makes about
-    fourteen (it also rescans the pack folder for every new object)."""
+    fourteen (it also rescans the pack folder for every new object). `durable` (the repository asked for it,
+    see `durable_objects`): the file and its folder are synced before the id is returned, as libgit2 does,
+    so a power cut cannot leave a ref naming an empty object."""
     raw = kind + b" " + str(len(content)).encode() + b"\0" + content
     oid = sha1(raw).hexdigest()
     directory = os.path.join(objects_dir, oid[:2])
@@ -133,6 +135,8 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes) -> str:
         data = memoryview(zlib.compress(raw, 1))
         while data:
             data = data[os.write(handle, data):]
+        if durable:
+            os.fsync(handle)
     except BaseException:
         os.close(handle)
         os.unlink(temporary)
@@ -145,11 +149,34 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes) -> str:
             os.utime(path)
         except OSError:
             pass  # someone else's object we may not touch: as git, we still use it
+        os.unlink(temporary)
     except OSError:  # a file system without hard links: rename, as git falls back to
         os.replace(temporary, path)
-        return oid
-    os.unlink(temporary)
+    else:
+        os.unlink(temporary)
+    if durable:
+        _sync_folder(directory)
     return oid
+
+
+def _sync_folder(directory: str) -> None:
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+# What `core.fsync` may name that includes loose objects (git's default leaves them out).
+LOOSE_FSYNC_COMPONENTS = frozenset({"loose-object", "objects", "committed", "added", "all"})
+
+
+def durable_objects(fsync_object_files: bool, fsync: str | None) -> bool:
+    """Whether git syncs a new loose object to disk, from `core.fsyncObjectFiles` (libgit2's switch, and
+    git's before 2.36) and `core.fsync` (a list of components; a `-name` removes one, but a component named
+    positively wins, as in git)."""
+    names = {name.strip() for name in (fsync or "").split(",")}
+    return fsync_object_files or bool(names & LOOSE_FSYNC_COMPONENTS)
 
 
 _temporaries = itertools.count()
