@@ -104,3 +104,40 @@ def test_a_repository_that_asks_for_durable_objects_gets_each_ledger_object_sync
         written = {oid: inode for oid, inode in _loose_objects(repo).items() if oid not in before}
         assert len(written) >= 3, written  # a blob, the trees on its path, the commit
         assert set(written.values()) <= synced, setting
+
+
+def test_a_shared_repository_gets_ledger_objects_with_the_modes_git_gives_its_own(repo):
+    """`core.sharedRepository=group`: a fan-out folder the ledger's writer makes must let the group write
+    into it (git makes it g+ws), and its objects must be group-readable, whatever the writer's umask; else
+    the next group member's `git commit` or append fails with "insufficient permission"."""
+    import os
+    import stat
+
+    from git_lanes.api import Lanes
+
+    git("config", "core.sharedRepository", "group", cwd=repo)
+    objects = repo / ".git" / "objects"
+
+    def mode(path) -> int:
+        return stat.S_IMODE(path.stat().st_mode)
+
+    previous = os.umask(0o077)
+    try:
+        for n in range(1000):  # git's own object in a folder git makes, for the modes to expect
+            oid = git("hash-object", "-w", "--stdin", cwd=repo, input=f"probe {n}\n").strip()
+            if not any(path.name != oid[2:] for path in (objects / oid[:2]).iterdir()):
+                break
+        git_folder, git_file = mode(objects / oid[:2]), mode(objects / oid[:2] / oid[2:])
+        before = {folder.name for folder in objects.iterdir()}
+        api = Lanes(repo)
+        for n in range(5):
+            api.task_create(f"shared {n}", actor="lead")
+    finally:
+        os.umask(previous)
+    made = [folder for folder in objects.iterdir() if folder.name not in before]
+    assert made  # the appends made fan-out folders of their own
+    assert git_folder & stat.S_IWGRP and git_file & stat.S_IRGRP  # what git does with this umask
+    for folder in made:
+        assert mode(folder) == git_folder, folder.name
+        for path in folder.iterdir():
+            assert mode(path) == git_file, path

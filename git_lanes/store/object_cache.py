@@ -38,7 +38,8 @@ class ObjectCache:
         self._trees: dict[str, TreeEntries] = {}
         self._blobs: dict[str, bytes] = {}
         self._commit_trees: dict[str, str] = {}
-        self._durable: bool | None = None  # read from the config at the first write
+        self._durable: bool | None = None  # read from the config at the first write, with _shared
+        self._shared = 0
 
     # -- reading ---------------------------------------------------------------------------------------
     def tree(self, oid: str) -> TreeEntries:
@@ -95,7 +96,8 @@ class ObjectCache:
 
         if self._durable is None:
             self._durable = _wants_durable_objects(self.repo.config)
-        return write_loose(self.objects_dir, kind, data, durable=self._durable)
+            self._shared = _shared_permissions(self.repo.config)
+        return write_loose(self.objects_dir, kind, data, durable=self._durable, shared=self._shared)
 
     def write_blob(self, data: bytes) -> str:
         oid = self._write(b"blob", data)
@@ -161,6 +163,15 @@ def _wants_durable_objects(config: pygit2.Config) -> bool:
     except KeyError:
         fsync = None
     return durable_objects(fsync_object_files, fsync)
+
+
+def _shared_permissions(config: pygit2.Config) -> int:
+    from git_lanes.store.objects import shared_permissions
+
+    try:
+        return shared_permissions(config["core.sharedRepository"])
+    except KeyError:
+        return 0
 
 
 def _signed(signature: pygit2.Signature) -> str:

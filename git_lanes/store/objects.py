@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -118,20 +119,23 @@ class ObjectStore:
         return write_loose(str(self.dir), kind, content)
 
 
-def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool = False) -> str:
+def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool = False, shared: int = 0) -> str:
     """Store an object loose as git does: deflated into a temporary file beside its final name, then linked
     to that name, so a reader sees the whole object or none and an object already there is never written
     over. One already there is touched instead, as git "freshens" it, so a `git gc` running now does not
     prune it as old before the commit that names it again lands. Six system calls; libgit2 makes about
     fourteen (it also rescans the pack folder for every new object). `durable` (the repository asked for it,
     see `durable_objects`): the file and its folder are synced before the id is returned, as libgit2 does,
-    so a power cut cannot leave a ref naming an empty object."""
+    so a power cut cannot leave a ref naming an empty object. `shared` is `core.sharedRepository` as
+    `shared_permissions` reads it: the folder and file get the modes git gives its own."""
     raw = kind + b" " + str(len(content)).encode() + b"\0" + content
     oid = sha1(raw).hexdigest()
     directory = os.path.join(objects_dir, oid[:2])
     path = os.path.join(directory, oid[2:])
-    handle, temporary = _temporary(directory)
+    handle, temporary = _temporary(directory, shared)
     try:
+        if shared:
+            os.fchmod(handle, shared_mode(stat.S_IMODE(os.fstat(handle).st_mode), shared))
         data = memoryview(zlib.compress(raw, 1))
         while data:
             data = data[os.write(handle, data):]
@@ -182,7 +186,7 @@ def durable_objects(fsync_object_files: bool, fsync: str | None) -> bool:
 _temporaries = itertools.count()
 
 
-def _temporary(directory: str) -> tuple[int, str]:
+def _temporary(directory: str, shared: int) -> tuple[int, str]:
     """A new file of our own in `directory` (made when missing), named as git names its temporary objects,
     so `git gc` clears one a killed writer left behind."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
@@ -193,7 +197,51 @@ def _temporary(directory: str) -> tuple[int, str]:
         except FileExistsError:
             continue  # left by a killed process that had our pid
         except FileNotFoundError:
-            os.makedirs(directory, exist_ok=True)
+            _make_folder(directory, shared)
+
+
+def _make_folder(directory: str, shared: int) -> None:
+    os.makedirs(os.path.dirname(directory), exist_ok=True)
+    try:
+        os.mkdir(directory)
+    except FileExistsError:
+        return  # another writer made it (and set its modes)
+    if shared:  # as git, only a folder we made ourselves
+        os.chmod(directory, shared_mode(stat.S_IMODE(os.stat(directory).st_mode), shared, folder=True))
+
+
+def shared_permissions(value: str | None) -> int:
+    """`core.sharedRepository` as git reads it: 0 for the umask alone, the bits to add (group 0o660,
+    everybody 0o664), or minus the exact mode (`0640`)."""
+    if value is None:
+        return 0
+    word = value.strip().lower()
+    if word in ("umask", "false", "no", "off", "0", ""):
+        return 0
+    if word in ("group", "true", "yes", "on", "1"):
+        return 0o660
+    if word in ("all", "world", "everybody", "2"):
+        return 0o664
+    try:
+        mode = int(word, 8)
+    except ValueError:
+        return 0o660  # git refuses to run here; the group reading keeps others able to write
+    return -(mode & 0o666) if mode & 0o600 == 0o600 else 0o660
+
+
+def shared_mode(mode: int, shared: int, *, folder: bool = False) -> int:
+    """The mode git's adjust_shared_perm gives a file or folder made with `mode` (see `shared_permissions`)."""
+    tweak = -shared if shared < 0 else shared
+    if not mode & stat.S_IWUSR:
+        tweak &= ~0o222  # a read-only object stays read-only
+    if mode & stat.S_IXUSR:
+        tweak |= (tweak & 0o444) >> 2
+    new = (mode & ~0o777) | tweak if shared < 0 else mode | tweak
+    if folder:
+        new |= (new & 0o444) >> 2
+        if new & 0o060:
+            new |= stat.S_ISGID  # files made in it belong to its group
+    return new
 
 
 # -- object formats ---------------------------------------------------------------------------------------
