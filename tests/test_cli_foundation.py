@@ -279,6 +279,18 @@ def test_outside_a_repository(tmp_path):
     assert list(outside.iterdir()) == []
 
 
+def test_a_sha256_repository_is_refused_in_one_line_and_left_as_it_was(tmp_path):
+    """The ledger's own object writer speaks SHA-1 only: a SHA-256 repository is refused before anything is
+    written, as a user error that says why, not an internal one."""
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", str(repo)], check=True)
+    before = repository_state(repo)
+    for args in (["init"], ["task", "create", "t"], ["status"]):
+        error = fails(*args, cwd=repo, code="unsupported_object_format")
+        assert "sha256" in error["message"]
+    assert repository_state(repo) == before
+
+
 def test_a_repository_not_set_up_for_lanes(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
     fails("status", cwd=tmp_path / "r", code="not_initialized")

@@ -41,7 +41,14 @@ def open_store(path: str | os.PathLike | None = None) -> Store:
         git_dir = None
     if not git_dir:
         raise NotARepository(f"not a git repository: {start}", hint="run `git lanes init` first")
-    return Store(pygit2.Repository(_common_dir(Path(git_dir))), Path(git_dir))
+    try:
+        repo = pygit2.Repository(_common_dir(Path(git_dir)))
+    except pygit2.InvalidError as exc:  # libgit2, and the ledger's own object writer, read SHA-1 only
+        if "object format" not in str(exc):
+            raise
+        raise UserError(f"{exc}: git-lanes works in SHA-1 repositories only", code="unsupported_object_format",
+                        hint="use a repository made by `git init` without --object-format=sha256") from None
+    return Store(repo, Path(git_dir))
 
 
 def _common_dir(git_dir: Path) -> str:
