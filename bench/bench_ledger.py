@@ -85,7 +85,14 @@ def floor_ops(repo: str, ops: int) -> tuple[float, float]:
     """The file system's share of an append, alone: OBJECTS_PER_OP new loose objects and one ref moved by
     compare-and-swap per op, as the ledger writes them, with no fold and no reads."""
     from git_lanes.store import RefUpdate, open_store
-    from git_lanes.store.objects import write_loose
+
+    try:
+        from git_lanes.store.objects import write_loose
+    except ImportError:  # git-lanes before write_loose (when comparing versions): its hook-path writer
+        from git_lanes.store.objects import ObjectStore
+
+        def write_loose(objects: str, kind: bytes, content: bytes) -> str:
+            return ObjectStore(Path(objects)).write(kind, content)
 
     store = open_store(repo)
     objects = str(store.common_dir / "objects")
