@@ -43,7 +43,7 @@ PINNED = {
                                     "git_lanes.model.names", "git_lanes.model.record", "git_lanes.model.records", "git_lanes.model.results"},
     ("history",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.domain.trace",
                                               "git_lanes.model.results"},
-    ("task", "list"): REPOSITORY | LEDGER | {"git_lanes.cli.task", "git_lanes.cli.agent", "git_lanes.domain.claims",
+    ("task", "list"): REPOSITORY | LEDGER | {"git_lanes.cli.task", "git_lanes.domain.claims",
                                              "git_lanes.domain.task_records", "git_lanes.domain.tasks",
                                              "git_lanes.domain.tickets", "git_lanes.model.globs",
                                              "git_lanes.model.names"},

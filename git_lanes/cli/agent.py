@@ -9,7 +9,7 @@ import click
 
 from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.options import agent_option
-from git_lanes.cli.output import json_option, open_api, run, table
+from git_lanes.cli.output import json_option, open_api, render_overlaps, run, table
 
 __all__ = ["agent", "agent_option", "render_overlaps"]
 
@@ -21,15 +21,6 @@ def ago(moment: float | None) -> str:
     minutes = abs(delta) / 60
     text = f"{minutes:.0f}m" if minutes >= 1 else f"{abs(delta):.0f}s"
     return f"in {text}" if delta >= 0 else f"{text} ago"
-
-
-def render_overlaps(overlaps: list[dict]) -> list[str]:
-    lines = []
-    for o in overlaps:
-        what = o.get("claim") and f"claim {o['claim']}" or o.get("file") and f"dirty {o['file']}" or "?"
-        mine = o.get("glob") or o.get("file")
-        lines.append(f"warning: {mine} overlaps {o['agent']}'s {what}")
-    return lines
 
 
 @click.group(cls=SuggestingGroup)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import SuggestingGroup
-from git_lanes.cli.agent import render_overlaps
 from git_lanes.cli.options import agent_option
-from git_lanes.cli.output import json_option, open_api, run, short, table
+from git_lanes.cli.output import json_option, open_api, render_overlaps, run, short, table
 
 
 @click.group(cls=SuggestingGroup)

@@ -125,6 +125,16 @@ def held_line(transition: dict) -> str:
     return f"\nheld for a person: {held['reason']}\naccept it with `git lanes accept {short(transition['id'])}`"
 
 
+def render_overlaps(overlaps: list[dict]) -> list[str]:
+    """The warnings for claims and dirty files that overlap another agent's (task, claim and agent commands)."""
+    lines = []
+    for o in overlaps:
+        what = o.get("claim") and f"claim {o['claim']}" or o.get("file") and f"dirty {o['file']}" or "?"
+        mine = o.get("glob") or o.get("file")
+        lines.append(f"warning: {mine} overlaps {o['agent']}'s {what}")
+    return lines
+
+
 def short(oid: str | None) -> str:
     return oid[:8] if oid else "-"
 

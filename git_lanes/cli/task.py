@@ -8,9 +8,8 @@ from typing import Any
 import click
 
 from git_lanes.cli import SuggestingGroup
-from git_lanes.cli.agent import render_overlaps
 from git_lanes.cli.options import agent_option, hidden_alias
-from git_lanes.cli.output import json_option, open_api, run, short, table
+from git_lanes.cli.output import json_option, open_api, render_overlaps, run, short, table
 
 STATUSES = ["open", "claimed", "blocked", "needs_review", "done"]
 
