@@ -100,6 +100,7 @@ def test_options_cost_neither_gettext_lookups_nor_suggestions(repo):
     found = every_module(("history", "-n", "1", "--json"), repo)
     assert "gettext" in found and {"locale", "difflib"} & found == set()
     assert {"locale", "difflib"} & every_module(("--version",), repo) == set()
+    assert "shutil" not in every_module(("--help",), repo), "the help formatter measures the terminal itself"
     from click.testing import CliRunner
 
     from git_lanes.cli import cli

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -61,9 +62,38 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class Context(click.Context):
+    """click's context, whose help formatter measures the terminal without importing shutil (which loads the
+    compression modules with it, ~1 ms) for `shutil.get_terminal_size`: the same answer, read the same way."""
+
+    def make_formatter(self) -> click.HelpFormatter:
+        from click import formatting
+
+        if self.terminal_width is not None or formatting.FORCED_WIDTH is not None:
+            return super().make_formatter()
+        max_width = self.max_content_width or 80
+        width = max(min(_terminal_columns(), max_width) - 2, 50)
+        return self.formatter_class(width=width, max_width=max_width)
+
+
+def _terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns`: $COLUMNS, else standard output's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns or 80
+
+
 class _Lean:
     """What every git-lanes command does differently from click's, to start faster (issue 15):
 
+    - its context measures the terminal for `--help` without shutil (`Context`);
     - its `--help` option carries its help text already: click's asks gettext for it, whose first call
       imports `locale` (~1.5 ms a process);
     - its short options are known to the parser under their own name too: click tries every `-x` as a long
@@ -71,6 +101,7 @@ class _Lean:
       nobody sees, before parsing it as the short option it is. (A parser of another click version, without
       the tables this reads, is left as it is.)"""
 
+    context_class = Context
     params: list[click.Parameter]
     add_help_option: bool
     get_help_option_names: Callable[[click.Context], list[str]]
