@@ -135,7 +135,7 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
     base = (store.root / refs.WORKSPACES_DIR).resolve()
     found: list[dict[str, Any]] = []
     records = housekeeping.worktree_records(store)
-    registered = {Path(r["path"]).resolve() for r in records}
+    registered = {Path(r.path).resolve() for r in records}
     moved = _moved_here(base, registered)
     for path, _ in moved:
         found.append(finding("warn", f"workspace {path} was moved here by hand: git still looks for it elsewhere",
@@ -143,11 +143,11 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                              repair=partial(housekeeping.repair_worktree, store, str(path))))
     left_behind = {old for _, old in moved}
     for record in records[1:]:
-        path = Path(record["path"])
-        if record["locked"]:
-            found.append(finding("warn", f"workspace {path} is locked ({record['locked']})",
+        path = Path(record.path)
+        if record.locked:
+            found.append(finding("warn", f"workspace {path} is locked ({record.locked})",
                                  f"a person locked it; `git worktree unlock {path}` when it may go"))
-        elif (record["prunable"] or not path.exists()) and path.resolve() not in left_behind:
+        elif (record.prunable or not path.exists()) and path.resolve() not in left_behind:
             found.append(finding("warn", f"workspace {path} is missing (deleted by hand)",
                                  "--fix forgets it (`git worktree prune`); the lane and its states stay",
                                  repair=lambda: housekeeping.prune_worktrees(store)))

@@ -3,6 +3,7 @@ prune date, so objects no ref, reflog or index reaches any more leave the disk."
 
 from __future__ import annotations
 
+from git_lanes.model.frozen import Frozen
 from git_lanes.store.gitcli import run_git
 from git_lanes.store.repo import Store
 
@@ -26,23 +27,31 @@ def collect(store: Store, prune: str) -> None:
     run_git(["gc", "--quiet", f"--prune={prune}"], cwd=store.root, timeout=GC_TIMEOUT)
 
 
-def worktree_records(store: Store) -> list[dict[str, str | None]]:
-    """git's record of every worktree (`git worktree list --porcelain`): path, head, and why it is locked or
-    prunable (None when it is not), the main worktree first."""
+class GitWorktree(Frozen):
+    """One worktree as git records it: where, its HEAD, and why it is locked or prunable (None when not)."""
+
+    path: str
+    head: str | None = None
+    locked: str | None = None
+    prunable: str | None = None
+
+
+def worktree_records(store: Store) -> list[GitWorktree]:
+    """git's record of every worktree (`git worktree list --porcelain`), the main worktree first."""
     proc = run_git(["worktree", "list", "--porcelain"], cwd=store.root)
-    found: list[dict[str, str | None]] = []
+    found: list[GitWorktree] = []
     for block in proc.stdout.strip().split("\n\n"):
-        record: dict[str, str | None] = {"path": None, "head": None, "locked": None, "prunable": None}
+        fields: dict[str, str] = {}
         for line in block.splitlines():
             key, _, value = line.partition(" ")
             if key == "worktree":
-                record["path"] = value
+                fields["path"] = value
             elif key == "HEAD":
-                record["head"] = value
+                fields["head"] = value
             elif key in ("locked", "prunable"):
-                record[key] = value or key
-        if record["path"]:
-            found.append(record)
+                fields[key] = value or key
+        if fields.get("path"):
+            found.append(GitWorktree(**fields))
     return found
 
 
