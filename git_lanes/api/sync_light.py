@@ -43,8 +43,6 @@ class LightSync:
     def run(self, remote: str | None = None) -> SyncReport | None:
         """`Lanes.sync(remote)`, or None when the light store cannot do it (nothing has moved then)."""
         from git_lanes.api.sync import DEFAULT_REMOTE, describe
-        from git_lanes.domain import oplog, sync
-        from git_lanes.model.sync_results import SyncReport
 
         if self.store is None or self.trunk is None:
             return None
@@ -53,7 +51,10 @@ class LightSync:
         try:
             chosen = remote or store.config_get("lanes.remote") or DEFAULT_REMOTE
             if not _nothing_to_send(store, trunk, chosen):
-                return None
+                return None  # decided before the domain loads: the ordinary path pays little for the try
+            from git_lanes.domain import oplog, sync
+            from git_lanes.model.sync_results import SyncReport
+
             ctx = _context(store, trunk)
             with oplog.operation(ctx, describe({"remote": remote})[:200]):
                 return SyncReport.from_dict(sync.run(ctx, chosen, "sync", gate=gate))
@@ -92,10 +93,9 @@ class _Gate:
 def _nothing_to_send(store: LightStore, trunk: str, remote: str) -> bool:
     """True when every synced ref here is what the remote had at the last sync: nothing local to push or
     replay, so the light path is worth trying (a sync that must replay goes straight to the ordinary one)."""
-    from git_lanes.domain.sync_plan import local_refs
     from git_lanes.store import remote as transport
 
     tracked = {transport.remote_ref_of(remote, name): oid
                for name, oid in store.list_refs(transport.tracking_prefix(remote)).items()}
-    here = local_refs(_context(store, trunk))
+    here = transport.synced_refs(store, trunk)  # type: ignore[arg-type]  # see _context
     return bool(here) and here == tracked and not any(ref.startswith(refs.PROPOSALS) for ref in here)

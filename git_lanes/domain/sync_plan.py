@@ -38,24 +38,12 @@ class Plan:
         return [transport.PushUpdate(move.ref, move.new, move.old) for move in self.remote]
 
 
-def local_refs(ctx: Context) -> dict[str, str]:
-    found = {}
-    for pattern in transport.synced_patterns(ctx.trunk):
-        if pattern.endswith("*"):
-            found.update(ctx.store.list_refs(pattern[:-1]))
-        else:
-            oid = ctx.store.read_ref(pattern)
-            if oid:
-                found[pattern] = oid
-    return found
-
-
 def build(ctx: Context, remote: str, fetched: dict[str, str], mode: str,
           unstorable: dict[str, str] | None = None) -> Plan:
     """Decide every move. `mode` is pull, push or sync; a push moves nothing here and pushes only what needs
     no merge, holding the rest back for a sync."""
     plan = Plan()
-    local, fetched = _screen(ctx, remote, local_refs(ctx), fetched, unstorable or {}, plan)
+    local, fetched = _screen(ctx, remote, transport.synced_refs(ctx.store, ctx.trunk), fetched, unstorable or {}, plan)
     planner = _Planner(ctx, remote, local, fetched, plan)
     planner.ledger(replay_ops=mode != "push")  # first: its tombstones decide what gc pruned, below
     notes_head = planner.notes()

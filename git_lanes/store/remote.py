@@ -86,6 +86,19 @@ def synced_patterns(trunk: str) -> list[str]:
             refs.DELETED + "*", refs.RUNS + "*", refs.META + "*", refs.LEDGER, refs.NOTES]
 
 
+def synced_refs(store: Store, trunk: str) -> dict[str, str]:
+    """Every ref here that travels, with what it points at."""
+    found = {}
+    for pattern in synced_patterns(trunk):
+        if pattern.endswith("*"):
+            found.update(store.list_refs(pattern[:-1]))
+        else:
+            oid = store.read_ref(pattern)
+            if oid:
+                found[pattern] = oid
+    return found
+
+
 def check_remote(store: Store, remote: str) -> str:
     """The remote's URL; a clear error for a name that is not a configured remote."""
     if not (remote[:1] in _NAME_START and set(remote) <= _NAME_CHARS):
