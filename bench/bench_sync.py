@@ -4,8 +4,9 @@ the same refs in the same run.
 Two cases: the clone has no local ops (the ledger fast-forwards), and the clone has 10 local board posts
 (they are replayed on top of the 1,000 remote ops and the result is pushed with a lease). Every repetition
 starts from pristine copies of the remote and the clone (file:// transport, so the network adds no noise).
-Reports medians, the ratio to plain git, and the sync measured through an API object held open (a
-long-lived face) as well as the CLI process a user runs.
+Reports medians of wall time and of CPU time (the process's and its children's), each as a ratio to plain git,
+for the CLI process a user runs and for an API object held open (a long-lived face); beside them, what a bare
+interpreter and `python -c "import pygit2, click"` cost in the same run, and the load average.
 
     .venv/bin/python bench/bench_sync.py [--ops 1000] [--local 10] [--reps 5]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -72,33 +74,56 @@ def fresh_copy(remote: Path, clone: Path, scratch: Path) -> tuple[Path, Path]:
     return new_remote, new_clone
 
 
-def time_cli_sync(clone: Path) -> float:
-    started = time.perf_counter()
-    subprocess.run([*CLI, "sync", "--json"], cwd=clone, check=True, capture_output=True, env=ENV)
-    return time.perf_counter() - started
+def cpu_now() -> float:
+    """CPU seconds of this process and of the children it waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def time_api_sync(clone: Path) -> float:
+def clocked(action) -> tuple[float, float]:
+    """(wall, CPU) seconds of `action()`."""
+    wall, cpu = time.perf_counter(), cpu_now()
+    action()
+    return time.perf_counter() - wall, cpu_now() - cpu
+
+
+def time_cli_sync(clone: Path, env: dict[str, str] = ENV) -> tuple[float, float]:
+    return clocked(lambda: subprocess.run([*CLI, "sync", "--json"], cwd=clone, check=True, capture_output=True,
+                                          env=env))
+
+
+def time_ordinary_cli_sync(clone: Path) -> tuple[float, float]:
+    """The CLI made to take its ordinary path (click, pygit2): GIT_CONFIG_COUNT=0 adds no config for git, but
+    the light path does not read config given that way, so it hands the sync over (git_lanes/api/sync_light.py)."""
+    return time_cli_sync(clone, {**ENV, "GIT_CONFIG_COUNT": "0"})
+
+
+def time_api_sync(clone: Path) -> tuple[float, float]:
     from git_lanes.api import Lanes
 
     api = Lanes(clone)  # opened before the clock starts, as a long-lived face holds it
-    started = time.perf_counter()
-    report = api.sync()
-    elapsed = time.perf_counter() - started
-    assert report["attempts"] == 1, report
-    return elapsed
+
+    def sync() -> None:
+        assert api.sync()["attempts"] == 1
+
+    return clocked(sync)
 
 
-def time_plain_git(clone: Path) -> float:
+def time_plain_git(clone: Path) -> tuple[float, float]:
     """The transport alone: fetch the same refs, then push the clone's ledger and notes under a lease."""
-    started = time.perf_counter()
-    git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "origin", *SPECS, cwd=clone)
-    ledger = git("rev-parse", "refs/lanes/ledger", cwd=clone).strip()
-    notes = git("rev-parse", "refs/notes/lanes", cwd=clone).strip()
-    git("push", "--quiet", "--atomic", "--force-with-lease=refs/bench/ledger:",
-        "--force-with-lease=refs/bench/notes:", "origin", f"{ledger}:refs/bench/ledger",
-        f"{notes}:refs/bench/notes", cwd=clone)
-    return time.perf_counter() - started
+    def transport() -> None:
+        git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "origin", *SPECS, cwd=clone)
+        ledger = git("rev-parse", "refs/lanes/ledger", cwd=clone).strip()
+        notes = git("rev-parse", "refs/notes/lanes", cwd=clone).strip()
+        git("push", "--quiet", "--atomic", "--force-with-lease=refs/bench/ledger:",
+            "--force-with-lease=refs/bench/notes:", "origin", f"{ledger}:refs/bench/ledger",
+            f"{notes}:refs/bench/notes", cwd=clone)
+
+    return clocked(transport)
+
+
+def time_python(code: str) -> tuple[float, float]:
+    return clocked(lambda: subprocess.run([sys.executable, "-c", code], check=True, env=ENV))
 
 
 def time_local_append(clone: Path, count: int = 10) -> float:
@@ -112,22 +137,30 @@ def time_local_append(clone: Path, count: int = 10) -> float:
     return (time.perf_counter() - started) / count
 
 
-def measure(remote: Path, clone: Path, scratch: Path, reps: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {"git fetch + git push": [], "git lanes sync (CLI)": [],
-                                       "sync through an open API": []}
+REFERENCES = {"python -c pass": "pass", "python -c 'import pygit2, click'": "import pygit2, click"}
+
+
+def measure(remote: Path, clone: Path, scratch: Path, reps: int) -> dict[str, tuple[float, float]]:
+    """name -> (median wall, median CPU), the actions interleaved so load drifts hit them alike."""
+    actions = {"git fetch + git push": time_plain_git, "git lanes sync (CLI)": time_cli_sync,
+               "git lanes sync, ordinary path": time_ordinary_cli_sync, "sync through an open API": time_api_sync}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in [*actions, *REFERENCES]}
     for _ in range(reps):
-        for name, action in (("git fetch + git push", time_plain_git), ("git lanes sync (CLI)", time_cli_sync),
-                             ("sync through an open API", time_api_sync)):
+        for name, action in actions.items():
             _, copy = fresh_copy(remote, clone, scratch)
             samples[name].append(action(copy))
-    return {name: statistics.median(values) for name, values in samples.items()}
+        for name, code in REFERENCES.items():
+            samples[name].append(time_python(code))
+    return {name: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+            for name, values in samples.items()}
 
 
-def report(title: str, medians: dict[str, float]) -> None:
-    base = medians["git fetch + git push"]
-    print(title)
-    for name, value in medians.items():
-        print(f"  {name:<28} {value * 1000:8.1f} ms   {value / base:5.2f}x plain git")
+def report(title: str, medians: dict[str, tuple[float, float]]) -> None:
+    wall_base, cpu_base = medians["git fetch + git push"]
+    print(f"{title}, load average {os.getloadavg()[0]:.1f}:")
+    for name, (wall, cpu) in medians.items():
+        print(f"  {name:<36} wall {wall * 1000:7.1f} ms {wall / wall_base:5.2f}x   "
+              f"CPU {cpu * 1000:7.1f} ms {cpu / cpu_base:5.2f}x plain git")
 
 
 def main() -> None:
@@ -144,10 +177,11 @@ def main() -> None:
             started = time.perf_counter()
             remote, clone = build(case, args.ops, local_ops)
             print(f"(built {args.ops} remote ops, {local_ops} local in {time.perf_counter() - started:.1f}s)")
-            time_cli_sync(fresh_copy(remote, clone, case / "scratch")[1])  # byte-code, caches
+            for warm_up in (time_cli_sync, time_ordinary_cli_sync):  # byte-code, caches
+                warm_up(fresh_copy(remote, clone, case / "scratch")[1])
             medians = measure(remote, clone, case / "scratch", args.reps)
             label = "ledger fast-forwards" if local_ops == 0 else f"{local_ops} local ops replayed on top"
-            report(f"sync with {args.ops} remote ops waiting, {label} (median of {args.reps}):", medians)
+            report(f"sync with {args.ops} remote ops waiting, {label} (median of {args.reps})", medians)
             _, copy = fresh_copy(remote, clone, case / "scratch")
             print(f"  (one local ledger append in this clone: {time_local_append(copy) * 1000:.1f} ms)")
 
