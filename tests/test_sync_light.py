@@ -167,3 +167,13 @@ def test_the_light_store_moves_refs_only_by_compare_and_swap(repo):
     assert store.is_ancestor(first, second) and not store.is_ancestor(second, first)
     assert store.count_between(head, second) == 2
     assert git("fsck", "--no-dangling", cwd=repo) == ""
+
+
+@pytest.mark.parametrize("setting", [("core.sharedRepository", "group"), ("core.fsyncObjectFiles", "true"),
+                                     ("extensions.worktreeConfig", "true")])
+def test_a_repository_asking_for_what_the_light_store_does_not_do_goes_to_the_ordinary_path(behind, setting):
+    clone, _ = behind
+    git("config", *setting, cwd=clone)
+    before = every_ref(clone)
+    assert LightSync(clone).run() is None
+    assert every_ref(clone) == before

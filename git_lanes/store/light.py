@@ -82,6 +82,8 @@ class LightStore:
         if config.get("core.repositoryformatversion", "0") not in ("0", "1") or \
                 any(key.startswith("extensions.") for key in config):
             raise NeedsFullStore("a repository format extension is in use")
+        if any(key in config for key in ("core.sharedrepository", "core.fsync", "core.fsyncobjectfiles")):
+            raise NeedsFullStore("objects and refs get modes or syncs the light store does not give them")
 
     # -- locking and observing ---------------------------------------------------------------------------
     @contextmanager
