@@ -291,6 +291,19 @@ def test_a_sha256_repository_is_refused_in_one_line_and_left_as_it_was(tmp_path)
     assert repository_state(repo) == before
 
 
+def test_a_user_name_that_is_not_utf8_is_one_clear_line_and_init_works_once_fixed(tmp_path):
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    (repo / "README.md").write_text("x\n")
+    with open(repo / ".git" / "config", "ab") as config:
+        config.write(b"[user]\n\tname = Jos\xe9\n")  # latin-1, as an old editor may have saved it
+    error = fails("init", cwd=repo, code="invalid")
+    assert "user.name" in error["message"] and "UTF-8" in error["message"]
+    git("config", "user.name", "Jos\u00e9", cwd=repo)
+    ok("init", cwd=repo)
+    ok("task", "create", "t", cwd=repo)
+
+
 def test_a_repository_not_set_up_for_lanes(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
     fails("status", cwd=tmp_path / "r", code="not_initialized")

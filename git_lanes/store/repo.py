@@ -113,6 +113,9 @@ class Store(WorkspaceOps):
             base_name, base_email = default.name, default.email
         except (KeyError, pygit2.GitError):
             base_name, base_email = FALLBACK_NAME, FALLBACK_EMAIL
+        except UnicodeDecodeError:  # git writes such bytes as they are; our records are UTF-8 text
+            raise UserError("user.name or user.email in git config is not UTF-8",
+                            hint='set it again in UTF-8: git config user.name "Your Name"') from None
         when, offset = _now()
         return pygit2.Signature(name or base_name, email or base_email, when, offset)
 
