@@ -9,7 +9,8 @@ TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never
 if TYPE_CHECKING:
     from typing import Any
 
-    from git_lanes.store.repo import RefUpdate, Store, open_store
+    from git_lanes.store.repo import Store, open_store
+    from git_lanes.store.values import RefUpdate
 
 __all__ = ["RefUpdate", "Store", "open_store"]
 

@@ -18,6 +18,10 @@ from operator import itemgetter
 
 import pygit2
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 TREE_MODE = 0o040000
 # Entries kept of each kind; past that the older half is dropped. A ledger tree holds at most ~100
 # entries and a record a few KiB, so the cache stays within a few MB.
@@ -180,7 +184,7 @@ def _signed(signature: pygit2.Signature) -> str:
     return f"{signature.name} <{signature.email}> {signature.time} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
 
 
-def _keep(cache: dict, key: str, value: object, limit: int) -> None:
+def _keep(cache: dict[str, Any], key: str, value: object, limit: int) -> None:
     if len(cache) >= limit:
         for old in list(islice(cache, limit // 2)):
             del cache[old]

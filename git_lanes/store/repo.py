@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import cast
 
 import pygit2
 
@@ -15,8 +16,8 @@ from git_lanes.errors import Conflict, NotARepository, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.store import lock, notes, setup, stale, trees
 from git_lanes.model.entries import Change, Entry
-from git_lanes.store.values import CommitInfo, RefUpdate
-from git_lanes.store.workspace import WorkspaceOps, Worktree
+from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
+from git_lanes.store.workspace import WorkspaceOps
 
 FALLBACK_NAME = "git-lanes"
 FALLBACK_EMAIL = "git-lanes@localhost"
@@ -26,6 +27,7 @@ TREE_MODE = 0o040000
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from git_lanes.store.object_cache import ObjectCache
+    from git_lanes.store.watched_index import WatchedIndex
 
 # Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
 # each lanes operation's moves through here, so no call site has to remember to report its own.
@@ -33,7 +35,7 @@ Observer = Callable[[list["RefUpdate"]], None]
 _OBSERVERS: ContextVar[tuple[tuple[Path, Observer], ...]] = ContextVar("lanes_ref_observers", default=())
 
 
-def open_store(path: str | os.PathLike | None = None) -> Store:
+def open_store(path: str | os.PathLike[str] | None = None) -> Store:
     start = Path(path or os.getcwd())
     try:
         git_dir = pygit2.discover_repository(str(start))
@@ -222,7 +224,7 @@ class Store(WorkspaceOps):
         return str(self.repo.create_blob(data))
 
     def read_blob(self, oid: str) -> bytes:
-        return self.repo[oid].data
+        return cast(pygit2.Blob, self.repo[oid]).data
 
     def write_commit(self, tree: str, parents: list[str], message: str, *, author_name: str | None = None,
                      author_email: str | None = None) -> str:
@@ -256,27 +258,27 @@ class Store(WorkspaceOps):
 
     def read_path(self, tree: str, path: str) -> bytes | None:
         entry = trees.entry_at(self.repo, tree, path)
-        return None if entry is None else self.repo[entry.oid].data
+        return None if entry is None else cast(pygit2.Blob, self.repo[entry.oid]).data
 
     def list_tree(self, tree: str, path: str = "") -> dict[str, Entry]:
         """The direct entries of the directory `path` in `tree` (empty when it is missing)."""
         try:
-            node = self.repo[tree] if not path else self.repo[tree][path]
+            node = self.repo[tree] if not path else cast(pygit2.Tree, self.repo[tree])[path]
         except KeyError:
             return {}
         if node.type != pygit2.GIT_OBJECT_TREE:
             return {}
-        node = self.repo[node.id]
-        return {item.name: Entry(str(item.id), item.filemode) for item in node}
+        folder = cast(pygit2.Tree, self.repo[node.id])
+        return {cast(str, item.name): Entry(str(item.id), item.filemode) for item in folder}
 
     def patch(self, old_tree: str, new_tree: str, *, paths: list[str] | None = None) -> str:
-        diff = self.repo[old_tree].diff_to_tree(self.repo[new_tree])
+        diff = cast(pygit2.Tree, self.repo[old_tree]).diff_to_tree(cast(pygit2.Tree, self.repo[new_tree]))
         return diff.patch or ""
 
     def diff_stat(self, old_tree: str, new_tree: str) -> tuple[str, int, int, int]:
-        diff = self.repo[old_tree].diff_to_tree(self.repo[new_tree])
+        diff = cast(pygit2.Tree, self.repo[old_tree]).diff_to_tree(cast(pygit2.Tree, self.repo[new_tree]))
         stats = diff.stats
-        return (stats.format(pygit2.GIT_DIFF_STATS_FULL, 80), stats.files_changed, stats.insertions,
+        return (stats.format(pygit2.enums.DiffStatsFormat.FULL, 80), stats.files_changed, stats.insertions,
                 stats.deletions)
 
     # -- small records by id (the ledger's trees), cached: see object_cache.py --------------------------
@@ -341,7 +343,7 @@ class Store(WorkspaceOps):
         return sum(1 for _ in walker)
 
     def walk(self, head: str, limit: int | None = None) -> Iterator[CommitInfo]:
-        for count, commit in enumerate(self.repo.walk(pygit2.Oid(hex=head), pygit2.GIT_SORT_TOPOLOGICAL)):
+        for count, commit in enumerate(self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)):
             if limit is not None and count >= limit:
                 return
             yield self.commit_info(str(commit.id))
@@ -366,7 +368,7 @@ class Store(WorkspaceOps):
         head = self.read_ref(notes_ref)
         tree = self.tree_of(head) if head else None
         path = notes.note_path(self.repo, tree, target)
-        return str(self.repo[tree][path].id) if path and tree else None
+        return str(cast(pygit2.Tree, self.repo[tree])[path].id) if path and tree else None
 
     def write_notes(self, notes_ref: str, texts: dict[str, str | None], message: str) -> RefUpdate:
         """Write a notes commit with `texts` (target -> note; None removes a note) set, returning the ref move

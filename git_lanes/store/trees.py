@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import cast
 
 import pygit2
 
@@ -24,7 +25,7 @@ def edit_tree(repo: pygit2.Repository, base: str | None, edits: dict[str, Entry 
             grouped.setdefault(head, {})[rest] = entry
         else:
             leaves[head] = entry
-    base_tree = repo[base] if base else None
+    base_tree = cast(pygit2.Tree, repo[base]) if base else None
     builder = repo.TreeBuilder(base_tree) if base_tree is not None else repo.TreeBuilder()
     for name, entry in leaves.items():
         if entry is None:
@@ -38,7 +39,7 @@ def edit_tree(repo: pygit2.Repository, base: str | None, edits: dict[str, Entry 
         existing = base_tree[name] if base_tree is not None and name in base_tree else None
         sub_base = str(existing.id) if existing is not None and existing.filemode == TREE_MODE else None
         sub_tree = edit_tree(repo, sub_base, sub_edits)
-        if len(repo[sub_tree]) == 0:
+        if len(cast(pygit2.Tree, repo[sub_tree])) == 0:
             if builder.get(name) is not None:
                 builder.remove(name)
         else:
@@ -114,7 +115,7 @@ def _kind(old: Entry | None, new: Entry | None) -> str:
 
 def entry_at(repo: pygit2.Repository, tree: str, path: str) -> Entry | None:
     try:
-        obj = repo[tree][path]
+        obj = cast(pygit2.Tree, repo[tree])[path]
     except KeyError:
         return None
     return Entry(str(obj.id), obj.filemode)
