@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import click
@@ -87,6 +88,16 @@ def test_man_page_is_installed_where_man_finds_it():
     assert data_files["share/man/man1"] == ["man/git-lanes.1"]
     installed = Path(sys.prefix) / "share" / "man" / "man1" / "git-lanes.1"
     assert installed.exists(), "editable installs get the man page from contrib/packaging/backend.py"
+
+
+def test_the_editable_install_adds_no_import_hook_to_every_start():
+    """setuptools' editable finder costs ~16 ms on each interpreter start (hooks, commands); the backend puts a
+    plain path in its place (contrib/packaging/backend.py)."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    assert not list(site.glob("__editable___*finder*.py"))
+    found = subprocess.run([sys.executable, "-c", "import sys; print(sorted(sys.modules))"], capture_output=True,
+                           text=True, check=True, cwd="/").stdout
+    assert "__editable__" not in found and "'pathlib'" not in found
 
 
 @pytest.mark.skipif(shutil.which("man") is None, reason="man is not installed")
