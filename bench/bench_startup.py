@@ -9,14 +9,24 @@ the repository bench_hook.py sets up (policy committed, run started), so each ca
 Byte-code is written once before timing, as in any installed use. Medians of wall time and of CPU time
 (user + system, less bent by other jobs) are reported with their ratios.
 
+On a shared machine the baseline itself moves by a third between rows, so those ratios swing by +-0.4 from run
+to run. `--instructions` counts instead the instructions each process executes (and its children: git), under
+valgrind's cachegrind with its cache simulation off, the cheapest exact count valgrind offers; no load bends
+it. Hash randomisation is pinned (PYTHONHASHSEED=0) on both sides; what still moves (memory layout, ~0.1%, and
+a rare run ~1% over) is taken out by keeping the least of `--runs` counts (2 unless told). Each baseline is
+counted once per directory and shared by its rows. It needs valgrind and takes a few minutes.
+
     .venv/bin/python bench/bench_startup.py [--runs 15]
+    .venv/bin/python bench/bench_startup.py --instructions [--runs 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,6 +40,11 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 LANES = [sys.executable, "-m", "git_lanes"]
 WITH_GIT = [sys.executable, "-c", "import pygit2, click"]
 BARE = [sys.executable, "-c", "import click"]
+# cachegrind counts each instruction (`I refs`) at about half callgrind's cost when it simulates no cache;
+# its output file would only repeat the count, and children (git) are followed so that both modes see them.
+VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--branch-sim=no",
+            "--cachegrind-out-file=/dev/null", "--trace-children=yes"]
+INSTRUCTIONS = re.compile(rb"^==\d+== I\s+refs:\s+([\d,]+)$", re.MULTILINE)
 
 
 def setup(base: Path) -> tuple[Path, str]:
@@ -75,10 +90,65 @@ def timed(command: list[str], cwd: Path, stdin: bytes | None = None, env: dict[s
     return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
 
 
+def instructions(command: list[str], cwd: Path, stdin: bytes | None = None, env: dict[str, str] = ENV) -> int:
+    """Instructions one process and its children execute, counted by valgrind."""
+    proc = subprocess.run(VALGRIND + command, input=stdin, capture_output=True, cwd=cwd,
+                          env={**env, "PYTHONHASHSEED": "0"})
+    counts = INSTRUCTIONS.findall(proc.stderr)
+    if proc.returncode != 0 or b'"deny"' in proc.stdout or not counts:
+        raise SystemExit(f"{command} failed under valgrind: {proc.returncode} {proc.stdout!r} {proc.stderr!r}")
+    return sum(int(count.replace(b",", b"")) for count in counts)
+
+
+def label(case: Case) -> str:
+    return "import pygit2, click" if case.baseline is WITH_GIT else "import click"
+
+
+def time_cases(cases: list[Case], runs: int) -> None:
+    print(f"start-up, medians of {runs} real processes alternating with their baseline; "
+          f"load: {os.getloadavg()[0]:.2f}")
+    print(f"{'command':<16} {'baseline':<22} {'base ms':>8} {'cmd ms':>8} {'wall':>6} {'base cpu':>9} "
+          f"{'cmd cpu':>8} {'cpu':>6}")
+    for case in cases:
+        walls: tuple[list[float], list[float]] = ([], [])
+        cpus: tuple[list[float], list[float]] = ([], [])
+        for _ in range(runs):
+            for index, (command, stdin, env) in enumerate(((case.baseline, None, ENV),
+                                                           (LANES + case.words, case.stdin, case.env))):
+                wall, cpu = timed(command, case.cwd, stdin, env)
+                walls[index].append(wall)
+                cpus[index].append(cpu)
+        base_wall, wall = statistics.median(walls[0]), statistics.median(walls[1])
+        base_cpu, cpu = statistics.median(cpus[0]), statistics.median(cpus[1])
+        print(f"{case.name:<16} {label(case):<22} {base_wall:>8.1f} {wall:>8.1f} {wall / base_wall:>5.2f}x "
+              f"{base_cpu:>9.1f} {cpu:>8.1f} {cpu / base_cpu:>5.2f}x")
+
+
+def count_cases(cases: list[Case], runs: int) -> None:
+    print(f"start-up, instructions executed (valgrind cachegrind, PYTHONHASHSEED=0), least of {runs}; "
+          f"load: {os.getloadavg()[0]:.2f}")
+    print(f"{'command':<16} {'baseline':<22} {'base Minstr':>11} {'cmd Minstr':>11} {'ratio':>6}")
+    baselines: dict[tuple[str, Path], int] = {}
+    for case in cases:
+        key = (label(case), case.cwd)
+        if key not in baselines:  # the same baseline in the same directory counts the same
+            baselines[key] = min(instructions(case.baseline, case.cwd) for _ in range(runs))
+        base = baselines[key]
+        count = min(instructions(LANES + case.words, case.cwd, case.stdin, case.env) for _ in range(runs))
+        print(f"{case.name:<16} {label(case):<22} {base / 1e6:>11.1f} {count / 1e6:>11.1f} {count / base:>5.2f}x",
+              flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--runs", type=int, help="processes per command and baseline (15; 2 with --instructions)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind instead of timing (load-proof; needs valgrind)")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        print("bench_startup: --instructions needs valgrind on PATH (apt-get install valgrind)", file=sys.stderr)
+        raise SystemExit(2)
+    runs = args.runs or (2 if args.instructions else 15)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as scratch:
         root, transition = setup(Path(scratch))
         (Path(scratch) / "hook").mkdir()
@@ -92,24 +162,7 @@ def main() -> None:
         for case in cases:  # byte-code, caches
             timed(LANES + case.words, case.cwd, case.stdin, case.env)
             timed(case.baseline, case.cwd)
-        print(f"start-up, medians of {args.runs} real processes alternating with their baseline; "
-              f"load: {os.getloadavg()[0]:.2f}")
-        print(f"{'command':<16} {'baseline':<22} {'base ms':>8} {'cmd ms':>8} {'wall':>6} {'base cpu':>9} "
-              f"{'cmd cpu':>8} {'cpu':>6}")
-        for case in cases:
-            walls: tuple[list[float], list[float]] = ([], [])
-            cpus: tuple[list[float], list[float]] = ([], [])
-            for _ in range(args.runs):
-                for index, (command, stdin, env) in enumerate(((case.baseline, None, ENV),
-                                                               (LANES + case.words, case.stdin, case.env))):
-                    wall, cpu = timed(command, case.cwd, stdin, env)
-                    walls[index].append(wall)
-                    cpus[index].append(cpu)
-            base_wall, wall = statistics.median(walls[0]), statistics.median(walls[1])
-            base_cpu, cpu = statistics.median(cpus[0]), statistics.median(cpus[1])
-            label = "import pygit2, click" if case.baseline is WITH_GIT else "import click"
-            print(f"{case.name:<16} {label:<22} {base_wall:>8.1f} {wall:>8.1f} {wall / base_wall:>5.2f}x "
-                  f"{base_cpu:>9.1f} {cpu:>8.1f} {cpu / base_cpu:>5.2f}x")
+        (count_cases if args.instructions else time_cases)(cases, runs)
 
 
 if __name__ == "__main__":
