@@ -182,3 +182,43 @@ def test_reads_use_the_head_tree_alone_never_the_history(lanes, repo):
     store.update_refs([RefUpdate("refs/lanes/ledger", orphan, head, "test: history without ops")])
     assert [t["id"] for t in lanes.task_list()] == [task]
     assert [p["text"] for p in lanes.board_read()["posts"]] == ["hello"]
+
+
+def _decoded(message: str) -> tuple:
+    from git_lanes.ledger.op import decode_message
+
+    try:
+        op = decode_message(message, "c" * 40)
+    except Exception as exc:  # noqa: BLE001 - the very error is what must match
+        return type(exc), str(exc)
+    return op.id, op.type
+
+
+def _identity(message: str) -> tuple:
+    from git_lanes.ledger.op import op_identity
+
+    try:
+        return op_identity(message, "c" * 40)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc), str(exc)
+
+
+def test_the_oplogs_reading_of_an_op_is_decode_messages_answer_or_error():
+    """The operation log reads only an op's id and type, checked in place (domain/oplog.py): it must accept
+    exactly what decode_message accepts, with the same answer, and refuse the rest with the same error."""
+    good = {"format": 1, "id": "0123456789abcdef", "type": "board.post", "actor": "agent-1", "time": 1.5,
+            "args": {"text": "hi"}, "result": {"post": 3}}
+    variants: list = [good, {**good, "args": None}, {**good, "result": None}, {**good, "time": 7}]
+    bad = {"format": [2, 1.0, 1.5, True, "1", None, float("nan")], "id": ["0123456789ABCDEF", "0123", 5, None, ""],
+           "type": ["", 3, None, "a\x00b", "a\nb", "é", "\ud800"], "actor": ["", " ", "a<b", "a\tb", 3, None, "x" * 101],
+           "time": [True, "1", None, float("inf")], "args": [[], [["k", "v"]], [1, 2], "", 0, "text", {"k": 1}]}
+    for key, values in bad.items():
+        variants += [{**good, key: value} for value in values]
+        variants.append({k: v for k, v in good.items() if k != key})
+    messages = [f"summary\n\n{json.dumps(data, ensure_ascii=False)}\n" for data in variants]
+    messages += ["summary only", "summary\n\n", "summary\n\n  \n", "summary\n\n{not json", "summary\n\n[1, 2]",
+                 "summary\n\n" + json.dumps(good) + " trailing", "a\n\nb\n\n" + json.dumps(good), "\n\n" + json.dumps(good)]
+    answers = [(_identity(message), _decoded(message)) for message in messages]
+    assert [mine for mine, theirs in answers if mine != theirs] == []
+    assert sum(isinstance(mine[0], str) for mine, _ in answers) >= 6  # both sides accept some, refuse others
+    assert sum(isinstance(mine[0], type) for mine, _ in answers) >= 20

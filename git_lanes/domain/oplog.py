@@ -78,13 +78,13 @@ class Recorder:
             self.notes_new[target] = change.new.oid if change.new else None
 
     def _ledger(self, update: RefUpdate) -> None:
-        from git_lanes.ledger.op import decode_message  # the ledger loads only when it moved
+        from git_lanes.ledger.op import op_identity  # the ledger loads only when it moved
 
         commit, steps = update.new, []
         while commit is not None and commit != update.old:
             info = self.ctx.store.commit_info(commit)  # read once: a sync may bring thousands of ops
-            op = decode_message(info.message, commit)
-            steps.append(LedgerStep(op.id, op.type, commit))
+            op_id, op_type = op_identity(info.message, commit)
+            steps.append(LedgerStep(op_id, op_type, commit))
             commit = info.parents[0] if info.parents else None
         self.ledger += reversed(steps)
 
