@@ -141,3 +141,39 @@ def test_a_shared_repository_gets_ledger_objects_with_the_modes_git_gives_its_ow
         assert mode(folder) == git_folder, folder.name
         for path in folder.iterdir():
             assert mode(path) == git_file, path
+
+
+def test_new_objects_are_deflated_at_the_level_git_would_use(repo):
+    """`core.looseCompression`, else `core.compression`, else best speed: the ledger's writer and the hook
+    path's own one deflate at the level git's `hash-object -w` uses under the same config (the zlib header's
+    FLEVEL bits say which), and git reads them all. The object ids never depend on the level."""
+    from git_lanes.api import Lanes
+    from git_lanes.store.objects import ObjectStore
+
+    objects = repo / ".git" / "objects"
+
+    def loose() -> set:
+        return {path for path in objects.glob("??/*")}
+
+    def flevels(paths) -> set:
+        return {path.read_bytes()[1] >> 6 for path in paths}
+
+    settings = [[], ["core.compression", "9"], ["core.looseCompression", "-1"], ["core.looseCompression", "bad"]]
+    levels = []
+    for n, setting in enumerate(settings):
+        if setting:
+            git("config", *setting, cwd=repo)
+        before = loose()
+        if setting[1:] != ["bad"]:  # git refuses to run with that one
+            git("hash-object", "-w", "--stdin", cwd=repo, input=f"git's own {n}\n")
+        gits = loose() - before
+        Lanes(repo).task_create(f"level {n}", actor="lead")
+        hook = ObjectStore(objects).write(b"blob", f"hook {n}\n".encode())
+        ours = loose() - before - gits
+        assert objects / hook[:2] / hook[2:] in ours and len(ours) >= 4  # a blob, folders, a commit, the hook's
+        assert flevels(ours) == (flevels(gits) if gits else {0}), setting  # "bad": best speed
+        levels.append(flevels(ours))
+    assert levels == [{0}, {3}, {2}, {0}]  # best speed, best compression, zlib's default
+    git("config", "--unset", "core.looseCompression", cwd=repo)
+    git("config", "--unset", "core.compression", cwd=repo)
+    git("fsck", "--strict", cwd=repo)

@@ -66,7 +66,33 @@ _config_cache: dict[Path, tuple[float, dict[str, str]]] = {}
 def read_config(common_dir: Path) -> dict[str, str]:
     """The repository's own config file as `section.key` (or `section.subsection.key`) -> last value.
     Sections and keys are lower-cased as git compares them; includes are not followed."""
-    path = common_dir / "config"
+    return _read_config_file(common_dir / "config")
+
+
+def read_config_levels(common_dir: Path) -> dict[str, str]:
+    """Every config file git reads for this repository, later levels winning: system (`GIT_CONFIG_SYSTEM`,
+    none under `GIT_CONFIG_NOSYSTEM`), global (`GIT_CONFIG_GLOBAL`, else the XDG file and `~/.gitconfig`),
+    then the repository's own. Read as `read_config` reads one file (includes are not followed)."""
+    environ = os.environ
+    files: list[Path] = []
+    if not environ.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path(environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    if "GIT_CONFIG_GLOBAL" in environ:
+        files += [Path(environ["GIT_CONFIG_GLOBAL"])] if environ["GIT_CONFIG_GLOBAL"] else []
+    else:
+        home = Path(environ.get("HOME", "~")).expanduser()
+        files += [Path(environ.get("XDG_CONFIG_HOME") or home / ".config") / "git" / "config", home / ".gitconfig"]
+    merged: dict[str, str] = {}
+    for path in files:
+        try:
+            merged.update(_read_config_file(path))
+        except OSError:
+            continue  # a file we may not read costs only its settings, never the write
+    merged.update(read_config(common_dir))
+    return merged
+
+
+def _read_config_file(path: Path) -> dict[str, str]:
     try:
         stamp = path.stat().st_mtime
     except FileNotFoundError:

@@ -42,8 +42,9 @@ class ObjectCache:
         self._trees: dict[str, TreeEntries] = {}
         self._blobs: dict[str, bytes] = {}
         self._commit_trees: dict[str, str] = {}
-        self._durable: bool | None = None  # read from the config at the first write, with _shared
+        self._durable: bool | None = None  # read from the config at the first write, with _shared, _level
         self._shared = 0
+        self._level = 1
 
     # -- reading ---------------------------------------------------------------------------------------
     def tree(self, oid: str) -> TreeEntries:
@@ -101,7 +102,9 @@ class ObjectCache:
         if self._durable is None:
             self._durable = _wants_durable_objects(self.repo.config)
             self._shared = _shared_permissions(self.repo.config)
-        return write_loose(self.objects_dir, kind, data, durable=self._durable, shared=self._shared)
+            self._level = _loose_compression(self.repo.config)
+        return write_loose(self.objects_dir, kind, data, durable=self._durable, shared=self._shared,
+                           level=self._level)
 
     def write_blob(self, data: bytes) -> str:
         oid = self._write(b"blob", data)
@@ -176,6 +179,19 @@ def _shared_permissions(config: pygit2.Config) -> int:
         return shared_permissions(config["core.sharedRepository"])
     except KeyError:
         return 0
+
+
+def _loose_compression(config: pygit2.Config) -> int:
+    from git_lanes.store.objects import loose_compression
+
+    def value(key: str) -> str | None:
+        try:
+            found: str | None = config[key]  # None for a key without a value
+        except KeyError:
+            return None
+        return found
+
+    return loose_compression(value("core.looseCompression"), value("core.compression"))
 
 
 def _signed(signature: pygit2.Signature) -> str:

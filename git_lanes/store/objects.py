@@ -30,6 +30,7 @@ class ObjectStore:
         self.dir = objects_dir
         self._packs: list[Pack] | None = None
         self._alternates: list[ObjectStore] | None = None
+        self._level: int | None = None  # zlib level for new objects: read from the config at the first write
 
     # -- reading ---------------------------------------------------------------------------------------
     def read(self, oid: str) -> tuple[bytes, bytes]:
@@ -115,11 +116,18 @@ class ObjectStore:
 
     # -- writing ---------------------------------------------------------------------------------------
     def write(self, kind: bytes, content: bytes) -> str:
-        """Store an object loose and return its id (see `write_loose`)."""
-        return write_loose(str(self.dir), kind, content)
+        """Store an object loose and return its id (see `write_loose`), at the level the repository's
+        config asks for (`loose_compression`; its config files as `gitfiles.read_config_levels` reads them)."""
+        if self._level is None:
+            from git_lanes.store.gitfiles import read_config_levels
+
+            config = read_config_levels(self.dir.parent)
+            self._level = loose_compression(config.get("core.loosecompression"), config.get("core.compression"))
+        return write_loose(str(self.dir), kind, content, level=self._level)
 
 
-def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool = False, shared: int = 0) -> str:
+def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool = False, shared: int = 0,
+                level: int = 1) -> str:
     """Store an object loose as git does: deflated into a temporary file beside its final name, then linked
     to that name, so a reader sees the whole object or none and an object already there is never written
     over. One already there is touched instead, as git "freshens" it, so a `git gc` running now does not
@@ -127,7 +135,8 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     fourteen (it also rescans the pack folder for every new object). `durable` (the repository asked for it,
     see `durable_objects`): the file and its folder are synced before the id is returned, as libgit2 does,
     so a power cut cannot leave a ref naming an empty object. `shared` is `core.sharedRepository` as
-    `shared_permissions` reads it: the folder and file get the modes git gives its own."""
+    `shared_permissions` reads it: the folder and file get the modes git gives its own. `level` is the zlib
+    level (`loose_compression`); an object's id never depends on it."""
     raw = kind + b" " + str(len(content)).encode() + b"\0" + content
     oid = sha1(raw).hexdigest()
     directory = os.path.join(objects_dir, oid[:2])
@@ -136,7 +145,7 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     try:
         if shared:
             os.fchmod(handle, shared_mode(stat.S_IMODE(os.fstat(handle).st_mode), shared))
-        data = memoryview(zlib.compress(raw, 1))
+        data = memoryview(zlib.compress(raw, level))
         while data:
             data = data[os.write(handle, data):]
         if durable:
@@ -169,6 +178,28 @@ def _sync_folder(directory: str) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
+
+
+def loose_compression(loose: str | None, core: str | None) -> int:
+    """The zlib level git deflates a new loose object at: `core.looseCompression`, else `core.compression`,
+    else 1 (best speed; libgit2 always writes loose objects at best speed). -1 is zlib's default level (6).
+    The first of the two keys that is set decides, as in git; a value git would refuse to run with (not a
+    number, or outside -1..9) is read as the default: it only trades speed for size."""
+    for value in (loose, core):
+        if value is not None:
+            level = _config_int(value)
+            return level if level is not None and -1 <= level <= 9 else 1
+    return 1
+
+
+def _config_int(value: str) -> int | None:
+    """An integer config value as git reads one: an optional unit suffix k, m or g scales it."""
+    text = value.strip()
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:].lower(), 1)
+    try:
+        return int(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        return None
 
 
 # What `core.fsync` may name that includes loose objects (git's default leaves them out).
