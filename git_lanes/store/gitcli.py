@@ -39,3 +39,36 @@ def run_git(args: list[str], cwd: Path | str, *, check: bool = True, env: dict[s
         detail = (reasons or lines or [f"exit {proc.returncode}"])[-1]
         raise GitCommandFailed(f"git {args[0]} failed: {detail}")
     return proc
+
+
+class StartedGit:
+    """A git command started now and answered later, as `run_git(args, cwd, check=False, timeout=...)` would
+    answer it: the caller does other work while git runs (the light sync loads the domain during its fetch)."""
+
+    def __init__(self, args: list[str], cwd: Path | str) -> None:
+        import subprocess
+        import time
+
+        self.args = args
+        self.started = time.monotonic()
+        self._proc = subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+
+    def result(self, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+        """Wait for git, as `subprocess.run` waits: past `timeout` seconds from the start, or on any
+        interruption, git is killed and reaped before the error is raised."""
+        import subprocess
+        import time
+
+        with self._proc as proc:
+            left = None if timeout is None else max(0.0, timeout - (time.monotonic() - self.started))
+            try:
+                stdout, stderr = proc.communicate(timeout=left)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise
+            except BaseException:
+                proc.kill()  # reaped by the `with` block
+                raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)

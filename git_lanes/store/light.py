@@ -17,7 +17,7 @@ from pathlib import Path
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.model.entries import Change, Entry
 from git_lanes.store import gitfiles, lock, reflogs, stale
-from git_lanes.store.gitcli import unredirected_env
+from git_lanes.store.gitcli import StartedGit, unredirected_env
 from git_lanes.store.objects import ObjectStore, encode_commit, parse_commit, parse_tree
 from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 
@@ -78,6 +78,8 @@ class LightStore:
         self._commits: dict[str, CommitInfo] = {}
         # (ancestor, head) -> [(commit, parents)] for head's commits that ancestor lacks: `git rev-list`'s answer
         self._between: dict[tuple[str | None, str], list[tuple[str, tuple[str, ...]]]] = {}
+        # git commands started ahead of their answer (remote.start_fetch), by their arguments
+        self.started_git: dict[tuple[str, ...], StartedGit] = {}
         config = self._read_config()
         if config.get("core.repositoryformatversion", "0") not in ("0", "1") or \
                 any(key.startswith("extensions.") for key in config):

@@ -11,11 +11,12 @@ from git_lanes.errors import Conflict, NotFound, RemoteFailed, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
 from git_lanes.store import stale
-from git_lanes.store.gitcli import run_git
+from git_lanes.store.gitcli import StartedGit, run_git
 from git_lanes.store.values import RefUpdate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # either store: the light sync path never loads pygit2
+    from git_lanes.store.light import LightStore
     from git_lanes.store.repo import Store
 
 NETWORK_TIMEOUT = 600.0
@@ -124,10 +125,7 @@ def fetch(store: Store, remote: str, trunk: str) -> Fetched:
     # ref's lock is waited out a few times.
     lock_waits = 0
     for _ in range(len(patterns) + FETCH_LOCK_RETRIES + MAX_UNSTORABLE + 1):
-        specs = [f"+{pattern}:{tracking_ref(remote, pattern)}" for pattern in patterns]
-        specs += [f"^{ref}" for ref in unstorable]
-        proc = _network(store, ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--atomic",
-                                "--no-auto-gc", "--no-recurse-submodules", remote, *specs])
+        proc = _network(store, _fetch_args(remote, patterns, unstorable))
         if proc.returncode == 0:
             break
         import re
@@ -151,6 +149,30 @@ def fetch(store: Store, remote: str, trunk: str) -> Fetched:
         raise RemoteFailed(f"git fetch from {remote!r} kept failing: {_reason(proc.stderr)}")
     return Fetched({remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()},
                    unstorable)
+
+
+def _fetch_args(remote: str, patterns: list[str], unstorable: dict[str, str]) -> list[str]:
+    specs = [f"+{pattern}:{tracking_ref(remote, pattern)}" for pattern in patterns]
+    specs += [f"^{ref}" for ref in unstorable]
+    return ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--atomic", "--no-auto-gc",
+            "--no-recurse-submodules", remote, *specs]
+
+
+def start_fetch(store: LightStore, remote: str, trunk: str) -> None:
+    """Start `fetch(store, remote, trunk)`'s first git fetch now (after `check_remote`): the caller works
+    while git fetches (the light sync loads the domain), and `fetch` then takes this process's answer."""
+    args = _fetch_args(remote, synced_patterns(trunk), {})
+    store.started_git[tuple(args)] = StartedGit(args, store.root)
+
+
+def settle_started(store: LightStore) -> None:
+    """Wait for every fetch `start_fetch` began that no `fetch` took (the sync failed before it fetched)."""
+    while store.started_git:
+        _, started = store.started_git.popitem()
+        try:
+            started.result(timeout=NETWORK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass  # killed and reaped: it only refreshed tracking copies, and the next sync does so again
 
 
 def fetch_meta(store: Store, remote: str) -> dict[str, str]:
@@ -233,7 +255,10 @@ def _is_race(reason: str) -> bool:
 
 
 def _network(store: Store, args: list[str]) -> subprocess.CompletedProcess[str]:
+    started: StartedGit | None = getattr(store, "started_git", {}).pop(tuple(args), None)  # see start_fetch
     try:
+        if started is not None:
+            return started.result(timeout=NETWORK_TIMEOUT)
         return run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise RemoteFailed(f"git {args[0]} gave no answer in {NETWORK_TIMEOUT:.0f} s",

@@ -1,0 +1,44 @@
+"""A git command started ahead of its answer (store/gitcli.StartedGit: the light sync's fetch runs while the
+domain loads) answers exactly as `run_git` does, and is never left running or unreaped."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+import pytest
+from conftest import git
+
+from git_lanes.store import remote as transport
+from git_lanes.store.gitcli import StartedGit, run_git
+from git_lanes.store.light import open_light
+
+
+@pytest.mark.parametrize("args", [["rev-parse", "HEAD"], ["rev-parse", "--verify", "no-such-ref"]])
+def test_a_started_git_answers_as_run_git_does(repo, args):
+    mine, theirs = StartedGit(args, repo).result(timeout=60), run_git(args, repo, check=False, timeout=60)
+    assert (mine.returncode, mine.stdout, mine.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
+    assert mine.args == ["git", *args]
+
+
+def test_a_started_git_past_its_timeout_is_killed_and_reaped(repo):
+    started = StartedGit(["-c", "alias.linger=!sleep 2", "linger"], repo)
+    with pytest.raises(subprocess.TimeoutExpired):
+        started.result(timeout=0.05)
+    assert started._proc.returncode == -signal.SIGKILL  # killed, not finished, and waited for
+
+
+def test_a_fetch_started_and_never_taken_is_waited_for(repo, tmp_path):
+    from git_lanes.api import Lanes
+
+    Lanes(repo).board_post("hello", "agent-a")  # the ledger exists: every exact ref the fetch names is there
+    remote = tmp_path / "remote.git"
+    git("init", "--quiet", "--bare", str(remote), cwd=tmp_path)
+    git("push", "--quiet", str(remote), "refs/*:refs/*", cwd=repo)  # the ledger and notes too
+    git("remote", "add", "origin", f"file://{remote}", cwd=repo)
+    store = open_light(repo)
+    transport.start_fetch(store, "origin", "main")
+    assert len(store.started_git) == 1
+    transport.settle_started(store)
+    assert store.started_git == {}
+    assert store.read_ref("refs/lanes-remote/origin/heads/main") == git("rev-parse", "HEAD", cwd=repo).strip()
