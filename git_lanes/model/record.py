@@ -23,7 +23,7 @@ import contextvars
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
 from git_lanes.errors import UserError
@@ -81,6 +81,20 @@ _SPECS: dict[type, tuple[_Spec, ...]] = {}
 _STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("stored", default=False)
 
 
+# How a value of a field type is checked and coerced: (value, where, owner) -> the field's value. Built from
+# the type's grammar once per field of a record class (`_coercer`), so building a record never introspects a
+# type again. Not shared between equal types: `Range(0)` equals `Range(0.0)`, but their errors differ.
+Coercer = Callable[[Any, str, type], Any]
+# Per record class: (field name, its JSON key, its coercer), in field order.
+_PLANS: dict[type, tuple[tuple[str, str, Coercer], ...]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, str, Coercer], ...]:
+    plan = tuple((spec.name, spec.key, _coercer(spec.type)) for spec in _specs(cls))
+    _PLANS[cls] = plan
+    return plan
+
+
 def _specs(cls: type) -> tuple[_Spec, ...]:
     found = _SPECS.get(cls)
     if found is None:
@@ -104,11 +118,13 @@ class Record(Frozen):
     IGNORED: ClassVar[frozenset[str]] = frozenset({"format"})
 
     def __post_init__(self) -> None:
-        for spec in _specs(type(self)):
-            value = getattr(self, spec.name)
-            coerced = _coerce(spec.type, value, f"{spec.key}", type(self))
+        owner = type(self)
+        plan = _PLANS.get(owner) or _plan(owner)
+        for name, where, coerce in plan:
+            value = getattr(self, name)
+            coerced = coerce(value, where, owner)
             if coerced is not value:
-                object.__setattr__(self, spec.name, coerced)
+                object.__setattr__(self, name, coerced)
         self.check()
 
     def check(self) -> None:
@@ -209,68 +225,123 @@ def _fail(owner: type, where: str, expected: str, value: Any) -> UserError:
     return UserError(f"{owner.__name__}.{where} must be {expected}, got {shown}", code=code)
 
 
-def _coerce(tp: Any, value: Any, where: str, owner: type) -> Any:
+def _coercer(tp: Any) -> Coercer:
     base, extras = _unwrap(tp)
-    value = _coerce_base(base, value, where, owner)
-    for extra in extras:
-        if isinstance(extra, Range) and value is not None:
-            if (extra.minimum is not None and value < extra.minimum) or \
-                    (extra.maximum is not None and value > extra.maximum):
-                raise _fail(owner, where, f"between {extra.minimum} and {extra.maximum}", value)
-        elif isinstance(extra, Text) and value is not None:
-            what = extra.what or f"the {where.replace('_', ' ')}"
-            if extra.nonblank and not value.strip():
-                raise UserError(f"{what} must not be empty", code=extra.blank_code or extra.code)
-            check_text(value, what, code=extra.code, multiline=extra.multiline,
-                       max_chars=extra.max_chars, max_bytes=extra.max_bytes)
-    return value
+    coerce_base = _base_coercer(base)
+    checks = tuple(extra for extra in extras if isinstance(extra, (Range, Text)))
+    if not checks:
+        return coerce_base
+
+    def coerce(value: Any, where: str, owner: type) -> Any:
+        value = coerce_base(value, where, owner)
+        if value is None:
+            return value
+        for extra in checks:
+            if isinstance(extra, Range):
+                if (extra.minimum is not None and value < extra.minimum) or \
+                        (extra.maximum is not None and value > extra.maximum):
+                    raise _fail(owner, where, f"between {extra.minimum} and {extra.maximum}", value)
+            else:
+                what = extra.what or f"the {where.replace('_', ' ')}"
+                if extra.nonblank and not value.strip():
+                    raise UserError(f"{what} must not be empty", code=extra.blank_code or extra.code)
+                check_text(value, what, code=extra.code, multiline=extra.multiline,
+                           max_chars=extra.max_chars, max_bytes=extra.max_bytes)
+        return value
+
+    return coerce
 
 
 def _is_union(origin: Any) -> bool:
     return origin is Union or origin is types.UnionType
 
 
-def _coerce_base(tp: Any, value: Any, where: str, owner: type) -> Any:
+def _base_coercer(tp: Any) -> Coercer:
     origin = typing.get_origin(tp)
     if tp is Any:
-        return value
+        return _as_is
     if tp is None or tp is type(None):
-        if value is not None:
-            raise _fail(owner, where, "null", value)
-        return None
+        return _null
     if _is_union(origin):
-        options = typing.get_args(tp)
-        if value is None and type(None) in options:
+        return _union_coercer(tp)
+    if origin is Literal:
+        return _literal_coercer(typing.get_args(tp))
+    if origin is tuple or origin is list:
+        return _list_coercer(_coercer(typing.get_args(tp)[0]), origin is tuple)
+    if origin is dict:
+        return _dict_coercer(_coercer(typing.get_args(tp)[1]))
+    if isinstance(tp, type):
+        return _class_coercer(tp)
+    return _unsupported(tp)
+
+
+def _as_is(value: Any, where: str, owner: type) -> Any:
+    return value
+
+
+def _null(value: Any, where: str, owner: type) -> Any:
+    if value is not None:
+        raise _fail(owner, where, "null", value)
+    return None
+
+
+def _union_coercer(tp: Any) -> Coercer:
+    options = typing.get_args(tp)
+    nullable = type(None) in options
+    choices = tuple(_coercer(option) for option in options if option is not type(None))
+    expected = " or ".join(_describe(o) for o in options)
+
+    def coerce(value: Any, where: str, owner: type) -> Any:
+        if value is None and nullable:
             return None
         problems = []
-        for option in options:
-            if option is type(None):
-                continue
+        for choice in choices:
             try:
-                return _coerce(option, value, where, owner)
+                return choice(value, where, owner)
             except UserError as exc:
                 problems.append(exc)
         if len(problems) == 1:
             raise problems[0]
-        raise _fail(owner, where, " or ".join(_describe(o) for o in options), value)
-    if origin is Literal:
-        if value not in typing.get_args(tp) or isinstance(value, bool):
-            raise _fail(owner, where, "one of " + ", ".join(map(repr, typing.get_args(tp))), value)
+        raise _fail(owner, where, expected, value)
+
+    return coerce
+
+
+def _literal_coercer(allowed: tuple[Any, ...]) -> Coercer:
+    expected = "one of " + ", ".join(map(repr, allowed))
+
+    def coerce(value: Any, where: str, owner: type) -> Any:
+        if value not in allowed or isinstance(value, bool):
+            raise _fail(owner, where, expected, value)
         return value
-    if origin is tuple or origin is list:
+
+    return coerce
+
+
+def _list_coercer(item: Coercer, as_tuple: bool) -> Coercer:
+    def coerce(value: Any, where: str, owner: type) -> Any:
         if not isinstance(value, (list, tuple)):
             raise _fail(owner, where, "a list", value)
-        item = typing.get_args(tp)[0]
-        items = tuple(_coerce(item, v, f"{where}[{i}]", owner) for i, v in enumerate(value))
-        return items if origin is tuple else list(items)
-    if origin is dict:
+        items = tuple(item(v, f"{where}[{i}]", owner) for i, v in enumerate(value))
+        return items if as_tuple else list(items)
+
+    return coerce
+
+
+def _dict_coercer(item: Coercer) -> Coercer:
+    def coerce(value: Any, where: str, owner: type) -> Any:
         if not isinstance(value, Mapping):
             raise _fail(owner, where, "an object", value)
-        _, item = typing.get_args(tp)
-        return {_key(k, where, owner): _coerce(item, v, f"{where}.{k}", owner) for k, v in value.items()}
-    if isinstance(tp, type):
-        return _coerce_class(tp, value, where, owner)
-    raise TypeError(f"{owner.__name__}.{where}: unsupported field type {tp!r}")  # a bug in a record's definition
+        return {_key(k, where, owner): item(v, f"{where}.{k}", owner) for k, v in value.items()}
+
+    return coerce
+
+
+def _unsupported(tp: Any) -> Coercer:
+    def coerce(value: Any, where: str, owner: type) -> Any:
+        raise TypeError(f"{owner.__name__}.{where}: unsupported field type {tp!r}")  # a bug in a record's definition
+
+    return coerce
 
 
 def _key(k: Any, where: str, owner: type) -> str:
@@ -279,33 +350,51 @@ def _key(k: Any, where: str, owner: type) -> str:
     return k
 
 
-def _coerce_class(tp: type, value: Any, where: str, owner: type) -> Any:
+def _class_coercer(tp: type) -> Coercer:
     if issubclass(tp, Record):
+        return _record_coercer(tp)
+    if issubclass(tp, ValidatedStr):
+        return lambda value, where, owner: tp(value)
+    return _PRIMITIVE_COERCERS.get(tp) or _unsupported(tp)
+
+
+def _record_coercer(tp: type[Record]) -> Coercer:
+    def coerce(value: Any, where: str, owner: type) -> Any:
         if isinstance(value, tp):
             return value
         if isinstance(value, Mapping):
             return tp.from_dict(value)
         raise _fail(owner, where, f"a {tp.__name__}", value)
-    if issubclass(tp, ValidatedStr):
-        return tp(value)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise _fail(owner, where, "true or false", value)
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _fail(owner, where, "an integer", value)
-        return value
-    if tp is float:
-        # an int stays an int: converting would change what --json prints (1 vs 1.0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise _fail(owner, where, "a finite number", value)
-        return value
-    if tp is str:
-        if not isinstance(value, str):
-            raise _fail(owner, where, "text", value)
-        return value
-    raise TypeError(f"{owner.__name__}.{where}: unsupported field type {tp!r}")
+
+    return coerce
+
+
+def _bool(value: Any, where: str, owner: type) -> Any:
+    if not isinstance(value, bool):
+        raise _fail(owner, where, "true or false", value)
+    return value
+
+
+def _int(value: Any, where: str, owner: type) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(owner, where, "an integer", value)
+    return value
+
+
+def _float(value: Any, where: str, owner: type) -> Any:
+    # an int stays an int: converting would change what --json prints (1 vs 1.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _fail(owner, where, "a finite number", value)
+    return value
+
+
+def _str(value: Any, where: str, owner: type) -> Any:
+    if not isinstance(value, str):
+        raise _fail(owner, where, "text", value)
+    return value
+
+
+_PRIMITIVE_COERCERS: dict[type, Coercer] = {bool: _bool, int: _int, float: _float, str: _str}
 
 
 def _describe(tp: Any) -> str:
