@@ -15,14 +15,18 @@ from git_lanes.model.records import STATUSES, CostTotals, Transition
 DIFF_MODES = ("patch", "stat", "name-only")
 
 
-def unsnapshotted(ctx: Context, lane: str, path: Path) -> dict[str, str]:
+def unsnapshotted(ctx: Context, lane: str, path: Path, proposals: list[Transition] | None = None) \
+        -> dict[str, str]:
     """Paths whose content no state holds: what `git diff` shows (the files against the index, which each
     snapshot writes), plus what the index holds beyond HEAD when no pending proposal explains it (a snapshot
-    killed before it was proposed, a `git add` by hand). A pending proposal's paths are not unsnapshotted."""
+    killed before it was proposed, a `git add` by hand). A pending proposal's paths are not unsnapshotted.
+    `proposals`: every pending proposal, when the caller has read them already."""
     unstaged, staged = ctx.store.workspace_changes(path)
     committed = _committed_off_lane(ctx, lane, path)
-    if staged and not transitions.pending_for(ctx, lane):
-        return {**committed, **staged, **unstaged}
+    if staged:
+        own = transitions.pending_for(ctx, lane) if proposals is None else [t for t in proposals if t.lane == lane]
+        if not own:
+            return {**committed, **staged, **unstaged}
     return {**committed, **unstaged}
 
 
@@ -39,9 +43,10 @@ def _committed_off_lane(ctx: Context, lane: str, path: Path) -> dict[str, str]:
 def status(ctx: Context) -> dict:
     lane_rows = []
     dirty = []
+    proposals = transitions.pending_for(ctx)  # read once, not again for each lane whose index is ahead
     for lane in lanes.list_lanes(ctx):
         try:
-            changed = unsnapshotted(ctx, lane.name, lane.workspace) if lane.workspace else {}
+            changed = unsnapshotted(ctx, lane.name, lane.workspace, proposals) if lane.workspace else {}
             needing = attention.needing(ctx, lane.name, lane.workspace) if lane.workspace else []
         except LanesError as exc:  # one unreadable workspace is shown as such; the others still are
             lane = replace(lane, workspace=None, broken=exc.message)
@@ -51,7 +56,7 @@ def status(ctx: Context) -> dict:
         if changed or needing:
             dirty.append({"lane": lane.name, "workspace": str(lane.workspace), "paths": changed,
                           "attention": needing})
-    pending = [t.to_dict() for t in transitions.pending_for(ctx)]
+    pending = [t.to_dict() for t in proposals]
     return {"trunk": ctx.trunk, "lanes": lane_rows, "proposals": pending, "dirty": dirty}
 
 
