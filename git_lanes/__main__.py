@@ -17,6 +17,12 @@ def main() -> None:
 
         code = sync_main(args[1:])
         if code is not None:
+            # The process ends here. Its objects moved out of the collector's reach, the interpreter's teardown
+            # skips a last full collection of them (~5 ms of a ~150 ms sync); refcounts still free them, and
+            # nothing of a sync waits in a reference cycle for a finalizer (files and pipes are closed).
+            import gc
+
+            gc.freeze()
             sys.exit(code)
     from git_lanes.cli import main as cli_main
 

@@ -218,6 +218,8 @@ def test_the_oplogs_reading_of_an_op_is_decode_messages_answer_or_error():
     messages = [f"summary\n\n{json.dumps(data, ensure_ascii=False)}\n" for data in variants]
     messages += ["summary only", "summary\n\n", "summary\n\n  \n", "summary\n\n{not json", "summary\n\n[1, 2]",
                  "summary\n\n" + json.dumps(good) + " trailing", "a\n\nb\n\n" + json.dumps(good), "\n\n" + json.dumps(good)]
+    messages += [f"summary\n\n{before}{json.dumps(good)}{after}"
+                 for before, after in ((" ", ""), ("", "\n\n"), ("", " \t\r\n"), ("\ufeff", ""), ("", ""))]
     answers = [(_identity(message), _decoded(message)) for message in messages]
     assert [mine for mine, theirs in answers if mine != theirs] == []
     assert sum(isinstance(mine[0], str) for mine, _ in answers) >= 6  # both sides accept some, refuse others

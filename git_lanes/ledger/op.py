@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from json.scanner import make_scanner
 from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
@@ -84,6 +85,9 @@ def decode_message(message: str, commit: str) -> Op:
 
 
 _HEX = "0123456789abcdef"
+# What json.loads scans with (a JSONDecoder's `scan_once`), called without its per-call wrapping. typeshed
+# types make_scanner's argument as a scanner; CPython's takes the decoder whose settings it copies.
+_SCAN = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 def op_identity(message: str, commit: str) -> tuple[str, str]:
@@ -93,10 +97,14 @@ def op_identity(message: str, commit: str) -> tuple[str, str]:
     the shape `encode_message` writes is checked in place, field by field, as `Op` would check it, without
     building one (half the cost). Anything else, valid or not, goes through `decode_message` itself."""
     _, sep, body = message.partition("\n\n")
-    try:
-        data = json.loads(body) if sep else None
-    except ValueError:
-        data = None
+    data = None
+    if sep and body[:1] == "{":
+        try:  # what json.loads(body) does for a body with no whitespace before it and at most "\n" after
+            data, end = _SCAN(body, 0)
+        except (StopIteration, ValueError):
+            data = None
+        else:
+            data = data if body[end:] in ("", "\n") else None
     if type(data) is dict:
         op_id, op_type, when, args = data.get("id"), data.get("type"), data.get("time"), data.get("args")
         if type(data.get("format")) is int and data["format"] == FORMAT \
