@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from git_lanes.errors import Conflict, LanesError, UnsupportedFormat, problem
 from git_lanes.ledger.op import Op, decode_message, encode_message
-from git_lanes.ledger.state import Record, State, encode_record
+from git_lanes.ledger.state import Record, State
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate
@@ -126,6 +126,8 @@ def append(store: Store, op: Op, fold: Fold) -> Appended:
 
 
 def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op]:
+    from git_lanes.ledger.record_json import encode_record  # loaded by the first write, not by readers
+
     state = state_at(store, base)
     edits, result = fold.apply(state, op)
     recorded = op.with_result(result)

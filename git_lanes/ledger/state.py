@@ -35,8 +35,14 @@ class State:
 
     def copy_of(self, path: str) -> Record | None:
         """A record of its own for the caller to change (`get` shares one per state): parsed afresh, the
-        cheapest deep copy of JSON."""
-        if self.get(path) is None:
+        cheapest deep copy of JSON. A record `get` has not read yet is parsed (and checked) only for the
+        caller."""
+        if path not in self._records:
+            record = self._load(path)
+            if record is None:
+                self._records[path] = None
+            return record
+        if self._records[path] is None:
             return None
         copy: Record = json.loads(self._read(path) or b"{}")
         return copy
@@ -121,6 +127,3 @@ class Tx:
                 found.discard(child)
         return sorted(found)
 
-
-def encode_record(record: Record) -> bytes:
-    return (json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()

@@ -1,0 +1,95 @@
+"""A ledger record as the ledger stores it: `json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False)`
+and a newline, byte for byte, at a third of the cost.
+
+The standard library's C encoder does not indent, so an indented dump runs its pure-Python generator
+encoder, every value a few generator hops: about 50 µs for a task record, twice per op. This writes the same
+text with one recursive function over the same leaf encoders (the C string escaper, `int.__repr__`,
+`float.__repr__`), in the same order, with the same errors: keys sorted before they are converted, non-string
+keys converted as `json` converts them, a circular container refused, anything else not JSON refused."""
+
+from __future__ import annotations
+
+from json.encoder import INFINITY, encode_basestring
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+INDENT = "  "
+
+
+def encode_record(record: Any) -> bytes:
+    parts: list[str] = []
+    _value(record, "\n", parts, {})
+    parts.append("\n")
+    return "".join(parts).encode()
+
+
+def _float(value: float, _repr: Any = float.__repr__) -> str:
+    if value != value:
+        return "NaN"
+    if value == INFINITY:
+        return "Infinity"
+    if value == -INFINITY:
+        return "-Infinity"
+    text: str = _repr(value)
+    return text
+
+
+def _value(value: Any, newline: str, parts: list[str], markers: dict[int, Any],
+           _string: Any = encode_basestring, _int: Any = int.__repr__) -> None:
+    if isinstance(value, str):
+        parts.append(_string(value))
+    elif value is None:
+        parts.append("null")
+    elif value is True:
+        parts.append("true")
+    elif value is False:
+        parts.append("false")
+    elif isinstance(value, int):
+        parts.append(_int(value))
+    elif isinstance(value, float):
+        parts.append(_float(value))
+    elif isinstance(value, (list, tuple)):
+        _container(value, "[]", False, newline, parts, markers)
+    elif isinstance(value, dict):
+        _container(value, "{}", True, newline, parts, markers)
+    else:
+        raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _container(value: Any, brackets: str, keyed: bool, newline: str, parts: list[str], markers: dict[int, Any],
+               _string: Any = encode_basestring) -> None:
+    if not value:
+        parts.append(brackets)
+        return
+    if id(value) in markers:
+        raise ValueError("Circular reference detected")
+    markers[id(value)] = value
+    inner = newline + INDENT
+    separator = brackets[0] + inner
+    for entry in sorted(value.items()) if keyed else value:
+        parts.append(separator)
+        separator = "," + inner
+        if keyed:
+            key, entry = entry
+            parts.append(_string(key if isinstance(key, str) else _key(key)))
+            parts.append(": ")
+        _value(entry, inner, parts, markers)
+    parts.append(newline + brackets[1])
+    del markers[id(value)]
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, float):
+        return _float(key)
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        text: str = int.__repr__(key)
+        return text
+    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")

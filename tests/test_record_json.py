@@ -1,0 +1,52 @@
+"""The ledger's record encoder writes exactly what `json.dumps(indent=2, sort_keys=True, ensure_ascii=False)`
+writes (plus a newline), so records, trees and commits stay byte for byte what they were; and it refuses
+what `json.dumps` refuses, with the same error."""
+
+from __future__ import annotations
+
+import enum
+import json
+
+import pytest
+
+from git_lanes.ledger.record_json import encode_record
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+def reference(value: object) -> bytes:
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+VALUES = [
+    {}, [], "", 0, None, True, -1.5, 10 ** 30, float("nan"), float("inf"), float("-inf"), 1e-7, Level.HIGH,
+    {"format": 1, "title": "ünïcode ✓ \u2028 \"quoted\" back\\slash\ttab\nnew\x00line\x7f", "b": [], "a": {},
+     "nested": {"list": [1, 2.5, [], {}, [None, False, {"z": (1, 2)}]], "empty": ""}, "emoji": "🦊"},
+    {3: "int key", 2.5: "float key", True: "bool key", -7: "negative"}, {None: "null key"},
+    {"tuple": (), "deep": [[[[{"x": [1]}]]]], "big": 2 ** 70, "neg0": -0.0},
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_records_are_encoded_as_json_dumps_encodes_them(value):
+    assert encode_record(value) == reference(value)
+
+
+@pytest.mark.parametrize("value", [{"a": object()}, [{1, 2}], {("tuple",): 1}, {"a": 1, 2: "mixed keys"},
+                                   {"lone": "\ud800"}],
+                         ids=["object", "set", "tuple key", "unsortable keys", "lone surrogate"])
+def test_what_json_refuses_is_refused_with_its_error(value):
+    with pytest.raises(Exception) as expected:
+        reference(value)
+    with pytest.raises(type(expected.value)) as ours:
+        encode_record(value)
+    assert str(ours.value) == str(expected.value)
+
+
+def test_a_circular_record_is_refused():
+    record: dict = {"a": []}
+    record["a"].append(record)
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        encode_record(record)
