@@ -53,12 +53,13 @@ class LightSync:
             chosen = remote or store.config_get("lanes.remote") or DEFAULT_REMOTE
             if not _nothing_to_send(store, trunk, chosen):
                 return None  # decided before the domain loads: the ordinary path pays little for the try
-            # The fetch the sync starts with runs while the domain loads (~20 ms of imports): sync.run's
+            # The fetch the sync starts with runs while the domain loads (~10 ms of imports): sync.run's
             # first fetch takes its answer. A remote that is not a configured one is refused before git runs.
             transport.check_remote(store, chosen)  # type: ignore[arg-type]  # see _context
             transport.start_fetch(store, chosen, trunk)
             from git_lanes.domain import oplog, sync
             from git_lanes.model.sync_results import SyncReport
+            from git_lanes.store import packs  # noqa: F401  # what came in is a pack: its reader loads now too
 
             ctx = _context(store, trunk)
             with oplog.operation(ctx, describe({"remote": remote})[:200]):

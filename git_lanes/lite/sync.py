@@ -5,7 +5,6 @@ runs the click CLI, and nothing has moved."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 # A first pull can move thousands of refs; the text report lists this many each way, --json all of them.
@@ -34,6 +33,8 @@ def main(args: list[str]) -> int | None:
 
         run(again, as_json, render)
         return 1
+    import json  # here: the sync's fetch starts before it loads, and it loads while git fetches
+
     sys.stdout.write((json.dumps(result, indent=2, sort_keys=True, default=str) if as_json else render(result))
                      + "\n")
     found = result.get("problem")
