@@ -50,3 +50,20 @@ def test_a_circular_record_is_refused():
     record["a"].append(record)
     with pytest.raises(ValueError, match="Circular reference detected"):
         encode_record(record)
+
+
+@pytest.mark.parametrize("depth", [600, 601, 5000])
+def test_a_record_nested_as_deep_as_json_writes_is_written_or_refused_as_json_does(depth):
+    """This encoder takes two frames a level where json's takes one: a record nested past half the recursion
+    limit, which json writes, is written here too (its bytes), and one json refuses is refused as json does."""
+    record: object = 1
+    for _ in range(depth):
+        record = [record] if depth % 2 else {"k": record}
+    try:
+        expected = reference(record)
+    except RecursionError:
+        with pytest.raises(RecursionError):
+            encode_record(record)
+    else:
+        assert depth < 1000  # the precondition: json wrote it, at a depth past our own frames' reach
+        assert encode_record(record) == expected

@@ -20,7 +20,14 @@ INDENT = "  "
 
 def encode_record(record: Any) -> bytes:
     parts: list[str] = []
-    _value(record, "\n", parts, {})
+    try:
+        _value(record, "\n", parts, {})
+    except RecursionError:
+        # Two frames a level here, one in json's encoder: a record nested past half the recursion limit is
+        # json's to write (the same bytes) or to refuse (its own error), as it was before this encoder.
+        import json
+
+        return (json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
     parts.append("\n")
     return "".join(parts).encode()
 
