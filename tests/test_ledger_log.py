@@ -224,3 +224,16 @@ def test_the_oplogs_reading_of_an_op_is_decode_messages_answer_or_error():
     assert [mine for mine, theirs in answers if mine != theirs] == []
     assert sum(isinstance(mine[0], str) for mine, _ in answers) >= 6  # both sides accept some, refuse others
     assert sum(isinstance(mine[0], type) for mine, _ in answers) >= 20
+
+
+def test_an_op_with_args_not_an_object_or_nested_too_deeply_is_refused_as_a_format_error():
+    """A peer's ledger commit is bad input: refused with UnsupportedFormat (exit 1, one line), never a
+    TypeError from dict() or json's RecursionError (an internal error, exit 6); the op log's reading agrees."""
+    from git_lanes.errors import UnsupportedFormat
+
+    good = {"format": 1, "id": "0123456789abcdef", "type": "board.post", "actor": "agent-1", "time": 1.5}
+    messages = [f"s\n\n{json.dumps({**good, 'args': args})}\n" for args in ("text", 5, [["k", "v"]], True)]
+    messages.append("s\n\n" + json.dumps(good)[:-1] + ', "args": {"d": ' + "[" * 100_000 + "]" * 100_000 + "}}\n")
+    for message in messages:
+        assert _decoded(message)[0] is UnsupportedFormat, message[:80]
+        assert _identity(message) == _decoded(message)

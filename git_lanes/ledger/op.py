@@ -51,9 +51,12 @@ class Op(Frozen):
         if not isinstance(data, dict):
             raise UnsupportedFormat("ledger op is not a JSON object")
         check_format(data, "ledger op")
+        args = data.get("args") or {}
+        if not isinstance(args, dict):  # a peer's commit: refused in words, not by dict()'s TypeError
+            raise UnsupportedFormat(f"ledger op args are not a JSON object: {type(args).__name__}")
         try:
             return cls(id=data["id"], type=data["type"], actor=data["actor"], time=data["time"],
-                       args=dict(data.get("args") or {}), result=data.get("result"))
+                       args=dict(args), result=data.get("result"))
         except KeyError as exc:
             raise UnsupportedFormat(f"ledger op lacks {exc.args[0]!r}") from None
 
@@ -81,6 +84,8 @@ def decode_message(message: str, commit: str) -> Op:
         data = json.loads(body)
     except ValueError as exc:
         raise UnsupportedFormat(f"commit {commit[:8]} is not a ledger op (its JSON is invalid: {exc})") from None
+    except RecursionError:
+        raise UnsupportedFormat(f"commit {commit[:8]} is not a ledger op (its JSON is nested too deeply)") from None
     return Op.from_dict(data)
 
 
@@ -101,7 +106,7 @@ def op_identity(message: str, commit: str) -> tuple[str, str]:
     if sep and body[:1] == "{":
         try:  # what json.loads(body) does for a body with no whitespace before it and at most "\n" after
             data, end = _SCAN(body, 0)
-        except (StopIteration, ValueError):
+        except (StopIteration, ValueError, RecursionError):
             data = None
         else:
             data = data if body[end:] in ("", "\n") else None
