@@ -12,6 +12,7 @@ from conftest import git
 from git_lanes.store import remote as transport
 from git_lanes.store.gitcli import StartedGit, run_git
 from git_lanes.store.light import open_light
+from test_sync_light import behind  # noqa: F401  (a fixture: a clone the remote moved on from)
 
 
 @pytest.mark.parametrize("args", [["rev-parse", "HEAD"], ["rev-parse", "--verify", "no-such-ref"]])
@@ -42,3 +43,37 @@ def test_a_fetch_started_and_never_taken_is_waited_for(repo, tmp_path):
     transport.settle_started(store)
     assert store.started_git == {}
     assert store.read_ref("refs/lanes-remote/origin/heads/main") == git("rev-parse", "HEAD", cwd=repo).strip()
+
+
+def test_an_interrupted_light_sync_stops_the_fetch_it_started(behind, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt) before the sync took its started fetch's answer, while the domain loads: the
+    fetch is killed and reaped, as an interrupted `run_git`'s git is, not waited for until a slow remote
+    answers (up to NETWORK_TIMEOUT)."""
+    import os
+    import time
+
+    from git_lanes.api import sync_light
+
+    clone, where = behind
+    marker = where / "upload-pack.pid"
+    wrapper = where / "slow-upload-pack"
+    wrapper.write_text(f"#!/bin/sh\necho $$ > {marker}.new && mv {marker}.new {marker}\nexec sleep 120\n")
+    wrapper.chmod(0o755)
+    git("config", "remote.origin.uploadpack", str(wrapper), cwd=clone)
+    started: list = []
+
+    def interrupted_while_loading(store, trunk):
+        started.extend(store.started_git.values())
+        while not marker.exists():  # the precondition: the fetch reached the remote and waits on it
+            assert started[0]._proc.poll() is None
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sync_light, "_context", interrupted_while_loading)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sync_light.LightSync(clone).run()
+        assert len(started) == 1 and started[0]._proc.returncode == -signal.SIGKILL
+    finally:
+        if marker.exists():
+            os.kill(int(marker.read_text()), signal.SIGKILL)

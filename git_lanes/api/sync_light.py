@@ -69,6 +69,11 @@ class LightSync:
                 raise InternalError(f"the light sync stopped halfway: {exc}",
                                     hint="run `git lanes sync` again: it finishes what this one started") from None
             return None
+        except KeyboardInterrupt:
+            # Ctrl-C before sync.run took the fetch's answer: stopped, as an interrupted run_git stops its git,
+            # not waited for to the end of a slow remote
+            transport.settle_started(store, interrupted=True)
+            raise
         finally:
             transport.settle_started(store)
 

@@ -165,12 +165,13 @@ def start_fetch(store: LightStore, remote: str, trunk: str) -> None:
     store.started_git[tuple(args)] = StartedGit(args, store.root)
 
 
-def settle_started(store: LightStore) -> None:
-    """Wait for every fetch `start_fetch` began that no `fetch` took (the sync failed before it fetched)."""
+def settle_started(store: LightStore, *, interrupted: bool = False) -> None:
+    """Wait for every fetch `start_fetch` began that no `fetch` took (the sync failed before it fetched), or
+    stop it now (killed and reaped) when the sync was `interrupted`."""
     while store.started_git:
         _, started = store.started_git.popitem()
         try:
-            started.result(timeout=NETWORK_TIMEOUT)
+            started.result(timeout=0.0 if interrupted else NETWORK_TIMEOUT)
         except subprocess.TimeoutExpired:
             pass  # killed and reaped: it only refreshed tracking copies, and the next sync does so again
 
