@@ -8,7 +8,6 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from git_lanes.api.recording import first_line, recorded
 from git_lanes.domain.context import Context
@@ -16,6 +15,8 @@ from git_lanes.errors import NotARepository, Refused
 from git_lanes.model.ids import AgentId
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
     from git_lanes.model.records import Cost, Intent, Transition
     from git_lanes.model.results import History, LaneCreated, LaneInfo, TransitionDetail
@@ -45,6 +46,8 @@ class CoreApi:
         from git_lanes.domain import lanes, setup
         from git_lanes.store import open_store
         from git_lanes.store.setup import init_repository
+
+        from pathlib import Path  # here: the light sync imports this package, and loads no pathlib
 
         directory = Path(path or os.getcwd()).resolve()
         created_repo = False
@@ -88,6 +91,8 @@ class CoreApi:
 
         if lane is not None:
             return lane, lanes.require_workspace(self.ctx, lane)
+        from pathlib import Path
+
         return lanes.lane_at(self.ctx, Path(cwd or os.getcwd()))
 
     # -- lanes -----------------------------------------------------------------------------------------

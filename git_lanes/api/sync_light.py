@@ -10,7 +10,6 @@ ref moves, and `run` returns None: the caller then runs `Lanes.sync`, which does
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from git_lanes.domain.context import Context
 from git_lanes.errors import InternalError
@@ -34,7 +33,7 @@ class LightSync:
         self.store: LightStore | None = None
         self.trunk: str | None = None
         try:
-            store = open_light(Path(path or os.getcwd()))
+            store = open_light(os.fspath(path or os.getcwd()))
             self.trunk = store.config_get("lanes.trunk")
         except NeedsFullStore:
             return

@@ -45,11 +45,11 @@ class LightRepo:
 
     @property
     def root(self) -> Path:
-        return self.where.root
+        return Path(self.where.root)
 
     @property
     def common_dir(self) -> Path:
-        return self.where.common_dir
+        return Path(self.where.common_dir)
 
     def policy(self) -> Policy:
         if self._policy is None:
@@ -58,12 +58,12 @@ class LightRepo:
 
 
 def open_repo(cwd: str | os.PathLike, trunk: str | None = None) -> LightRepo:
-    where = gitfiles.discover(Path(cwd))
+    where = gitfiles.discover(cwd)
     trunk = trunk or gitfiles.read_config(where.common_dir).get("lanes.trunk")
     if not trunk:
         raise NotARepository(f"{where.root} is not set up for lanes", code="not_initialized",
                              hint="run `git lanes init`, or uninstall the hooks from this agent's settings")
-    return LightRepo(where, trunk, RunLog(where.common_dir))
+    return LightRepo(where, trunk, RunLog(Path(where.common_dir)))
 
 
 def load_policy(repo: LightRepo) -> Policy:

@@ -60,7 +60,7 @@ def spec(cli: str) -> Spec:
 
 def project_root(directory: Path) -> Path:
     """The root of the worktree holding `directory`: where an agent started there finds project settings."""
-    return discover(directory).worktree
+    return Path(discover(directory).worktree)
 
 
 def settings_path(cli: str, scope: str, project_root: Path, home: Path, codex_home: Path | None = None) -> Path:

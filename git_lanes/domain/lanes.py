@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
@@ -13,6 +12,10 @@ from git_lanes.model.frozen import Frozen
 from git_lanes.model.names import validate_lane_name
 from git_lanes.model.text import is_text
 from git_lanes.store import RefUpdate
+
+TYPE_CHECKING = False  # the light sync loads no pathlib
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class Lane(Frozen):

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from pathlib import Path
 
 from git_lanes.domain import lanes, oplog, sync_plan
 from git_lanes.domain.context import Context
@@ -20,6 +18,11 @@ from git_lanes.model import refs
 from git_lanes.store import RefUpdate
 from git_lanes.store import remote as transport
 from git_lanes.store.follow import fast_forward_files
+
+TYPE_CHECKING = False  # the light sync loads neither typing nor pathlib
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 MAX_ATTEMPTS = 10
 
@@ -203,13 +206,14 @@ def _way_on(blocked: dict[str, list[str]], where: Path, step: str) -> str:
     return f"in {where}: `git stash --include-untracked && {step} && git stash pop`, then resolve what git marks"
 
 
-def _lane_of(ctx: Context, path: Path) -> str | None:
-    base = (ctx.store.root / refs.WORKSPACES_DIR).resolve()
-    try:
-        # not resolved: a workspace path replaced by a symlink names its own lane, not the link's target
-        return Path(os.path.abspath(path)).relative_to(base).as_posix()
-    except ValueError:
-        return None
+def _lane_of(ctx: Context, path: str | os.PathLike[str]) -> str | None:
+    base = os.path.realpath(os.path.join(ctx.store.root, refs.WORKSPACES_DIR))
+    # not resolved: a workspace path replaced by a symlink names its own lane, not the link's target
+    where = os.path.abspath(path)
+    if where == base:
+        return "."
+    beneath = base if base.endswith(os.sep) else base + os.sep
+    return where[len(beneath):] if where.startswith(beneath) else None
 
 
 def _record_pushed(ctx: Context, remote: str, plan: Plan, fetched: dict[str, str]) -> None:

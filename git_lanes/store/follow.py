@@ -4,11 +4,11 @@ nested repository in the way refuses the whole update before any file is written
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from git_lanes.errors import Conflict
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from git_lanes.store.repo import Store
 
 MISSING = "state not in this repository"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from git_lanes.errors import LanesError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import subprocess
 
 

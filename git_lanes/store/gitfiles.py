@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from git_lanes.errors import Conflict, NotARepository, UnsupportedFormat
+
+TYPE_CHECKING = False  # not `from typing import …`: neither the hook path nor the light sync loads typing
+if TYPE_CHECKING:
+    StrPath = str | os.PathLike[str]
 
 ZERO = "0" * 40
 LOCK_WAIT_SECONDS = 2.0
@@ -19,69 +22,78 @@ LOCK_WAIT_SECONDS = 2.0
 
 class Location:
     """Where a directory sits in a repository: the worktree holding it, that worktree's git dir, the common
-    git dir every worktree shares, and the main worktree's root."""
+    git dir every worktree shares, and the main worktree's root. Plain strings, absolute and resolved: the
+    paths that use them (hooks, the light sync) do not load pathlib."""
 
     __slots__ = ("worktree", "git_dir", "common_dir", "root")
 
-    def __init__(self, worktree: Path, git_dir: Path, common_dir: Path, root: Path) -> None:
+    def __init__(self, worktree: str, git_dir: str, common_dir: str, root: str) -> None:
         self.worktree, self.git_dir, self.common_dir, self.root = worktree, git_dir, common_dir, root
 
 
-def discover(start: Path) -> Location:
+def _read_text(path: StrPath, errors: str | None = None) -> str:
+    with open(path, errors=errors) as handle:
+        return handle.read()
+
+
+def discover(start: StrPath) -> Location:
     """The repository holding `start`, found as git does by walking up to a `.git` directory or file."""
-    probe = start.resolve()
-    for directory in (probe, *probe.parents):
-        dot_git = directory / ".git"
-        if dot_git.is_dir():
+    directory = os.path.realpath(start)
+    while True:
+        dot_git = os.path.join(directory, ".git")
+        if os.path.isdir(dot_git):
             git_dir = dot_git
-        elif dot_git.is_file():
-            text = dot_git.read_text(errors="replace").strip()
+        elif os.path.isfile(dot_git):
+            text = _read_text(dot_git, errors="replace").strip()
             if not text.startswith("gitdir:"):
                 raise NotARepository(f"{dot_git} is not a gitdir file")
-            git_dir = (directory / text[len("gitdir:"):].strip()).resolve()
+            git_dir = os.path.realpath(os.path.join(directory, text[len("gitdir:"):].strip()))
         else:
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
             continue
         common = git_dir
-        commondir_file = git_dir / "commondir"
-        if commondir_file.is_file():
-            common = (git_dir / commondir_file.read_text().strip()).resolve()
+        commondir_file = os.path.join(git_dir, "commondir")
+        if os.path.isfile(commondir_file):
+            common = os.path.realpath(os.path.join(git_dir, _read_text(commondir_file).strip()))
         return Location(directory, git_dir, common, main_root(common))
     raise NotARepository(f"not a git repository: {start}", hint="run the agent inside a lanes repository "
                                                                "(`git lanes init`)")
 
 
-def main_root(common_dir: Path) -> Path:
+def main_root(common_dir: str) -> str:
     worktree = read_config(common_dir).get("core.worktree")
     if worktree:
-        return (common_dir / worktree).resolve()
-    if common_dir.name != ".git":
+        return os.path.realpath(os.path.join(common_dir, worktree))
+    if os.path.basename(common_dir) != ".git":
         raise NotARepository(f"{common_dir} has no main worktree", code="bare_repository")
-    return common_dir.parent
+    return os.path.dirname(common_dir)
 
 
 # -- config -----------------------------------------------------------------------------------------------
-_config_cache: dict[Path, tuple[float, dict[str, str]]] = {}
+_config_cache: dict[str, tuple[float, dict[str, str]]] = {}
 
 
-def read_config(common_dir: Path) -> dict[str, str]:
+def read_config(common_dir: StrPath) -> dict[str, str]:
     """The repository's own config file as `section.key` (or `section.subsection.key`) -> last value.
     Sections and keys are lower-cased as git compares them; includes are not followed."""
-    return _read_config_file(common_dir / "config")
+    return _read_config_file(os.path.join(common_dir, "config"))
 
 
-def read_config_levels(common_dir: Path) -> dict[str, str]:
+def read_config_levels(common_dir: StrPath) -> dict[str, str]:
     """Every config file git reads for this repository, later levels winning: system (`GIT_CONFIG_SYSTEM`,
     none under `GIT_CONFIG_NOSYSTEM`), global (`GIT_CONFIG_GLOBAL`, else the XDG file and `~/.gitconfig`),
     then the repository's own. Read as `read_config` reads one file (includes are not followed)."""
     environ = os.environ
-    files: list[Path] = []
+    files: list[str] = []
     if not environ.get("GIT_CONFIG_NOSYSTEM"):
-        files.append(Path(environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+        files.append(environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
     if "GIT_CONFIG_GLOBAL" in environ:
-        files += [Path(environ["GIT_CONFIG_GLOBAL"])] if environ["GIT_CONFIG_GLOBAL"] else []
+        files += [environ["GIT_CONFIG_GLOBAL"]] if environ["GIT_CONFIG_GLOBAL"] else []
     else:
-        home = Path(environ.get("HOME", "~")).expanduser()
-        files += [Path(environ.get("XDG_CONFIG_HOME") or home / ".config") / "git" / "config", home / ".gitconfig"]
+        files += config_files_beneath_home()
     merged: dict[str, str] = {}
     for path in files:
         try:
@@ -92,15 +104,22 @@ def read_config_levels(common_dir: Path) -> dict[str, str]:
     return merged
 
 
-def _read_config_file(path: Path) -> dict[str, str]:
+def config_files_beneath_home() -> list[str]:
+    """The global config files git reads when `GIT_CONFIG_GLOBAL` is not set: the XDG one, then ~/.gitconfig."""
+    home = os.path.expanduser(os.environ.get("HOME", "~")) or "."
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+
+
+def _read_config_file(path: str) -> dict[str, str]:
     try:
-        stamp = path.stat().st_mtime
+        stamp = os.stat(path).st_mtime
     except FileNotFoundError:
         return {}
     cached = _config_cache.get(path)
     if cached and cached[0] == stamp:
         return cached[1]
-    values = parse_config(path.read_text(errors="replace"))
+    values = parse_config(_read_text(path, errors="replace"))
     _config_cache[path] = (stamp, values)
     return values
 
@@ -146,11 +165,11 @@ def _config_value(raw: str) -> str:
 
 
 # -- refs -------------------------------------------------------------------------------------------------
-def read_ref(common_dir: Path, name: str) -> str | None:
+def read_ref(common_dir: StrPath, name: str) -> str | None:
     """The object id `name` points to (following symbolic refs), or None."""
     for _ in range(5):
         try:
-            text = (common_dir / name).read_text().strip()
+            text = _read_text(os.path.join(common_dir, name)).strip()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return packed_refs(common_dir).get(name)
         if text.startswith("ref:"):
@@ -163,9 +182,9 @@ def read_ref(common_dir: Path, name: str) -> str | None:
     return None
 
 
-def packed_refs(common_dir: Path) -> dict[str, str]:
+def packed_refs(common_dir: StrPath) -> dict[str, str]:
     try:
-        text = (common_dir / "packed-refs").read_text()
+        text = _read_text(os.path.join(common_dir, "packed-refs"))
     except FileNotFoundError:
         return {}
     found = {}
@@ -176,53 +195,57 @@ def packed_refs(common_dir: Path) -> dict[str, str]:
     return found
 
 
-def list_refs(common_dir: Path, prefix: str) -> dict[str, str]:
+def list_refs(common_dir: StrPath, prefix: str) -> dict[str, str]:
     """Every ref under `prefix` (ending in '/'), loose ones winning over packed ones."""
     found = {name: oid for name, oid in packed_refs(common_dir).items() if name.startswith(prefix)}
-    top = common_dir / prefix
-    for directory, _, files in os.walk(top):
+    for directory, _, files in os.walk(os.path.join(common_dir, prefix)):
         for file in files:
             if file.endswith(".lock"):
                 continue
-            name = (Path(directory) / file).relative_to(common_dir).as_posix()
+            name = _ref_name(common_dir, directory, file)
             try:
-                oid = (common_dir / name).read_text().strip()
+                oid = _read_text(os.path.join(common_dir, name)).strip()
             except OSError:
                 continue
             found[name] = oid  # a damaged ref is listed too: reading it then says what is wrong
     return found
 
 
-def refs_touched_since(common_dir: Path, prefix: str, since: float) -> dict[str, str]:
+def _ref_name(common_dir: StrPath, directory: str, file: str) -> str:
+    """The ref name of `file` in `directory`, a folder os.walk found beneath `common_dir`."""
+    return os.path.relpath(os.path.join(directory, file), common_dir)
+
+
+def refs_touched_since(common_dir: StrPath, prefix: str, since: float) -> dict[str, str]:
     """The refs under `prefix` that may have moved at or after `since` (a Unix time): loose refs whose file
     changed since, and all packed ones if packed-refs did. A cheap filter before reading many refs."""
     found = {}
     try:
-        packed_recently = (common_dir / "packed-refs").stat().st_mtime >= since
+        packed_recently = os.stat(os.path.join(common_dir, "packed-refs")).st_mtime >= since
     except FileNotFoundError:
         packed_recently = False
     if packed_recently:
         found = {name: oid for name, oid in packed_refs(common_dir).items() if name.startswith(prefix)}
-    for directory, _, files in os.walk(common_dir / prefix):
+    for directory, _, files in os.walk(os.path.join(common_dir, prefix)):
         for file in files:
-            path = Path(directory) / file
+            path = os.path.join(directory, file)
             try:
-                if file.endswith(".lock") or path.stat().st_mtime < since:
+                if file.endswith(".lock") or os.stat(path).st_mtime < since:
                     continue
-                found[path.relative_to(common_dir).as_posix()] = path.read_text().strip()
+                found[_ref_name(common_dir, directory, file)] = _read_text(path).strip()
             except OSError:
                 continue
     return found
 
 
-def update_ref(common_dir: Path, name: str, new: str, old: str | None, message: str, identity: str,
+def update_ref(common_dir: StrPath, name: str, new: str, old: str | None, message: str, identity: str,
                when: float) -> None:
     """Move `name` from `old` (None: must not exist) to `new`, as git does: take `<ref>.lock` (waiting a
     moment for a live holder), check the current value under it, log, rename into place. Conflict when the
     ref is not at `old` or the lock stays taken."""
-    path = common_dir / name
-    lock = Path(str(path) + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = os.path.join(common_dir, name)
+    lock = path + ".lock"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     handle = take_lock(lock)
     try:
         with os.fdopen(handle, "w") as out:
@@ -231,18 +254,18 @@ def update_ref(common_dir: Path, name: str, new: str, old: str | None, message: 
         if current != old:
             raise Conflict(f"{name} moved: expected {(old or 'nothing')[:8]}, found {(current or 'nothing')[:8]}",
                            code="stale_ref", hint="another writer got there first; re-read and retry")
-        if _logs_all(common_dir) or (common_dir / "logs" / name).exists():
+        if _logs_all(common_dir) or os.path.exists(os.path.join(common_dir, "logs", name)):
             _append_reflog(common_dir, name, old or ZERO, new, identity, when, message)
         os.replace(lock, path)
     except BaseException:
         try:
-            lock.unlink()
+            os.unlink(lock)
         except FileNotFoundError:
             pass
         raise
 
 
-def take_lock(lock: Path) -> int:
+def take_lock(lock: StrPath) -> int:
     """Create `lock` exclusively (git's `.lock` protocol), waiting a moment for a live holder and clearing one a
     killed process left; Conflict when it stays taken. Returns the open file descriptor."""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
@@ -266,14 +289,14 @@ def take_lock(lock: Path) -> int:
                            hint=f"retry; if no git process is running, delete {lock}") from None
 
 
-def _logs_all(common_dir: Path) -> bool:
+def _logs_all(common_dir: StrPath) -> bool:
     return read_config(common_dir).get("core.logallrefupdates", "").lower() == "always"
 
 
-def _append_reflog(common_dir: Path, name: str, old: str, new: str, identity: str, when: float,
+def _append_reflog(common_dir: StrPath, name: str, old: str, new: str, identity: str, when: float,
                    message: str) -> None:
-    log = common_dir / "logs" / name
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log = os.path.join(common_dir, "logs", name)
+    os.makedirs(os.path.dirname(log), exist_ok=True)
     line = f"{old} {new} {identity} {int(when)} +0000\t{' '.join(message.split())}\n"
     with open(log, "a") as out:
         out.write(line)

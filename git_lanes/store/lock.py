@@ -6,15 +6,16 @@ from __future__ import annotations
 import fcntl
 import os
 from contextlib import contextmanager
-from pathlib import Path
 
 TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    StrPath = str | os.PathLike[str]
+
 
 @contextmanager
-def exclusive(path: Path) -> Iterator[None]:
+def exclusive(path: StrPath) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -13,7 +13,6 @@ import itertools
 import os
 import stat
 import zlib
-from pathlib import Path
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.digest import sha1
@@ -26,8 +25,8 @@ if TYPE_CHECKING:
 class ObjectStore:
     """The objects of one repository (its common dir's `objects/`, plus alternates)."""
 
-    def __init__(self, objects_dir: Path) -> None:
-        self.dir = objects_dir
+    def __init__(self, objects_dir: str | os.PathLike[str]) -> None:
+        self.dir = os.fspath(objects_dir)  # a string: the light sync loads no pathlib
         self._packs: list[Pack] | None = None
         self._alternates: list[ObjectStore] | None = None
         self._level: int | None = None  # zlib level for new objects: read from the config at the first write
@@ -65,12 +64,13 @@ class ObjectStore:
                 return found
         return None
 
-    def _loose_path(self, oid: str) -> Path:
-        return self.dir / oid[:2] / oid[2:]
+    def _loose_path(self, oid: str) -> str:
+        return os.path.join(self.dir, oid[:2], oid[2:])
 
     def _read_loose(self, oid: str) -> tuple[bytes, bytes] | None:
         try:
-            compressed = self._loose_path(oid).read_bytes()
+            with open(self._loose_path(oid), "rb") as handle:
+                compressed = handle.read()
         except (FileNotFoundError, NotADirectoryError):
             return None
         try:
@@ -85,13 +85,13 @@ class ObjectStore:
 
     def _pack_list(self) -> list[Pack]:
         if self._packs is None:
-            pack_dir = self.dir / "pack"
+            pack_dir = os.path.join(self.dir, "pack")
             try:
                 names = sorted(os.listdir(pack_dir))
             except FileNotFoundError:
                 names = []
-            bases = [pack_dir / name[:-4] for name in names
-                     if name.endswith(".idx") and (pack_dir / (name[:-4] + ".pack")).exists()]
+            bases = [os.path.join(pack_dir, name[:-4]) for name in names
+                     if name.endswith(".idx") and os.path.exists(os.path.join(pack_dir, name[:-4] + ".pack"))]
             if bases:
                 from git_lanes.store.packs import Pack  # only once `git gc` packed something
 
@@ -104,14 +104,14 @@ class ObjectStore:
         if self._alternates is None:
             self._alternates = []
             try:
-                lines = (self.dir / "info" / "alternates").read_text().splitlines()
+                with open(os.path.join(self.dir, "info", "alternates")) as handle:
+                    lines = handle.read().splitlines()
             except FileNotFoundError:
                 lines = []
             for line in lines:
                 line = line.strip()
                 if line and not line.startswith("#"):
-                    path = Path(line) if os.path.isabs(line) else (self.dir / line)
-                    self._alternates.append(ObjectStore(path.resolve()))
+                    self._alternates.append(ObjectStore(os.path.realpath(os.path.join(self.dir, line))))
         return self._alternates
 
     # -- writing ---------------------------------------------------------------------------------------
@@ -121,9 +121,9 @@ class ObjectStore:
         if self._level is None:
             from git_lanes.store.gitfiles import read_config_levels
 
-            config = read_config_levels(self.dir.parent)
+            config = read_config_levels(os.path.dirname(self.dir))
             self._level = loose_compression(config.get("core.loosecompression"), config.get("core.compression"))
-        return write_loose(str(self.dir), kind, content, level=self._level)
+        return write_loose(self.dir, kind, content, level=self._level)
 
 
 def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool = False, shared: int = 0,

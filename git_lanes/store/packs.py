@@ -7,7 +7,6 @@ from __future__ import annotations
 import mmap
 import struct
 import zlib
-from pathlib import Path
 
 from git_lanes.errors import UnsupportedFormat
 
@@ -23,7 +22,7 @@ MAX_DELTA_CHAIN = 10_000
 class Pack:
     """One pack and its version-2 index, memory-mapped on first use."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: str) -> None:
         self.base = base
         self._idx: mmap.mmap | None = None
         self._pack: mmap.mmap | None = None

@@ -3,41 +3,46 @@ one and the light one a sync with nothing to replay uses)."""
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
+
+    StrPath = str | os.PathLike[str]
 
 
-def clear_orphans(common_dir: Path, name: str, read_ref: Callable[[str], str | None]) -> None:
+def clear_orphans(common_dir: StrPath, name: str, read_ref: Callable[[str], str | None]) -> None:
     """Drop reflogs of refs that no longer exist where they would block creating `name`: libgit2 leaves a
     deleted ref's reflog behind, and reflogs beneath `logs/refs/lanes/heads/a/` stop lane `a` from ever being
     created ("there are reflogs beneath")."""
-    logs = common_dir / "logs"
-    beneath = logs / name
-    if beneath.is_dir():
-        for log in sorted(beneath.rglob("*"), reverse=True):
-            if log.is_file() and read_ref(log.relative_to(logs).as_posix()) is None:
-                remove(common_dir, log.relative_to(logs).as_posix())
+    logs = os.path.join(common_dir, "logs")
+    beneath = os.path.join(logs, name)
+    if os.path.isdir(beneath):
+        found = [os.path.relpath(os.path.join(folder, file), logs)
+                 for folder, _, files in os.walk(beneath) for file in files]
+        for log in sorted(found, key=lambda log: log.split("/"), reverse=True):
+            if os.path.isfile(os.path.join(logs, log)) and read_ref(log) is None:
+                remove(common_dir, log)
     parts = name.split("/")
     for i in range(2, len(parts)):
         folder = "/".join(parts[:i])
-        if (logs / folder).is_file() and read_ref(folder) is None:
+        if os.path.isfile(os.path.join(logs, folder)) and read_ref(folder) is None:
             remove(common_dir, folder)
 
 
-def remove(common_dir: Path, name: str) -> None:
+def remove(common_dir: StrPath, name: str) -> None:
     """Delete `name`'s reflog and the folders it leaves empty."""
-    logs = common_dir / "logs"
-    path = logs / name
+    logs = os.path.join(common_dir, "logs")
+    path = os.path.join(logs, name)
     try:
-        path.unlink()
+        os.unlink(path)
     except (FileNotFoundError, IsADirectoryError):
         return
-    parent, stop = path.parent, logs / "refs"
-    while parent != stop and stop in parent.parents:
+    parent, stop = os.path.dirname(path), os.path.join(logs, "refs")
+    while parent != stop and parent.startswith(stop + os.sep):
         try:
-            parent.rmdir()
+            os.rmdir(parent)
         except OSError:
             break
-        parent = parent.parent
+        parent = os.path.dirname(parent)

@@ -3,9 +3,9 @@ ref. The network is the git CLI's: it speaks every transport and credential help
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
-from pathlib import Path
 
 from git_lanes.errors import Conflict, NotFound, RemoteFailed, UserError
 from git_lanes.model import refs
@@ -192,13 +192,13 @@ def fetch_meta(store: Store, remote: str) -> dict[str, str]:
 def _clear_abandoned_tracking_locks(store: Store, remote: str, stderr: str) -> None:
     """A fetch killed mid-update leaves `<tracking ref>.lock`, which fails every later fetch. Only sync writes
     the tracking namespace, so under the writers' flock a lock no process holds open is abandoned."""
-    namespace = (store.common_dir / tracking_prefix(remote)).resolve()
+    namespace = os.path.realpath(os.path.join(store.common_dir, tracking_prefix(remote)))
     with store.locked():
         import re
 
         for path in re.findall(_LOCK_PATH, stderr):
-            lock = Path(path).resolve()
-            if namespace in lock.parents:
+            lock = os.path.realpath(path)
+            if lock.startswith(namespace + os.sep):
                 stale.clear_if_stale(lock)
 
 

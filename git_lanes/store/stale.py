@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import TypeVar
 
 from git_lanes.errors import Conflict
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # not `from typing import …`: the light sync loads neither typing nor pathlib
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from pathlib import Path
+    from typing import TypeVar
+
+    T = TypeVar("T")
+    StrPath = str | os.PathLike[str]
 
 # Long enough for a live git to finish a ref or index update it has started; short enough to go unnoticed.
 GRACE_SECONDS = 0.05
@@ -35,14 +39,14 @@ def owned_ref(name: str) -> bool:
     return name.startswith("refs/lanes/") or name == OWNED_NOTES
 
 
-def clear_if_stale(lock: Path, worktree: Path | None = None) -> bool:
+def clear_if_stale(lock: StrPath, worktree: Path | None = None) -> bool:
     """Delete `lock` if it was abandoned; True when it is gone now. Call with the writers' flock held.
     `worktree`: the lock is that worktree's index (or HEAD) lock, which a plain `git commit` running there
     holds *closed* while its hooks run: while any git process works in the worktree, it is live."""
     if worktree is not None and git_running_in(worktree):
         return False
     try:
-        before = lock.stat()
+        before = os.stat(lock)
     except FileNotFoundError:
         return True
     except OSError:  # a path the file system cannot even hold (too long): nothing there to clear
@@ -51,7 +55,7 @@ def clear_if_stale(lock: Path, worktree: Path | None = None) -> bool:
         return False
     time.sleep(GRACE_SECONDS)
     try:
-        after = lock.stat()
+        after = os.stat(lock)
     except FileNotFoundError:
         return True
     if (after.st_ino, after.st_mtime_ns, after.st_size) != (before.st_ino, before.st_mtime_ns, before.st_size):
@@ -59,7 +63,7 @@ def clear_if_stale(lock: Path, worktree: Path | None = None) -> bool:
     if _held_open(lock, after.st_mtime):
         return False
     try:
-        lock.unlink()
+        os.unlink(lock)
     except FileNotFoundError:
         pass
     return True
@@ -85,6 +89,8 @@ def retrying(action: Callable[[], T], locks: Iterable[Path], failure: type[Excep
 def git_running_in(worktree: Path) -> bool:
     """Whether a live `git` process has its working directory in `worktree` (as every git command run
     there, and every hook it runs, has). Where /proc cannot tell, assume one is."""
+    from pathlib import Path
+
     proc = Path("/proc")
     if not (proc / "self" / "cwd").exists():
         return True
@@ -103,11 +109,13 @@ def git_running_in(worktree: Path) -> bool:
     return False
 
 
-def _held_open(path: Path, mtime: float) -> bool:
+def _held_open(path: StrPath, mtime: float) -> bool:
+    from pathlib import Path
+
     proc = Path("/proc")
     if not (proc / "self" / "fd").is_dir():
         return time.time() - mtime < ABANDONED_AFTER_SECONDS
-    target = str(path.resolve())
+    target = str(Path(path).resolve())
     for pid in os.listdir(proc):
         if not pid.isdigit():
             continue

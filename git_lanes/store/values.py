@@ -3,9 +3,11 @@ and a commit's parsed header. Kept apart so a path that never loads pygit2 can s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from git_lanes.model.frozen import Frozen
+
+TYPE_CHECKING = False  # the light sync loads no pathlib: its worktree paths are strings
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class RefUpdate(Frozen):
