@@ -177,3 +177,29 @@ def test_new_objects_are_deflated_at_the_level_git_would_use(repo):
     git("config", "--unset", "core.looseCompression", cwd=repo)
     git("config", "--unset", "core.compression", cwd=repo)
     git("fsck", "--strict", cwd=repo)
+
+
+def test_trees_are_parsed_as_git_spells_them_and_malformed_ones_refused_as_before():
+    """The regular-expression parser reads every well-formed tree as the byte-by-byte one does (zero-padded
+    modes, names with spaces, newlines, non-ASCII and none at all, 32-byte ids) and hands anything else to it,
+    so a malformed tree gets the same answer or the same error."""
+    from git_lanes.store.object_cache import _parse_tree_slowly, encode_tree, item, parse_tree
+
+    entries = {f"{n:02x}": item(f"{n:02x}", 0o040000, f"{n:040x}") for n in range(40)}
+    for n, mode in enumerate((0o100644, 0o100755, 0o120000, 0o160000)):
+        entries[f"name {n} é\n.json"] = item(f"name {n} é\n.json", mode, f"{n + 99:040x}")
+    entries[""] = item("", 0o100644, "00" * 20)
+    tree = encode_tree(entries)
+    padded = tree.replace(b"40000 ", b"040000 ", 3).replace(b"100644 ", b"0100644 ", 1)
+    wide = b"100644 a\0" + b"\0" * 32 + b"40000 b\0" + b"\n" * 32
+    for data, width in ((tree, 20), (padded, 20), (wide, 32)):
+        assert parse_tree(data, width) == _parse_tree_slowly(data, width)
+    assert parse_tree(padded)["00"][3] == b"40000 00\0" + bytes(20)  # written back as git writes it
+    for bad in (tree[:-3], tree + b"x", b"", b"1x0 a\0" + b"a" * 20, b"100644 a" + b"b" * 20, b"8 a\0" + b"c" * 20):
+        def outcome(parse) -> object:
+            try:
+                return parse(bad, 20)
+            except ValueError as exc:
+                return repr(exc)
+
+        assert outcome(parse_tree) == outcome(_parse_tree_slowly), bad

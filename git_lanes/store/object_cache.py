@@ -214,6 +214,38 @@ def item(name: str, mode: int, oid: str) -> Item:
 
 
 def parse_tree(data: bytes, width: int = 20) -> TreeEntries:
+    """The entries of a tree object. A tree another process wrote (the ledger's `tasks/` holds up to 256
+    fan-out folders) is parsed on every op of a ledger shared by several writers, so a well-formed tree is
+    checked and split by regular expressions, in C; anything else is left to `_parse_tree_slowly`, which reads
+    what git reads and refuses the rest as it always did."""
+    patterns = _TREE_PATTERNS.get(width)
+    if patterns is None:
+        import re  # loaded by the first tree read
+
+        entry = rb"([0-7]+) ([^\0]*)\0(.{%d})" % width
+        patterns = _TREE_PATTERNS[width] = (re.compile(rb"(?:%s)*" % entry.replace(b"(", b"(?:"), re.DOTALL),
+                                            re.compile(entry, re.DOTALL))
+    whole, one = patterns
+    if whole.fullmatch(data) is None:
+        return _parse_tree_slowly(data, width)
+    entries: TreeEntries = {}
+    for digits, encoded, raw_id in one.findall(data):
+        name = encoded.decode("utf-8", "surrogateescape")
+        if digits == b"40000":
+            entries[name] = (TREE_MODE, raw_id.hex(), encoded + b"/", b"40000 %s\0%s" % (encoded, raw_id))
+        elif digits[0] != 0x30:
+            entries[name] = (int(digits, 8), raw_id.hex(), encoded, b"%s %s\0%s" % (digits, encoded, raw_id))
+        else:  # a mode another tool zero-padded (`040000`): kept as git writes it
+            mode = int(digits, 8)
+            entries[name] = (mode, raw_id.hex(), encoded + b"/" if mode == TREE_MODE else encoded,
+                             b"%o %s\0%s" % (mode, encoded, raw_id))
+    return entries
+
+
+_TREE_PATTERNS: dict[int, tuple[Any, Any]] = {}
+
+
+def _parse_tree_slowly(data: bytes, width: int) -> TreeEntries:
     entries: TreeEntries = {}
     position = 0
     while position < len(data):
