@@ -12,11 +12,13 @@ and add it to the bases below) or a method, run `python -m git_lanes.api.mixins`
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.core import CoreApi
 
+TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from git_lanes.api.budgets import BudgetsApi
     from git_lanes.api.dispatch import DispatchApi
     from git_lanes.api.doctor import DoctorApi

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -14,8 +12,10 @@ from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, Refused
 from git_lanes.model.ids import AgentId
 
+TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
     from git_lanes.model.records import Cost, Intent, Transition

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
 from git_lanes.model import refs
 
+TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from git_lanes.domain import setup, sync
     from git_lanes.model.sync_results import SyncReport
     from git_lanes.store import Store, open_store

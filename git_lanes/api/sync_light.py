@@ -42,6 +42,16 @@ class LightSync:
 
     def run(self, remote: str | None = None) -> SyncReport | None:
         """`Lanes.sync(remote)`, or None when the light store cannot do it (nothing has moved then)."""
+        found = self.report(remote)
+        if found is None:
+            return None
+        from git_lanes.model.sync_results import SyncReport
+
+        return SyncReport.from_dict(found)
+
+    def report(self, remote: str | None = None) -> dict[str, object] | None:
+        """`run`'s report as the domain gives it, before the record checks it (what the CLI prints: the record
+        machinery reads its types through `typing`, which this path does not otherwise load)."""
         from git_lanes.api.sync import DEFAULT_REMOTE, describe
 
         if self.store is None or self.trunk is None:
@@ -57,12 +67,11 @@ class LightSync:
             transport.check_remote(store, chosen)  # type: ignore[arg-type]  # see _context
             transport.start_fetch(store, chosen, trunk)
             from git_lanes.domain import oplog, sync
-            from git_lanes.model.sync_results import SyncReport
             from git_lanes.store import packs  # noqa: F401  # what came in is a pack: its reader loads now too
 
             ctx = _context(store, trunk)
             with oplog.operation(ctx, describe({"remote": remote})[:200]):
-                return SyncReport.from_dict(sync.run(ctx, chosen, "sync", gate=gate))
+                return sync.run(ctx, chosen, "sync", gate=gate)
         except NeedsFullStore as exc:
             if gate.passed:  # never: after the gate the light store only does what it can
                 raise InternalError(f"the light sync stopped halfway: {exc}",

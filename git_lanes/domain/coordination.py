@@ -4,13 +4,15 @@ alone. `FOLD` is what the ledger applies: every caller of `ledger.append`, `appl
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from git_lanes.domain import (agents, board, budgets, claims, integration, ledger_undo, plans, ports, publishing,
                               tasks, tickets, upkeep, worktrees)
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, State, Tx
-from git_lanes.ledger.state import Record
+
+if TYPE_CHECKING:
+    from git_lanes.ledger.state import Record
 
 Handler = Callable[[Tx, Op], dict]
 

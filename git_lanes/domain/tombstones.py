@@ -4,10 +4,9 @@ apart from upkeep so a sync reads them without loading gc's collaborators."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from git_lanes.model import refs
 
+TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
     from git_lanes.domain.agents import Reader
 

@@ -15,18 +15,22 @@ or the environment, so replaying the same op on the same state gives the same co
 from __future__ import annotations
 
 import time as _time
-from typing import Any, Protocol
 
 from git_lanes.errors import Conflict, LanesError, UnsupportedFormat, problem
 from git_lanes.ledger.op import Op, decode_message, encode_message
-from git_lanes.ledger.state import Record, State
+from git_lanes.ledger.state import State
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the light sync path reads the ledger without loading pygit2
+TYPE_CHECKING = False  # the light sync path reads the ledger without loading pygit2, nor typing
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    from git_lanes.ledger.state import Record
     from git_lanes.store import Store
+else:
+    Protocol = object  # Fold below is a protocol for the type checker; at run time a plain name to import
 
 # About once in this many appends (chosen by the op's random id, so concurrent writers spread it) the
 # appender asks git whether the repository needs packing (`git gc --auto`).

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 from json.scanner import make_scanner
-from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
@@ -17,6 +16,10 @@ from git_lanes.model.format import check_format
 from git_lanes.model.frozen import Frozen, field, replace
 from git_lanes.model.ids import Actor, LedgerId, random_hex
 from git_lanes.model.text import is_text
+
+TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Op(Frozen):

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the light sync path reads ledger state without loading pygit2
+TYPE_CHECKING = False  # the light sync path reads ledger state without loading pygit2, nor typing
+if TYPE_CHECKING:
+    from typing import Any
+
     from git_lanes.store import Store
 
-Record = dict[str, Any]
+    Record = dict[str, Any]
 
 
 class State:

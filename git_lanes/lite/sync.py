@@ -21,10 +21,10 @@ def main(args: list[str]) -> int | None:
 
     try:
         api = LightSync()
-        report = api.run(positional[0] if positional else None)
+        report = api.report(positional[0] if positional else None)
         if report is None:
             return None
-        result = report.to_dict() | {"initialized": False, "trunk": api.trunk}
+        result = report | {"initialized": False, "trunk": api.trunk}
     except (Exception, KeyboardInterrupt) as exc:
         from git_lanes.cli.output import run  # the click face's own error reporting, exit codes included
 

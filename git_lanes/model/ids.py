@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, ClassVar
 
 from git_lanes.errors import UserError
 from git_lanes.model.text import text_problem
+
+TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 # A loose ref is written as `<name>.lock` first, and a deleted lane's marker flattens the whole name into one
 # file name ('/' as %2F): both must fit the 255 bytes a file name may have.

@@ -16,10 +16,13 @@ checked-out lane, a reset, a sync), so an undo moves them back; otherwise only t
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.frozen import Frozen, field
+
+TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 
