@@ -237,3 +237,17 @@ def test_an_op_with_args_not_an_object_or_nested_too_deeply_is_refused_as_a_form
     for message in messages:
         assert _decoded(message)[0] is UnsupportedFormat, message[:80]
         assert _identity(message) == _decoded(message)
+
+
+def test_a_record_nested_too_deeply_is_refused_as_a_format_error(lanes):
+    """A ledger tree a peer pushed may hold any blob: one json cannot read for its depth is UnsupportedFormat
+    (one line, exit 1), never json's RecursionError (an internal error)."""
+    from git_lanes.ledger.state import State
+    from git_lanes.model.entries import Entry
+
+    store = lanes.ctx.store
+    blob = store.write_blob(b'{"format": 1, "d": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    state = State(store, store.edit_tree(None, {"tasks/deep.json": Entry(blob, 0o100644)}))
+    for read in (state.get, state.copy_of):
+        with pytest.raises(UnsupportedFormat, match="nested too deeply"):
+            read("tasks/deep.json")

@@ -65,6 +65,8 @@ class State:
             record = json.loads(data)
         except ValueError as exc:
             raise UnsupportedFormat(f"ledger record {path} is not JSON: {exc}") from None
+        except RecursionError:  # a peer's tree: bad input, not an internal error
+            raise UnsupportedFormat(f"ledger record {path} is not JSON we read: nested too deeply") from None
         if not isinstance(record, dict):
             raise UnsupportedFormat(f"ledger record {path} is not a JSON object")
         check_format(record, f"ledger record {path}")
