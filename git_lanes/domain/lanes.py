@@ -76,7 +76,10 @@ def list_lanes(ctx: Context) -> list[Lane]:
 
 
 def default_workspace(ctx: Context, name: str) -> Path:
-    return ctx.store.root / refs.WORKSPACES_DIR / name
+    # The light sync's store names its root by a string (it loads no pathlib); the callers want a Path.
+    from pathlib import Path
+
+    return Path(ctx.store.root, refs.WORKSPACES_DIR, name)
 
 
 def workspace_state(ctx: Context, name: str) -> tuple[Path | None, str | None]:
