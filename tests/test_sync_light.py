@@ -181,3 +181,27 @@ def test_a_repository_asking_for_what_the_light_store_does_not_do_goes_to_the_or
     before = every_ref(clone)
     assert LightSync(clone).run() is None
     assert every_ref(clone) == before
+
+
+def test_an_unexpected_error_before_anything_moves_hands_the_sync_to_the_ordinary_path(behind, monkeypatch):
+    """A gap in the light store (a str where the domain does Path arithmetic, as bdd43c0 once left) found
+    before the gate: users get the ordinary sync, the suite (GIT_LANES_LIGHT_STRICT) gets the error."""
+    from git_lanes.domain import sync_plan
+
+    clone, _ = behind
+    before = {k: v for k, v in every_ref(clone).items() if not k.startswith("refs/lanes-remote/")}
+    build = sync_plan.build
+
+    def broken(*args, **kwargs):
+        raise TypeError("unsupported operand type(s) for /: 'str' and 'str'")
+
+    monkeypatch.setattr(sync_plan, "build", broken)
+    with pytest.raises(TypeError):
+        LightSync(clone).report()
+    monkeypatch.delenv("GIT_LANES_LIGHT_STRICT")
+    assert LightSync(clone).report() is None
+    assert {k: v for k, v in every_ref(clone).items() if not k.startswith("refs/lanes-remote/")} == before
+    monkeypatch.setattr(sync_plan, "build", build)
+    result = run_cli("sync", "--json", cwd=clone)  # a process of its own: the ordinary path, then
+    assert result.code == 0, result.err
+    assert result.json["ledger"]["came_in"] >= 40

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from git_lanes.domain.context import Context
-from git_lanes.errors import InternalError
+from git_lanes.errors import InternalError, LanesError
 from git_lanes.model import refs
 from git_lanes.store import remote as transport
 from git_lanes.store.light import LightStore, NeedsFullStore, open_light
@@ -36,6 +36,12 @@ class LightSync:
             store = open_light(os.fspath(path or os.getcwd()))
             self.trunk = store.config_get("lanes.trunk")
         except NeedsFullStore:
+            return
+        except LanesError:
+            raise
+        except Exception:  # see `report`: the ordinary path opens the repository instead
+            if os.environ.get("GIT_LANES_LIGHT_STRICT"):
+                raise
             return
         if self.trunk:  # a clone not yet set up for lanes is set up by the ordinary path
             self.store = store
@@ -76,6 +82,15 @@ class LightSync:
             if gate.passed:  # never: after the gate the light store only does what it can
                 raise InternalError(f"the light sync stopped halfway: {exc}",
                                     hint="run `git lanes sync` again: it finishes what this one started") from None
+            return None
+        except LanesError:
+            raise  # the domain's own decision: the ordinary path would decide the same
+        except Exception:
+            # A light store that is not yet all a Store (a str where the domain does Path arithmetic, say),
+            # met before the gate, when nothing has moved: the ordinary path does the whole sync instead of
+            # the user seeing an internal error. The test suite sets GIT_LANES_LIGHT_STRICT to see such gaps.
+            if gate.passed or os.environ.get("GIT_LANES_LIGHT_STRICT"):
+                raise
             return None
         except KeyboardInterrupt:
             # Ctrl-C before sync.run took the fetch's answer: stopped, as an interrupted run_git stops its git,
