@@ -203,3 +203,28 @@ def test_trees_are_parsed_as_git_spells_them_and_malformed_ones_refused_as_befor
                 return repr(exc)
 
         assert outcome(parse_tree) == outcome(_parse_tree_slowly), bad
+
+
+def test_a_compression_level_is_parsed_as_git_parses_it(repo):
+    """git reads core.looseCompression with strtoimax in base 0 (octal `011` is 9, `0x9` is 9, leading white
+    space skipped, a unit allowed) and refuses to run on anything else: our writers deflate at git's level,
+    and at best speed where git refuses (the zlib header's FLEVEL bits say which level wrote an object)."""
+    import subprocess
+    import zlib
+
+    from git_lanes.store.objects import loose_compression
+
+    objects = repo / ".git" / "objects"
+    refused = 0
+    for n, value in enumerate(["011", "0x9", "0X2", " 6", "+9", "-1", "00", "9 ", "1_0", "08", "0x", "--1", "9k", "٣"]):
+        before = set(objects.glob("??/*"))
+        proc = subprocess.run(["git", "-c", f"core.looseCompression={value}", "hash-object", "-w", "--stdin"],
+                              cwd=repo, input=f"level {n}\n", capture_output=True, text=True)
+        ours = zlib.compress(b"x", loose_compression(value, None))[1] >> 6
+        if proc.returncode:
+            refused += 1
+            assert ours == 0, value  # best speed
+        else:
+            (written,) = set(objects.glob("??/*")) - before
+            assert ours == written.read_bytes()[1] >> 6, value
+    assert 0 < refused < 14  # the precondition: git takes some of these and refuses others
