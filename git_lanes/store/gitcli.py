@@ -65,11 +65,7 @@ class StartedGit:
             left = None if timeout is None else max(0.0, timeout - (time.monotonic() - self.started))
             try:
                 stdout, stderr = proc.communicate(timeout=left)
-            except subprocess.TimeoutExpired:
+            except BaseException:  # the timeout, an interruption: git is killed, and reaped by the `with` block
                 proc.kill()
-                proc.wait()
-                raise
-            except BaseException:
-                proc.kill()  # reaped by the `with` block
                 raise
         return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
