@@ -98,3 +98,25 @@ def test_a_huge_tool_use_id_is_bounded_and_still_pairs(repo):
     assert len(ids) == 3 and all(len(i) <= 200 for i in ids)
     assert ids[0] != ids[1] and ids[2] == ids[0]
     assert [c["id"] for c in run_cli("run", "show", run, "--json", cwd=ws).json["in_flight"]] == [ids[1]]
+
+
+def test_a_pre_tool_call_sent_to_a_hook_installed_under_another_event_is_denied(repo):
+    """A hand-edited or mistyped hook entry (`hook claude pretooluse`, a Gemini name, the post event) must
+    not turn a pre-tool call into "no opinion": the tool would run past the wall."""
+    ws = lane(repo)
+    call = bash(ws, "ls")
+    for cli, event in (("claude", "pretooluse"), ("claude", "PostToolUse"), ("codex", "BeforeTool")):
+        verdict, reason = decision((hook if event == "pretooluse" else hook_in_process)(cli, event, call))
+        assert verdict == "deny" and repr(event) in reason, (cli, event, reason)
+    result = hook_in_process("gemini", "PreTooluse", call | {"hook_event_name": "BeforeTool"})
+    assert json.loads(result.out)["decision"] == "deny"
+    # the events the hooks do not handle still pass without an opinion
+    assert hook_in_process("claude", "Notification", claude("Notification", ws, message="hi")).out == ""
+
+
+def test_a_deadline_that_is_no_number_of_seconds_falls_back_to_the_default(repo):
+    ws = lane(repo)
+    for given in ("-1", "nan", "inf"):
+        result = hook("claude", "PreToolUse", bash(ws, "rm -rf x", f"t{given}"), env={"GIT_LANES_HOOK_DEADLINE": given})
+        verdict, reason = decision(result)
+        assert verdict == "deny" and "command policy" in reason and result.err == "", (given, result.err)

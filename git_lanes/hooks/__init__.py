@@ -25,6 +25,7 @@ USAGE = "usage: git lanes hook claude|codex|gemini EVENT  (the agent CLI sends t
 # Every CLI runs the tool when a hook outlives its timeout (60 s as installed): a pre-tool check still
 # working at this deadline answers deny instead. GIT_LANES_HOOK_DEADLINE (seconds) overrides it.
 DEADLINE_SECONDS = 40.0
+MAX_DEADLINE_SECONDS = 86400.0
 
 
 def main(argv: list[str]) -> int:
@@ -77,6 +78,8 @@ def _watch(once: _Once, module: Any, name: str, given: str | None) -> None:
         seconds = float(given) if given else DEADLINE_SECONDS
     except ValueError:
         seconds = DEADLINE_SECONDS
+    if not 0 <= seconds <= MAX_DEADLINE_SECONDS:  # negative, NaN or past what sleep takes: no deadline at all
+        seconds = DEADLINE_SECONDS
 
     def expire() -> None:
         time.sleep(seconds)
@@ -92,6 +95,15 @@ def _watch(once: _Once, module: Any, name: str, given: str | None) -> None:
 def respond(module: Any, name: str, raw: bytes, env: dict[str, str], now: float):
     """The answer to one hook call: the CLI's protocol around the control plane's verdict."""
     aliases = getattr(module, "ALIASES", {})
+    if aliases.get(name, name) != module.PRE_TOOL:
+        pre_names = [module.PRE_TOOL, *(alias for alias, to in aliases.items() if to == module.PRE_TOOL)]
+        sent = _sent_event(raw) if any(f'"{pre}"'.encode() in raw for pre in pre_names) else None
+        if sent in pre_names:
+            # A hook installed under another event's name (a typo, a hand-edited settings file) would record
+            # a pre-tool call as something else, or ignore it, and the tool would run: the wall holds instead.
+            return module.deny(module.PRE_TOOL, f"git-lanes denied this call because its hook command names the "
+                                                f"event {name[:100]!r}, not {sent}; fix the hook entry (git lanes "
+                                                f"install {module.CLI} rewrites it, git lanes doctor shows it)")
     if aliases.get(name, name) not in module.EVENTS:
         from git_lanes.model.calls import Verdict
 
@@ -111,6 +123,18 @@ def respond(module: Any, name: str, raw: bytes, env: dict[str, str], now: float)
         if aliases.get(name, name) == module.PRE_TOOL:
             return module.deny(name, f"git-lanes denied this call because the policy could not be evaluated: {reason}")
         return module.notice(name, f"git-lanes could not record this {name}: {reason}")
+
+
+def _sent_event(raw: bytes) -> str | None:
+    """The event the payload says it is (`hook_event_name`), if it says so readably."""
+    import json
+
+    try:
+        payload = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    sent = payload.get("hook_event_name") if isinstance(payload, dict) else None
+    return sent if isinstance(sent, str) else None
 
 
 def describe(exc: BaseException) -> str:
