@@ -140,6 +140,7 @@ def test_ledger_ops_are_undone_by_inverse_ops(api, repo):
     assert [r["kind"] for r in rows[:2]] == ["ledger", "ledger"]
     retracted = undo(repo, rows[0]["id"][:8])
     assert retracted["records"] == ["post #1"]
+    assert retracted["description"] == rows[0]["description"]  # what was undone, not the undo itself
     assert run_cli("board", "read", "--json", cwd=repo).json["posts"] == []
     released = undo(repo, rows[1]["id"])
     assert released["records"] == ["coder's file claims"]

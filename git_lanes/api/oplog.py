@@ -139,13 +139,13 @@ class OplogApi:
         if redone is not None:
             raise Refused(f"ledger op {original.id[:8]} is already undone (by {redone.id[:8]})",
                                code="already_undone", hint=f"`git lanes undo {redone.id[:8]}` redoes it")
-        description = f"undo {original.id[:8]}: {FOLD.summary(original, original.result or {})}"[:200]
-        with self._operation(description, actor) as recorder:
+        summary = FOLD.summary(original, original.result or {})
+        with self._operation(f"undo {original.id[:8]}: {summary}"[:200], actor) as recorder:
             recorder.undoes = original.id
             with self._writing() as ctx:
                 head = ledger.head(ctx.store)
                 inverse = ledger_undo.inverse(ctx.store, commit, actor, ctx.now())
-                plan = undo.Plan(OpEntry(original.id, original.time, original.actor, description),
+                plan = undo.Plan(OpEntry(original.id, original.time, original.actor, summary),
                                  blockers=ledger_undo.blockers(ctx.store, head, inverse, commit))
                 if plan.blockers:
                     raise undo.blocked(ctx, plan)
@@ -154,11 +154,11 @@ class OplogApi:
                     raise Conflict(result.get("message") or "the undo no longer holds",
                                         code=result.get("error") or "conflict", hint=result.get("hint"))
                 if dry_run:
-                    return {"undone": original.id, "description": description, "dry_run": True,
+                    return {"undone": original.id, "description": summary, "dry_run": True,
                             "ledger": [inverse.id], "records": result.get("records", [])}
                 ctx.store.update_refs([RefUpdate(LEDGER, new_head, head, f"lanes ledger: {ledger_undo.TYPE} "
                                                                          f"{inverse.id}")])
-        return {"undone": original.id, "description": description, "ledger": [inverse.id],
+        return {"undone": original.id, "description": summary, "ledger": [inverse.id],
                 "records": result.get("records", []), "op": self._newest_id()}
 
     def _newest_id(self) -> str | None:
