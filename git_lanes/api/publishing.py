@@ -163,7 +163,8 @@ class PublishingApi:
 
     # -- status and sync -------------------------------------------------------------------------------
     def publish_status(self) -> dict[str, Any]:
-        """Tickets ready to publish, published (with their pull requests) and merged, and the locks held."""
+        """Tickets ready to publish, published (with their pull requests) and merged, and the locks held (a lock
+        whose holder's process on this host is gone says `lapsed`: the next publisher takes it over)."""
         from git_lanes.domain import publishing, tickets
 
         state = self._state()
@@ -176,7 +177,8 @@ class PublishingApi:
             groups.setdefault(group, []).append({
                 "ticket": row["id"], "title": row["title"], "done": row["done"], "total": row["total"],
                 "publication": row.get("publication"),
-                "lock": {k: lock[k] for k in ("holder", "until", "host", "pid")} if lock else None})
+                "lock": {**{k: lock[k] for k in ("holder", "until", "host", "pid")}, "lapsed": _dead_here(lock)}
+                if lock else None})
         return {"counts": {name: len(found) for name, found in groups.items()}, **groups}
 
     def publish_sync(self, remote: str | None = None, actor: str | None = None) -> dict[str, Any]:

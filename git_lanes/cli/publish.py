@@ -96,7 +96,9 @@ def status(as_json: bool) -> None:
         for group in ("ready", "published", "merged"):
             for t in r[group]:
                 pub = t["publication"] or {}
-                held = f"locked by {t['lock']['holder']}" if t["lock"] else ""
+                lock = t["lock"]
+                held = "" if not lock else f"lock of {lock['holder']} lapsed (its process is gone)" \
+                    if lock.get("lapsed") else f"locked by {lock['holder']}"
                 rows.append([short(t["ticket"]), group, pub.get("branch") or "-", pub.get("url") or "-", held,
                              t["title"]])
         return "\n".join(lines + ([table(rows)] if rows else []))
