@@ -138,3 +138,16 @@ def test_an_integration_held_for_a_person_leaves_the_task_open(api: Lanes):
     assert api.task_show(task)["status"] == "claimed"
     api.accept(held.value.details["transition"]["id"])  # the person accepts the promotion into the trunk
     assert api.task_done(task, "coder-1")["integrated"]["status"] == "up_to_date"
+
+
+def test_task_done_is_one_operation_that_one_undo_takes_back(api: Lanes):
+    ticket = api.ticket_open("Login")["ticket"]
+    task, ws = claimed_task(api, "coder-1", "one", "One", ticket)
+    work(api, "coder-1", ws, {"src/app.py": "one\n"})
+    api.task_done(task, "coder-1")
+    newest = api.op_log(1)[0]
+    assert newest["description"] == f"task done {task[:8]}" and newest["kind"] == "lanes"
+    undone = api.undo()  # the whole command: integration lane, promotion, the task marked done
+    assert undone["undone"] == newest["id"]
+    assert git("rev-parse", "--verify", "-q", f"refs/lanes/heads/tickets/{ticket[:8]}", cwd=api.root, check=False) == ""
+    assert api.task_show(task)["status"] == "claimed"

@@ -32,10 +32,21 @@ class IntegrationApi(LedgerApi):
         On a collision (Conflict, exit 3) or a failing required gate (GateFailed, exit 4) nothing moves and
         the task goes back to its owner as `needs_review` with a handoff post and a wake. A dispatch plan's
         task done creates the lanes of the tasks it made ready, from the plan's foundation (`lanes_created`)."""
+        from git_lanes.domain import oplog, tasks
         from git_lanes.model import ledger_results as results
 
-        done = self._integrate_and_finish(task, actor, integrate)
-        created = self._after_task_done(done.task)  # type: ignore[attr-defined]  # DispatchApi's
+        # One entry of the operation log for the whole command (the integration lane made, the promotion, the
+        # task marked done, the lanes it made ready), so `git lanes undo` right after undoes all of it.
+        task_id = tasks.resolve_task(self._state(), task)
+        description = f"task done {task_id[:8]}"
+        with oplog.operation(self.ctx, description, actor) as recorder:
+            try:
+                done = self._integrate_and_finish(task_id, actor, integrate)
+            except LanesError:
+                if recorder.description == description:
+                    recorder.description = f"task done {task_id[:8]} refused: sent back or left as it was"
+                raise
+            created = self._after_task_done(done.task)  # type: ignore[attr-defined]  # DispatchApi's
         return results.TaskDone.from_dict(done.to_dict() | {"lanes_created": created}) if created else done
 
     def _integrate_and_finish(self, task: str, actor: str | None, integrate: bool) -> results.TaskDone:
