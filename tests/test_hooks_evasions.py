@@ -102,6 +102,9 @@ ORDINARY = [
     "git log --oneline | head -5",
     "crontab -l",
     "tmux ls",
+    "tar -xzf dist.tgz && tar -tf dist.tgz", "unzip -o pkg.zip -d vendor", "rsync -a src/ build/",
+    "rsync -a build/ deploy@host:/srv/app/", "scp build.tgz host:/srv/", "find . -name '*.pyc' -delete",
+    "sort -o words.txt words.txt", "wget -q https://example.com/f.tgz", "patch -p1 < fix.patch",
 ]
 
 
@@ -193,3 +196,37 @@ def test_an_indented_apply_patch_header_is_seen(ws):
     inside = "*** Begin Patch\n  *** Add File: src/new.py\n+x = 1\n*** End Patch"
     assert decision(hook("codex", "PreToolUse", codex_call(ws, "apply_patch", {"command": inside}, "c4")))[0] \
         == "allow"
+
+
+def test_archivers_downloaders_and_patchers_writing_outside_the_lane_are_denied(repo, ws):
+    """Programs that write where an option or their last operand says (or where they run): an extraction,
+    a copy, a download, a patch or a `find -delete` into the main worktree is a write there."""
+    lines = [f"tar -xf /tmp/a.tar -C {repo}", f"tar xzf /tmp/a.tgz --directory={repo}/src", f"cd {repo} && tar -xf a.tar",
+             f"tar -czf {repo}/x.tgz .", f"unzip -o /tmp/a.zip -d {repo}", f"rsync -a /tmp/a/ {repo}/",
+             f"rsync -a --remove-source-files {repo}/src/ /tmp/b/", f"scp host:f {repo}/f", f"patch -p1 -d {repo} < p",
+             f"find {repo} -name '*.py' -delete", f"find . -fprint {repo}/list", f"sort -o {repo}/README.md a",
+             f"uniq a {repo}/README.md", f"wget -O {repo}/x http://e", f"wget -P {repo} http://e",
+             f"cd {repo} && wget http://e"]
+    missed = []
+    for number, line in enumerate(lines):
+        send = hook if number == 0 else hook_in_process
+        verdict, reason = decision(send("claude", "PreToolUse", bash(ws, line, f"toolu_a{number}")))
+        if verdict != "deny" or "main worktree" not in (reason or ""):
+            missed.append((line, verdict, reason))
+    assert missed == []
+
+
+def test_the_path_fields_of_unknown_tools_include_a_move_s_source_and_a_git_server_s_repository(repo, ws):
+    from hook_helpers import claude
+
+    calls = [("mcp__filesystem__move_file", {"source": f"{repo}/README.md", "destination": "/tmp/x"}),
+             ("mcp__git__git_reset", {"repo_path": str(repo)}),
+             ("mcp__git__git_commit", {"repo_path": str(repo), "message": "x"}),
+             ("mcp__shell__run_command", {"command": "make", "cwd": str(repo)})]
+    for number, (tool, data) in enumerate(calls):
+        payload = claude("PreToolUse", ws, tool_name=tool, tool_input=data, tool_use_id=f"toolu_p{number}")
+        verdict, reason = decision(hook_in_process("claude", "PreToolUse", payload))
+        assert verdict == "deny" and "main worktree" in reason, (tool, reason)
+    reads = claude("PreToolUse", ws, tool_name="mcp__git__git_status", tool_input={"repo_path": str(repo)},
+                   tool_use_id="toolu_pr")
+    assert decision(hook_in_process("claude", "PreToolUse", reads))[0] == "allow"

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import posixpath
 
-from git_lanes.domain import shell_git
-
-TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+from git_lanes.domain import shell_git, shell_writes
+from git_lanes.domain.shell_words import options
 
 Word = tuple[str, bool]
 
@@ -95,43 +92,6 @@ TMUX_RUNS = {"new-session", "new", "new-window", "neww", "split-window", "splitw
 TMUX_TYPES = {"send-keys", "send", "paste-buffer", "pasteb", "set-buffer", "setb", "load-buffer", "loadb"}
 TRANSPARENT = frozenset(name for name, spec in WRAPPERS.items() if not spec.privileged)
 PRIVILEGED = frozenset(name for name, spec in WRAPPERS.items() if spec.privileged)
-
-
-def options(words: Sequence[Word], valued: frozenset[str]) -> tuple[dict[str, Word], int]:
-    """The options at the start of `words` (a command's arguments) and the index of the first word after
-    them. Short options may be grouped (`-iu root`, `-uroot`), long ones carry `=value` or take the next
-    word; `--` ends them."""
-    found: dict[str, Word] = {}
-    index = 0
-    while index < len(words):
-        text, dynamic = words[index]
-        if text == "--":
-            return found, index + 1
-        if not text.startswith("-") or text == "-" or dynamic:
-            break
-        if text.startswith("--"):
-            name, equals, value = text.partition("=")
-            if equals:
-                found[name] = (value, dynamic)
-            elif name in valued and index + 1 < len(words):
-                index += 1
-                found[name] = words[index]
-            else:
-                found[name] = ("", False)
-        else:
-            for position, letter in enumerate(text[1:], 1):
-                name = "-" + letter
-                if name in valued:
-                    rest = text[position + 1:]
-                    if rest:
-                        found[name] = (rest, dynamic)
-                    elif index + 1 < len(words):
-                        index += 1
-                        found[name] = words[index]
-                    break
-                found[name] = ("", False)
-        index += 1
-    return found, index
 
 
 class Runs:
@@ -367,28 +327,15 @@ def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
         return list(patch_paths(text)) if text else []
     if name == "git":
         return shell_git.analyse(args).writes
-    return []
+    writer = shell_writes.WRITERS.get(name)
+    return writer(args) if writer is not None else []
 
 
 def _permuted(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, Word], list[str]]:
-    """Options and operands of a GNU-style command, whose options may follow its operands (`rm y -rf`)."""
-    found: dict[str, Word] = {}
-    operands: list[str] = []
-    index = 0
-    while index < len(args):
-        text = args[index][0]
-        if text == "--":
-            operands += [t for t, _ in args[index + 1:]]
-            break
-        if text.startswith("-") and text != "-":
-            pair = args[index:index + 2] if args[index + 1:index + 2] != [("--", False)] else args[index:index + 1]
-            more, used = options(pair, valued)
-            found.update(more)
-            index += max(used, 1)
-            continue
-        operands.append(text)
-        index += 1
-    return found, operands
+    """Options (the last value of each) and operands of a GNU-style command, whose options may follow its
+    operands (`rm y -rf`)."""
+    found, operands = shell_writes.option_values(args, valued)
+    return {name: values[-1] for name, values in found.items()}, operands
 
 
 def _in_place_flag(name: str, text: str) -> bool:

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import re
 
+TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 Word = tuple[str, bool]
 
 EXPANSIONS = {"simple_expansion", "expansion", "command_substitution", "process_substitution",
@@ -207,3 +211,40 @@ def _sequence(text: str) -> list[str] | None:
         low, high = ord(first), ord(last)
         return [chr(v) for v in range(low, high + (1 if high >= low else -1), step if high >= low else -step)]
     return None
+
+
+def options(words: Sequence[Word], valued: frozenset[str]) -> tuple[dict[str, Word], int]:
+    """The options at the start of `words` (a command's arguments) and the index of the first word after
+    them. Short options may be grouped (`-iu root`, `-uroot`), long ones carry `=value` or take the next
+    word; `--` ends them."""
+    found: dict[str, Word] = {}
+    index = 0
+    while index < len(words):
+        text, dynamic = words[index]
+        if text == "--":
+            return found, index + 1
+        if not text.startswith("-") or text == "-" or dynamic:
+            break
+        if text.startswith("--"):
+            name, equals, value = text.partition("=")
+            if equals:
+                found[name] = (value, dynamic)
+            elif name in valued and index + 1 < len(words):
+                index += 1
+                found[name] = words[index]
+            else:
+                found[name] = ("", False)
+        else:
+            for position, letter in enumerate(text[1:], 1):
+                name = "-" + letter
+                if name in valued:
+                    rest = text[position + 1:]
+                    if rest:
+                        found[name] = (rest, dynamic)
+                    elif index + 1 < len(words):
+                        index += 1
+                        found[name] = words[index]
+                    break
+                found[name] = ("", False)
+        index += 1
+    return found, index

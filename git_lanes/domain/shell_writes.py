@@ -1,0 +1,171 @@
+"""Files and directories that archivers, downloaders, copiers and patchers write, for the shell-line analysis
+(`domain/shell_programs.writes`): `tar -x -C DIR`, `unzip -d DIR`, `rsync SRC DEST`, `scp`, `patch -d DIR`,
+`find … -delete`, `sort -o F`, `uniq IN OUT`, `wget -O F`, `curl -o F`. A command that writes into where it
+runs (an extraction or a download with no target named) writes `.`, so the write-gate places it in every
+directory the line may be in. Pure functions over a command's words (`(text, dynamic)` pairs)."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Word = tuple[str, bool]
+
+
+def option_values(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, list[Word]], list[str]]:
+    """Every value each option was given (`-o a -o b`), and the operands, for a GNU-style command whose
+    options may follow its operands (`rm y -rf`); short options may be grouped (`-sSLo F`), long ones take
+    `=VALUE`."""
+    from git_lanes.domain.shell_words import options
+
+    found: dict[str, list[Word]] = {}
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        text = args[index][0]
+        if text == "--":
+            operands += [t for t, _ in args[index + 1:]]
+            break
+        if text.startswith("-") and text != "-":
+            more, used = options(args[index:index + 2], valued)
+            for name, value in more.items():
+                found.setdefault(name, []).append(value)
+            index += max(used, 1)
+            continue
+        operands.append(text)
+        index += 1
+    return found, operands
+
+
+def _given(found: dict[str, list[Word]], *names: str) -> list[str]:
+    return [text for name in names for text, _ in found.get(name, ()) if text and text != "-"]
+
+
+def _valued(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+TAR_VALUED = _valued("-f --file -C --directory -T --files-from -X --exclude-from -b --blocking-factor -K "
+                     "--starting-file -N --newer --after-date -g --listed-incremental -V --label -L --tape-length "
+                     "-F --info-script --new-volume-script -H --format -I --use-compress-program --to-command "
+                     "--owner --group --mode --mtime --transform --xform --exclude --suffix")
+TAR_READS = {"-t", "--list", "-d", "--diff", "--compare", "--test-label"}
+TAR_ARCHIVES = {"-c", "--create", "-r", "--append", "-u", "--update", "-A", "--catenate", "--concatenate", "--delete"}
+
+
+def tar(args: list[Word]) -> list[str]:
+    if args and not args[0][0].startswith("-"):  # the old style: `tar xzf a.tar`
+        args = [("-" + args[0][0], args[0][1]), *args[1:]]
+    found, _ = option_values(args, TAR_VALUED)
+    if TAR_READS & found.keys():
+        return []
+    if TAR_ARCHIVES & found.keys():
+        return _given(found, "-f", "--file")
+    if {"-x", "--extract", "--get"} & found.keys():
+        return _given(found, "-C", "--directory") or ["."]
+    return []
+
+
+def unzip(args: list[Word]) -> list[str]:
+    found, _ = option_values(args, _valued("-d"))
+    if {"-l", "-t", "-v", "-Z", "-p", "-c", "-z"} & found.keys():
+        return []  # lists, tests or prints to standard output
+    return _given(found, "-d") or ["."]
+
+
+RSYNC_VALUED = _valued("-e --rsh -f --filter -T --temp-dir -B --block-size -M --remote-option --exclude --include "
+                       "--files-from --exclude-from --include-from --log-file --partial-dir --backup-dir --suffix "
+                       "--chmod --chown --timeout --bwlimit --port --password-file --compare-dest --copy-dest "
+                       "--link-dest --max-size --min-size --info --debug --out-format --rsync-path --usermap "
+                       "--groupmap --max-delete --write-batch --only-write-batch --read-batch")
+
+
+def rsync(args: list[Word]) -> list[str]:
+    found, operands = option_values(args, RSYNC_VALUED)
+    if len(operands) < 2:
+        return _given(found, "--log-file")
+    moved = operands[:-1] if "--remove-source-files" in found else []
+    return [path for path in (operands[-1], *moved) if _local(path)] + \
+        _given(found, "--log-file", "--write-batch", "--only-write-batch")
+
+
+def scp(args: list[Word]) -> list[str]:
+    _, operands = option_values(args, _valued("-c -F -i -J -l -o -P -S -D -X"))
+    return [path for path in operands[-1:] if _local(path)] if len(operands) > 1 else []
+
+
+def _local(path: str) -> bool:
+    """Not another machine's (`host:path`, `user@host:path`, `rsync://…`): a colon before any slash."""
+    return ":" not in path.partition("/")[0]
+
+
+def patch(args: list[Word]) -> list[str]:
+    found, operands = option_values(args, _valued("-d --directory -o --output -D --ifdef -F --fuzz -i --input -r "
+                                                  "--reject-file -B --prefix -Y --basename-prefix -z --suffix -V "
+                                                  "--version-control -g --get --quoting-style"))
+    if {"--dry-run", "-C", "--check"} & found.keys():
+        return []
+    return [*(_given(found, "-d", "--directory") or ["."]), *operands[:1], *_given(found, "-o", "--output"),
+            *_given(found, "-r", "--reject-file")]
+
+
+FIND_FILE_ACTIONS = {"-fprint": 1, "-fprint0": 1, "-fprintf": 1, "-fls": 1}
+
+
+def find(args: list[Word]) -> list[str]:
+    starts: list[str] = []
+    index = 0
+    while index < len(args) and args[index][0] in ("-H", "-L", "-P", "-D") or \
+            index < len(args) and args[index][0].startswith("-O"):  # find's own options come first
+        index += 2 if args[index][0] == "-D" else 1
+    while index < len(args) and not args[index][0].startswith(("-", "(", ")", "!", ",")):
+        starts.append(args[index][0])
+        index += 1
+    texts = [t for t, _ in args[index:]]
+    written = [texts[i + 1] for i, t in enumerate(texts[:-1]) if t in FIND_FILE_ACTIONS]
+    return ([*(starts or ["."])] if "-delete" in texts else []) + written
+
+
+def sort(args: list[Word]) -> list[str]:
+    found, _ = option_values(args, _valued("-o --output -k --key -t --field-separator -S --buffer-size -T "
+                                           "--temporary-directory --parallel --files0-from --batch-size"))
+    return _given(found, "-o", "--output")
+
+
+def uniq(args: list[Word]) -> list[str]:
+    _, operands = option_values(args, _valued("-f --skip-fields -s --skip-chars -w --check-chars"))
+    return operands[1:2]
+
+
+def wget(args: list[Word]) -> list[str]:
+    found, _ = option_values(args, _valued("-O --output-document -o --output-file -a --append-output -P "
+                                           "--directory-prefix -e --execute -i --input-file -t --tries -T --timeout "
+                                           "-w --wait -U --user-agent --header --user --password -Q --quota "
+                                           "-l --level -A --accept -R --reject -D --domains --post-data "
+                                           "--post-file -B --base"))
+    logs = _given(found, "-o", "--output-file", "-a", "--append-output")
+    if "--spider" in found or ("-", False) in found.get("-O", []) + found.get("--output-document", []):
+        return logs
+    return (_given(found, "-O", "--output-document") or _given(found, "-P", "--directory-prefix") or ["."]) + logs
+
+
+CURL_VALUED = _valued("-o --output -D --dump-header -c --cookie-jar --trace --trace-ascii --stderr --output-dir "
+                      "-H --header -d --data --data-raw --data-binary --data-urlencode -X --request -u --user "
+                      "-A --user-agent -e --referer -b --cookie -F --form -T --upload-file -x --proxy -E --cert "
+                      "-K --config -w --write-out -m --max-time -r --range -z --time-cond -C --continue-at "
+                      "-Q --quote -U --proxy-user --url --connect-timeout --retry --resolve --cacert --key")
+
+
+def curl(args: list[Word]) -> list[str]:
+    found, _ = option_values(args, CURL_VALUED)
+    files = _given(found, "-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar", "--trace",
+                   "--trace-ascii", "--stderr")
+    if {"-O", "--remote-name", "--remote-name-all", "-J", "--remote-header-name"} & found.keys():
+        files += _given(found, "--output-dir") or ["."]
+    return files
+
+
+WRITERS: dict[str, Callable[[list[Word]], list[str]]] = {
+    "tar": tar, "gtar": tar, "bsdtar": tar, "unzip": unzip, "rsync": rsync, "scp": scp, "patch": patch,
+    "find": find, "sort": sort, "uniq": uniq, "wget": wget, "curl": curl}
