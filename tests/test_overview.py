@@ -109,6 +109,41 @@ def test_feed_reports_lane_moves_proposals_notes_and_ledger_ops(api, repo):
     assert [op["type"] for op in ledger[0]["ops"]] == ["task.create", "board.post"]
 
 
+def test_a_ledger_move_to_a_commit_not_here_is_still_reported(api, repo):
+    """A watcher must hear every move, even one whose ops it cannot read (a commit not fetched yet, damage)."""
+    api.board_post("hello", "coder-1")
+    feed = api.watch()
+    (repo / ".git" / "refs" / "lanes" / "ledger").write_text("1" * 40 + "\n")
+    events = feed.poll()
+    assert [(e["kind"], e["new"], e["ops"]) for e in events] == [("ledger", "1" * 40, [])]
+
+
+def test_the_event_stream_outlives_a_failing_look(api):
+    """One look at the repository that fails must not end every open page's live updates."""
+    import asyncio
+
+    from git_lanes.http.events import Broadcaster
+
+    looks = iter([[], RuntimeError("a damaged index"), [{"kind": "lane", "lane": "a"}]])
+
+    def poll() -> list[dict]:
+        look = next(looks, [])
+        if isinstance(look, Exception):
+            raise look
+        return look
+
+    async def listen() -> list[bytes]:
+        broadcaster = Broadcaster(poll, lambda: None)
+        broadcaster.start()
+        stream = broadcaster.stream()
+        heard = [await stream.__anext__() for _ in range(3)]
+        await broadcaster.stop()
+        return heard
+
+    hello, failed, moved = asyncio.run(asyncio.wait_for(listen(), 30))
+    assert b'"kind": "ref"' in failed and b'"lane": "a"' in moved
+
+
 def test_feed_wait_times_out_with_nothing(api):
     assert api.watch().wait(0.05) == []
 

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from git_lanes.domain.context import Context
-from git_lanes.errors import UnsupportedFormat, UserError
+from git_lanes.errors import LanesError, UserError
 
 if TYPE_CHECKING:
     from git_lanes import ledger
@@ -82,7 +82,9 @@ class ChangeFeed:
                 ops.append({"commit": commit, "summary": info.message.split("\n", 1)[0],
                             **ledger.read_op(self.ctx.store, commit).to_dict()})
                 commit = info.parents[0] if info.parents else None
-        except UnsupportedFormat:
-            pass  # an op this version cannot read is still a move; the summary of what it can read stands
+        except (LanesError, LookupError, OSError):
+            # An op this version cannot read, or a commit not (yet) here, is still a move: the summary of
+            # what could be read stands, and the move itself must reach every watcher.
+            pass
         ops.reverse()
         return {"ops": ops, "more": bool(commit and commit != old)}

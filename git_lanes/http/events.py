@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ DIRTY_SHARE = 0.1  # of the time, at most, spent comparing workspaces
 KEEPALIVE_SECONDS = 15.0
 # A listener this far behind (a stalled tab) loses the oldest batches rather than growing without bound.
 MAX_QUEUED = 100
+log = logging.getLogger("git_lanes.http")
 
 
 class Broadcaster:
@@ -55,19 +57,24 @@ class Broadcaster:
         loop = asyncio.get_running_loop()
         while not self._closed:
             await asyncio.sleep(POLL_SECONDS)
-            # Polled with nobody listening too, so a new listener hears what changes after it came.
-            events = await asyncio.to_thread(self._poll)
-            if not self._listeners:
-                dirty_seen, next_dirty = None, 0.0
-                continue
-            if loop.time() >= next_dirty:
-                started = loop.time()
-                dirty_now = await asyncio.to_thread(self._dirty)
-                took = loop.time() - started
-                next_dirty = loop.time() + max(DIRTY_EVERY, took / DIRTY_SHARE)
-                if dirty_seen is not None and dirty_now != dirty_seen:
-                    events.append({"kind": "workspace"})
-                dirty_seen = dirty_now
+            try:
+                # Polled with nobody listening too, so a new listener hears what changes after it came.
+                events = await asyncio.to_thread(self._poll)
+                if not self._listeners:
+                    dirty_seen, next_dirty = None, 0.0
+                    continue
+                if loop.time() >= next_dirty:
+                    next_dirty = loop.time() + DIRTY_EVERY  # a failing comparison is retried no sooner
+                    started = loop.time()
+                    dirty_now = await asyncio.to_thread(self._dirty)
+                    took = loop.time() - started
+                    next_dirty = loop.time() + max(DIRTY_EVERY, took / DIRTY_SHARE)
+                    if dirty_seen is not None and dirty_now != dirty_seen:
+                        events.append({"kind": "workspace"})
+                    dirty_seen = dirty_now
+            except Exception:  # noqa: BLE001 - one bad look (a damaged index, a ref mid-repair) must not end
+                log.exception("watching the repository failed; still watching")  # every page's live updates
+                events = [{"kind": "ref"}]  # something changed that could not be read: pages reload what they show
             if events:
                 self.publish(events)
 
