@@ -19,6 +19,8 @@ from git_lanes.store.light import LightStore, NeedsFullStore, open_light
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from git_lanes.domain.sync_plan import Plan
     from git_lanes.model.sync_results import SyncReport
 
@@ -71,9 +73,12 @@ class LightSync:
             # The fetch the sync starts with runs while the domain loads (~10 ms of imports): sync.run's
             # first fetch takes its answer. A remote that is not a configured one is refused before git runs.
             transport.check_remote(store, chosen)  # type: ignore[arg-type]  # see _context
-            transport.start_fetch(store, chosen, trunk)
+            fetching = transport.start_fetch(store, chosen, trunk)
             from git_lanes.domain import oplog, sync
+            from git_lanes.ledger.op import check_ahead
             from git_lanes.store import packs  # noqa: F401  # what came in is a pack: its reader loads now too
+
+            fetching.then = lambda: _read_ledger_ahead(store, chosen, check_ahead)
 
             ctx = _context(store, trunk)
             with oplog.operation(ctx, describe({"remote": remote})[:200]):
@@ -99,6 +104,19 @@ class LightSync:
             raise
         finally:
             transport.settle_started(store)
+            store.stop_logs()
+
+
+def _read_ledger_ahead(store: LightStore, remote: str, check: Callable[[str, str], object]) -> None:
+    """Once the fetch is in: start the `git log` of the ledger ops that came in, which the plan's ancestry check
+    and the operation log both read, and check each op as git prints it (`check` is `op.check_ahead`); the
+    plan's Python runs meanwhile. Only ever a head start: the sync reads the same answers without it."""
+    try:
+        here, there = store.read_ref(refs.LEDGER), store.read_ref(transport.tracking_ref(remote, refs.LEDGER))
+    except NeedsFullStore:
+        return
+    if there is not None and there != here:
+        store.start_log(there, check)
 
 
 def _context(store: LightStore, trunk: str) -> Context:

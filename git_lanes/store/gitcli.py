@@ -8,6 +8,7 @@ from git_lanes.errors import LanesError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     import subprocess
@@ -44,16 +45,22 @@ def run_git(args: list[str], cwd: Path | str, *, check: bool = True, env: dict[s
 
 class StartedGit:
     """A git command started now and answered later, as `run_git(args, cwd, check=False, timeout=...)` would
-    answer it: the caller does other work while git runs (the light sync loads the domain during its fetch)."""
+    answer it: the caller does other work while git runs (the light sync loads the domain during its fetch).
+    `then` (set by the caller) runs once `result` has a successful answer: the next step starts at once.
 
-    def __init__(self, args: list[str], cwd: Path | str) -> None:
+    `output=True` instead: git's stdout is read as it comes (`pour`), as bytes, and its stderr is discarded
+    (a command whose failure the caller only needs to notice; a pipe nobody reads could fill and stall git)."""
+
+    def __init__(self, args: list[str], cwd: Path | str, *, output: bool = False,
+                 env: dict[str, str] | None = None) -> None:
         import subprocess
         import time
 
         self.args = args
         self.started = time.monotonic()
-        self._proc = subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
+        self.then: Callable[[], None] | None = None
+        self._proc = subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, env=env,
+                                      stderr=subprocess.DEVNULL if output else subprocess.PIPE, text=not output)
 
     def result(self, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
         """Wait for git, as `subprocess.run` waits: past `timeout` seconds from the start, or on any
@@ -68,4 +75,28 @@ class StartedGit:
             except BaseException:  # the timeout, an interruption: git is killed, and reaped by the `with` block
                 proc.kill()
                 raise
+        if proc.returncode == 0 and self.then is not None:
+            self.then()
         return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+    def pour(self, take: Callable[[bytes], bool]) -> int | None:
+        """Hand git's output (`output=True`) to `take` as git writes it, until git ends (its exit code), or
+        until `take` returns False: git is stopped then (None). Either way, and on any interruption, git is
+        reaped before this returns."""
+        with self._proc as proc:
+            try:
+                assert proc.stdout is not None
+                handle = proc.stdout.fileno()
+                while chunk := os.read(handle, 1 << 16):
+                    if not take(chunk):
+                        proc.kill()
+                        return None
+            except BaseException:
+                proc.kill()
+                raise
+        return proc.returncode
+
+    def stop(self) -> None:
+        """Kill git if it still runs, and reap it."""
+        with self._proc as proc:
+            proc.kill()

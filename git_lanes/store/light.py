@@ -81,6 +81,8 @@ class LightStore:
         self._between: dict[tuple[str | None, str], list[tuple[str, tuple[str, ...]]]] = {}
         # git commands started ahead of their answer (remote.start_fetch), by their arguments
         self.started_git: dict[tuple[str, ...], StartedGit] = {}
+        # the `git log` a walk to come reads (start_log): its head, the git, and who sees each commit
+        self._started_log: tuple[str, StartedGit, Callable[[str, str], object] | None] | None = None
         config = self._read_config()
         if config.get("core.repositoryformatversion", "0") not in ("0", "1") or \
                 any(key.startswith("extensions.") for key in config):
@@ -326,7 +328,7 @@ class LightStore:
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         if ancestor == descendant:
             return True
-        line = self._short_line(ancestor, descendant)
+        line = None if self._logging(descendant) else self._short_line(ancestor, descendant)
         if line is not None:
             return bool(line) and ancestor in line[-1][1]  # the walk stopped at `ancestor`, not at a root
         # `ancestor` is reachable from `descendant` exactly when a commit only `descendant` has is its child
@@ -334,10 +336,16 @@ class LightStore:
 
     def count_between(self, ancestor: str | None, head: str) -> int:
         """How many commits `head` has that `ancestor` (None: nothing) has not."""
-        line = self._short_line(ancestor, head)
+        if (ancestor, head) in self._between:
+            return len(self._between[(ancestor, head)])
+        line = None if self._logging(head) else self._short_line(ancestor, head)
         if line is not None and (ancestor is None or (line and ancestor in line[-1][1])):
             return len(line)
         return len(self._rev_list(ancestor, head))
+
+    def _logging(self, head: str) -> bool:
+        """A `git log` of `head` is started (`start_log`): the walk reads it, rather than commits here."""
+        return self._started_log is not None and self._started_log[0] == head
 
     def _short_line(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]] | None:
         """(commit, parents) from `head` down its single parents until `ancestor` or a root, newest first; None
@@ -355,29 +363,65 @@ class LightStore:
             commit = parents[0] if parents else None
         return line
 
+    def start_log(self, head: str, each: Callable[[str, str], object] | None = None) -> None:
+        """Start the `git log` of `head` that a `_rev_list(..., head)` to come reads, now (the light sync does
+        so the moment its fetch brought `head` in). `each(commit, message)` sees every commit of the range
+        that walk answers as it is read, while git is still printing the rest."""
+        self.stop_logs()  # one at a time: a second start replaces the first
+        self._started_log = (head, StartedGit(_log_args(head), self.root, output=True, env=unredirected_env()), each)
+
+    def stop_logs(self) -> None:
+        """Stop (kill and reap) a `start_log` git that no walk took."""
+        if self._started_log is not None:
+            _, started, _ = self._started_log
+            self._started_log = None
+            started.stop()
+
     def _rev_list(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]]:
-        """head's commits that `ancestor` lacks, with their parents, newest first: one `git log`, which also
-        gives each commit's header and message (the operation log reads every commit a sync brought in)."""
+        """head's commits that `ancestor` lacks, with their parents, newest first (the operation log reads
+        every commit a sync brought in, so each commit's header and message are kept too)."""
         key = (ancestor, head)
         if key not in self._between:
-            args = ["--no-replace-objects", "log", "--no-show-signature", f"--format={_LOG_FORMAT}", head]
-            import subprocess
-
-            proc = subprocess.run(["git", *args, *([f"^{ancestor}"] if ancestor else []), "--"], cwd=self.root,
-                                  capture_output=True, env=unredirected_env())
-            if proc.returncode != 0:
-                raise NeedsFullStore(f"git log failed: {proc.stderr.strip()[:200]!r}")
-            found = []
-            for record in proc.stdout.split(b"\0")[:-1]:
-                fields = record.lstrip(b"\n").decode("utf-8", "replace").split("\x01", 6)
-                if len(fields) != 7 or len(fields[0]) != 40:
-                    raise NeedsFullStore("git log's output is not what was asked for")
-                commit, tree, parents, name, email, when, message = fields
-                info = CommitInfo(commit, tree, tuple(parents.split()), message, f"{name} <{email}>", int(when))
-                self._commits.setdefault(commit, info)
-                found.append((commit, info.parents))
-            self._between[key] = found
+            found = self._walk(ancestor, head)
+            self._between[key] = found if found is not None else self._exact(ancestor, head)
         return self._between[key]
+
+    def _walk(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]] | None:
+        """`_rev_list` for a line of single-parent commits, read as `git log head` prints it (newest first, as
+        it walks) down to `ancestor`, where git is stopped: unlike `git log head ^ancestor`, which prints
+        nothing until it has walked the whole range, this reads each commit while git walks to the next.
+        None when the walk meets a merge, or ends without meeting `ancestor` (a root, a shallow boundary):
+        `_exact` answers those."""
+        each: Callable[[str, str], object] | None = None
+        if self._started_log is not None and self._started_log[0] == head:
+            _, started, each = self._started_log
+            self._started_log = None
+        else:
+            started = StartedGit(_log_args(head), self.root, output=True, env=unredirected_env())
+        walk = _LogWalk(ancestor, each)
+        code = started.pour(walk.take)
+        if walk.merge or (code is not None and (code != 0 or walk.rest.strip())):
+            return None
+        if not walk.met and ancestor is not None:
+            return None
+        for info in walk.read:
+            self._commits.setdefault(info.oid, info)
+        return [(info.oid, info.parents) for info in walk.read]
+
+    def _exact(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]]:
+        """`_rev_list` by one `git log head ^ancestor`."""
+        import subprocess
+
+        proc = subprocess.run(["git", *_log_args(head, *([ancestor] if ancestor else []))], cwd=self.root,
+                              capture_output=True, env=unredirected_env())
+        if proc.returncode != 0:
+            raise NeedsFullStore(f"git log failed: {proc.stderr.strip()[:200]!r}")
+        found = []
+        for record in proc.stdout.split(b"\0")[:-1]:
+            info = _logged(record)
+            self._commits.setdefault(info.oid, info)
+            found.append((info.oid, info.parents))
+        return found
 
     # -- worktrees -----------------------------------------------------------------------------------------
     def linked_worktrees(self) -> bool:
@@ -409,6 +453,48 @@ class LightStore:
         # Any other Store method: the ordinary path answers it. (Never reached once the light sync has moved
         # a ref: what it calls after that is above.)
         raise NeedsFullStore(f"the light store has no {name}")
+
+
+class _LogWalk:
+    """What `LightStore._walk` has read of `git log head`, fed as git prints it."""
+
+    def __init__(self, ancestor: str | None, each: Callable[[str, str], object] | None) -> None:
+        self.ancestor, self.each = ancestor, each
+        self.read: list[CommitInfo] = []
+        self.rest = b""  # the start of a record whose end has not come yet
+        self.met = False  # the walk reached `ancestor`
+        self.merge = False  # the walk met a merge first
+
+    def take(self, chunk: bytes) -> bool:
+        """Read the records `chunk` completes; False once nothing more is needed."""
+        records = (self.rest + chunk).split(b"\0")
+        self.rest = records.pop()
+        for record in records:
+            info = _logged(record)
+            if info.oid == self.ancestor:
+                self.met = True
+                return False
+            if len(info.parents) > 1:
+                self.merge = True
+                return False
+            self.read.append(info)
+            if self.each is not None:
+                self.each(info.oid, info.message)
+        return True
+
+
+def _log_args(head: str, *excluded: str) -> list[str]:
+    return ["--no-replace-objects", "log", "--no-show-signature", f"--format={_LOG_FORMAT}", head,
+            *(f"^{commit}" for commit in excluded), "--"]
+
+
+def _logged(record: bytes) -> CommitInfo:
+    """One commit as `_LOG_FORMAT` prints it."""
+    fields = record.lstrip(b"\n").decode("utf-8", "replace").split("\x01", 6)
+    if len(fields) != 7 or len(fields[0]) != 40:
+        raise NeedsFullStore("git log's output is not what was asked for")
+    commit, tree, parents, name, email, when, message = fields
+    return CommitInfo(commit, tree, tuple(parents.split()), message, f"{name} <{email}>", int(when))
 
 
 def _commit_info(oid: str, data: bytes) -> CommitInfo:

@@ -158,11 +158,12 @@ def _fetch_args(remote: str, patterns: list[str], unstorable: dict[str, str]) ->
             "--no-recurse-submodules", remote, *specs]
 
 
-def start_fetch(store: LightStore, remote: str, trunk: str) -> None:
+def start_fetch(store: LightStore, remote: str, trunk: str) -> StartedGit:
     """Start `fetch(store, remote, trunk)`'s first git fetch now (after `check_remote`): the caller works
     while git fetches (the light sync loads the domain), and `fetch` then takes this process's answer."""
     args = _fetch_args(remote, synced_patterns(trunk), {})
-    store.started_git[tuple(args)] = StartedGit(args, store.root)
+    started = store.started_git[tuple(args)] = StartedGit(args, store.root)
+    return started
 
 
 def settle_started(store: LightStore, *, interrupted: bool = False) -> None:

@@ -1,0 +1,114 @@
+"""The light store's history walk (store/light.py `_rev_list`): read from `git log HEAD` as git prints it and
+stopped at the ancestor, it answers exactly what `git log HEAD ^ANCESTOR` answers, and hands a history it
+cannot read that way (a merge in the range, an ancestor that is none) to that exact query. A log started ahead
+(`start_log`, the light sync's head start) gives the same answer, and one never taken is stopped and reaped."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from conftest import git
+
+from git_lanes.ledger.op import check_ahead, op_identity
+from git_lanes.store.light import LightStore, open_light
+
+
+def commit(repo, message: str, *parents: str) -> str:
+    tree = git("rev-parse", "HEAD^{tree}", cwd=repo).strip()
+    return git("commit-tree", tree, "-m", message, *(part for p in parents for part in ("-p", p)), cwd=repo).strip()
+
+
+def line_of(repo, base: str, count: int, name: str = "step") -> list[str]:
+    """`count` single-parent commits on top of `base`, oldest first (dates are pinned: `name` tells two lines
+    from one base apart)."""
+    made = [base]
+    for number in range(count):
+        made.append(commit(repo, f"{name} {number}\n\nbody {number}", made[-1]))
+    return made[1:]
+
+
+def exact(repo, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]]:
+    """What `git log head ^ancestor` says, newest first."""
+    out = git("log", "--format=%H %P", head, *([f"^{ancestor}"] if ancestor else []), "--", cwd=repo)
+    return [(line.split()[0], tuple(line.split()[1:])) for line in out.splitlines()]
+
+
+def walked(store: LightStore, ancestor: str | None, head: str, *, exact_calls: list) -> list:
+    original = store._exact
+
+    def counted(a, h):
+        exact_calls.append((a, h))
+        return original(a, h)
+
+    store._exact = counted  # type: ignore[method-assign]
+    return store._rev_list(ancestor, head)
+
+
+def test_a_line_is_read_as_git_prints_it_and_stopped_at_the_ancestor(repo):
+    base = git("rev-parse", "HEAD", cwd=repo).strip()
+    line = line_of(repo, base, 30)
+    store, calls = open_light(repo), []
+    assert walked(store, line[4], line[-1], exact_calls=calls) == exact(repo, line[4], line[-1])
+    assert len(store._rev_list(line[4], line[-1])) == 25 and calls == []  # no second git
+    assert store.is_ancestor(line[4], line[-1]) and store.count_between(line[4], line[-1]) == 25
+    assert walked(store, None, line[-1], exact_calls=calls) == exact(repo, None, line[-1]) and calls == []
+    info = store.commit_info(line[-1])
+    assert (info.message, info.parents) == ("step 29\n\nbody 29\n", (line[-2],))
+
+
+def test_a_merge_or_an_ancestor_that_is_none_goes_to_the_exact_query(repo):
+    base = git("rev-parse", "HEAD", cwd=repo).strip()
+    left, right = line_of(repo, base, 20), line_of(repo, base, 3, "other")
+    merged = commit(repo, "merge", left[-1], right[-1])
+    top = line_of(repo, merged, 2)[-1]
+    store, calls = open_light(repo), []
+    assert walked(store, left[2], top, exact_calls=calls) == exact(repo, left[2], top)
+    assert calls == [(left[2], top)]
+    assert not store.is_ancestor(right[-1], left[-1])  # diverged: walked to the root, then asked exactly
+    assert walked(store, right[-1], left[-1], exact_calls=calls) == exact(repo, right[-1], left[-1])
+    assert calls[-1] == (right[-1], left[-1])
+
+
+def test_a_log_started_ahead_answers_the_same_and_sees_each_commit_of_the_range(repo):
+    base = git("rev-parse", "HEAD", cwd=repo).strip()
+    line = line_of(repo, base, 25)
+    store, seen, calls = open_light(repo), [], []
+    store.start_log(line[-1], lambda oid, message: seen.append((oid, message)))
+    assert walked(store, line[9], line[-1], exact_calls=calls) == exact(repo, line[9], line[-1]) and calls == []
+    assert [oid for oid, _ in seen] == [oid for oid, _ in exact(repo, line[9], line[-1])]
+    assert seen[0][1] == "step 24\n\nbody 24\n"
+
+
+def test_a_started_log_no_walk_took_is_stopped_and_reaped(repo):
+    store = open_light(repo)
+    store.start_log(git("rev-parse", "HEAD", cwd=repo).strip())
+    assert store._started_log is not None
+    started = store._started_log[1]
+    store.stop_logs()
+    assert store._started_log is None and started._proc.returncode is not None
+    assert started._proc.returncode in (0, -signal.SIGKILL)  # finished or killed, and waited for either way
+
+
+@pytest.mark.parametrize("body", [
+    '{"format": 1, "id": "0123456789abcdef", "type": "board.post", "actor": "agent-1", "time": 1.5, "args": {}}',
+    '{"format": 1, "id": "0123456789ABCDEF", "type": "board.post", "actor": "agent-1", "time": 1.5}',
+    '{"format": 2, "id": "0123456789abcdef", "type": "board.post", "actor": "agent-1", "time": 1.5}',
+    "not json",
+])
+def test_an_op_checked_ahead_is_answered_or_refused_as_op_identity_answers_it(body):
+    message, commit_id = f"agent-1: post\n\n{body}\n", "ab" * 20
+    other = message.replace("board.post", "board.read")
+
+    def answer(text: str) -> object:
+        try:
+            return op_identity(text, commit_id)
+        except Exception as exc:  # noqa: BLE001  # the refusal itself is compared
+            return (type(exc), str(exc))
+
+    plain, plain_other = answer(message), answer(other)
+    assert plain != plain_other or isinstance(plain[0], type)  # a valid op names its type
+    check_ahead(commit_id, message)
+    assert answer(message) == plain
+    check_ahead(commit_id, message)  # a checked answer serves only the text it was checked for
+    assert answer(other) == plain_other
