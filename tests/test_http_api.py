@@ -267,3 +267,14 @@ def test_open_hands_the_one_time_link_to_the_browser(repo, tmp_path):
             assert server.proc.poll() is None
             threading.Event().wait(0.05)
         assert noted.read_text() == f"{server.url}/?token={server.token}"
+
+
+def test_an_unknown_task_status_is_a_400_as_in_every_face(server, api):
+    """A misspelt status lists nothing: that is a wrong answer, not an empty one (the CLI and MCP refuse it)."""
+    from git_lanes.errors import UserError
+
+    reply = server.get("/api/v1/tasks?status=bogus")
+    assert (reply.status, reply.json["error"]) == (400, "usage")
+    with pytest.raises(UserError) as refused:
+        api.task_list(status="bogus")
+    assert refused.value.code == "invalid_status"

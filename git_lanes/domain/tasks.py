@@ -12,7 +12,8 @@ from git_lanes.domain.task_records import (get_task, readable, resolve_task, sav
                                            validate_title)
 from git_lanes.errors import Conflict, Refused, UserError
 from git_lanes.ledger import Op, Tx
-from git_lanes.model.coordination import MAX_DEPENDS, MAX_DESCRIPTION, MAX_NOTE, MAX_REASON, MAX_TITLE
+from git_lanes.model.coordination import (MAX_DEPENDS, MAX_DESCRIPTION, MAX_NOTE, MAX_REASON, MAX_TITLE,
+                                         TASK_STATUSES)
 from git_lanes.model.names import validate_lane_name
 from git_lanes.model.text import check_text
 
@@ -241,6 +242,10 @@ def view(state: Reader, task: dict, now: float) -> dict:
 
 def list_tasks(state: Reader, now: float, *, ready: bool = False, status: str | None = None,
                owner: str | None = None) -> list[dict]:
+    if status is not None and status not in TASK_STATUSES:
+        # a misspelt status would list nothing, and "no such tasks" is a wrong answer, not an empty one
+        raise UserError(f"unknown task status {status[:100]!r}; a task is {', '.join(TASK_STATUSES)}",
+                        code="invalid_status")
     rows = [view(state, task, now) for task in readable(state, task_ids(state), get_task)]
     if ready:
         rows = [r for r in rows if r["ready"] and r["status"] == "open"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from git_lanes.errors import UserError
+from git_lanes.model.coordination import TASK_STATUSES
 
 Handler = Callable[[Callable[..., Any], dict[str, Any]], Any]
 
@@ -200,7 +201,7 @@ ROUTES: tuple[Route, ...] = (
     # -- tasks and tickets
     Route("GET", "/tasks", "Tasks in creation order", "task_list", lambda m, p: m(
         ready=p.get("ready", False), status=p.get("status"), owner=p.get("owner")), "tasks",
-          query=(B("ready"), S("status"), S("owner")), returns="array"),
+          query=(B("ready"), S("status", choices=TASK_STATUSES), S("owner")), returns="array"),
     Route("POST", "/tasks", "Create a task", "task_create", lambda m, p: m(
         p["title"], actor=p.get("actor"), description=p.get("description"), depends=tuple(p.get("depends") or ()),
         ticket=p.get("ticket"), files=tuple(p.get("files") or ())), "tasks",

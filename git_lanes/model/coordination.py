@@ -5,7 +5,7 @@ a peer is refused by name rather than carried along."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from git_lanes.model.ids import Actor, AgentId, LaneName, LedgerId
 from git_lanes.model.record import Range, Record, Text, key, meta
@@ -31,6 +31,7 @@ PostText = Annotated[str, Text(code="invalid_text", what="the post's text", mult
 Seq = Annotated[int, Range(1, MAX_SEQ)]
 Time = float
 TaskStatus = Literal["open", "claimed", "blocked", "needs_review", "done"]
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 TicketStatus = Literal["open", "ready", "published", "closed"]
 PostKind = Literal["note", "question", "handoff", "ticket_ready", "pr_opened", "pr_updated", "pr_merged"]
 
