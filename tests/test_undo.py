@@ -4,6 +4,12 @@ keeps what it replaces in a backup ref, never overwrites unsaved edits, and can 
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 from conftest import git, run_cli, workspace
 from promotion_fixtures import edit, head, land
 
@@ -205,3 +211,32 @@ def test_undo_of_a_pull_moves_the_lanes_it_brought_back_and_its_undo_brings_them
     assert undone["description"] == "pull" and head(here, "refs/lanes/heads/feat") == first
     undo(here)
     assert head(here, "refs/lanes/heads/feat") == second
+
+
+def test_an_operation_killed_after_moving_refs_is_in_the_log_and_undoable(api, repo, tmp_path):
+    """SIGKILL while `commit --auto-accept` runs its gate: the proposal ref and its record already moved, the
+    entry was not appended. The next reader of the log appends it from the killed process's journal."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (repo / ".lanes.toml").write_text(
+        f'[[gate]]\nname = "slow"\ncommand = ["sh", "-c", "echo $$ > {spool}/gate.pid; exec sleep 60"]\n')
+    git("add", ".lanes.toml", cwd=repo)
+    git("commit", "-qm", "a slow gate", cwd=repo)
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {"a.txt": "a\n"})
+    doomed = subprocess.Popen([sys.executable, "-m", "git_lanes", "commit", "-w", "a", "-m", "work",
+                               "--agent", "coder", "--auto-accept"], cwd=repo)
+    while not (spool / "gate.pid").exists() or not (spool / "gate.pid").read_text().strip():
+        assert doomed.poll() is None, "the commit ended before its gate ran"
+        time.sleep(0.05)
+    doomed.kill()
+    doomed.wait()
+    os.kill(int((spool / "gate.pid").read_text()), signal.SIGTERM)
+    proposal = git("for-each-ref", "--format=%(refname)", "refs/lanes/proposals/", cwd=repo).strip()
+    assert proposal  # the kill came after the proposal moved
+    newest = ops(repo)[0]
+    assert newest["description"] == "commit on a: work"
+    undone = undo(repo)
+    assert undone["undone"] == newest["id"] and proposal in {m["ref"] for m in undone["moves"]}
+    assert git("for-each-ref", "refs/lanes/proposals/", cwd=repo) == ""
+    assert not list((repo / ".git" / "lanes-oplog").glob("*"))  # the journal went with its entry

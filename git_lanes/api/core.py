@@ -84,6 +84,7 @@ class CoreApi:
 
         with self.ctx.store.locked(), oplog.operation(self.ctx, locked=True):
             transitions.recover(self.ctx)
+            oplog.recover(self.ctx)
             yield self.ctx
 
     def _workspace(self, lane: str | None, cwd: str | os.PathLike[str] | None) -> tuple[str, Path]:

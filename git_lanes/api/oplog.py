@@ -41,6 +41,7 @@ class OplogApi:
 
         if limit < 1:
             raise UserError("give a positive number of operations", code="invalid_limit")
+        oplog.recover_unlocked(self.ctx)  # a killed process's moves are in the log before anyone reads it
         entries = list(oplog.entries(self.ctx, min(limit, WINDOW)))
         covered = {step.id for e in entries for step in e.ledger}
         rows = [self._entry_row(e, entries[:index]) for index, e in enumerate(entries)]
@@ -101,8 +102,9 @@ class OplogApi:
         checking nothing depends on them since (else Conflict, exit 3, naming what does); what the undo
         replaces is kept under refs/lanes/backups/undo/; ledger ops are reversed by inverse ops. The undo is
         itself an operation, so undoing it redoes."""
-        from git_lanes.domain import undo
+        from git_lanes.domain import oplog, undo
 
+        oplog.recover_unlocked(self.ctx)
         if op is None:
             newest = self.op_log(1)
             if not newest:

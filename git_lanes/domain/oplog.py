@@ -4,7 +4,12 @@ ledger ops it appended, under a one-line description.
 
 Nothing has to remember to report: an operation observes the store's single compare-and-swap primitive
 (`Store.update_refs`) for as long as it runs, in this thread only. Operations nest: the outermost one records
-(a `commit --auto-accept` that proposes, runs gates and accepts across two lock sections is one entry)."""
+(a `commit --auto-accept` that proposes, runs gates and accepts across two lock sections is one entry).
+
+A process killed between moving refs and appending its entry must not leave moves nobody can undo: just
+before each of its ref transactions, an operation writes the moves to its own journal (`lanes-oplog/<id>` in
+the git directory, git_lanes/store/journal.py), and `recover` (the next writer, `op log`, `undo`) appends the
+entry of a dead process's journal from the moves that took effect."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
-from git_lanes.store import RefUpdate
+from git_lanes.store import RefUpdate, journal
 
 TRACKED = (refs.LANE_HEADS, refs.PROPOSALS, refs.REJECTED, refs.DELETED, refs.BACKUPS)
 _ACTIVE: ContextVar[Recorder | None] = ContextVar("lanes_operation", default=None)
@@ -38,10 +43,14 @@ def lane_of(ref: str, trunk: str) -> str | None:
 class Recorder:
     """What one operation moved, as it happens."""
 
-    def __init__(self, ctx: Context, description: str | None, actor: str | None) -> None:
+    def __init__(self, ctx: Context, description: str | None, actor: str | None, *, id: str | None = None,
+                 time: float | None = None) -> None:
         self.ctx = ctx
         self.description = description
         self.actor = actor
+        self.id = id or os.urandom(8).hex()
+        self.time = time
+        self.journal: journal.Journal | None = None
         self.first_message: str | None = None
         self.old: dict[str, str | None] = {}
         self.new: dict[str, str | None] = {}
@@ -53,7 +62,35 @@ class Recorder:
         self.undoes: str | None = None
         self.backup: str | None = None
 
+    def relevant(self, update: RefUpdate) -> bool:
+        return update.name in (refs.NOTES, refs.LEDGER) or tracked(update.name, self.ctx.trunk)
+
+    def before(self, updates: list[RefUpdate]) -> None:
+        """Journal the moves about to be made (the entry's recovery if this process dies before appending)."""
+        moving = [[u.name, u.new, u.old, u.message] for u in updates if self.relevant(u)]
+        if not moving:
+            return
+        if self.journal is None:
+            self.journal = journal.Journal(journal_folder(self.ctx), self.id)
+            self.journal.write({"id": self.id, "time": self.ctx.now(), "actor": self.actor,
+                                "description": self.description})
+        self.journal.write({"before": moving, **self._meta()})
+
+    def _meta(self) -> dict:
+        return {"files": sorted(self.files), "undoes": self.undoes, "backup": self.backup,
+                "description": self.description,
+                "workspaces": [[w.lane, w.before, w.after] for w in self.workspaces]}
+
+    def journal_meta(self) -> None:
+        if self.journal is not None:
+            self.journal.write({"meta": True, **self._meta()})
+
     def observe(self, updates: list[RefUpdate]) -> None:
+        self._observe(updates)
+        if self.journal is not None and any(self.relevant(u) for u in updates):
+            self.journal.write({"applied": True, **self._meta()})
+
+    def _observe(self, updates: list[RefUpdate]) -> None:
         for update in updates:
             if update.name == refs.NOTES:
                 self._notes(update)
@@ -92,7 +129,8 @@ class Recorder:
         moves = tuple(self._move(ref) for ref in self.new if self.old[ref] != self.new[ref])
         notes = tuple(NoteChange(target, self.notes_old[target], new) for target, new in self.notes_new.items()
                       if self.notes_old[target] != new)
-        recorded = OpEntry(os.urandom(8).hex(), self.ctx.now(), self.actor or self.ctx.store.signature().name,
+        recorded = OpEntry(self.id, self.time if self.time is not None else self.ctx.now(),
+                           self.actor or self.ctx.store.signature().name,
                            self.description or _describe(self.first_message), moves, notes, tuple(self.ledger),
                            tuple(self.workspaces), self.undoes, self.backup)
         return None if recorded.empty else recorded
@@ -134,7 +172,7 @@ def operation(ctx: Context, description: str | None = None, actor: str | None = 
     token = _ACTIVE.set(recorder)
     failed = False
     try:
-        with ctx.store.observing(recorder.observe):
+        with ctx.store.observing(recorder.observe, recorder.before):
             yield recorder
     except BaseException:
         failed = True
@@ -149,6 +187,8 @@ def operation(ctx: Context, description: str | None = None, actor: str | None = 
                 else:
                     with ctx.store.locked():
                         append(ctx, entry)
+            if recorder.journal is not None:
+                recorder.journal.close()  # after the entry: a kill in between leaves one recover finds logged
         except Exception:
             if not failed:  # the operation's own error matters more than its record
                 raise
@@ -159,6 +199,7 @@ def files_moved(lane: str) -> None:
     active = _ACTIVE.get()
     if active is not None:
         active.files.add(lane)
+        active.journal_meta()
 
 
 def workspace_changed(lane: str, before: str, after: str) -> None:
@@ -166,10 +207,17 @@ def workspace_changed(lane: str, before: str, after: str) -> None:
     active = _ACTIVE.get()
     if active is not None and before != after:
         active.workspaces.append(WorkspaceChange(lane, before, after))
+        active.journal_meta()
 
 
 def append(ctx: Context, entry: OpEntry) -> str:
-    """Add `entry` on top of the log (call with the writers' lock held); returns its commit."""
+    """Add `entry` on top of the log (call with the writers' lock held), after the entries of killed
+    processes' operations; returns its commit."""
+    recover(ctx)
+    return _append(ctx, entry)
+
+
+def _append(ctx: Context, entry: OpEntry) -> str:
     store = ctx.store
     head = store.read_ref(refs.OPLOG)
     commit = store.write_commit(store.empty_tree(), [head] if head else [], entry.message())
@@ -186,3 +234,60 @@ def entries(ctx: Context, limit: int | None = None) -> Iterator[OpEntry]:
         yield OpEntry.from_message(info.message, commit)
         count += 1
         commit = info.parents[0] if info.parents else None
+
+
+def journal_folder(ctx: Context) -> str:
+    return os.path.join(str(ctx.store.common_dir), "lanes-oplog")
+
+
+def recover(ctx: Context) -> list[str]:
+    """Append the entries of operations whose process died before appending them, from their journals: the
+    moves each one confirmed, and of the transaction it announced last, the refs that hold its new value
+    (it may or may not have applied). Call with the writers' lock held; returns the entries' ids."""
+    recovered = []
+    for path, records, fd in journal.orphans(journal_folder(ctx)):
+        try:
+            entry = _replay(ctx, records)
+            if entry is not None and not _logged(ctx, entry):
+                _append(ctx, entry)
+                recovered.append(entry.id)
+        finally:
+            journal.finish(path, fd)
+    return recovered
+
+
+def recover_unlocked(ctx: Context) -> None:
+    """`recover`, taking the writers' lock, for readers of the log (`op log`, `undo`), only when a dead
+    process left a journal: nothing to do (the usual case) costs one listing and waits for no writer."""
+    if journal.has_orphans(journal_folder(ctx)):
+        with ctx.store.locked():
+            recover(ctx)
+
+
+def _replay(ctx: Context, records: list[dict]) -> OpEntry | None:
+    header = next((r for r in records if "id" in r), None)
+    if header is None:
+        return None
+    recorder = Recorder(ctx, header.get("description"), header.get("actor"), id=str(header["id"]),
+                        time=float(header.get("time") or ctx.now()))
+    announced: list[RefUpdate] | None = None
+    for record in records:
+        if "before" in record:
+            announced = [RefUpdate(name, new, old, message) for name, new, old, message in record["before"]]
+        elif record.get("applied") and announced is not None:
+            recorder._observe(announced)
+            announced = None
+        if "files" in record:
+            recorder.description = record.get("description") or recorder.description
+            recorder.files = set(record["files"])
+            recorder.undoes, recorder.backup = record.get("undoes"), record.get("backup")
+            recorder.workspaces = [WorkspaceChange(*w) for w in record.get("workspaces") or ()]
+    if announced:  # killed around its last transaction: what took effect is what the refs now say
+        recorder._observe([u for u in announced if ctx.store.read_ref(u.name) == u.new])
+    return recorder.entry()
+
+
+def _logged(ctx: Context, entry: OpEntry) -> bool:
+    """Whether the log holds `entry` already (its process died after appending it, before removing the
+    journal, and the next writer came right after: it is among the newest)."""
+    return any(logged.id == entry.id for logged in entries(ctx, 100))

@@ -76,6 +76,7 @@ class LightStore:
         self.objects = ObjectStore(os.path.join(self.common_dir, "objects"))
         self._config: dict[str, str] | None = None
         self._observers: list[Callable[[list[RefUpdate]], None]] = []
+        self._before: list[Callable[[list[RefUpdate]], None]] = []  # told just before updates apply
         self._commits: dict[str, CommitInfo] = {}
         # (ancestor, head) -> [(commit, parents)] for head's commits that ancestor lacks: `git rev-list`'s answer
         self._between: dict[tuple[str | None, str], list[tuple[str, tuple[str, ...]]]] = {}
@@ -97,12 +98,17 @@ class LightStore:
             yield
 
     @contextmanager
-    def observing(self, observer: Callable[[list[RefUpdate]], None]) -> Iterator[None]:
+    def observing(self, observer: Callable[[list[RefUpdate]], None],
+                  before: Callable[[list[RefUpdate]], None] | None = None) -> Iterator[None]:
         self._observers.append(observer)
+        if before is not None:
+            self._before.append(before)
         try:
             yield
         finally:
             self._observers.remove(observer)
+            if before is not None:
+                self._before.remove(before)
 
     # -- config and identity -----------------------------------------------------------------------------
     def _read_config(self) -> dict[str, str]:
@@ -157,6 +163,8 @@ class LightStore:
         packed = gitfiles.packed_refs(self.common_dir)
         if any(u.new is None and u.name in packed for u in updates):
             raise NeedsFullStore("deleting a packed ref rewrites packed-refs")
+        for before in list(self._before):
+            before(updates)
         taken: list[tuple[RefUpdate, str]] = []
         try:
             for update in updates:

@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 
 # Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
 # each lanes operation's moves through here, so no call site has to remember to report its own.
+# `before` (optional) hears of them just before they are applied: the log's journal, for a process killed in
+# between.
 Observer = Callable[[list["RefUpdate"]], None]
-_OBSERVERS: ContextVar[tuple[tuple[Path, Observer], ...]] = ContextVar("lanes_ref_observers", default=())
+_OBSERVERS: ContextVar[tuple[tuple[Path, Observer, Observer | None], ...]] = ContextVar("lanes_ref_observers",
+                                                                                         default=())
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:
@@ -140,9 +143,10 @@ class Store(WorkspaceOps):
         return found
 
     @contextmanager
-    def observing(self, observer: Observer) -> Iterator[None]:
-        """Call `observer` with the updates of every `update_refs` this thread makes here, once applied."""
-        token = _OBSERVERS.set((*_OBSERVERS.get(), (self.common_dir, observer)))
+    def observing(self, observer: Observer, before: Observer | None = None) -> Iterator[None]:
+        """Call `observer` with the updates of every `update_refs` this thread makes here, once applied (and
+        `before` with them just before they are)."""
+        token = _OBSERVERS.set((*_OBSERVERS.get(), (self.common_dir, observer, before)))
         try:
             yield
         finally:
@@ -152,8 +156,11 @@ class Store(WorkspaceOps):
         """Apply every update, or none if any ref is not at its expected old value."""
         if not updates:
             return
+        for where, _, before in _OBSERVERS.get():
+            if where == self.common_dir and before is not None:
+                before(updates)
         self._update_refs(updates)
-        for where, observer in _OBSERVERS.get():
+        for where, observer, _ in _OBSERVERS.get():
             if where == self.common_dir:
                 observer(updates)
 
