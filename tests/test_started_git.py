@@ -77,3 +77,23 @@ def test_an_interrupted_light_sync_stops_the_fetch_it_started(behind, monkeypatc
     finally:
         if marker.exists():
             os.kill(int(marker.read_text()), signal.SIGKILL)
+
+
+def test_a_started_git_read_as_it_prints_is_reaped_when_stopped_or_interrupted(repo):
+    for _ in range(3):
+        git("commit", "--quiet", "--allow-empty", "-m", "one more", cwd=repo)
+    whole = StartedGit(["log", "--format=%H"], repo, output=True)
+    printed: list[bytes] = []
+    assert whole.pour(lambda chunk: printed.append(chunk) or True) == 0
+    assert b"".join(printed).decode().split() == git("log", "--format=%H", cwd=repo).split()
+    stopped = StartedGit(["-c", "alias.linger=!echo started && sleep 2", "linger"], repo, output=True)
+    assert stopped.pour(lambda chunk: False) is None
+    assert stopped._proc.returncode == -signal.SIGKILL  # stopped at its first output, and waited for
+
+    def interrupted(chunk: bytes) -> bool:
+        raise KeyboardInterrupt
+
+    lingering = StartedGit(["-c", "alias.linger=!echo started && sleep 2", "linger"], repo, output=True)
+    with pytest.raises(KeyboardInterrupt):
+        lingering.pour(interrupted)
+    assert lingering._proc.returncode == -signal.SIGKILL

@@ -43,60 +43,173 @@ def run_git(args: list[str], cwd: Path | str, *, check: bool = True, env: dict[s
     return proc
 
 
+class Answer:
+    """What a git command answered: `subprocess.CompletedProcess`'s fields, for what StartedGit runs."""
+
+    __slots__ = ("args", "returncode", "stdout", "stderr")
+
+    def __init__(self, args: list[str], returncode: int, stdout: str, stderr: str) -> None:
+        self.args, self.returncode, self.stdout, self.stderr = args, returncode, stdout, stderr
+
+
+if TYPE_CHECKING:
+    Answered = Answer | subprocess.CompletedProcess[str]  # what run_git or a StartedGit answered
+
+
 class StartedGit:
     """A git command started now and answered later, as `run_git(args, cwd, check=False, timeout=...)` would
     answer it: the caller does other work while git runs (the light sync loads the domain during its fetch).
     `then` (set by the caller) runs once `result` has a successful answer: the next step starts at once.
 
     `output=True` instead: git's stdout is read as it comes (`pour`), as bytes, and its stderr is discarded
-    (a command whose failure the caller only needs to notice; a pipe nobody reads could fill and stall git)."""
+    (a command whose failure the caller only needs to notice; a pipe nobody reads could fill and stall git).
+
+    Started by `os.posix_spawnp`, not `subprocess` (whose import, with threading, selectors, signal and locale,
+    is ~3 ms of the light sync's start-up before its fetch could start): git gets what `subprocess.Popen`
+    gives it (its stdout and stderr on pipes, stdin inherited, SIGPIPE and SIGXFSZ back at their defaults, the
+    directory by `git -C`), and is killed and reaped on a timeout or an interruption as `subprocess.run`
+    kills and reaps it."""
 
     def __init__(self, args: list[str], cwd: Path | str, *, output: bool = False,
                  env: dict[str, str] | None = None) -> None:
-        import subprocess
         import time
 
         self.args = args
         self.started = time.monotonic()
         self.then: Callable[[], None] | None = None
-        self._proc = subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, env=env,
-                                      stderr=subprocess.DEVNULL if output else subprocess.PIPE, text=not output)
+        self._proc = _Spawned(["git", "-C", os.fspath(cwd), *args], env, keep_stderr=not output)
 
-    def result(self, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    def result(self, timeout: float | None = None) -> Answer:
         """Wait for git, as `subprocess.run` waits: past `timeout` seconds from the start, or on any
-        interruption, git is killed and reaped before the error is raised."""
-        import subprocess
+        interruption, git is killed and reaped before the error is raised (`subprocess.TimeoutExpired` for
+        the timeout). Its output is decoded as `subprocess` decodes text (the locale's encoding, which Python
+        also names the file system's; universal newlines)."""
         import time
 
-        with self._proc as proc:
-            left = None if timeout is None else max(0.0, timeout - (time.monotonic() - self.started))
-            try:
-                stdout, stderr = proc.communicate(timeout=left)
-            except BaseException:  # the timeout, an interruption: git is killed, and reaped by the `with` block
-                proc.kill()
-                raise
-        if proc.returncode == 0 and self.then is not None:
+        proc = self._proc
+        deadline = None if timeout is None else self.started + timeout
+        try:
+            stdout, stderr = proc.read_all(deadline)
+            code = proc.wait()
+        except BaseException:  # the timeout, an interruption: git is killed and reaped first
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            proc.close()
+        if proc.timed_out:
+            import subprocess
+
+            raise subprocess.TimeoutExpired(["git", *self.args], max(0.0, time.monotonic() - self.started))
+        if code == 0 and self.then is not None:
             self.then()
-        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        return Answer(["git", *self.args], code, _text(stdout), _text(stderr))
 
     def pour(self, take: Callable[[bytes], bool]) -> int | None:
         """Hand git's output (`output=True`) to `take` as git writes it, until git ends (its exit code), or
         until `take` returns False: git is stopped then (None). Either way, and on any interruption, git is
         reaped before this returns."""
-        with self._proc as proc:
-            try:
-                assert proc.stdout is not None
-                handle = proc.stdout.fileno()
-                while chunk := os.read(handle, 1 << 16):
-                    if not take(chunk):
-                        proc.kill()
-                        return None
-            except BaseException:
-                proc.kill()
-                raise
-        return proc.returncode
+        proc = self._proc
+        try:
+            while chunk := os.read(proc.stdout, 1 << 16):
+                if not take(chunk):
+                    proc.kill()
+                    proc.wait()
+                    return None
+            return proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            proc.close()
 
     def stop(self) -> None:
         """Kill git if it still runs, and reap it."""
-        with self._proc as proc:
-            proc.kill()
+        self._proc.kill()
+        self._proc.wait()
+        self._proc.close()
+
+
+class _Spawned:
+    """One git process, with the part of `subprocess.Popen`'s interface StartedGit and its callers use
+    (`pid`, `returncode`, `poll`, `wait`, `kill`)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None, *, keep_stderr: bool) -> None:
+        import signal
+
+        self.returncode: int | None = None
+        self.timed_out = False
+        self.stdout, out = os.pipe()
+        self.stderr, err = os.pipe() if keep_stderr else (-1, -1)
+        try:
+            actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [(os.POSIX_SPAWN_DUP2, out, 1)]
+            actions.append((os.POSIX_SPAWN_DUP2, err, 2) if keep_stderr
+                           else (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0))
+            self.pid = os.posix_spawnp("git", argv, os.environ if env is None else env, file_actions=actions,
+                                       setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            os.close(out)
+            if keep_stderr:
+                os.close(err)
+
+    def read_all(self, deadline: float | None) -> tuple[bytes, bytes]:
+        """Everything git writes to its stdout and stderr, until it closes both or `deadline` (monotonic)
+        passes (`timed_out` is set then)."""
+        import select
+        import time
+
+        chunks: dict[int, list[bytes]] = {self.stdout: [], self.stderr: []}
+        poller = select.poll()
+        open_ = {fd for fd in chunks if fd >= 0}
+        for fd in open_:
+            poller.register(fd, select.POLLIN)
+        while open_:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                self.timed_out = True
+                self.kill()
+                break
+            for fd, _ in poller.poll(None if left is None else max(1, int(left * 1000))):
+                data = os.read(fd, 1 << 16)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    poller.unregister(fd)
+                    open_.discard(fd)
+        return b"".join(chunks[self.stdout]), b"".join(chunks.get(self.stderr, []))
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        import signal
+
+        if self.returncode is None:  # not reaped, so the pid is still git's own
+            os.kill(self.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        for name in ("stdout", "stderr"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+
+
+def _text(data: bytes) -> str:
+    import sys
+
+    return data.decode(sys.getfilesystemencoding(), "replace").replace("\r\n", "\n").replace("\r", "\n")

@@ -4,7 +4,6 @@ ref. The network is the git CLI's: it speaks every transport and credential help
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 
 from git_lanes.errors import Conflict, NotFound, RemoteFailed, UserError
@@ -15,7 +14,8 @@ from git_lanes.store.gitcli import StartedGit, run_git
 from git_lanes.store.values import RefUpdate
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # either store: the light sync path never loads pygit2
+if TYPE_CHECKING:  # either store: the light sync path never loads pygit2 (nor subprocess: see StartedGit)
+    from git_lanes.store.gitcli import Answered
     from git_lanes.store.light import LightStore
     from git_lanes.store.repo import Store
 
@@ -173,8 +173,10 @@ def settle_started(store: LightStore, *, interrupted: bool = False) -> None:
         _, started = store.started_git.popitem()
         try:
             started.result(timeout=0.0 if interrupted else NETWORK_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pass  # killed and reaped: it only refreshed tracking copies, and the next sync does so again
+        except Exception as exc:
+            if not _timed_out(exc):
+                raise
+            # killed and reaped: it only refreshed tracking copies, and the next sync does so again
 
 
 def fetch_meta(store: Store, remote: str) -> dict[str, str]:
@@ -256,15 +258,25 @@ def _is_race(reason: str) -> bool:
                                             "incorrect old value", "expected"))
 
 
-def _network(store: Store, args: list[str]) -> subprocess.CompletedProcess[str]:
+def _network(store: Store, args: list[str]) -> Answered:
     started: StartedGit | None = getattr(store, "started_git", {}).pop(tuple(args), None)  # see start_fetch
     try:
         if started is not None:
             return started.result(timeout=NETWORK_TIMEOUT)
         return run_git(args, cwd=store.root, check=False, timeout=NETWORK_TIMEOUT)
-    except subprocess.TimeoutExpired:
+    except Exception as exc:
+        if not _timed_out(exc):
+            raise
         raise RemoteFailed(f"git {args[0]} gave no answer in {NETWORK_TIMEOUT:.0f} s",
                            hint="check the network and the remote; what merged here is kept: sync again") from None
+
+
+def _timed_out(exc: Exception) -> bool:
+    """Whether `exc` is a git command's timeout. (`subprocess` is imported here, on an error, not at the top:
+    the light sync runs git without it. A timeout was raised through it, so it is loaded then.)"""
+    import subprocess
+
+    return isinstance(exc, subprocess.TimeoutExpired)
 
 
 def _reason(text: str) -> str:
