@@ -118,6 +118,9 @@ def test_answering_a_question_from_the_page(api, repo, server, page):
     box = page.locator(f'[data-post="{asked["post"]}"] textarea')
     box.wait_for(timeout=WAIT_MS)
     page.wait_for_selector("#auth.pass", timeout=WAIT_MS)
+    # the board holds the question: it is not "empty"
+    page.wait_for_function("() => document.querySelector('#board').innerText.includes('No other posts.')",
+                           timeout=WAIT_MS)
     box.fill("By size, 10k entries")
     page.locator(f'[data-post="{asked["post"]}"] button.accept').click()
     page.wait_for_selector(f'[data-post="{asked["post"]}"].open', state="detached", timeout=WAIT_MS)

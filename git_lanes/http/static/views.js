@@ -200,7 +200,8 @@ export function boardView(s, ctx) {
       if (!text) return;
       ctx.act("/board", { text, agent: ctx.actor() }, "posted").then((ok) => ok && ctx.drafts.delete(composeKey));
     })),
-    rest.length ? h("ul", { class: "posts" }, rest.map((p) => post(p, false))) : empty("The board is empty."));
+    rest.length ? h("ul", { class: "posts" }, rest.map((p) => post(p, false)))
+      : empty(open.length ? "No other posts." : "The board is empty."));
 }
 
 export function historyView(s) {
