@@ -75,6 +75,23 @@ def test_cost_comes_from_the_transcript_once_per_response_and_the_spend_gate_hol
     assert decision(hook("claude", "PreToolUse", read))[0] == "allow"
 
 
+def test_a_transcript_line_too_deep_for_json_still_counts_and_stops_nothing(repo):
+    """A tool input nested thousands deep puts a line in the transcript the json module cannot read: its
+    response still counts, and the session's later calls are judged, not denied for the reader's error."""
+    from hook_helpers import hook_in_process
+
+    set_policy(repo, "[phases]\nread_only = []\n")
+    ws = lane(repo)
+    transcript = ws.parent.parent / "transcript.jsonl"
+    deep = json.loads(assistant_line("msg_1", "req_1", 400))
+    deep["message"]["content"] = [{"type": "tool_use", "input": {"x": "__DEEP__"}}]
+    transcript.write_text(json.dumps(deep).replace('"__DEEP__"', "[" * 5000 + "]" * 5000) + "\n")
+    for number in range(2):
+        payload = bash(ws, "ls", f"t{number}") | {"transcript_path": str(transcript)}
+        assert decision(hook_in_process("claude", "PreToolUse", payload))[0] == "allow"
+    assert run_cli("run", "show", run_id(ws), "--json", cwd=ws).json["tokens"]["output"] == 400
+
+
 def test_a_turn_becomes_a_proposed_transition_with_the_prompt_and_cost(repo):
     ws = lane(repo)
     transcript = ws.parent.parent / "t.jsonl"

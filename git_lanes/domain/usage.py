@@ -59,6 +59,37 @@ def _json(line: bytes) -> Any:
         return json.loads(line)
     except ValueError:
         return None
+    except RecursionError:  # a tool input nested thousands deep: the response's usage still counts
+        return _shallow(line)
+
+
+SHALLOW_DEPTH = 64  # far below what json reads, far above where a response's usage sits (depth 3)
+
+
+def _shallow(raw: bytes) -> Any:
+    """The JSON value of `raw` with every value nested deeper than SHALLOW_DEPTH replaced by null, or None.
+    A line (or document) too deep for the json module would otherwise stop the reader there for good, and
+    every later call of the session would fail with it."""
+    import re
+
+    text = raw.decode("utf-8", "replace")
+    kept: list[str] = []
+    depth, start = 0, 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            if depth == SHALLOW_DEPTH + 1:
+                kept.append(text[start:token.start()])
+        elif mark in "]}":
+            if depth == SHALLOW_DEPTH + 1:
+                kept.append("null")
+                start = token.end()
+            depth -= 1
+    try:
+        return json.loads("".join(kept) + text[start:])
+    except (ValueError, RecursionError):
+        return None
 
 
 def _claude(path: str, cursor: dict, policy: Policy) -> tuple[Usage, dict]:
@@ -118,8 +149,11 @@ def _codex(path: str, cursor: dict, policy: Policy) -> tuple[Usage, dict]:
 def _gemini(path: str, cursor: dict, policy: Policy) -> tuple[Usage, dict]:
     try:
         with open(path, "rb") as handle:
-            document = json.load(handle)
-    except (OSError, ValueError):
+            raw = handle.read()
+    except OSError:
+        return Usage(), dict(cursor)
+    document = _json(raw)
+    if document is None:
         return Usage(), dict(cursor)  # being rewritten: the next read gets it
     messages = document.get("messages") if isinstance(document, dict) else None
     latest = Usage()
