@@ -228,3 +228,49 @@ def test_a_compression_level_is_parsed_as_git_parses_it(repo):
             (written,) = set(objects.glob("??/*")) - before
             assert ours == written.read_bytes()[1] >> 6, value
     assert 0 < refused < 14  # the precondition: git takes some of these and refuses others
+
+
+def test_a_tree_parsed_against_the_last_version_at_its_path_is_parsed_as_a_whole_tree_is():
+    """Another writer's version of a folder is parsed from the bytes it does not share with the version last
+    seen there: the entries (and their order, for the version after it) are those of a whole parse, through
+    chains of insertions, deletions, replacements and byte-level damage."""
+    import random
+
+    from git_lanes.store.object_cache import TREE_MODE, _parse_near, _scan, encode_tree, item, parse_tree
+
+    rng = random.Random(15)
+    names = [f"{n:02x}" for n in range(256)] + ["a", "a.b", "a-c", "a b", "é", "z" * 40]
+    entries = {name: item(name, rng.choice((TREE_MODE, 0o100644)), f"{rng.getrandbits(160):040x}")
+               for name in rng.sample(names, 40)}
+    layout = (encode_tree(entries), parse_tree(encode_tree(entries)), None)  # None: the bytes' order
+    parsed_near = 0
+    for step in range(600):
+        for _ in range(rng.choice((1, 1, 1, 2, 5))):
+            name = rng.choice(names)
+            if name in entries and rng.random() < 0.3:
+                del entries[name]
+            else:
+                entries[name] = item(name, rng.choice((TREE_MODE, 0o100644, 0o100755)), f"{rng.getrandbits(160):040x}")
+        data = encode_tree(entries)
+        if step % 50 == 49:  # damaged bytes: whatever the middle holds, the answer is a whole parse's or none
+            spot = rng.randrange(len(data))
+            data = data[:spot] + bytes([data[spot] ^ rng.choice((0x01, 0x20, 0x40))]) + data[spot + 1:]
+        got = _parse_near(data, layout, 20)
+        try:
+            whole = parse_tree(data)
+        except ValueError:
+            assert got is None
+            continue
+        if got is None:
+            scanned = _scan(data, 20)
+            assert scanned is None or not scanned[1] or step % 50 == 49, step  # only damage defeats it
+            layout = (data, whole, None)
+            entries = dict(whole)
+            continue
+        parsed_near += 1
+        near_entries, ordered = got
+        assert near_entries == whole, step
+        assert b"".join(entry[3] for entry in ordered) == data  # the order the next version is parsed against
+        layout = (data, near_entries, ordered)
+        entries = dict(whole)
+    assert parsed_near > 500  # the precondition: most versions were parsed against the last one
