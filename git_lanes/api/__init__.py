@@ -11,8 +11,6 @@ and add it to the bases below) or a method, run `python -m git_lanes.api.mixins`
 
 from __future__ import annotations
 
-import importlib
-
 from git_lanes.api.core import CoreApi
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
@@ -68,6 +66,8 @@ else:
     def _load(module: str) -> None:
         """Put the mixin's attributes on `Lanes` in place of their descriptors. An attribute owners.py does
         not know yet (a method added since it was generated) is taken too, unless `Lanes` has it already."""
+        import importlib  # here: with `warnings`, ~0.5 ms a command that loads no other mixin would pay
+
         mixin = getattr(importlib.import_module(f"git_lanes.api.{module}"), MIXINS[module])
         for name, value in list(vars(mixin).items()):
             if name.startswith("__") and name.endswith("__"):

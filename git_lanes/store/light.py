@@ -15,14 +15,15 @@ from contextlib import contextmanager
 
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.model.entries import Change, Entry
-from git_lanes.store import gitfiles, lock, reflogs, stale
+from git_lanes.store import gitfiles, reflogs, stale
 from git_lanes.store.gitcli import StartedGit, unredirected_env
-from git_lanes.store.objects import ObjectStore, encode_commit, parse_commit, parse_tree
 from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+
+    from git_lanes.store.objects import ObjectStore
 
 # A commit as `git log` prints it for `_rev_list`: id, tree, parents, author, committer time, raw message (%B is
 # the message's bytes as stored, re-encoded only when the commit names another encoding, as pygit2 decodes it).
@@ -73,7 +74,7 @@ class LightStore:
         self.common_dir = os.path.realpath(where.common_dir)
         self.root = os.path.realpath(where.root)
         self.discovered_git_dir = os.path.realpath(where.git_dir)
-        self.objects = ObjectStore(os.path.join(self.common_dir, "objects"))
+        self._objects: ObjectStore | None = None
         self._config: dict[str, str] | None = None
         self._observers: list[Callable[[list[RefUpdate]], None]] = []
         self._before: list[Callable[[list[RefUpdate]], None]] = []  # told just before updates apply
@@ -91,9 +92,21 @@ class LightStore:
         if any(key in config for key in ("core.sharedrepository", "core.fsync", "core.fsyncobjectfiles")):
             raise NeedsFullStore("objects and refs get modes or syncs the light store does not give them")
 
+    @property
+    def objects(self) -> ObjectStore:
+        """The object database, opened on first use: the sync starts its fetch before it loads the reader
+        (zlib, hashing, ~1 ms), which it first needs once the fetch is in."""
+        if self._objects is None:
+            from git_lanes.store.objects import ObjectStore
+
+            self._objects = ObjectStore(os.path.join(self.common_dir, "objects"))
+        return self._objects
+
     # -- locking and observing ---------------------------------------------------------------------------
     @contextmanager
     def locked(self) -> Iterator[None]:
+        from git_lanes.store import lock  # first taken once the fetch is in (fcntl, ~0.5 ms before it)
+
         with lock.exclusive(os.path.join(self.common_dir, "lanes.lock")):
             yield
 
@@ -247,12 +260,16 @@ class LightStore:
     def write_commit(self, tree: str, parents: list[str], message: str, *, author_name: str | None = None,
                      author_email: str | None = None) -> str:
         author = self.signature(author_name, author_email).stamp()
+        from git_lanes.store.objects import encode_commit
+
         return self.objects.write(b"commit", encode_commit(tree, parents, author, self.signature().stamp(), message))
 
     def _tree(self, oid: str) -> dict[str, tuple[int, str]]:
         kind, data = self._read(oid)
         if kind != b"tree":
             raise NeedsFullStore(f"{oid} is a {kind.decode()}, not a tree")
+        from git_lanes.store.objects import parse_tree
+
         return parse_tree(data)
 
     def entry_at(self, tree: str, path: str) -> Entry | None:
@@ -506,6 +523,8 @@ def _logged(record: bytes) -> CommitInfo:
 
 
 def _commit_info(oid: str, data: bytes) -> CommitInfo:
+    from git_lanes.store.objects import parse_commit
+
     headers, message = parse_commit(data)
     if "encoding" in headers or "tree" not in headers:
         raise NeedsFullStore(f"commit {oid} is not plain UTF-8")
