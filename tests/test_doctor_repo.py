@@ -29,6 +29,8 @@ def test_a_healthy_repository_is_all_ok(repo: Path):
     assert result.code == 0, result.err
     assert {c["check"] for c in result.json["checks"]} == set(CHECKS)
     assert all(c["status"] == "ok" for c in result.json["checks"]), result.json
+    mistyped = run_cli("doctor", "--check", "workspace", cwd=repo)  # runs nothing: not a pass
+    assert mistyped.code == 1 and "no check named 'workspace'" in mistyped.err and "workspaces" in mistyped.err
 
 
 def test_fix_repairs_what_is_safe_and_leaves_the_rest_for_a_person(tmp_path: Path, repo: Path):

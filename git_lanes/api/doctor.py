@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from git_lanes.domain.context import Context
-from git_lanes.errors import LanesError
+from git_lanes.errors import LanesError, UserError
 from git_lanes.model.frozen import Frozen
 
 # The modules whose import registers the checks (with @check), in the order they report. Not imported here:
@@ -54,6 +54,11 @@ class DoctorApi:
         do about it; with `fix`, run the repairs findings carry and report what is left for a person."""
         for module in CHECK_MODULES:
             importlib.import_module(module)
+        groups = {name.split(".")[0] for name in CHECKS}
+        unknown = [o for o in only if o not in CHECKS and o not in groups]
+        if unknown:  # a mistyped name would otherwise run nothing and pass
+            raise UserError(f"no check named {unknown[0]!r}", code="unknown_check",
+                            hint=f"checks: {', '.join(sorted(groups | set(CHECKS)))}")
         results = []
         for name, function in CHECKS.items():
             if only and not any(name == o or name.startswith(o + ".") for o in only):
