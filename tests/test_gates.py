@@ -4,7 +4,11 @@ checkout, recorded in the transition's note; a failing required gate rejects and
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
 from conftest import git, run_cli, workspace
@@ -139,6 +143,30 @@ def test_a_gate_past_its_timeout_is_killed_and_fails(api, repo):
         land(api, repo, "a", {"a.txt": "a\n"})
     [evaluation] = info.value.details["transition"]["evaluations"]
     assert evaluation["exit_code"] is None and "timed out after 0.5s" in evaluation["output_tail"]
+
+
+def test_ctrl_c_during_a_gate_ends_the_gate_too(api, repo, tmp_path):
+    """A gate runs in its own session (so its timeout can kill all it started); an interrupted git-lanes
+    must take it along instead of leaving it running with no timeout."""
+    pid_file = tmp_path / "gate.pid"
+    declare(api, repo, gate("slow", f"import os, time; open({json.dumps(str(pid_file))}, 'w').write(str(os.getpid())); "
+                                    "time.sleep(60)"))
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {"a.txt": "a\n"})
+    interrupted = subprocess.Popen([sys.executable, "-m", "git_lanes", "commit", "-w", "a", "-m", "work",
+                                    "--agent", "coder", "--auto-accept"], cwd=repo)
+    while not pid_file.exists() or not pid_file.read_text():
+        assert interrupted.poll() is None, "the commit ended before its gate ran"
+        time.sleep(0.05)
+    interrupted.send_signal(signal.SIGINT)
+    assert interrupted.wait(timeout=60) == 130
+    gate_pid = int(pid_file.read_text())
+    try:
+        os.kill(gate_pid, 0)
+    except ProcessLookupError:
+        return
+    os.kill(gate_pid, signal.SIGKILL)
+    raise AssertionError("the gate outlived the interrupted commit")
 
 
 def test_gates_run_without_the_writers_lock(api, repo):

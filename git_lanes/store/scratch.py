@@ -121,6 +121,9 @@ def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: 
             timed_out = True
             _kill_group(proc)
             code = None
+        except BaseException:
+            _kill_group(proc)  # interrupted (Ctrl-C): its own session would outlive us, with no timeout left
+            raise
         duration = time.monotonic() - started
         tail = _tail(output)
     if timed_out:
