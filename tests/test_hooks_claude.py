@@ -148,6 +148,9 @@ def test_an_ended_run_admits_nothing(ws):
     assert run_cli("run", "end", run, cwd=ws).code == 0
     verdict, reason = decision(hook("claude", "PreToolUse", bash(ws, "ls")))
     assert verdict == "deny" and "has ended" in reason
+    # the model cannot start another run for this session itself: the reason sends it to the person
+    assert decision(hook("claude", "PreToolUse", bash(ws, "git lanes run start", "toolu_2")))[0] == "deny"
+    assert "tell the person" in reason
 
 
 def test_an_explicit_run_is_joined_through_git_lanes_run(ws):

@@ -72,7 +72,11 @@ def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend:
     weight = policy.weight(call.tool, call.canonical)
     check = _Check(call, policy, state, place)
     if state.status == "ended":
-        return Decision(False, weight, f"run {state.id[:8]} has ended; start a new one with `git lanes run start`")
+        # This session stays bound to the ended run (its id comes from the session's), so nothing the model
+        # runs can start another: the way on is the person's, and the model should stop and say so.
+        return Decision(False, weight, f"run {state.id[:8]} has ended (`git lanes run end`), so this session "
+                                       "may run no more tools; stop here and tell the person, who can start a new "
+                                       "session or a new run for it (`git lanes run start`, then GIT_LANES_RUN)")
     try:
         line = _parse(call.command) if call.command is not None else None
     except LanesError as exc:
