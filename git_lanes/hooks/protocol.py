@@ -131,8 +131,8 @@ def shell_text(value: Any, tool: str) -> str:
 # Input fields that name a file or directory, in the tools of MCP servers and of the CLIs themselves.
 PATH_KEYS = {"file_path", "filePath", "path", "paths", "notebook_path", "target_file", "destination", "dest",
              "target", "filename", "file", "files", "new_path", "newPath", "output_path", "directory", "dir_path",
-             # a move's source is removed; a git server's repository and a runner's directory are where it writes
-             "source", "sources", "old_path", "oldPath", "repo_path", "repoPath", "cwd", "workdir"}
+             # a move's source is removed; a git server's repository is what its writing tools change
+             "source", "sources", "old_path", "oldPath", "repo_path", "repoPath"}
 READ_WORDS = {"read", "get", "list", "search", "find", "view", "show", "fetch", "query", "describe", "stat", "info",
               "grep", "glob", "ls", "cat", "head", "tail", "diff", "status", "log", "inspect", "lookup", "browse",
               "count", "exists", "tree", "open", "navigate", "snapshot"}
