@@ -214,6 +214,9 @@ def test_archivers_downloaders_and_patchers_writing_outside_the_lane_are_denied(
         if verdict != "deny" or "main worktree" not in (reason or ""):
             missed.append((line, verdict, reason))
     assert missed == []
+    for number, line in enumerate([f"cd {repo} && tar -xOf a.tar setup.cfg | head", f"tar -tf {repo}/a.tar",
+                                   f"cd {repo} && wget -qO- http://e | head", f"unzip -l {repo}/a.zip"]):
+        assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_r{number}")))[0] == "allow"
 
 
 def test_the_path_fields_of_unknown_tools_include_a_move_s_source_and_a_git_server_s_repository(repo, ws):

@@ -63,6 +63,8 @@ def tar(args: list[Word]) -> list[str]:
     if TAR_ARCHIVES & found.keys():
         return _given(found, "-f", "--file")
     if {"-x", "--extract", "--get"} & found.keys():
+        if {"-O", "--to-stdout", "--to-command"} & found.keys():
+            return []  # extracted to standard output, or to a command the line check judges
         return _given(found, "-C", "--directory") or ["."]
     return []
 
