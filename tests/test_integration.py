@@ -136,6 +136,9 @@ def test_an_integration_held_for_a_person_leaves_the_task_open(api: Lanes):
         api.task_done(task, "coder-1")
     assert held.value.code == "integration_held" and "protected paths" in held.value.message
     assert api.task_show(task)["status"] == "claimed"
+    api.undo()  # redo: the integration lane comes back as it was, with no workspace
+    assert api.task_show(task)["status"] == "done"
+    assert not (api.root / ".lanes" / "workspaces" / "tickets").exists()
     api.accept(held.value.details["transition"]["id"])  # the person accepts the promotion into the trunk
     assert api.task_done(task, "coder-1")["integrated"]["status"] == "up_to_date"
 
@@ -151,3 +154,6 @@ def test_task_done_is_one_operation_that_one_undo_takes_back(api: Lanes):
     assert undone["undone"] == newest["id"]
     assert git("rev-parse", "--verify", "-q", f"refs/lanes/heads/tickets/{ticket[:8]}", cwd=api.root, check=False) == ""
     assert api.task_show(task)["status"] == "claimed"
+    api.undo()  # redo: the integration lane comes back as it was, with no workspace
+    assert api.task_show(task)["status"] == "done"
+    assert not (api.root / ".lanes" / "workspaces" / "tickets").exists()

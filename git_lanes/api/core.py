@@ -170,6 +170,10 @@ class CoreApi:
             if unsaved and force and path is not None:
                 kept = restore.backup(ctx, name, path, ctx.store.content_tree(path), f"deleting lane {name}")
             result = lanes.delete(ctx, name, force=force, unsaved=unsaved, backup=kept)
+            if path is not None:
+                from git_lanes.domain import oplog
+
+                oplog.files_moved(name)  # its workspace went too: undoing the delete makes it again
             for proposal in pending:
                 transitions.reject(ctx, proposal, f"lane {name} was deleted")
         released = self._release_ports(name)  # type: ignore[attr-defined]

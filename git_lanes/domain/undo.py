@@ -177,6 +177,7 @@ def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
             continue
         if move.old is None:
             store.remove_worktree(path)  # checked: nothing unsaved there
+            oplog.files_moved(lane)  # so that undoing this undo makes the workspace again
             removed.append(lane)
         elif move.files:
             worktree = attention.prepare_move(ctx, lane, move.new, move.old)
@@ -212,10 +213,11 @@ def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str]) ->
                 reports.append({"lane": lane, "removed": True})
             continue
         path = lanes.workspace_path(ctx, lane)
-        if move.new is None and path is None and lane != ctx.trunk:
+        if move.new is None and path is None and lane != ctx.trunk and move.files:
+            # undoing a deletion gives the lane back the workspace it took (a lane that had none gets none)
             path = lanes.default_workspace(ctx, lane)
             store.forget_missing_worktree(path)
-            store.add_worktree(path, move.old)  # undoing a deletion gives the lane its workspace back
+            store.add_worktree(path, move.old)
             reports.append({"lane": lane, "path": str(path), "recreated": True})
         elif path is not None and lane != ctx.trunk and store.workspace_head(path) == move.new:
             store.set_workspace_head(path, move.old)

@@ -11,7 +11,8 @@ one line of JSON:
 
 `introduced`: the move's new state was on no other lane when it was made (undoing it could strand work built
 on it since). `files`: the operation also moved the files of the lane's workspace (a promotion landing in a
-checked-out lane, a reset, a sync), so an undo moves them back; otherwise only the ref and HEAD move."""
+checked-out lane, a reset, a sync), so an undo moves them back; otherwise only the ref and HEAD move. On a
+lane's deletion, `files` says its workspace went with it, so undoing the deletion makes one again."""
 
 from __future__ import annotations
 
