@@ -103,3 +103,36 @@ def test_the_claude_plugin_wires_the_same_hooks_as_install():
     hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
     assert {event: groups[0]["hooks"][0] for event, groups in hooks.items()} == \
         hook_settings.handlers("claude", "git lanes")
+
+
+def test_doctor_fails_a_hook_that_is_there_but_does_not_hold(repo):
+    """A handler that runs another event than the one it sits under, a matcher that lets some tools past,
+    and hooks switched off are each a wall with a hole, not an installed hook."""
+    from git_lanes.domain import hook_settings
+    from git_lanes.hooks import gemini
+
+    assert hook_settings.GEMINI_ALIASES == gemini.ALIASES
+    assert run_cli("install", "claude", "--no-mcp", cwd=repo).code == 0
+    path = settings_file(repo, "claude")
+    installed = json.loads(path.read_text())
+
+    def inspected(change) -> dict:
+        data = json.loads(json.dumps(installed))
+        change(data)
+        path.write_text(json.dumps(data))
+        return hook_settings.inspect(path, "claude")
+
+    def retarget(data):
+        handler = data["hooks"]["PreToolUse"][0]["hooks"][0]
+        handler["command"] = handler["command"].replace("PreToolUse", "PostToolUse")
+
+    report = inspected(retarget)
+    assert report["misplaced"] == ["PreToolUse runs `hook claude PostToolUse`"] and "PreToolUse" in report["missing"]
+    assert inspected(lambda d: d["hooks"]["PreToolUse"][0].update(matcher="Bash"))["narrowed"] == \
+        ["PreToolUse (matcher 'Bash')"]
+    assert inspected(lambda d: d.update(disableAllHooks=True))["disabled"] == "disableAllHooks is true"
+    inspected(retarget)
+    doctor = run_cli("doctor", "--check", "hooks.claude", "--json", cwd=repo)
+    assert doctor.code == 1 and "misplaced" in doctor.json["checks"][0]["message"]
+    assert run_cli("install", "claude", "--no-mcp", cwd=repo).code == 0  # install puts it right
+    assert run_cli("doctor", "--check", "hooks.claude", "--json", cwd=repo).code == 0

@@ -32,10 +32,21 @@ def _hooks(cli: str) -> Check:
         for scope in hook_settings.SCOPES:
             path = hook_settings.settings_path(cli, scope, api.root, where.home, where.codex_home)
             report = hook_settings.inspect(path, cli)
-            if not report["hooked"]:
+            if not report["hooked"] and not report["misplaced"]:
                 continue
             broken = [c for commands in report["commands"].values() for c in commands if not _command_runs(c)]
-            if broken:
+            again = f"run `git lanes uninstall {cli} --scope {scope}`, then `git lanes install {cli} --scope {scope}`"
+            if report["disabled"]:
+                found.append(finding("fail", f"{cli} {scope} hooks in {path} are switched off: {report['disabled']}",
+                                     "remove that setting, or no hook holds", settings=str(path)))
+            elif report["misplaced"]:
+                found.append(finding("fail", f"{cli} {scope} hooks in {path} are misplaced: "
+                                             f"{'; '.join(report['misplaced'][:3])}", again, settings=str(path)))
+            elif report["narrowed"]:
+                found.append(finding("fail", f"{cli} {scope} hooks in {path} let calls past them: "
+                                             f"{', '.join(report['narrowed'][:3])} match only some", again,
+                                     settings=str(path)))
+            elif broken:
                 found.append(finding("fail", f"{cli} {scope} hooks in {path} run a program that is not there: "
                                              f"{broken[0]}", f"run `git lanes install {cli} --scope {scope}` again",
                                      settings=str(path)))

@@ -19,7 +19,12 @@ from git_lanes.store.gitfiles import discover
 
 SCOPES = ("project", "user")
 # A handler is ours when its command runs `git lanes hook <cli> <event>` (however git-lanes was invoked).
-OURS = re.compile(r"(git-lanes['\"]?|git lanes|-m git_lanes)\s+hook\s+(claude|codex|gemini)\s+\w+\s*$")
+OURS = re.compile(r"(git-lanes['\"]?|git lanes|-m git_lanes)\s+hook\s+(claude|codex|gemini)\s+(\w+)\s*$")
+# Claude Code's event names the Gemini hook also takes (git_lanes/hooks/gemini.py ALIASES, which the hook path
+# keeps free of this module's imports).
+GEMINI_ALIASES = {"PreToolUse": "BeforeTool", "PostToolUse": "AfterTool", "UserPromptSubmit": "BeforeAgent",
+                  "Stop": "AfterAgent", "PreCompact": "PreCompress"}
+EVERY_TOOL = (None, "", "*", ".*")  # a matcher group that matches every tool (or every source, reason…)
 
 
 class Spec(Frozen):
@@ -205,15 +210,39 @@ def uninstall(path: Path, cli: str, *, dry_run: bool = False) -> dict[str, Any]:
 
 
 def inspect(path: Path, cli: str) -> dict[str, Any]:
-    """Which of our events a settings file hooks, which are missing, and the commands it runs for them."""
+    """Which of our events a settings file hooks, which are missing, the commands it runs for them, and what
+    makes a hook that is there not hold: a handler that runs another event or CLI than the one it sits under
+    (`misplaced`), a matcher that lets some tools past it (`narrowed`), or hooks switched off (`disabled`)."""
     data = load(path)
     hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
     found: dict[str, list[str]] = {}
+    misplaced: list[str] = []
+    narrowed: list[str] = []
     for event, groups in hooks.items():
         for group in groups if isinstance(groups, list) else []:
             for handler in (group.get("hooks") or []) if isinstance(group, dict) else []:
-                if is_ours(handler):
-                    found.setdefault(event, []).append(handler["command"])
+                match = OURS.search(handler["command"]) if is_ours(handler) else None
+                if match is None:
+                    continue
+                runs_cli, runs_event = match.group(2), match.group(3)
+                if runs_cli != cli or event not in (runs_event, GEMINI_ALIASES.get(runs_event) if cli == "gemini"
+                                                    else None):
+                    misplaced.append(f"{event} runs `hook {runs_cli} {runs_event}`")
+                    continue
+                found.setdefault(event, []).append(handler["command"])
+                if group.get("matcher") not in EVERY_TOOL:
+                    narrowed.append(f"{event} (matcher {group.get('matcher')!r})")
     expected = spec(cli).events
     return {"cli": cli, "settings": str(path), "exists": path.exists(), "hooked": sorted(found),
-            "missing": [e for e in expected if e not in found], "commands": found}
+            "missing": [e for e in expected if e not in found], "commands": found, "misplaced": misplaced,
+            "narrowed": narrowed, "disabled": _disabled(cli, data)}
+
+
+def _disabled(cli: str, data: dict[str, Any]) -> str | None:
+    """The setting that switches every hook of this file's CLI off, if it is set."""
+    if cli == "claude" and data.get("disableAllHooks") is True:
+        return "disableAllHooks is true"
+    config = data.get("hooksConfig")
+    if cli == "gemini" and isinstance(config, dict) and config.get("enabled") is False:
+        return "hooksConfig.enabled is false"
+    return None
