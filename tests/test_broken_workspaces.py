@@ -98,3 +98,22 @@ def test_reclaim_keeps_an_orphan_workspace_holding_a_nested_repository(repo):
         result = api.reclaim_orphan_worktrees(dry_run=dry_run)
         assert [(k["lane"], k["reason"]) for k in result["kept"]] == [("agent/gone", "nested_repository")]
     assert (path / "dep" / ".git").is_dir()
+
+
+def test_a_damaged_index_is_that_workspace_s_problem_and_the_hint_repairs_it(api, repo):
+    """A lane whose index a killed tool left damaged: status shows it broken and every other lane as usual
+    (the dashboard's /status, the MCP status), and the printed repair gives the workspace back."""
+    from git_lanes.errors import UserError
+
+    api.lane_create("feat")
+    workspace = repo / ".lanes" / "workspaces" / "feat"
+    index = Path(git("rev-parse", "--path-format=absolute", "--git-path", "index", cwd=workspace).strip())
+    index.write_bytes(b"not an index" * 8)
+    rows = {row["name"]: row for row in api.status()["lanes"]}
+    assert "cannot be read" in rows["feat"]["broken"] and "broken" not in rows["main"]
+    with pytest.raises(UserError) as refused:
+        api.lane_show("feat")
+    assert refused.value.code == "damaged_workspace"
+    index.unlink()
+    git("reset", "-q", cwd=workspace)
+    assert "broken" not in {row["name"]: row for row in api.status()["lanes"]}["feat"]

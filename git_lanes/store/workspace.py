@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pygit2
 
-from git_lanes.errors import Conflict, NotFound, Refused
+from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.values import Worktree
@@ -286,19 +286,29 @@ class WorkspaceOps:
 
     def changed_paths(self, path: Path) -> dict[str, str]:
         """Paths whose file or index entry differs from the workspace's HEAD: path -> short status."""
-        repo = self.workspace_repo(path)
         changed = {}
-        for name, flags in repo.status().items():
+        for name, flags in self._status(path).items():
             if flags & _CHANGED:
                 changed[name] = _describe_status(flags)
         return changed
+
+    def _status(self, path: Path) -> dict[str, int]:
+        """git's status of the workspace at `path`; a damaged index there (a tool killed while writing it) is
+        that workspace's problem, said as such, not a failure of every command that looks at all lanes."""
+        repo = self.workspace_repo(path)
+        try:
+            return repo.status()
+        except pygit2.GitError as exc:
+            raise UserError(f"the workspace at {path} cannot be read: {exc}", code="damaged_workspace",
+                            hint=f"if its index is damaged, remove it (`git -C {path} rev-parse --git-path index`) "
+                                 f"and run `git -C {path} reset` to rebuild it from HEAD; the files stay") from None
 
     def workspace_changes(self, path: Path) -> tuple[dict[str, str], dict[str, str]]:
         """(files that differ from the index, index entries that differ from HEAD): path -> short status,
         from one walk of the workspace. The first is what `git diff` shows."""
         unstaged: dict[str, str] = {}
         staged: dict[str, str] = {}
-        for name, flags in self.workspace_repo(path).status().items():
+        for name, flags in self._status(path).items():
             if flags & _WORKTREE_CHANGED:
                 unstaged[name] = _describe_status(flags & _WORKTREE_CHANGED)
             if flags & _INDEX_CHANGED:
