@@ -43,6 +43,7 @@ class AgentSession:
         self.agent_type = agent_type
         self.model = model
         self.api = Lanes(repo_path)
+        self._made = False  # whether this session has made (or found) its lane and workspace yet
 
     @property
     def lane(self) -> str:
@@ -57,6 +58,7 @@ class AgentSession:
         agent. Refused (`Conflict`) when another live agent works in that lane."""
         assigned = self.api.assign_worktree(self.agent_id, self._lane)
         self._lane = assigned["lane"]
+        self._made = True
         return Path(assigned["workspace"])
 
     def work(self, prompt: str, *, tags: list[str] | tuple[str, ...] = (), auto_accept: bool = False) -> Work:
@@ -67,9 +69,15 @@ class AgentSession:
         return Work(self, prompt, tuple(tags), auto_accept)
 
     # -- coordination, bound to the session's agent ---------------------------------------------------
+    def _named_lane(self) -> str | None:
+        """The lane the session was given, made (with its workspace) on this first use; None if none was."""
+        if self._lane is not None and not self._made:
+            self.workspace()
+        return self._lane
+
     def register(self, kind: str | None = None) -> dict:
         """Register the agent (kind: `kind`, else the session's agent_type) and start its lease."""
-        return self.api.agent_register(self.agent_id, kind or self.agent_type, self._lane)
+        return self.api.agent_register(self.agent_id, kind or self.agent_type, self._named_lane())
 
     def heartbeat(self) -> dict:
         """Extend the agent's lease; report its unread posts, pending wakes and refused ops."""
@@ -78,7 +86,7 @@ class AgentSession:
     def claim_task(self, task_id: str, version: int | None = None) -> dict:
         """Claim a task for this agent (in the session's lane, if one is set). Exactly one of several
         claimers wins; the others get `Conflict` at once and can take another task."""
-        return self.api.task_claim(task_id, self.agent_id, version, self._lane)
+        return self.api.task_claim(task_id, self.agent_id, version, self._named_lane())
 
     def claim_files(self, *globs: str, task_id: str | None = None) -> dict:
         """Claim the files this agent means to change; overlaps with others are returned, never blocking."""

@@ -99,6 +99,16 @@ def test_agent_bound_coordination_calls(repo):
     assert one.lane == "agent/one" and (repo / ".lanes" / "workspaces" / "agent" / "one").is_dir()
 
 
+def test_a_named_lane_is_made_on_first_use_by_a_claim_too(repo):
+    """`lane=` names a lane "created on first use": a session whose first call claims a task (or registers)
+    works in it, rather than failing on a lane no one has made yet."""
+    task = run_cli("task", "create", "first", "--json", cwd=repo).json["task"]
+    claimed = AgentSession(repo, agent_id="coder-2", lane="feature/login").claim_task(task[:6])
+    assert claimed["owner"] == "coder-2"
+    assert run_cli("task", "show", task, "--json", cwd=repo).json["lane"] == "feature/login"
+    assert AgentSession(repo, agent_id="coder-3", lane="feature/cache").register()["lane"] == "feature/cache"
+
+
 def test_errors_are_typed_and_share_one_base(repo):
     with pytest.raises(NotFound):
         AgentSession(repo, agent_id="x").claim_task("feedbeef")
