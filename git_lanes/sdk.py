@@ -88,9 +88,11 @@ class AgentSession:
         claimers wins; the others get `Conflict` at once and can take another task."""
         return self.api.task_claim(task_id, self.agent_id, version, self._named_lane())
 
-    def claim_files(self, *globs: str, task_id: str | None = None) -> dict:
-        """Claim the files this agent means to change; overlaps with others are returned, never blocking."""
-        return self.api.claim_add(globs, self.agent_id, task_id)
+    def claim_files(self, *globs: str | list[str] | tuple[str, ...], task_id: str | None = None) -> dict:
+        """Claim the files this agent means to change (globs, given one by one or as a list); overlaps with
+        others are returned, never blocking."""
+        flat = [g for given in globs for g in ([given] if isinstance(given, str) else given)]
+        return self.api.claim_add(flat, self.agent_id, task_id)
 
     def post(self, text: str, kind: str = "note", to: str | None = None) -> dict:
         """Post on the board (kind note, question or handoff), to one agent or to everyone else."""

@@ -89,6 +89,7 @@ def test_agent_bound_coordination_calls(repo):
     assert lost.value.code == "task_claimed"
     two.claim_task(second)
     assert one.claim_files("src/**")["claims"] == ["src/**"]
+    assert one.claim_files(["docs/**", "README.md"])["claims"] == ["src/**", "docs/**", "README.md"]  # a list too
     assert one.post("take a look", to="two")["post"] == 1
     assert two.wait(timeout=5)["reason"] == "post"
     one.done(first)

@@ -28,7 +28,9 @@ def dirty_path(agent: str) -> str:
 
 
 def validate_glob(glob: object) -> str:
-    if not isinstance(glob, str) or not glob.strip():
+    if not isinstance(glob, str):
+        raise UserError(f"a file glob is a string, not {type(glob).__name__} {str(glob)[:100]}", code="invalid_glob")
+    if not glob.strip():
         raise UserError("empty file glob", code="invalid_glob")
     normal = normalize_repo_path(glob.strip())
     if not normal:
