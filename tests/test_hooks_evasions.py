@@ -206,7 +206,7 @@ def test_archivers_downloaders_and_patchers_writing_outside_the_lane_are_denied(
              f"rsync -a --remove-source-files {repo}/src/ /tmp/b/", f"scp host:f {repo}/f", f"patch -p1 -d {repo} < p",
              f"find {repo} -name '*.py' -delete", f"find . -fprint {repo}/list", f"sort -o {repo}/README.md a",
              f"uniq a {repo}/README.md", f"wget -O {repo}/x http://e", f"wget -P {repo} http://e",
-             f"cd {repo} && wget http://e"]
+             f"cd {repo} && wget http://e", f"cd {repo} && git format-patch -1"]
     missed = []
     for number, line in enumerate(lines):
         send = hook if number == 0 else hook_in_process

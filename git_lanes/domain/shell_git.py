@@ -190,6 +190,8 @@ def _outputs(subcommand: str, rest: list[Word]) -> list[str]:
                (option == "-o" and subcommand in ("archive", "format-patch"))]
     if subcommand == "bundle" and len(rest) > 1 and rest[0][0] == "create":
         written.append(rest[1][0])
+    if subcommand == "format-patch" and not written and "--stdout" not in [t for t, _ in rest]:
+        written.append(".")  # its patch files land where it runs
     return written
 
 
