@@ -133,3 +133,25 @@ def test_five_tasks_never_run_more_than_max_parallel_agents_at_once(repo, tmp_pa
     assert most_at_once(tmp_path / "sessions") == (2, 5)
     assert sorted(r["run"] for r in journal(path, event="exit")) == sorted(runs)
     assert all(show(repo, run)["exit"]["code"] == 0 for run in runs)
+
+
+def test_spawns_racing_for_the_last_slot_are_refused_not_queued_and_keep_nothing(repo, tmp_path):
+    """Each spawn's own check passes (no agent runs yet); the slot is taken under the supervisors' lock, so
+    the losers learn of it there: exit 3 as the check would say, their task and lane free for a retry."""
+    gate = tmp_path / "go"
+    use_fake_agent(repo, tmp_path, {"default": [{"await_file": str(gate)}]}, max_parallel=1)
+    tasks = [run_cli("task", "create", f"Part {n}", "--json", cwd=repo).json["task"] for n in range(3)]
+    racing = [subprocess.Popen([sys.executable, "-m", "git_lanes", "spawn", task, "--json"], cwd=repo,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for task in tasks]
+    results = [(p.wait(timeout=PATIENCE), json.loads(p.communicate()[0])) for p in racing]
+    assert sorted(code for code, _ in results) == [0, 3, 3], results
+    assert all(out["error"] == "max_parallel" for code, out in results if code == 3)
+    winner = next(out["run"] for code, out in results if code == 0)
+    losers = [task for task, (code, _) in zip(tasks, results) if code == 3]
+    assert [run_cli("task", "show", t, "--json", cwd=repo).json["status"] for t in losers] == ["open", "open"]
+    assert [r["run"] for r in run_cli("ps", "--json", cwd=repo).json] == [winner]
+    gate.touch()
+    wait_for(lambda: finished(repo, winner), "the winner to finish")
+    retried = run_cli("spawn", losers[0], "--queue", "--json", cwd=repo)  # nothing of the refusal holds it back
+    assert retried.code == 0, retried.err
+    wait_for(lambda: finished(repo, retried.json["run"]), "the retry to finish")

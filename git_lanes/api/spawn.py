@@ -105,8 +105,7 @@ class SpawnApi:
             spawning.check_slot(launch, len(self._live_runs(repo)))
         place = self.assign_worktree(agent, lane)
         workspace = place["workspace"]
-        if record is not None:
-            self.task_claim(record["id"], agent, lane=lane)
+        claimed = self.task_claim(record["id"], agent, lane=lane) if record is not None else None
         hooks = spawning.install_hooks(self.ctx, lane, lanes.require_workspace(self.ctx, lane), cli, hook_prefix)
         start = pipeline.phase_for("plan", policy) if use_pipeline else phase or _writable(policy)
         goal = record["title"] if record else bounded(prompt or "", 1000)
@@ -120,7 +119,14 @@ class SpawnApi:
         control.transact(repo, run, lambda head, current: [started, launched])
         if supervisor is not None:
             self._start_supervisor(repo, run, supervisor)
-        return self._report(repo, run, waiting=supervisor is not None) | {"hooks": hooks, "lane_created": place["created"]}
+        report = self._report(repo, run, waiting=supervisor is not None)
+        refused = spawning.refused_slot(_current(repo, run))
+        if refused is not None:  # lost the last slot to a concurrent spawn: neither task nor lane is kept
+            if claimed is not None and not claimed.already and claimed.op:
+                self.undo(claimed.op, actor=agent)  # type: ignore[attr-defined]  # OplogApi's
+            self.release_worktree(agent, keep_workspace=True)  # type: ignore[attr-defined]  # WorktreesApi's
+            raise refused
+        return report | {"hooks": hooks, "lane_created": place["created"]}
 
     def dispatch_spawn(self, plan: str, *, cli: str | None = None, hook_prefix: str,
                        supervisor: Supervisor | None = None) -> list[dict[str, Any]]:

@@ -86,6 +86,9 @@ class SuperviseApi:
             self._end_leftover(repo, run_id)
             self._append_run(repo, run_id, RunEvent("supervisor", self.ctx.now(), {"pid": me, "status": "ended"}))
         final = self._read(repo, run_id)
+        refused = spawning.refused_slot(final)
+        if refused is not None:
+            raise refused
         row = self._row(final, host)
         return row | {"problem": _unfinished(row)}
 
@@ -164,6 +167,14 @@ class SuperviseApi:
                         "pid": started.pid, "pgid": started.pid, "ticks": started.ticks,
                         "host": processes.hostname(), "stage": stage}))
                     return started
+                if not state.launch.get("queue") and not (state.exit or state.sessions):
+                    # its spawn (without --queue) found a slot, then another spawn took it first: refused
+                    # as the spawn's own check refuses, never queued (spawn says so and exits 3)
+                    reason = f"{len(live)} agents run already, [agent] max_parallel is {launch.max_parallel}"
+                    self._append_run(repo, run, RunEvent("stopped", self.ctx.now(), {
+                        "reason": reason, "by": "git-lanes", "signal": None,
+                        "refused": {"live": len(live), "max_parallel": launch.max_parallel}}))
+                    return None
                 if not queued:
                     self._append_run(repo, run, RunEvent("queued", self.ctx.now(), {
                         "live": len(live), "max_parallel": launch.max_parallel}))

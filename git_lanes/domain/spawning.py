@@ -87,6 +87,19 @@ def check_spend(policy: Policy, day_usd: float, exhausted: list[dict]) -> None:
 
 def check_slot(launch: Launch, live: int) -> None:
     if live >= launch.max_parallel:
-        raise Conflict(f"{live} agents run already, [agent] max_parallel is {launch.max_parallel}",
-                       code="max_parallel", details={"live": live, "max_parallel": launch.max_parallel},
-                       hint="wait for one to finish (`git lanes ps`), or spawn with --queue to wait for a slot")
+        raise no_slot(live, launch.max_parallel)
+
+
+def no_slot(live: int, max_parallel: int) -> Conflict:
+    return Conflict(f"{live} agents run already, [agent] max_parallel is {max_parallel}",
+                    code="max_parallel", details={"live": live, "max_parallel": max_parallel},
+                    hint="wait for one to finish (`git lanes ps`), or spawn with --queue to wait for a slot")
+
+
+def refused_slot(state: RunState) -> Conflict | None:
+    """A spawn without --queue whose supervisor found every slot taken when it came to launch (another spawn
+    got there between this one's check and its launch): refused, as the check would have refused it."""
+    refusal = (state.stop or {}).get("refused")
+    if not isinstance(refusal, dict):
+        return None
+    return no_slot(int(refusal.get("live") or 0), int(refusal.get("max_parallel") or 0))
