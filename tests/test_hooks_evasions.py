@@ -105,6 +105,8 @@ ORDINARY = [
     "tar -xzf dist.tgz && tar -tf dist.tgz", "unzip -o pkg.zip -d vendor", "rsync -a src/ build/",
     "rsync -a build/ deploy@host:/srv/app/", "scp build.tgz host:/srv/", "find . -name '*.pyc' -delete",
     "sort -o words.txt words.txt", "wget -q https://example.com/f.tgz", "patch -p1 < fix.patch",
+    "gcc -O2 -o build/app main.c", "go build -o bin/app ./cmd/app", "gzip -k dist/app.js", "gzip -dc a.gz | head",
+    "pip install -r requirements.txt", "zip -r dist.zip src",
 ]
 
 
@@ -206,7 +208,10 @@ def test_archivers_downloaders_and_patchers_writing_outside_the_lane_are_denied(
              f"rsync -a --remove-source-files {repo}/src/ /tmp/b/", f"scp host:f {repo}/f", f"patch -p1 -d {repo} < p",
              f"find {repo} -name '*.py' -delete", f"find . -fprint {repo}/list", f"sort -o {repo}/README.md a",
              f"uniq a {repo}/README.md", f"wget -O {repo}/x http://e", f"wget -P {repo} http://e",
-             f"cd {repo} && wget http://e", f"cd {repo} && git format-patch -1"]
+             f"cd {repo} && wget http://e", f"cd {repo} && git format-patch -1", f"split -b1 x {repo}/part",
+             f"csplit x 1 -f {repo}/part", f"zip {repo}/a.zip x", f"gunzip {repo}/README.md.gz",
+             f"rename s/x/y/ {repo}/README.md", f"pip install -t {repo} x", f"npm install --prefix {repo}",
+             f"gcc -o {repo}/app x.c", f"go build -o {repo}/app ."]
     missed = []
     for number, line in enumerate(lines):
         send = hook if number == 0 else hook_in_process

@@ -1,6 +1,7 @@
 """Files and directories that archivers, downloaders, copiers and patchers write, for the shell-line analysis
-(`domain/shell_programs.writes`): `tar -x -C DIR`, `unzip -d DIR`, `rsync SRC DEST`, `scp`, `patch -d DIR`,
-`find … -delete`, `sort -o F`, `uniq IN OUT`, `wget -O F`, `curl -o F`. A command that writes into where it
+(`domain/shell_programs.writes`): `tar -x -C DIR`, `unzip -d DIR`, `zip A`, `gzip F`, `rsync SRC DEST`, `scp`,
+`patch -d DIR`, `find … -delete`, `sort -o F`, `uniq IN OUT`, `split IN PREFIX`, `rename`, `wget -O F`,
+`curl -o F`, `pip install -t DIR`. A command that writes into where it
 runs (an extraction or a download with no target named) writes `.`, so the write-gate places it in every
 directory the line may be in. Pure functions over a command's words (`(text, dynamic)` pairs)."""
 
@@ -168,6 +169,58 @@ def curl(args: list[Word]) -> list[str]:
     return files
 
 
+def split(args: list[Word]) -> list[str]:
+    _, operands = option_values(args, _valued("-a --suffix-length --additional-suffix -b --bytes -C --line-bytes "
+                                              "-l --lines -n --number -t --separator --filter"))
+    return operands[1:2] or ["."]  # PREFIXaa, PREFIXab… beside PREFIX, or xaa… where it runs
+
+
+def csplit(args: list[Word]) -> list[str]:
+    found, _ = option_values(args, _valued("-b --suffix-format -f --prefix -n --digits"))
+    return _given(found, "-f", "--prefix") or ["."]
+
+
+def zip_(args: list[Word]) -> list[str]:
+    found, operands = option_values(args, _valued("-b -n -t -tt -x -i -P -Z -O --out"))
+    return _given(found, "-O", "--out") + operands[:1]  # the archive it creates or changes
+
+
+def compress(args: list[Word]) -> list[str]:
+    """gzip, bzip2, xz, zstd and their un-/cat forms: each file is replaced by its (de)compressed form."""
+    found, operands = option_values(args, _valued("-S --suffix -o --output"))
+    if {"-c", "--stdout", "--to-stdout", "-t", "--test", "-l", "--list"} & found.keys():
+        return _given(found, "-o", "--output")
+    return operands + _given(found, "-o", "--output")
+
+
+def rename(args: list[Word]) -> list[str]:
+    """`rename EXPR FILES…` (perl) or `rename FROM TO FILES…` (util-linux): the files it renames."""
+    _, operands = option_values(args, frozenset())
+    return operands[1:]
+
+
+def installer(args: list[Word]) -> list[str]:
+    """pip's and npm's explicit install targets (their default one is outside the project, or a cache)."""
+    found, _ = option_values(args, _valued("-t --target --prefix --root --src -r --requirement -c --constraint "
+                                           "-e --editable -i --index-url --extra-index-url -f --find-links"))
+    return _given(found, "-t", "--target", "--prefix", "--root", "--src")
+
+
+def compiler(args: list[Word]) -> list[str]:
+    """A compiler's or linker's output file (`-o F`, `-oF`)."""
+    found, _ = option_values(args, _valued("-o -I -L -l -D -U -x -include -isystem -MF -MT -MQ"))
+    return _given(found, "-o")
+
+
+def go(args: list[Word]) -> list[str]:
+    found, _ = option_values(args[1:], _valued("-o -C -p -tags -ldflags -gcflags -mod -modfile -overlay -pkgdir"))
+    return _given(found, "-o") if args[:1] in ([("build", False)], [("test", False)]) else []
+
+
 WRITERS: dict[str, Callable[[list[Word]], list[str]]] = {
     "tar": tar, "gtar": tar, "bsdtar": tar, "unzip": unzip, "rsync": rsync, "scp": scp, "patch": patch,
-    "find": find, "sort": sort, "uniq": uniq, "wget": wget, "curl": curl}
+    "find": find, "sort": sort, "uniq": uniq, "wget": wget, "curl": curl, "split": split, "csplit": csplit,
+    "zip": zip_, "rename": rename, "prename": rename, "pip": installer, "pip3": installer, "npm": installer,
+    "go": go, **{name: compiler for name in ("cc", "gcc", "g++", "c++", "clang", "clang++", "ld", "rustc")},
+    **{name: compress for name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma",
+                                   "unlzma", "lz4", "compress", "uncompress")}}
