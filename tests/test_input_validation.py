@@ -126,3 +126,14 @@ def test_commit_text_that_is_not_utf8_is_never_stored(repo: Path, args: list[str
     before = refs_of(repo)
     refused("commit", *base, *args, cwd=ws, code=code)
     assert refs_of(repo) == before
+
+
+def test_an_error_repeats_a_huge_id_bounded(api):
+    """An agent may send a megabyte as an id; the not-found message (MCP content, REST body, CLI line) stays
+    a line."""
+    from git_lanes.errors import NotFound
+
+    for lookup in (api.task_show, api.show, api.run_show):
+        with pytest.raises(NotFound) as missing:
+            lookup("a" * 100_000)
+        assert len(missing.value.message) < 200 and "100000 characters" in missing.value.message, lookup

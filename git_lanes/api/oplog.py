@@ -82,11 +82,11 @@ class OplogApi:
     def _find_operation(self, prefix: str) -> tuple[str, Any, list[OpEntry]]:
         from git_lanes import ledger
         from git_lanes.domain import ledger_undo, oplog
-        from git_lanes.model.names import resolve_prefix
+        from git_lanes.model.names import resolve_prefix, shown_id
 
         given = prefix.strip().lower()
         if not given or given.strip("0123456789abcdef"):
-            raise NotFound(f"no operation matches {prefix!r}", code="unknown_operation",
+            raise NotFound(f"no operation matches {shown_id(prefix)}", code="unknown_operation",
                            hint="see `git lanes op log`")
         entries = list(oplog.entries(self.ctx, WINDOW))
         ops = ledger_undo.ledger_ops(self.ctx.store, ledger.head(self.ctx.store), WINDOW)

@@ -13,7 +13,7 @@ from git_lanes.errors import MalformedRecord, NotFound, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import MAX_TITLE
 from git_lanes.model.ids import LedgerId
-from git_lanes.model.names import resolve_prefix
+from git_lanes.model.names import resolve_prefix, shown_id
 from git_lanes.model.text import check_text
 
 TASKS_HINT = "see `git lanes task list`"
@@ -43,7 +43,7 @@ def _resolve(prefix: str, candidates: list[str], what: str, hint: str) -> str:
     prefix = prefix.strip().lower()
     code = f"unknown_{what}"
     if not prefix or prefix.strip("0123456789abcdef"):
-        raise NotFound(f"no {what} matches {prefix!r}", code=code, hint=hint)
+        raise NotFound(f"no {what} matches {shown_id(prefix)}", code=code, hint=hint)
     return resolve_prefix(prefix, candidates, what, hint, code)
 
 

@@ -9,8 +9,13 @@ from git_lanes.errors import Ambiguous, NotFound, UserError
 from git_lanes.model.ids import RESERVED_LANE_NAMES, LaneName, validate_lane_name
 from git_lanes.model.text import is_text
 
-__all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_prefix",
+__all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_prefix", "shown_id",
            "validate_lane_name"]
+
+
+def shown_id(given: str) -> str:
+    """An id as an error message repeats it: quoted, and bounded (an agent may send a megabyte of one)."""
+    return repr(given) if len(given) <= 80 else repr(given[:80]) + f"… ({len(given)} characters)"
 
 
 def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,
@@ -22,10 +27,10 @@ def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,
         raise UserError(f"empty {what} id", code="invalid_id")
     matches = sorted({c for c in candidates if c.startswith(prefix)})
     if not matches:
-        raise NotFound(f"no {what} matches {prefix!r}", hint=hint, code=code)
+        raise NotFound(f"no {what} matches {shown_id(prefix)}", hint=hint, code=code)
     if len(matches) > 1:
         shown = ", ".join(m[:12] for m in matches[:10])
-        raise Ambiguous(f"{what} id {prefix!r} is ambiguous: {shown}",
+        raise Ambiguous(f"{what} id {shown_id(prefix)} is ambiguous: {shown}",
                         details={"candidates": matches}, hint="give more characters of the id")
     return matches[0]
 
