@@ -107,3 +107,35 @@ def test_gc_keeps_what_is_younger_and_a_workspace_with_unsaved_edits(repo: Path)
 def test_gc_refuses_an_age_it_cannot_read(repo: Path):
     result = run_cli("gc", "--older-than", "soon", cwd=repo)
     assert result.code == 1 and "invalid age 'soon'" in result.err
+
+
+def test_a_gc_stopped_midway_removes_states_with_their_records_or_neither(repo: Path, monkeypatch):
+    """gc stopped after its first ref transaction that removes a state (a kill, a crash: here an interrupt
+    raised there) must not leave transition records naming states that are gone, which no later gc finds."""
+    api = Lanes(repo)
+    api.lane_create("tried")
+    attempts = []
+    for n in range(3):
+        (workspace(repo, "tried") / "attempt.txt").write_text(f"attempt {n}\n")
+        attempt = api.commit(f"try {n}", "coder-1", lane="tried")
+        api.reject(attempt["id"], "no")
+        attempts.append(attempt)
+    store, apply, seen = api.ctx.store, api.ctx.store.update_refs, []
+
+    def stopped_after_the_first(updates):
+        if seen and any(u.name.startswith("refs/lanes/rejected/") for u in updates):
+            raise KeyboardInterrupt
+        apply(updates)
+        seen.extend(u.name for u in updates if u.name.startswith("refs/lanes/rejected/"))
+
+    monkeypatch.setattr(store, "update_refs", stopped_after_the_first)
+    try:
+        api.gc(older_than=0)
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.undo()
+    assert seen  # it got as far as removing something
+    noted = set(git("notes", "--ref=lanes", "list", cwd=repo).split()[1::2])
+    left = refs_under(repo, "refs/lanes/rejected/")
+    for attempt in attempts:  # each state kept with its record, or gone with it
+        assert (attempt["to"] in noted) == (f"refs/lanes/rejected/{attempt['id']}" in left)

@@ -50,8 +50,7 @@ class UpkeepApi:
             report["tombstones"] = self._append("gc.prune", self.ctx.store.signature().name or "git-lanes",
                                                 {"refs": travelling})["pruned"]
         with self._writing() as ctx:
-            report["removed"] = self._remove(ctx, found)
-            report["notes_removed"] = self._drop_notes(ctx, found)
+            report["removed"], report["notes_removed"] = self._remove(ctx, found)
         with ExitStack() as held:
             held.enter_context(self.ctx.store.locked())
             held.enter_context(lock.exclusive(self.ctx.store.common_dir / RUNS_LOCK))
@@ -75,36 +74,38 @@ class UpkeepApi:
                 ended[run] = float(state.ended_at or 0.0)
         return ended
 
-    def _remove(self, ctx: Context, found: upkeep.Candidates) -> dict[str, Any]:
-        """Delete each candidate ref still where gc saw it (one another writer moved since is left alone)."""
-        from git_lanes.domain import upkeep
+    def _remove(self, ctx: Context, found: upkeep.Candidates) -> tuple[dict[str, Any], int]:
+        """Delete each candidate ref still where gc saw it (one another writer moved since is left alone), and
+        the transition records of the pruned states with them, in one transaction: a gc killed midway has
+        removed states and their records together or not at all (records left behind would name states that
+        are gone, and no later gc would find them). Run logs go one by one (no records; their own lock)."""
+        from git_lanes.domain import transitions, upkeep
 
         removed = found.to_dict()
-        for kind in ("rejected", "superseded", "backups", "runs"):
-            gone = []
+        updates: list[RefUpdate] = []
+        for kind in ("rejected", "superseded", "backups"):
+            removed[kind] = [e for e in removed[kind] if ctx.store.read_ref(e["ref"]) == e["oid"]]
             for entry in removed[kind]:
-                if ctx.store.read_ref(entry["ref"]) != entry["oid"]:
-                    continue
-                ctx.store.update_refs([RefUpdate(entry["ref"], None, entry["oid"], f"lanes: gc {kind}")]
-                                      + _tracking_copies(ctx, entry["ref"], entry["oid"]))
-                gone.append(entry)
-            removed[kind] = gone
+                updates += [RefUpdate(entry["ref"], None, entry["oid"], f"lanes: gc {kind}"),
+                            *_tracking_copies(ctx, entry["ref"], entry["oid"])]
+        proposals = ctx.store.list_refs(refs.PROPOSALS)
+        states = [e["oid"] for e in removed["rejected"] + removed["superseded"]
+                  if transitions.load(ctx, e["oid"]) is not None and not proposals.get(refs.proposal_ref(e["transition"]))]
+        if states:
+            updates.append(ctx.store.write_notes(refs.NOTES, dict.fromkeys(states), f"lanes: gc drops {len(states)} "
+                                                 "pruned transition records"))
+        ctx.store.update_refs(updates)
+        gone = []
+        for entry in removed["runs"]:
+            if ctx.store.read_ref(entry["ref"]) != entry["oid"]:
+                continue
+            ctx.store.update_refs([RefUpdate(entry["ref"], None, entry["oid"], "lanes: gc runs")]
+                                  + _tracking_copies(ctx, entry["ref"], entry["oid"]))
+            gone.append(entry)
+        removed["runs"] = gone
         for entry in list(removed["workspaces"]):
             upkeep.remove_workspace(ctx, entry)
-        return removed
-
-    def _drop_notes(self, ctx: Context, found: upkeep.Candidates) -> int:
-        """The transition records of pruned states go with them (history would name states that are gone)."""
-        from git_lanes.domain import transitions
-
-        states = [e["oid"] for e in found.rejected + found.superseded
-                  if ctx.store.read_ref(e["ref"]) is None and transitions.load(ctx, e["oid"]) is not None
-                  and not ctx.store.list_refs(refs.PROPOSALS).get(refs.proposal_ref(e["transition"]))]
-        if not states:
-            return 0
-        ctx.store.update_refs([ctx.store.write_notes(refs.NOTES, dict.fromkeys(states), f"lanes: gc drops "
-                                                     f"{len(states)} pruned transition records")])
-        return len(states)
+        return removed, len(states)
 
 
 def _tracking_copies(ctx: Context, ref: str, oid: str) -> list[RefUpdate]:
