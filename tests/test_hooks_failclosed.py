@@ -110,6 +110,10 @@ def test_a_pre_tool_call_sent_to_a_hook_installed_under_another_event_is_denied(
         assert verdict == "deny" and repr(event) in reason, (cli, event, reason)
     result = hook_in_process("gemini", "PreTooluse", call | {"hook_event_name": "BeforeTool"})
     assert json.loads(result.out)["decision"] == "deny"
+    # another CLI's pre-tool call at this CLI's pre-tool hook (Gemini's shell tool would pass as unknown)
+    gemini_call = call | {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command"}
+    verdict, reason = decision(hook_in_process("claude", "PreToolUse", gemini_call))
+    assert verdict == "deny" and "'BeforeTool' event" in reason
     # the events the hooks do not handle still pass without an opinion
     assert hook_in_process("claude", "Notification", claude("Notification", ws, message="hi")).out == ""
 

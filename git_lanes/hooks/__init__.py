@@ -111,7 +111,15 @@ def respond(module: Any, name: str, raw: bytes, env: dict[str, str], now: float)
     try:
         from git_lanes.hooks import protocol
 
-        event = module.to_event(name, protocol.load_payload(raw), env)
+        payload = protocol.load_payload(raw)
+        sent = payload.get("hook_event_name")
+        if aliases.get(name, name) == module.PRE_TOOL and isinstance(sent, str) and \
+                aliases.get(sent, sent) != module.PRE_TOOL:
+            # another CLI's call (`BeforeTool` at Claude's hook) would be read in the wrong protocol: its shell
+            # tool taken for an unknown one, its answer ignored
+            raise protocol.Malformed(f"the payload is a {sent[:100]!r} event, not {name}: this hook command is "
+                                     f"wired into the wrong CLI or event (git lanes doctor shows it)")
+        event = module.to_event(name, payload, env)
         verdict = dispatch(event, now)
         if verdict.env and hasattr(module, "export_env"):
             module.export_env(verdict.env, env)  # a CLI that takes variables from a hook (Claude Code)
