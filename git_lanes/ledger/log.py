@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from git_lanes.ledger.state import Record
     from git_lanes.store import Store
+    from git_lanes.store.repo import Signatures
 else:
     Protocol = object  # Fold below is a protocol for the type checker; at run time a plain name to import
 
@@ -36,6 +37,7 @@ else:
 # appender asks git whether the repository needs packing (`git gc --auto`).
 MAINTENANCE_EVERY = 500
 CAS_ATTEMPTS = 5
+AGENT_EMAIL = "agent@lanes"  # a ledger commit's author is the op's actor
 
 
 class Fold(Protocol):
@@ -110,10 +112,11 @@ def refusal(exc: LanesError) -> dict[str, Any]:
 def append(store: Store, op: Op, fold: Fold) -> Appended:
     """Apply `op` on the current head under the local writers' lock and compare-and-swap the ref to the new
     commit. Raises the fold's error when it refuses; a refused op changes nothing and is not recorded."""
+    signed = store.signatures(op.actor, AGENT_EMAIL)  # depends on no head: made before the lock
     with store.locked():
         for attempt in range(CAS_ATTEMPTS):
             base = head(store)
-            commit, recorded = _build(store, base, op, fold)
+            commit, recorded = _build(store, base, op, fold, signed)
             try:
                 store.update_refs([RefUpdate(LEDGER, commit, base, f"lanes ledger: {recorded.type} {op.id}")])
             except Conflict:
@@ -129,7 +132,7 @@ def append(store: Store, op: Op, fold: Fold) -> Appended:
     return appended
 
 
-def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op]:
+def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signatures | None = None) -> tuple[str, Op]:
     from git_lanes.ledger.record_json import encode_record  # loaded by the first write, not by readers
 
     state = state_at(store, base)
@@ -138,7 +141,7 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold) -> tuple[str, Op]
     message = encode_message(recorded, fold.summary(recorded, result))
     records = {path: None if record is None else encode_record(record) for path, record in edits.items()}
     commit = store.write_records(state.tree, records, [base] if base else [], message, author_name=op.actor,
-                                 author_email="agent@lanes")
+                                 author_email=AGENT_EMAIL, signed=signed)
     return commit, recorded
 
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 # `before` (optional) hears of them just before they are applied: the log's journal, for a process killed in
 # between.
 Observer = Callable[[list["RefUpdate"]], None]
+Signatures = tuple[pygit2.Signature, pygit2.Signature]  # (author, committer)
 _OBSERVERS: ContextVar[tuple[tuple[Path, Observer, Observer | None], ...]] = ContextVar("lanes_ref_observers",
                                                                                          default=())
 
@@ -315,16 +316,24 @@ class Store(WorkspaceOps):
         entries = self._records.folder(tree, path)
         return {} if entries is None else {name: item[0] == TREE_MODE for name, item in entries.items()}
 
+    def signatures(self, author_name: str | None = None, author_email: str | None = None) -> Signatures:
+        """(author, committer) of a commit made now: git's identity, the author's name and email where given.
+        Reading the identity costs a look at three config files; the ledger does it before it takes the
+        writers' lock, where every other writer waits."""
+        committer = self.signature()
+        return pygit2.Signature(author_name or committer.name, author_email or committer.email, committer.time,
+                                committer.offset), committer
+
     def write_records(self, base: str | None, records: dict[str, bytes | None], parents: list[str],
-                      message: str, *, author_name: str | None = None, author_email: str | None = None) -> str:
+                      message: str, *, author_name: str | None = None, author_email: str | None = None,
+                      signed: Signatures | None = None) -> str:
         """A commit on `parents` whose tree is `base` with each path set to its bytes (None deletes it),
-        writing only the blobs and folders that changed."""
+        writing only the blobs and folders that changed. `signed`: (author, committer) from `signatures`,
+        else made now from `author_name` and `author_email`."""
         edits = {path: None if data is None else (BLOB_MODE, self._records.write_blob(data))
                  for path, data in records.items()}
         tree = self._records.edit(base, edits)
-        committer = self.signature()
-        author = pygit2.Signature(author_name or committer.name, author_email or committer.email, committer.time,
-                                  committer.offset)
+        author, committer = signed or self.signatures(author_name, author_email)
         return self._records.write_commit(tree, parents, author, committer, message)
 
     # -- ancestry --------------------------------------------------------------------------------------
