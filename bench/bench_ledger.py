@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 PROCESSES = 8
+LOCK_ROW = f"ledger's lock, {PROCESSES} processes"
 
 
 # -- setup -------------------------------------------------------------------------------------------------
@@ -127,18 +128,45 @@ def sqlite_ops(path: str, agent: str, tasks: list[str], wal: bool) -> tuple[floa
 def worker(argv: list[str]) -> None:
     kind, target, agent, tasks_file = argv[:4]
     tasks = json.loads(Path(tasks_file).read_text())
+    held = time_the_lock() if kind == "ledger" else [0.0, 0.0]
     print("ready", flush=True)
     sys.stdin.readline()
     if kind == "ledger":
         _, cpu = ledger_ops(target, agent, tasks)
     else:
         _, cpu = sqlite_ops(target, agent, tasks, wal=kind == "sqlite-wal")
-    print(f"cpu {cpu}", flush=True)
+    print(f"cpu {cpu} held {held[0]} held-cpu {held[1]}", flush=True)
 
 
-def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of all of them) for PROCESSES processes doing their claim/post pairs at
-    once (start-up excluded)."""
+def time_the_lock() -> list[float]:
+    """[wall seconds, CPU seconds] this process holds the writers' lock, summed as it runs. Processes take
+    the lock one at a time, so over a concurrent run the lock is held for the sum of all processes' holds and
+    free, waiting for the next holder to be woken and scheduled, for the rest of the wall time."""
+    from contextlib import contextmanager
+
+    from git_lanes.store.repo import Store
+
+    held = [0.0, 0.0]
+    plain = Store.locked
+
+    @contextmanager
+    def locked(self, *args, **kwargs):
+        with plain(self, *args, **kwargs):
+            start, cpu = time.perf_counter(), cpu_seconds()
+            try:
+                yield
+            finally:
+                held[0] += time.perf_counter() - start
+                held[1] += cpu_seconds() - cpu
+
+    Store.locked = locked
+    return held
+
+
+def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Path) \
+        -> tuple[float, float, float, float]:
+    """(wall seconds, CPU seconds of all of them, seconds the writers' lock was held, CPU seconds spent
+    holding it) for PROCESSES processes doing their claim/post pairs at once (start-up excluded)."""
     procs = []
     for n, tasks in enumerate(task_sets):
         tasks_file = scratch / f"{kind}-{n}.json"
@@ -151,12 +179,13 @@ def concurrent(kind: str, target: Path, task_sets: list[list[str]], scratch: Pat
     for proc in procs:
         proc.stdin.write("go\n")
         proc.stdin.flush()
-    cpu = 0.0
+    cpu = held = held_cpu = 0.0
     for proc in procs:
-        cpu += float(proc.stdout.readline().split()[1])
+        fields = proc.stdout.readline().split()
+        cpu, held, held_cpu = cpu + float(fields[1]), held + float(fields[3]), held_cpu + float(fields[5])
         proc.wait()
         assert proc.returncode == 0
-    return time.perf_counter() - start, cpu
+    return time.perf_counter() - start, cpu, held, held_cpu
 
 
 def throughput(scratch: Path, ops: int) -> dict:
@@ -175,16 +204,20 @@ def throughput(scratch: Path, ops: int) -> dict:
     api = new_repo(scratch, "many")
     per = pairs // PROCESSES
     sets = [make_tasks(api, per, f"p{n}") for n in range(PROCESSES)]
-    many["ledger"] = concurrent("ledger", api.root, sets, scratch)
+    wall, cpu, held, held_cpu = concurrent("ledger", api.root, sets, scratch)
+    many["ledger"] = wall, cpu
     for kind in ("sqlite-wal", "sqlite-default"):
         db = scratch / f"many-{kind}.db"
         new_sqlite(db, kind == "sqlite-wal")
         sqlite_tasks(db, [t for s in sets for t in s])
-        many[kind] = concurrent(kind, db, sets, scratch)
-    return {setting: {kind: {"ops/s": count / wall, "cpu ms/op": cpu / count * 1000}
-                      for kind, (wall, cpu) in runs.items()}
-            for setting, count, runs in (("one process", 2 * pairs, single),
-                                         (f"{PROCESSES} processes", 2 * per * PROCESSES, many))}
+        many[kind] = concurrent(kind, db, sets, scratch)[:2]
+    count = 2 * per * PROCESSES
+    report = {setting: {kind: {"ops/s": count / wall, "cpu ms/op": cpu / count * 1000}
+                        for kind, (wall, cpu) in runs.items()}
+              for setting, count, runs in (("one process", 2 * pairs, single), (f"{PROCESSES} processes", count, many))}
+    report[LOCK_ROW] = {"held ms/op": held / count * 1000, "held cpu ms/op": held_cpu / count * 1000,
+                        "free ms/op": max(wall - held, 0.0) / count * 1000}
+    return report
 
 
 # -- reads do not grow with the ledger ----------------------------------------------------------------------
@@ -419,12 +452,16 @@ def throughput_section(scratch: Path, ops: int) -> dict:
     print("append throughput (a claim and a post per pair): ops/s, and CPU ms per op (user + system, all "
           "processes)", flush=True)
     tp = throughput(scratch, ops)
+    lock = tp.pop(LOCK_ROW)
     for setting, row in tp.items():
         for metric in ("ops/s", "cpu ms/op"):
             ratios = ", ".join(f"ledger/{k} = {row['ledger'][metric] / row[k][metric]:.3f}" for k in row
                                if k != "ledger" and row[k][metric])
             print(f"  {setting:12} {metric:9} " + "  ".join(f"{k} {v[metric]:8.2f}" for k, v in row.items())
                   + f"   ({ratios})")
+    print(f"  {PROCESSES} processes: the writers' lock held {lock['held ms/op']:.2f} ms per op "
+          f"({lock['held cpu ms/op']:.2f} ms of it on CPU), free between holders {lock['free ms/op']:.2f} ms per op")
+    tp[LOCK_ROW] = lock
     return tp
 
 
