@@ -140,21 +140,26 @@ class _Spawned:
 
         self.returncode: int | None = None
         self.timed_out = False
-        self.stdout, out = os.pipe()
-        self.stderr, err = os.pipe() if keep_stderr else (-1, -1)
+        self.stdout = self.stderr = -1  # our ends of git's stdout and stderr (-1: none)
+        theirs: list[int] = []  # git's ends, closed here once git has them
         try:
+            self.stdout, out = os.pipe()
+            theirs.append(out)
             actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [(os.POSIX_SPAWN_DUP2, out, 1)]
-            actions.append((os.POSIX_SPAWN_DUP2, err, 2) if keep_stderr
-                           else (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0))
+            if keep_stderr:
+                self.stderr, err = os.pipe()
+                theirs.append(err)
+                actions.append((os.POSIX_SPAWN_DUP2, err, 2))
+            else:
+                actions.append((os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0))
             self.pid = os.posix_spawnp("git", argv, os.environ if env is None else env, file_actions=actions,
                                        setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
         except BaseException:
             self.close()
             raise
         finally:
-            os.close(out)
-            if keep_stderr:
-                os.close(err)
+            for fd in theirs:
+                os.close(fd)
 
     def read_all(self, deadline: float | None) -> tuple[bytes, bytes]:
         """Everything git writes to its stdout and stderr, until it closes both or `deadline` (monotonic)
