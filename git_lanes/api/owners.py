@@ -37,7 +37,6 @@ OWNERS = {
     "_dirty_files": "ledger",
     "_drive_pipeline": "pipeline",
     "_drive_plain": "supervise",
-    "_drop_notes": "upkeep",
     "_end_leftover": "supervise",
     "_ended_runs": "upkeep",
     "_enter": "pipeline",
