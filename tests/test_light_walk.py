@@ -72,17 +72,29 @@ def test_a_merge_or_an_ancestor_that_is_none_goes_to_the_exact_query(repo):
 
 def test_a_log_started_ahead_answers_the_same_and_sees_each_commit_of_the_range(repo):
     base = git("rev-parse", "HEAD", cwd=repo).strip()
-    line = line_of(repo, base, 25)
+    line = line_of(repo, base, 40)
     store, seen, calls = open_light(repo), [], []
-    store.start_log(line[-1], lambda oid, message: seen.append((oid, message)))
+    store.start_log(line[9], line[-1], lambda oid, message: seen.append((oid, message)))
+    assert store._started_log is not None
     assert walked(store, line[9], line[-1], exact_calls=calls) == exact(repo, line[9], line[-1]) and calls == []
     assert [oid for oid, _ in seen] == [oid for oid, _ in exact(repo, line[9], line[-1])]
-    assert seen[0][1] == "step 24\n\nbody 24\n"
+    assert seen[0][1] == "step 39\n\nbody 39\n"
+
+
+def test_a_short_line_is_read_here_without_starting_git(repo):
+    base = git("rev-parse", "HEAD", cwd=repo).strip()
+    line = line_of(repo, base, 20)
+    store = open_light(repo)
+    store.start_log(line[5], line[-1])  # 14 commits: a sync of a few ops runs no git beyond its fetch
+    assert store._started_log is None
+    assert store.is_ancestor(line[5], line[-1]) and store.count_between(line[5], line[-1]) == 14
 
 
 def test_a_started_log_no_walk_took_is_stopped_and_reaped(repo):
+    base = git("rev-parse", "HEAD", cwd=repo).strip()
+    line = line_of(repo, base, 20)
     store = open_light(repo)
-    store.start_log(git("rev-parse", "HEAD", cwd=repo).strip())
+    store.start_log(None, line[-1])
     assert store._started_log is not None
     started = store._started_log[1]
     store.stop_logs()

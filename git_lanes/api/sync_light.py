@@ -116,7 +116,7 @@ def _read_ledger_ahead(store: LightStore, remote: str, check: Callable[[str, str
     except NeedsFullStore:
         return
     if there is not None and there != here:
-        store.start_log(there, check)
+        store.start_log(here, there, check)
 
 
 def _context(store: LightStore, trunk: str) -> Context:

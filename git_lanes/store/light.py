@@ -388,10 +388,13 @@ class LightStore:
             commit = parents[0] if parents else None
         return line
 
-    def start_log(self, head: str, each: Callable[[str, str], object] | None = None) -> None:
-        """Start the `git log` of `head` that a `_rev_list(..., head)` to come reads, now (the light sync does
-        so the moment its fetch brought `head` in). `each(commit, message)` sees every commit of the range
-        that walk answers as it is read, while git is still printing the rest."""
+    def start_log(self, ancestor: str | None, head: str, each: Callable[[str, str], object] | None = None) -> None:
+        """Start the `git log` of `head` that a `_rev_list(ancestor, head)` to come reads, now (the light sync
+        does so the moment its fetch brought `head` in), unless `head` is a short line of commits down to
+        `ancestor`: those are read here, with no git process. `each(commit, message)` sees every commit of
+        the range the walk answers as it is read, while git is still printing the rest."""
+        if self._short_line(ancestor, head) is not None:
+            return
         self.stop_logs()  # one at a time: a second start replaces the first
         self._started_log = (head, StartedGit(_log_args(head), self.root, output=True, env=unredirected_env()), each)
 
