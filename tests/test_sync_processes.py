@@ -19,8 +19,10 @@ def git_commands_run_by(tmp_path: Path, *args: str, cwd: Path) -> list[str]:
     log.write_text("")
     shim = tmp_path / "shim"
     shim.mkdir(exist_ok=True)
+    # the subcommand is the first argument that is no option (`-C DIR`, `-c NAME=VALUE` and flags before it)
     (shim / "git").write_text(f"""#!/bin/sh
-case "$(cat /proc/$PPID/comm)" in python*) echo "$1" >> {log};; esac
+subcommand() {{ while [ $# -gt 0 ]; do case "$1" in -c|-C) shift 2;; -*) shift;; *) echo "$1"; return;; esac; done; }}
+case "$(cat /proc/$PPID/comm)" in python*) subcommand "$@" >> {log};; esac
 exec {shutil.which("git")} "$@"
 """)
     (shim / "git").chmod(0o755)

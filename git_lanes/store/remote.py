@@ -154,8 +154,12 @@ def fetch(store: Store, remote: str, trunk: str) -> Fetched:
 def _fetch_args(remote: str, patterns: list[str], unstorable: dict[str, str]) -> list[str]:
     specs = [f"+{pattern}:{tracking_ref(remote, pattern)}" for pattern in patterns]
     specs += [f"^{ref}" for ref in unstorable]
-    return ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--atomic", "--no-auto-gc",
-            "--no-recurse-submodules", remote, *specs]
+    # Whether a tracking ref was forced is only ever printed, and --quiet prints nothing, yet git finds out by
+    # walking every commit that came in (~6 ms of its CPU for 1,000 ledger ops); with the walk off, git would
+    # advise turning it back on.
+    return ["-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-show-forced-updates",
+            "--no-tags", "--no-write-fetch-head", "--prune", "--atomic", "--no-auto-gc", "--no-recurse-submodules",
+            remote, *specs]
 
 
 def start_fetch(store: LightStore, remote: str, trunk: str) -> StartedGit:
@@ -267,7 +271,8 @@ def _network(store: Store, args: list[str]) -> Answered:
     except Exception as exc:
         if not _timed_out(exc):
             raise
-        raise RemoteFailed(f"git {args[0]} gave no answer in {NETWORK_TIMEOUT:.0f} s",
+        command = args[2] if args[0] == "-c" else args[0]  # git's subcommand, after a `-c` setting
+        raise RemoteFailed(f"git {command} gave no answer in {NETWORK_TIMEOUT:.0f} s",
                            hint="check the network and the remote; what merged here is kept: sync again") from None
 
 
