@@ -274,3 +274,28 @@ def test_a_tree_parsed_against_the_last_version_at_its_path_is_parsed_as_a_whole
         layout = (data, near_entries, ordered)
         entries = dict(whole)
     assert parsed_near > 500  # the precondition: most versions were parsed against the last one
+
+
+def test_another_process_reads_each_new_version_of_a_big_folder_as_git_lists_it(repo, monkeypatch):
+    """Two stores (two processes) on one repository: each version of a 256-folder tree the first one writes,
+    the second reads against the version it read before, and lists what git lists."""
+    import random
+
+    from git_lanes.store import object_cache
+
+    near_parses = []
+    plain = object_cache._parse_near
+    monkeypatch.setattr(object_cache, "_parse_near", lambda *args: near_parses.append(plain(*args)) or near_parses[-1])
+    writer, reader = open_store(repo), open_store(repo)
+    rng = random.Random(7)
+    commit = writer.write_records(None, {f"tasks/{n:02x}/{n:016x}.json": b"{}\n" for n in range(256)}, [], "all\n")
+    for step in range(12):
+        records = {f"tasks/{rng.randrange(256):02x}/{rng.getrandbits(64):016x}.json": f"{step}\n".encode()
+                   for _ in range(rng.choice((1, 3, 8)))}
+        commit = writer.write_records(writer.record_tree(commit), records, [commit], f"step {step}\n")
+        tree = reader.record_tree(commit)
+        listed = git("ls-tree", f"{tree}:tasks", cwd=repo).splitlines()
+        assert reader.record_names(tree, "tasks") == {line.split("\t")[1]: True for line in listed}
+        path = next(iter(records))
+        assert reader.read_record(tree, path) == records[path]
+    assert sum(parsed is not None for parsed in near_parses) >= 11  # the precondition: all but the first version

@@ -76,7 +76,10 @@ class ObjectCache:
             width = len(pygit2.Oid(hex=oid).raw)
             near = self._layouts.get(self._near.get(path, "")) if path is not None and len(data) >= NEAR_BYTES \
                 else None
-            parsed = _parse_near(data, near, width) if near is not None else None
+            try:
+                parsed = _parse_near(data, near, width) if near is not None else None
+            except (KeyError, ValueError, IndexError):  # never expected; a KeyError here would read as "missing"
+                parsed = None
             if parsed is not None:
                 entries, ordered = parsed
             else:
