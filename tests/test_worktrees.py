@@ -46,6 +46,7 @@ def test_a_lane_is_one_live_agents_until_its_lease_lapses(lanes, clock):
     with pytest.raises(Conflict) as taken:
         lanes.assign_worktree("b", "shared")
     assert taken.value.code == "lane_assigned" and taken.value.details["holders"] == ["a"]
+    assert "`git lanes task handoff`" in taken.value.hint  # a command, not one face's tool name
     clock.now += LEASE_SECONDS + 1
     assert lanes.assign_worktree("b", "shared")["lane"] == "shared"
 

@@ -56,8 +56,8 @@ def check_free(state: Reader, lane: str, agent: str, now: float) -> None:
     if others:
         raise Conflict(f"lane {lane!r} is assigned to {', '.join(others)}, whose lease is alive",
                        code="lane_assigned", details={"lane": lane, "holders": others},
-                       hint="work in a lane of your own (leave the lane out to get one), or hand the task over "
-                            "with handoff_task")
+                       hint="work in a lane of your own (leave the lane out to get one), or have its task handed "
+                            "over (`git lanes task handoff`)")
 
 
 # -- ledger ops ------------------------------------------------------------------------------------------
