@@ -15,19 +15,16 @@ from contextlib import contextmanager
 
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.model.entries import Change, Entry
-from git_lanes.store import gitfiles, reflogs, stale
-from git_lanes.store.gitcli import StartedGit, unredirected_env
+from git_lanes.store import gitfiles, light_log, reflogs, stale
 from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from git_lanes.store.gitcli import StartedGit
     from git_lanes.store.objects import ObjectStore
 
-# A commit as `git log` prints it for `_rev_list`: id, tree, parents, author, committer time, raw message (%B is
-# the message's bytes as stored, re-encoded only when the commit names another encoding, as pygit2 decodes it).
-_LOG_FORMAT = "%H%x01%T%x01%P%x01%an%x01%ae%x01%ct%x01%B%x00"
 # Up to this many commits are read here (~0.2 ms each from a pack) rather than by `git rev-list` (~5 ms).
 SHORT_WALK = 16
 TREE_MODE = 0o040000
@@ -396,7 +393,7 @@ class LightStore:
         if self._short_line(ancestor, head) is not None:
             return
         self.stop_logs()  # one at a time: a second start replaces the first
-        self._started_log = (head, StartedGit(_log_args(head), self.root, output=True, env=unredirected_env()), each)
+        self._started_log = (head, light_log.start(self.root, head), each)
 
     def stop_logs(self) -> None:
         """Stop (kill and reap) a `start_log` git that no walk took."""
@@ -415,41 +412,32 @@ class LightStore:
         return self._between[key]
 
     def _walk(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]] | None:
-        """`_rev_list` for a line of single-parent commits, read as `git log head` prints it (newest first, as
-        it walks) down to `ancestor`, where git is stopped: unlike `git log head ^ancestor`, which prints
-        nothing until it has walked the whole range, this reads each commit while git walks to the next.
-        None when the walk meets a merge, or ends without meeting `ancestor` (a root, a shallow boundary):
-        `_exact` answers those."""
+        """`_rev_list` for a line of single-parent commits, read as git prints it (`light_log.walk`); None when
+        the line meets a merge or ends without meeting `ancestor`: `_exact` answers those."""
         each: Callable[[str, str], object] | None = None
         if self._started_log is not None and self._started_log[0] == head:
             _, started, each = self._started_log
             self._started_log = None
         else:
-            started = StartedGit(_log_args(head), self.root, output=True, env=unredirected_env())
-        walk = _LogWalk(ancestor, each)
-        code = started.pour(walk.take)
-        if walk.merge or (code is not None and (code != 0 or walk.rest.strip())):
-            return None
-        if not walk.met and ancestor is not None:
-            return None
-        for info in walk.read:
-            self._commits.setdefault(info.oid, info)
-        return [(info.oid, info.parents) for info in walk.read]
+            started = light_log.start(self.root, head)
+        try:
+            read = light_log.walk(started, ancestor, each)
+        except light_log.UnexpectedLog as exc:
+            raise NeedsFullStore(str(exc)) from None
+        return None if read is None else self._keep(read)
 
     def _exact(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]]:
         """`_rev_list` by one `git log head ^ancestor`."""
-        import subprocess
+        try:
+            return self._keep(light_log.exact(self.root, ancestor, head))
+        except light_log.UnexpectedLog as exc:
+            raise NeedsFullStore(str(exc)) from None
 
-        proc = subprocess.run(["git", *_log_args(head, *([ancestor] if ancestor else []))], cwd=self.root,
-                              capture_output=True, env=unredirected_env())
-        if proc.returncode != 0:
-            raise NeedsFullStore(f"git log failed: {proc.stderr.strip()[:200]!r}")
-        found = []
-        for record in proc.stdout.split(b"\0")[:-1]:
-            info = _logged(record)
+    def _keep(self, infos: list[CommitInfo]) -> list[tuple[str, tuple[str, ...]]]:
+        """Each commit's (id, parents), newest first; its header and message kept for `commit_info`."""
+        for info in infos:
             self._commits.setdefault(info.oid, info)
-            found.append((info.oid, info.parents))
-        return found
+        return [(info.oid, info.parents) for info in infos]
 
     # -- worktrees -----------------------------------------------------------------------------------------
     def linked_worktrees(self) -> bool:
@@ -481,48 +469,6 @@ class LightStore:
         # Any other Store method: the ordinary path answers it. (Never reached once the light sync has moved
         # a ref: what it calls after that is above.)
         raise NeedsFullStore(f"the light store has no {name}")
-
-
-class _LogWalk:
-    """What `LightStore._walk` has read of `git log head`, fed as git prints it."""
-
-    def __init__(self, ancestor: str | None, each: Callable[[str, str], object] | None) -> None:
-        self.ancestor, self.each = ancestor, each
-        self.read: list[CommitInfo] = []
-        self.rest = b""  # the start of a record whose end has not come yet
-        self.met = False  # the walk reached `ancestor`
-        self.merge = False  # the walk met a merge first
-
-    def take(self, chunk: bytes) -> bool:
-        """Read the records `chunk` completes; False once nothing more is needed."""
-        records = (self.rest + chunk).split(b"\0")
-        self.rest = records.pop()
-        for record in records:
-            info = _logged(record)
-            if info.oid == self.ancestor:
-                self.met = True
-                return False
-            if len(info.parents) > 1:
-                self.merge = True
-                return False
-            self.read.append(info)
-            if self.each is not None:
-                self.each(info.oid, info.message)
-        return True
-
-
-def _log_args(head: str, *excluded: str) -> list[str]:
-    return ["--no-replace-objects", "log", "--no-show-signature", f"--format={_LOG_FORMAT}", head,
-            *(f"^{commit}" for commit in excluded), "--"]
-
-
-def _logged(record: bytes) -> CommitInfo:
-    """One commit as `_LOG_FORMAT` prints it."""
-    fields = record.lstrip(b"\n").decode("utf-8", "replace").split("\x01", 6)
-    if len(fields) != 7 or len(fields[0]) != 40:
-        raise NeedsFullStore("git log's output is not what was asked for")
-    commit, tree, parents, name, email, when, message = fields
-    return CommitInfo(commit, tree, tuple(parents.split()), message, f"{name} <{email}>", int(when))
 
 
 def _commit_info(oid: str, data: bytes) -> CommitInfo:
