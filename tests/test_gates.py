@@ -145,9 +145,11 @@ def test_a_gate_past_its_timeout_is_killed_and_fails(api, repo):
     assert evaluation["exit_code"] is None and "timed out after 0.5s" in evaluation["output_tail"]
 
 
-def test_ctrl_c_during_a_gate_ends_the_gate_too(api, repo, tmp_path):
-    """A gate runs in its own session (so its timeout can kill all it started); an interrupted git-lanes
-    must take it along instead of leaving it running with no timeout."""
+@pytest.mark.parametrize("signal_number, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143),
+                                                      (signal.SIGHUP, 129)])
+def test_an_interrupted_or_terminated_commit_ends_its_gate_too(api, repo, tmp_path, signal_number, exit_code):
+    """A gate runs in its own session (so its timeout can kill all it started); a git-lanes interrupted (Ctrl-C),
+    terminated or hung up on must take it along instead of leaving it running with no timeout."""
     pid_file = tmp_path / "gate.pid"
     declare(api, repo, gate("slow", f"import os, time; open({json.dumps(str(pid_file))}, 'w').write(str(os.getpid())); "
                                     "time.sleep(60)"))
@@ -158,8 +160,8 @@ def test_ctrl_c_during_a_gate_ends_the_gate_too(api, repo, tmp_path):
     while not pid_file.exists() or not pid_file.read_text():
         assert interrupted.poll() is None, "the commit ended before its gate ran"
         time.sleep(0.05)
-    interrupted.send_signal(signal.SIGINT)
-    assert interrupted.wait(timeout=60) == 130
+    interrupted.send_signal(signal_number)
+    assert interrupted.wait(timeout=60) == exit_code
     gate_pid = int(pid_file.read_text())
     try:
         os.kill(gate_pid, 0)

@@ -12,6 +12,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -116,7 +117,8 @@ def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: 
             return CommandResult(None, time.monotonic() - started, f"could not start the command: {exc}")
         timed_out = False
         try:
-            code: int | None = proc.wait(timeout=timeout)
+            with _termination_raises():
+                code: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
@@ -129,6 +131,27 @@ def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: 
     if timed_out:
         tail += f"\n[git-lanes: timed out after {timeout:g}s; killed]"
     return CommandResult(code, round(duration, 3), tail, timed_out)
+
+
+@contextmanager
+def _termination_raises() -> Iterator[None]:
+    """While we wait on a command in its own session, SIGTERM and SIGHUP unwind like Ctrl-C (exit 128 + the
+    signal) so the command is killed with us; by default they would end us at once and leave it running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may take signals; a server's worker thread keeps its server's handling
+        return
+    # Only where the signal would kill us outright: an ignored SIGHUP (nohup) or a server's own handler stays.
+    previous = {number: signal.signal(number, _exit_for_signal) for number in (signal.SIGTERM, signal.SIGHUP)
+                if signal.getsignal(number) is signal.SIG_DFL}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _exit_for_signal(number: int, _frame: object) -> None:
+    raise SystemExit(128 + number)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
