@@ -98,3 +98,19 @@ def test_an_unknown_cli_or_event_fails_closed_or_stays_silent(ws):
     assert unknown_cli.code == 2 and "usage" in unknown_cli.err
     silent = hook("claude", "Notification", {"session_id": "s", "cwd": str(ws), "message": "hi"})
     assert silent.code == 0 and silent.out == ""
+
+
+@pytest.mark.parametrize("response, failed", [
+    ("Exit code: 2\nWall time: 0.1 seconds\nOutput:\nls: cannot access 'x'\n", True),
+    ({"exit_code": 1, "output": "boom"}, True),
+    ("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nok\n", False),
+    ("plain output, exit code unknown", False),
+])
+def test_codex_post_tool_use_of_a_failing_command_counts_as_failed(ws, response, failed):
+    """Codex has no PostToolUseFailure: PostToolUse follows a failing command too, and only its response tells."""
+    call = {"tool_name": "Bash", "tool_use_id": "call_9", "tool_input": {"command": "ls x"}}
+    assert hook("codex", "PreToolUse", codex("PreToolUse", ws, **call)).code == 0
+    after = hook("codex", "PostToolUse", codex("PostToolUse", ws, **call, tool_response=response))
+    assert after.code == 0 and after.out == ""
+    shown = run_cli("run", "show", run_id(ws), "--json", cwd=ws).json
+    assert (shown["failed"], shown["completed"]) == ((1, 0) if failed else (0, 1)) and shown["in_flight"] == []

@@ -2,7 +2,8 @@
 stdin and the same deny. Its traps: a bare `permissionDecision: "allow"` is reported as a hook failure (so we
 never send one: silence is the allow), shell calls arrive as `Bash`, file edits as `apply_patch` with the
 patch text in `tool_input.command` (the write-gate reads the paths out of the patch), Stop answers must be
-JSON, and there is no PostToolUseFailure (PostToolUse also follows a failing command)."""
+JSON, and there is no PostToolUseFailure (PostToolUse also follows a failing command: its `tool_response` is
+the command's output, a string, which says the exit code only in the classic shell tool's format)."""
 
 from __future__ import annotations
 
@@ -54,11 +55,31 @@ def tool_call(payload: dict[str, Any]) -> ToolCall:
     return ToolCall(name, name, "exec", call_id, protocol.summary_of(data), paths=protocol.guessed_paths(name, data))
 
 
+def failure(response: object) -> str | None:
+    """Why a finished call failed, where its response says so: the classic shell tool's output begins
+    `Exit code: N`, and a structured response may carry `exit_code` or `error`. Unified exec's plain output
+    says nothing of the exit code; such a call counts as completed, as we cannot tell."""
+    if isinstance(response, str) and response.startswith("Exit code: "):
+        code = response[len("Exit code: "):].partition("\n")[0].strip()
+        return f"exit code {code}" if code.lstrip("-").isdigit() and int(code) != 0 else None
+    if isinstance(response, dict):
+        code = response.get("exit_code")
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            return f"exit code {code}"
+        error = response.get("error")
+        if isinstance(error, str) and error:
+            return error
+    return None
+
+
 def to_event(name: str, payload: dict[str, Any], env: dict[str, str]) -> HookEvent:
     canonical = EVENTS.get(name, "other")
     call = tool_call(payload) if canonical in ("pre_tool", "post_tool") else None
+    error = failure(payload.get("tool_response")) if canonical == "post_tool" else None
+    if error:
+        canonical = "tool_failed"
     source = {"session_start": "source", "session_end": "reason", "pre_compact": "trigger"}.get(canonical)
-    return protocol.event(CLI, canonical, payload, env, call,
+    return protocol.event(CLI, canonical, payload, env, call, error=error,
                           source=protocol.text(payload, source) if source else None,
                           prompt=protocol.text(payload, "prompt"), subagent=protocol.text(payload, "agent_type"))
 
