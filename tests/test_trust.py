@@ -123,3 +123,30 @@ def test_no_state_tracks_files_under_the_lanes_folder(api, repo):
     started = run_cli("lane", "create", "later", "--from", "attacker", "--json", cwd=repo)
     assert started.code == 1 and started.json["error"] == "lanes_internal"
     fsck_clean(repo)
+
+
+def test_no_workspace_is_restored_or_reset_to_a_state_tracking_the_lanes_folder(api, repo):
+    """A commit made with plain git (or fetched) that tracks `.lanes/…`: restored into the main worktree it
+    wrote into other lanes' workspaces, made a folder in the way of a lane not yet created, and staged it
+    all for the trunk's next commit."""
+    victim = Path(api.lane_create("victim")["workspace"])
+    (victim / "notes.txt").write_text("victim's unsaved work\n")
+    api.lane_create("attacker")
+    index = {"GIT_INDEX_FILE": str(repo / ".git" / "scratch-index")}
+    git("read-tree", "main", cwd=repo, env=index)
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input="PWNED\n").strip()
+    for path in (".lanes/workspaces/victim/notes.txt", ".lanes/workspaces/later/x.txt"):
+        git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", cwd=repo, env=index)
+    sneaky = git("commit-tree", "-p", "main", "-m", "sneaky", git("write-tree", cwd=repo, env=index).strip(),
+                 cwd=repo).strip()
+    git("update-ref", "refs/lanes/heads/sneaky", sneaky, cwd=repo)
+    before = git("for-each-ref", cwd=repo)
+    for args in (("restore", sneaky, "-w", "main", "--force"), ("restore", sneaky, "-w", "attacker"),
+                 ("lane", "reset", "attacker", "--onto", "sneaky", "--force")):
+        refused = run_cli(*args, "--json", cwd=repo, env=AGENT)
+        assert refused.code == 1 and refused.json["error"] == "lanes_internal", (args, refused.err)
+        assert refused.json["paths"] == [".lanes/workspaces/later/x.txt", ".lanes/workspaces/victim/notes.txt"]
+    assert git("for-each-ref", cwd=repo) == before
+    assert git("status", "--porcelain", cwd=repo) == "" and not (repo / ".lanes" / "workspaces" / "later").exists()
+    assert git("status", "--porcelain", cwd=workspace(repo, "attacker")) == ""
+    assert (victim / "notes.txt").read_text() == "victim's unsaved work\n"

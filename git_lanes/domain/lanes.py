@@ -219,16 +219,17 @@ def internal_paths(ctx: Context, tree: str) -> list[str]:
     return [f"{refs.LANES_DIR}/{change.path}" for change in ctx.store.diff_trees(None, entry.oid)]
 
 
-def require_no_internal(ctx: Context, tree: str, what: str) -> None:
+def require_no_internal(ctx: Context, tree: str, what: str, hint: str | None = None) -> None:
     """Refuse a state that tracks files under `.lanes/`: promoted, the trunk would track files inside other
-    lanes' workspaces, and every checkout of it would write there."""
+    lanes' workspaces, and every checkout of it would write there. The one rule for every way a state comes
+    in or goes out: commit, accept, promote, lane create --from, restore, lane reset and sync."""
     found = internal_paths(ctx, tree)
     if found:
         raise Refused(f"{what} tracks {some(found)} under {refs.LANES_DIR}/, git-lanes' own folder where every "
                       "lane's workspace lives; no state may hold it", code="lanes_internal",
                       details={"paths": found},
-                      hint=f"untrack it with `git rm -r --cached {refs.LANES_DIR}` in the workspace (the files "
-                           "stay), then commit again")
+                      hint=hint or f"untrack it with `git rm -r --cached {refs.LANES_DIR}` in the workspace (the "
+                                   "files stay), then commit again")
 
 
 def require_no_nested(ctx: Context, name: str, path: Path) -> None:

@@ -57,6 +57,9 @@ def planned_checkout(ctx: Context, lane: str, path: Path, state: str, *, force: 
     """How the workspace of `lane` becomes `state`, decided before a file is touched (or a backup made). A
     nested repository in the way (a folder holding its own .git: a cloned dependency, a submodule with
     edits) is never deleted: refused, or with `force` left in place and reported."""
+    lanes.require_no_internal(ctx, ctx.store.tree_of(state), f"{what}: the state",
+                              hint="nothing was changed; choose a state that does not (no git-lanes command "
+                                   "writes one)")
     plan = ctx.store.plan_checkout(path, ctx.store.tree_of(state), force=True)
     if plan.nested and not force:
         raise Refused(f"{what} would remove {some(sorted(plan.nested))} from the workspace of {lane!r}: "
