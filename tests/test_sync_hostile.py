@@ -157,3 +157,36 @@ def test_a_peer_lane_whose_state_tracks_the_lanes_folder_is_refused(pair):
     assert code == 3 and [i["ref"] for i in report["invalid"]] == ["refs/lanes/heads/sneaky"]
     assert ".lanes/" in report["invalid"][0]["reason"]
     assert git("for-each-ref", "refs/lanes/heads", cwd=machine) == ""
+
+
+def test_a_ledger_op_whose_text_was_cut_is_reported_and_skipped_not_fatal_for_every_sync(pair, tmp_path):
+    """An older git-lanes let a NUL through the API; libgit2 cut the op's commit message there, dropping its
+    JSON. The next sync that had to replay it failed, and so did every one after it."""
+    machine, bare = pair
+    other = tmp_path / "other"
+    git("clone", "--quiet", str(bare), str(other), cwd=tmp_path)
+    Lanes.open_for_sync(other)[0].pull()
+    Lanes(machine).task_create("moved on the first machine", actor="ag1")
+    Lanes(machine).sync()
+    api = Lanes(other)
+    api.task_create("kept", actor="ag2")
+    api.task_create("cut", actor="ag1")
+    head = git("rev-parse", "refs/lanes/ledger", cwd=other).strip()
+    cut = git("commit-tree", "-p", f"{head}^", "-m", 'ag1: create task "a', f"{head}^{{tree}}", cwd=other,
+              env={"GIT_AUTHOR_NAME": "ag1"}).strip()
+    git("update-ref", "refs/lanes/ledger", cut, head, cwd=other)
+
+    code, report = sync(other)
+    assert code == 0, report
+    assert report["ledger"]["replayed"] == 1 and report["ledger"]["refused"] == 1
+    [refused] = report["refused"]["ag1"]
+    assert refused["type"] == "unreadable" and refused["args"]["commit"] == cut
+    assert "not a ledger op" in refused["refusal"]["message"]
+    titles = sorted(task["title"] for task in Lanes(other).task_list())
+    assert titles == ["kept", "moved on the first machine"]
+    assert git("rev-parse", "refs/lanes/ledger", cwd=bare) == git("rev-parse", "refs/lanes/ledger", cwd=other)
+    assert sync(other)[0] == 0
+    # the actor hears of it, as of any op a sync refused
+    assert [notice["original"]["type"] for notice in Lanes(other).agent_heartbeat("ag1")["refused"]] == \
+        ["unreadable"]
+    fsck_clean(other)

@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from git_lanes.errors import UnsupportedFormat
-from git_lanes.ledger.log import Fold, apply_op, ops_between
-from git_lanes.ledger.op import Op, make_op
+from git_lanes.ledger.log import Fold, apply_op
+from git_lanes.ledger.op import Op, decode_message, make_op
+from git_lanes.model.ids import Actor
 from git_lanes.store import Store
 from git_lanes.store.remote import count_between
 
 REFUSED = "refused"
+UNREADABLE = "unreadable"  # the type a refused record gives a local commit that holds no op to replay
 
 
 class Rebase(Protocol):
@@ -55,16 +57,17 @@ def replay(store: Store, local: str, remote: str, fold: Fold,
     head = remote
     replayed = 0
     refused = []
-    for original in ops_between(store, base, local):
+    for commit, original in _local_ops(store, base, local):
+        if isinstance(original, UnsupportedFormat):
+            stand_in, record = _unreadable(store, commit, original)
+            head = _record_refusal(store, head, stand_in, fold)
+            refused.append(record)
+            continue
         op = translate.op(original) if translate else original
         new_head, result = apply_op(store, head, op, fold)
         if new_head is None:
             stand_in = refused_op(op, result)
-            new_head, recorded = apply_op(store, head, stand_in, fold)
-            if new_head is None:
-                raise UnsupportedFormat(f"cannot record that ledger op {op.id} ({op.type}) was refused: "
-                                        f"{recorded.get('message')}", code="ledger_replay_failed",
-                                        hint="upgrade git-lanes on this machine")
+            new_head = _record_refusal(store, head, stand_in, fold)
             refused.append({"id": op.id, "type": op.type, "actor": op.actor, "time": op.time, "args": op.args,
                             "refusal": result, "refused_as": stand_in.id})
         else:
@@ -73,3 +76,66 @@ def replay(store: Store, local: str, remote: str, fold: Fold,
                 translate.applied(original, result)
         head = new_head
     return Replay(head, came_in, replayed, refused)
+
+
+def _record_refusal(store: Store, head: str, stand_in: Op, fold: Fold) -> str:
+    new_head, recorded = apply_op(store, head, stand_in, fold)
+    if new_head is None:
+        original = stand_in.args["op"]
+        raise UnsupportedFormat(f"cannot record that ledger op {original.get('id')} ({original.get('type')}) was "
+                                f"refused: {recorded.get('message')}", code="ledger_replay_failed",
+                                hint="upgrade git-lanes on this machine")
+    return new_head
+
+
+def _local_ops(store: Store, base: str | None, local: str) -> list[tuple[str, Op | UnsupportedFormat]]:
+    """The local commits after `base`, oldest first, each with its op, or why it holds none (as `ops_between`
+    reads them, but one unreadable commit does not stop the rest)."""
+    found: list[tuple[str, Op | UnsupportedFormat]] = []
+    commit: str | None = local
+    while commit is not None and commit != base:
+        info = store.commit_info(commit)
+        try:
+            found.append((commit, decode_message(info.message, commit)))
+        except UnsupportedFormat as exc:
+            if _newer(info.message):
+                raise  # a newer git-lanes's op is not lost here: that version replays it
+            found.append((commit, exc))
+        commit = info.parents[0] if info.parents else None
+    if commit != base:
+        raise UnsupportedFormat(f"{base[:8] if base else '-'} is not an ancestor of ledger commit {local[:8]}")
+    found.reverse()
+    return found
+
+
+def _unreadable(store: Store, commit: str, why: UnsupportedFormat) -> tuple[Op, dict[str, Any]]:
+    """A local ledger commit with no op in its message (an older git-lanes let a NUL cut it there) cannot be
+    replayed: rather than fail this sync and every later one, it is refused like an op that no longer holds,
+    in the name of its author (a ledger commit's author is its op's actor)."""
+    info = store.commit_info(commit)
+    name = info.author.rpartition(" <")[0] or info.author
+    actor = name if Actor.valid(name) else "git-lanes"
+    summary = info.message.partition("\n")[0][:200]
+    original = {"id": commit[:16], "type": UNREADABLE, "args": {"commit": commit, "summary": summary}}
+    refusal = {"error": "unreadable_op", "message": why.message, "exit_code": 1,
+               "hint": f"its effect is not replayed; `git show {commit[:12]}` shows the state it left, so redo "
+                       f"the op if it still matters"}
+    stand_in = make_op(REFUSED, actor, {"op": original, "refusal": refusal}, float(info.time))
+    record = {"id": original["id"], "type": UNREADABLE, "actor": actor, "time": float(info.time),
+              "args": original["args"], "refusal": refusal, "refused_as": stand_in.id}
+    return stand_in, record
+
+
+def _newer(message: str) -> bool:
+    """Whether `message` holds an op of a format newer than this git-lanes reads."""
+    import json
+
+    from git_lanes.model.format import FORMAT_VERSION
+
+    try:
+        data = json.loads(message.partition("\n\n")[2])
+    except (ValueError, RecursionError):
+        return False
+    found = data.get("format") if isinstance(data, dict) else None
+    return isinstance(found, (int, float)) and not isinstance(found, bool) and found == found \
+        and found not in (float("inf"), float("-inf")) and int(found) > FORMAT_VERSION
