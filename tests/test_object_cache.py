@@ -144,9 +144,15 @@ def test_a_shared_repository_gets_ledger_objects_with_the_modes_git_gives_its_ow
 
 
 def test_new_objects_are_deflated_at_the_level_git_would_use(repo):
-    """`core.looseCompression`, else `core.compression`, else best speed: the ledger's writer and the hook
-    path's own one deflate at the level git's `hash-object -w` uses under the same config (the zlib header's
-    FLEVEL bits say which), and git reads them all. The object ids never depend on the level."""
+    """`core.looseCompression`, else `core.compression`: the ledger's writer and the hook path's own one
+    deflate at the level git's `hash-object -w` uses under the same config (the zlib header's FLEVEL bits say
+    which), and git reads them all. Where the config sets no level, the hook path deflates at best speed, as
+    git does, and the ledger stores its small records (a zlib stream of stored blocks, which git, libgit2 and
+    dulwich read as any other). The object ids never depend on the level."""
+    import zlib
+
+    from dulwich.repo import Repo as DulwichRepo
+
     from git_lanes.api import Lanes
     from git_lanes.store.objects import ObjectStore
 
@@ -173,6 +179,13 @@ def test_new_objects_are_deflated_at_the_level_git_would_use(repo):
         assert objects / hook[:2] / hook[2:] in ours and len(ours) >= 4  # a blob, folders, a commit, the hook's
         assert flevels(ours) == (flevels(gits) if gits else {0}), setting  # "bad": best speed
         levels.append(flevels(ours))
+        stored = {path for path in ours if path.read_bytes()[2] & 0b110 == 0}  # the first block's BTYPE: stored
+        ledger = ours - {objects / hook[:2] / hook[2:]}
+        assert stored == (ledger if not setting else set()), setting
+        for path in ours if setting[1:] != ["bad"] else ():  # dulwich, like git, refuses to read that config
+            oid = path.parent.name + path.name
+            raw = zlib.decompress(path.read_bytes())
+            assert DulwichRepo(str(repo))[oid.encode()].as_raw_string() == raw.partition(b"\0")[2]
     assert levels == [{0}, {3}, {2}, {0}]  # best speed, best compression, zlib's default
     git("config", "--unset", "core.looseCompression", cwd=repo)
     git("config", "--unset", "core.compression", cwd=repo)

@@ -35,6 +35,7 @@ TREE_MODE = 0o040000
 MAX_TREES = 4096
 MAX_BLOBS = 4096
 MAX_BLOB_BYTES = 64 * 1024
+STORED_BYTES = 16 * 1024  # the largest record written stored when no compression level is configured
 # Trees kept in their written form, to parse the next version at the same path against (one per path).
 MAX_LAYOUTS = 1024
 # Below this size a whole parse costs less than finding what changed (measured: 3 entries 3 us against 9,
@@ -61,7 +62,7 @@ class ObjectCache:
         self._near: dict[str, str] = {}  # folder path -> the tree last read or written there, with a layout
         self._durable: bool | None = None  # read from the config at the first write, with _shared, _level
         self._shared = 0
-        self._level = 1
+        self._level: int | None = None  # None: the config sets no level (see `_write`)
 
     # -- reading ---------------------------------------------------------------------------------------
     def tree(self, oid: str, path: str | None = None) -> TreeEntries:
@@ -143,8 +144,14 @@ class ObjectCache:
             self._durable = _wants_durable_objects(self.repo.config)
             self._shared = _shared_permissions(self.repo.config)
             self._level = _loose_compression(self.repo.config)
+        level = self._level
+        if level is None:
+            # Stored, not deflated, where the config does not ask: a ledger op writes about eight small
+            # objects, deflating them was a seventh of its CPU, and a file this small fills the same
+            # file-system blocks either way (packing deflates them at the pack's own level).
+            level = 0 if len(data) <= STORED_BYTES else 1
         return write_loose(self.objects_dir, kind, data, durable=self._durable, shared=self._shared,
-                           level=self._level)
+                           level=level)
 
     def write_blob(self, data: bytes) -> str:
         oid = self._write(b"blob", data)
@@ -227,7 +234,8 @@ def _shared_permissions(config: pygit2.Config) -> int:
         return 0
 
 
-def _loose_compression(config: pygit2.Config) -> int:
+def _loose_compression(config: pygit2.Config) -> int | None:
+    """The level the config asks for, None when it sets neither key."""
     from git_lanes.store.objects import loose_compression
 
     def value(key: str) -> str | None:
@@ -237,7 +245,8 @@ def _loose_compression(config: pygit2.Config) -> int:
             return None
         return found
 
-    return loose_compression(value("core.looseCompression"), value("core.compression"))
+    loose, core = value("core.looseCompression"), value("core.compression")
+    return None if loose is None and core is None else loose_compression(loose, core)
 
 
 def _signed(signature: pygit2.Signature) -> str:

@@ -145,7 +145,7 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     try:
         if shared:
             os.fchmod(handle, shared_mode(stat.S_IMODE(os.fstat(handle).st_mode), shared))
-        data = memoryview(zlib.compress(raw, level))
+        data = memoryview(deflated(raw, level))
         while data:
             data = data[os.write(handle, data):]
         if durable:
@@ -170,6 +170,24 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     if durable:
         _sync_folder(directory)
     return oid
+
+
+def deflated(raw: bytes, level: int) -> bytes:
+    """`raw` as a zlib stream at `level`. Level 0 (stored) is framed here: zlib sets up its whole window even to
+    store, which costs more than the bytes of a small object; the result is as standard a stream."""
+    if level != 0:
+        return zlib.compress(raw, level)
+    size = len(raw)
+    blocks = [b"\x78\x01"]
+    for start in range(0, size, 0xFFFF):
+        chunk = raw[start:start + 0xFFFF]
+        final = start + 0xFFFF >= size
+        blocks.append(bytes((final,)) + len(chunk).to_bytes(2, "little") + (len(chunk) ^ 0xFFFF).to_bytes(2, "little"))
+        blocks.append(chunk)
+    if not size:
+        blocks.append(b"\x01\x00\x00\xff\xff")
+    blocks.append(zlib.adler32(raw).to_bytes(4, "big"))
+    return b"".join(blocks)
 
 
 def _sync_folder(directory: str) -> None:
