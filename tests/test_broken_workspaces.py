@@ -117,3 +117,29 @@ def test_a_damaged_index_is_that_workspace_s_problem_and_the_hint_repairs_it(api
     index.unlink()
     git("reset", "-q", cwd=workspace)
     assert "broken" not in {row["name"]: row for row in api.status()["lanes"]}["feat"]
+
+
+@pytest.mark.parametrize("damage", [break_by_symlink, break_by_foreign_pointer, break_by_lost_pointer])
+def test_every_listing_shows_the_broken_workspace_and_doctor_names_its_repair(repo, two, damage):
+    """The worktree listing (MCP list_worktrees) and doctor read the lane's workspace through the same check as
+    status: the broken one is listed as broken, with the repair, never as healthy or "deleted by hand"."""
+    from git_lanes.api import Lanes
+
+    l6, l7 = two
+    damage(l6, l7)
+    rows = {row["name"]: row.to_dict() for row in Lanes(repo).list_worktrees()}
+    assert rows["l6"]["workspace"] is None and rows["l6"]["broken"]
+    assert rows["l7"]["workspace"] == str(l7) and "broken" not in rows["l7"]
+
+    checked = run_cli("doctor", "--check", "workspaces", "--json", cwd=repo)
+    [found] = [c for c in checked.json["checks"] if "l6" in c["message"]]
+    assert found["status"] == "warn" and "broken" in found["message"], found
+    lost = damage is break_by_lost_pointer
+    assert ("git worktree repair" in found["hint"]) if lost else (str(l6) in found["hint"])
+    assert found.get("fixable", False) is lost
+    fixed = run_cli("doctor", "--check", "workspaces", "--fix", "--json", cwd=repo)
+    assert fixed.code == 0, fixed.err
+    assert ("broken" in run_cli("lane", "list", "--json", cwd=repo).out) is not lost  # repaired, or left alone
+    assert (l7 / "README.md").read_text() == "l7 unsaved\n" and str(l7) in git("worktree", "list", cwd=repo)
+    assert (l6 / "README.md").exists()
+    fsck_clean(repo)

@@ -3,19 +3,20 @@ is safe to repair carries its repair, which `doctor --fix` runs; the rest are le
 
 Safe means nothing is lost: an abandoned lock file no process holds, a decision a killed process left half
 made (finished as the next writer would), the note of a state that no longer exists, git's record of a
-workspace deleted or moved by hand, a clean workspace of a deleted lane (its head kept under the lane's
-deletion marker). A ref git-lanes would never write, a damaged record or a workspace with unsaved edits is
+workspace deleted or moved by hand, a workspace's lost .git file (while git still records the workspace), a
+clean workspace of a deleted lane (its head kept under the lane's deletion marker). A ref git-lanes would never write, a damaged record or a workspace with unsaved edits is
 for a person to judge."""
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from git_lanes import ledger
 from git_lanes.api.doctor import Where, check, finding
-from git_lanes.domain import stored, transitions, upkeep
+from git_lanes.domain import lanes, stored, transitions, upkeep
 from git_lanes.domain.sync_rules import ref_problem
 from git_lanes.errors import LanesError
 from git_lanes.model import refs
@@ -142,12 +143,13 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                              "--fix reconnects it (`git worktree repair`)",
                              repair=partial(housekeeping.repair_worktree, store, str(path))))
     left_behind = {old for _, old in moved}
+    broken = _broken(api, {Path(r.path) for r in records[1:]}, {path for path, _ in moved}, found)
     for record in records[1:]:
         path = Path(record.path)
         if record.locked:
             found.append(finding("warn", f"workspace {path} is locked ({record.locked})",
                                  f"a person locked it; `git worktree unlock {path}` when it may go"))
-        elif (record.prunable or not path.exists()) and path.resolve() not in left_behind:
+        elif (record.prunable or not path.exists()) and path.resolve() not in left_behind and path not in broken:
             found.append(finding("warn", f"workspace {path} is missing (deleted by hand)",
                                  "--fix forgets it (`git worktree prune`); the lane and its states stay",
                                  repair=lambda: housekeeping.prune_worktrees(store)))
@@ -167,6 +169,25 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                              "--fix removes those no process holds",
                              repair=lambda: _clear_locks(api, [str(p) for p in index_locks])))
     return found or [finding("ok", f"{len(records) - 1} workspaces where git expects them")]
+
+
+def _broken(api: Any, recorded: set[Path], moved: set[Path], found: list[dict[str, Any]]) -> set[Path]:
+    """Report each lane whose workspace path holds something else than its worktree (as `status` shows it),
+    but for a workspace moved here by hand (reported, and repaired, as such); return those paths. Only a lost
+    .git file, whose worktree git still records, is repaired by --fix."""
+    ctx = api.ctx
+    paths = set()
+    for name in lanes.lane_names(ctx):
+        _, problem = lanes.workspace_state(ctx, name)
+        path = lanes.default_workspace(ctx, name)
+        if problem is None or path.resolve() in moved:
+            continue
+        paths.add(path)
+        lost = path.is_dir() and not path.is_symlink() and not os.path.lexists(path / ".git") and path in recorded
+        hint = f"--fix reconnects it (`git worktree repair {path}`)" if lost else lanes.repair_hint(ctx, name)
+        found.append(finding("warn", f"the workspace of lane {name!r} is broken: {problem}", hint,
+                             repair=partial(housekeeping.repair_worktree, ctx.store, str(path)) if lost else None))
+    return paths
 
 
 def _moved_here(base: Path, registered: set[Path]) -> list[tuple[Path, Path]]:

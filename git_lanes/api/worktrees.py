@@ -75,7 +75,8 @@ class WorktreeApi:
         return WorktreeAssigned.from_dict(result)
 
     def list_worktrees(self) -> list[WorktreeRow]:
-        """Every lane that has a workspace here, with the agents assigned to it and whether they are alive."""
+        """Every lane that has a workspace here, with the agents assigned to it and whether they are alive. A
+        broken workspace (see `git lanes status`) is listed with `broken`, saying why, and no `workspace`."""
         from git_lanes.domain import agents, lanes
         from git_lanes.model.worktree_results import WorktreeRow
 
@@ -86,7 +87,7 @@ class WorktreeApi:
             if row["lane"]:
                 assigned.setdefault(row["lane"], []).append({"id": row["id"], "alive": row["alive"]})
         return [WorktreeRow.from_dict(lane.to_dict() | {"agents": assigned.get(lane.name, [])})
-                for lane in lanes.list_lanes(self.ctx) if lane.workspace is not None]
+                for lane in lanes.list_lanes(self.ctx) if lanes.has_workspace_here(self.ctx, lane)]
 
     def release_worktree(self, agent: str, *, keep_workspace: bool = False) -> WorktreeReleased:
         """`agent` gives its lane back. Its workspace is removed unless `keep_workspace`, another live agent

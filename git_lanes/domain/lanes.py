@@ -102,13 +102,25 @@ def workspace_path(ctx: Context, name: str) -> Path | None:
     """Where the lane is checked out, or None; a broken workspace is refused (`workspace_broken`)."""
     path, problem = workspace_state(ctx, name)
     if problem is not None:
-        where = default_workspace(ctx, name)
-        again = f"`git lanes lane create {name}` gives the lane its workspace back (nothing of the lane is lost)"
-        hint = f"remove the link (`rm {where}`; what it points at stays), then {again}" if where.is_symlink() \
-            else f"if its .git file was lost, `git worktree repair {where}` restores it; else move {where} away, " \
-                 f"and {again}"
-        raise Refused(f"the workspace of lane {name!r} is broken: {problem}", code="workspace_broken", hint=hint)
+        raise Refused(f"the workspace of lane {name!r} is broken: {problem}", code="workspace_broken",
+                      hint=repair_hint(ctx, name))
     return path
+
+
+def repair_hint(ctx: Context, name: str) -> str:
+    """How a person gives a lane with a broken workspace its own workspace back, losing nothing."""
+    where = default_workspace(ctx, name)
+    again = f"`git lanes lane create {name}` gives the lane its workspace back (nothing of the lane is lost)"
+    if where.is_symlink():
+        return f"remove the link (`rm {where}`; what it points at stays), then {again}"
+    return f"if its .git file was lost, `git worktree repair {where}` restores it; else move {where} away, " \
+           f"and {again}"
+
+
+def has_workspace_here(ctx: Context, lane: Lane) -> bool:
+    """Whether something stands where the lane is checked out here: its workspace, or a broken one."""
+    return lane.workspace is not None or (lane.broken is not None and not lane.is_trunk
+                                          and os.path.lexists(default_workspace(ctx, lane.name)))
 
 
 def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:
