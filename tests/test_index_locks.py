@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from conftest import fsck_clean, git, run_cli
@@ -33,26 +35,50 @@ def lanes_with_a_promotion_waiting(repo: Path) -> tuple[Path, Path]:
     return l1, l2
 
 
-def test_a_promotion_into_a_lane_whose_git_commit_is_running_is_refused_before_anything(repo, tmp_path):
-    l1, _ = lanes_with_a_promotion_waiting(repo)
+@contextmanager
+def git_commit_running(repo: Path, worktree: Path, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A plain `git commit` in `worktree`, held in its pre-commit hook (so holding the index lock) until
+    the block ends; it must then succeed."""
     started, release = tmp_path / "hook-started", tmp_path / "hook-may-finish"
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text(f"#!/bin/sh\ntouch {started}\nwhile [ ! -e {release} ]; do sleep 0.01; done\n")
     hook.chmod(0o755)
-    (l1 / "README.md").write_text("edited with plain git\n")
-    committing = subprocess.Popen(["git", "commit", "-qam", "plain git commit"], cwd=l1)
+    (worktree / "README.md").write_text("edited with plain git\n")
+    committing = subprocess.Popen(["git", "commit", "-qam", "plain git commit"], cwd=worktree)
     try:
         wait_for(started)  # the commit holds the index lock now, and runs its hook
-        assert (repo / ".git" / "worktrees" / "l1" / "index.lock").exists()
+        assert (repo / ".git" / "worktrees" / worktree.name / "index.lock").exists()
+        yield committing
+        assert committing.poll() is None  # the commit was still running when the command answered
+    finally:
+        release.touch()
+        assert committing.wait(timeout=WAIT_SECONDS) == 0
+
+
+def test_a_promotion_into_a_lane_whose_git_commit_is_running_is_refused_before_anything(repo, tmp_path):
+    l1, _ = lanes_with_a_promotion_waiting(repo)
+    with git_commit_running(repo, l1, tmp_path):
         before = git("for-each-ref", cwd=repo)
         refused = run_cli("promote", "l2", "--into", "l1", "--auto-accept", "--json", cwd=repo, env=AGENT)
         assert refused.code == 3 and refused.json["error"] == "index_locked", refused.err
         assert git("for-each-ref", cwd=repo) == before  # no proposal, no move
-        assert committing.poll() is None  # the commit was still running when promote answered
-    finally:
-        release.touch()
-        assert committing.wait(timeout=WAIT_SECONDS) == 0
     assert run_cli("promote", "l2", "--into", "l1", "--auto-accept", cwd=repo, env=AGENT).code == 0
+    fsck_clean(repo)
+
+
+def test_reset_restore_and_delete_of_a_lane_whose_git_commit_is_running_are_refused_before_anything(repo, tmp_path):
+    """Each would move the lane (or its workspace's files) under the running commit: the commit would then
+    fail, or its workspace vanish. Refused (exit 3) with nothing moved, even with --force."""
+    l1, _ = lanes_with_a_promotion_waiting(repo)
+    with git_commit_running(repo, l1, tmp_path):
+        before = git("for-each-ref", cwd=repo)
+        for command in (("lane", "reset", "l1", "--onto", "l2", "--force"), ("restore", "l2", "-w", "l1", "--force"),
+                        ("lane", "delete", "l1", "--force")):
+            refused = run_cli(*command, "--json", cwd=repo, env=AGENT)
+            assert refused.code == 3 and refused.json["error"] == "index_locked", (command, refused.err)
+            assert git("for-each-ref", cwd=repo) == before, command
+            assert (l1 / "README.md").read_text() == "edited with plain git\n"
+    assert git("log", "-1", "--format=%s", cwd=l1).strip() == "plain git commit"
     fsck_clean(repo)
 
 

@@ -107,6 +107,9 @@ def test_a_real_submodule_keeps_its_unsaved_edits_through_restore_force(repo, tm
     assert refused.code == 1, refused.err
     forced = lanes("restore", "main", "--force", "--json", cwd=ws)
     assert forced.code == 0 and forced.json["nested_left"] == ["vendor/sub"], forced.err
+    # the only unsaved edits are the submodule's, which stay in it: no backup ref claims to hold them
+    assert forced.json["backup"] is None
+    assert git("for-each-ref", "refs/lanes/backups", cwd=repo) == ""
     assert (ws / "vendor" / "sub" / "s.txt").read_text() == "unsaved edit\n"
     assert (ws / "vendor" / "sub" / "new.txt").read_text() == "new file\n"
     assert not (ws / ".gitmodules").exists()
@@ -127,6 +130,11 @@ def test_an_untracked_nested_repository_is_kept_by_restore_force(repo):
     still_there(ws / "clone", commit)
     assert not (ws / "a.txt").exists()
     assert forced.json["backup"]
+    for force in ((), ("--force",)):
+        deleted = lanes("lane", "delete", "l1", *force, "--json", cwd=repo)
+        assert deleted.code == 1 and deleted.json["nested"] == ["clone"], deleted.err
+        still_there(ws / "clone", commit)
+    assert git("for-each-ref", "refs/lanes/heads/l1", cwd=repo) != ""
     fsck_clean(repo)
 
 
@@ -211,6 +219,29 @@ def test_promotion_leaves_a_nested_repository_in_the_way_for_attention(repo, api
     still_there(repo / "vendor", commit)
     assert not (repo / "vendor" / "x.txt").exists()
     assert workspace(repo, "l1").exists()
+
+
+def test_a_promotion_that_drops_a_gitlink_leaves_the_nested_repository_for_attention(repo):
+    """As `git merge` leaves it ("unable to rmdir"): the folder and its .git stay, the index no longer
+    tracks it, and a snapshot, which would record it again and so revert the promotion, is refused until it
+    is moved out."""
+    commit = nested_repo(repo)
+    assert lanes("commit", "-m", "vendor it on the trunk", "--auto-accept", cwd=repo).code == 0
+    ws = make_lane(repo, "l1")
+    (ws / "nested").rmdir()  # a worktree gets an empty folder for the gitlink
+    assert auto_commit(ws, "drop the nested repo").code == 0
+    promoted = lanes("promote", "l1", "--auto-accept", "--json", cwd=repo)
+    assert promoted.code == 0, promoted.err
+    assert promoted.json["worktree"] == {"path": str(repo), "updated": [], "attention": ["nested"]}
+    still_there(repo / "nested", commit)
+    assert git("ls-files", "nested", cwd=repo) == ""
+    refused = lanes("commit", "-m", "anything", "--auto-accept", "--json", cwd=repo)
+    assert refused.code == 3 and refused.json["error"] == "unmerged_promotion", refused.err
+    assert "git repository of its own" in refused.json["message"]
+    (repo / "nested").rename(repo.parent / "nested-moved")
+    assert lanes("commit", "-m", "anything", "--auto-accept", cwd=repo).code == 0
+    assert git("ls-tree", "main", "nested", cwd=repo) == ""
+    fsck_clean(repo)
 
 
 # -- filter drivers (git-lfs, git-crypt): written as `git checkout` writes them ----------------------------

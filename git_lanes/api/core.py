@@ -164,7 +164,7 @@ class CoreApi:
                               hint="accept or reject them first, or pass --force (they are rejected and kept "
                                    "under refs/lanes/rejected/)")
             if path is not None:
-                lanes.require_no_nested(ctx, name, path)
+                lanes.require_removable(ctx, name, path)
             unsaved = path is not None and restore.has_unsaved(ctx, name, path)
             kept = None
             if unsaved and force and path is not None:

@@ -113,8 +113,8 @@ def fail(exc: LanesError, as_json: bool) -> NoReturn:
 def nested_left(r: dict) -> str:
     """The line saying which nested repositories a forced restore or reset left where they were."""
     nested = r.get("nested_left") or []
-    return (f"\nleft in place (each holds a git repository of its own, which git-lanes never deletes): "
-            f"{', '.join(nested)}") if nested else ""
+    return (f"\nleft in place with everything in them, edits included (each holds a git repository of its "
+            f"own, which git-lanes never deletes and no backup ref can hold): {', '.join(nested)}") if nested else ""
 
 
 def held_line(transition: dict) -> str:

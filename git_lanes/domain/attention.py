@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # loads with the first worktree read (ctx.store.worktree_file
 
 RECORD = "lanes-promoted.json"
 FORMAT = 1
+GITLINK = 0o160000  # a tree entry naming a commit of another repository (a submodule)
 
 
 def checked_out(ctx: Context, lane: str, at: str) -> Path | None:
@@ -96,6 +97,13 @@ def check(ctx: Context, lane: str, worktree: Path) -> None:
     if not entries:
         return
     _, attention = _settle(ctx, lane, files, entries)
+    nested = [path for path in attention if files.nested_repository(path) == path]
+    if nested:
+        raise Conflict(f"a promotion removed {some(nested)} from this worktree, but each is a git repository of its "
+                       "own (it holds a .git), which git-lanes never deletes; a snapshot now would record it again",
+                       code="unmerged_promotion", details={"paths": attention, "worktree": str(worktree)},
+                       hint="move it out of the worktree (or `git add` it to keep it, undoing the removal "
+                            "here); then commit again")
     if attention:
         raise Conflict(f"a promotion changed {some(attention)} while this worktree had unsaved edits there; a snapshot "
                        f"now would revert the promoted change", code="unmerged_promotion",
@@ -180,6 +188,11 @@ def _bring(files: WorktreeFiles, path: str, old: Entry | None, new: Entry | None
     if on_disk == new:
         files.track(path)
         return True
+    if files.nested_repository(path) == path and (new is None or new.mode != GITLINK):
+        # A repository of its own stands there (its .git may hold the only copy of its history): it stays,
+        # as git leaves it ("unable to rmdir"), and a snapshot now would record it again, reverting the change.
+        files.stage(path, new)
+        return False
     if on_disk == old and files.index_entry(path) == old and files.stamp(path) == stamp:
         try:
             if new is None:

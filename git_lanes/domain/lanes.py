@@ -244,10 +244,12 @@ def require_no_internal(ctx: Context, tree: str, what: str, hint: str | None = N
                                    "files stay), then commit again")
 
 
-def require_no_nested(ctx: Context, name: str, path: Path) -> None:
-    """Refuse (with or without --force) to remove a workspace holding a git repository of its own: a cloned
-    dependency or a submodule's work tree may hold the only copy of its history, which no backup ref of
-    ours can keep. `git worktree remove` refuses the same."""
+def require_removable(ctx: Context, name: str, path: Path) -> None:
+    """Refuse (with or without --force), before anything moves, to remove a workspace holding a git
+    repository of its own: a cloned dependency or a submodule's work tree may hold the only copy of its
+    history, which no backup ref of ours can keep (`git worktree remove` refuses a submodule too). And
+    refuse (exit 3) while another git command works there (a `git commit` holding its index lock)."""
+    ctx.store.require_index_free(path)
     nested = ctx.store.nested_repositories(path)
     if nested:
         raise Refused(f"the workspace of lane {name!r} holds git repositories of its own ({some(nested)}); "

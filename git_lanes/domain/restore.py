@@ -42,9 +42,15 @@ def unsaved_tree(ctx: Context, lane: str, path: Path) -> str | None:
     return ctx.store.content_tree(path) if has_unsaved(ctx, lane, path) else None
 
 
-def backup(ctx: Context, lane: str, path: Path, tree: str, reason: str) -> str:
-    """Keep `tree` (a workspace's unsaved content) at refs/lanes/backups/<lane>/<id>; return the ref."""
+def backup(ctx: Context, lane: str, path: Path, tree: str, reason: str) -> str | None:
+    """Keep `tree` (a workspace's unsaved content) at refs/lanes/backups/<lane>/<id>; return the ref. None
+    when the workspace holds nothing a backup could keep: its files are its HEAD's, on the lane, and what
+    differs lies inside nested repositories (a submodule's edits), which a tree records only as the gitlink
+    of their HEAD and which no command deletes."""
     head = ctx.store.workspace_head(path)
+    if head is not None and tree == ctx.store.tree_of(head) and \
+            (lane == ctx.trunk or ctx.store.is_ancestor(head, lanes.lane_head(ctx, lane))):
+        return None
     backup_id = transitions.new_id()
     commit = ctx.store.write_commit(tree, [head] if head else [],
                                     f"Backup of lane {lane}'s workspace before {reason}\n")

@@ -123,6 +123,6 @@ def remove_workspace(ctx: Context, lane: str) -> Path | None:
                       code="dirty_workspace", details={"lane": lane, "workspace": str(path)},
                       hint="commit it first (or restore the workspace to its lane to discard it), then release")
     if keep == "nested":
-        lanes.require_no_nested(ctx, lane, path)
+        lanes.require_removable(ctx, lane, path)
     ctx.store.remove_worktree(path)
     return path

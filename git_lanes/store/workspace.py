@@ -98,6 +98,9 @@ class WorkspaceOps:
             raise Refused(f"{path} holds git repositories of its own ({', '.join(nested[:5])}): nothing was removed",
                           code="nested_repository", details={"nested": nested},
                           hint="move them out first; git-lanes never deletes a folder holding a .git")
+        admin = worktree_admin_dir(path)
+        if admin is not None and path.is_dir():  # a `git commit` running there would lose its files under it
+            self._require_unlocked(path.resolve(), admin / "index.lock")
         self._workspace_repos.pop(path.resolve(), None)
         self._warm_indexes.discard(path.resolve())
         watched = self._watched_indexes.pop(path.resolve(), None)
@@ -335,7 +338,9 @@ class WorkspaceOps:
         written now could not be recorded in the index. Call with the writers' lock held: a lock a killed
         process left on a lane workspace's index is cleared; the main worktree's, where people run git, never."""
         path = Path(path).resolve()
-        lock = self._admin_dir(path) / "index.lock"
+        self._require_unlocked(path, self._admin_dir(path) / "index.lock")
+
+    def _require_unlocked(self, path: Path, lock: Path) -> None:
         if lock.exists() and (path == self.root or not stale.clear_if_stale(lock, path)):
             raise Conflict(f"the index of {path} is locked by another git command (a `git commit` running?)",
                            code="index_locked", details={"lock": str(lock)},
