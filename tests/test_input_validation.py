@@ -5,14 +5,16 @@ Each class has the probe's reproduction plus variants the probe did not show."""
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import git, run_cli, workspace
 
 from git_lanes.errors import UserError
-from git_lanes.model.records import MAX_SECONDS, MAX_TOKENS, Cost
+from git_lanes.model.records import MAX_SECONDS, MAX_TOKENS, MAX_USD, Cost, CostTotals
 
 NOT_UTF8 = "\udcff"  # what Python makes of the byte 0xff in argv; subprocess passes it back as that byte
 
@@ -66,6 +68,29 @@ def test_totals_of_figures_at_the_bound_stay_finite(api, repo: Path):
     assert math.isfinite(totals["wall_time"]) and totals["wall_time"] == 3 * MAX_SECONDS
     show = run_cli("lane", "show", "l1", cwd=repo)
     assert show.code == 0, show.err
+
+
+def test_trace_sums_costs_at_the_bound_without_refusing_its_own_total(api, repo: Path):
+    """A trace's total is a sum over transitions, not one transition's cost: two figures at the bound once
+    made it exceed the bound and fail."""
+    api.lane_create("l1")
+    ws = workspace(repo, "l1")
+    for n in range(2):
+        (ws / "x").write_text(f"{n}\n")
+        api.commit(f"step {n}", "ag1", lane="l1", cost=Cost(wall_time=MAX_SECONDS, cost_usd=MAX_USD),
+                   auto_accept=True)
+    totals = api.trace("l1")["totals"]
+    assert totals["transitions"] == 3 and totals["wall_time"] == 2 * MAX_SECONDS  # with `init`'s state
+    shown = run_cli("trace", "l1", cwd=repo)
+    assert shown.code == 0, shown.err
+
+
+def test_totals_saturate_instead_of_overflowing():
+    """Whatever reaches a sum (a record from an older git-lanes, a bug), totals stay finite."""
+    huge = CostTotals(wall_time=sys.float_info.max, cost_usd=sys.float_info.max)
+    total = sum((huge, huge, Cost(wall_time=1.0)), CostTotals())
+    assert total.wall_time == sys.float_info.max and math.isfinite(total.cost_usd)
+    assert json.loads(json.dumps(total.to_dict(), allow_nan=False)) == total.to_dict()
 
 
 def test_the_api_refuses_an_unbounded_cost(api):

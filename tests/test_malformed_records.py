@@ -13,7 +13,7 @@ import pytest
 from conftest import fsck_clean, git, run_cli, workspace
 
 from git_lanes.api.doctor import Where
-from git_lanes.errors import MalformedRecord
+from git_lanes.errors import MalformedRecord, UnsupportedFormat
 
 
 def _lane_with_two_states(api, repo: Path) -> list[str]:
@@ -37,6 +37,8 @@ def _doctor(api, tmp_path: Path, check: str) -> list[dict]:
     return [c for c in api.doctor(Where(home=tmp_path), (check,))["checks"] if c["check"] == check]
 
 
+# The probe's malformed notes (report 3.11, 3.12): valid JSON of the wrong shape, a format this version
+# cannot read, and notes that are no record at all.
 BAD_RECORDS = {
     "lane an int": lambda r: r | {"lane": 5},
     "cost a string": lambda r: r | {"cost": "x"},
@@ -45,8 +47,12 @@ BAD_RECORDS = {
     "tags ints": lambda r: r | {"intent": r["intent"] | {"tags": [1, 2]}},
     "no lane": lambda r: {k: v for k, v in r.items() if k != "lane"},
     "negative tokens": lambda r: r | {"cost": {"tokens_in": -1}},
+    "NaN": lambda r: json.dumps(r | {"cost": {"wall_time": float("nan")}}),
     "unknown status": lambda r: r | {"status": "maybe"},
     "format a string": lambda r: r | {"format": "one"},
+    "format 2": lambda r: r | {"format": 2},
+    "id an int": lambda r: r | {"id": 5},
+    "cost beyond the bound": lambda r: r | {"cost": {"wall_time": 1e308}},
     "not JSON": lambda r: "reviewed: looks fine",
     "a JSON list": lambda r: "[1, 2]",
 }
@@ -60,14 +66,23 @@ def test_one_malformed_note_is_set_aside_and_the_other_transitions_still_show(ap
 
     history = api.history()
     assert [t.state for t in history.transitions if t.lane == "l1"] == [good]
-    assert [u.key for u in history.unreadable] == [bad]
+    assert [(u.key, u.transition, u.lane) for u in history.unreadable] == [(bad, bad_id, "l1")]
+    assert history.totals.count == len(history.transitions)
     found = [c for c in _doctor(api, tmp_path, "notes") if c["status"] == "fail"]
     assert len(found) == 1 and bad[:8] in found[0]["message"]
-    if shape != "not JSON" and shape != "a JSON list":  # those hold no id to ask for
-        with pytest.raises(MalformedRecord) as raised:
-            api.show(bad_id[:8])
-        assert raised.value.code == "malformed_record"
+    # asked for by id, it says why it cannot be read (the id comes from its state's commit message)
+    with pytest.raises(UnsupportedFormat) as raised:
+        api.show(bad_id[:8])
+    assert raised.value.code == ("unsupported_format" if shape == "format 2" else "malformed_record")
+    assert "cannot be read" in raised.value.message
     assert api.show(api.history(lane="l1").transitions[0].id).state == good
+    # every other reader of notes: lane show, the cost overview (REST, dashboard), trace
+    shown = api.lane_show("l1")
+    assert [t.state for t in shown.recent] == [good] and [u.key for u in shown.unreadable] == [bad]
+    assert [u["key"] for u in api.cost()["unreadable"]] == [bad]
+    traced = api.trace("l1")
+    assert [u["key"] for u in traced["unreadable"]] == [bad] and traced["totals"]["transitions"] >= 1
+    assert api.history(lane="main").unreadable == ()  # its state names lane l1
 
 
 def test_history_through_the_cli_reports_the_note_it_left_out_without_a_traceback(api, repo):
@@ -75,10 +90,13 @@ def test_history_through_the_cli_reports_the_note_it_left_out_without_a_tracebac
     _rewrite_note(repo, bad, lambda r: r | {"lane": 5})
     shown = run_cli("history", cwd=repo)
     assert shown.code == 0 and "Traceback" not in shown.err
-    assert f"unreadable note on {bad[:8]}, left out" in shown.out and "Transition.lane" in shown.out
+    warning = [line for line in shown.err.splitlines() if line.startswith("warning: unreadable transition")]
+    assert len(warning) == 1 and "left out" in warning[0] and "Transition.lane" in warning[0], shown.err
     assert run_cli("lane", "show", "l1", cwd=repo).code == 0
     as_json = run_cli("history", "--json", cwd=repo).json
-    assert as_json["unreadable"] == [{"ref": "refs/notes/lanes", "key": bad, "reason": as_json["unreadable"][0]["reason"]}]
+    bad_id = git("log", "-1", "--format=%(trailers:key=Lanes-Transition,valueonly)", bad, cwd=repo).strip()
+    assert as_json["unreadable"] == [{"ref": "refs/notes/lanes", "key": bad, "transition": bad_id, "lane": "l1",
+                                      "reason": as_json["unreadable"][0]["reason"]}]
     fsck_clean(repo)
 
 

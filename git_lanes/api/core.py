@@ -138,6 +138,7 @@ class CoreApi:
             "proposals": [t.to_dict() for t in transitions.pending_for(self.ctx, name)],
             "recent": recent["transitions"], "totals": recent["totals"],
             "unpromoted": False if lane.is_trunk else lanes.unpromoted(self.ctx, name),
+            "unreadable": recent["unreadable"],
         })
 
     def lane_path(self, name: str) -> str:

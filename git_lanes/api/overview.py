@@ -34,7 +34,7 @@ class OverviewApi:
         """Cumulative tokens and dollars over time, per agent and per lane."""
         from git_lanes.domain import costs, transitions
 
-        return costs.series(transitions.all_transitions(self.ctx))
+        return costs.series(*transitions.scan(self.ctx))
 
     def watch(self) -> ChangeFeed:
         """A feed of what changes from now on; see ChangeFeed."""

@@ -83,10 +83,9 @@ def history(lane: str | None, status_: str | None, agent: str | None, grep: str 
                  ",".join(t["intent"]["tags"]), format_cost(t["cost"]), _summary(t)] for t in r["transitions"]]
         totals = r["totals"]
         counts = ", ".join(f"{n} {s}" for s, n in r["counts"].items() if n)
-        set_aside = [f"unreadable note on {short(u['key'])}, left out: {u['reason']}" for u in r.get("unreadable", ())]
         return "\n".join(filter(None, [table(rows),
                                        f"total: {totals['count']} transitions ({counts or 'none'})  "
-                                       f"{format_cost(totals)}", *set_aside]))
+                                       f"{format_cost(totals)}"]))
 
     run(lambda: open_api().history(lane=lane, status=status_, agent=agent, limit=limit, grep=grep, tag=tag, since=since,
                                    model=model), as_json, render)

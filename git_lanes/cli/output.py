@@ -53,11 +53,22 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         text = render(result)
         if text:
             click.echo(text)
+        warn_unreadable(result)
     # Work done, with a part a person must settle (a diverged lane, a collision a dry run found): the exit
     # code is that error's, as the result says.
     found = result.get("problem") if isinstance(result, dict) else None
     if found:
         sys.exit(found["exit_code"])
+
+
+def warn_unreadable(result: Any) -> None:
+    """One warning line on stderr for each stored record a listing set aside because it cannot be read (a
+    peer's malformed note or ledger record): `--json` carries them as `unreadable`."""
+    found = result.get("unreadable") if isinstance(result, dict) else None
+    for u in found if isinstance(found, list) else ():
+        what = f"transition {short(u['transition'])}" if u.get("transition") else \
+            ("note on " + short(u["key"]) if u.get("ref") == "refs/notes/lanes" else f"ledger record {u['key']}")
+        click.echo(f"warning: unreadable {what}, left out: {u['reason']}", err=True)
 
 
 def _internal(exc: Exception, as_json: bool) -> NoReturn:

@@ -5,8 +5,12 @@ spent all the same."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from git_lanes.model.records import CostTotals, Transition
+
+if TYPE_CHECKING:
+    from git_lanes.model.results import Unreadable
 
 
 def _series(records: list[Transition], key: Callable[[Transition], str]) -> list[dict]:
@@ -24,12 +28,14 @@ def _series(records: list[Transition], key: Callable[[Transition], str]) -> list
     return sorted(rows, key=lambda r: (-r["cost_usd"], -r["tokens"], r["key"]))
 
 
-def series(transitions: Iterable[Transition]) -> dict:
-    """Cumulative tokens and dollars per agent and per lane, oldest point first."""
+def series(transitions: Iterable[Transition], unreadable: Iterable[Unreadable] = ()) -> dict:
+    """Cumulative tokens and dollars per agent and per lane, oldest point first; `unreadable`: the notes
+    set aside, whose cost is not counted, said so."""
     records = sorted(transitions, key=lambda t: (t.created_at, t.id))
     total = sum((t.cost for t in records), CostTotals())
     return {"by_agent": _series(records, lambda t: t.intent.agent_id),
             "by_lane": _series(records, lambda t: t.lane),
             "total": total.to_dict() | {"tokens": total.tokens_in + total.tokens_out, "count": len(records)},
             "start": records[0].created_at if records else None,
-            "end": records[-1].created_at if records else None}
+            "end": records[-1].created_at if records else None,
+            "unreadable": [u.to_dict() for u in unreadable]}

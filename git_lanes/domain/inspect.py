@@ -75,8 +75,10 @@ def history(ctx: Context, *, lane: str | None = None, status: str | None = None,
     total = sum((t.cost for t in selected), CostTotals())
     shown = selected if limit is None else selected[:limit]
     counts = {s: sum(1 for t in selected if t.status == s) for s in STATUSES}
+    # A note set aside may be one that matched: each is reported, unless its state names another lane.
+    set_aside = [u.to_dict() for u in unreadable if lane is None or u.lane in (None, lane)]
     return {"transitions": [t.to_dict() for t in shown], "totals": total.to_dict() | {"count": len(selected)},
-            "counts": counts, "unreadable": [u.to_dict() for u in unreadable]}
+            "counts": counts, "unreadable": set_aside}
 
 
 def show(ctx: Context, transition: Transition) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from git_lanes.errors import MalformedRecord, UnsupportedFormat, UserError
+from git_lanes.errors import UnsupportedFormat
 from git_lanes.ledger import State
 from git_lanes.model.coordination import Agent, Task, Ticket
 from git_lanes.model.record import Record
@@ -26,10 +26,7 @@ def checked(path: str, record: dict[str, Any]) -> dict[str, Any]:
     """`record` (read at ledger path `path`) when it has its concept's shape; MalformedRecord otherwise."""
     shape = SHAPES.get(path.partition("/")[0])
     if shape is not None:
-        try:
-            shape.from_stored(record)  # keys a newer minor format adds are not a malformation
-        except UserError as exc:
-            raise MalformedRecord(f"ledger record {path} is malformed: {exc.message}", hint=HINT) from None
+        shape.decode(record, f"ledger record {path}", hint=HINT)  # a newer minor format's keys are no malformation
     return record
 
 

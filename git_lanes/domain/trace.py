@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from git_lanes.domain import inspect, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import UserError
-from git_lanes.model.records import Cost, Transition
+from git_lanes.model.records import CostTotals, Transition
 
 RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)(\s+ago)?")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -67,14 +67,16 @@ def trace(ctx: Context, spec: str, limit: int | None = None) -> dict:
     if limit is not None and limit < 0:
         raise UserError("-n must not be negative")
     start = inspect.resolve_state(ctx, spec)
-    records = transitions.all_transitions(ctx)
+    records, unreadable = transitions.scan(ctx)
     by_state = {t.state: t for t in records}
+    unread = {u.key: u for u in unreadable}
     resets: dict[str, list[Transition]] = {}
     for t in records:
         if t.kind == "reset" and t.extra.get("new_head"):
             resets.setdefault(t.extra["new_head"], []).append(t)
     steps: list[dict] = []
-    total = Cost()
+    total = CostTotals()  # a sum of bounded costs: no one transition's bound applies to it
+    set_aside = []
     for info in ctx.store.walk(start):
         for reset in resets.get(info.oid, []):
             steps.append(_step(reset, info.oid) | {"kind": "reset", "onto": reset.extra.get("onto"),
@@ -84,10 +86,13 @@ def trace(ctx: Context, spec: str, limit: int | None = None) -> dict:
             steps.append(_step(record, info.oid) | {"parents": list(info.parents)})
             total = total + record.cost
         else:
+            if info.oid in unread:  # a step whose record cannot be read: shown as plain git, and said so
+                set_aside.append(unread[info.oid].to_dict())
             steps.append({"state": info.oid, "kind": "git", "prompt": info.message.strip().split("\n", 1)[0],
                           "agent": info.author, "parents": list(info.parents), "created_at": float(info.time)})
         if limit is not None and len(steps) >= limit:
             break
     lanes_crossed = sorted({s["lane"] for s in steps if s.get("lane")})
     return {"state": start, "steps": steps[:limit] if limit is not None else steps, "lanes": lanes_crossed,
-            "totals": total.to_dict() | {"transitions": sum(1 for s in steps if s["kind"] != "git")}}
+            "totals": total.to_dict() | {"transitions": sum(1 for s in steps if s["kind"] != "git")},
+            "unreadable": set_aside}

@@ -9,7 +9,7 @@ from pathlib import Path
 from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Refused
+from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Refused, UnsupportedFormat
 from git_lanes.model import refs
 from git_lanes.model.ids import random_hex
 from git_lanes.model.names import resolve_prefix
@@ -48,23 +48,22 @@ def all_transitions(ctx: Context) -> list[Transition]:
 def scan(ctx: Context) -> tuple[list[Transition], list[Unreadable]]:
     """Every recorded transition, oldest first, and the notes set aside as unreadable. A `proposed` record
     whose proposal ref is gone was left by a process killed before it acknowledged anything, so it is not
-    shown. One malformed note (a peer's notes ref fast-forwards as is) must not hide every other transition,
-    nor vanish without a word: it is reported, as is a note on a lanes state that holds no record at all."""
-    from git_lanes.model.results import Unreadable  # status reads transitions without any result record
-
+    shown. One malformed note (a peer's notes ref fast-forwards as is), or one a newer git-lanes wrote, must
+    not hide every other transition, nor vanish without a word: it is reported, as is a note on a lanes
+    state that holds no record at all, with the transition and lane its state's commit message names."""
     pending = set(ctx.store.list_refs(refs.PROPOSALS))
     found = []
     unreadable = []
     for target, text in ctx.store.iter_notes(refs.NOTES):
         try:
             record = Transition.from_note(text)
-        except MalformedRecord as exc:
-            unreadable.append(Unreadable(refs.NOTES, target, exc.message))
+        except UnsupportedFormat as exc:
+            unreadable.append(_unreadable(ctx, target, exc.message))
             continue
         if record is None:
-            if _is_lanes_state(ctx, target):
-                unreadable.append(Unreadable(refs.NOTES, target, "the note on this lanes state holds no "
-                                                                 "transition record (not a JSON object)"))
+            if _trailers(ctx, target) is not None:
+                unreadable.append(_unreadable(ctx, target, "the note on this lanes state holds no transition "
+                                                           "record (not a JSON object)"))
             continue
         if record.status == "proposed" and refs.proposal_ref(record.id) not in pending:
             continue
@@ -72,12 +71,29 @@ def scan(ctx: Context) -> tuple[list[Transition], list[Unreadable]]:
     return sorted(found, key=lambda t: (t.created_at, t.id)), unreadable
 
 
-def _is_lanes_state(ctx: Context, target: str) -> bool:
-    """Whether `target` is a commit git-lanes made for a transition (its message has the trailer), so a
-    note there that holds no record hides one. Notes people add to other commits are theirs."""
+def _unreadable(ctx: Context, target: str, reason: str) -> Unreadable:
+    from git_lanes.model.results import Unreadable  # status reads transitions without any result record
+
+    said = _trailers(ctx, target) or {}
+    return Unreadable(refs.NOTES, target, reason, transition=said.get("Lanes-Transition"),
+                      lane=said.get("Lanes-Lane"))
+
+
+def _trailers(ctx: Context, target: str) -> dict[str, str] | None:
+    """The `Lanes-*` trailers of `target` when it is a commit git-lanes made for a transition (its message
+    has the transition trailer), so a note there that holds no record hides one; None for anything else:
+    notes people add to other commits are theirs."""
     if ctx.store.object_kind(target) != "commit":
-        return False
-    return f"\n{TRAILER}" in ctx.store.commit_info(target).message
+        return None
+    message = ctx.store.commit_info(target).message
+    if f"\n{TRAILER}" not in message:
+        return None
+    said = {}
+    for line in message.splitlines():
+        name, colon, value = line.partition(": ")
+        if colon and name.startswith("Lanes-") and value.strip():
+            said[name] = value.strip()  # the last one wins: the real trailers follow any in the prompt
+    return said
 
 
 def unreadable_notes(ctx: Context) -> list[Unreadable]:
@@ -85,7 +101,9 @@ def unreadable_notes(ctx: Context) -> list[Unreadable]:
 
 
 def find(ctx: Context, prefix: str) -> Transition:
-    """A transition by unique id prefix; pending proposals are searched first, as they are what one decides."""
+    """A transition by unique id prefix; pending proposals are searched first, as they are what one decides.
+    One whose note cannot be read is an error saying why (MalformedRecord, or UnsupportedFormat for a newer
+    format), not "no such transition"."""
     pending = {ref[len(refs.PROPOSALS):]: oid for ref, oid in ctx.store.list_refs(refs.PROPOSALS).items()}
     matches = [tid for tid in pending if tid.startswith(prefix.strip())]
     if len(matches) == 1:
@@ -97,11 +115,18 @@ def find(ctx: Context, prefix: str) -> Transition:
     try:
         return records[resolve_prefix(prefix, records, "transition", "list them with `git lanes history`")]
     except NotFound:
-        # the one asked for may be there, set aside as malformed: say so rather than "no such transition"
-        bad = [u for u in unreadable if f"'{prefix.strip()}" in u.reason or u.key.startswith(prefix.strip())]
+        wanted = prefix.strip()
+        bad = [u for u in unreadable if (u.transition or "").startswith(wanted)
+               or f"'{wanted}" in u.reason or u.key.startswith(wanted)] if wanted else []
         if len(bad) == 1:
-            raise MalformedRecord(bad[0].reason, hint="fix or remove the note with `git notes --ref lanes`; "
-                                                      "`git lanes doctor` lists every unreadable record") from None
+            hint = "fix or remove the note with `git notes --ref lanes`; `git lanes doctor` lists every " \
+                   "unreadable record"
+            try:
+                load(ctx, bad[0].key)  # its own error: malformed, or of a newer format
+            except UnsupportedFormat as exc:
+                raise type(exc)(f"transition {wanted} cannot be read: {exc.message}",
+                                hint=exc.hint if not isinstance(exc, MalformedRecord) else hint) from None
+            raise MalformedRecord(f"transition {wanted} cannot be read: {bad[0].reason}", hint=hint) from None
         raise
 
 

@@ -26,7 +26,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
-from git_lanes.errors import UserError
+from git_lanes.errors import MalformedRecord, UserError
 from git_lanes.model.frozen import MISSING, Frozen, dataclass_transform, field, fields
 from git_lanes.model.ids import ValidatedStr
 from git_lanes.model.text import check_text
@@ -183,6 +183,19 @@ class Record(Frozen):
             return cls.from_dict(data)
         finally:
             _STORED.reset(token)
+
+    @classmethod
+    def decode(cls: type[R], data: Any, what: str, hint: str | None = None) -> R:
+        """A record a repository holds and a peer may have written with anything in it (their notes and
+        ledger fast-forward as they are): `from_stored`, but a record of the wrong shape is the one error
+        every reader sets aside, a MalformedRecord saying which record (`what`) and why."""
+        try:
+            return cls.from_stored(data)
+        except MalformedRecord:
+            raise
+        except (UserError, TypeError, ValueError, RecursionError) as exc:
+            reason = exc.message if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+            raise MalformedRecord(f"{what} is malformed: {reason}", hint=hint) from None
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

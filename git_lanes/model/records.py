@@ -6,6 +6,7 @@ Stored as one JSON note per state commit under refs/notes/lanes; every record ca
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated, Any, Literal, TypeVar
 
 from git_lanes.errors import MalformedRecord, UnsupportedFormat, UserError
@@ -97,8 +98,18 @@ class Cost(Record):
         return Cost(total.tokens_in, total.tokens_out, total.api_calls, total.wall_time, total.cost_usd)
 
 
+def _saturated(value: float) -> float:
+    """A float sum kept finite: sums of bounded figures never get near the largest float, but a sum must
+    never be what breaks a reader (D8), so one that overflowed stays at the largest finite value."""
+    return value if value <= _LARGEST else _LARGEST
+
+
+_LARGEST = sys.float_info.max
+
+
 class CostTotals(Record):
-    """Figures summed over transitions: unbounded per field, but sums of bounded figures, so finite."""
+    """Figures summed over transitions: unbounded per field, but sums of bounded figures, and saturating,
+    so always finite."""
 
     tokens_in: int = 0
     tokens_out: int = 0
@@ -114,8 +125,8 @@ class CostTotals(Record):
         if not isinstance(other, (Cost, CostTotals)):
             return NotImplemented
         return CostTotals(self.tokens_in + other.tokens_in, self.tokens_out + other.tokens_out,
-                          self.api_calls + other.api_calls, round(self.wall_time + other.wall_time, 6),
-                          round(self.cost_usd + other.cost_usd, 6))
+                          self.api_calls + other.api_calls, _saturated(round(self.wall_time + other.wall_time, 6)),
+                          _saturated(round(self.cost_usd + other.cost_usd, 6)))
 
     __radd__ = __add__
 
@@ -240,8 +251,5 @@ class Transition(Record):
             # not a version a newer git-lanes could have written (that would be a number): a bad record
             raise MalformedRecord(f"transition record {str(data.get('id'))[:16]!r} has format {found!r}",
                                   hint="fix or remove the note with `git notes --ref lanes`")
-        try:
-            return cls.from_stored(data)
-        except UserError as exc:
-            raise MalformedRecord(f"transition record {str(data.get('id'))[:16]!r} is malformed: {exc.message}",
-                                  hint="fix or remove the note with `git notes --ref lanes`") from None
+        return cls.decode(data, f"transition record {str(data.get('id'))[:16]!r}",
+                          hint="fix or remove the note with `git notes --ref lanes`")

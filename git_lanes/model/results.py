@@ -42,6 +42,9 @@ class Unreadable(Record):
     ref: str
     key: str
     reason: str
+    transition: str | None = meta(omit="none", default=None,
+                                  doc="the transition the note was for, from its state's commit message")
+    lane: str | None = meta(omit="none", default=None, doc="the lane that state's commit message names")
 
 
 class History(Record):

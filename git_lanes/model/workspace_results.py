@@ -8,7 +8,7 @@ from typing import Literal
 
 from git_lanes.model.record import Record, key, meta
 from git_lanes.model.records import Transition
-from git_lanes.model.results import LaneInfo, Totals
+from git_lanes.model.results import LaneInfo, Totals, Unreadable
 
 
 class LeftPending(Record):
@@ -83,6 +83,8 @@ class LaneDetail(LaneInfo):
     recent: tuple[Transition, ...] = ()
     totals: Totals = meta(default_factory=Totals)
     unpromoted: bool = False
+    unreadable: tuple[Unreadable, ...] = meta(omit="empty", default=(),
+                                              doc="notes that could not be read, left out of the totals")
 
 
 class LaneDeleted(Record):
