@@ -5,6 +5,7 @@ markup renders as text and runs nothing. Screenshots land in test-artifacts/ (GI
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -144,4 +145,16 @@ def test_agent_written_markup_is_text_and_runs_nothing(api, repo, server, page):
     assert "<img src=x onerror=alert(1)>.txt" in page.locator('tr[data-lane="feat"] ul.paths').text_content()
     assert page.locator("main img, main script").count() == 0
     assert page.evaluate("window.__pwned") is None
+    assert page.problems == []
+
+
+def test_a_broken_workspace_is_shown_as_such_and_every_other_lane_as_usual(api, repo, server, page):
+    l6, l7 = (Path(api.lane_create(lane)["workspace"]) for lane in ("l6", "l7"))
+    shutil.rmtree(l6)
+    l6.symlink_to(l7)  # l6's path now leads into l7's workspace
+    page.goto(server.url + "/")
+    page.wait_for_selector('tr[data-lane="l7"]', timeout=WAIT_MS)
+    broken = page.locator('tr[data-lane="l6"] .chip.warn')
+    assert broken.inner_text() == "workspace broken" and "symbolic link" in broken.get_attribute("title")
+    assert page.locator('tr[data-lane="l7"] td.edits').inner_text().strip() == "clean"
     assert page.problems == []

@@ -1,6 +1,8 @@
 """Evaluation gates: commands declared in `.lanes.toml` at the trunk's committed head, run on a candidate
-tree in a scratch checkout. Reading them from the trunk (never a workspace) means a lane cannot change the
-gates that judge it.
+tree in a scratch checkout. Reading them from the trunk (never a workspace) means a lane cannot choose or
+weaken which gates judge it, nor their commands; what a command runs (a script, the tests, a conftest.py)
+comes from the candidate tree, so a lane can change that: protected paths (see `protected`) hold such a
+change for a person.
 
     [[gate]]
     name = "tests"

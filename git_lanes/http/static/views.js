@@ -67,6 +67,7 @@ export function lanesView(s, ctx) {
       h("td", { class: "edits" }, paths.length ? h("details", {},
         h("summary", {}, `${paths.length} unsnapshotted`),
         h("ul", { class: "paths" }, paths.map(([p, kind]) => h("li", {}, h("span", { class: "kind" }, kind), p))))
+        : lane.broken ? h("span", { class: "chip warn", title: lane.broken }, "workspace broken")
         : h("span", { class: "muted" }, lane.workspace ? "clean" : "no workspace"),
         (edits?.attention || []).length ? chip(`${edits.attention.length} need attention`, "warn") : null),
       h("td", { class: "proposals" }, (byLane.get(lane.name) || []).map((p) => proposal(p, ctx))));
