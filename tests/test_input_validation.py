@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import git, run_cli, workspace
 
-from git_lanes.errors import UserError
+from git_lanes.errors import InternalError, LanesError, UserError
 from git_lanes.model.records import MAX_SECONDS, MAX_TOKENS, MAX_USD, Cost, CostTotals
 
 NOT_UTF8 = "\udcff"  # what Python makes of the byte 0xff in argv; subprocess passes it back as that byte
@@ -162,3 +162,32 @@ def test_an_error_repeats_a_huge_id_bounded(api):
         with pytest.raises(NotFound) as missing:
             lookup("a" * 100_000)
         assert len(missing.value.message) < 200 and "100000 characters" in missing.value.message, lookup
+
+
+def _proposal(api, repo: Path, **intent) -> str:
+    (workspace(repo, "l1") / "x").write_text("1\n")
+    return api.commit("work", "ag1", lane="l1", **intent)["id"]
+
+
+# What the MCP, HTTP and SDK faces hand the API: JSON strings may carry "\udcff" or "\u0000" as escapes.
+API_TEXT = {
+    "reject reason": lambda api, repo, bad: api.reject(_proposal(api, repo), reason=bad),
+    "lane reset reason": lambda api, repo, bad: api.lane_reset("l1", onto="main", reason=bad),
+    "commit metadata": lambda api, repo, bad: _proposal(api, repo, metadata={"note": [bad]}),
+    "run goal": lambda api, repo, bad: api.run_start("ag1", lane="l1", goal=bad),
+    "run end reason": lambda api, repo, bad: api.run_end(api.run_start("ag1", lane="l1")["id"], reason=bad),
+    "restore state": lambda api, repo, bad: api.restore("main" + bad, lane="l1"),
+    "lane create source": lambda api, repo, bad: api.lane_create("l2", source="main" + bad),
+    "diff": lambda api, repo, bad: api.diff("main", "l1" + bad),
+}
+
+
+@pytest.mark.parametrize("bad", [NOT_UTF8, "\x00"], ids=["not-utf8", "nul"])
+@pytest.mark.parametrize("call", sorted(API_TEXT))
+def test_text_through_the_api_is_refused_with_a_user_error_and_never_stored(api, repo: Path, call: str, bad: str):
+    api.lane_create("l1")
+    with pytest.raises(LanesError) as refusal:  # a user error, or a revision not found
+        API_TEXT[call](api, repo, "why " + bad)
+    assert refusal.value.exit_code == 1 and not isinstance(refusal.value, InternalError), refusal.value
+    stored = git("log", "--all", "--notes=lanes", "--format=%B%N", cwd=repo)
+    assert "\\ud" not in stored and "\\u0000" not in stored and "\x00" not in stored

@@ -240,7 +240,9 @@ class CoreApi:
         """Reject proposal `transition_id` with `reason`; the attempt is kept under refs/lanes/rejected/ as
         signal."""
         from git_lanes.domain import transitions
+        from git_lanes.model.text import check_reason
 
+        reason = check_reason(reason)
         with self._writing() as ctx:
             return transitions.reject(ctx, transitions.find(ctx, transition_id), reason)
 

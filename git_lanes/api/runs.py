@@ -47,7 +47,9 @@ class RunsApi:
         from git_lanes import ledger
         from git_lanes.domain import control, lanes, runs, tasks
         from git_lanes.model.calls import bounded
+        from git_lanes.model.text import check_reason
 
+        goal = check_reason(goal, "the goal")
         repo = self._runs()
         policy = repo.policy()
         agent = AgentId(agent)
@@ -158,7 +160,9 @@ class RunsApi:
         """End run `run` (with `reason`); ending an ended run changes nothing (`already_ended`)."""
         from git_lanes.domain import control, runs
         from git_lanes.model.runs import RunEvent, RunState
+        from git_lanes.model.text import check_reason
 
+        reason = check_reason(reason)
         repo = self._runs()
         run_id = control.resolve_run(repo, run)
 

@@ -327,8 +327,10 @@ class SpawnApi:
         (`[agent] stop_grace`); its supervisor goes too. Why is recorded in the run's log."""
         from git_lanes.domain import spawning
         from git_lanes.model.runs import RunEvent
+        from git_lanes.model.text import check_reason
         from git_lanes.store import processes
 
+        reason = check_reason(reason)
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
         host = processes.hostname()

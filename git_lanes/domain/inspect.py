@@ -11,6 +11,7 @@ from git_lanes.errors import LanesError, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import replace
 from git_lanes.model.records import STATUSES, CostTotals, Transition
+from git_lanes.model.text import check_text
 
 DIFF_MODES = ("patch", "stat", "name-only")
 
@@ -89,7 +90,7 @@ def show(ctx: Context, transition: Transition) -> dict:
 
 def resolve_state(ctx: Context, spec: str) -> str:
     """A state commit from a lane name, a transition id prefix, or any git revision."""
-    spec = spec.strip()
+    spec = check_text(spec, "the state name", code="invalid_state").strip()
     if not spec:
         raise UserError("empty state name")
     head = ctx.store.read_ref(refs.lane_ref(spec, ctx.trunk)) if _could_be_lane(spec) else None

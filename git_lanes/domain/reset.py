@@ -9,12 +9,14 @@ from git_lanes.errors import Refused
 from git_lanes.model import refs
 from git_lanes.model.ids import LaneName
 from git_lanes.model.records import Intent, ResetExtra, Transition
+from git_lanes.model.text import check_reason
 from git_lanes.store import RefUpdate
 
 RESET_AGENT = "git-lanes"
 
 
 def reset(ctx: Context, lane: str, onto: str, *, force: bool, reason: str | None, agent_id: str | None) -> dict:
+    reason = check_reason(reason)
     if lane == ctx.trunk:
         raise Refused("the trunk lane cannot be reset", code="trunk",
                       hint="promote into it, or restore a state in its worktree and commit")

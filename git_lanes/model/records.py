@@ -14,6 +14,7 @@ from git_lanes.model.format import FORMAT_VERSION, check_format
 from git_lanes.model.frozen import field, replace
 from git_lanes.model.ids import Actor, LaneName, TransitionId
 from git_lanes.model.record import Range, Record, Text, key, meta
+from git_lanes.model.text import is_text
 
 STATUSES = ("proposed", "accepted", "rejected")
 Status = Literal["proposed", "accepted", "rejected"]
@@ -51,15 +52,26 @@ class Intent(Record):
 
     def check(self) -> None:
         try:
-            valid = all(self.metadata) and json.dumps(self.metadata, allow_nan=False)
+            valid = all(self.metadata) and json.dumps(self.metadata, allow_nan=False) \
+                and all(is_text(text) for text in _texts(self.metadata))
         except (TypeError, ValueError):
             valid = False
         if not valid:
-            raise UserError("intent metadata must map non-empty names to JSON values", code="invalid_metadata")
+            raise UserError("intent metadata must map non-empty names to JSON values, its text valid UTF-8 "
+                            "without NUL", code="invalid_metadata")
 
     @property
     def summary(self) -> str:
         return self.prompt.strip().splitlines()[0]
+
+
+def _texts(value: object) -> list[object]:
+    """Every string in a JSON value, keys included: each must be text git and strict JSON readers carry."""
+    if isinstance(value, dict):
+        return [*value, *(text for item in value.values() for text in _texts(item))]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _texts(item)]
+    return [value] if isinstance(value, str) else []
 
 
 def _cost_error(name: str, value: object) -> UserError:

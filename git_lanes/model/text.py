@@ -15,6 +15,7 @@ from git_lanes.errors import UserError
 # first use: most text is printable (no control, no surrogate, no line break) and needs neither.
 _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 _SURROGATE = r"[\ud800-\udfff]"
+MAX_REASON = 16_384
 
 
 def text_problem(value: object, *, multiline: bool = False) -> str | None:
@@ -44,6 +45,12 @@ def check_text(value: object, what: str, *, code: str, multiline: bool = False, 
     if max_bytes is not None and len(value.encode()) > max_bytes:
         raise UserError(f"{what} is {len(value.encode())} bytes; the limit is {max_bytes}", code=code, hint=hint)
     return value
+
+
+def check_reason(value: object, what: str = "the reason") -> str | None:
+    """A reason, goal or note someone gives (several lines allowed), or None when none is given."""
+    return None if value is None else check_text(value, what, code="invalid_reason", multiline=True,
+                                                 max_chars=MAX_REASON)
 
 
 def is_text(value: object) -> bool:
