@@ -13,7 +13,7 @@ import pytest
 from conftest import fsck_clean, git, run_cli, workspace
 from promotion_fixtures import edit, head, land
 
-from git_lanes.domain import protected
+from git_lanes.domain import gates, protected
 from git_lanes.errors import UserError
 from git_lanes.model import config
 
@@ -86,6 +86,41 @@ def test_a_lane_that_neuters_a_gate_script_is_held_for_a_person(api, repo):
     assert promoted["status"] == "proposed" and promoted["transition"]["extra"]["held"]["paths"] == ["ci/check.sh"]
     assert api.accept(promoted["transition"]["id"])["status"] == "accepted"
     assert git("show", "main:ci/check.sh", cwd=repo) == "#!/bin/sh\nexit 0\n"
+    fsck_clean(repo)
+
+
+def test_a_gate_can_run_the_trunks_copy_of_its_script_whatever_the_lane_did_to_it(api, repo, tmp_path):
+    """`from_trunk` (opt-in per gate): the named paths are the trunk's in the scratch checkout, so replacing,
+    adding beside, or symlinking away the gate's script changes nothing the gate runs."""
+    edit(repo, {"ci/check.sh": "#!/bin/sh\ntest ! -e broken.txt && test ! -e ci/extra.sh\n"})
+    (repo / "ci" / "check.sh").chmod(0o755)
+    declare(api, repo, '[[gate]]\nname = "check"\ncommand = "./ci/check.sh"\nfrom_trunk = ["ci"]\n'
+                       '[[gate]]\nname = "candidate"\ncommand = "test -e ci/check.sh"\n')
+    assert api.gates()[0]["from_trunk"] == ["ci"] and "from_trunk" not in api.gates()[1]
+    for bad in ('"ci"', '["../x"]', '[".git/hooks"]', "[1]"):
+        with pytest.raises(UserError) as invalid:
+            gates.parse(f'[[gate]]\nname = "g"\ncommand = "true"\nfrom_trunk = {bad}\n')
+        assert invalid.value.code == "invalid_gates" and "from_trunk" in invalid.value.message
+    api.lane_create("a")
+    ws = workspace(repo, "a")
+    edit(ws, {"ci/check.sh": "#!/bin/sh\nexit 0\n", "broken.txt": "x\n"})
+    neutered = run_cli("commit", "-m", "neuter the check", "--auto-accept", "--json", cwd=ws, env=AGENT)
+    assert neutered.code == 4, neutered.err
+    assert [(e["gate"], e["passed"]) for e in neutered.json["transition"]["evaluations"]] == \
+        [("check", False), ("candidate", True)]  # the next gate sees the candidate again
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    api.restore("a", lane="a", force=True)
+    subprocess.run(["rm", "-rf", str(ws / "ci")], check=True)
+    (ws / "ci").symlink_to(outside)  # the trunk's ci/check.sh is written in its place, never through it
+    linked = run_cli("commit", "-m", "ci elsewhere", "--auto-accept", "--json", cwd=ws, env=AGENT)
+    assert linked.code == 4 and [e["passed"] for e in linked.json["transition"]["evaluations"]] == [True, False]
+    assert list(outside.iterdir()) == []
+
+    api.restore("a", lane="a", force=True)
+    edit(ws, {"ci/extra.sh": "x\n"})  # a path the trunk lacks is the candidate's own: set aside
+    assert api.commit("extra", "coder", lane="a", auto_accept=True)["status"] == "accepted"
     fsck_clean(repo)
 
 

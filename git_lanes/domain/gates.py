@@ -12,6 +12,7 @@ change for a person.
     workdir = "."                               # relative to the tree
     on = ["promote"]                            # which accepts it judges: "commit", "promote" (default: both)
     into = ["main", "release/*"]                # which lanes' accepts, as globs (default: every lane)
+    from_trunk = ["ci/**", "conftest.py"]       # these paths as the trunk has them, whatever the candidate's
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from git_lanes.domain import lanes, promotion, protected, transitions
+from git_lanes.domain.claims import validate_glob
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, UserError
 from git_lanes.model import config, refs
 from git_lanes.model.config import CONFIG
+from git_lanes.model.globs import MAGIC, glob_matches
 from git_lanes.model.frozen import replace
 from git_lanes.model.names import normalize_repo_path
 from git_lanes.model.records import Evaluation, Transition
@@ -32,7 +35,7 @@ from git_lanes.store import scratch
 
 DEFAULT_TIMEOUT = 600.0
 OUTPUT_LINES = 5  # of a failed gate's output, shown with the error; the note keeps a longer tail
-_KEYS = {"name", "command", "required", "timeout", "workdir", "on", "into"}
+_KEYS = {"name", "command", "required", "timeout", "workdir", "on", "into", "from_trunk"}
 # What a gate may guard: accepting a lane's own state (commit --auto-accept, accept) or a promotion into it.
 KINDS = ("commit", "promote")
 
@@ -46,6 +49,9 @@ class Gate:
     workdir: str = ""
     on: tuple[str, ...] = KINDS
     into: tuple[str, ...] = ("*",)
+    # Paths (globs as for claims; a plain path covers what is beneath it) the gate runs as the trunk's head
+    # has them: the candidate's copies (and paths it added there) are set aside in the scratch checkout.
+    from_trunk: tuple[str, ...] = ()
 
     def guards(self, kind: str, lane: str) -> bool:
         """Whether this gate judges accepting a transition of `kind` on `lane`."""
@@ -58,7 +64,8 @@ class Gate:
     def to_dict(self) -> dict:
         return {"name": self.name, "command": self.command if isinstance(self.command, str) else list(self.command),
                 "required": self.required, "timeout": self.timeout, "workdir": self.workdir or ".",
-                "on": list(self.on), "into": list(self.into)}
+                "on": list(self.on), "into": list(self.into)} | \
+            ({"from_trunk": list(self.from_trunk)} if self.from_trunk else {})
 
 
 def parse(text: str | bytes) -> tuple[Gate, ...]:
@@ -113,7 +120,12 @@ def _gate(entry: object, number: int) -> Gate:
     into = config.string_list(entry.get("into", ["*"]), f"gate {name!r}: into", _invalid)
     if not into:
         raise _invalid(f"{CONFIG}: gate {name!r}: into must name at least one lane or glob")
-    return Gate(name, command, required, float(timeout), workdir, tuple(dict.fromkeys(on)), into)
+    from_trunk = config.string_list(entry.get("from_trunk", []), f"gate {name!r}: from_trunk", _invalid)
+    try:
+        from_trunk = tuple(dict.fromkeys(validate_glob(glob) for glob in from_trunk))
+    except UserError as exc:
+        raise _invalid(f"{CONFIG}: gate {name!r}: from_trunk: {exc.message}") from None
+    return Gate(name, command, required, float(timeout), workdir, tuple(dict.fromkeys(on)), into, from_trunk)
 
 
 def _invalid(message: str) -> UserError:
@@ -140,12 +152,29 @@ def evaluate(ctx: Context, record: Transition, gates: tuple[Gate, ...] | None = 
     if not gates:
         return ()
     results = []
+    trunk = lanes.lane_head(ctx, ctx.trunk) if any(gate.from_trunk for gate in gates) else None
     with scratch.checkout(ctx.store.root, ctx.store.common_dir, record.state) as tree_dir:
         for number, gate in enumerate(gates):
             if number:
                 scratch.restore(tree_dir)
+            if gate.from_trunk and trunk is not None:
+                _take_from_trunk(ctx, gate.from_trunk, tree_dir, record.tree, trunk)
             results.append(_run(gate, tree_dir, record))
     return tuple(results)
+
+
+def _take_from_trunk(ctx: Context, globs: tuple[str, ...], tree_dir: Path, tree: str, trunk: str) -> None:
+    """Make the paths `globs` cover in the scratch checkout what they are at the trunk's head: the trunk's
+    copies written, the candidate's own there removed. git writes them, so a symlink the candidate put on
+    the way is replaced, never followed."""
+    def covered(path: str) -> bool:
+        return any(glob_matches(glob, path) or (not MAGIC & set(glob) and path.startswith(glob + "/"))
+                   for glob in globs)
+
+    paths = {change.path for source in (ctx.store.tree_of(trunk), tree)
+             for change in ctx.store.diff_trees(None, source) if covered(change.path)}
+    if paths:
+        scratch.take_paths(tree_dir, trunk, sorted(paths))
 
 
 def _run(gate: Gate, tree_dir: Path, record: Transition) -> Evaluation:

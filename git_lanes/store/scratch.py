@@ -73,6 +73,16 @@ def inside(checkout: Path, relative: str) -> tuple[Path, str | None]:
     return folder, None
 
 
+def take_paths(path: Path, commit: str, paths: list[str]) -> None:
+    """Make `paths` in the scratch checkout at `path` (index and files) what they are in `commit`: written
+    from it, or removed where it lacks them. git writes them as a checkout does: a symlink on the way is
+    replaced, never followed."""
+    listing = path.parent / "from-trunk.paths"  # beside the checkout, in its private temporary holder
+    listing.write_bytes(b"\0".join(os.fsencode(p) for p in paths))
+    run_git(["--literal-pathspecs", "restore", f"--source={commit}", "--staged", "--worktree",
+             f"--pathspec-from-file={listing}", "--pathspec-file-nul"], cwd=path)
+
+
 def restore(path: Path) -> None:
     """Put a scratch checkout back to its commit, so each gate sees the candidate as committed."""
     run_git(["reset", "--hard", "--quiet"], cwd=path)
