@@ -37,7 +37,7 @@ def test_a_gate_never_runs_beyond_a_symlink_the_lane_committed(api, repo, tmp_pa
     ws = workspace(repo, "a")
     target = ws / link
     subprocess.run(["rm", "-rf", str(target)], check=True)
-    # a link out of the checkout, or (the variant) one that stays inside it: neither is followed
+    # a link out of the checkout, or (the variant) one into the lane's workspace, which is not the checkout
     target.symlink_to(outside if link == "tests" else ws / "src")
     result = run_cli("commit", "-m", "tests elsewhere", "--auto-accept", "--json", cwd=ws, env=AGENT)
     assert result.code == 4, result.err
@@ -45,6 +45,18 @@ def test_a_gate_never_runs_beyond_a_symlink_the_lane_committed(api, repo, tmp_pa
     assert not evaluation["passed"] and "symbolic link" in evaluation["output_tail"]
     assert list(outside.iterdir()) == []
     assert not (ws / "src" / "gate-was-here").exists()
+
+
+def test_a_gate_follows_a_symlink_that_resolves_inside_the_candidates_checkout(api, repo):
+    edit(repo, {"tests/unit/t.txt": "t\n"})
+    declare(api, repo, '[[gate]]\nname = "tests"\ncommand = "test -e t.txt && touch ran"\nworkdir = "tests/unit"\n')
+    api.lane_create("a")
+    ws = workspace(repo, "a")
+    subprocess.run(["mv", str(ws / "tests" / "unit"), str(ws / "suite")], check=True)
+    (ws / "tests" / "unit").symlink_to("../suite")  # relative: it stays inside whatever checkout holds it
+    result = run_cli("commit", "-m", "move the suite", "--auto-accept", "--json", cwd=ws, env=AGENT)
+    assert result.code == 0 and result.json["status"] == "accepted", result.err
+    assert not (ws / "suite" / "ran").exists()  # it ran in the scratch checkout's suite/
 
 
 # -- D15: protected paths wait for a person -----------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import threading
@@ -55,21 +54,17 @@ def checkout(root: Path, common_dir: Path, commit: str) -> Iterator[Path]:
 def inside(checkout: Path, relative: str) -> tuple[Path, str | None]:
     """The folder `relative` (already lexically inside) of a scratch checkout, and why a gate may not run
     there, if it may not: the candidate tree decides what every path in the checkout is, so a committed
-    symlink on the way could point the gate anywhere on the machine. No symlink is followed, even one that
-    stays inside."""
-    folder = checkout
-    for part in Path(relative).parts if relative else ():
-        folder = folder / part
-        try:
-            info = os.lstat(folder)
-        except (FileNotFoundError, NotADirectoryError):
-            return folder, "is not a directory in the candidate tree"
-        if stat.S_ISLNK(info.st_mode):
-            return folder, "is, or lies beyond, a symbolic link in the candidate tree"
-        if not stat.S_ISDIR(info.st_mode):
-            return folder, "is not a directory in the candidate tree"
-    if checkout.resolve() != folder.resolve() and checkout.resolve() not in folder.resolve().parents:
-        return folder, "leaves the candidate's checkout"
+    symlink on the way could point the gate anywhere on the machine. A symlink is followed only as far as
+    the checkout: the folder it resolves to must lie inside it."""
+    folder = checkout / relative if relative else checkout
+    try:
+        resolved, root = folder.resolve(), checkout.resolve()
+    except (OSError, RuntimeError):  # a loop of symbolic links
+        return folder, "is a loop of symbolic links in the candidate tree"
+    if resolved != root and root not in resolved.parents:
+        return folder, f"resolves, through a symbolic link in the candidate tree, to {resolved}, outside it"
+    if not resolved.is_dir():
+        return folder, "is not a directory in the candidate tree"
     return folder, None
 
 
