@@ -178,6 +178,43 @@ def test_restore_over_a_folder_holding_ignored_files_is_planned_whole(repo):
     fsck_clean(repo)
 
 
+def test_an_ignored_file_a_state_would_overwrite_is_refused_or_kept_in_the_backup(repo, api):
+    """git overwrites an ignored `.env` without a word when a commit tracks one; no state and no snapshot
+    holds its content, so here restore, lane reset and a fast-forward refuse, and with --force it is kept
+    in the backup ref first."""
+    from git_lanes.errors import Refused
+    from git_lanes.store.follow import fast_forward_files
+
+    (repo / ".gitignore").write_text(".env\n")
+    assert lanes("commit", "-m", "ignore .env", "--auto-accept", cwd=repo).code == 0
+    tracking = make_lane(repo, "l1")
+    (tracking / ".env").write_text("the lane's\n")
+    git("add", "--force", ".env", cwd=tracking)
+    assert auto_commit(tracking, "track .env").code == 0
+    ws = make_lane(repo, "l2")
+    (ws / ".env").write_text("my secret\n")
+    before = refs_and_files(repo, ws)
+
+    for attempt in (lambda: api.restore("l1", lane="l2"), lambda: api.lane_reset("l2", "l1")):
+        with pytest.raises(Refused) as refused:
+            attempt()
+        assert refused.value.code == "in_the_way" and ".env" in refused.value.message
+    target = api.ctx.store.tree_of(git("rev-parse", "refs/lanes/heads/l1", cwd=repo).strip())
+    with api.ctx.store.locked():
+        assert fast_forward_files(api.ctx.store, ws, target) == {"an ignored file is in the way": [".env"]}
+    assert refs_and_files(repo, ws) == before and (ws / ".env").read_text() == "my secret\n"
+
+    restored = api.restore("l1", lane="l2", force=True)
+    assert (ws / ".env").read_text() == "the lane's\n"
+    assert restored.backup and git("show", f"{restored.backup}:.env", cwd=repo) == "my secret\n"
+    (ws / ".env").write_text("my secret again\n")
+    git("rm", "--cached", "--force", "--quiet", ".env", cwd=ws)
+    reset = api.lane_reset("l2", "l1", force=True)
+    assert reset.backup and git("show", f"{reset.backup}:.env", cwd=repo) == "my secret again\n"
+    assert (ws / ".env").read_text() == "the lane's\n"
+    fsck_clean(repo)
+
+
 def test_a_sync_fast_forward_that_drops_a_nested_repository_leaves_the_workspace_stale(tmp_path, repo):
     from git_lanes.api import Lanes
 

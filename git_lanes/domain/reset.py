@@ -26,15 +26,14 @@ def reset(ctx: Context, lane: str, onto: str, *, force: bool, reason: str | None
     kept = None
     checkout = None
     if path is not None:
-        unsaved = restore.unsaved_tree(ctx, lane, path)
-        if unsaved is not None and not force:
+        unsaved = restore.has_unsaved(ctx, lane, path)
+        if unsaved and not force:
             raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
                           hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
                                "backup ref and reset anyway")
         # Planned before anything moves: a refusal leaves the lane, its refs and every file as they were.
         checkout = restore.planned_checkout(ctx, lane, path, new, force=force, what=f"resetting onto {onto}")
-        if unsaved is not None:
-            kept = restore.backup(ctx, lane, path, unsaved, f"reset onto {onto}")
+        kept = restore.keep_before(ctx, lane, path, checkout, unsaved, f"reset onto {onto}")
     why = reason or f"reset onto {onto} at {new[:8]}"
     record = None
     updates = []

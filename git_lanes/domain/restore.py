@@ -37,11 +37,6 @@ def _rejected_on(ctx: Context, head: str | None) -> list[str]:
     return trees
 
 
-def unsaved_tree(ctx: Context, lane: str, path: Path) -> str | None:
-    """The workspace's content as a tree when no state holds it yet, else None. The index is left alone."""
-    return ctx.store.content_tree(path) if has_unsaved(ctx, lane, path) else None
-
-
 def backup(ctx: Context, lane: str, path: Path, tree: str, reason: str) -> str | None:
     """Keep `tree` (a workspace's unsaved content) at refs/lanes/backups/<lane>/<id>; return the ref. None
     when the workspace holds nothing a backup could keep: its files are its HEAD's, on the lane, and what
@@ -59,6 +54,14 @@ def backup(ctx: Context, lane: str, path: Path, tree: str, reason: str) -> str |
     return ref
 
 
+def keep_before(ctx: Context, lane: str, path: Path, plan: CheckoutPlan, unsaved: bool, reason: str) -> str | None:
+    """Back up what carrying out `plan` would lose: the unsaved edits, and the ignored files it overwrites
+    (which no snapshot takes). Returns the backup ref, or None when there is nothing to keep."""
+    if not unsaved and not plan.ignored_overwritten:
+        return None
+    return backup(ctx, lane, path, ctx.store.content_tree(path, plan.ignored_overwritten), reason)
+
+
 def planned_checkout(ctx: Context, lane: str, path: Path, state: str, *, force: bool, what: str) -> CheckoutPlan:
     """How the workspace of `lane` becomes `state`, decided before a file is touched (or a backup made). A
     nested repository in the way (a folder holding its own .git: a cloned dependency, a submodule with
@@ -74,6 +77,11 @@ def planned_checkout(ctx: Context, lane: str, path: Path, state: str, *, force: 
                       details={"nested": sorted(plan.nested)},
                       hint="move it out of the workspace first; or pass --force to leave it in place (it is "
                            "reported, never deleted)")
+    if plan.ignored_overwritten and not force:
+        raise Refused(f"{what} would overwrite {some(sorted(plan.ignored_overwritten))} in the workspace of {lane!r}: "
+                      "ignored, so no state holds what it says now; nothing was changed", code="in_the_way",
+                      details={"paths": {p: "an ignored file is in the way" for p in plan.ignored_overwritten}},
+                      hint="move it away first; or pass --force to keep it in a backup ref and go ahead")
     if plan.refusals:
         where, why = sorted(plan.refusals.items())[0]
         raise Refused(f"{what} stops at {where}: {why}; nothing was changed", code="in_the_way",
@@ -92,7 +100,7 @@ def restore(ctx: Context, lane: str, path: Path, state: str, *, force: bool) -> 
                       hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
                            "backup ref and restore anyway")
     plan = planned_checkout(ctx, lane, path, state, force=force, what=f"restoring {state[:8]}")
-    kept = backup(ctx, lane, path, ctx.store.content_tree(path), f"restore to {state[:8]}") if unsaved else None
+    kept = keep_before(ctx, lane, path, plan, unsaved, f"restore to {state[:8]}")
     ctx.store.apply_checkout(path, plan)
     if lane != ctx.trunk:
         ctx.store.set_workspace_head(path, head)

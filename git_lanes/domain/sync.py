@@ -203,6 +203,10 @@ def _way_on(blocked: dict[str, list[str]], where: Path, step: str) -> str:
     if nested:
         return (f"move {some(nested)} out of {where} (git-lanes never deletes a folder holding a "
                 f".git), then `{step}`")
+    ignored = [path for why, paths in blocked.items() if "ignored" in why for path in paths]
+    if ignored:
+        return (f"move {some(ignored)} out of {where} (ignored, so no state and no `git stash` holds it), "
+                f"then `{step}`")
     return f"in {where}: `git stash --include-untracked && {step} && git stash pop`, then resolve what git marks"
 
 

@@ -26,7 +26,7 @@ import pygit2
 
 from git_lanes.store import trees
 from git_lanes.model.entries import Entry
-from git_lanes.store.worktree_files import GITLINK, WorktreeFiles
+from git_lanes.store.worktree_files import GITLINK, NOT_A_FILE, WorktreeFiles
 
 _IN_WORKTREE = (pygit2.GIT_STATUS_WT_NEW | pygit2.GIT_STATUS_WT_MODIFIED | pygit2.GIT_STATUS_WT_DELETED |
                 pygit2.GIT_STATUS_WT_TYPECHANGE | pygit2.GIT_STATUS_WT_RENAMED | pygit2.GIT_STATUS_CONFLICTED)
@@ -47,6 +47,9 @@ class CheckoutPlan:
         self.index: dict[str, Entry | None] = {}
         # nested repositories the tree would replace or delete: never touched
         self.nested: set[str] = set()
+        # ignored files (a `.env`) at paths the tree gives other content: git overwrites them without a word;
+        # here a safe update refuses, and a forced one is for the caller to keep first (see content_tree)
+        self.ignored_overwritten: set[str] = set()
         # path -> why it stops the whole update (safe mode; or something no mode may delete)
         self.refusals: dict[str, str] = {}
 
@@ -109,6 +112,13 @@ def _plan_path(files: WorktreeFiles, result: CheckoutPlan, path: str, desired: E
             result.index[path] = None  # the folder stays, around a nested repository
             return
     elif os.path.lexists(full):
+        if staged is None and not edited and desired is not None and files.file_entry(path) not in \
+                (desired, NOT_A_FILE) and files.repo.path_is_ignored(path):
+            # an ignored file: its content no state holds, and no snapshot would take it
+            if not force:
+                result.refusals[path] = "an ignored file is in the way"
+                return
+            result.ignored_overwritten.add(path)
         result.removals.add(path)
     if desired is not None:
         result.writes[path] = desired

@@ -17,6 +17,8 @@ from git_lanes.store.values import Worktree
 from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
 
 if TYPE_CHECKING:  # reading and carrying files load with the first command that does (not status, not lists)
+    from collections.abc import Iterable
+
     from git_lanes.store import checkout
     from git_lanes.store.watched_index import WatchedIndex
     from git_lanes.store.worktree_files import WorktreeFiles
@@ -257,11 +259,12 @@ class WorkspaceOps:
         """The worktree's private git dir, where its index and HEAD live."""
         return Path(self.workspace_repo(path).path)
 
-    def content_tree(self, path: Path) -> str:
+    def content_tree(self, path: Path, ignored: Iterable[str] = ()) -> str:
         """The workspace's files as a tree, like `snapshot`, but leaving the index as it was: for keeping
         edits in a backup without staging them. git stages a scratch copy of the index, as `git stash` does:
         it records a nested repository as the gitlink of its HEAD (libgit2 refuses one that is untracked)
-        and runs configured filter drivers."""
+        and runs configured filter drivers. `ignored`: ignored files to take as well (ones a checkout is
+        about to overwrite)."""
         path = Path(path).resolve()
         index = self._admin_dir(path) / "index"
         scratch = index.with_name(f"lanes-content-index-{os.getpid()}")
@@ -271,6 +274,8 @@ class WorkspaceOps:
             env = unredirected_env({"GIT_INDEX_FILE": str(scratch)})
             # --ignore-errors: a nested repository without a commit has nothing to record; the rest is kept
             run_git(["add", "-A", "--ignore-errors"], cwd=path, env=env, check=False)
+            if ignored:
+                run_git(["--literal-pathspecs", "add", "--force", "--", *sorted(ignored)], cwd=path, env=env)
             return run_git(["write-tree"], cwd=path, env=env).stdout.strip()
         finally:
             scratch.unlink(missing_ok=True)
