@@ -190,3 +190,15 @@ def test_a_ledger_op_whose_text_was_cut_is_reported_and_skipped_not_fatal_for_ev
     assert [notice["original"]["type"] for notice in Lanes(other).agent_heartbeat("ag1")["refused"]] == \
         ["unreadable"]
     fsck_clean(other)
+
+
+def test_a_remote_ref_name_that_is_not_utf8_is_refused_and_reported_as_strict_json(pair):
+    machine, bare = pair
+    plant(bare, "refs/lanes/heads/\udcffbad", git("rev-parse", "main", cwd=bare).strip())
+    result = run_cli("sync", "--json", cwd=machine)
+    assert result.code == 3, result.err
+    assert "\\ud" not in result.out  # a lone surrogate, which strict JSON readers (Rust, Go) refuse
+    [refused] = result.json["invalid"]
+    assert refused["ref"] == "refs/lanes/heads/\\xffbad" and "UTF-8" in refused["reason"]
+    assert "$'refs/lanes/heads/\\xffbad'" in refused["hint"]  # a shell spelling that names the bytes
+    assert git("for-each-ref", "refs/lanes/heads", cwd=machine) == ""

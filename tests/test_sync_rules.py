@@ -93,12 +93,14 @@ def test_every_synced_ref_has_a_kind():
 def test_only_refs_git_lanes_could_have_written_are_moved():
     from git_lanes.domain.sync_rules import ref_problem
 
-    good = ["refs/heads/main", "refs/lanes/heads/feat/x", "refs/lanes/deleted/feat%2Fx",
+    good = ["refs/heads/main", "refs/lanes/heads/feat/x", "refs/lanes/deleted/feat%2Fx", "refs/lanes/deleted/x%25",
             "refs/lanes/proposals/0123456789abcdef", "refs/lanes/runs/r1", "refs/lanes/meta/trunk",
             "refs/lanes/ledger", "refs/notes/lanes"]
     assert [ref_problem(ref, "main", "commit") for ref in good] == [None] * len(good)
     assert "trunk" in ref_problem("refs/lanes/heads/main", "main", "commit")
-    for bad in ("refs/lanes/heads/HEAD", "refs/lanes/heads/-rf", "refs/lanes/deleted/a/b",
+    # a second spelling of one lane's deletion marker (`x%` beside `x%25`) would be planned in hash order
+    for bad in ("refs/lanes/heads/HEAD", "refs/lanes/heads/-rf", "refs/lanes/deleted/a/b", "refs/lanes/deleted/x%",
+                "refs/lanes/deleted/feat%2fx",
                 "refs/lanes/proposals/zz", "refs/lanes/runs/-x", "refs/lanes/heads/" + "a" * 300):
         assert ref_problem(bad, "main", "commit") is not None, bad
     assert ref_problem("refs/lanes/heads/feat", "main", "blob") == "points at a blob, not a commit"

@@ -43,7 +43,9 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         garbled = next((arg for arg in sys.argv[1:] if _not_utf8(arg)), None)
         if garbled is None:
             _internal(exc, as_json)
-        fail(UserError(f"argument {garbled!r} is not valid UTF-8", code="invalid_text"), as_json)
+        from git_lanes.model.text import quoted
+
+        fail(UserError(f"argument {quoted(garbled)} is not valid UTF-8", code="invalid_text"), as_json)
     except Exception as exc:  # a bug or an environment failure still gets one line, not a traceback
         _internal(exc, as_json)
     result = plain(result)

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from git_lanes import ledger as op_log
 from git_lanes.domain import lanes, tombstones
 from git_lanes.domain.context import Context
-from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, classify, folder_clash, folders_of, \
-    how, kind_of, merge_note, note_status, ref_problem
+from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, canonical_ref, classify, folder_clash, \
+    folders_of, how, kind_of, merge_note, note_status, ref_problem
 from git_lanes.model import refs
+from git_lanes.model.text import is_text
 from git_lanes.store import remote as transport
 
 
@@ -72,12 +73,22 @@ def _screen(ctx: Context, remote: str, local: dict[str, str], fetched: dict[str,
             if problem is not None:
                 problems.append((side, ref, oid, problem))
     for side, ref, oid, problem in problems:
-        fix = f"git update-ref -d {ref}" if side == "local" else f"git push {remote} :{ref}"
-        plan.invalid.append({"ref": ref, "side": side, "oid": oid, "reason": problem,
+        shown = _shown(ref)
+        named = shown if shown == ref else f"$'{shown}'"  # bash's spelling of the bytes that are not UTF-8
+        fix = f"git update-ref -d {named}" if side == "local" else f"git push {remote} :{named}"
+        plan.invalid.append({"ref": shown, "side": side, "oid": oid, "reason": _shown(problem),
                              "hint": f"nothing moved for it; someone with access removes it: `{fix}`"})
     refused = {ref for _, ref, _, _ in problems}
     return ({r: o for r, o in local.items() if r not in refused},
             {r: o for r, o in fetched.items() if r not in refused})
+
+
+def _shown(text: str) -> str:
+    """`text` as a report can carry it: bytes of a ref name that are not UTF-8 (which arrive as lone
+    surrogates, which strict JSON readers refuse) written as \\xff."""
+    if is_text(text):
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace").replace("\0", "\\x00")
 
 
 class _Planner:
@@ -91,11 +102,12 @@ class _Planner:
         self._folders: dict[str, tuple[set[str], set[str]]] = {}
 
     def _names(self, kind: str) -> dict[str, str]:
-        """name -> ref for every ref of `kind` on either side."""
-        found = {}
-        for ref in set(self.local) | set(self.fetched):
+        """name -> ref for every ref of `kind` on either side. Were two refs to name one lane (screening
+        refuses the second spelling), the one git-lanes writes is taken, whatever order the refs come in."""
+        found: dict[str, str] = {}
+        for ref in sorted(set(self.local) | set(self.fetched)):
             ref_kind, name = kind_of(ref, self.ctx.trunk)
-            if ref_kind == kind:
+            if ref_kind == kind and (name not in found or ref == canonical_ref(kind, name, self.ctx.trunk)):
                 found[name] = ref
         return dict(sorted(found.items()))
 

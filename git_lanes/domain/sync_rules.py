@@ -66,6 +66,15 @@ def how(old: str | None, new: str | None) -> str:
     return "fast-forward"
 
 
+def canonical_ref(kind: str, name: str, trunk: str) -> str | None:
+    """The one ref git-lanes writes for (kind, name), for the kinds named by a lane: `kind_of` turned round."""
+    if kind == "lane":
+        return refs.lane_ref(name, trunk)
+    if kind == "deleted":
+        return refs.deleted_ref(name)
+    return None
+
+
 def kind_of(ref: str, trunk: str) -> tuple[str, str]:
     """(kind, name) of a synced ref: lane, proposal, rejected, deleted, run, ledger or notes."""
     if ref == f"refs/heads/{trunk}":
@@ -109,8 +118,10 @@ def _name_problem(kind: str, name: str, raw: str, trunk: str) -> str | None:
         if not 4 <= len(name) <= 64 or not set(name) <= _HEX:
             return "not a transition id"
         return None
-    if kind == "deleted" and "/" in raw[len("lanes/deleted/"):]:
-        return "a deletion marker's name is one flat component"
+    if kind == "deleted" and raw[len("lanes/deleted/"):] != refs.flat_name(name):
+        # one spelling per lane ('/' as %2F, '%' as %25): two markers standing for one lane would be planned
+        # in whatever order they were met
+        return "a deletion marker's name is one flat component, '/' written %2F and '%' written %25"
     if kind in ("lane", "deleted", "run", "meta"):
         try:
             validate_lane_name(name)

@@ -14,7 +14,7 @@ import os
 import re
 
 from git_lanes.errors import UserError
-from git_lanes.model.text import text_problem
+from git_lanes.model.text import quoted, text_problem
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class LaneName(ValidatedStr):
 
     @classmethod
     def error(cls, value: object, problem: str) -> UserError:
-        return UserError(f"invalid lane name {value!r}: {problem}", code="invalid_lane_name",
+        return UserError(f"invalid lane name {quoted(value)}: {problem}", code="invalid_lane_name",
                          hint="lane names follow git branch-name rules, e.g. feature/auth")
 
 
@@ -115,7 +115,7 @@ class Actor(ValidatedStr):
 
     @classmethod
     def error(cls, value: object, problem: str) -> UserError:
-        return UserError(f"invalid actor {value!r}: {problem}", code="invalid_actor",
+        return UserError(f"invalid actor {quoted(value)}: {problem}", code="invalid_actor",
                          hint="name an agent, or set git's user.name")
 
 
@@ -138,7 +138,7 @@ class AgentId(Actor):
 
     @classmethod
     def error(cls, value: object, problem: str) -> UserError:
-        return UserError(f"invalid agent id {value!r}", code="invalid_agent",
+        return UserError(f"invalid agent id {quoted(value)}", code="invalid_agent",
                          hint=f"an agent id {problem}")
 
 
@@ -158,7 +158,7 @@ class HexId(ValidatedStr):
 
     @classmethod
     def error(cls, value: object, problem: str) -> UserError:
-        return UserError(f"{cls.WHAT} {value!r} {problem}", code=cls.CODE)
+        return UserError(f"{cls.WHAT} {quoted(value)} {problem}", code=cls.CODE)
 
 
 class TransitionId(HexId):

@@ -53,6 +53,14 @@ def check_reason(value: object, what: str = "the reason") -> str | None:
                                                  max_chars=MAX_REASON)
 
 
+def quoted(value: object) -> str:
+    """`value` quoted for an error message. Bytes that are not UTF-8 (lone surrogates, as Python reads them
+    from argv or a file name) are shown as the bytes they are, '\\xff', never as a surrogate escape."""
+    if isinstance(value, str) and not value.isascii() and re.search(_SURROGATE, value):
+        return repr(value.encode("utf-8", "surrogateescape"))[1:]
+    return repr(value)
+
+
 def is_text(value: object) -> bool:
     """Whether `value` is a string git and JSON can carry (valid Unicode, no NUL)."""
     return isinstance(value, str) and "\x00" not in value and (value.isascii() or not re.search(_SURROGATE, value))
