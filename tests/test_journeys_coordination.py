@@ -337,6 +337,9 @@ def test_the_blocked_trunk_hint_moves_an_untracked_file_out_of_the_way_too(tmp_p
     assert git("rev-parse", "main", cwd=clone) == git("rev-parse", "main", cwd=machine)
     assert (clone / "n.txt").read_text() == "new on the trunk\n"
     assert git("show", "stash@{0}^3:n.txt", cwd=clone) == "mine, untracked\n"  # kept, as git keeps it
+    # ... and the hint says where to find it
+    shown = re.findall(r"`(.*?)`", blocked[0]["hint"])[1]
+    assert "n.txt" in blocked[0]["hint"] and git(*shlex.split(shown)[1:], cwd=clone) == "mine, untracked\n"
 
 
 def test_a_former_owner_cannot_pause_the_new_owners_task(repo):

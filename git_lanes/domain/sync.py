@@ -207,7 +207,13 @@ def _way_on(blocked: dict[str, list[str]], where: Path, step: str) -> str:
     if ignored:
         return (f"move {some(ignored)} out of {where} (ignored, so no state and no `git stash` holds it), "
                 f"then `{step}`")
-    return f"in {where}: `git stash --include-untracked && {step} && git stash pop`, then resolve what git marks"
+    route = f"in {where}: `git stash --include-untracked && {step} && git stash pop`, then resolve what git marks"
+    untracked = [path for why, paths in blocked.items() if "untracked" in why for path in paths]
+    if untracked:
+        # git's pop will not write an untracked file over one the step brought in: it stays in the stash
+        route += (f"; git then keeps your untracked {some(untracked)} in the stash (`git show 'stash@{{0}}^3:"
+                  f"{untracked[0]}'`)")
+    return route
 
 
 def _lane_of(ctx: Context, path: str | os.PathLike[str]) -> str | None:
