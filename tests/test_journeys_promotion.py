@@ -199,11 +199,19 @@ def test_a_tracked_symlink_becoming_a_folder_is_promoted_without_spurious_attent
     (ws / "e" / "canary").write_text("the lane's own\n")
     (ws / "e" / "new").write_text("new\n")
     assert auto_commit(ws, "e is a folder").code == 0
+    linked = make_lane(repo, "b")
     promoted = lanes("promote", "a", "--auto-accept", "--json", cwd=repo)
     assert promoted.code == 0, promoted.err
     assert promoted.json["worktree"]["attention"] == []
     assert sorted(promoted.json["worktree"]["updated"]) == ["e", "e/canary", "e/new"]
     assert (outside / "canary").read_text() == "outside, never touched\n"
+    # the same change by restore: the link goes, the folder's files are written, nothing through the link
+    assert (linked / "e").is_symlink()
+    restored = lanes("restore", "a", "--json", cwd=linked)
+    assert restored.code == 0, restored.err
+    assert (linked / "e" / "canary").read_text() == "the lane's own\n" and not (linked / "e").is_symlink()
+    assert (outside / "canary").read_text() == "outside, never touched\n"
+    assert git("status", "--porcelain", cwd=linked) == "D  e\nA  e/canary\nA  e/new\n"
     assert not (repo / "e").is_symlink() and (repo / "e" / "canary").read_text() == "the lane's own\n"
     assert git("status", "--porcelain", cwd=repo) == ""
 

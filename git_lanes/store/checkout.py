@@ -104,7 +104,9 @@ def _plan_path(files: WorktreeFiles, result: CheckoutPlan, path: str, desired: E
                 else "unsaved edits"
             return
     full = files.root / path
-    if _is_folder(full):
+    if files.beyond_reach(path):
+        pass  # beneath a symlinked folder: the link goes (it is a path of the plan's too), never what it points at
+    elif _is_folder(full):
         if desired is not None and desired.mode == GITLINK:
             result.index[path] = desired  # an empty folder for a submodule not checked out: it is that
             return

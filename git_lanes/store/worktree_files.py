@@ -53,7 +53,7 @@ class WorktreeFiles:
         symlinked folder or inside a nested repository nothing is this worktree's, as git sees it: that
         reads as something in the way. A nested repository reads as the gitlink `git add` would record."""
         full = self.root / path
-        if self._beyond_reach(path):
+        if self.beyond_reach(path):
             return NOT_A_FILE
         try:
             info = os.lstat(full)
@@ -113,7 +113,7 @@ class WorktreeFiles:
     def stamp(self, path: str) -> list[int] | None:
         """What changes whenever anything writes the file (None when absent, or out of reach behind a
         symlink: what lies there is not this worktree's file): to tell it was left alone."""
-        if self._beyond_reach(path):
+        if self.beyond_reach(path):
             return None
         try:
             info = os.lstat(self.root / path)
@@ -128,7 +128,7 @@ class WorktreeFiles:
             return None
         return Entry(str(entry.id), entry.mode)
 
-    def _beyond_reach(self, path: str) -> bool:
+    def beyond_reach(self, path: str) -> bool:
         """Whether a folder on the way to `path` is a symlink (writing there would land outside the
         worktree) or a nested repository (its files are its own): git refuses such paths too."""
         folder = self.root
@@ -144,7 +144,7 @@ class WorktreeFiles:
     # -- writing ---------------------------------------------------------------------------------------
     def remove(self, path: str) -> None:
         full = self.root / path
-        if self._beyond_reach(path):
+        if self.beyond_reach(path):
             raise OSError(f"{path} is beyond a symbolic link or inside a nested repository")
         try:
             if full.is_symlink() or full.is_file():
@@ -158,7 +158,7 @@ class WorktreeFiles:
     def write(self, path: str, entry: Entry) -> None:
         """Make the file and its index entry hold `entry`, replacing the file atomically."""
         full = self.root / path
-        if self._beyond_reach(path):
+        if self.beyond_reach(path):
             raise OSError(f"{path} is beyond a symbolic link or inside a nested repository")
         full.parent.mkdir(parents=True, exist_ok=True)
         if entry.mode == GITLINK:
