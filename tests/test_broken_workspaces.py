@@ -143,3 +143,20 @@ def test_every_listing_shows_the_broken_workspace_and_doctor_names_its_repair(re
     assert (l7 / "README.md").read_text() == "l7 unsaved\n" and str(l7) in git("worktree", "list", cwd=repo)
     assert (l6 / "README.md").exists()
     fsck_clean(repo)
+
+
+@pytest.mark.parametrize("damage", [break_by_foreign_pointer, break_by_lost_pointer])
+def test_a_command_run_inside_a_broken_workspace_names_it_and_acts_on_nothing(repo, two, damage):
+    """cd'd into the lane's folder, not named with -w: a .git pointing at l7's worktree made commit snapshot
+    l7's index as l6's state (both lanes on one head), and a lost one said only "not inside a workspace"."""
+    l6, l7 = two
+    (l6 / "sub").mkdir()
+    damage(l6, l7)
+    before = git("for-each-ref", cwd=repo)
+    for where in (l6, l6 / "sub"):
+        for args in (("commit", "-m", "x"), ("restore", "main", "--force")):
+            result = lanes(*args, "--json", cwd=where)
+            assert result.code == 1 and result.json["error"] == "workspace_broken", (where, args, result.err)
+    assert git("for-each-ref", cwd=repo) == before
+    assert (l7 / "README.md").read_text() == "l7 unsaved\n" and (l7 / "n.txt").read_text() == "l7 new\n"
+    assert git("status", "--porcelain", cwd=l7) == " M README.md\n?? n.txt\n"

@@ -129,10 +129,13 @@ def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:
     workspaces = (ctx.store.root / refs.WORKSPACES_DIR).resolve()
     probe = directory
     while probe != workspaces and workspaces in probe.parents:
+        name = probe.relative_to(workspaces).as_posix()
         if ctx.store.is_workspace(probe):
-            name = probe.relative_to(workspaces).as_posix()
             lane_head(ctx, name)
+            workspace_path(ctx, name)  # a .git pointing at another lane's worktree: refused, naming the repair
             return name, probe
+        if _plausible_lane(name) and ctx.store.read_ref(refs.lane_ref(name, ctx.trunk)) is not None:
+            workspace_path(ctx, name)  # the lane's folder, whose .git was lost: refused, naming the repair
         probe = probe.parent
     trunk_workspace = workspace_path(ctx, ctx.trunk)
     lanes_dir = workspaces.parent  # excluded from the trunk's worktree: nothing under it is trunk content
