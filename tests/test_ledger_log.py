@@ -251,3 +251,15 @@ def test_a_record_nested_too_deeply_is_refused_as_a_format_error(lanes):
     for read in (state.get, state.copy_of):
         with pytest.raises(UnsupportedFormat, match="nested too deeply"):
             read("tasks/deep.json")
+
+
+@pytest.mark.parametrize("text", ["a\x00b", "a\udcffb", "a\x1bb"], ids=["nul", "not-utf8", "escape"])
+def test_an_op_summary_never_cuts_or_breaks_the_commit_message(lanes, repo, text):
+    """libgit2 ends a commit message at a NUL: a summary repeating raw text once cut the op's JSON off."""
+    from git_lanes.ledger.op import decode_message, encode_message
+
+    op = make_op("task.create", "coder-1", {"title": "t"}, 1.0)
+    message = encode_message(op, f"coder-1: create task {text}")
+    message.encode()  # a lone surrogate would fail here, as the commit is written
+    assert "\x00" not in message and "\x1b" not in message
+    assert decode_message(message, "0" * 40) == op

@@ -76,6 +76,11 @@ def validate_actor(actor: object) -> Actor:
 
 def encode_message(op: Op, summary: str) -> str:
     line = " ".join(summary.split()) or f"{op.actor}: {op.type}"
+    if not line.isprintable():
+        # The summary repeats the op's text. Whatever slipped past the model's text rule, a NUL must not cut
+        # the message before the op's JSON (libgit2 ends a message there), nor a lone surrogate fail its write.
+        line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        line = "".join(char if char.isprintable() else "\ufffd" for char in line)
     return f"{line}\n\n{json.dumps(op.to_dict(), sort_keys=True, ensure_ascii=False)}\n"
 
 
