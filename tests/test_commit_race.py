@@ -102,3 +102,26 @@ def test_intent_and_cost_are_kept_by_the_single_critical_section(api, repo):
     stored = transitions.load(api.ctx, record["to"])
     assert stored.status == "accepted" and stored.intent == Intent(prompt="kept", agent_id="a", tags=("t",))
     assert stored.cost.tokens_in == 5
+
+
+def test_a_lane_deleted_while_its_commits_gates_run_exits_3_and_keeps_the_attempt(api, repo, tmp_path):
+    """The probe's nit (4.4): `lane delete --force` rejects the pending proposal (and keeps it); the
+    committer, whose gate was running, lost a race rather than gave bad input: exit 3, not 1."""
+    from test_index_locks import wait_for
+
+    started, release = tmp_path / "gate-started", tmp_path / "gate-may-finish"
+    declare(api, repo, gate("held", f"import os, pathlib, time\npathlib.Path({str(started)!r}).touch()\n"
+                                    f"while not os.path.exists({str(release)!r}): time.sleep(0.01)\n"))
+    api.lane_create("s")
+    (workspace(repo, "s") / "w.txt").write_text("w\n")
+    [committer] = start_commits(workspace(repo, "s"), 1)
+    try:
+        wait_for(started)  # the commit is proposed and its gate runs
+        deleted = run_cli("lane", "delete", "s", "--force", "--json", cwd=repo)
+        assert deleted.code == 0, deleted.err
+    finally:
+        release.touch()
+    out, err = committer.communicate(timeout=120)
+    assert committer.returncode == 3 and json.loads(out)["error"] == "decided_meanwhile", (out, err)
+    [kept] = git("for-each-ref", "--format=%(refname)", "refs/lanes/rejected", cwd=repo).split()
+    assert git("show", f"{kept}:w.txt", cwd=repo) == "w\n"
