@@ -118,3 +118,24 @@ def test_a_lock_taken_after_the_move_leaves_the_rest_to_the_next_command(repo):
     assert git("ls-files", "b.txt", cwd=l1).strip() == "b.txt"
     assert git("status", "--porcelain", cwd=l1) == ""
     fsck_clean(repo)
+
+
+def test_a_sync_catch_up_leaves_a_workspace_whose_git_commit_is_running_alone(repo, tmp_path):
+    """The lane moved (as a sync moves it); its workspace, where a `git commit` is running, is reported
+    stale with the way on, and not a file, index entry or HEAD of it moves under the commit."""
+    from git_lanes.domain import sync
+
+    l1, _ = lanes_with_a_promotion_waiting(repo)
+    old = git("rev-parse", "refs/lanes/heads/l1", cwd=repo).strip()
+    new = git("rev-parse", "refs/lanes/heads/l2", cwd=repo).strip()
+    git("update-ref", "refs/lanes/heads/l1", new, old, cwd=repo)
+    api = Lanes(repo)
+    with git_commit_running(repo, l1, tmp_path):
+        with api.ctx.store.locked():
+            found = sync.catch_up_workspaces(api.ctx, {"l1"})
+        assert [(w["lane"], w["status"]) for w in found] == [("l1", "stale")]
+        assert "index is locked" in found[0]["reason"] and "finish" in found[0]["hint"]
+        assert git("rev-parse", "HEAD", cwd=l1).strip() == old
+        assert not (l1 / "b.txt").exists()
+    assert git("log", "-1", "--format=%s", cwd=l1).strip() == "plain git commit"
+    fsck_clean(repo)

@@ -199,6 +199,8 @@ def _describe(blocked: dict[str, list[str]]) -> str:
 def _way_on(blocked: dict[str, list[str]], where: Path, step: str) -> str:
     """What a person runs to let the files move: stash edits and untracked files (a plain `git stash` keeps
     untracked files in the way) around `step`; a nested repository must be moved by hand."""
+    if any("index" in why for why in blocked):
+        return f"let the git command at work in {where} finish, then `git lanes sync` again"
     nested = [path for why, paths in blocked.items() if "nested repository" in why for path in paths]
     if nested:
         return (f"move {some(nested)} out of {where} (git-lanes never deletes a folder holding a "
