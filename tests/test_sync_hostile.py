@@ -202,3 +202,26 @@ def test_a_remote_ref_name_that_is_not_utf8_is_refused_and_reported_as_strict_js
     assert refused["ref"] == "refs/lanes/heads/\\xffbad" and "UTF-8" in refused["reason"]
     assert "$'refs/lanes/heads/\\xffbad'" in refused["hint"]  # a shell spelling that names the bytes
     assert git("for-each-ref", "refs/lanes/heads", cwd=machine) == ""
+
+
+def test_a_lane_head_here_that_is_no_commit_is_refused_by_every_command_that_reads_it(repo):
+    """What an older sync took from a hostile remote (or plain git wrote): `lane create` made a workspace on
+    a tag-headed lane, or failed halfway on a blob; diff and restore failed with internal errors."""
+    from git_lanes.errors import Refused
+
+    api = Lanes(repo)
+    api.lane_create("l1")
+    main = git("rev-parse", "main", cwd=repo).strip()
+    git("update-ref", "refs/lanes/heads/blobby", git("hash-object", "-w", "--stdin", cwd=repo, input="x\n").strip(),
+        cwd=repo)
+    tag = git("mktag", cwd=repo, input=f"object {main}\ntype commit\ntag t\ntagger x <x@y> 1 +0000\n\nm\n").strip()
+    git("update-ref", "refs/lanes/heads/tagged", tag, cwd=repo)
+    worktrees = git("worktree", "list", cwd=repo)
+    for lane in ("blobby", "tagged"):
+        for attempt in (lambda: api.lane_create(lane), lambda: api.diff("main", lane),
+                        lambda: api.restore(lane, lane="l1"), lambda: api.lane_create("l2", source=lane)):
+            with pytest.raises(Refused) as refusal:
+                attempt()
+            assert refusal.value.code == "invalid_lane_head", refusal.value
+    assert git("worktree", "list", cwd=repo) == worktrees
+    fsck_clean(repo)

@@ -93,9 +93,8 @@ def resolve_state(ctx: Context, spec: str) -> str:
     spec = check_text(spec, "the state name", code="invalid_state").strip()
     if not spec:
         raise UserError("empty state name")
-    head = ctx.store.read_ref(refs.lane_ref(spec, ctx.trunk)) if _could_be_lane(spec) else None
-    if head:
-        return head
+    if _could_be_lane(spec) and ctx.store.read_ref(refs.lane_ref(spec, ctx.trunk)):
+        return lanes.lane_head(ctx, spec)  # refusing a head that is no commit
     if all(c in "0123456789abcdef" for c in spec) and len(spec) >= 4:
         try:
             return transitions.find(ctx, spec).state

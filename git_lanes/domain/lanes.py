@@ -186,7 +186,8 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
                       code="lane_name_clash",
                       hint="choose a name that is not a folder of, or inside, another lane's")
     created = existing is None
-    head = existing or start_point(ctx, source)
+    # an existing head git-lanes never wrote (a blob, a tag: plain git or an older sync) is refused as such
+    head = lane_head(ctx, name) if existing else start_point(ctx, source)
     require_no_internal(ctx, ctx.store.tree_of(head), f"state {head[:8]}")
     path = default_workspace(ctx, name)
     ctx.store.forget_missing_worktree(path)
