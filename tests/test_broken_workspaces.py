@@ -160,3 +160,19 @@ def test_a_command_run_inside_a_broken_workspace_names_it_and_acts_on_nothing(re
     assert git("for-each-ref", cwd=repo) == before
     assert (l7 / "README.md").read_text() == "l7 unsaved\n" and (l7 / "n.txt").read_text() == "l7 new\n"
     assert git("status", "--porcelain", cwd=l7) == " M README.md\n?? n.txt\n"
+
+
+def test_gc_keeps_a_deleted_lanes_folder_whose_git_points_at_a_live_lanes_worktree(repo):
+    """Removing it as an orphan removed the admin dir its .git names: l9's, so l9 lost its worktree."""
+    l8, l9 = make_lane(repo, "l8"), make_lane(repo, "l9")
+    git("update-ref", "-d", "refs/lanes/heads/l8", cwd=repo)
+    break_by_foreign_pointer(l8, l9)
+    for args in (("gc", "--older-than", "0", "--dry-run"), ("gc", "--older-than", "0")):
+        result = lanes(*args, "--json", cwd=repo)
+        assert result.code == 0, result.err
+        assert [(k["lane"], k["reason"]) for k in result.json["kept"]] == [("l8", "workspace_broken")]
+        assert result.json["removed"]["workspaces"] == []
+    assert str(l9) in git("worktree", "list", cwd=repo) and (l8 / "README.md").exists()
+    assert lanes("lane", "path", "l9", cwd=repo).out.strip() == str(l9)
+    checked = run_cli("doctor", "--check", "workspaces", "--json", cwd=repo)
+    assert any("'l8' has no lane but is broken" in c["message"] for c in checked.json["checks"]), checked.json

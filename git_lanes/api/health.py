@@ -4,8 +4,8 @@ is safe to repair carries its repair, which `doctor --fix` runs; the rest are le
 Safe means nothing is lost: an abandoned lock file no process holds, a decision a killed process left half
 made (finished as the next writer would), the note of a state that no longer exists, git's record of a
 workspace deleted or moved by hand, a workspace's lost .git file (while git still records the workspace), a
-clean workspace of a deleted lane (its head kept under the lane's deletion marker). A ref git-lanes would never write, a damaged record or a workspace with unsaved edits is
-for a person to judge."""
+clean workspace of a deleted lane (its head kept under the lane's deletion marker). A ref git-lanes would
+never write, a damaged record, a workspace with unsaved edits or a broken one is for a person to judge."""
 
 from __future__ import annotations
 
@@ -160,8 +160,8 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                              "--fix removes it (its head is kept under refs/lanes/deleted/)",
                              repair=partial(_remove_orphan, api, entry)))
     for entry in orphans.kept:
-        found.append(finding("warn", f"workspace of {entry['lane']!r} has no lane but holds unsaved edits: "
-                                     f"{_some(entry['paths'])}", entry["hint"]))
+        why = "is broken" if entry["reason"] == "workspace_broken" else f"holds unsaved edits: {_some(entry['paths'])}"
+        found.append(finding("warn", f"workspace of {entry['lane']!r} has no lane but {why}", entry["hint"]))
     index_locks = [p for p in (store.common_dir / "worktrees").glob("*/index.lock")] \
         if (store.common_dir / "worktrees").is_dir() else []
     if index_locks:

@@ -100,6 +100,12 @@ def orphan_workspaces(ctx: Context, cutoff: float, found: Candidates) -> None:
         if when > cutoff:
             continue
         entry = {"lane": lane, "path": str(worktree.path), "head": worktree.head, "time": when}
+        if worktree.broken:
+            # Not the worktree git made there (a .git pointing at a live lane's worktree): removing it would
+            # unregister that one, and its files are not known to be anyone's copy.
+            found.kept.append(entry | {"reason": "workspace_broken", "paths": [],
+                                       "hint": f"{worktree.broken}; move it away by hand if nothing in it is needed"})
+            continue
         changed = ctx.store.changed_paths(worktree.path) if worktree.path.exists() else {}
         if changed:
             found.kept.append(entry | {"reason": "unsaved_edits", "paths": sorted(changed)[:20],
