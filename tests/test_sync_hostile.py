@@ -225,3 +225,25 @@ def test_a_lane_head_here_that_is_no_commit_is_refused_by_every_command_that_rea
             assert refusal.value.code == "invalid_lane_head", refusal.value
     assert git("worktree", "list", cwd=repo) == worktrees
     fsck_clean(repo)
+
+
+def test_the_light_sync_hands_a_bad_ref_to_the_ordinary_one_which_reports_it(pair):
+    """`git lanes sync` first tries the light path (no pygit2); it must never take, nor silently drop, what the
+    ordinary sync refuses: it stops before anything moves, and the ordinary sync gives the report."""
+    from git_lanes.api.sync_light import LightSync
+
+    machine, bare = pair
+    blob = git("hash-object", "-w", "--stdin", cwd=bare, input="x\n").strip()
+    plant(bare, "refs/lanes/heads/blobby", blob)
+    plant(bare, "refs/lanes/heads/main", commit_with(bare, {"evil.txt": "injected\n"}))
+    plant(bare, "refs/lanes/runs/HEAD", git("rev-parse", "main", cwd=bare).strip())
+    before = git("for-each-ref", "--format=%(refname) %(objectname)", "refs/lanes", "refs/heads", cwd=machine)
+    light = LightSync(machine)
+    assert light.store is not None  # the light path is tried here
+    assert light.report() is None
+    assert git("for-each-ref", "--format=%(refname) %(objectname)", "refs/lanes", "refs/heads", cwd=machine) == before
+    code, report = sync(machine)
+    assert code == 3
+    assert sorted(i["ref"] for i in report["invalid"]) == \
+        ["refs/lanes/heads/blobby", "refs/lanes/heads/main", "refs/lanes/runs/HEAD"]
+    assert sorted(i["ref"] for i in Lanes(machine).sync()["invalid"]) == sorted(i["ref"] for i in report["invalid"])
