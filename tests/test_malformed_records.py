@@ -134,7 +134,9 @@ def test_a_note_a_peer_made_a_gitlink_is_set_aside_not_a_crash(api, repo, tmp_pa
 def _rewrite_ledger_record(repo: Path, path: str, change) -> None:
     """A ledger commit a peer made by hand on top of ours, holding `path` changed."""
     record = json.loads(git("cat-file", "-p", f"refs/lanes/ledger:{path}", cwd=repo))
-    blob = git("hash-object", "-w", "--stdin", cwd=repo, input=json.dumps(change(record))).strip()
+    changed = change(record)
+    blob = git("hash-object", "-w", "--stdin", cwd=repo,
+               input=changed if isinstance(changed, str) else json.dumps(changed)).strip()
     env = {**os.environ, "GIT_INDEX_FILE": str(repo / ".git" / "peer-index")}
     subprocess.run(["git", "read-tree", "refs/lanes/ledger"], cwd=repo, env=env, check=True)
     subprocess.run(["git", "update-index", "--cacheinfo", f"100644,{blob},{path}"], cwd=repo, env=env, check=True)
@@ -188,3 +190,83 @@ def test_a_promotion_record_this_version_cannot_read_stops_a_snapshot_instead_of
     assert private.read_text() == record  # left as it was, for a newer git-lanes to finish
     row = next(lane for lane in run_cli("status", "--json", cwd=repo).json["lanes"] if lane["name"] == "l1")
     assert "lanes-promoted.json" in row["broken"]
+
+
+# A peer's ledger record of each kind, wrong (report 3.16, 3.17): each listing leaves it out and says so.
+def _ledger_world(api) -> dict[str, str]:
+    bad = api.task_create("bad one", actor="ag1").task
+    good = api.task_create("good one", actor="ag1").task
+    ticket = api.ticket_open("both", actor="ag1").ticket
+    for agent, glob in (("ag1", "src/*"), ("ag2", "docs/*")):
+        api.agent_register(agent)
+        api.claim_add([glob], agent)
+    api.board_post("first", "ag2")
+    api.board_post("second", "ag2")
+    api.board_read("ag1")  # ag1 has a read position
+    return {"task": f"tasks/{bad[:2]}/{bad}.json", "good": good, "ticket": f"tickets/{ticket}.json"}
+
+
+BAD_LEDGER = {
+    "task depends an int": ("task", lambda r: r | {"depends": 5}),
+    "task title an int": ("task", lambda r: r | {"title": 5}),
+    "task not JSON": ("task", lambda r: "not json"),
+    "task of format 2": ("task", lambda r: r | {"format": 2}),
+    "agent lease a string": ("agents/ag2.json", lambda r: r | {"lease_until": "soon"}),
+    "claims an int": ("claims/ag2.json", lambda r: r | {"globs": 5}),
+    "a claim an int": ("claims/ag2.json", lambda r: r | {"globs": [5]}),
+    "post text an int": ("board/00/00/00/00000001.json", lambda r: r | {"text": 5}),
+    "post seq a string": ("board/00/00/00/00000002.json", lambda r: r | {"seq": "x"}),
+    "read position cursor a string": ("board/readers/ag1.json", lambda r: r | {"cursor": "x"}),
+    "ticket tasks an int": ("ticket", lambda r: r | {"tasks": 5}),
+}
+
+
+def _listings(api) -> dict[str, object]:
+    return {"tasks": api.task_list(), "agents": api.agent_list(), "claims": api.claim_list(),
+            "tickets": api.ticket_list(), "board": api.board_read(), "ag1's board": api.board_read("ag1")}
+
+
+@pytest.mark.parametrize("shape", BAD_LEDGER)
+def test_a_malformed_ledger_record_of_any_kind_is_set_aside_and_reported_by_every_listing(api, repo, tmp_path,
+                                                                                          shape):
+    world = _ledger_world(api)
+    where, change = BAD_LEDGER[shape]
+    path = world.get(where, where)
+    _rewrite_ledger_record(repo, path, change)
+    [found] = _doctor(api, tmp_path, "ledger")
+    assert found["status"] == "fail" and path in found["message"]
+
+    listed = _listings(api)  # none fails
+    reported = {u.key for found in listed.values() for u in found.unreadable}
+    assert reported == {path}, reported
+    assert world["good"] in [t.id for t in listed["tasks"]]
+    assert [a.id for a in listed["agents"]] == (["ag1"] if path.startswith("agents/") else ["ag1", "ag2"])
+    assert "src/*" in [c.glob for c in listed["claims"]]
+    assert len(listed["board"].posts) == (1 if path.startswith("board/0") else 2)
+    # ops that only read it in passing (another agent's claims, the board's counts) go on
+    api.claim_add(["lib/*"], "ag1")
+    api.board_post("third", "ag1")
+
+
+def test_listings_warn_on_stderr_of_each_ledger_record_they_left_out(api, repo):
+    world = _ledger_world(api)
+    _rewrite_ledger_record(repo, world["task"], lambda r: r | {"depends": 5})
+    _rewrite_ledger_record(repo, "claims/ag2.json", lambda r: r | {"globs": 5})
+    for args in (("task", "list"), ("agent", "list"), ("claim", "list")):
+        for as_json in ((), ("--json",)):
+            shown = run_cli(*args, *as_json, cwd=repo)
+            assert shown.code == 0 and "Traceback" not in shown.err, shown.err
+            warnings = [line for line in shown.err.splitlines() if line.startswith("warning: left out: ledger record")]
+            assert warnings, (args, shown.err)
+            if as_json:
+                assert isinstance(shown.json, list)  # the listing stays a list; the warning is on stderr
+    shown = run_cli("claim", "add", "x/*", "--agent", "ag2", cwd=repo)  # its own record: refused, clearly
+    assert shown.code == 1 and shown.err.startswith("git-lanes: error: ledger record claims/ag2.json is malformed")
+
+
+def test_a_read_position_that_cannot_be_read_is_replaced_by_the_next_read(api, repo):
+    _ledger_world(api)
+    _rewrite_ledger_record(repo, "board/readers/ag1.json", lambda r: r | {"cursor": "x"})
+    first = api.board_read("ag1")
+    assert [u.key for u in first.unreadable] == ["board/readers/ag1.json"]
+    assert api.board_read("ag1").unreadable == ()

@@ -114,7 +114,7 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
                         "see `git log -1 refs/lanes/ledger`; a newer git-lanes may have written it")]
     state = ledger.state_at(store, head)
     bad, count = [], 0
-    for top in ("tasks", "tickets", "agents", "claims", "publish", "pruned"):
+    for top in (*stored.SHAPES, "publish", "pruned"):
         for path in state.files(top):
             count += 1
             try:

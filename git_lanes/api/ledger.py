@@ -98,17 +98,19 @@ class LedgerApi:
         """Every agent with its lease (alive or lapsed), lane, the tasks it holds, its claims and the size of
         its dirty set."""
         from git_lanes.domain import agents, claims, tasks
+        from git_lanes.model.record import Listing
         from git_lanes.model.coordination import AgentRow
 
         state = self._state()
         now = self.ctx.now()
-        rows = agents.list_agents(state, now)
-        held = [t for t in tasks.list_tasks(state, now) if t["status"] in ("claimed", "blocked")]
+        set_aside: list[dict[str, str]] = []
+        rows = agents.list_agents(state, now, set_aside)
+        held = [t for t in tasks.list_tasks(state, now, set_aside=set_aside) if t["status"] in ("claimed", "blocked")]
         for row in rows:
             row["tasks"] = [t["id"] for t in held if t["owner"] == row["id"]]
-            row["claims"] = claims.claimed_globs(state, row["id"])
-            row["dirty"] = len(claims.dirty_files(state, row["id"]))
-        return [AgentRow.from_dict(row) for row in rows]
+            row["claims"] = claims.claimed_globs(state, row["id"], set_aside)
+            row["dirty"] = len(claims.dirty_files(state, row["id"], set_aside))
+        return Listing([AgentRow.from_dict(row) for row in rows], set_aside)
 
     def _dirty_files(self, lane: str | None, *, required: bool) -> list[str] | None:
         """The agent's dirty set, computed from git: its lane workspace against the lane head."""
@@ -157,10 +159,13 @@ class LedgerApi:
         """Tasks oldest first, as seen now (a lapsed owner's task is open); `ready`: open tasks whose
         dependencies are all done."""
         from git_lanes.domain import tasks
+        from git_lanes.model.record import Listing
         from git_lanes.model.coordination import TaskView
 
-        rows = tasks.list_tasks(self._state(), self.ctx.now(), ready=ready, status=status, owner=owner)
-        return [TaskView.from_dict(row) for row in rows]
+        set_aside: list[dict[str, str]] = []
+        rows = tasks.list_tasks(self._state(), self.ctx.now(), ready=ready, status=status, owner=owner,
+                                set_aside=set_aside)
+        return Listing([TaskView.from_dict(row) for row in rows], set_aside)
 
     def task_show(self, task: str) -> TaskDetail:
         """One task (by unique id prefix) with the status of each task it depends on."""
@@ -169,7 +174,8 @@ class LedgerApi:
 
         state = self._state()
         record = tasks.view(state, tasks.get_task(state, tasks.resolve_task(state, task)), self.ctx.now())
-        record["depends_status"] = {d: tasks.get_task(state, d)["status"] for d in record["depends"]}
+        upstream = tasks.readable(state, record["depends"], tasks.get_task)  # one that cannot be read is left out
+        record["depends_status"] = {d["id"]: d["status"] for d in upstream}
         return TaskDetail.from_dict(record)
 
     def task_claim(self, task: str, agent: str, version: int | None = None, lane: str | None = None) \
@@ -240,9 +246,12 @@ class LedgerApi:
     def ticket_list(self) -> list[TicketView]:
         """Tickets oldest first, with how many of their tasks are done."""
         from git_lanes.domain import tickets
+        from git_lanes.model.record import Listing
         from git_lanes.model.coordination import TicketView
 
-        return [TicketView.from_dict(row) for row in tickets.list_tickets(self._state())]
+        set_aside: list[dict[str, str]] = []
+        return Listing([TicketView.from_dict(row) for row in tickets.list_tickets(self._state(), set_aside)],
+                       set_aside)
 
     def ticket_show(self, ticket: str) -> TicketDetail:
         """One ticket (by unique id prefix) with its tasks."""
@@ -280,11 +289,13 @@ class LedgerApi:
         """Every file claim (or only `agent`'s): the agents' own, then the exclusive claims of dispatch plans
         (`exclusive`, under the agent holding the task)."""
         from git_lanes.domain import claims, exclusive
+        from git_lanes.model.record import Listing
         from git_lanes.model.coordination import ClaimRow
 
         state = self._state()
-        rows = claims.list_claims(state) + exclusive.claim_rows(state)
-        return [ClaimRow.from_dict(r) for r in rows if agent is None or r["agent"] == agent]
+        set_aside: list[dict[str, str]] = []
+        rows = claims.list_claims(state, set_aside) + exclusive.claim_rows(state)
+        return Listing([ClaimRow.from_dict(r) for r in rows if agent is None or r["agent"] == agent], set_aside)
 
     def dirty_publish(self, agent: str) -> results.DirtyPublished:
         """Compute `agent`'s dirty set from git (its lane's workspace against the lane head) and publish it;
@@ -301,9 +312,11 @@ class LedgerApi:
     def dirty_list(self) -> list[DirtySet]:
         """Every agent's published dirty set."""
         from git_lanes.domain import claims
+        from git_lanes.model.record import Listing
         from git_lanes.model.coordination import DirtySet
 
-        return [DirtySet.from_stored(row) for row in claims.list_dirty(self._state())]
+        set_aside: list[dict[str, str]] = []
+        return Listing([DirtySet.from_stored(row) for row in claims.list_dirty(self._state(), set_aside)], set_aside)
 
     # -- board -----------------------------------------------------------------------------------------
     def board_post(self, text: str, agent: str, kind: str = "note", to: str | None = None) -> results.Posted:
@@ -320,24 +333,29 @@ class LedgerApi:
         """Posts for `agent` (all unread ones plus recent ones, or only unread), marking them read."""
         from git_lanes.domain import agents, board
         from git_lanes.model import ledger_results as results
+        from git_lanes.model.record import Listing
         from git_lanes.model.coordination import PostView
 
         state = self._state()
+        set_aside: list[dict[str, str]] = []
         if agent is None:
-            posts = board.recent(state, None, limit, True)
-            return results.BoardRead(None, tuple(PostView.from_dict(board.view(p)) for p in posts), 0, None)
+            posts = board.recent(state, None, limit, True, set_aside)
+            return results.BoardRead(None, tuple(PostView.from_dict(board.view(p)) for p in posts), 0, None,
+                                     Listing((), set_aside).unreadable)
         agent = AgentId(agent)
-        unread = board.unread(state, agent)
+        unread = board.unread(state, agent, set_aside)
         shown = {p["seq"]: p for p in unread}
         if not unread_only:
-            shown.update({p["seq"]: p for p in board.recent(state, agent, limit, everything)})
+            shown.update({p["seq"]: p for p in board.recent(state, agent, limit, everything, set_aside)})
         unread_seqs = {p["seq"] for p in unread}
         through = None
-        if unread or state.get(agents.reader_path(agent)) is None:
+        place = agents.reader_path(agent)  # none yet, or one that cannot be read: this read writes it
+        if unread or state.get(place) is None or any(u["key"] == place for u in set_aside):
             through = max(unread_seqs, default=board.current_seq(state))
             self._append("board.read", agent, {"agent": agent, "through": through})
         posts = [board.view(p) | {"unread": p["seq"] in unread_seqs} for _, p in sorted(shown.items())]
-        return results.BoardRead(agent, tuple(PostView.from_dict(p) for p in posts), len(unread), through)
+        return results.BoardRead(agent, tuple(PostView.from_dict(p) for p in posts), len(unread), through,
+                                 Listing((), set_aside).unreadable)
 
     def board_resolve(self, post: int, actor: str | None = None) -> results.PostResolved:
         """Mark post number `post` (a question, say) resolved; a second resolver gets a Conflict."""

@@ -48,6 +48,8 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         fail(UserError(f"argument {quoted(garbled)} is not valid UTF-8", code="invalid_text"), as_json)
     except Exception as exc:  # a bug or an environment failure still gets one line, not a traceback
         _internal(exc, as_json)
+    # A listing (a list) that set records aside has no field to say so in its JSON: it warns in both modes.
+    listed = [u.to_dict() for u in getattr(result, "unreadable", ())] if isinstance(result, list) else []
     result = plain(result)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True, default=str))
@@ -55,7 +57,8 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         text = render(result)
         if text:
             click.echo(text)
-        warn_unreadable(result)
+        listed += result.get("unreadable") or [] if isinstance(result, dict) else []
+    warn_unreadable(listed)
     # Work done, with a part a person must settle (a diverged lane, a collision a dry run found): the exit
     # code is that error's, as the result says.
     found = result.get("problem") if isinstance(result, dict) else None
@@ -63,13 +66,14 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         sys.exit(found["exit_code"])
 
 
-def warn_unreadable(result: Any) -> None:
+def warn_unreadable(found: list[dict[str, Any]]) -> None:
     """One warning line on stderr for each stored record a listing set aside because it cannot be read (a
-    peer's malformed note or ledger record): `--json` carries them as `unreadable`."""
-    found = result.get("unreadable") if isinstance(result, dict) else None
-    for u in found if isinstance(found, list) else ():
-        what = f"transition {short(u['transition'])}" if u.get("transition") else \
-            ("note on " + short(u["key"]) if u.get("ref") == "refs/notes/lanes" else f"ledger record {u['key']}")
+    peer's malformed note or ledger record); `--json` carries them as `unreadable` where it has an object."""
+    for u in found:
+        if u.get("ref") != "refs/notes/lanes":  # a ledger record's reason names it
+            click.echo(f"warning: left out: {u['reason']}", err=True)
+            continue
+        what = f"transition {short(u['transition'])}" if u.get("transition") else f"note on {short(u['key'])}"
         click.echo(f"warning: unreadable {what}, left out: {u['reason']}", err=True)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from git_lanes.domain.board_index import current_seq
 from git_lanes.domain import stored
-from git_lanes.errors import MalformedRecord, NotFound, UserError
+from git_lanes.errors import NotFound, UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
 
@@ -84,7 +84,7 @@ def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | N
 
 def add_wake(tx: Tx, agent: str, op: Op, kind: str, detail: dict[str, Any]) -> None:
     """Queue a wake for `agent`: `wait` returns with it, and heartbeat reports it until then."""
-    queue = tx.get(wakes_path(agent)) or {"agent": agent, "wakes": []}
+    queue = stored.read_or_set_aside(tx, wakes_path(agent), []) or {"agent": agent, "wakes": []}  # a bad one restarts
     wake_id = f"{op.id}.{len(queue['wakes'])}"
     queue["wakes"] = (queue["wakes"] + [{"id": wake_id, "kind": kind, "time": op.time, "op": op.id,
                                          "by": op.actor, **detail}])[-MAX_WAKES:]
@@ -92,11 +92,13 @@ def add_wake(tx: Tx, agent: str, op: Op, kind: str, detail: dict[str, Any]) -> N
 
 
 def pending_wakes(state: Reader, agent: str) -> list[dict]:
-    return list((state.get(wakes_path(agent)) or {}).get("wakes", []))
+    """The wakes queued for `agent`; none when its queue cannot be read (a peer's malformed record): waiting
+    goes on, and `git lanes doctor` names the record."""
+    return list((stored.read_or_set_aside(state, wakes_path(agent), []) or {}).get("wakes", []))
 
 
 def take_wakes(tx: Tx, agent: str, ids: set[str]) -> list[dict]:
-    queue = tx.get(wakes_path(agent))
+    queue = stored.read(tx, wakes_path(agent))
     if queue is None:
         return []
     taken = [w for w in queue["wakes"] if w["id"] in ids]
@@ -126,15 +128,14 @@ def touch_op(tx: Tx, op: Op) -> dict:
     return {"agent": agent, "lease_until": record["lease_until"]}
 
 
-def list_agents(state: State, now: float) -> list[dict]:
+def list_agents(state: State, now: float, set_aside: stored.SetAside | None = None) -> list[dict]:
+    """Every agent that can be read; one that cannot is set aside (noted in `set_aside`): the others still
+    list, and `git lanes doctor` names it."""
     found = []
     for name in state.names("agents"):
-        record = state.get(f"agents/{name}")
-        try:
-            if record is not None:
-                found.append(describe(stored.checked(f"agents/{name}", record), now))
-        except MalformedRecord:
-            continue  # set aside: the others still list, and `git lanes doctor` names it
+        record = stored.read_or_set_aside(state, f"agents/{name}", [] if set_aside is None else set_aside)
+        if record is not None:
+            found.append(describe(record, now))
     return found
 
 

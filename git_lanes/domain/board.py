@@ -9,6 +9,7 @@ cursor, and reading moves the cursor past it."""
 
 from __future__ import annotations
 
+from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader, agent_path, reader_path, touch, validate_agent_id
 from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_through, current_seq, get_post,
                                          post_path)
@@ -23,8 +24,11 @@ MAX_TEXT = 16 * 1024
 RECENT_SCAN = 2000
 
 
-def reader_of(state: Reader, agent: str) -> dict:
-    return state.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": [], "own": []}
+def reader_of(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> dict:
+    """`agent`'s place on the board. One that cannot be read (a peer's) reads as a new reader's, noted in
+    `set_aside`: its cursor is derived from reading, and the next read writes a good one."""
+    found = stored.read_or_set_aside(state, reader_path(agent), [] if set_aside is None else set_aside)
+    return found or {"agent": agent, "cursor": None, "inbox": [], "own": []}
 
 
 def add_post(tx: Tx, op: Op, sender: str, kind: str, text: str, to: str | None) -> int:
@@ -106,7 +110,7 @@ def read(tx: Tx, op: Op) -> dict:
 
 def resolve(tx: Tx, op: Op) -> dict:
     seq = op.args.get("post")
-    record = tx.get(post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
+    record = stored.read(tx, post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
     if record is None:
         raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
     if record.get("resolved"):
@@ -123,7 +127,7 @@ def answer(tx: Tx, op: Op) -> dict:
     """Answer question #post: a post to its asker that names the question, and the question resolved, in one
     op, so nobody sees the answer without the question being settled or the other way round."""
     seq = op.args.get("post")
-    question = tx.get(post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
+    question = stored.read(tx, post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
     if question is None:
         raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
     if question.get("resolved"):
@@ -155,10 +159,12 @@ def unread_count(state: Reader, agent: str) -> int:
     return len(reader_of(state, agent)["inbox"]) + unread_broadcasts(state, agent)
 
 
-def unread(state: Reader, agent: str) -> list[dict]:
+def unread(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> list[dict]:
     """The posts that count as unread for `agent`: those directed to it that it has not read, and posts to
-    everyone from others after its cursor. Scans only past the cursor, and stops once all are found."""
-    reader = reader_of(state, agent)
+    everyone from others after its cursor. Scans only past the cursor, and stops once all are found. Posts
+    that cannot be read are left out (noted in `set_aside`)."""
+    set_aside = [] if set_aside is None else set_aside
+    reader = reader_of(state, agent, set_aside)
     seqs = set(reader["inbox"])
     wanted = unread_broadcasts(state, agent)
     seq = int(reader.get("cursor") or 0)
@@ -166,21 +172,24 @@ def unread(state: Reader, agent: str) -> list[dict]:
     found = 0
     while found < wanted and seq < end:
         seq += 1
-        record = get_post(state, seq)
+        record = get_post(state, seq, set_aside)
         if record and record["to"] is None and record["from"] != agent and record["kind"] in AGENT_KINDS:
             seqs.add(seq)
             found += 1
-    posts = [get_post(state, s) for s in sorted(seqs)]
+    posts = [get_post(state, s, set_aside) for s in sorted(seqs)]
     return [p for p in posts if p is not None and not p.get("retracted")]  # an undone post is not news
 
 
-def recent(state: Reader, agent: str | None, limit: int, everything: bool) -> list[dict]:
-    """The last `limit` posts `agent` may see (all posts for `everything` or without an agent), oldest first."""
+def recent(state: Reader, agent: str | None, limit: int, everything: bool,
+           set_aside: stored.SetAside | None = None) -> list[dict]:
+    """The last `limit` posts `agent` may see (all posts for `everything` or without an agent), oldest first;
+    those that cannot be read are left out (noted in `set_aside`)."""
+    set_aside = [] if set_aside is None else set_aside
     found: list[dict] = []
     seq = current_seq(state)
     floor = max(0, seq - RECENT_SCAN)
     while seq > floor and len(found) < limit:
-        record = get_post(state, seq)
+        record = get_post(state, seq, set_aside)
         if record and not record.get("retracted") and \
                 (everything or agent is None or record["to"] in (None, agent) or record["from"] == agent):
             found.append(record)

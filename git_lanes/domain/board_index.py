@@ -6,6 +6,8 @@ largest path, found with four tree reads; each post carries the running count of
 
 from __future__ import annotations
 
+from git_lanes.domain import stored
+from git_lanes.errors import UnsupportedFormat
 from git_lanes.ledger import State, Tx
 
 Reader = State | Tx
@@ -19,8 +21,10 @@ def post_path(seq: int) -> str:
     return f"board/{digits[0:2]}/{digits[2:4]}/{digits[4:6]}/{digits}.json"
 
 
-def get_post(state: Reader, seq: int) -> dict | None:
-    return state.get(post_path(seq)) if 0 < seq <= MAX_SEQ else None
+def get_post(state: Reader, seq: int, set_aside: stored.SetAside | None = None) -> dict | None:
+    """Post `seq` (None when there is none). One that cannot be read is an error, or, given `set_aside`,
+    noted there and None."""
+    return stored.read_or_set_aside(state, post_path(seq), set_aside) if 0 < seq <= MAX_SEQ else None
 
 
 def current_seq(state: Reader) -> int:
@@ -41,5 +45,12 @@ def _last(state: Reader, directory: str, depth: int) -> int:
 
 
 def broadcasts_through(state: Reader, seq: int) -> int:
-    """How many counted broadcasts (posts to everyone that wake) the board held after post `seq`."""
-    return int((get_post(state, seq) or {}).get("broadcasts", 0)) if seq > 0 else 0
+    """How many counted broadcasts (posts to everyone that wake) the board held after post `seq`. A post that
+    cannot be read (a peer's) holds no count: the last readable one before it gives it, so one bad post
+    neither stops the board nor its counts."""
+    while 0 < seq <= MAX_SEQ:
+        try:
+            return int((get_post(state, seq) or {}).get("broadcasts", 0))
+        except UnsupportedFormat:
+            seq -= 1
+    return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
+from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader, add_wake, touch, validate_agent_id
 from git_lanes.errors import UserError
 from git_lanes.ledger import Op, Tx
@@ -85,12 +86,16 @@ def globs_overlap(a: str, b: str) -> bool:
     return walk(0, 0)
 
 
-def claimed_globs(state: Reader, agent: str) -> list[str]:
-    return [c["glob"] for c in (state.get(claims_path(agent)) or {}).get("globs", [])]
+def claimed_globs(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> list[str]:
+    """`agent`'s claims. A record that cannot be read is an error (an op must not write over it half read),
+    or, given `set_aside`, noted there and read as no claims."""
+    record = stored.read_or_set_aside(state, claims_path(agent), set_aside)
+    return [c["glob"] for c in (record or {}).get("globs", [])]
 
 
-def dirty_files(state: Reader, agent: str) -> list[str]:
-    return list((state.get(dirty_path(agent)) or {}).get("files", []))
+def dirty_files(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> list[str]:
+    """`agent`'s dirty files, read as `claimed_globs` reads claims."""
+    return list((stored.read_or_set_aside(state, dirty_path(agent), set_aside) or {}).get("files", []))
 
 
 def _others(state: Reader, directory: str, agent: str) -> list[str]:
@@ -99,7 +104,7 @@ def _others(state: Reader, directory: str, agent: str) -> list[str]:
 
 def add_globs(tx: Tx, op: Op, agent: str, globs: list[str], task: str | None) -> dict:
     """Add `globs` to `agent`'s claims; wake the agents whose claims or dirty files the new ones overlap."""
-    record = tx.get(claims_path(agent)) or {"agent": agent, "globs": []}
+    record = stored.read(tx, claims_path(agent)) or {"agent": agent, "globs": []}
     held = {c["glob"] for c in record["globs"]}
     added = [g for g in globs if g not in held]
     record["globs"] = record["globs"] + [{"glob": g, "time": op.time, "task": task} for g in added]
@@ -112,11 +117,12 @@ def add_globs(tx: Tx, op: Op, agent: str, globs: list[str], task: str | None) ->
 
 def claim_overlaps(state: Reader, agent: str, globs: list[str]) -> list[dict]:
     found = []
+    unjudged: stored.SetAside = []  # another agent's record that cannot be read warns of nothing
     for other in _others(state, "claims", agent):
-        for theirs in claimed_globs(state, other):
+        for theirs in claimed_globs(state, other, unjudged):
             found += [{"agent": other, "glob": g, "claim": theirs} for g in globs if globs_overlap(g, theirs)]
     for other in _others(state, "dirty", agent):
-        for path in dirty_files(state, other):
+        for path in dirty_files(state, other, unjudged):
             found += [{"agent": other, "glob": g, "file": path} for g in globs if glob_matches(g, path)]
     return found
 
@@ -141,7 +147,7 @@ def claim_add(tx: Tx, op: Op) -> dict:
 def claim_release(tx: Tx, op: Op) -> dict:
     agent = validate_agent_id(op.args.get("agent"))
     wanted = op.args.get("globs")
-    record = tx.get(claims_path(agent)) or {"agent": agent, "globs": []}
+    record = stored.read(tx, claims_path(agent)) or {"agent": agent, "globs": []}
     if wanted:
         globs = set(validate_globs(wanted))
         unknown = sorted(globs - {c["glob"] for c in record["globs"]})
@@ -181,12 +187,14 @@ def publish_dirty(tx: Tx, op: Op, agent: str, lane: str | None, files: object) -
 
 def dirty_overlaps(state: Reader, agent: str, paths: list[str]) -> list[dict]:
     found = []
+    unjudged: stored.SetAside = []  # as in claim_overlaps
     for other in _others(state, "claims", agent):
-        for theirs in claimed_globs(state, other):
+        for theirs in claimed_globs(state, other, unjudged):
             found += [{"agent": other, "file": p, "claim": theirs} for p in paths if glob_matches(theirs, p)]
     wanted = set(paths)
     for other in _others(state, "dirty", agent):
-        found += [{"agent": other, "file": p, "dirty": True} for p in dirty_files(state, other) if p in wanted]
+        found += [{"agent": other, "file": p, "dirty": True} for p in dirty_files(state, other, unjudged)
+                  if p in wanted]
     return found
 
 
@@ -200,11 +208,11 @@ def move(tx: Tx, source: str, target: str, task: str, *, everything: bool) -> di
     """Hand `target` the claims `source` made for `task` (a handoff), merging with what `target` holds; with
     `everything` (`source` holds no other task), its unattributed claims and its dirty set too."""
     moved: dict = {"claims": [], "dirty": []}
-    claims = tx.get(claims_path(source))
+    claims = stored.read(tx, claims_path(source))
     if claims is not None:
         going = [c for c in claims["globs"] if c.get("task") == task or (everything and c.get("task") is None)]
         staying = [c for c in claims["globs"] if c not in going]
-        theirs = tx.get(claims_path(target)) or {"agent": target, "globs": []}
+        theirs = stored.read(tx, claims_path(target)) or {"agent": target, "globs": []}
         held = {c["glob"] for c in theirs["globs"]}
         theirs["globs"] = theirs["globs"] + [c for c in going if c["glob"] not in held]
         if going:
@@ -214,9 +222,9 @@ def move(tx: Tx, source: str, target: str, task: str, *, everything: bool) -> di
             else:
                 tx.delete(claims_path(source))
         moved["claims"] = [c["glob"] for c in going]
-    dirty = tx.get(dirty_path(source)) if everything else None
+    dirty = stored.read(tx, dirty_path(source)) if everything else None
     if dirty is not None:
-        theirs = tx.get(dirty_path(target)) or {**dirty, "agent": target, "files": []}
+        theirs = stored.read(tx, dirty_path(target)) or {**dirty, "agent": target, "files": []}
         theirs["files"] = sorted(set(theirs["files"]) | set(dirty["files"]))
         tx.put(dirty_path(target), theirs)
         tx.delete(dirty_path(source))
@@ -224,13 +232,17 @@ def move(tx: Tx, source: str, target: str, task: str, *, everything: bool) -> di
     return moved
 
 
-def list_claims(state: Reader) -> list[dict]:
+def list_claims(state: Reader, set_aside: stored.SetAside | None = None) -> list[dict]:
+    """Every agent's claims; an agent's record that cannot be read is left out (noted in `set_aside`)."""
     rows = []
     for name in state.names("claims"):
-        record = state.get(f"claims/{name}") or {}
+        record = stored.read_or_set_aside(state, f"claims/{name}", [] if set_aside is None else set_aside) or {}
         rows += [{"agent": record.get("agent"), **c} for c in record.get("globs", [])]
     return rows
 
 
-def list_dirty(state: Reader) -> list[dict]:
-    return [state.get(f"dirty/{name}") or {} for name in state.names("dirty")]
+def list_dirty(state: Reader, set_aside: stored.SetAside | None = None) -> list[dict]:
+    """Every dirty set that can be read (the others noted in `set_aside`)."""
+    found = (stored.read_or_set_aside(state, f"dirty/{name}", [] if set_aside is None else set_aside)
+             for name in state.names("dirty"))
+    return [record for record in found if record is not None]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from git_lanes.model.records import CostTotals, Transition
 
 if TYPE_CHECKING:
-    from git_lanes.model.results import Unreadable
+    from git_lanes.model.record import Unreadable
 
 
 def _series(records: list[Transition], key: Callable[[Transition], str]) -> list[dict]:

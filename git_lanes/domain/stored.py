@@ -1,8 +1,9 @@
 """The shape every coordination record in the ledger must have, checked where the domain reads one.
 
 A peer's ledger fast-forwards as is, so a record may hold anything (`"depends": 5`). A record that is not
-what its concept's model record says is a `MalformedRecord`: reading it by id says so clearly, a listing
-sets it aside and shows the rest, and `git lanes doctor` lists every one (`unreadable`)."""
+what its concept's model record says is a `MalformedRecord` (model/record.py's `Record.decode`): reading it
+by id says so clearly, a listing sets it aside, shows the rest and says what it left out (`set_aside`), and
+`git lanes doctor` lists every one (`unreadable`)."""
 
 from __future__ import annotations
 
@@ -10,38 +11,68 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.ledger import State
-from git_lanes.model.coordination import Agent, Task, Ticket
-from git_lanes.model.record import Record
+from git_lanes.model.coordination import Agent, ClaimSet, DirtySet, Post, ReadPosition, Task, Ticket, WakeQueue
+from git_lanes.model.record import Record, Unreadable
 from git_lanes.model.refs import LEDGER
 
 if TYPE_CHECKING:
-    from git_lanes.model.results import Unreadable
+    from git_lanes.ledger import Tx
 
-# The top directory of a record's path → the record type it must read as.
-SHAPES: dict[str, type[Record]] = {"tasks": Task, "tickets": Ticket, "agents": Agent}
+# The top directory of a record's path → the record type it must read as (the board's posts and read
+# positions share `board/`: see `shape_of`).
+SHAPES: dict[str, type[Record]] = {"tasks": Task, "tickets": Ticket, "agents": Agent, "claims": ClaimSet,
+                                   "dirty": DirtySet, "wakes": WakeQueue, "board": Post}
 HINT = "a peer's ledger holds it; `git lanes doctor` lists every unreadable record"
+# What a listing left out: {"ref", "key", "reason"}, the fields of an `Unreadable` (model/results.py).
+SetAside = list[dict[str, str]]
+
+
+def shape_of(path: str) -> type[Record] | None:
+    top, _, rest = path.partition("/")
+    if top == "board" and rest.startswith("readers/"):
+        return ReadPosition
+    return SHAPES.get(top)
 
 
 def checked(path: str, record: dict[str, Any]) -> dict[str, Any]:
     """`record` (read at ledger path `path`) when it has its concept's shape; MalformedRecord otherwise."""
-    shape = SHAPES.get(path.partition("/")[0])
+    shape = shape_of(path)
     if shape is not None:
         shape.decode(record, f"ledger record {path}", hint=HINT)  # a newer minor format's keys are no malformation
     return record
 
 
+def read(state: State | Tx, path: str) -> dict[str, Any] | None:
+    """The record at `path` (None when there is none), checked: UnsupportedFormat (a MalformedRecord for a
+    wrong shape) when it cannot be read. An op reading it fails clearly rather than half way."""
+    record = state.get(path)
+    return None if record is None else checked(path, record)
+
+
+def read_or_set_aside(state: State | Tx, path: str, set_aside: SetAside | None) -> dict[str, Any] | None:
+    """`read` for a listing: a record that cannot be read is noted in `set_aside` and left out (None), so the
+    rest still shows; without `set_aside` (an op, a read by id) it is the error."""
+    try:
+        return read(state, path)
+    except UnsupportedFormat as exc:
+        if set_aside is None:
+            raise
+        note(set_aside, path, exc)
+        return None
+
+
+def note(set_aside: SetAside, path: str, exc: UnsupportedFormat) -> None:
+    if all(row["key"] != path for row in set_aside):
+        set_aside.append({"ref": LEDGER, "key": path, "reason": exc.message})
+
+
 def unreadable(state: State) -> list[Unreadable]:
     """Every record under the shaped directories that cannot be read, with why."""
-    from git_lanes.model.results import Unreadable  # for doctor only: listings need no result records
-
     found = []
     for directory in SHAPES:
         for path in state.files(directory):
             try:
-                record = state.get(path)
-                if record is not None:
-                    checked(path, record)
+                read(state, path)
             except UnsupportedFormat as exc:
                 found.append(Unreadable(LEDGER, path, exc.message))
     return found
-

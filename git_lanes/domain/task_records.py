@@ -9,7 +9,7 @@ from typing import Any
 
 from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader
-from git_lanes.errors import MalformedRecord, NotFound, UserError
+from git_lanes.errors import NotFound, UnsupportedFormat, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import MAX_TITLE
 from git_lanes.model.ids import LedgerId
@@ -62,15 +62,17 @@ def _get(state: Reader, path: str | None, what: str, item_id: object, hint: str)
     return stored.checked(path, record)
 
 
-def readable(state: Reader, ids: list[str], get: Callable[[Reader, str], dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records of `ids` (tasks or tickets), leaving out those set aside as malformed: one bad record a
-    peer pushed must not take a whole listing down (`git lanes doctor` lists it)."""
+def readable(state: Reader, ids: list[str], get: Callable[[Reader, str], dict[str, Any]],
+             set_aside: stored.SetAside | None = None) -> list[dict[str, Any]]:
+    """The records of `ids` (tasks or tickets), leaving out those that cannot be read (noted in `set_aside`):
+    one bad record a peer pushed must not take a whole listing down (`git lanes doctor` lists it)."""
     found = []
     for item_id in ids:
         try:
             found.append(get(state, item_id))
-        except MalformedRecord:
-            continue
+        except UnsupportedFormat as exc:  # malformed, or of a newer format
+            if set_aside is not None:
+                stored.note(set_aside, task_path(item_id) if get is get_task else ticket_path(item_id), exc)
     return found
 
 

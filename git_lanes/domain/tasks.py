@@ -5,7 +5,7 @@ Finishing a task wakes the owners of the tasks it makes ready, and may make its 
 
 from __future__ import annotations
 
-from git_lanes.domain import claims, tickets
+from git_lanes.domain import claims, stored, tickets
 from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, touch, validate_agent_id
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, readable, resolve_task, save_task, task_ids, task_path,
@@ -241,12 +241,12 @@ def view(state: Reader, task: dict, now: float) -> dict:
 
 
 def list_tasks(state: Reader, now: float, *, ready: bool = False, status: str | None = None,
-               owner: str | None = None) -> list[dict]:
+               owner: str | None = None, set_aside: stored.SetAside | None = None) -> list[dict]:
     if status is not None and status not in TASK_STATUSES:
         # a misspelt status would list nothing, and "no such tasks" is a wrong answer, not an empty one
         raise UserError(f"unknown task status {status[:100]!r}; a task is {', '.join(TASK_STATUSES)}",
                         code="invalid_status")
-    rows = [view(state, task, now) for task in readable(state, task_ids(state), get_task)]
+    rows = [view(state, task, now) for task in readable(state, task_ids(state), get_task, set_aside)]
     if ready:
         rows = [r for r in rows if r["ready"] and r["status"] == "open"]
     if status:

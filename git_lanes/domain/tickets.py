@@ -3,6 +3,7 @@ record for whoever publishes the work: never counted unread, never a wake)."""
 
 from __future__ import annotations
 
+from git_lanes.domain import stored
 from git_lanes.domain.agents import SYSTEM, Reader
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, get_ticket, readable, resolve_ticket, save_task, task_path,
@@ -71,6 +72,6 @@ def view(state: Reader, ticket: dict) -> dict:
     return {**ticket, "done": done, "total": len(ticket["tasks"])}
 
 
-def list_tickets(state: Reader) -> list[dict]:
-    rows = [view(state, ticket) for ticket in readable(state, ticket_ids(state), get_ticket)]
+def list_tickets(state: Reader, set_aside: stored.SetAside | None = None) -> list[dict]:
+    rows = [view(state, ticket) for ticket in readable(state, ticket_ids(state), get_ticket, set_aside)]
     return sorted(rows, key=lambda r: (r["created"], r["id"]))

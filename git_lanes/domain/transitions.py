@@ -3,7 +3,6 @@ transaction over the notes ref and the lane's refs; `recover` finishes any step 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from pathlib import Path
 
 from git_lanes.domain import attention, lanes
@@ -13,11 +12,10 @@ from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Re
 from git_lanes.model import refs
 from git_lanes.model.ids import random_hex
 from git_lanes.model.names import resolve_prefix
+from git_lanes.model.record import Unreadable
 from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
 from git_lanes.store import RefUpdate
 
-if TYPE_CHECKING:
-    from git_lanes.model.results import Unreadable
 
 
 TRAILER = "Lanes-Transition: "
@@ -72,8 +70,6 @@ def scan(ctx: Context) -> tuple[list[Transition], list[Unreadable]]:
 
 
 def _unreadable(ctx: Context, target: str, reason: str) -> Unreadable:
-    from git_lanes.model.results import Unreadable  # status reads transitions without any result record
-
     said = _trailers(ctx, target) or {}
     return Unreadable(refs.NOTES, target, reason, transition=said.get("Lanes-Transition"),
                       lane=said.get("Lanes-Lane"))

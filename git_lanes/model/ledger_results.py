@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from git_lanes.model.coordination import Overlap, PostKind, PostView, Seq, TaskStatus, Time, Wake
 from git_lanes.model.ids import Actor, AgentId, LaneName, LedgerId
-from git_lanes.model.record import Record, key, meta
+from git_lanes.model.record import Record, Unreadable, key, meta
 
 
 def _op() -> Any:
@@ -199,6 +199,8 @@ class BoardRead(Record):
     posts: tuple[PostView, ...]
     unread: int
     marked_through: int | None
+    unreadable: tuple[Unreadable, ...] = meta(omit="empty", default=(),
+                                              doc="board records that could not be read, left out")
 
 
 class WaitResult(Record):

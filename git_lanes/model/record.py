@@ -23,7 +23,7 @@ import contextvars
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar, Union
 
 from git_lanes.errors import MalformedRecord, UserError
@@ -212,6 +212,28 @@ class Record(Frozen):
         doc = (cls.__doc__ or "").strip().split("\n\n")[0]
         return {"type": "object", "title": cls.__name__, **({"description": " ".join(doc.split())} if doc else {}),
                 "properties": properties, "required": required}
+
+
+class Unreadable(Record):
+    """A stored record set aside because it cannot be read (a peer's malformed note or ledger record), so
+    that the rest still shows: where it is (`ref`, and the annotated commit or the ledger path as `key`) and
+    why. `git lanes doctor` lists every one."""
+
+    ref: str
+    key: str
+    reason: str
+    transition: str | None = meta(omit="none", default=None,
+                                  doc="the transition the note was for, from its state's commit message")
+    lane: str | None = meta(omit="none", default=None, doc="the lane that state's commit message names")
+
+
+class Listing(list[R]):
+    """A listing's records, as a list, and the stored records it set aside because they cannot be read
+    (`unreadable`): a face that can say so does (the CLI warns on stderr)."""
+
+    def __init__(self, records: Iterable[R] = (), unreadable: Iterable[Mapping[str, Any]] = ()) -> None:
+        super().__init__(records)
+        self.unreadable = tuple(Unreadable.from_dict(u) for u in unreadable)
 
 
 def _dump(value: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from git_lanes.model.record import Record, meta
+from git_lanes.model.record import Unreadable as Unreadable  # where it was first defined
 from git_lanes.model.records import CostTotals, Status, Transition
 
 
@@ -32,19 +33,6 @@ class Totals(CostTotals):
     """Cost summed over the transitions that matched, and how many there were."""
 
     count: int = 0
-
-
-class Unreadable(Record):
-    """A stored record set aside because it cannot be read (a peer's malformed note or ledger record), so
-    that the rest still shows: where it is (`ref`, and the annotated commit or the ledger path as `key`) and
-    why. `git lanes doctor` lists every one."""
-
-    ref: str
-    key: str
-    reason: str
-    transition: str | None = meta(omit="none", default=None,
-                                  doc="the transition the note was for, from its state's commit message")
-    lane: str | None = meta(omit="none", default=None, doc="the lane that state's commit message names")
 
 
 class History(Record):

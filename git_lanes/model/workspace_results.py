@@ -8,7 +8,8 @@ from typing import Literal
 
 from git_lanes.model.record import Record, key, meta
 from git_lanes.model.records import Transition
-from git_lanes.model.results import LaneInfo, Totals, Unreadable
+from git_lanes.model.record import Unreadable
+from git_lanes.model.results import LaneInfo, Totals
 
 
 class LeftPending(Record):
