@@ -131,10 +131,13 @@ def test_the_longest_allowed_lane_name_lives_and_dies(repo: Path):
     (["claim", "add", "src/" + NOT_UTF8, "--agent", "ag1"], "invalid_path"),
     (["history", "--lane", NOT_UTF8], "invalid_lane_name"),
     (["task", "claim", "abcd", "--agent", NOT_UTF8], "invalid_agent"),
+    (["sync", NOT_UTF8], "invalid_remote"),
+    (["restore", NOT_UTF8, "-w", "main"], "invalid_state"),
 ])
 def test_arguments_that_are_not_utf8_are_user_errors(repo: Path, args: list[str], code: str):
     before = refs_of(repo)
-    refused(*args, cwd=repo, code=code)
+    shown = refused(*args, cwd=repo, code=code)["message"]
+    assert "\\udc" not in shown  # named as the byte it is (\xff), or not repeated
     assert refs_of(repo) == before
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from git_lanes.errors import Ambiguous, NotFound, UserError
 from git_lanes.model.ids import RESERVED_LANE_NAMES, LaneName, validate_lane_name
-from git_lanes.model.text import is_text
+from git_lanes.model.text import is_text, quoted
 
 __all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_prefix", "shown_id",
            "validate_lane_name"]
@@ -38,7 +38,7 @@ def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,
 def normalize_repo_path(path: str) -> str:
     """A path relative to the repository root, '/'-separated, with no '..' escaping the root."""
     if not path or not is_text(path):
-        raise UserError(f"invalid path {path!r}", code="invalid_path",
+        raise UserError(f"invalid path {quoted(path)}", code="invalid_path",
                         hint="a path is valid UTF-8 without NUL" if path else None)
     if path.startswith("/"):
         raise UserError(f"path {path!r} must be relative to the repository", code="invalid_path")

@@ -104,7 +104,9 @@ def check_remote(store: Store, remote: str) -> str:
     """The remote's URL; a clear error for a name that is not a configured remote."""
     if not (remote[:1] in _NAME_START and set(remote) <= _NAME_CHARS):
         # Lanes keeps a remote's copies under its name, so a URL needs a name first.
-        raise UserError(f"invalid remote name {remote!r}", code="invalid_remote",
+        from git_lanes.model.text import quoted
+
+        raise UserError(f"invalid remote name {quoted(remote)}", code="invalid_remote",
                         hint="REMOTE is the name of a configured remote: `git remote add NAME URL`, then use NAME")
     url = store.config_get(f"remote.{remote}.url")
     if not url:
