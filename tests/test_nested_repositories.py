@@ -244,6 +244,18 @@ def test_a_sync_fast_forward_that_drops_a_nested_repository_leaves_the_workspace
     fsck_clean(repo)
 
 
+def test_gc_keeps_a_deleted_lanes_workspace_holding_a_nested_repository_and_removes_the_rest(repo, api, vendored):
+    ws, commit, _ = vendored
+    other = make_lane(repo, "l2")
+    for lane in ("l1", "l2"):  # deleted elsewhere: the deletion travelled, the workspaces stayed
+        git("update-ref", "-d", f"refs/lanes/heads/{lane}", cwd=repo)
+    result = api.gc(older_than=0)
+    assert [(k["lane"], k["reason"], k["paths"]) for k in result["kept"]] == [("l1", "nested_repository", ["nested"])]
+    assert [e["lane"] for e in result["removed"]["workspaces"]] == ["l2"] and not other.exists()
+    still_there(ws / "nested", commit)
+    fsck_clean(repo)
+
+
 def test_promotion_leaves_a_nested_repository_in_the_way_for_attention(repo, api):
     commit = nested_repo(repo, "vendor")  # in the main worktree, untracked
     ws = make_lane(repo, "l1")

@@ -160,7 +160,8 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                              "--fix removes it (its head is kept under refs/lanes/deleted/)",
                              repair=partial(_remove_orphan, api, entry)))
     for entry in orphans.kept:
-        why = "is broken" if entry["reason"] == "workspace_broken" else f"holds unsaved edits: {_some(entry['paths'])}"
+        held = "git repositories of its own" if entry["reason"] == "nested_repository" else "unsaved edits"
+        why = "is broken" if entry["reason"] == "workspace_broken" else f"holds {held}: {_some(entry['paths'])}"
         found.append(finding("warn", f"workspace of {entry['lane']!r} has no lane but {why}", entry["hint"]))
     index_locks = [p for p in (store.common_dir / "worktrees").glob("*/index.lock")] \
         if (store.common_dir / "worktrees").is_dir() else []

@@ -107,9 +107,13 @@ def orphan_workspaces(ctx: Context, cutoff: float, found: Candidates) -> None:
                                        "hint": f"{worktree.broken}; move it away by hand if nothing in it is needed"})
             continue
         changed = ctx.store.changed_paths(worktree.path) if worktree.path.exists() else {}
+        nested = ctx.store.nested_repositories(worktree.path) if worktree.path.is_dir() else []
         if changed:
             found.kept.append(entry | {"reason": "unsaved_edits", "paths": sorted(changed)[:20],
                                        "hint": f"commit or copy them, then `git worktree remove {worktree.path}`"})
+        elif nested:  # a repository of its own may hold the only copy of its history: never deleted
+            found.kept.append(entry | {"reason": "nested_repository", "paths": nested[:20],
+                                       "hint": f"move them out of {worktree.path}; the next gc removes the rest"})
         else:
             found.workspaces.append(entry)
 
