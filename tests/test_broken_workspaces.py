@@ -176,3 +176,22 @@ def test_gc_keeps_a_deleted_lanes_folder_whose_git_points_at_a_live_lanes_worktr
     assert lanes("lane", "path", "l9", cwd=repo).out.strip() == str(l9)
     checked = run_cli("doctor", "--check", "workspaces", "--json", cwd=repo)
     assert any("'l8' has no lane but is broken" in c["message"] for c in checked.json["checks"]), checked.json
+
+
+def test_a_repository_moved_by_hand_keeps_every_workspace_and_says_how_to_reconnect(repo, tmp_path):
+    """Each workspace's .git names the old place. It was taken for a half-made workspace: listed as none, and
+    `lane create` "cleared" it, deleting the lane's unsaved files."""
+    l6 = make_lane(repo, "l6")
+    (l6 / "notes.txt").write_text("unsaved\n")
+    moved = tmp_path / "moved"
+    repo.rename(moved)
+    l6 = moved / ".lanes" / "workspaces" / "l6"
+    rows = {row["name"]: row for row in run_cli("lane", "list", "--json", cwd=moved).json}
+    assert rows["l6"]["workspace"] is None and "does not point at a worktree" in rows["l6"]["broken"]
+    refused = lanes("lane", "create", "l6", "--json", cwd=moved)
+    assert refused.code == 1 and refused.json["error"] == "workspace_broken", refused.err
+    assert f"git worktree repair {l6}" in refused.json["hint"]
+    assert (l6 / "notes.txt").read_text() == "unsaved\n"
+    git("worktree", "repair", str(l6), cwd=moved)  # the printed repair
+    assert lanes("commit", "-m", "notes", "--auto-accept", cwd=l6).code == 0
+    assert git("show", "refs/lanes/heads/l6:notes.txt", cwd=moved) == "unsaved\n"

@@ -113,8 +113,8 @@ def repair_hint(ctx: Context, name: str) -> str:
     again = f"`git lanes lane create {name}` gives the lane its workspace back (nothing of the lane is lost)"
     if where.is_symlink():
         return f"remove the link (`rm {where}`; what it points at stays), then {again}"
-    return f"if its .git file was lost, `git worktree repair {where}` restores it; else move {where} away, " \
-           f"and {again}"
+    return f"if its .git file was lost or the repository was moved, `git worktree repair {where}` (run in the " \
+           f"main worktree) reconnects it; else move {where} away, and {again}"
 
 
 def has_workspace_here(ctx: Context, lane: Lane) -> bool:

@@ -62,10 +62,11 @@ def unfinished(path: Path) -> bool:
     if not (path / ".git").is_file():
         return False
     admin = worktree_admin_dir(path)
-    if admin is None:
-        return True  # not a pointer git could follow; only a killed creation writes .git files here
-    if not admin.is_dir():
-        return True
+    if admin is None or not admin.is_dir():
+        # A creation killed before its admin dir was renamed into place leaves the pointer alone in the
+        # folder. With anything else there, it is someone's workspace whose record is elsewhere (a repository
+        # moved by hand, a .git edited): broken, reported, and never cleared away.
+        return _pointer_alone(path)
     try:
         return (admin / "locked").read_text().strip() == INITIALIZING
     except (FileNotFoundError, NotADirectoryError):
@@ -98,3 +99,10 @@ def _free_name(worktrees: Path, base: str) -> Path:
         number += 1
         candidate = worktrees / f"{base}{number}"
     return candidate
+
+
+def _pointer_alone(path: Path) -> bool:
+    try:
+        return set(os.listdir(path)) <= {".git", POINTER_DRAFT}
+    except OSError:
+        return False
