@@ -247,3 +247,15 @@ def test_the_light_sync_hands_a_bad_ref_to_the_ordinary_one_which_reports_it(pai
     assert sorted(i["ref"] for i in report["invalid"]) == \
         ["refs/lanes/heads/blobby", "refs/lanes/heads/main", "refs/lanes/runs/HEAD"]
     assert sorted(i["ref"] for i in Lanes(machine).sync()["invalid"]) == sorted(i["ref"] for i in report["invalid"])
+
+
+def test_gc_leaves_a_rejected_or_backup_ref_that_is_no_commit_to_doctor(repo):
+    api = Lanes(repo)
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input="x\n").strip()
+    for ref in ("refs/lanes/rejected/0123456789abcdef", "refs/lanes/backups/l1/0123456789abcdef"):
+        git("update-ref", ref, blob, cwd=repo)
+    api.gc(older_than=0)  # failed with an internal error, dating a blob as a commit
+    for ref in ("refs/lanes/rejected/0123456789abcdef", "refs/lanes/backups/l1/0123456789abcdef"):
+        assert git("rev-parse", ref, cwd=repo).strip() == blob  # left for `git lanes doctor` to name
+    doctor = run_cli("doctor", "--json", cwd=repo)
+    assert "refs/lanes/rejected/0123456789abcdef" in doctor.out

@@ -66,6 +66,8 @@ def find(ctx: Context, cutoff: float, ended_runs: dict[str, float]) -> Candidate
     found = Candidates()
     store = ctx.store
     for ref, oid in sorted(store.list_refs(refs.REJECTED).items()):
+        if store.object_kind(oid) != "commit":  # no state git-lanes wrote, and no age: `doctor` names it
+            continue
         record = transitions.load(ctx, oid)
         when = (record.decided_at or record.created_at) if record is not None else store.commit_info(oid).time
         if when is None or when > cutoff:
@@ -75,6 +77,8 @@ def find(ctx: Context, cutoff: float, ended_runs: dict[str, float]) -> Candidate
         superseded = record is not None and (record.reason or "").startswith("superseded")
         (found.superseded if superseded else found.rejected).append(entry)
     for ref, oid in sorted(store.list_refs(refs.BACKUPS).items()):
+        if store.object_kind(oid) != "commit":
+            continue
         when = store.commit_info(oid).time
         if when <= cutoff:
             found.backups.append({"ref": ref, "oid": oid, "time": when})
