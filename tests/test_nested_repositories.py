@@ -237,7 +237,7 @@ def test_a_sync_fast_forward_that_drops_a_nested_repository_leaves_the_workspace
     assert synced.code == 0, synced.err
     stale = [w for w in synced.json["workspaces"] if w["lane"] == "feat"]
     assert stale and stale[0]["status"] == "stale" and "nested" in stale[0]["reason"]
-    assert "move nested out of" in stale[0]["hint"]
+    assert "move nested out of" in stale[0]["hint"] and "restore" not in stale[0]["hint"]
     still_there(ws / "nested", commit)
     assert git("rev-parse", "refs/lanes/heads/feat", cwd=repo) == git("rev-parse", "refs/lanes/heads/feat",
                                                                        cwd=other)

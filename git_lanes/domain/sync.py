@@ -184,11 +184,11 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
             # `git lanes commit` refuses a workspace behind its lane, so the edits go through git's stash
             # (or into a backup ref), never into a snapshot that would revert what came in.
             lane_ref = refs.lane_ref(name, ctx.trunk)
+            hint = _way_on(blocked, worktree.path, f"git merge --ff-only {lane_ref}")
+            if not any("nested" in why or "index" in why for why in blocked):  # a forced restore would not do there
+                hint += f"; or `git lanes restore {name} -w {name} --force` (your edits are kept in a backup ref)"
             found.append({"lane": name, "path": str(worktree.path), "status": "stale", "reason": _describe(blocked),
-                          "paths": blocked,
-                          "hint": _way_on(blocked, worktree.path, f"git merge --ff-only {lane_ref}")
-                          + f"; or `git lanes restore {name} -w {name} --force` (your edits are kept in a backup "
-                            "ref)"})
+                          "paths": blocked, "hint": hint})
     return found
 
 
