@@ -192,6 +192,9 @@ def test_a_repository_moved_by_hand_keeps_every_workspace_and_says_how_to_reconn
     assert refused.code == 1 and refused.json["error"] == "workspace_broken", refused.err
     assert f"git worktree repair {l6}" in refused.json["hint"]
     assert (l6 / "notes.txt").read_text() == "unsaved\n"
+    checked = run_cli("doctor", "--check", "workspaces", "--json", cwd=moved).json["checks"]
+    assert [(c["status"], c.get("fixable")) for c in checked] == [("warn", True)], checked  # not "deleted by hand"
+    assert f"git worktree repair {l6}" in checked[0]["hint"]
     git("worktree", "repair", str(l6), cwd=moved)  # the printed repair
     assert lanes("commit", "-m", "notes", "--auto-accept", cwd=l6).code == 0
     assert git("show", "refs/lanes/heads/l6:notes.txt", cwd=moved) == "unsaved\n"

@@ -9,7 +9,6 @@ never write, a damaged record, a workspace with unsaved edits or a broken one is
 
 from __future__ import annotations
 
-import os
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -143,7 +142,7 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                              "--fix reconnects it (`git worktree repair`)",
                              repair=partial(housekeeping.repair_worktree, store, str(path))))
     left_behind = {old for _, old in moved}
-    broken = _broken(api, {Path(r.path) for r in records[1:]}, {path for path, _ in moved}, found)
+    broken = _broken(api, {path for path, _ in moved}, found)
     for record in records[1:]:
         path = Path(record.path)
         if record.locked:
@@ -172,10 +171,10 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
     return found or [finding("ok", f"{len(records) - 1} workspaces where git expects them")]
 
 
-def _broken(api: Any, recorded: set[Path], moved: set[Path], found: list[dict[str, Any]]) -> set[Path]:
+def _broken(api: Any, moved: set[Path], found: list[dict[str, Any]]) -> set[Path]:
     """Report each lane whose workspace path holds something else than its worktree (as `status` shows it),
-    but for a workspace moved here by hand (reported, and repaired, as such); return those paths. Only a lost
-    .git file, whose worktree git still records, is repaired by --fix."""
+    but for a workspace moved here by hand (reported, and repaired, as such); return those paths, and the
+    places git's records name for those --fix reconnects (a lost .git, a repository moved by hand)."""
     ctx = api.ctx
     paths = set()
     for name in lanes.lane_names(ctx):
@@ -184,10 +183,12 @@ def _broken(api: Any, recorded: set[Path], moved: set[Path], found: list[dict[st
         if problem is None or path.resolve() in moved:
             continue
         paths.add(path)
-        lost = path.is_dir() and not path.is_symlink() and not os.path.lexists(path / ".git") and path in recorded
-        hint = f"--fix reconnects it (`git worktree repair {path}`)" if lost else lanes.repair_hint(ctx, name)
+        recorded = housekeeping.reconnectable(ctx.store, path)
+        if recorded is not None:
+            paths.add(recorded)
+        hint = f"--fix reconnects it (`git worktree repair {path}`)" if recorded else lanes.repair_hint(ctx, name)
         found.append(finding("warn", f"the workspace of lane {name!r} is broken: {problem}", hint,
-                             repair=partial(housekeeping.repair_worktree, ctx.store, str(path)) if lost else None))
+                             repair=partial(housekeeping.repair_worktree, ctx.store, str(path)) if recorded else None))
     return paths
 
 

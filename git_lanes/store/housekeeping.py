@@ -3,6 +3,9 @@ prune date, so objects no ref, reflog or index reaches any more leave the disk."
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from git_lanes.model.frozen import Frozen
 from git_lanes.store.gitcli import run_git
 from git_lanes.store.repo import Store
@@ -53,6 +56,37 @@ def worktree_records(store: Store) -> list[GitWorktree]:
         if fields.get("path"):
             found.append(GitWorktree(**fields))
     return found
+
+
+def reconnectable(store: Store, path: Path) -> Path | None:
+    """Where git's record of the worktree at `path` places it, when `git worktree repair PATH` would tie the
+    two together again without taking anything from another worktree: the folder's .git was lost while git
+    still records `path`, or it names a place that is gone (the repository was moved by hand) and the
+    record of that name here names a place that is gone too. None otherwise."""
+    admins = store.common_dir / "worktrees"
+    pointer = path / ".git"
+    if path.is_symlink() or not path.is_dir() or not admins.is_dir():
+        return None
+    if not os.path.lexists(pointer):
+        for admin in admins.iterdir():
+            if _recorded(admin) == pointer:
+                return path
+        return None
+    try:
+        named = Path(pointer.read_text().strip().removeprefix("gitdir: "))
+    except (OSError, UnicodeDecodeError):
+        return None
+    recorded = _recorded(admins / named.name)
+    if named.exists() or recorded is None or recorded == pointer or os.path.lexists(recorded):
+        return None
+    return recorded.parent
+
+
+def _recorded(admin: Path) -> Path | None:
+    try:
+        return Path((admin / "gitdir").read_text().strip())
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def repair_worktree(store: Store, path: str) -> None:
