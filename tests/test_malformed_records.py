@@ -270,3 +270,40 @@ def test_a_read_position_that_cannot_be_read_is_replaced_by_the_next_read(api, r
     first = api.board_read("ag1")
     assert [u.key for u in first.unreadable] == ["board/readers/ag1.json"]
     assert api.board_read("ag1").unreadable == ()
+
+
+def test_a_task_is_done_though_a_dependent_or_its_ticket_cannot_be_read(api, repo):
+    """Finishing a task reads its dependents (to wake their owners) and its ticket (to see it complete): one a
+    peer broke is left as it is, not a reason the work cannot be recorded done."""
+    first = api.task_create("first", actor="ag1").task
+    second = api.task_create("second", actor="ag1").task
+    broken = api.task_create("after first", actor="ag1", depends=(first,)).task
+    ready = api.task_create("after second", actor="ag1", depends=(second,)).task
+    ticket = api.ticket_open("second's", actor="ag1").ticket
+    api.ticket_link(ticket, second, actor="ag1")
+    _rewrite_ledger_record(repo, f"tasks/{broken[:2]}/{broken}.json", lambda r: r | {"title": 5})
+    assert api.task_done(first, actor="ag1").now_ready == ()
+    _rewrite_ledger_record(repo, f"tickets/{ticket}.json", lambda r: r | {"tasks": 5})
+    assert api.task_done(second, actor="ag1").now_ready == (ready,)
+    assert {t.id: t.status for t in api.task_list()} == {first: "done", second: "done", ready: "open"}
+
+
+def test_rest_and_mcp_report_what_a_listing_left_out(api, repo):
+    """Every face gets the domain's result: REST a listing's array with the records left out in a header,
+    MCP its structured content with `unreadable` beside `result`; history's record carries its own."""
+    from http_helpers import Server
+
+    from git_lanes.mcp.server import result_of
+
+    world = _ledger_world(api)
+    _rewrite_ledger_record(repo, world["task"], lambda r: r | {"depends": 5})
+    listed = api.task_list()
+    assert [u.key for u in listed.unreadable] == [world["task"]]
+    structured = result_of(listed).structured_content
+    assert structured is not None and [t["id"] for t in structured["result"]] == [t.id for t in listed]
+    assert [u["key"] for u in structured["unreadable"]] == [world["task"]]
+    with Server(repo) as server:
+        reply = server.get("/api/v1/tasks")
+        assert reply.status == 200 and world["good"] in [t["id"] for t in reply.json]
+        header = {k.lower(): v for k, v in reply.headers.items()}["x-lanes-unreadable"]
+        assert [u["key"] for u in json.loads(header)] == [world["task"]]

@@ -10,7 +10,7 @@ from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, t
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, readable, resolve_task, save_task, task_ids, task_path,
                                            validate_title)
-from git_lanes.errors import Conflict, Refused, UserError
+from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import (MAX_DEPENDS, MAX_DESCRIPTION, MAX_NOTE, MAX_REASON, MAX_TITLE,
                                          TASK_STATUSES)
@@ -150,14 +150,17 @@ def done(tx: Tx, op: Op) -> dict:
         task["integrated"] = op.args["integrated"]
     save_task(tx, op, task)
     woken = []
-    for dependent_id in task["dependents"]:
-        dependent = get_task(tx, dependent_id)
+    dependents = readable(tx, task["dependents"], get_task)  # one a peer broke cannot be woken, nor stop this
+    for dependent in dependents:
         if dependent["status"] in ("claimed", *HELD) and dependent.get("owner") and is_ready(tx, dependent):
-            add_wake(tx, dependent["owner"], op, "task_ready", {"task": dependent_id, "title": dependent["title"],
+            add_wake(tx, dependent["owner"], op, "task_ready", {"task": dependent["id"], "title": dependent["title"],
                                                                 "lane": dependent.get("lane")})
-            woken.append({"agent": dependent["owner"], "task": dependent_id})
-    ready = [d for d in task["dependents"] if get_task(tx, d)["status"] != "done" and is_ready(tx, get_task(tx, d))]
-    ticket = tickets.recheck(tx, op, task["ticket"]) if task["ticket"] else None
+            woken.append({"agent": dependent["owner"], "task": dependent["id"]})
+    ready = [d["id"] for d in dependents if d["status"] != "done" and is_ready(tx, d)]
+    try:
+        ticket = tickets.recheck(tx, op, task["ticket"]) if task["ticket"] else None
+    except UnsupportedFormat:  # a ticket a peer broke is left as it is; the task is done all the same
+        ticket = None
     # A dispatch plan's exclusive claims hold until its last task is done.
     from git_lanes.domain import exclusive
 

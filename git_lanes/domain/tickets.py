@@ -42,7 +42,9 @@ def recheck(tx: Tx, op: Op, ticket_id: str) -> str | None:
     """Mark the ticket ready (and post `ticket_ready`) when all its tasks are done; reopen it when a task that
     is not done joins it. Returns the ticket id when it just became ready."""
     ticket = get_ticket(tx, ticket_id)
-    all_done = bool(ticket["tasks"]) and all(get_task(tx, t)["status"] == "done" for t in ticket["tasks"])
+    members = readable(tx, ticket["tasks"], get_task)  # one that cannot be read cannot be shown done
+    all_done = bool(ticket["tasks"]) and len(members) == len(ticket["tasks"]) and \
+        all(t["status"] == "done" for t in members)
     if all_done and ticket["status"] == "open":
         ticket.update(status="ready", ready_at=op.time)
         tx.put(ticket_path(ticket_id), ticket)

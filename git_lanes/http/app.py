@@ -30,6 +30,8 @@ from git_lanes.http.security import COOKIE, Guard
 STATIC = Path(__file__).resolve().parent / "static"
 API = "/api/v1"
 MAX_BODY = 1 << 20
+# On a listing's reply: the stored records it left out because they cannot be read (JSON, ASCII).
+UNREADABLE_HEADER = "X-Lanes-Unreadable"
 log = logging.getLogger("git_lanes.http")
 
 # The page loads only its own files; nothing inline runs, so injected markup could not run even if some
@@ -154,7 +156,10 @@ def create_app(open_api: Callable[[], Any], token: str, host: str) -> Starlette:
             except Exception as exc:  # a bug still answers in JSON, and the log keeps the traceback
                 log.exception("%s %s failed", request.method, request.url.path)
                 return error(500, "internal", f"{type(exc).__name__}: {exc}")
-            return JSONResponse(render(result))
+            # A listing (an array) that left records out says so where an array has room: a header.
+            set_aside = getattr(result, "unreadable", ()) if isinstance(result, list) else ()
+            headers = {UNREADABLE_HEADER: json.dumps(render(list(set_aside)))} if set_aside else None
+            return JSONResponse(render(result), headers=headers)
         return handle
 
     async def index(request: Request) -> Response:

@@ -115,8 +115,10 @@ def result_of(value: Any) -> CallToolResult:
     """A tool's result: the CLI's `--json` text as content, the same data as structured content."""
     text = cli_json(value)
     data = json.loads(text)
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=data if isinstance(data, dict) else {"result": data})
+    structured = data if isinstance(data, dict) else {"result": data}
+    if isinstance(value, list) and getattr(value, "unreadable", ()):  # a listing that left records out
+        structured["unreadable"] = [u.to_dict() for u in value.unreadable]  # type: ignore[attr-defined]
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
 def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
