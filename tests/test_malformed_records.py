@@ -307,3 +307,15 @@ def test_rest_and_mcp_report_what_a_listing_left_out(api, repo):
         assert reply.status == 200 and world["good"] in [t["id"] for t in reply.json]
         header = {k.lower(): v for k, v in reply.headers.items()}["x-lanes-unreadable"]
         assert [u["key"] for u in json.loads(header)] == [world["task"]]
+
+
+def test_gc_prunes_a_rejected_state_whose_note_cannot_be_read_and_leaves_the_note(api, repo):
+    api.lane_create("l1")
+    (workspace(repo, "l1") / "x.txt").write_text("x")
+    proposed = api.commit("x", "ag1", lane="l1")
+    api.reject(proposed["id"], "no")
+    _rewrite_note(repo, proposed["to"], lambda r: r | {"lane": 5})
+    removed = api.gc(older_than=0)["removed"]
+    assert [e["oid"] for e in removed["rejected"]] == [proposed["to"]]
+    assert git("rev-parse", "--verify", "-q", f"refs/lanes/rejected/{proposed['id']}", cwd=repo, check=False) == ""
+    assert api.history().unreadable[0].key == proposed["to"]  # its note stays, for a person to see

@@ -90,7 +90,7 @@ class UpkeepApi:
                             *_tracking_copies(ctx, entry["ref"], entry["oid"])]
         proposals = ctx.store.list_refs(refs.PROPOSALS)
         states = [e["oid"] for e in removed["rejected"] + removed["superseded"]
-                  if transitions.load(ctx, e["oid"]) is not None and not proposals.get(refs.proposal_ref(e["transition"]))]
+                  if transitions.load_readable(ctx, e["oid"]) is not None and not proposals.get(refs.proposal_ref(e["transition"]))]
         if states:
             updates.append(ctx.store.write_notes(refs.NOTES, dict.fromkeys(states), f"lanes: gc drops {len(states)} "
                                                  "pruned transition records"))

@@ -38,6 +38,15 @@ def load(ctx: Context, state: str) -> Transition | None:
     return Transition.from_note(text) if text is not None else None
 
 
+def load_readable(ctx: Context, state: str) -> Transition | None:
+    """`load`, with a note that cannot be read (a peer's) taken as none: for upkeep, which judges a state by
+    its ref and commit when its record is unreadable, and leaves that note as it is."""
+    try:
+        return load(ctx, state)
+    except UnsupportedFormat:
+        return None
+
+
 def all_transitions(ctx: Context) -> list[Transition]:
     """Every readable recorded transition, oldest first (see `scan`)."""
     return scan(ctx)[0]

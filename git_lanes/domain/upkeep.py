@@ -68,7 +68,7 @@ def find(ctx: Context, cutoff: float, ended_runs: dict[str, float]) -> Candidate
     for ref, oid in sorted(store.list_refs(refs.REJECTED).items()):
         if store.object_kind(oid) != "commit":  # no state git-lanes wrote, and no age: `doctor` names it
             continue
-        record = transitions.load(ctx, oid)
+        record = transitions.load_readable(ctx, oid)
         when = (record.decided_at or record.created_at) if record is not None else store.commit_info(oid).time
         if when is None or when > cutoff:
             continue
