@@ -198,3 +198,15 @@ def test_a_repository_moved_by_hand_keeps_every_workspace_and_says_how_to_reconn
     git("worktree", "repair", str(l6), cwd=moved)  # the printed repair
     assert lanes("commit", "-m", "notes", "--auto-accept", cwd=l6).code == 0
     assert git("show", "refs/lanes/heads/l6:notes.txt", cwd=moved) == "unsaved\n"
+
+
+def test_a_symlinked_workspaces_folder_breaks_every_lane_and_the_hint_names_that_link(repo, tmp_path):
+    make_lane(repo, "l6")
+    folder = repo / ".lanes" / "workspaces"
+    folder.rename(tmp_path / "elsewhere")
+    folder.symlink_to(tmp_path / "elsewhere")
+    listed = run_cli("lane", "list", "--json", cwd=repo)
+    assert listed.code == 0 and [row["name"] for row in listed.json if row.get("broken")] == ["l6"], listed.err
+    refused = lanes("commit", "-m", "x", "-w", "l6", "--json", cwd=repo)
+    assert refused.json["error"] == "workspace_broken" and f"`rm {folder}`" in refused.json["hint"], refused.err
+

@@ -111,8 +111,10 @@ def repair_hint(ctx: Context, name: str) -> str:
     """How a person gives a lane with a broken workspace its own workspace back, losing nothing."""
     where = default_workspace(ctx, name)
     again = f"`git lanes lane create {name}` gives the lane its workspace back (nothing of the lane is lost)"
-    if where.is_symlink():
-        return f"remove the link (`rm {where}`; what it points at stays), then {again}"
+    link = next((folder for folder in [*reversed(where.parents), where]
+                 if ctx.store.root in folder.parents and folder.is_symlink()), None)
+    if link is not None:  # the workspace's own path, or a folder on the way (.lanes/workspaces itself)
+        return f"remove the link (`rm {link}`; what it points at stays), then {again}"
     return f"if its .git file was lost or the repository was moved, `git worktree repair {where}` (run in the " \
            f"main worktree) reconnects it; else move {where} away, and {again}"
 
