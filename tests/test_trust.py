@@ -109,6 +109,7 @@ def test_a_gate_can_run_the_trunks_copy_of_its_script_whatever_the_lane_did_to_i
     declare(api, repo, '[[gate]]\nname = "check"\ncommand = "./ci/check.sh"\nfrom_trunk = ["ci"]\n'
                        '[[gate]]\nname = "candidate"\ncommand = "test -e ci/check.sh"\n')
     assert api.gates()[0]["from_trunk"] == ["ci"] and "from_trunk" not in api.gates()[1]
+    assert "./ci/check.sh  (trunk's ci)" in run_cli("gates", cwd=repo).out
     for bad in ('"ci"', '["../x"]', '[".git/hooks"]', "[1]"):
         with pytest.raises(UserError) as invalid:
             gates.parse(f'[[gate]]\nname = "g"\ncommand = "true"\nfrom_trunk = {bad}\n')

@@ -133,6 +133,7 @@ def gates_(lane: str | None, kind: str | None, as_json: bool) -> None:
 
     A gate's `on` says which accepts it judges ("commit": a lane's own states, by commit --auto-accept or
     accept; "promote": promotions), and `into` which lanes', as globs (default: every accept on every lane).
+    A gate with `from_trunk` runs with the trunk's copies of those paths, shown after its command.
 
     \b
     Example:
@@ -144,6 +145,8 @@ def gates_(lane: str | None, kind: str | None, as_json: bool) -> None:
             return "no gates" + (" guard that" if lane or kind else " declared in .lanes.toml on the trunk")
         return table([[g["name"], "required" if g["required"] else "optional", "on " + ",".join(g["on"]),
                        "into " + ",".join(g["into"]),
-                       g["command"] if isinstance(g["command"], str) else " ".join(g["command"])] for g in rows])
+                       (g["command"] if isinstance(g["command"], str) else " ".join(g["command"]))
+                       + (f"  (trunk's {','.join(g['from_trunk'])})" if g.get("from_trunk") else "")]
+                      for g in rows])
 
     run(lambda: open_api().gates(lane=lane, kind=kind), as_json, render)
