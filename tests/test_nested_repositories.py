@@ -178,6 +178,22 @@ def test_restore_over_a_folder_holding_ignored_files_is_planned_whole(repo):
     fsck_clean(repo)
 
 
+def test_a_fast_forward_over_a_folder_holding_a_staged_new_file_refuses_before_anything(repo, api):
+    """The folder becomes a file; a file `git add`ed in it is in no state, and no path of the update names
+    it: the update refuses whole (it used to delete the folder's other files, then fail on the folder)."""
+    from git_lanes.store.follow import fast_forward_files
+
+    src_becomes_a_file(repo)
+    ws = make_lane(repo, "l2")
+    (ws / "src" / "new.py").write_text("staged only\n")
+    git("add", "src/new.py", cwd=ws)
+    before = refs_and_files(repo, ws)
+    target = api.ctx.store.tree_of(git("rev-parse", "refs/lanes/heads/l1", cwd=repo).strip())
+    with api.ctx.store.locked():
+        assert fast_forward_files(api.ctx.store, ws, target) == {"unsaved edits": ["src/new.py"]}
+    assert refs_and_files(repo, ws) == before and (ws / "src" / "app.py").exists()
+
+
 def test_an_ignored_file_a_state_would_overwrite_is_refused_or_kept_in_the_backup(repo, api):
     """git overwrites an ignored `.env` without a word when a commit tracks one; no state and no snapshot
     holds its content, so here restore, lane reset and a fast-forward refuse, and with --force it is kept

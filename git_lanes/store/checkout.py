@@ -110,7 +110,7 @@ def _plan_path(files: WorktreeFiles, result: CheckoutPlan, path: str, desired: E
         if desired is not None and desired.mode == GITLINK:
             result.index[path] = desired  # an empty folder for a submodule not checked out: it is that
             return
-        if not _plan_folder_away(files, result, path, force):
+        if not _plan_folder_away(files, result, path, baseline, force):
             result.index[path] = None  # the folder stays, around a nested repository
             return
     elif os.path.lexists(full):
@@ -127,10 +127,13 @@ def _plan_path(files: WorktreeFiles, result: CheckoutPlan, path: str, desired: E
     result.index[path] = desired
 
 
-def _plan_folder_away(files: WorktreeFiles, result: CheckoutPlan, folder: str, force: bool) -> bool:
+def _plan_folder_away(files: WorktreeFiles, result: CheckoutPlan, folder: str, baseline: str | None,
+                      force: bool) -> bool:
     """A folder stands where the tree has a file (or nothing): everything in it must go. Files the plan
     decides on their own (tracked ones) go their way; ignored ones go as git deletes them; untracked ones
-    go only in force mode. A nested repository never goes: then the folder stays (False)."""
+    go only in force mode. A nested repository never goes: then the folder stays (False). A safe update
+    decides only the paths that differ between `baseline` and the tree, so a file staged there that
+    `baseline` lacks (`git add` of a new file) is nobody's decision: it refuses."""
     top = files.root / folder
     ignored: list[str] = []
     untracked: list[str] = []
@@ -149,6 +152,8 @@ def _plan_folder_away(files: WorktreeFiles, result: CheckoutPlan, folder: str, f
         for name in names:
             path = f"{relative}/{name}"
             if path in result.removals or path in files.index:
+                if not force and files.index_entry(path) != _file_entry(files.repo, baseline, path):
+                    result.refusals[path] = "unsaved edits"
                 continue  # a tracked file is a path of the plan's own, decided on its own
             (ignored if files.repo.path_is_ignored(path) else untracked).append(path)
     if untracked and not force:
