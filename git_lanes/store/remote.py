@@ -30,8 +30,6 @@ _LOCK_PATH = r"Unable to create '([^']+\.lock)'"
 # git could not store a tracking ref at all (a name too long for the file system, say), as opposed to
 # finding its lock taken ("File exists"), which is another fetch at work.
 _UNSTORABLE = r"cannot lock ref '([^']+)': Unable to create '[^']+': (.+)"
-# A remote can hold any number of refs this machine cannot store; past this many, the fetch gives up.
-MAX_UNSTORABLE = 20
 
 
 class Fetched(Frozen):
@@ -118,16 +116,17 @@ def check_remote(store: Store, remote: str) -> str:
 def fetch(store: Store, remote: str, trunk: str) -> Fetched:
     """Copy the remote's lane state into the tracking namespace (pruning what it no longer has). Tracking
     refs are a cache of the remote, so forcing them is safe: nothing here is ever pushed from that
-    namespace. A remote ref this machine cannot store is left out with a negative refspec and reported."""
+    namespace. A remote ref this machine cannot store is left out and reported."""
     prefix = tracking_prefix(remote)
     patterns = synced_patterns(trunk)
     unstorable: dict[str, str] = {}
+    atomic = True
     # An exact refspec the remote lacks fails the whole fetch, so each missing one is dropped and retried;
     # usually (the trunk and notes exist) this is one round trip. A concurrent fetch holding a tracking
     # ref's lock is waited out a few times.
     lock_waits = 0
-    for _ in range(len(patterns) + FETCH_LOCK_RETRIES + MAX_UNSTORABLE + 1):
-        proc = _network(store, _fetch_args(remote, patterns, unstorable))
+    for _ in range(len(patterns) + FETCH_LOCK_RETRIES + 2):
+        proc = _network(store, _fetch_args(remote, patterns, atomic))
         if proc.returncode == 0:
             break
         import re
@@ -138,8 +137,14 @@ def fetch(store: Store, remote: str, trunk: str) -> Fetched:
         if missing:
             patterns = [pattern for pattern in patterns if pattern not in missing]
             _forget(store, [tracking_ref(remote, ref) for ref in missing])
-        elif refused and len(unstorable) < MAX_UNSTORABLE:
-            unstorable.update(refused)
+        elif refused and atomic:
+            # git's atomic fetch names one such ref per attempt, and a remote may hold any number. Fetched
+            # once more without --atomic, git stores every ref it can, all from one listing of the remote (a
+            # consistent copy), and names each one it cannot.
+            atomic = False
+        elif refused and len(refused) == sum(1 for line in proc.stderr.splitlines() if line.strip()):
+            unstorable.update(refused)  # and nothing else went wrong: every other ref is stored
+            break
         elif "lock" in proc.stderr and lock_waits < FETCH_LOCK_RETRIES:
             lock_waits += 1
             _clear_abandoned_tracking_locks(store, remote, proc.stderr)
@@ -153,21 +158,20 @@ def fetch(store: Store, remote: str, trunk: str) -> Fetched:
                    unstorable)
 
 
-def _fetch_args(remote: str, patterns: list[str], unstorable: dict[str, str]) -> list[str]:
+def _fetch_args(remote: str, patterns: list[str], atomic: bool = True) -> list[str]:
     specs = [f"+{pattern}:{tracking_ref(remote, pattern)}" for pattern in patterns]
-    specs += [f"^{ref}" for ref in unstorable]
     # Whether a tracking ref was forced is only ever printed, and --quiet prints nothing, yet git finds out by
     # walking every commit that came in (~6 ms of its CPU for 1,000 ledger ops); with the walk off, git would
     # advise turning it back on.
     return ["-c", "advice.fetchShowForcedUpdates=false", "fetch", "--quiet", "--no-show-forced-updates",
-            "--no-tags", "--no-write-fetch-head", "--prune", "--atomic", "--no-auto-gc", "--no-recurse-submodules",
-            remote, *specs]
+            "--no-tags", "--no-write-fetch-head", "--prune", *(["--atomic"] if atomic else []), "--no-auto-gc",
+            "--no-recurse-submodules", remote, *specs]
 
 
 def start_fetch(store: LightStore, remote: str, trunk: str) -> StartedGit:
     """Start `fetch(store, remote, trunk)`'s first git fetch now (after `check_remote`): the caller works
     while git fetches (the light sync loads the domain), and `fetch` then takes this process's answer."""
-    args = _fetch_args(remote, synced_patterns(trunk), {})
+    args = _fetch_args(remote, synced_patterns(trunk))
     started = store.started_git[tuple(args)] = StartedGit(args, store.root)
     return started
 
