@@ -201,7 +201,9 @@ def delete(name: str, force: bool, as_json: bool) -> None:
 @click.argument("name")
 @click.option("--onto", metavar="TARGET", help="The lane whose head to start from (default: the trunk).")
 @click.option("--reason", metavar="TEXT", help="Why the old attempt is set aside; kept with it as signal.")
-@click.option("--force", is_flag=True, help="Reset even over unsnapshotted edits (kept in a backup ref).")
+@click.option("--force", is_flag=True,
+              help="Reset even over unsnapshotted edits or ignored files it overwrites (kept in a backup ref); "
+                   "a nested git repository is left in place.")
 @agent_option(required=False, help_text="Who resets it, recorded on the kept attempt (default: git-lanes).")
 @json_option
 def reset(name: str, onto: str | None, reason: str | None, force: bool, agent: str | None, as_json: bool) -> None:

@@ -104,7 +104,9 @@ def reject(transition_id: str, reason: str | None, as_json: bool) -> None:
 @click.command(cls=Command)
 @click.argument("state", metavar="STATE")
 @workspace_option
-@click.option("--force", is_flag=True, help="Restore even over unsnapshotted edits (kept in a backup ref).")
+@click.option("--force", is_flag=True,
+              help="Restore even over unsnapshotted edits or ignored files it overwrites (kept in a backup ref); "
+                   "a nested git repository is left in place.")
 @json_option
 def restore(state: str, lane: str | None, force: bool, as_json: bool) -> None:
     """Make a workspace's files equal STATE (a lane, transition id or git revision).
