@@ -27,8 +27,8 @@ from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, UserError
 from git_lanes.model import config, refs
 from git_lanes.model.config import CONFIG
-from git_lanes.model.globs import MAGIC, glob_matches
 from git_lanes.model.frozen import replace
+from git_lanes.model.globs import glob_matches
 from git_lanes.model.names import normalize_repo_path
 from git_lanes.model.records import Evaluation, Transition
 from git_lanes.store import scratch
@@ -167,12 +167,8 @@ def _take_from_trunk(ctx: Context, globs: tuple[str, ...], tree_dir: Path, tree:
     """Make the paths `globs` cover in the scratch checkout what they are at the trunk's head: the trunk's
     copies written, the candidate's own there removed. git writes them, so a symlink the candidate put on
     the way is replaced, never followed."""
-    def covered(path: str) -> bool:
-        return any(glob_matches(glob, path) or (not MAGIC & set(glob) and path.startswith(glob + "/"))
-                   for glob in globs)
-
     paths = {change.path for source in (ctx.store.tree_of(trunk), tree)
-             for change in ctx.store.diff_trees(None, source) if covered(change.path)}
+             for change in ctx.store.diff_trees(None, source) if any(glob_matches(g, change.path) for g in globs)}
     if paths:
         scratch.take_paths(tree_dir, trunk, sorted(paths))
 
