@@ -19,7 +19,7 @@ from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.model.format import check_format
 from git_lanes.model.records import Transition
-from git_lanes.model.entries import Entry
+from git_lanes.model.entries import GITLINK, Entry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # loads with the first worktree read (ctx.store.worktree_files), which a command may not need
@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # loads with the first worktree read (ctx.store.worktree_file
 
 RECORD = "lanes-promoted.json"
 FORMAT = 1
-GITLINK = 0o160000  # a tree entry naming a commit of another repository (a submodule)
 
 
 def checked_out(ctx: Context, lane: str, at: str) -> Path | None:

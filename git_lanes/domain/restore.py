@@ -10,6 +10,7 @@ from git_lanes.domain.wording import some
 from git_lanes.errors import Refused
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
+from git_lanes.model.entries import GITLINK
 from git_lanes.store.checkout import CheckoutPlan
 
 
@@ -40,12 +41,13 @@ def _rejected_on(ctx: Context, head: str | None) -> list[str]:
 def backup(ctx: Context, lane: str, path: Path, tree: str, reason: str) -> str | None:
     """Keep `tree` (a workspace's unsaved content) at refs/lanes/backups/<lane>/<id>; return the ref. None
     when the workspace holds nothing a backup could keep: its files are its HEAD's, on the lane, and what
-    differs lies inside nested repositories (a submodule's edits), which a tree records only as the gitlink
-    of their HEAD and which no command deletes."""
+    differs is nested repositories (a clone, a submodule with edits), which a tree records only as the
+    gitlink of their HEAD, whose commits are not in this repository, and which no command deletes."""
     head = ctx.store.workspace_head(path)
-    if head is not None and tree == ctx.store.tree_of(head) and \
-            (lane == ctx.trunk or ctx.store.is_ancestor(head, lanes.lane_head(ctx, lane))):
-        return None
+    if head is not None and (lane == ctx.trunk or ctx.store.is_ancestor(head, lanes.lane_head(ctx, lane))):
+        changes = ctx.store.diff_trees(ctx.store.tree_of(head), tree)
+        if all(change.new is not None and change.new.mode == GITLINK for change in changes):
+            return None
     backup_id = transitions.new_id()
     commit = ctx.store.write_commit(tree, [head] if head else [],
                                     f"Backup of lane {lane}'s workspace before {reason}\n")

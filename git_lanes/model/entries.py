@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from git_lanes.model.frozen import Frozen
 
+GITLINK = 0o160000  # an entry's mode when it names a commit of another repository (a submodule, a nested clone)
 
 
 class Entry(Frozen):
