@@ -146,18 +146,24 @@ def test_a_bad_ref_already_here_is_reported_and_every_workspace_still_catches_up
     assert os.path.isdir(workspace(machine, "victim"))
 
 
-def test_a_peer_lane_whose_state_tracks_the_lanes_folder_is_refused(pair):
+@pytest.mark.parametrize("ref", ["refs/lanes/heads/sneaky", "refs/heads/main"])
+def test_a_peer_lane_whose_state_tracks_the_lanes_folder_is_refused(pair, ref):
     machine, bare = pair
+    trunk = git("rev-parse", "main", cwd=machine).strip()
     index = {"GIT_INDEX_FILE": str(bare / "scratch-index")}
     git("read-tree", "main", cwd=bare, env=index)
     blob = git("hash-object", "-w", "--stdin", cwd=bare, input="PWNED\n").strip()
     git("update-index", "--add", "--cacheinfo", f"100644,{blob},.lanes/workspaces/victim/a.txt", cwd=bare, env=index)
     tree = git("write-tree", cwd=bare, env=index).strip()
-    plant(bare, "refs/lanes/heads/sneaky", git("commit-tree", "-p", "main", "-m", "sneaky", tree, cwd=bare).strip())
+    plant(bare, ref, git("commit-tree", "-p", "main", "-m", "sneaky", tree, cwd=bare).strip())
     code, report = sync(machine)
-    assert code == 3 and [i["ref"] for i in report["invalid"]] == ["refs/lanes/heads/sneaky"]
+    assert code == 3 and [i["ref"] for i in report["invalid"]] == [ref]
     assert ".lanes/" in report["invalid"][0]["reason"]
+    # the remedy keeps the work: a commit on top that untracks the paths, never a deletion of the trunk
+    assert "git rm -r --cached .lanes" in report["invalid"][0]["hint"] and ":refs/" not in report["invalid"][0]["hint"]
     assert git("for-each-ref", "refs/lanes/heads", cwd=machine) == ""
+    assert git("rev-parse", "main", cwd=machine).strip() == trunk
+    assert git("ls-files", ".lanes", cwd=machine) == "" and git("status", "--porcelain", cwd=machine) == ""
 
 
 def test_a_ledger_op_whose_text_was_cut_is_reported_and_skipped_not_fatal_for_every_sync(pair, tmp_path):

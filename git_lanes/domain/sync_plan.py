@@ -58,6 +58,9 @@ def build(ctx: Context, remote: str, fetched: dict[str, str], mode: str,
     return planner.plan
 
 
+_INTERNAL = f"its state tracks paths under {refs.LANES_DIR}/, git-lanes' own folder"
+
+
 def _screen(ctx: Context, remote: str, local: dict[str, str], fetched: dict[str, str], unstorable: dict[str, str],
             plan: Plan) -> tuple[dict[str, str], dict[str, str]]:
     """Drop every ref that is not what git-lanes writes, on whichever side holds it, and report it. A name
@@ -69,15 +72,18 @@ def _screen(ctx: Context, remote: str, local: dict[str, str], fetched: dict[str,
             problem = ref_problem(ref, ctx.trunk, ctx.store.object_kind(oid))
             if problem is None and kind_of(ref, ctx.trunk)[0] == "lane" and \
                     lanes.internal_paths(ctx, ctx.store.tree_of(oid)):
-                problem = f"its state tracks paths under {refs.LANES_DIR}/, git-lanes' own folder"
+                problem = _INTERNAL
             if problem is not None:
                 problems.append((side, ref, oid, problem))
     for side, ref, oid, problem in problems:
         shown = _shown(ref)
         named = shown if shown == ref else f"$'{shown}'"  # bash's spelling of the bytes that are not UTF-8
         fix = f"git update-ref -d {named}" if side == "local" else f"git push {remote} :{named}"
-        plan.invalid.append({"ref": shown, "side": side, "oid": oid, "reason": _shown(problem),
-                             "hint": f"nothing moved for it; someone with access removes it: `{fix}`"})
+        hint = f"nothing moved for it; someone with access removes it: `{fix}`"
+        if problem == _INTERNAL:  # the lane (or the trunk) holds work: keep it, drop only the paths
+            hint = f"nothing moved for it; someone with access commits on top of it with those paths untracked " \
+                   f"(`git rm -r --cached {refs.LANES_DIR}`; the files stay) and moves {shown} there"
+        plan.invalid.append({"ref": shown, "side": side, "oid": oid, "reason": _shown(problem), "hint": hint})
     refused = {ref for _, ref, _, _ in problems}
     return ({r: o for r, o in local.items() if r not in refused},
             {r: o for r, o in fetched.items() if r not in refused})
