@@ -210,3 +210,17 @@ def test_a_symlinked_workspaces_folder_breaks_every_lane_and_the_hint_names_that
     refused = lanes("commit", "-m", "x", "-w", "l6", "--json", cwd=repo)
     assert refused.json["error"] == "workspace_broken" and f"`rm {folder}`" in refused.json["hint"], refused.err
 
+
+
+def test_the_store_never_removes_a_folder_whose_git_names_another_worktree(repo):
+    """Whatever a caller checked: removing it would take the private dir its .git names, the other's."""
+    from git_lanes.api import Lanes
+    from git_lanes.errors import Refused
+
+    l8, l9 = make_lane(repo, "l8"), make_lane(repo, "l9")
+    break_by_foreign_pointer(l8, l9)
+    with pytest.raises(Refused) as refused:
+        Lanes(repo).ctx.store.remove_worktree(l8)
+    assert refused.value.code == "workspace_broken" and str(l9) in refused.value.message
+    assert (l8 / "README.md").exists() and str(l9) in git("worktree", "list", cwd=repo)
+    assert lanes("lane", "path", "l9", cwd=repo).out.strip() == str(l9)

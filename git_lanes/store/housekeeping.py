@@ -9,6 +9,7 @@ from pathlib import Path
 from git_lanes.model.frozen import Frozen
 from git_lanes.store.gitcli import run_git
 from git_lanes.store.repo import Store
+from git_lanes.store.worktree_add import recorded_worktree
 
 GC_TIMEOUT = 3600.0
 
@@ -69,24 +70,17 @@ def reconnectable(store: Store, path: Path) -> Path | None:
         return None
     if not os.path.lexists(pointer):
         for admin in admins.iterdir():
-            if _recorded(admin) == pointer:
+            if recorded_worktree(admin) == pointer:
                 return path
         return None
     try:
         named = Path(pointer.read_text().strip().removeprefix("gitdir: "))
     except (OSError, UnicodeDecodeError):
         return None
-    recorded = _recorded(admins / named.name)
+    recorded = recorded_worktree(admins / named.name)
     if named.exists() or recorded is None or recorded == pointer or os.path.lexists(recorded):
         return None
     return recorded.parent
-
-
-def _recorded(admin: Path) -> Path | None:
-    try:
-        return Path((admin / "gitdir").read_text().strip())
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def repair_worktree(store: Store, path: str) -> None:

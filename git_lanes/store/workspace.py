@@ -14,7 +14,7 @@ from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.values import Worktree
-from git_lanes.store.worktree_add import add_detached_worktree, unfinished, worktree_admin_dir
+from git_lanes.store.worktree_add import add_detached_worktree, recorded_worktree, unfinished, worktree_admin_dir
 
 if TYPE_CHECKING:  # reading and carrying files load with the first command that does (not status, not lists)
     from collections.abc import Iterable
@@ -101,6 +101,11 @@ class WorkspaceOps:
                           code="nested_repository", details={"nested": nested},
                           hint="move them out first; git-lanes never deletes a folder holding a .git")
         admin = worktree_admin_dir(path)
+        recorded = recorded_worktree(admin) if admin is not None else None
+        if recorded is not None and recorded.resolve() != (path / ".git").resolve():
+            # Its .git names another worktree's private dir: removing that would unregister the other one.
+            raise Refused(f"{path}/.git belongs to the worktree at {recorded.parent}: nothing was removed",
+                          code="workspace_broken", hint=f"move {path} away by hand if nothing in it is needed")
         if admin is not None and path.is_dir():  # a `git commit` running there would lose its files under it
             self._require_unlocked(path.resolve(), admin / "index.lock")
         self._workspace_repos.pop(path.resolve(), None)
@@ -402,3 +407,4 @@ def _remove_empty_parents(directory: Path, stop: Path) -> None:
         except OSError:
             return
         directory = directory.parent
+

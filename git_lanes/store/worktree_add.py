@@ -55,6 +55,14 @@ def worktree_admin_dir(path: Path) -> Path | None:
     return (path / pointer[len("gitdir: "):]).resolve()
 
 
+def recorded_worktree(admin: Path) -> Path | None:
+    """Where a worktree's private dir says its worktree's .git is (its `gitdir` file), or None."""
+    try:
+        return Path((admin / "gitdir").read_text().strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def unfinished(path: Path) -> bool:
     """A worktree at `path` that a killed creation left: its private git dir is missing or still marked."""
     if (path / POINTER_DRAFT).exists():
