@@ -57,7 +57,7 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         text = render(result)
         if text:
             click.echo(text)
-        listed += result.get("unreadable") or [] if isinstance(result, dict) else []
+        listed += (result.get("unreadable") or []) if isinstance(result, dict) else []
     warn_unreadable(listed)
     # Work done, with a part a person must settle (a diverged lane, a collision a dry run found): the exit
     # code is that error's, as the result says.

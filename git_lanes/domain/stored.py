@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 SHAPES: dict[str, type[Record]] = {"tasks": Task, "tickets": Ticket, "agents": Agent, "claims": ClaimSet,
                                    "dirty": DirtySet, "wakes": WakeQueue, "board": Post}
 HINT = "a peer's ledger holds it; `git lanes doctor` lists every unreadable record"
-# What a listing left out: {"ref", "key", "reason"}, the fields of an `Unreadable` (model/results.py).
+# What a listing left out: {"ref", "key", "reason"}, the fields of an `Unreadable` (model/record.py).
 SetAside = list[dict[str, str]]
 
 
