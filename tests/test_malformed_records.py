@@ -37,8 +37,8 @@ def _doctor(api, tmp_path: Path, check: str) -> list[dict]:
     return [c for c in api.doctor(Where(home=tmp_path), (check,))["checks"] if c["check"] == check]
 
 
-# The probe's malformed notes (report 3.11, 3.12): valid JSON of the wrong shape, a format this version
-# cannot read, and notes that are no record at all.
+# The probe's malformed notes (report 3.11, 3.12): valid JSON of the wrong shape and notes that are no record
+# at all. (A record of a newer format fails clearly instead, as DESIGN §1 says: test_journeys_foundation.py.)
 BAD_RECORDS = {
     "lane an int": lambda r: r | {"lane": 5},
     "cost a string": lambda r: r | {"cost": "x"},
@@ -50,7 +50,6 @@ BAD_RECORDS = {
     "NaN": lambda r: json.dumps(r | {"cost": {"wall_time": float("nan")}}),
     "unknown status": lambda r: r | {"status": "maybe"},
     "format a string": lambda r: r | {"format": "one"},
-    "format 2": lambda r: r | {"format": 2},
     "id an int": lambda r: r | {"id": 5},
     "cost beyond the bound": lambda r: r | {"cost": {"wall_time": 1e308}},
     "not JSON": lambda r: "reviewed: looks fine",
@@ -71,9 +70,9 @@ def test_one_malformed_note_is_set_aside_and_the_other_transitions_still_show(ap
     found = [c for c in _doctor(api, tmp_path, "notes") if c["status"] == "fail"]
     assert len(found) == 1 and bad[:8] in found[0]["message"]
     # asked for by id, it says why it cannot be read (the id comes from its state's commit message)
-    with pytest.raises(UnsupportedFormat) as raised:
+    with pytest.raises(MalformedRecord) as raised:
         api.show(bad_id[:8])
-    assert raised.value.code == ("unsupported_format" if shape == "format 2" else "malformed_record")
+    assert raised.value.code == "malformed_record"
     assert "cannot be read" in raised.value.message
     assert api.show(api.history(lane="l1").transitions[0].id).state == good
     # every other reader of notes: lane show, the cost overview (REST, dashboard), trace
@@ -210,7 +209,7 @@ BAD_LEDGER = {
     "task depends an int": ("task", lambda r: r | {"depends": 5}),
     "task title an int": ("task", lambda r: r | {"title": 5}),
     "task not JSON": ("task", lambda r: "not json"),
-    "task of format 2": ("task", lambda r: r | {"format": 2}),
+    "task without a format": ("task", lambda r: {k: v for k, v in r.items() if k != "format"}),
     "agent lease a string": ("agents/ag2.json", lambda r: r | {"lease_until": "soon"}),
     "claims an int": ("claims/ag2.json", lambda r: r | {"globs": 5}),
     "a claim an int": ("claims/ag2.json", lambda r: r | {"globs": [5]}),
@@ -319,3 +318,12 @@ def test_gc_prunes_a_rejected_state_whose_note_cannot_be_read_and_leaves_the_not
     assert [e["oid"] for e in removed["rejected"]] == [proposed["to"]]
     assert git("rev-parse", "--verify", "-q", f"refs/lanes/rejected/{proposed['id']}", cwd=repo, check=False) == ""
     assert api.history().unreadable[0].key == proposed["to"]  # its note stays, for a person to see
+
+
+def test_a_ledger_record_of_a_newer_format_still_fails_the_listing_clearly(api, repo):
+    """Not malformed: written by a newer git-lanes, which this one must not guess at (DESIGN §1)."""
+    world = _ledger_world(api)
+    _rewrite_ledger_record(repo, world["task"], lambda r: r | {"format": 2})
+    with pytest.raises(UnsupportedFormat) as raised:
+        api.task_list()
+    assert raised.value.code == "unsupported_format" and raised.value.hint == "upgrade git-lanes"

@@ -7,7 +7,7 @@ largest path, found with four tree reads; each post carries the running count of
 from __future__ import annotations
 
 from git_lanes.domain import stored
-from git_lanes.errors import UnsupportedFormat
+from git_lanes.errors import MalformedRecord
 from git_lanes.ledger import State, Tx
 
 Reader = State | Tx
@@ -51,6 +51,6 @@ def broadcasts_through(state: Reader, seq: int) -> int:
     while 0 < seq <= MAX_SEQ:
         try:
             return int((get_post(state, seq) or {}).get("broadcasts", 0))
-        except UnsupportedFormat:
+        except MalformedRecord:
             seq -= 1
     return 0

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from git_lanes.errors import UnsupportedFormat
+from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.ledger import State
+from git_lanes.ledger.state import MALFORMED_HINT
 from git_lanes.model.coordination import Agent, ClaimSet, DirtySet, Post, ReadPosition, Task, Ticket, WakeQueue
 from git_lanes.model.record import Record, Unreadable
 from git_lanes.model.refs import LEDGER
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 # positions share `board/`: see `shape_of`).
 SHAPES: dict[str, type[Record]] = {"tasks": Task, "tickets": Ticket, "agents": Agent, "claims": ClaimSet,
                                    "dirty": DirtySet, "wakes": WakeQueue, "board": Post}
-HINT = "a peer's ledger holds it; `git lanes doctor` lists every unreadable record"
+HINT = MALFORMED_HINT
 # What a listing left out: {"ref", "key", "reason"}, the fields of an `Unreadable` (model/record.py).
 SetAside = list[dict[str, str]]
 
@@ -50,11 +51,12 @@ def read(state: State | Tx, path: str) -> dict[str, Any] | None:
 
 
 def read_or_set_aside(state: State | Tx, path: str, set_aside: SetAside | None) -> dict[str, Any] | None:
-    """`read` for a listing: a record that cannot be read is noted in `set_aside` and left out (None), so the
-    rest still shows; without `set_aside` (an op, a read by id) it is the error."""
+    """`read` for a listing: a malformed record is noted in `set_aside` and left out (None), so the rest still
+    shows; without `set_aside` (an op, a read by id) it is the error. A record of a newer format is always
+    the error: this git-lanes must be upgraded to read it (DESIGN §1)."""
     try:
         return read(state, path)
-    except UnsupportedFormat as exc:
+    except MalformedRecord as exc:
         if set_aside is None:
             raise
         note(set_aside, path, exc)

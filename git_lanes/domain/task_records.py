@@ -9,7 +9,7 @@ from typing import Any
 
 from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader
-from git_lanes.errors import NotFound, UnsupportedFormat, UserError
+from git_lanes.errors import MalformedRecord, NotFound, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import MAX_TITLE
 from git_lanes.model.ids import LedgerId
@@ -70,7 +70,7 @@ def readable(state: Reader, ids: list[str], get: Callable[[Reader, str], dict[st
     for item_id in ids:
         try:
             found.append(get(state, item_id))
-        except UnsupportedFormat as exc:  # malformed, or of a newer format
+        except MalformedRecord as exc:  # one of a newer format fails the listing: upgrade to read it
             if set_aside is not None:
                 stored.note(set_aside, task_path(item_id) if get is get_task else ticket_path(item_id), exc)
     return found

@@ -10,7 +10,7 @@ from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, t
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, readable, resolve_task, save_task, task_ids, task_path,
                                            validate_title)
-from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError
+from git_lanes.errors import Conflict, MalformedRecord, Refused, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import (MAX_DEPENDS, MAX_DESCRIPTION, MAX_NOTE, MAX_REASON, MAX_TITLE,
                                          TASK_STATUSES)
@@ -159,7 +159,7 @@ def done(tx: Tx, op: Op) -> dict:
     ready = [d["id"] for d in dependents if d["status"] != "done" and is_ready(tx, d)]
     try:
         ticket = tickets.recheck(tx, op, task["ticket"]) if task["ticket"] else None
-    except UnsupportedFormat:  # a ticket a peer broke is left as it is; the task is done all the same
+    except MalformedRecord:  # a ticket a peer broke is left as it is; the task is done all the same
         ticket = None
     # A dispatch plan's exclusive claims hold until its last task is done.
     from git_lanes.domain import exclusive

@@ -39,11 +39,11 @@ def load(ctx: Context, state: str) -> Transition | None:
 
 
 def load_readable(ctx: Context, state: str) -> Transition | None:
-    """`load`, with a note that cannot be read (a peer's) taken as none: for upkeep, which judges a state by
-    its ref and commit when its record is unreadable, and leaves that note as it is."""
+    """`load`, with a malformed note (a peer's) taken as none: for upkeep, which judges a state by its ref
+    and commit when its record is unreadable, and leaves that note as it is."""
     try:
         return load(ctx, state)
-    except UnsupportedFormat:
+    except MalformedRecord:
         return None
 
 
@@ -64,7 +64,7 @@ def scan(ctx: Context) -> tuple[list[Transition], list[Unreadable]]:
     for target, text in ctx.store.iter_notes(refs.NOTES):
         try:
             record = Transition.from_note(text)
-        except UnsupportedFormat as exc:
+        except MalformedRecord as exc:  # one of a newer format fails clearly: upgrade to read it (DESIGN §1)
             unreadable.append(_unreadable(ctx, target, exc.message))
             continue
         if record is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from git_lanes.errors import UnsupportedFormat
+from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
 TYPE_CHECKING = False  # the light sync path reads ledger state without loading pygit2, nor typing
@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from git_lanes.store import Store
 
     Record = dict[str, Any]
+
+
+MALFORMED_HINT = "a peer's ledger holds it; `git lanes doctor` lists every unreadable record"
 
 
 class State:
@@ -61,14 +64,20 @@ class State:
         data = self._read(path)
         if data is None:
             return None
+        # What no git-lanes writes is malformed (listings set it aside); a newer major format is not, and fails
+        # clearly (DESIGN §1: upgrade to read it).
         try:
             record = json.loads(data)
         except ValueError as exc:
-            raise UnsupportedFormat(f"ledger record {path} is not JSON: {exc}") from None
+            raise MalformedRecord(f"ledger record {path} is not JSON: {exc}", hint=MALFORMED_HINT) from None
         except RecursionError:  # a peer's tree: bad input, not an internal error
-            raise UnsupportedFormat(f"ledger record {path} is not JSON we read: nested too deeply") from None
+            raise MalformedRecord(f"ledger record {path} is not JSON we read: nested too deeply",
+                                  hint=MALFORMED_HINT) from None
         if not isinstance(record, dict):
-            raise UnsupportedFormat(f"ledger record {path} is not a JSON object")
+            raise MalformedRecord(f"ledger record {path} is not a JSON object", hint=MALFORMED_HINT)
+        found = record.get("format")
+        if isinstance(found, bool) or not isinstance(found, (int, float)) or not FORMAT <= found < float("inf"):
+            raise MalformedRecord(f"ledger record {path} has format {found!r}", hint=MALFORMED_HINT)
         check_format(record, f"ledger record {path}")
         return record
 
