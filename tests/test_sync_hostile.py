@@ -266,3 +266,16 @@ def test_gc_leaves_a_rejected_or_backup_ref_that_is_no_commit_to_doctor(repo):
         assert git("rev-parse", ref, cwd=repo).strip() == blob  # left for `git lanes doctor` to name
     doctor = run_cli("doctor", "--json", cwd=repo)
     assert "refs/lanes/rejected/0123456789abcdef" in doctor.out
+
+
+def test_the_text_report_lists_a_bounded_number_of_refused_refs():
+    from git_lanes.lite.sync import LISTED, render
+
+    invalid = [{"ref": f"refs/lanes/heads/HEAD{index}", "side": "remote", "oid": None, "reason": "bad",
+                "hint": "remove it"} for index in range(LISTED + 5)]
+    report = {"mode": "sync", "remote": "origin", "attempts": 1, "came_in": [], "went_out": [], "diverged": [],
+              "held_back": [], "kept": [], "invalid": invalid, "refused": {}, "workspaces": [],
+              "notes": {"merged": 0, "conflicts": []},
+              "ledger": {"came_in": 0, "went_out": 0, "replayed": 0, "refused": 0}}
+    text = render(report)
+    assert text.count("\n  refused refs/") == LISTED and "and 5 more refs (see --json)" in text

@@ -82,10 +82,13 @@ def render(report: dict) -> str:
             lines.append(f"    to merge: git lanes lane create {theirs} --from {item['remote_copy']} && "
                          f"git lanes promote {theirs} --into {item['name']} --auto-accept && "
                          f"git lanes lane delete {theirs}")
-    for item in report.get("invalid", ()):
+    invalid = report.get("invalid", ())
+    for item in invalid[:LISTED]:  # a remote can hold any number of them
         where = "here" if item["side"] == "local" else f"on {report['remote']}"
         lines.append(f"  refused {item['ref']} {where}: {item['reason']}")
         lines.append(f"    {item['hint']}")
+    if len(invalid) > LISTED:
+        lines.append(f"  refused ... and {len(invalid) - LISTED} more refs (see --json)")
     for item in report["kept"]:
         lines.append(f"  kept lane {item['lane']}: {item['reason']}")
         if item.get("hint"):
