@@ -47,7 +47,8 @@ def git_commit_running(repo: Path, worktree: Path, tmp_path: Path) -> Iterator[s
     committing = subprocess.Popen(["git", "commit", "-qam", "plain git commit"], cwd=worktree)
     try:
         wait_for(started)  # the commit holds the index lock now, and runs its hook
-        assert (repo / ".git" / "worktrees" / worktree.name / "index.lock").exists()
+        admin = repo / ".git" if worktree == repo else repo / ".git" / "worktrees" / worktree.name
+        assert (admin / "index.lock").exists()
         yield committing
         assert committing.poll() is None  # the commit was still running when the command answered
     finally:
@@ -139,3 +140,19 @@ def test_a_sync_catch_up_leaves_a_workspace_whose_git_commit_is_running_alone(re
         assert not (l1 / "b.txt").exists()
     assert git("log", "-1", "--format=%s", cwd=l1).strip() == "plain git commit"
     fsck_clean(repo)
+
+
+def test_a_sync_leaves_the_trunk_alone_while_a_git_commit_runs_in_the_main_worktree(repo, tmp_path):
+    """The trunk's files must move before its branch does; the index they need is held, so neither moves
+    (the sync reports the trunk blocked and the next one brings it)."""
+    from git_lanes.store.follow import fast_forward_files
+
+    _, l2 = lanes_with_a_promotion_waiting(repo)
+    api = Lanes(repo)
+    incoming = api.ctx.store.tree_of(git("rev-parse", "refs/lanes/heads/l2", cwd=repo).strip())
+    with git_commit_running(repo, repo, tmp_path):
+        with api.ctx.store.locked():
+            blocked = fast_forward_files(api.ctx.store, repo, incoming)
+        assert list(blocked or {}) == ["the index is locked by another git command"]
+        assert not (repo / "b.txt").exists()
+    assert git("log", "-1", "--format=%s", cwd=repo).strip() == "plain git commit"
