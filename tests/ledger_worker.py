@@ -2,6 +2,10 @@
 
     ledger_worker.py REPO claim AGENT     claim each task id read from stdin; one JSON line per claim
     ledger_worker.py REPO post AGENT N    post N messages "AGENT i"; one JSON line per acknowledged post
+
+Every ledger append here but the first ever (which creates the ref) moves it by the store's own `.lock`
+writer (store/loose_ref.py), never by libgit2's transaction: the tests prove that writer under real
+concurrency.
 """
 
 from __future__ import annotations
@@ -11,6 +15,16 @@ import sys
 
 from git_lanes.api import Lanes
 from git_lanes.errors import LanesError
+from git_lanes.model.refs import LEDGER
+from git_lanes.store.repo import Store
+
+_transact = Store._transact
+
+
+def _not_the_ledger(self, updates):
+    assert all(update.name != LEDGER or update.old is None for update in updates), \
+        "the ledger moved through libgit2's transaction"
+    return _transact(self, updates)
 
 
 def claim(api: Lanes, agent: str) -> None:
@@ -34,6 +48,7 @@ def post(api: Lanes, agent: str, count: int) -> None:
 
 def main() -> None:
     repo, mode, agent, *rest = sys.argv[1:]
+    Store._transact = _not_the_ledger  # type: ignore[method-assign]
     api = Lanes(repo)
     if mode == "claim":
         claim(api, agent)

@@ -87,6 +87,10 @@ def test_eight_processes_post_a_hundred_each_all_present_once_in_one_order(repo)
     for i in range(POSTERS):
         mine = [int(p["text"].split()[1]) for p in posts if p["from"] == f"poster-{i}"]
         assert mine == list(range(POSTS_EACH))
+    # the reflog holds each move once, in the order made: an unbroken chain ending at the head
+    moves = [line.split("\t")[0].split()[:2] for line in (repo / ".git/logs/refs/lanes/ledger").read_text()
+             .splitlines()][-total:]
+    assert all(before[1] == after[0] for before, after in zip(moves, moves[1:])) and moves[-1][1] == ledger_head(repo)
     fsck_clean(repo)
 
 

@@ -1,0 +1,188 @@
+"""One ref moved by compare-and-swap without libgit2, writing the same files libgit2's transaction writes.
+
+Every ledger append ends in one such move (issue 15). libgit2's `repo.transaction()` spends ~40 system calls
+and ~0.15-0.2 ms on it (it reads the config files three times, the ref three times, and HEAD's chain, to
+decide on reflogs); git's own protocol needs six: create `<ref>.lock` exclusively, read the ref, check it,
+write the new value to the lock, append the reflog line, rename the lock over the ref. Since git, libgit2
+and this code all take the same `<ref>.lock`, they exclude each other on the ref as before.
+
+`move` handles only the plain case: one existing ref, not symbolic, loose or packed (the loose file written
+over a packed ref wins, as when git or libgit2 update one), not what HEAD points to (libgit2 would log HEAD
+too). Anything else raises `Unusual` with nothing changed and the lock let go, and the caller runs libgit2.
+The reflog line is byte for byte the one libgit2 writes (`serialize_reflog_entry` in refdb_fs.c), with the
+identity libgit2's reflog uses (`git_reference__log_signature`), which the caller passes in."""
+
+from __future__ import annotations
+
+import os
+
+from git_lanes.errors import Conflict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# (name, email, seconds since the epoch, offset in minutes), as raw bytes where git keeps bytes
+Identity = tuple[bytes, bytes, int, int]
+_HEX = frozenset("0123456789abcdef")
+_SPACE = b" \t\n\v\f\r"  # git__isspace, what libgit2's git_str_rtrim strips
+_FILE_MODE = 0o666  # GIT_REFS_FILE_MODE and GIT_REFLOG_FILE_MODE, less the umask
+
+
+class Unusual(Exception):
+    """The ref is not in the plain state `move` handles; nothing was changed."""
+
+
+class LockTaken(Exception):
+    """`<ref>.lock` exists: another process is moving the ref (or one died doing so)."""
+
+    def __init__(self, lock: str) -> None:
+        # libgit2's own words for it, so callers report it as they reported libgit2's failure
+        super().__init__(f"failed to lock file '{lock}' for writing: ")
+        self.lock = lock
+
+
+def move(common_dir: str, name: str, new: str, old: str, message: str, identity: Callable[[], Identity],
+         log: bool) -> None:
+    """Move `name` from `old` to `new` under `<name>.lock`, appending a reflog line when `log`. Conflict
+    (stale_ref, as the libgit2 path raises it) when the ref is not at `old`; LockTaken when the lock exists;
+    Unusual when libgit2 should do it."""
+    path = os.path.join(common_dir, name)
+    lock = path + ".lock"
+    fd = _take(lock)
+    try:
+        current = _read(common_dir, name, path)
+        if current != old:
+            raise Conflict(f"{name} moved: expected {old[:8]}, found {current[:8] if current else 'nothing'}",
+                           code="stale_ref", hint="another writer got there first; re-read and retry")
+        if log and _head_names(common_dir, name):
+            raise Unusual("HEAD points to the ref: libgit2 logs HEAD's move too")
+        os.write(fd, f"{new}\n".encode())
+        if log:  # with the lock still open, as libgit2 logs: stale.py never takes an open lock for abandoned
+            _append_log(common_dir, name, reflog_line(current, new, identity(), message))
+        os.close(fd)
+        fd = -1
+        os.rename(lock, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def reflog_line(old: str, new: str, who: Identity, message: str) -> bytes:
+    """The line libgit2 appends to a reflog, quirks and all: newlines become spaces except in the line's last
+    two bytes, then trailing white space goes (with the tab, for an empty message)."""
+    name, email, when, offset = who
+    sign = "-" if offset < 0 else "+"
+    hours, minutes = divmod(abs(offset), 60)
+    line = b"%s %s %s <%s> %d %s%02d%02d" % (old.encode(), new.encode(), name, email, when, sign.encode(),
+                                             hours, minutes)
+    line += b"\t" + message.encode()
+    if b"\n" in line[:-2]:
+        line = line[:-2].replace(b"\n", b" ") + line[-2:]
+    return line.rstrip(_SPACE) + b"\n"
+
+
+def _take(lock: str) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        return os.open(lock, flags, _FILE_MODE)
+    except FileExistsError:
+        raise LockTaken(lock) from None
+    except FileNotFoundError:  # a packed ref whose folder `git pack-refs` removed
+        pass
+    except OSError as exc:
+        raise Unusual(str(exc)) from None
+    try:
+        os.makedirs(os.path.dirname(lock), exist_ok=True)
+        return os.open(lock, flags, _FILE_MODE)
+    except FileExistsError:
+        raise LockTaken(lock) from None
+    except OSError as exc:
+        raise Unusual(str(exc)) from None
+
+
+def _read(common_dir: str, name: str, path: str) -> str | None:
+    """The object id the ref holds: its loose file, else its line in packed-refs, else None."""
+    try:
+        text = _slurp(path)
+    except FileNotFoundError:
+        return _packed(common_dir, name)
+    except OSError as exc:
+        raise Unusual(str(exc)) from None
+    oid = text.rstrip(b"\n").decode("ascii", "replace")
+    if len(oid) != 40 or not _HEX.issuperset(oid):
+        raise Unusual(f"{name} holds {text[:60]!r}, not an object id")  # a symbolic ref, or a damaged one
+    return oid
+
+
+def _slurp(path: str, size: int = 4096) -> bytes:
+    """The first `size` bytes of a small file, by bare system calls (`open()` costs ~5 µs more a file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
+def _packed(common_dir: str, name: str) -> str | None:
+    try:
+        with open(os.path.join(common_dir, "packed-refs"), "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Unusual(str(exc)) from None
+    tail = b" " + name.encode() + b"\n"
+    at = data.find(tail)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        if at - start == 40:
+            return data[start:at].decode("ascii", "replace")
+        at = data.find(tail, at + 1)
+    if not data.endswith(b"\n") and data.endswith(tail[:-1]):
+        raise Unusual("packed-refs does not end in a newline")
+    return None
+
+
+def _head_names(common_dir: str, name: str) -> bool:
+    """Whether the repository's HEAD resolves, through symbolic refs, to `name` (libgit2 then logs HEAD's
+    move too, `git_refdb_should_write_head_reflog`). Unusual when a branch on the way is itself symbolic."""
+    try:
+        head = _slurp(os.path.join(common_dir, "HEAD"))
+    except OSError as exc:
+        raise Unusual(str(exc)) from None
+    if not head.startswith(b"ref:"):
+        return False
+    target = head[4:].strip().decode("utf-8", "replace")
+    if target == name:
+        return True
+    try:
+        symbolic = _slurp(os.path.join(common_dir, target), 4) == b"ref:"
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return False  # unborn or packed: packed refs are never symbolic
+    except OSError as exc:
+        raise Unusual(str(exc)) from None
+    if symbolic:
+        raise Unusual(f"{target} is a symbolic ref")
+    return False
+
+
+def _append_log(common_dir: str, name: str, line: bytes) -> None:
+    log = os.path.join(common_dir, "logs", name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+    try:
+        fd = os.open(log, flags, _FILE_MODE)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        fd = os.open(log, flags, _FILE_MODE)
+    except IsADirectoryError:  # reflogs of deleted refs beneath: libgit2 clears them or refuses
+        raise Unusual(f"{log} is a folder") from None
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)

@@ -1,0 +1,333 @@
+"""The ledger's ref move without libgit2 (store/loose_ref.py) keeps libgit2's contract and writes libgit2's
+files: a wrong expectation moves nothing, a lock taken by someone else is reported (or cleared) as before,
+the reflog line is the one libgit2 writes, a packed ref is moved by a loose one, and concurrent writers
+(other processes, the git CLI) lose nothing. Each test first makes sure which path it is on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git
+from dulwich.reflog import parse_reflog_line
+
+from git_lanes.errors import Conflict
+from git_lanes.store import RefUpdate, loose_ref, open_store
+from git_lanes.store.repo import Store
+
+REF = "refs/lanes/ledger"
+MESSAGES = ["lanes ledger: board.post 0123abcd", "two\nlines", "trailing newline\n", "  spaced out \t ",
+            "", "\n", "ünïcode ✓", "tab\tinside"]
+
+
+@pytest.fixture
+def store(repo: Path):
+    return open_store(repo)
+
+
+@pytest.fixture
+def transactions(monkeypatch):
+    """How many times libgit2's transaction ran (the fast path never starts one)."""
+    calls: list[list[RefUpdate]] = []
+    original = Store._transact
+
+    def spy(self, updates):
+        calls.append(updates)
+        return original(self, updates)
+
+    monkeypatch.setattr(Store, "_transact", spy)
+    return calls
+
+
+def libgit2_only(monkeypatch) -> None:
+    monkeypatch.setattr(Store, "_move_loose", lambda self, update: False)
+
+
+def _commits(repo: Path, count: int) -> list[str]:
+    tree = git("write-tree", cwd=repo).strip()
+    return [git("commit-tree", tree, "-m", f"c{i}", cwd=repo).strip() for i in range(count)]
+
+
+def _log(repo: Path, name: str = REF) -> bytes:
+    return (repo / ".git" / "logs" / name).read_bytes()
+
+
+@pytest.fixture
+def ledger(store, repo):
+    """`REF` at a commit of its own (a ref of the test's, since the repository's ledger is already in use)
+    and two more to move it to."""
+    one, two, three = _commits(repo, 3)
+    store.update_refs([RefUpdate(REF, one, store.read_ref(REF), "start")])
+    return one, two, three
+
+
+def test_a_wrong_expectation_refuses_and_changes_nothing(store, repo, ledger, transactions):
+    one, two, three = ledger
+    log = _log(repo)
+    transactions.clear()
+    with pytest.raises(Conflict) as raised:
+        store.update_refs([RefUpdate(REF, three, two, "expects two")])
+    assert raised.value.code == "stale_ref" and REF in raised.value.message
+    assert raised.value.message == f"{REF} moved: expected {two[:8]}, found {one[:8]}"
+    assert transactions == []  # the fast path answered
+    assert store.read_ref(REF) == one and _log(repo) == log
+    assert not (repo / ".git" / f"{REF}.lock").exists()
+    store.update_refs([RefUpdate(REF, two, one, "expects one")])
+    assert transactions == [] and git("rev-parse", REF, cwd=repo).strip() == two
+
+
+def test_a_ref_at_an_unexpected_value_reads_the_same_on_both_paths(store, repo, ledger, monkeypatch):
+    one, two, three = ledger
+    with pytest.raises(Conflict) as fast:
+        store.update_refs([RefUpdate(REF, three, two, "expects two")])
+    libgit2_only(monkeypatch)
+    with pytest.raises(Conflict) as slow:
+        store.update_refs([RefUpdate(REF, three, two, "expects two")])
+    assert (fast.value.code, fast.value.message, fast.value.hint) == \
+        (slow.value.code, slow.value.message, slow.value.hint)
+
+
+def _hold_open(lock: Path) -> subprocess.Popen:
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'a'); "
+                               "print('held', flush=True); time.sleep(60)", str(lock)], stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+@pytest.mark.parametrize("path", ["fast", "libgit2"])
+def test_a_lock_held_by_a_live_process_is_reported_and_left(store, repo, ledger, monkeypatch, transactions, path):
+    one, two, _ = ledger
+    if path == "libgit2":
+        libgit2_only(monkeypatch)
+    lock = repo / ".git" / f"{REF}.lock"
+    holder = _hold_open(lock)
+    transactions.clear()
+    try:
+        with pytest.raises(Conflict) as raised:
+            store.update_refs([RefUpdate(REF, two, one, "while locked")])
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (raised.value.code, raised.value.message, raised.value.hint) == (
+        "locked", f"could not update refs: {lock} is locked by another process",
+        f"retry; if no git process is running, delete {lock}")
+    assert lock.exists() and store.read_ref(REF) == one
+    assert bool(transactions) == (path == "libgit2")
+    lock.unlink()
+
+
+@pytest.mark.parametrize("path", ["fast", "libgit2"])
+def test_a_lock_a_dead_process_left_is_cleared(store, repo, ledger, monkeypatch, transactions, path):
+    one, two, _ = ledger
+    if path == "libgit2":
+        libgit2_only(monkeypatch)
+    lock = repo / ".git" / f"{REF}.lock"
+    lock.write_text("")
+    transactions.clear()
+    store.update_refs([RefUpdate(REF, two, one, "after a crash")])
+    assert not lock.exists() and git("rev-parse", REF, cwd=repo).strip() == two
+    assert bool(transactions) == (path == "libgit2")
+
+
+def test_a_lock_held_for_a_plain_git_transaction_meets_the_same_answer_on_both_paths(store, repo, ledger,
+                                                                                     monkeypatch):
+    """`git update-ref --stdin` holding `<ref>.lock` through `prepare` (closed, as git keeps its locks) is
+    treated by the fast path exactly as by libgit2's: whatever stale.py decides, both decide it."""
+    one, two, three = ledger
+    outcomes = []
+    for path in ("fast", "libgit2"):
+        if path == "libgit2":
+            libgit2_only(monkeypatch)
+        at = store.read_ref(REF)
+        other = two if at != two else three
+        git_side = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert git_side.stdin is not None and git_side.stdout is not None
+        git_side.stdin.write(f"start\nupdate {REF} {other} {at}\nprepare\n")
+        git_side.stdin.flush()
+        assert git_side.stdout.readline() == "start: ok\n" and git_side.stdout.readline() == "prepare: ok\n"
+        mine = one if at != one else three
+        try:
+            store.update_refs([RefUpdate(REF, mine, at, f"{path} against git")])
+            outcome = "moved"
+        except Conflict as exc:
+            outcome = exc.code
+        git_side.communicate("commit\n", timeout=30)
+        outcomes.append((outcome, git_side.returncode, store.read_ref(REF) == mine))
+        assert not (repo / ".git" / f"{REF}.lock").exists()
+    assert outcomes[0] == outcomes[1], outcomes
+
+
+@pytest.mark.parametrize("identity", ["configured", "untidy", "none"])
+def test_the_reflog_line_is_the_one_libgit2_writes(store, repo, ledger, monkeypatch, transactions, identity):
+    one, two, _ = ledger
+    # libgit2 reads the global config from its own search path, fixed when it starts (not the test's HOME)
+    levels = [pygit2.enums.ConfigLevel.GLOBAL, pygit2.enums.ConfigLevel.XDG, pygit2.enums.ConfigLevel.SYSTEM]
+    saved = [pygit2.settings.search_path[level] for level in levels]
+    if identity == "none":
+        empty = repo.parent / "empty-home"
+        empty.mkdir()
+        for level in levels:
+            pygit2.settings.search_path[level] = str(empty)
+        store = open_store(repo)
+    else:  # libgit2 trims what git trims from a name (the fast path asks libgit2 for it)
+        git("config", "user.name", "Test" if identity == "configured" else "  Ann O'Nym. ", cwd=repo)
+        git("config", "user.email", "test@example.com" if identity == "configured" else " ann@ex.com", cwd=repo)
+    try:
+        lines = {}
+        for path in ("fast", "libgit2"):
+            if path == "libgit2":
+                libgit2_only(monkeypatch)
+            transactions.clear()
+            for message in MESSAGES:
+                at = store.read_ref(REF)
+                store.update_refs([RefUpdate(REF, two if at == one else one, at, message)])
+            assert bool(transactions) == (path == "libgit2")
+            lines[path] = _log(repo).splitlines(keepends=True)[-len(MESSAGES):]
+    finally:
+        for level, path in zip(levels, saved):
+            pygit2.settings.search_path[level] = path
+    fast, slow = ([_without_time(line) for line in lines[path]] for path in ("fast", "libgit2"))
+    assert fast == slow
+    name = {"configured": b"Test <test@example.com>", "untidy": b"Ann O'Nym. <ann@ex.com>",
+            "none": b"unknown <unknown>"}[identity]
+    assert all(name in line for line in lines["fast"]), lines["fast"]
+    # git and dulwich read every entry the same whichever wrote it
+    shown = git("reflog", "show", "--format=%H %gn %ge %gs", REF, cwd=repo).splitlines()
+    half = len(MESSAGES)
+    assert [line.split(" ", 1)[1] for line in shown[:half]] == [line.split(" ", 1)[1] for line in shown[half:2 * half]]
+    # (dulwich reads no line without a tab, which both write for an empty message, as git does)
+    entries = [parse_reflog_line(line) for line in _log(repo).splitlines()[-2 * half:] if b"\t" in line]
+    fields = [(e.committer, e.timezone, e.message) for e in entries]
+    assert fields[:len(fields) // 2] == fields[len(fields) // 2:] and len(fields) > half
+
+
+def _without_time(line: bytes) -> bytes:
+    head, tab, message = line.partition(b"\t")
+    parts = head.split(b" ")
+    return b" ".join(parts[2:-2] + parts[-1:]) + tab + message  # drop the two oids and the seconds
+
+
+def test_the_line_format_matches_libgit2s_quirks():
+    who = (b"A B", b"a@b", 1_800_000_000, -300)
+    assert loose_ref.reflog_line("0" * 40, "1" * 40, who, "m") == \
+        b"0" * 40 + b" " + b"1" * 40 + b" A B <a@b> 1800000000 -0500\tm\n"
+    assert loose_ref.reflog_line("0" * 40, "1" * 40, who, "").endswith(b"-0500\n")
+    assert loose_ref.reflog_line("0" * 40, "1" * 40, who, "a\nb\n").endswith(b"\ta b\n")
+    assert loose_ref.reflog_line("0" * 40, "1" * 40, (b"A", b"a", 0, 330), "x").endswith(b" 0 +0530\tx\n")
+
+
+def test_a_packed_ref_is_moved_by_a_loose_one(store, repo, ledger, transactions):
+    one, two, three = ledger
+    git("pack-refs", "--all", cwd=repo)
+    loose = repo / ".git" / REF
+    assert not loose.exists() and f"{one} {REF}" in (repo / ".git/packed-refs").read_text()
+    transactions.clear()
+    with pytest.raises(Conflict) as raised:
+        store.update_refs([RefUpdate(REF, three, two, "wrong")])
+    assert raised.value.code == "stale_ref" and not loose.exists()
+    store.update_refs([RefUpdate(REF, two, one, "over the packed one")])
+    assert transactions == []
+    assert loose.read_text() == f"{two}\n" and git("rev-parse", REF, cwd=repo).strip() == two
+    assert _log(repo).splitlines()[-1].startswith(f"{one} {two} ".encode())
+    store.update_refs([RefUpdate(REF, three, two, "loose again")])
+    assert transactions == [] and git("rev-parse", REF, cwd=repo).strip() == three
+    fsck = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=repo, capture_output=True,
+                          text=True)
+    assert fsck.returncode == 0, fsck.stderr
+
+
+def test_a_ledger_append_after_pack_refs_moves_the_ledger(api, repo, transactions):
+    api.board_post("before", "lead")
+    git("pack-refs", "--all", cwd=repo)
+    before = git("rev-parse", REF, cwd=repo).strip()
+    assert not (repo / ".git" / REF).exists()
+    transactions.clear()
+    api.board_post("after", "lead")
+    assert not any(u.name == REF for batch in transactions for u in batch)
+    after = (repo / ".git" / REF).read_text().strip()
+    assert git("rev-parse", REF, f"{REF}^", cwd=repo).split() == [after, before]
+    assert "after" in git("cat-file", "commit", after, cwd=repo)
+
+
+@pytest.mark.parametrize("unusual", ["symbolic", "head"])
+def test_what_libgit2_treats_specially_goes_to_libgit2(store, repo, ledger, transactions, unusual):
+    one, two, _ = ledger
+    if unusual == "symbolic":
+        git("symbolic-ref", "refs/lanes/alias", REF, cwd=repo)
+        name = "refs/lanes/alias"
+    else:  # libgit2 logs HEAD's move as well when HEAD names the ref
+        git("symbolic-ref", "HEAD", REF, cwd=repo)
+        name = REF
+    transactions.clear()
+    store.update_refs([RefUpdate(name, two, one, "special")])
+    assert len(transactions) == 1 and git("rev-parse", name, cwd=repo).strip() == two
+    assert not (repo / ".git" / f"{name}.lock").exists()
+
+
+WRITER = """
+import os, sys
+from git_lanes.errors import Conflict
+from git_lanes.store import RefUpdate, open_store
+from git_lanes.store.repo import Store
+
+def never(self, updates):
+    raise AssertionError("libgit2's transaction ran")
+
+Store._transact = never
+store = open_store(sys.argv[1])
+ref, me, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
+tree = store.empty_tree()
+done = 0
+while done < count:
+    head = store.read_ref(ref)
+    commit = store.write_commit(tree, [head], f"{me} {done}\\n")
+    try:
+        store.update_refs([RefUpdate(ref, commit, head, f"{me} {done}")])
+    except Conflict as exc:
+        assert exc.code in ("stale_ref", "locked", "ref_locked"), exc  # a lost race, as with libgit2
+        continue
+    done += 1
+print(done)
+"""
+
+GIT_WRITER = """
+set -e
+i=0
+while [ $i -lt $2 ]; do
+  head=$(git rev-parse "$1")
+  commit=$(git commit-tree "$head^{tree}" -p "$head" -m "git $i")
+  if git update-ref -m "git $i" "$1" "$commit" "$head" 2>/dev/null; then i=$((i+1)); fi
+done
+echo $i
+"""
+
+
+def test_eight_processes_and_the_git_cli_moving_one_ref_lose_nothing(store, repo, ledger):
+    """No writers' lock here: `<ref>.lock` alone orders 8 fast-path processes and a git CLI loop, each
+    re-reading and retrying on a lost race. Every success is on the ref's first-parent chain, once, and the
+    reflog is one unbroken chain of moves."""
+    one, _, _ = ledger
+    each, processes = 40, 8
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(repo), REF, f"p{n}", str(each)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for n in range(processes)]
+    git_writer = subprocess.Popen(["sh", "-c", GIT_WRITER, "sh", REF, str(each)], cwd=repo,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for writer in [*writers, git_writer]:
+        out, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0 and out.strip() == str(each), err
+    subjects = git("log", "--first-parent", "--format=%s", f"{one}..{REF}", cwd=repo).split("\n")[:-1]
+    expected = {f"p{n} {i}" for n in range(processes) for i in range(each)} | {f"git {i}" for i in range(each)}
+    assert len(subjects) == len(expected) and set(subjects) == expected
+    entries = [line.split(b"\t")[0].split(b" ")[:2] for line in _log(repo).splitlines()]
+    tail = entries[-len(expected):]
+    assert all(prev[1] == nxt[0] for prev, nxt in zip(tail, tail[1:]))
+    assert tail[-1][1].decode() == git("rev-parse", REF, cwd=repo).strip()
+    assert not (repo / ".git" / f"{REF}.lock").exists()
