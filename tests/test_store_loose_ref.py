@@ -100,6 +100,20 @@ def _hold_open(lock: Path) -> subprocess.Popen:
 
 
 @pytest.mark.parametrize("path", ["fast", "libgit2"])
+def test_a_move_to_where_the_ref_is_writes_nothing(store, repo, ledger, monkeypatch, transactions, path):
+    one, _, _ = ledger
+    if path == "libgit2":
+        libgit2_only(monkeypatch)
+    ref, log = repo / ".git" / REF, _log(repo)
+    before = ref.stat()
+    transactions.clear()
+    store.update_refs([RefUpdate(REF, one, one, "stays")])
+    after = ref.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns) and _log(repo) == log
+    assert not (repo / ".git" / f"{REF}.lock").exists() and bool(transactions) == (path == "libgit2")
+
+
+@pytest.mark.parametrize("path", ["fast", "libgit2"])
 def test_a_lock_held_by_a_live_process_is_reported_and_left(store, repo, ledger, monkeypatch, transactions, path):
     one, two, _ = ledger
     if path == "libgit2":

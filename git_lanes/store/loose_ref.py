@@ -55,6 +55,8 @@ def move(common_dir: str, name: str, new: str, old: str, message: str, identity:
         if current != old:
             raise Conflict(f"{name} moved: expected {old[:8]}, found {current[:8] if current else 'nothing'}",
                            code="stale_ref", hint="another writer got there first; re-read and retry")
+        if new == current:  # libgit2 then writes nothing, not even a reflog line
+            return
         if log and _head_names(common_dir, name):
             raise Unusual("HEAD points to the ref: libgit2 logs HEAD's move too")
         os.write(fd, f"{new}\n".encode())
@@ -63,14 +65,15 @@ def move(common_dir: str, name: str, new: str, old: str, message: str, identity:
         os.close(fd)
         fd = -1
         os.rename(lock, path)
-    except BaseException:
+        lock = ""  # it is the ref now
+    finally:
         if fd >= 0:
             os.close(fd)
-        try:
-            os.unlink(lock)
-        except FileNotFoundError:
-            pass
-        raise
+        if lock:
+            try:
+                os.unlink(lock)
+            except FileNotFoundError:
+                pass
 
 
 def reflog_line(old: str, new: str, who: Identity, message: str) -> bytes:
@@ -142,7 +145,10 @@ def _packed(common_dir: str, name: str) -> str | None:
     while at >= 0:
         start = data.rfind(b"\n", 0, at) + 1
         if at - start == 40:
-            return data[start:at].decode("ascii", "replace")
+            oid = data[start:at].decode("ascii", "replace")
+            if not _HEX.issuperset(oid):
+                raise Unusual(f"packed-refs holds {oid!r} for {name}")
+            return oid
         at = data.find(tail, at + 1)
     if not data.endswith(b"\n") and data.endswith(tail[:-1]):
         raise Unusual("packed-refs does not end in a newline")
