@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pygit2
@@ -345,3 +346,43 @@ def test_eight_processes_and_the_git_cli_moving_one_ref_lose_nothing(store, repo
     assert all(prev[1] == nxt[0] for prev, nxt in zip(tail, tail[1:]))
     assert tail[-1][1].decode() == git("rev-parse", REF, cwd=repo).strip()
     assert not (repo / ".git" / f"{REF}.lock").exists()
+
+
+PACKER = """
+n=0
+while [ ! -e "$1" ]; do git pack-refs --all 2>/dev/null; n=$((n+1)); done
+echo $n
+"""
+
+
+def test_appends_while_git_packs_refs_over_and_over_lose_nothing(api, repo, transactions):
+    """`git pack-refs --all` moves the ledger into packed-refs and deletes its loose file, under the ref's
+    lock, while appends move it out again: each side waits for or retries around the other."""
+    api.board_post("first", "lead")
+    stop = repo.parent / "stop-packing"
+    packer = subprocess.Popen(["sh", "-c", PACKER, "sh", str(stop)], cwd=repo, stdout=subprocess.PIPE, text=True)
+    acknowledged, packed_seen = [], 0
+    try:
+        for i in range(150):
+            deadline = time.monotonic() + (1.0 if i % 2 else 0.0)  # every other append waits for a packing
+            while (repo / ".git" / REF).exists() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            packed_seen += not (repo / ".git" / REF).exists()  # this append starts from the packed ledger
+            try:
+                acknowledged.append(api.board_post(f"post {i}", "lead")["op"])
+            except Conflict as exc:  # the packer held the lock through every retry: refused, nothing half-done
+                assert exc.code in ("locked", "ref_locked"), exc
+    finally:
+        stop.touch()
+        out, _ = packer.communicate(timeout=60)
+    assert int(out) >= 10 and packed_seen >= 30, (out, packed_seen)  # the packer ran, packing the ledger between
+    assert not any(u.name == REF and u.old is not None for batch in transactions for u in batch)
+    from git_lanes import ledger
+
+    ops = [op.id for op in ledger.ops_between(api.ctx.store, None, api.ctx.store.read_ref(REF))]
+    assert set(acknowledged) <= set(ops) and len(acknowledged) >= 100
+    moves = [line.split(b"\t")[0].split(b" ")[:2] for line in _log(repo).splitlines()]
+    assert all(before[1] == after[0] for before, after in zip(moves, moves[1:]))
+    fsck = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=repo, capture_output=True,
+                          text=True)
+    assert fsck.returncode == 0, fsck.stderr

@@ -64,7 +64,7 @@ def move(common_dir: str, name: str, new: str, old: str, message: str, identity:
             _append_log(common_dir, name, reflog_line(current, new, identity(), message))
         os.close(fd)
         fd = -1
-        os.rename(lock, path)
+        os.replace(lock, path)
         lock = ""  # it is the ref now
     finally:
         if fd >= 0:
