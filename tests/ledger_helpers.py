@@ -35,3 +35,28 @@ def fsck_clean(repo: Path) -> None:
     fsck = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=repo, capture_output=True,
                           text=True)
     assert fsck.returncode == 0 and "error" not in fsck.stderr, fsck.stderr
+
+
+def ledger_record(repo: Path, path: str, rev: str = "refs/lanes/ledger") -> dict | None:
+    """Record `path` as plain git reads it, by the rule the README gives: the newest commit whose op carries
+    `edits` for the path holds it (null: deleted); reaching a commit whose op carries no edits (a checkpoint),
+    its tree holds it."""
+    import json
+
+    commit = _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
+    while True:
+        body = _git(repo, "log", "-1", "--format=%b", commit)
+        try:
+            op = json.loads(body)
+        except ValueError:
+            op = {}
+        if "edits" not in op:
+            shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=repo, capture_output=True, text=True)
+            return json.loads(shown.stdout) if shown.returncode == 0 else None
+        if path in op["edits"]:
+            return op["edits"][path]
+        commit = _git(repo, "rev-parse", f"{commit}^").strip()
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout

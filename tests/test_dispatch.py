@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from conftest import git, run_cli, workspace
+from ledger_helpers import ledger_record
 from hook_helpers import decision, hook, write
 from promotion_fixtures import edit, head
 
@@ -74,7 +75,7 @@ def test_dispatch_creates_the_ticket_tasks_claims_and_the_foundation_lane(repo):
     assert set(ui_task["depends"]) == {tasks["foundation"]["task"], tasks["api"]["task"]}
     ticket = run_cli("ticket", "show", result["ticket"][:8], "--json", cwd=repo).json
     assert ticket["title"] == "Login flow" and len(ticket["tasks"]) == 3
-    record = json.loads(git("show", f"refs/lanes/ledger:exclusive/{tasks['api']['task']}.json", cwd=repo))
+    record = ledger_record(repo, f"exclusive/{tasks['api']['task']}.json")
     assert record["globs"] == ["src/api/login.py"] and record["lane"] == "login/api"
     listed = run_cli("claim", "list", "--json", cwd=repo).json
     assert sorted((c["glob"], c["agent"], c["lane"]) for c in listed if c["exclusive"]) == [

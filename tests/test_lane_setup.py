@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from conftest import git, run_cli, workspace
+from ledger_helpers import ledger_record
 from promotion_fixtures import edit
 from test_gates import declare
 
@@ -54,7 +55,7 @@ def test_two_lanes_created_at_once_get_disjoint_ports(api, repo):
     held = [set(json.loads(out)["setup"]["ports"]) for out, _ in results]
     assert all(len(ports) == 3 for ports in held)
     assert held[0].isdisjoint(held[1]) and held[0].isdisjoint(held[2]) and held[1].isdisjoint(held[2])
-    ledger = json.loads(git("show", "refs/lanes/ledger:ports/a.json", cwd=repo))
+    ledger = ledger_record(repo, "ports/a.json")
     assert set(ledger["ports"]) == held[0]
 
 

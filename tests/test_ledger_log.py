@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 from conftest import git
-from ledger_helpers import Clock, ledger_head, ledger_oneline
+from ledger_helpers import Clock, ledger_head, ledger_oneline, ledger_record
 
 from git_lanes import ledger
 from git_lanes.api import Lanes
@@ -35,20 +35,45 @@ def test_each_op_is_one_commit_whose_message_names_actor_and_op(lanes, repo):
     op = json.loads(body)
     assert op["format"] == 1 and op["type"] == "task.claim" and op["actor"] == "coder-1"
     assert op["args"]["task"] == task and op["result"]["version"] == 2
-    record = json.loads(git("show", f"refs/lanes/ledger:tasks/{task[:2]}/{task}.json", cwd=repo))
+    record = ledger_record(repo, f"tasks/{task[:2]}/{task}.json")
     assert record["format"] == 1 and record["owner"] == "coder-1" and record["version"] == 2
+    assert op["edits"][f"tasks/{task[:2]}/{task}.json"] == record  # a delta: the record rides in the message
 
 
-def test_an_append_rewrites_only_the_touched_subtrees(lanes, repo):
+def test_an_append_writes_its_commit_alone_and_carries_its_records(lanes, repo):
     lanes.agent_register("coder-1")
     lanes.task_create("one", actor="coder-1")
     before = git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip()
+    objects = _object_count(repo)
     lanes.ctx.clock.advance(1)
     lanes.board_post("hello", "coder-1")
-    changed = git("diff-tree", "-r", "--name-only", before, "refs/lanes/ledger^{tree}", cwd=repo).split()
-    assert sorted(changed) == ["board/00/00/00/00000001.json", "board/readers/coder-1.json"]
-    old_tasks = git("rev-parse", f"{before}:tasks", cwd=repo).strip()
-    assert git("rev-parse", "refs/lanes/ledger:tasks", cwd=repo).strip() == old_tasks
+    assert _object_count(repo) == objects + 1  # the commit: its tree is its parent's
+    assert git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip() == before
+    op = json.loads(git("log", "-1", "--format=%b", "refs/lanes/ledger", cwd=repo))
+    assert sorted(op["edits"]) == ["board/00/00/00/00000001.json", "board/readers/coder-1.json"]
+
+
+def test_every_checkpoint_rewrites_only_the_subtrees_its_window_touched(lanes, repo):
+    from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
+
+    lanes.agent_register("coder-1")  # the first op: a checkpoint
+    first = git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip()
+    for i in range(CHECKPOINT_EVERY - 1):
+        lanes.board_post(f"post {i}", "coder-1")
+    assert git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip() == first
+    lanes.board_post("the checkpoint", "coder-1")
+    assert "edits" not in json.loads(git("log", "-1", "--format=%b", "refs/lanes/ledger", cwd=repo))
+    changed = git("diff-tree", "-r", "--name-only", first, "refs/lanes/ledger^{tree}", cwd=repo).split()
+    assert sorted(changed) == [f"board/00/00/00/{n:08d}.json" for n in range(1, CHECKPOINT_EVERY + 1)] + \
+        ["board/readers/coder-1.json"]
+    assert git("rev-parse", "refs/lanes/ledger:agents", cwd=repo).strip() == git("rev-parse", f"{first}:agents",
+                                                                                  cwd=repo).strip()
+    assert [p["text"] for p in lanes.board_read(agent="coder-1", limit=2)["posts"]][-1] == "the checkpoint"
+
+
+def _object_count(repo) -> int:
+    counted = dict(line.split(": ") for line in git("count-objects", "-v", cwd=repo).splitlines())
+    return int(counted["count"]) + int(counted["in-pack"])
 
 
 def test_read_op_and_ops_between_give_the_ops_oldest_first(lanes, repo):
@@ -134,7 +159,7 @@ def test_a_commit_that_is_not_an_op_is_reported(lanes, repo):
 def test_plain_git_reads_every_record(lanes, repo):
     lanes.agent_register("coder-1", lane=None)
     lanes.board_post("hi", "coder-1")
-    post = json.loads(git("show", "refs/lanes/ledger:board/00/00/00/00000001.json", cwd=repo))
+    post = ledger_record(repo, "board/00/00/00/00000001.json")
     assert post == {"format": 1, "seq": 1, "id": post["id"], "from": "coder-1", "to": None, "kind": "note",
                     "text": "hi", "time": post["time"], "resolved": None, "broadcasts": 1}
     assert subprocess.run(["git", "fsck", "--no-progress"], cwd=repo).returncode == 0
@@ -172,14 +197,14 @@ def test_ledger_log_lists_recent_ops_newest_first(lanes):
     assert rows[0]["result"] == {"post": 1, "kind": "note", "to": None}
 
 
-def test_reads_use_the_head_tree_alone_never_the_history(lanes, repo):
+def test_reads_use_a_checkpoint_tree_and_the_edits_since_never_the_history(lanes, repo):
     store = lanes.ctx.store
-    task = lanes.task_create("t", actor="a")["task"]
-    lanes.board_post("hello", "a")
+    task = lanes.task_create("t", actor="a")["task"]  # the first op: a checkpoint
     head = ledger_head(repo)
-    # A head whose history holds no op at all: a replaying reader would fail, a tree reader cannot tell.
+    # A checkpoint whose history holds no op at all: a replaying reader would fail, a tree reader cannot tell.
     orphan = store.write_commit(store.tree_of(head), [], "not an op\n")
     store.update_refs([RefUpdate("refs/lanes/ledger", orphan, head, "test: history without ops")])
+    lanes.board_post("hello", "a")  # a delta on it
     assert [t["id"] for t in lanes.task_list()] == [task]
     assert [p["text"] for p in lanes.board_read()["posts"]] == ["hello"]
 

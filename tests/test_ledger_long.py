@@ -1,7 +1,8 @@
 """Reads stay flat in the ledger's length (issue 15): at 100,000 ops `task list`, `board read` and the
-other reads touch the same objects as at a few dozen, because they read the head's tree and never the
-history. Proved without timing: the 100,000-op ledger's history is then deleted outright, and every read
-(and an append) still works, reading exactly the objects the short ledger's reads do."""
+other reads touch the same objects as at a few hundred, because they read a checkpoint's tree and the
+messages of at most `CHECKPOINT_EVERY - 1` commits after it, never the history. Proved without timing: the
+100,000-op ledger's history is then deleted outright (all but the last checkpoint), and every read (and an
+append) still works, reading exactly the objects the short ledger's reads do."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate
 
 LONG = 100_000
+SHORT_PAD = 100  # more than CHECKPOINT_EVERY: the short ledger's reads stop at a checkpoint too
 PADDING_READER = "reader"
 
 
@@ -43,10 +45,12 @@ def live_state(api: Lanes, clock: Clock) -> None:
 
 def pad(repo: Path, count: int, clock: Clock) -> None:
     """`count` more ledger commits on the head, each a real op (the reader marking the board read through
-    #0, which changes nothing, so each commit's tree is its parent's), stored as one pack of whole objects
-    (git fast-import takes ~10 s for this, deltifying each commit against the last)."""
+    #0, which changes nothing) and each a checkpoint holding the whole state, as a writer that took the op
+    would write it, all but the last stored as one pack of whole objects (git fast-import takes ~10 s for
+    this, deltifying each commit against the last)."""
+    store = Lanes(repo).ctx.store
     head = git("rev-parse", "refs/lanes/ledger", cwd=repo).strip()
-    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
+    tree = ledger.log.state_tree(store, head)
     template = make_op("board.read", PADDING_READER, {"agent": PADDING_READER, "through": 0}, clock.now)
     message = encode_message(template.with_result({"agent": PADDING_READER, "cursor": 0}),
                              f"{PADDING_READER}: read board through #0").encode()
@@ -62,7 +66,10 @@ def pad(repo: Path, count: int, clock: Clock) -> None:
         oid = hashlib.sha1(b"commit %d\0" % len(body) + body).digest()
         objects.append((oid, body))
         parent = oid.hex()
-    write_pack(repo / ".git" / "objects" / "pack", objects)
+    write_pack(repo / ".git" / "objects" / "pack", objects[:-1])
+    last = subprocess.run(["git", "hash-object", "-w", "-t", "commit", "--stdin"], input=objects[-1][1], cwd=repo,
+                          capture_output=True, check=True).stdout.decode().strip()
+    assert last == parent
     git("update-ref", "refs/lanes/ledger", parent, head, cwd=repo)
     clock.advance(count / 1000 + 1)
 
@@ -133,27 +140,33 @@ def replay(repo: Path, ops: list) -> None:
 
 @pytest.fixture(scope="module")
 def ledgers(tmp_path_factory) -> dict[str, tuple[Path, Clock]]:
-    """Two ledgers whose heads hold the same state: a short one made through the API, and the same ops
-    with LONG - len(ops) padding ops between the first two and the rest."""
+    """Two ledgers whose heads hold the same state, the ops of one made through the API (`source`): a short
+    one with SHORT_PAD padding ops between the first two and the rest, and a long one with LONG - len(ops)."""
     built: dict[str, tuple[Path, Clock]] = {}
-    for name in ("short", "long"):
+    for name in ("source", "short", "long"):
         root = tmp_path_factory.mktemp(name) / "repo"
         root.mkdir()
         (root / "README.md").write_text("# project\n")
         Lanes.init(root, "main")
         built[name] = (root, Clock())
-    short, clock = built["short"]
-    api = Lanes(short, clock=clock)
+    source, clock = built["source"]
+    api = Lanes(source, clock=clock)
     api.agent_register(PADDING_READER)
     api.board_read(PADDING_READER)
     live_state(api, clock)
     ops = ledger.ops_between(api.ctx.store, None, ledger.head(api.ctx.store))
-    long, long_clock = built["long"]
-    replay(long, ops[:2])
-    pad(long, LONG - len(ops), long_clock)  # long_clock stays at the start: op times are the ops' own
-    replay(long, ops[2:])
-    long_clock.now = clock.now
+    for name, padding in (("short", SHORT_PAD), ("long", LONG - len(ops))):
+        repo, repo_clock = built[name]
+        replay(repo, ops[:2])
+        pad(repo, padding, repo_clock)  # repo_clock stays at the start: op times are the ops' own
+        replay(repo, ops[2:])
+        repo_clock.now = clock.now
     return built
+
+
+def state_tree(repo: Path) -> str:
+    store = Lanes(repo).ctx.store
+    return ledger.log.state_tree(store, ledger.head(store))
 
 
 def test_a_100000_op_ledger_reads_what_a_short_one_reads_and_needs_no_history(ledgers):
@@ -161,14 +174,13 @@ def test_a_100000_op_ledger_reads_what_a_short_one_reads_and_needs_no_history(le
     long, long_clock = ledgers["long"]
     count = int(git("rev-list", "--count", "refs/lanes/ledger", cwd=long))
     assert count == LONG
-    assert int(git("rev-list", "--count", "refs/lanes/ledger", cwd=short)) < 40
-    assert git("rev-parse", "refs/lanes/ledger^{tree}", cwd=long) == \
-        git("rev-parse", "refs/lanes/ledger^{tree}", cwd=short)  # the precondition: the same live state
+    assert int(git("rev-list", "--count", "refs/lanes/ledger", cwd=short)) < SHORT_PAD + 40
+    assert state_tree(long) == state_tree(short)  # the precondition: the same live state
 
     for name, read in READS.items():
         assert objects_read(long, long_clock, read) == objects_read(short, short_clock, read), name
 
-    # Delete the history: the pack `pad` wrote holds every padding commit, and only them.
+    # Delete the history: the pack `pad` wrote holds every padding commit but the last, and only them.
     packs = list((long / ".git" / "objects" / "pack").glob("*.pack"))
     assert len(packs) == 1
     for file in packs[0].parent.glob(packs[0].stem + ".*"):

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 from conftest import fsck_clean, git, run_cli, workspace
+from ledger_helpers import ledger_record
 
+from git_lanes import ledger
+from git_lanes.api import Lanes
 from git_lanes.api.doctor import Where
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
 
@@ -131,18 +134,23 @@ def test_a_note_a_peer_made_a_gitlink_is_set_aside_not_a_crash(api, repo, tmp_pa
 
 
 def _rewrite_ledger_record(repo: Path, path: str, change) -> None:
-    """A ledger commit a peer made by hand on top of ours, holding `path` changed."""
-    record = json.loads(git("cat-file", "-p", f"refs/lanes/ledger:{path}", cwd=repo))
+    """A ledger commit a peer made by hand on top of ours, holding `path` changed: a checkpoint (its tree the
+    whole state, its op without edits)."""
+    record = ledger_record(repo, path)
     changed = change(record)
     blob = git("hash-object", "-w", "--stdin", cwd=repo,
                input=changed if isinstance(changed, str) else json.dumps(changed)).strip()
     env = {**os.environ, "GIT_INDEX_FILE": str(repo / ".git" / "peer-index")}
-    subprocess.run(["git", "read-tree", "refs/lanes/ledger"], cwd=repo, env=env, check=True)
+    store = Lanes(repo).ctx.store
+    whole = ledger.log.state_tree(store, ledger.head(store))
+    subprocess.run(["git", "read-tree", whole], cwd=repo, env=env, check=True)
     subprocess.run(["git", "update-index", "--cacheinfo", f"100644,{blob},{path}"], cwd=repo, env=env, check=True)
     tree = subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True,
                           text=True).stdout.strip()
     (repo / ".git" / "peer-index").unlink()
-    op = git("log", "-1", "--format=%B", "refs/lanes/ledger", cwd=repo)  # a peer's copy of the last op
+    summary, _, body = git("log", "-1", "--format=%B", "refs/lanes/ledger", cwd=repo).partition("\n\n")
+    last_op = {key: value for key, value in json.loads(body).items() if key != "edits"}
+    op = f"{summary}\n\n{json.dumps(last_op, sort_keys=True)}\n"  # a peer's copy of the last op
     commit = git("commit-tree", tree, "-p", "refs/lanes/ledger", "-m", op, cwd=repo).strip()
     git("update-ref", "refs/lanes/ledger", commit, cwd=repo)
 

@@ -32,7 +32,8 @@ TRANSITIONS = {"git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.
                "git_lanes.model.records"}
 LEDGER = {"git_lanes.api.ledger", "git_lanes.ledger", "git_lanes.ledger.log", "git_lanes.ledger.op", "git_lanes.ledger.state",
           "git_lanes.domain.agents", "git_lanes.domain.board", "git_lanes.domain.board_index",
-          "git_lanes.model.record", "git_lanes.model.coordination", "git_lanes.domain.stored"}
+          "git_lanes.model.record", "git_lanes.model.coordination", "git_lanes.domain.stored",
+          "git_lanes.model.ledger_delta"}
 
 PINNED = {
     ("--version",): {"git_lanes", "git_lanes.cli"},

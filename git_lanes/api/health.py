@@ -111,7 +111,11 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
     except LanesError as exc:
         return [finding("fail", f"the ledger's last op cannot be read: {exc.message}",
                         "see `git log -1 refs/lanes/ledger`; a newer git-lanes may have written it")]
-    state = ledger.state_at(store, head)
+    try:
+        state = ledger.state_at(store, head)
+    except LanesError as exc:
+        return [finding("fail", f"the ledger's state cannot be read: {exc.message}",
+                        "see `git log refs/lanes/ledger`: a peer's commit holds it")]
     bad, count = [], 0
     for top in (*stored.SHAPES, "publish", "pruned"):
         for path in state.files(top):
@@ -124,7 +128,8 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
                 bad.append(f"{path} ({exc.message})")
     if bad:
         return [finding("fail", f"ledger records that cannot be read: {_some(bad)}",
-                        "a sync from a newer git-lanes, or an edit by hand: see `git show refs/lanes/ledger:PATH`")]
+                        "a sync from a newer git-lanes, or an edit by hand: `git log refs/lanes/ledger` shows the "
+                        "op that wrote PATH (its `edits`, or the tree of a checkpoint)")]
     return [finding("ok", f"{count} ledger records readable; last op {op.type} by {op.actor}")]
 
 

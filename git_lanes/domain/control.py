@@ -341,18 +341,12 @@ def day_spend(repo: LightRepo, run: str, state: RunState, now: float) -> float:
 
 
 def read_claims(repo: LightRepo, ledger: steering.LedgerReader | None = None) -> dict[str, list[str]]:
-    """Every agent's claimed globs, from the ledger's state tree (`claims/<agent>.json`)."""
+    """Every agent's claimed globs, from the ledger's state (`claims/<agent>.json`)."""
     ledger = ledger or steering.LedgerReader(repo)
-    if ledger.root is None:
-        return {}
-    objects = repo.log.objects
-    folder = ledger.tree(ledger.root).get("claims")
-    if folder is None:
-        return {}
     found = {}
-    for name, (_, oid) in ledger.tree(folder[1]).items():
-        if name.endswith(".json"):
-            record = json.loads(objects.read_typed(oid, b"blob"))
+    for name in ledger.names("claims"):
+        record = ledger.record(f"claims/{name}") if name.endswith(".json") else None
+        if record is not None:
             found[name[:-5]] = [c["glob"] for c in record.get("globs", []) if isinstance(c, dict) and "glob" in c]
     return found
 

@@ -51,8 +51,7 @@ def inverse(store: Store, commit: str, actor: str, time: float) -> Op:
     parents = store.commit_info(commit).parents
     before, after = state_at(store, parents[0] if parents else None), state_at(store, commit)
     changes = []
-    for change in store.diff_trees(before.tree, after.tree):
-        path = change.path
+    for path in before.changed_paths(after):
         if path.startswith(BOOKKEEPING):
             continue
         old, new = before.get(path), after.get(path)
@@ -81,13 +80,14 @@ def blockers(store: Store, head: str | None, op: Op, stop: str) -> list[dict]:
 
 def _changed_by(store: Store, head: str | None, stop: str, path: str) -> Op | None:
     commit = head
+    after = state_at(store, head)
     while commit is not None and commit != stop:
         info = store.commit_info(commit)
         parent = info.parents[0] if info.parents else None
-        before = store.entry_at(store.tree_of(parent), path) if parent else None
-        if store.entry_at(info.tree, path) != before:
+        before = state_at(store, parent)
+        if before.differs(after, path):
             return read_op(store, commit)
-        commit = parent
+        commit, after = parent, before
     return None
 
 

@@ -15,6 +15,7 @@ from git_lanes.model.calls import ToolCall
 from git_lanes.model.refs import LEDGER
 from git_lanes.model.runs import RunEvent, RunState
 from git_lanes.store import gitfiles
+from git_lanes.model import ledger_delta
 from git_lanes.store.objects import parse_commit, parse_tree
 
 TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
@@ -39,19 +40,26 @@ def deliver(state: RunState | None, via: str, now: float) -> tuple[list[RunEvent
 
 # -- the ledger, read lightly -----------------------------------------------------------------------------
 class LedgerReader:
-    """Records of the ledger's current tree, read with the hook's object reader (one tree per level, each
-    read once: one reader serves every check of a call)."""
+    """Records of the ledger's current state, read with the hook's object reader: the last checkpoint's tree
+    (one tree per level, each read once: one reader serves every check of a call) with the records of the
+    delta commits since laid over it (model/ledger_delta.py)."""
 
-    __slots__ = ("objects", "root", "_trees")
+    __slots__ = ("objects", "root", "_trees", "_overlay")
 
     def __init__(self, repo: Any) -> None:
         self.objects = repo.log.objects
         head = gitfiles.read_ref(repo.common_dir, LEDGER)
         self.root: str | None = None
         self._trees: dict[str, dict[str, tuple[int, str]]] = {}
+        self._overlay: dict[str, Any] = {}
         if head is not None:
-            headers, _ = parse_commit(self.objects.read_typed(head, b"commit"))
-            self.root = headers["tree"][0]
+            at = ledger_delta.materialize(head, self._commit)
+            self.root, self._overlay = at.tree, at.overlay
+
+    def _commit(self, oid: str) -> tuple[str, str | None, str]:
+        headers, message = parse_commit(self.objects.read_typed(oid, b"commit"))
+        parents = headers.get("parent") or [None]
+        return headers["tree"][0], parents[0], message
 
     def tree(self, oid: str) -> dict[str, tuple[int, str]]:
         entries = self._trees.get(oid)
@@ -71,6 +79,9 @@ class LedgerReader:
         return entries
 
     def record(self, path: str) -> dict | None:
+        if path in self._overlay:
+            found = self._overlay[path]
+            return found if isinstance(found, dict) else None
         directory, _, name = path.rpartition("/")
         entries = self._tree(directory)
         entry = entries.get(name) if entries is not None else None
@@ -80,8 +91,18 @@ class LedgerReader:
         return data if isinstance(data, dict) else None
 
     def names(self, directory: str) -> list[str]:
-        entries = self._tree(directory)
-        return sorted(entries) if entries else []
+        return sorted(self._entries(directory))
+
+    def _entries(self, directory: str) -> dict[str, bool]:
+        entries = self._tree(directory) or {}
+        found = {name: mode == 0o040000 for name, (mode, _) in entries.items()}
+        if not self._overlay:
+            return found
+        return ledger_delta.overlaid_names(found, self._overlay, directory, self._holds_files)
+
+    def _holds_files(self, folder: str) -> bool:
+        return any(not is_folder or self._holds_files(f"{folder}/{name}")
+                   for name, is_folder in self._entries(folder).items())
 
 
 def task_path(task: str) -> str:
@@ -159,7 +180,7 @@ def check(repo: Any, state: RunState, call: ToolCall | None, now: float,
     if not state.lane and not state.task:
         return result
     ledger = ledger or LedgerReader(repo)
-    if ledger.root is None or not ledger.names(BUDGETS):
+    if not ledger.names(BUDGETS):
         return result
     budgets, ticket_tasks = applicable(ledger, state)
     if not budgets:

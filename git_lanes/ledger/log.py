@@ -1,5 +1,7 @@
-"""The ledger: `refs/lanes/ledger`, a chain of commits, one per op, each commit's tree the materialized state
-after its op (DESIGN.md §2). Reading state is one tree read; an append rewrites only the touched subtrees.
+"""The ledger: `refs/lanes/ledger`, a chain of commits, one per op. Every `CHECKPOINT_EVERY`-th commit's tree is
+the materialized state after its op; the commits between carry the records their op wrote in their message
+and keep their parent's tree (model/ledger_delta.py), so an append writes one object, and reading any state is
+one tree and at most `CHECKPOINT_EVERY - 1` messages, never a replay of the fold.
 
 These functions are the contract the sync layer builds on:
 
@@ -10,7 +12,8 @@ These functions are the contract the sync layer builds on:
 - `append(store, op, fold)` is the local write: lock, apply on the current head, compare-and-swap the ref.
 
 The fold decides each op from the state it reads and the op alone (its time included), never from the clock
-or the environment, so replaying the same op on the same state gives the same commit tree and result."""
+or the environment, so replaying the same op on the same state gives the same records and result; whether
+its commit is a checkpoint depends only on the base's distance from its own."""
 
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ import time as _time
 from git_lanes.errors import Conflict, LanesError, UnsupportedFormat, problem
 from git_lanes.ledger.op import Op, decode_message, encode_message
 from git_lanes.ledger.state import State
+from git_lanes.model import ledger_delta
 from git_lanes.model.frozen import Frozen
+from git_lanes.model.ledger_delta import CHECKPOINT_EVERY, Materialized
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate
 
@@ -62,7 +67,35 @@ def head(store: Store) -> str | None:
 
 def state_at(store: Store, commit: str | None) -> State:
     """The state after the op at `commit` (the empty state for None)."""
-    return State(store, store.record_tree(commit) if commit else None)
+    return State(store, at=materialized(store, commit))
+
+
+def materialized(store: Store, commit: str | None) -> Materialized:
+    def read(oid: str) -> tuple[str, str | None, str]:
+        info = store.commit_info(oid)
+        return info.tree, info.parents[0] if info.parents else None, info.message
+
+    return ledger_delta.materialize(commit, read)
+
+
+def state_tree(store: Store, commit: str) -> str:
+    """A tree holding the whole state after ledger commit `commit`: its own for a checkpoint, else its last
+    checkpoint's with the records since written in (what the next checkpoint commit will hold)."""
+    at = materialized(store, commit)
+    if at.tree is not None and not at.overlay:
+        return at.tree
+    return store.write_record_tree(at.tree, _encoded(at.overlay))
+
+
+def _encoded(records: dict[str, Record | None]) -> dict[str, bytes | None]:
+    from git_lanes.ledger.record_json import encode_record  # loaded by the first checkpoint, not by readers
+
+    return {path: None if record is None else encode_record(record) for path, record in records.items()}
+
+
+def is_checkpoint(store: Store, commit: str) -> bool:
+    """Whether ledger commit `commit`'s tree is the whole state after its op."""
+    return ledger_delta.edits_of(store.commit_info(commit).message, commit) is None
 
 
 def read_op(store: Store, commit: str) -> Op:
@@ -133,15 +166,21 @@ def append(store: Store, op: Op, fold: Fold) -> Appended:
 
 
 def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signatures | None = None) -> tuple[str, Op]:
-    from git_lanes.ledger.record_json import encode_record  # loaded by the first write, not by readers
-
-    state = state_at(store, base)
-    edits, result = fold.apply(state, op)
+    at = materialized(store, base)
+    edits, result = fold.apply(State(store, at=at), op)
     recorded = op.with_result(result)
-    message = encode_message(recorded, fold.summary(recorded, result))
-    records = {path: None if record is None else encode_record(record) for path, record in edits.items()}
-    commit = store.write_records(state.tree, records, [base] if base else [], message, author_name=op.actor,
+    summary = fold.summary(recorded, result)
+    parents = [base] if base else []
+    author = op.actor
+    if at.tree is not None and at.depth + 1 < CHECKPOINT_EVERY:
+        # A delta: the records ride in the message, the tree is the parent's; one object written
+        commit = store.write_records(at.tree, {}, parents, encode_message(recorded, summary, edits),
+                                     author_name=author, author_email=AGENT_EMAIL, signed=signed)
+        ledger_delta.remember(commit, at.then(edits))
+        return commit, recorded
+    commit = store.write_records(at.tree, _encoded({**at.overlay, **edits}), parents, encode_message(recorded, summary), author_name=author,
                                  author_email=AGENT_EMAIL, signed=signed)
+    ledger_delta.remember(commit, Materialized(store.record_tree(commit), {}, 0))
     return commit, recorded
 
 

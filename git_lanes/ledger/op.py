@@ -2,7 +2,8 @@
 
 A ledger commit's message is a one-line summary naming the actor and the op (so `git log --oneline` reads as
 the operation log), a blank line, then the op as one line of JSON:
-`{"format": 1, "id", "type", "actor", "time", "args", "result"}`."""
+`{"format": 1, "id", "type", "actor", "time", "args", "result"}`, plus `"edits"` in a delta commit (the
+records the op wrote: model/ledger_delta.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
 from git_lanes.model.frozen import Frozen, field, replace
 from git_lanes.model.ids import Actor, LedgerId, random_hex
+from git_lanes.model.ledger_delta import EDITS
 from git_lanes.model.text import is_text
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
@@ -74,14 +76,17 @@ def validate_actor(actor: object) -> Actor:
     return Actor(actor)
 
 
-def encode_message(op: Op, summary: str) -> str:
+def encode_message(op: Op, summary: str, edits: dict[str, Any] | None = None) -> str:
+    """The commit message of `op`; `edits` (path -> record, None: deleted) for a delta commit, whose tree is
+    its parent's (model/ledger_delta.py)."""
     line = " ".join(summary.split()) or f"{op.actor}: {op.type}"
     if not line.isprintable():
         # The summary repeats the op's text. Whatever slipped past the model's text rule, a NUL must not cut
         # the message before the op's JSON (libgit2 ends a message there), nor a lone surrogate fail its write.
         line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         line = "".join(char if char.isprintable() else "\ufffd" for char in line)
-    return f"{line}\n\n{json.dumps(op.to_dict(), sort_keys=True, ensure_ascii=False)}\n"
+    data = op.to_dict() if edits is None else {**op.to_dict(), EDITS: edits}
+    return f"{line}\n\n{json.dumps(data, sort_keys=True, ensure_ascii=False)}\n"
 
 
 def decode_message(message: str, commit: str) -> Op:

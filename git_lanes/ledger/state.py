@@ -1,4 +1,5 @@
-"""The materialized state in one ledger tree, read record by record, and the edits an op makes to it.
+"""The materialized state after a ledger commit (a checkpoint's tree with the edits of the delta commits since
+laid over it: model/ledger_delta.py), read record by record, and the edits an op makes to it.
 
 Every record is a JSON object with a `format` version; reading one in a format this git-lanes does not know
 is a clear error rather than a guess."""
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
+from git_lanes.model.ledger_delta import EMPTY, Materialized, overlaid_names
+
 TYPE_CHECKING = False  # the light sync path reads ledger state without loading pygit2, nor typing
 if TYPE_CHECKING:
     from typing import Any
@@ -24,12 +27,16 @@ MALFORMED_HINT = "a peer's ledger holds it; `git lanes doctor` lists every unrea
 
 
 class State:
-    """Read-only view of the ledger state in tree `tree` (None: the empty ledger). Blobs are read lazily,
-    so a reader pays for the records it touches, never for the ledger's length."""
+    """Read-only view of one ledger state: tree `tree` (None: the empty ledger), or `at`: a checkpoint's tree
+    with the overlay of the delta commits since. Blobs are read lazily, so a reader pays for the records it
+    touches, never for the ledger's length."""
 
-    def __init__(self, store: Store, tree: str | None) -> None:
+    def __init__(self, store: Store, tree: str | None = None, *, at: Materialized | None = None) -> None:
+        at = at or (EMPTY if tree is None else Materialized(tree, {}, 0))
         self.store = store
-        self.tree = tree
+        self.at = at
+        self.tree = at.tree
+        self._overlay = at.overlay
         self._records: dict[str, Record | None] = {}
 
     def get(self, path: str) -> Record | None:
@@ -40,14 +47,18 @@ class State:
     def copy_of(self, path: str) -> Record | None:
         """A record of its own for the caller to change (`get` shares one per state): parsed afresh, the
         cheapest deep copy of JSON. A record `get` has not read yet is parsed (and checked) only for the
-        caller."""
+        caller. A record of the overlay is shared with every state after it: the caller gets a copy."""
         if path not in self._records:
             record = self._load(path)
             if record is None:
                 self._records[path] = None
+            elif path in self._overlay:
+                record = _copy(record)
             return record
         if self._records[path] is None:
             return None
+        if path in self._overlay:
+            return _copy(self._records[path])
         copy: Record = json.loads(self._read(path) or b"{}")
         return copy
 
@@ -61,18 +72,23 @@ class State:
                                     hint="run `git fsck`; the repository may be damaged") from None
 
     def _load(self, path: str) -> Record | None:
-        data = self._read(path)
-        if data is None:
-            return None
-        # What no git-lanes writes is malformed (listings set it aside); a newer major format is not, and fails
-        # clearly (DESIGN §1: upgrade to read it).
-        try:
-            record = json.loads(data)
-        except ValueError as exc:
-            raise MalformedRecord(f"ledger record {path} is not JSON: {exc}", hint=MALFORMED_HINT) from None
-        except RecursionError:  # a peer's tree: bad input, not an internal error
-            raise MalformedRecord(f"ledger record {path} is not JSON we read: nested too deeply",
-                                  hint=MALFORMED_HINT) from None
+        if path in self._overlay:
+            record = self._overlay[path]
+            if record is None:
+                return None
+        else:
+            data = self._read(path)
+            if data is None:
+                return None
+            # What no git-lanes writes is malformed (listings set it aside); a newer major format is not, and
+            # fails clearly (DESIGN §1: upgrade to read it).
+            try:
+                record = json.loads(data)
+            except ValueError as exc:
+                raise MalformedRecord(f"ledger record {path} is not JSON: {exc}", hint=MALFORMED_HINT) from None
+            except RecursionError:  # a peer's tree: bad input, not an internal error
+                raise MalformedRecord(f"ledger record {path} is not JSON we read: nested too deeply",
+                                      hint=MALFORMED_HINT) from None
         if not isinstance(record, dict):
             raise MalformedRecord(f"ledger record {path} is not a JSON object", hint=MALFORMED_HINT)
         found = record.get("format")
@@ -83,13 +99,13 @@ class State:
 
     def names(self, directory: str) -> list[str]:
         """The sorted names directly under `directory` (files and subdirectories)."""
-        if self.tree is None:
+        if self.tree is None and not self._overlay:
             return []
         return sorted(self._entries(directory))
 
     def files(self, directory: str) -> Iterator[str]:
         """Every record path under `directory`, recursively, in path order."""
-        if self.tree is None:
+        if self.tree is None and not self._overlay:
             return
         for name, is_folder in sorted(self._entries(directory).items()):
             path = f"{directory}/{name}"
@@ -99,12 +115,50 @@ class State:
                 yield path
 
     def _entries(self, directory: str) -> dict[str, bool]:
-        assert self.tree is not None
+        entries = self._tree_entries(directory)
+        if not self._overlay:
+            return entries
+        return overlaid_names(entries, self._overlay, directory, lambda folder: next(self.files(folder), None)
+                              is not None)
+
+    def _tree_entries(self, directory: str) -> dict[str, bool]:
+        if self.tree is None:
+            return {}
         try:
             return self.store.record_names(self.tree, directory)
         except KeyError as exc:
             raise UnsupportedFormat(f"ledger folder {directory} cannot be read: object {exc.args[0]} is "
                                     "missing", hint="run `git fsck`; the repository may be damaged") from None
+
+    def changed_paths(self, other: State) -> list[str]:
+        """The record paths whose content differs between this state and `other`, sorted."""
+        from git_lanes.model.ledger_delta import changed
+
+        tree_changes = [] if self.tree == other.tree else \
+            [change.path for change in self.store.diff_trees(self.tree, other.tree)]
+        return sorted(path for path in changed(self.at, other.at, tree_changes) if self.differs(other, path))
+
+    def differs(self, other: State, path: str) -> bool:
+        """Whether `path` holds other content in `other` than here."""
+        return self._raw(path) != other._raw(path)
+
+    def _raw(self, path: str) -> object:
+        """What `path` holds, compared as data: a record from the overlay, else the parsed blob (or its bytes
+        when they are not JSON)."""
+        if path in self._overlay:
+            return self._overlay[path]
+        data = self._read(path)
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            return data
+
+
+def _copy(record: Record | None) -> Record:
+    copy: Record = json.loads(json.dumps(record))
+    return copy
 
 
 class Tx:

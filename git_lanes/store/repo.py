@@ -362,13 +362,19 @@ class Store(WorkspaceOps):
                       message: str, *, author_name: str | None = None, author_email: str | None = None,
                       signed: Signatures | None = None) -> str:
         """A commit on `parents` whose tree is `base` with each path set to its bytes (None deletes it),
-        writing only the blobs and folders that changed. `signed`: (author, committer) from `signatures`,
-        else made now from `author_name` and `author_email`."""
-        edits = {path: None if data is None else (BLOB_MODE, self._records.write_blob(data))
-                 for path, data in records.items()}
-        tree = self._records.edit(base, edits)
+        writing only the blobs and folders that changed (no records: `base` itself, nothing but the commit
+        written). `signed`: (author, committer) from `signatures`, else made now from `author_name` and
+        `author_email`."""
+        tree = base if base is not None and not records else self.write_record_tree(base, records)
         author, committer = signed or self.signatures(author_name, author_email)
         return self._records.write_commit(tree, parents, author, committer, message)
+
+    def write_record_tree(self, base: str | None, records: dict[str, bytes | None]) -> str:
+        """The tree `base` with each path set to its bytes (None deletes it), writing only the blobs and folders
+        that changed."""
+        edits = {path: None if data is None else (BLOB_MODE, self._records.write_blob(data))
+                 for path, data in records.items()}
+        return self._records.edit(base, edits)
 
     # -- ancestry --------------------------------------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:

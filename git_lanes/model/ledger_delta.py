@@ -1,0 +1,148 @@
+"""How a ledger commit holds the state after its op (DESIGN.md §2, as amended for issue 15).
+
+A *checkpoint* commit's tree is the whole state after its op. Every other commit is a *delta*: its tree is
+its parent's (no object written for it), and its op's JSON carries `"edits"`: each record path the op
+changed, with the record it wrote, or null where it deleted one. The state after a delta commit is its
+parent's state with those edits laid over it. A writer makes a checkpoint of the first op and of every
+`CHECKPOINT_EVERY`-th after it, so any state is one tree plus the edits of at most `CHECKPOINT_EVERY - 1`
+commits: reading cost stays flat however long the log grows, and an append writes one object, the commit,
+instead of a blob per record and a tree per folder on its path.
+
+A commit whose message holds no `edits` key (a checkpoint, every commit of an older git-lanes, a commit cut
+short) is read by its tree, as before. Pure: the readers pass a function that reads one commit, so the
+hook's object reader and both stores share it."""
+
+from __future__ import annotations
+
+import json
+
+from git_lanes.errors import UnsupportedFormat
+
+TYPE_CHECKING = False  # the agent-hook path reads ledger state through this module; it never loads typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    Record = dict[str, Any]
+    # (tree, first parent or None, message) of one commit
+    ReadCommit = Callable[[str], tuple[str, "str | None", str]]
+
+CHECKPOINT_EVERY = 32
+EDITS = "edits"
+
+
+class Materialized:
+    """The state after one ledger commit: `tree` (its last checkpoint's) with `overlay` laid over it (path ->
+    record, None: deleted), `depth` delta commits since that checkpoint. Shared by every reader of that commit
+    in this process, so nobody changes `overlay` or a record in it."""
+
+    __slots__ = ("tree", "overlay", "depth")
+
+    def __init__(self, tree: str | None, overlay: dict[str, Record | None], depth: int) -> None:
+        self.tree = tree
+        self.overlay = overlay
+        self.depth = depth
+
+    def then(self, edits: dict[str, Record | None]) -> Materialized:
+        """The state after a delta commit on this one with `edits`."""
+        return Materialized(self.tree, {**self.overlay, **edits} if self.overlay else dict(edits), self.depth + 1)
+
+
+EMPTY = Materialized(None, {}, 0)
+
+# Commit -> its state, for a process that reads the ledger again and again (a held-open API, a writer taking
+# its own last commit as the next base). A commit's state never changes, so an entry is never stale.
+_KNOWN: dict[str, Materialized] = {}
+_KNOWN_MAX = 64
+
+
+def remember(commit: str, state: Materialized) -> None:
+    if len(_KNOWN) >= _KNOWN_MAX:
+        for old in list(_KNOWN)[:_KNOWN_MAX // 2]:
+            del _KNOWN[old]
+    _KNOWN[commit] = state
+
+
+def materialize(commit: str | None, read: ReadCommit) -> Materialized:
+    """The state after ledger commit `commit` (None: the empty ledger), reading back to the nearest checkpoint
+    or the nearest commit this process knows."""
+    if commit is None:
+        return EMPTY
+    known = _KNOWN.get(commit)
+    if known is not None:
+        return known
+    chain: list[dict[str, Record | None]] = []
+    at: str | None = commit
+    while True:
+        if at is None:  # a delta commit with no parent: laid over the empty state
+            base = EMPTY
+            break
+        known = _KNOWN.get(at)
+        if known is not None:
+            base = known
+            break
+        tree, parent, message = read(at)
+        edits = edits_of(message, at)
+        if edits is None:
+            base = Materialized(tree, {}, 0)
+            break
+        chain.append(edits)
+        at = parent
+    for edits in reversed(chain):
+        base = base.then(edits)
+    remember(commit, base)
+    return base
+
+
+def edits_of(message: str, commit: str) -> dict[str, Record | None] | None:
+    """The edits a delta commit's op carries; None for a commit read by its tree. Raises UnsupportedFormat
+    for edits no git-lanes writes (a path that is not a record path): what state they meant is unknowable."""
+    _, sep, body = message.partition("\n\n")
+    if not sep or '"edits"' not in body:
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # no op here to carry edits: read by its tree (the op log reports the commit)
+    if not isinstance(data, dict) or EDITS not in data:
+        return None
+    edits = data[EDITS]
+    if not isinstance(edits, dict) or not all(_record_path(path) for path in edits):
+        raise UnsupportedFormat(f"ledger commit {commit[:8]} holds edits that are not record paths",
+                                hint="a peer's ledger holds it; `git lanes doctor` reports it")
+    return edits
+
+
+def _record_path(path: object) -> bool:
+    return isinstance(path, str) and bool(path) and "\0" not in path \
+        and all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def overlaid_names(names: dict[str, bool], overlay: dict[str, Record | None], directory: str,
+                   holds_files: Callable[[str], bool]) -> dict[str, bool]:
+    """The entries of `directory` (name -> is a folder) once `overlay` is laid over `names`, the entries the
+    tree holds there. A folder whose every record the overlay deleted is gone, as in git, which
+    `holds_files(folder path)` decides."""
+    prefix = f"{directory}/" if directory else ""
+    found = dict(names)
+    emptied: set[str] = set()
+    for path, record in overlay.items():
+        if not path.startswith(prefix):
+            continue
+        child, nested, _ = path[len(prefix):].partition("/")
+        if record is not None:
+            found[child] = bool(nested)
+        elif not nested:
+            found.pop(child, None)
+        else:
+            emptied.add(child)
+    for child in emptied:
+        if found.get(child) and not holds_files(prefix + child):
+            del found[child]
+    return found
+
+
+def changed(before: Materialized, after: Materialized, tree_changes: Iterable[str]) -> set[str]:
+    """Paths that may differ between two states: those either overlay touches, and `tree_changes`, the paths
+    that differ between their trees (the caller diffs them only when they are not the same tree)."""
+    return {*before.overlay, *after.overlay, *tree_changes}

@@ -1,0 +1,140 @@
+"""The ledger's delta commits (issue 15): an append writes its commit alone, carrying the records its op wrote;
+every 32nd commit is a checkpoint whose tree is the whole state. Whatever reads the ledger (the API, a fresh
+process, the agent hook's own object reader, dulwich as a second implementation) sees the same state after
+every op, across checkpoints and deletions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import git, run_cli
+from dulwich.repo import Repo
+from hook_helpers import decision, hook, lane, set_policy, write
+from ledger_helpers import Clock, ledger_head
+
+from git_lanes import ledger
+from git_lanes.api import Lanes
+from git_lanes.domain.coordination import FOLD
+from git_lanes.errors import UnsupportedFormat
+from git_lanes.model import ledger_delta
+from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
+from git_lanes.store import RefUpdate
+
+
+@pytest.fixture
+def lanes(repo):
+    return Lanes(repo, clock=Clock())
+
+
+def dulwich_state(repo, rev: bytes = b"refs/lanes/ledger") -> dict[str, dict]:
+    """Every record of the state after `rev`, read by dulwich by the README's rule: the edits of the delta
+    commits back to the nearest checkpoint, laid over that checkpoint's tree."""
+    store = Repo(str(repo))
+    commit = store[store.refs[rev]]
+    edits: list[dict] = []
+    while True:
+        body = commit.message.decode().partition("\n\n")[2]
+        op = json.loads(body)
+        if "edits" not in op:
+            break
+        edits.append(op["edits"])
+        commit = store[commit.parents[0]]
+    state = {}
+    for entry in store.object_store.iter_tree_contents(commit.tree):
+        state[entry.path.decode()] = json.loads(store[entry.sha].data)
+    for changed in reversed(edits):
+        for path, record in changed.items():
+            if record is None:
+                state.pop(path, None)
+            else:
+                state[path] = record
+    return state
+
+
+def api_state(api: Lanes) -> dict[str, dict]:
+    state = ledger.state_at(api.ctx.store, ledger.head(api.ctx.store))
+    paths = [path for name in state.names("") for path in state.files(name)]
+    return {path: state.get(path) for path in paths if state.get(path) is not None}
+
+
+def test_every_reader_sees_the_same_state_after_every_op_across_checkpoints(lanes, repo):
+    task = lanes.task_create("t", actor="lead")["task"]
+    seen = set()
+    for i in range(CHECKPOINT_EVERY + 8):
+        if i % 3 == 0:
+            lanes.claim_add(["src/**"], "coder-1")
+        elif i % 3 == 1:
+            lanes.claim_release("coder-1")  # deletes claims/coder-1.json, emptying claims/
+        else:
+            lanes.board_post(f"post {i}", "coder-1")
+        seen.add(ledger.log.is_checkpoint(lanes.ctx.store, ledger_head(repo)))
+        fresh = Lanes(repo, clock=lanes.ctx.clock)  # a new process's reader: no state remembered
+        ledger_delta._KNOWN.clear()
+        expected = dulwich_state(repo)
+        assert api_state(fresh) == expected == api_state(lanes)
+        assert ("claims" in ledger.state_at(fresh.ctx.store, ledger_head(repo)).names("")) == \
+            any(path.startswith("claims/") for path in expected)
+    assert seen == {True, False}
+    assert [t.id for t in lanes.task_list()] == [task]
+
+
+def test_a_replayed_op_writes_the_same_records_on_the_same_base(lanes, repo):
+    store = lanes.ctx.store
+    lanes.agent_register("a")
+    base = ledger_head(repo)
+    op = ledger.make_op("board.post", "a", {"text": "hi", "kind": "note", "to": None}, 1_800_000_000.0)
+    first, _ = ledger.apply_op(store, base, op, FOLD)
+    ledger_delta._KNOWN.clear()
+    second, _ = ledger.apply_op(store, base, op, FOLD)
+    assert first != second or first is not None
+    edits = [json.loads(git("log", "-1", "--format=%b", commit, cwd=repo))["edits"] for commit in (first, second)]
+    assert edits[0] == edits[1] and "board/00/00/00/00000001.json" in edits[0]
+
+
+def test_the_agent_hook_sees_file_claims_made_and_released_in_delta_commits(repo):
+    set_policy(repo, '[claims]\nforeign_writes = "deny"\n')
+    ws = lane(repo)
+    started = run_cli("run", "start", "--agent", "coder-2", "--phase", "execute", cwd=ws)
+    env = {"GIT_LANES_RUN": started.out.strip()}
+    assert run_cli("agent", "register", "coder-1", cwd=repo).code == 0  # the first op: a checkpoint
+    assert run_cli("claim", "add", "src/**", "--agent", "coder-1", cwd=repo).code == 0
+    assert not ledger.log.is_checkpoint(Lanes(repo).ctx.store, ledger_head(repo))  # the claim rides in a delta
+    verdict, reason = decision(hook("claude", "PreToolUse", write(ws, ws / "src" / "a.py"), env=env))
+    assert verdict == "deny" and "claimed by coder-1" in reason
+    api = Lanes(repo)
+    for i in range(CHECKPOINT_EVERY):  # past a checkpoint, then the release in a delta after it
+        api.board_post(f"note {i}", "coder-3")
+    assert run_cli("claim", "release", "--agent", "coder-1", cwd=repo).code == 0
+    assert decision(hook("claude", "PreToolUse", write(ws, ws / "src" / "a.py", "t2"), env=env))[0] == "allow"
+
+
+def test_edits_that_name_no_record_path_fail_reads_clearly(lanes, repo):
+    lanes.agent_register("a")
+    head = ledger_head(repo)
+    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
+    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op["edits"] = {"../outside.json": {"format": 1}}
+    commit = git("commit-tree", tree, "-p", head, "-m", f"a peer's op\n\n{json.dumps(op)}", cwd=repo).strip()
+    lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's bad edits")])
+    ledger_delta._KNOWN.clear()
+    with pytest.raises(UnsupportedFormat, match="not record paths"):
+        Lanes(repo).agent_list()
+    listed = run_cli("agent", "list", cwd=repo)
+    assert listed.code != 0 and "not record paths" in listed.err and "Traceback" not in listed.err
+    doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
+    assert doctor.code != 0 and "not record paths" in doctor.out + doctor.err and "Traceback" not in doctor.err
+
+
+def test_a_record_a_peer_wrote_as_no_object_is_set_aside_by_listings(lanes, repo):
+    task = lanes.task_create("kept", actor="lead")["task"]
+    other = lanes.task_create("odd", actor="lead")["task"]
+    head = ledger_head(repo)
+    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
+    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op["edits"] = {f"tasks/{other[:2]}/{other}.json": 5}
+    commit = git("commit-tree", tree, "-p", head, "-m", f"a peer's op\n\n{json.dumps(op)}", cwd=repo).strip()
+    lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's odd record")])
+    assert [t.id for t in Lanes(repo).task_list()] == [task]
+    shown = run_cli("task", "show", other[:8], cwd=repo)
+    assert shown.code == 1 and "is not a JSON object" in shown.err and "Traceback" not in shown.err
