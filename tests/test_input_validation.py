@@ -194,3 +194,11 @@ def test_text_through_the_api_is_refused_with_a_user_error_and_never_stored(api,
     assert refusal.value.exit_code == 1 and not isinstance(refusal.value, InternalError), refusal.value
     stored = git("log", "--all", "--notes=lanes", "--format=%B%N", cwd=repo)
     assert "\\ud" not in stored and "\\u0000" not in stored and "\x00" not in stored
+
+
+def test_an_invalid_name_is_repeated_bounded(repo):
+    """A 300-character lane name is refused naming the rule, its first 80 characters and its length, not all of
+    it (probe 2026-11-30, D12's message)."""
+    shown = run_cli("lane", "create", "a" * 300, cwd=repo)
+    assert shown.code == 1 and "too long: 300 bytes" in shown.err and "(300 characters)" in shown.err
+    assert "a" * 81 not in shown.err and len(shown.err.splitlines()[0]) < 200

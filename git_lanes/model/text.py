@@ -55,7 +55,10 @@ def check_reason(value: object, what: str = "the reason") -> str | None:
 
 def quoted(value: object) -> str:
     """`value` quoted for an error message. Bytes that are not UTF-8 (lone surrogates, as Python reads them
-    from argv or a file name) are shown as the bytes they are, '\\xff', never as a surrogate escape."""
+    from argv or a file name) are shown as the bytes they are, '\\xff', never as a surrogate escape. A long
+    value is cut at 80 characters, with its length: the message stays one line whatever an agent sent."""
+    if isinstance(value, str) and len(value) > 80:
+        return f"{quoted(value[:80])}… ({len(value)} characters)"
     if isinstance(value, str) and not value.isascii() and re.search(_SURROGATE, value):
         return repr(value.encode("utf-8", "surrogateescape"))[1:]
     return repr(value)
