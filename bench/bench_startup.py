@@ -62,6 +62,12 @@ def setup(base: Path) -> tuple[Path, str]:
     for number in range(10):
         api.task_create(f"task {number}", actor="bench")
         api.board_post(f"post {number}", "bench")
+    # A reader's worst case: the head as far from its checkpoint as a delta gets (31 messages to read back)
+    from git_lanes import ledger
+    from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
+
+    while ledger.log.materialized(api.ctx.store, ledger.head(api.ctx.store)).depth < CHECKPOINT_EVERY - 1:
+        api.board_post("padding", "bench")
     return root, transition
 
 
