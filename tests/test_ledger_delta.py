@@ -138,3 +138,37 @@ def test_a_record_a_peer_wrote_as_no_object_is_set_aside_by_listings(lanes, repo
     assert [t.id for t in Lanes(repo).task_list()] == [task]
     shown = run_cli("task", "show", other[:8], cwd=repo)
     assert shown.code == 1 and "is not a JSON object" in shown.err and "Traceback" not in shown.err
+
+
+def peer_delta(lanes, repo, edits) -> str:
+    """A delta commit a peer wrote on the ledger's head, carrying `edits`, moved in as a sync would."""
+    head = ledger_head(repo)
+    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
+    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op["edits"] = edits
+    commit = git("commit-tree", tree, "-p", head, "-m", f"a peer's op\n\n{json.dumps(op)}", cwd=repo).strip()
+    lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's edits")])
+    ledger_delta._KNOWN.clear()
+    return commit
+
+
+@pytest.mark.parametrize("edits", [
+    [{"tasks": None}],  # a folder deleted whole: listings read on, the next checkpoint drops every task
+    [{"tasks": {"format": 1}}, {"tasks/x.json": {"format": 1}}],  # a record, then a folder at the same path
+    [{"claims/coder-1.json/y.json": {"format": 1}}],  # a folder where the tree holds a record
+    [{".git/hooks.json": {"format": 1}}],  # a tree git refuses to check out, fsck flags
+    [{"claims/.GIT/x.json": {"format": 1}}],
+])
+def test_edits_that_could_not_be_a_tree_fail_reads_instead_of_losing_records_at_the_next_checkpoint(
+        lanes, repo, edits):
+    task = lanes.task_create("kept", actor="lead")["task"]
+    lanes.claim_add(["src/**"], "coder-1")
+    for each in edits:
+        peer_delta(lanes, repo, each)
+    with pytest.raises(UnsupportedFormat, match="not record paths"):
+        Lanes(repo).task_list()
+    made = run_cli("board", "post", "hi", "--agent", "a", cwd=repo)  # no checkpoint is built on it
+    assert made.code != 0 and "not record paths" in made.err and "Traceback" not in made.err
+    doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
+    assert doctor.code != 0 and "not record paths" in doctor.out + doctor.err
+    assert task in git("show", f"{ledger_head(repo)}~{len(edits)}:tasks/{task[:2]}", cwd=repo)

@@ -114,8 +114,16 @@ def edits_of(message: str, commit: str) -> dict[str, Record | None] | None:
 
 
 def _record_path(path: object) -> bool:
-    return isinstance(path, str) and bool(path) and "\0" not in path \
-        and all(part not in ("", ".", "..") for part in path.split("/"))
+    """Whether `path` is a record path as git-lanes writes them: folders, then a name ending in `.json`, no
+    folder ending in `.json` (agent ids may not: model/ids.py) nor starting with a dot. So no record path is
+    another's folder: edits could not make a path a record in one commit and a folder in the next, which
+    readers would see one way and the next checkpoint's tree (where a record replaces a folder, records and
+    all) another. And no `.git` folder, which git refuses to check out and fsck flags in the checkpoint."""
+    if not isinstance(path, str) or "\0" in path:
+        return False
+    *folders, name = path.split("/")
+    return name.endswith(".json") \
+        and all(part and not part.startswith(".") and not part.endswith(".json") for part in folders)
 
 
 def overlaid_names(names: dict[str, bool], overlay: dict[str, Record | None], directory: str,
