@@ -172,3 +172,30 @@ def test_edits_that_could_not_be_a_tree_fail_reads_instead_of_losing_records_at_
     doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
     assert doctor.code != 0 and "not record paths" in doctor.out + doctor.err
     assert task in git("show", f"{ledger_head(repo)}~{len(edits)}:tasks/{task[:2]}", cwd=repo)
+
+
+@pytest.mark.parametrize("path, record", [
+    ("claims/coder-9.json", {"format": 1, "agent": "coder-9", "globs": 5}),
+    ("claims/coder-9.json", {"format": 1, "agent": "coder-9", "globs": ["src/**"]}),
+    ("exclusive/abcd.json", {"format": 1, "task": "abcd", "globs": 5}),
+    ("exclusive/abcd.json", {"format": 1, "task": 5}),
+    ("exclusive/abcd.json", {"format": 1, "task": "ab" * 8, "globs": "src/**"}),
+    ("exclusive/abcd.json", {"format": 1, "task": "ab" * 8, "globs": [5]}),
+])
+def test_a_claim_a_peer_wrote_malformed_is_left_out_by_listings_and_the_agent_hook_alike(repo, path, record):
+    set_policy(repo, '[claims]\nforeign_writes = "deny"\n')
+    ws = lane(repo)
+    started = run_cli("run", "start", "--agent", "coder-2", "--phase", "execute", cwd=ws)
+    env = {"GIT_LANES_RUN": started.out.strip()}
+    assert run_cli("claim", "add", "src/**", "--agent", "coder-1", cwd=repo).code == 0
+    lanes = Lanes(repo)
+    peer_delta(lanes, repo, {path: record})
+    # the hook enforces the claims `claim list` shows, and only those: no internal error denying every write
+    verdict, reason = decision(hook("claude", "PreToolUse", write(ws, ws / "src" / "a.py"), env=env))
+    assert verdict == "deny" and "claimed by coder-1" in reason
+    assert decision(hook("claude", "PreToolUse", write(ws, ws / "notes.md", "t2"), env=env))[0] == "allow"
+    listed = run_cli("claim", "list", "--json", cwd=repo)
+    assert listed.code == 0 and "Traceback" not in listed.err, listed.err
+    assert {row["agent"] for row in json.loads(listed.out)} == {"coder-1"}
+    doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
+    assert doctor.code != 0 and path in doctor.out

@@ -346,8 +346,11 @@ def read_claims(repo: LightRepo, ledger: steering.LedgerReader | None = None) ->
     found = {}
     for name in ledger.names("claims"):
         record = ledger.record(f"claims/{name}") if name.endswith(".json") else None
-        if record is not None:
-            found[name[:-5]] = [c["glob"] for c in record.get("globs", []) if isinstance(c, dict) and "glob" in c]
+        globs = record.get("globs", []) if record is not None else None
+        # A record a peer wrote malformed (`"globs": 5`) is left out, as `claim list` leaves it out (doctor
+        # names it): not an internal error that denies every write.
+        if isinstance(globs, list) and all(isinstance(c, dict) and isinstance(c.get("glob"), str) for c in globs):
+            found[name[:-5]] = [c["glob"] for c in globs]
     return found
 
 
@@ -364,7 +367,11 @@ def read_exclusive(repo: LightRepo, ledger: steering.LedgerReader | None = None)
     for name in names:
         record = ledger.record(f"exclusive/{name}") if name.endswith(".json") else None
         task = record.get("task") if record else None
-        if not isinstance(task, str) or len(task) < 2:
+        globs = record.get("globs", []) if record else None
+        # left out when malformed, as domain/exclusive.py `held` leaves it out (model ExclusiveClaim)
+        if not isinstance(task, str) or len(task) != 16 or task.strip("0123456789abcdef") \
+                or not isinstance(globs, list) or not all(isinstance(glob, str) for glob in globs) \
+                or not all(isinstance(record.get(key), (str, type(None))) for key in ("lane", "title", "plan")):
             continue
         holder = ledger.record(f"tasks/{task[:2]}/{task}.json") or {}
         found.append(Exclusive(task, str(record.get("title") or ""), str(record.get("lane") or ""),

@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from git_lanes import ledger
+from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader
 from git_lanes.domain.context import Context
 from git_lanes.domain.ownership import Exclusive, Violation, foreign, message
-from git_lanes.errors import Conflict
+from git_lanes.errors import Conflict, MalformedRecord
 from git_lanes.ledger import Tx
 
 DIRECTORY = "exclusive"
@@ -22,9 +23,15 @@ def exclusive_path(task: str) -> str:
 
 
 def held(state: Reader) -> list[Exclusive]:
+    """The exclusive claims in `state`. One a peer wrote malformed (`"globs": 5`) is left out, as a listing
+    leaves out any malformed record, and `git lanes doctor` names it; the agent hook's reader does the same
+    (domain/control.py `read_exclusive`), so both enforce the same claims."""
     found = []
     for name in state.names(DIRECTORY):
-        record = state.get(f"{DIRECTORY}/{name}") or {}
+        try:
+            record = stored.read(state, f"{DIRECTORY}/{name}") or {}
+        except MalformedRecord:
+            continue
         if not record.get("task"):
             continue
         task = state.get(f"tasks/{record['task'][:2]}/{record['task']}.json") or {}

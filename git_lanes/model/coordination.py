@@ -146,6 +146,17 @@ class ClaimSet(Record):
     globs: tuple[Claim, ...] = ()
 
 
+class ExclusiveClaim(Record):
+    """A dispatch plan task's exclusive claim (`exclusive/<task>.json`): the globs it owns, to be changed only
+    from its lane (domain/exclusive.py)."""
+
+    task: LedgerId
+    globs: tuple[str, ...] = ()
+    lane: str | None = None
+    title: str | None = None
+    plan: str | None = None
+
+
 class ClaimRow(Record):
     """One claim, as `claim list` shows it: an agent's own, or (`exclusive`) a dispatch plan task's, under the
     agent holding the task now (none before one takes it), enforced rather than warned about."""
