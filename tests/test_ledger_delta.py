@@ -199,3 +199,31 @@ def test_a_claim_a_peer_wrote_malformed_is_left_out_by_listings_and_the_agent_ho
     assert {row["agent"] for row in json.loads(listed.out)} == {"coder-1"}
     doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
     assert doctor.code != 0 and path in doctor.out
+
+
+def test_threads_remembering_ledger_states_at_once_never_fail():
+    """`serve` reads and writes on two threads; both remember states in the one per-process cache."""
+    import sys
+    import threading
+
+    errors: list[BaseException] = []
+
+    def remember_many(thread: int) -> None:
+        try:
+            for i in range(100_000):
+                ledger_delta.remember(f"{thread}-{i}", ledger_delta.EMPTY)
+        except BaseException as exc:  # noqa: BLE001  (the assertion below reports it)
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can, so evictions overlap
+    try:
+        threads = [threading.Thread(target=remember_many, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        ledger_delta._KNOWN.clear()
+    assert errors == []

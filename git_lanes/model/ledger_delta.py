@@ -58,8 +58,10 @@ _KNOWN_MAX = 64
 
 def remember(commit: str, state: Materialized) -> None:
     if len(_KNOWN) >= _KNOWN_MAX:
+        # `git lanes serve` and `git lanes mcp` read and write on threads of their own, which may evict the
+        # same entries at once: one already gone is no error (a `del` failed their op with a KeyError).
         for old in list(_KNOWN)[:_KNOWN_MAX // 2]:
-            del _KNOWN[old]
+            _KNOWN.pop(old, None)
     _KNOWN[commit] = state
 
 
