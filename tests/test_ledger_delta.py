@@ -227,3 +227,19 @@ def test_threads_remembering_ledger_states_at_once_never_fail():
         sys.setswitchinterval(interval)
         ledger_delta._KNOWN.clear()
     assert errors == []
+
+
+def test_edits_under_a_key_spelled_with_escapes_are_read_as_plain_git_reads_them(lanes, repo):
+    from ledger_helpers import ledger_record
+
+    lanes.claim_add(["src/**"], "coder-1")
+    head = ledger_head(repo)
+    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
+    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op.pop("edits", None)
+    body = json.dumps(op)[:-1] + ', "\\u0065dits": {"claims/coder-1.json": null}}'
+    commit = git("commit-tree", tree, "-p", head, "-m", f"a peer's op\n\n{body}", cwd=repo).strip()
+    lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's edits")])
+    ledger_delta._KNOWN.clear()
+    assert ledger_record(repo, "claims/coder-1.json") is None
+    assert Lanes(repo).claim_list(None) == [] and api_state(Lanes(repo)) == dulwich_state(repo)

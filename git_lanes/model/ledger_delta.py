@@ -100,7 +100,9 @@ def edits_of(message: str, commit: str) -> dict[str, Record | None] | None:
     """The edits a delta commit's op carries; None for a commit read by its tree. Raises UnsupportedFormat
     for edits no git-lanes writes (a path that is not a record path): what state they meant is unknowable."""
     _, sep, body = message.partition("\n\n")
-    if not sep or '"edits"' not in body:
+    # The key may be spelled with escapes (`"\u0065dits"`): JSON reads that as `edits`, and so does plain git
+    # by the README's rule, so the state must not be read by the tree then.
+    if not sep or ('"edits"' not in body and "\\u" not in body):
         return None
     try:
         data = json.loads(body)
