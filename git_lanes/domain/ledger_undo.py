@@ -13,7 +13,7 @@ from typing import Any
 
 from git_lanes.domain import ports
 from git_lanes.errors import Conflict, Refused, UserError
-from git_lanes.ledger import Op, Tx, make_op, read_op, state_at
+from git_lanes.ledger import Op, Tx, last_change, make_op, read_op, state_at
 from git_lanes.store import Store
 
 TYPE = "op.undo"
@@ -79,16 +79,8 @@ def blockers(store: Store, head: str | None, op: Op, stop: str) -> list[dict]:
 
 
 def _changed_by(store: Store, head: str | None, stop: str, path: str) -> Op | None:
-    commit = head
-    after = state_at(store, head)
-    while commit is not None and commit != stop:
-        info = store.commit_info(commit)
-        parent = info.parents[0] if info.parents else None
-        before = state_at(store, parent)
-        if before.differs(after, path):
-            return read_op(store, commit)
-        commit, after = parent, before
-    return None
+    commit = last_change(store, head, stop, path)
+    return read_op(store, commit) if commit else None
 
 
 def apply(tx: Tx, op: Op) -> dict[str, Any]:

@@ -122,6 +122,29 @@ def ops_between(store: Store, ancestor: str | None, head_commit: str) -> list[Op
     return ops
 
 
+def last_change(store: Store, head_commit: str | None, stop: str, path: str) -> str | None:
+    """The newest commit after `stop` up to `head_commit` whose op changed what `path` holds (None: none did).
+
+    Each commit is read once: what a delta holds at `path` is in its own edits, a checkpoint's in its tree,
+    so the walk never materializes a state per commit (each a read back to its checkpoint, 16 on average)."""
+    holds: list[tuple[str, object]] = []  # newest first: (commit, what it left at `path`), where it may change
+    commit = head_commit
+    while commit is not None and commit != stop:
+        info = store.commit_info(commit)
+        edits = ledger_delta.edits_of(info.message, commit)
+        if edits is None:
+            holds.append((commit, State(store, info.tree).raw(path)))
+        elif path in edits:
+            holds.append((commit, edits[path]))
+        commit = info.parents[0] if info.parents else None
+    found, before = None, state_at(store, commit).raw(path)
+    for commit, after in reversed(holds):
+        if after != before:
+            found = commit
+        before = after
+    return found
+
+
 def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold) -> tuple[str | None, dict[str, Any]]:
     """Apply `op` on top of ledger commit `base_head` (None: the empty ledger) without moving any ref.
 
@@ -178,8 +201,9 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signature
                                      author_name=author, author_email=AGENT_EMAIL, signed=signed)
         ledger_delta.remember(commit, at.then(edits))
         return commit, recorded
-    commit = store.write_records(at.tree, _encoded({**at.overlay, **edits}), parents, encode_message(recorded, summary), author_name=author,
-                                 author_email=AGENT_EMAIL, signed=signed)
+    commit = store.write_records(at.tree, _encoded({**at.overlay, **edits}), parents,
+                                 encode_message(recorded, summary), author_name=author, author_email=AGENT_EMAIL,
+                                 signed=signed)
     ledger_delta.remember(commit, Materialized(store.record_tree(commit), {}, 0))
     return commit, recorded
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
-from git_lanes.model.ledger_delta import EMPTY, Materialized, overlaid_names
+from git_lanes.model.ledger_delta import EMPTY, Materialized, changed, overlaid_names
 
 TYPE_CHECKING = False  # the light sync path reads ledger state without loading pygit2, nor typing
 if TYPE_CHECKING:
@@ -132,17 +132,15 @@ class State:
 
     def changed_paths(self, other: State) -> list[str]:
         """The record paths whose content differs between this state and `other`, sorted."""
-        from git_lanes.model.ledger_delta import changed
-
         tree_changes = [] if self.tree == other.tree else \
             [change.path for change in self.store.diff_trees(self.tree, other.tree)]
         return sorted(path for path in changed(self.at, other.at, tree_changes) if self.differs(other, path))
 
     def differs(self, other: State, path: str) -> bool:
         """Whether `path` holds other content in `other` than here."""
-        return self._raw(path) != other._raw(path)
+        return self.raw(path) != other.raw(path)
 
-    def _raw(self, path: str) -> object:
+    def raw(self, path: str) -> object:
         """What `path` holds, compared as data: a record from the overlay, else the parsed blob (or its bytes
         when they are not JSON)."""
         if path in self._overlay:
