@@ -79,17 +79,25 @@ def test_every_reader_sees_the_same_state_after_every_op_across_checkpoints(lane
     assert [t.id for t in lanes.task_list()] == [task]
 
 
-def test_a_replayed_op_writes_the_same_records_on_the_same_base(lanes, repo):
+@pytest.mark.parametrize("padding", [0, CHECKPOINT_EVERY - 1])  # the replay a delta, then the checkpoint
+def test_a_replayed_op_writes_the_same_commit_on_the_same_base(lanes, repo, padding):
+    """Sync replays an op on a head a process may or may not have remembered: the records, the message and
+    whether the commit is a checkpoint (so its tree) depend on the base and the op alone."""
     store = lanes.ctx.store
     lanes.agent_register("a")
+    for i in range(padding):
+        lanes.board_post(f"padding {i}", "a")
     base = ledger_head(repo)
     op = ledger.make_op("board.post", "a", {"text": "hi", "kind": "note", "to": None}, 1_800_000_000.0)
-    first, _ = ledger.apply_op(store, base, op, FOLD)
+    first, _ = ledger.apply_op(store, base, op, FOLD)  # on a base this process remembers
     ledger_delta._KNOWN.clear()
-    second, _ = ledger.apply_op(store, base, op, FOLD)
-    assert first != second or first is not None
-    edits = [json.loads(git("log", "-1", "--format=%b", commit, cwd=repo))["edits"] for commit in (first, second)]
-    assert edits[0] == edits[1] and "board/00/00/00/00000001.json" in edits[0]
+    second, _ = ledger.apply_op(store, base, op, FOLD)  # on the same base read afresh
+    assert first is not None and second is not None
+    made = [(git("log", "-1", "--format=%T%n%B", commit, cwd=repo), ledger.log.is_checkpoint(store, commit))
+            for commit in (first, second)]
+    assert made[0] == made[1] and made[0][1] == (padding == CHECKPOINT_EVERY - 1)
+    body = json.loads(made[0][0].partition("\n\n")[2])
+    assert padding or "board/00/00/00/00000001.json" in body["edits"]
 
 
 def test_the_agent_hook_sees_file_claims_made_and_released_in_delta_commits(repo):
