@@ -64,6 +64,20 @@ def test_a_record_refuses_what_its_field_types_refuse():
     assert caught.value.code == "invalid_record"
 
 
+def test_a_list_of_plain_values_is_checked_item_by_item_and_a_wrong_item_named_by_its_place():
+    """Lists of ints or texts pass on their items' types alone (a reader's inbox is read on every board op):
+    a bool among ints, a number among texts, is still refused, naming where it sits."""
+    reader = coordination.ReadPosition.from_dict({"agent": "agent-1", "cursor": 3, "inbox": [4, 5], "own": [6]})
+    assert reader.inbox == (4, 5) and reader.to_dict()["own"] == [6]
+    for bad in (True, 5.0, "7", None):
+        with pytest.raises(UserError, match=r"inbox\[2\]") as caught:
+            coordination.ReadPosition.from_dict({"agent": "agent-1", "cursor": 3, "inbox": [4, 5, bad], "own": []})
+        assert caught.value.code == "invalid_record"
+    with pytest.raises(UserError, match=r"files\[1\]"):
+        Task.from_dict({**TASK, "files": ["src/**", 5]})
+    assert Task.from_dict({**TASK, "files": ["src/**", "docs/**"]}).files == ("src/**", "docs/**")
+
+
 def test_from_dict_refuses_a_key_the_record_does_not_declare_but_a_stored_one_is_read():
     """A key our own code adds to a result must be declared, or no face would show it; what a repository
     holds may come from a newer minor format version, whose extra keys an older reader ignores."""

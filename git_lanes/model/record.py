@@ -354,9 +354,15 @@ def _literal_coercer(allowed: tuple[Any, ...]) -> Coercer:
 
 
 def _list_coercer(item: Coercer, as_tuple: bool) -> Coercer:
+    # A list of plain ints or texts (a reader's inbox, read on every board op, grows to hundreds) is checked
+    # by type alone; an item of any other type goes through `item`, which accepts it or names its place.
+    exact = _EXACT_TYPES.get(item)
+
     def coerce(value: Any, where: str, owner: type) -> Any:
         if not isinstance(value, (list, tuple)):
             raise _fail(owner, where, "a list", value)
+        if exact is not None and all(type(v) is exact for v in value):
+            return tuple(value) if as_tuple else list(value)
         items = tuple(item(v, f"{where}[{i}]", owner) for i, v in enumerate(value))
         return items if as_tuple else list(items)
 
@@ -430,6 +436,8 @@ def _str(value: Any, where: str, owner: type) -> Any:
 
 
 _PRIMITIVE_COERCERS: dict[type, Coercer] = {bool: _bool, int: _int, float: _float, str: _str}
+# The coercers that return a value of exactly this type as it is, and accept no other value of it.
+_EXACT_TYPES: dict[Coercer, type] = {_bool: bool, _int: int, _str: str}
 
 
 def _describe(tp: Any) -> str:
