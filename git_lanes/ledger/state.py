@@ -107,8 +107,9 @@ class State:
         """Every record path under `directory`, recursively, in path order."""
         if self.tree is None and not self._overlay:
             return
+        prefix = f"{directory}/" if directory else ""  # the root ("") is a folder like any other
         for name, is_folder in sorted(self._entries(directory).items()):
-            path = f"{directory}/{name}"
+            path = prefix + name
             if is_folder:
                 yield from self.files(path)
             else:
@@ -180,7 +181,7 @@ class Tx:
 
     def names(self, directory: str) -> list[str]:
         found = set(self.base.names(directory))
-        prefix = directory + "/"
+        prefix = f"{directory}/" if directory else ""
         for path, record in self.edits.items():
             if not path.startswith(prefix):
                 continue
