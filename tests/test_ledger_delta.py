@@ -251,3 +251,25 @@ def test_edits_under_a_key_spelled_with_escapes_are_read_as_plain_git_reads_them
     ledger_delta._KNOWN.clear()
     assert ledger_record(repo, "claims/coder-1.json") is None
     assert Lanes(repo).claim_list(None) == [] and api_state(Lanes(repo)) == dulwich_state(repo)
+
+
+def test_a_long_chain_of_deltas_a_peer_made_without_a_checkpoint_reads_in_linear_time():
+    """A peer may push any number of delta commits with no checkpoint; every read (the hook's on each call)
+    lays all of them over the tree, so that must cost in proportion to the chain, not its square. Here the
+    first 50,000 are a state this process already knows, and 2,000 more come on top."""
+    import time
+
+    known = ledger_delta.Materialized("tree", {f"wakes/w{i}.json": {"format": 1} for i in range(50_000)}, 50_000)
+    count = 2_000
+    commits = {f"c{i}": ("tree", f"c{i - 1}" if i else "known",
+                         f"op\n\n{json.dumps({'edits': {f'claims/a{i}.json': {'format': 1}}})}")
+               for i in range(count)}
+    ledger_delta._KNOWN.clear()
+    ledger_delta.remember("known", known)
+    started = time.perf_counter()
+    state = ledger_delta.materialize(f"c{count - 1}", commits.__getitem__)
+    took = time.perf_counter() - started
+    ledger_delta._KNOWN.clear()
+    assert state.tree == "tree" and state.depth == 50_000 + count and len(state.overlay) == 50_000 + count
+    assert state.overlay["claims/a1.json"] == {"format": 1} and len(known.overlay) == 50_000
+    assert took < 1, f"{took:.1f} s"  # linear: ~0.05 s; a copy of the overlay per commit: ~4 s
