@@ -355,7 +355,7 @@ def read_claims(repo: LightRepo, ledger: steering.LedgerReader | None = None) ->
 
 
 def read_exclusive(repo: LightRepo, ledger: steering.LedgerReader | None = None) -> tuple:
-    """The exclusive claims of dispatch plans (`exclusive/<task>.json` in the ledger's state tree), with the
+    """The exclusive claims of dispatch plans (`exclusive/<task>.json` in the ledger's state), with the
     agent holding each task now."""
     ledger = ledger or steering.LedgerReader(repo)
     names = ledger.names("exclusive")

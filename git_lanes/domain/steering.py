@@ -2,7 +2,7 @@
 (`git lanes tell`), delivered at the model's next tool call or stop, and the budgets of its lane, task and
 ticket (`git lanes budget set`), which warn at 80% and block writes and commands at 100%.
 
-Budgets are read from the ledger's tree and the spend from the run logs, both with the hook's own object
+Budgets are read from the ledger's state and the spend from the run logs, both with the hook's own object
 reader; the check runs under the runs' lock, against the run's state as it is being charged, so two agents
 of one task cannot both slip past the limit."""
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 
 from git_lanes.errors import UnsupportedFormat
+from git_lanes.model import ledger_delta
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.refs import LEDGER
 from git_lanes.model.runs import RunEvent, RunState
 from git_lanes.store import gitfiles
-from git_lanes.model import ledger_delta
 from git_lanes.store.objects import parse_commit, parse_tree
 
 TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
