@@ -273,3 +273,36 @@ def test_a_long_chain_of_deltas_a_peer_made_without_a_checkpoint_reads_in_linear
     assert state.tree == "tree" and state.depth == 50_000 + count and len(state.overlay) == 50_000 + count
     assert state.overlay["claims/a1.json"] == {"format": 1} and len(known.overlay) == 50_000
     assert took < 1, f"{took:.1f} s"  # linear: ~0.05 s; a copy of the overlay per commit: ~4 s
+
+
+def test_a_ledger_fetched_shallow_fails_reads_clearly_instead_of_reading_and_syncing_an_empty_state(
+        lanes, repo, tmp_path):
+    task = lanes.task_create("kept", actor="lead")["task"]
+    lanes.claim_add(["src/**"], "coder-1")
+    lanes.board_post("a delta at the head", "coder-1")
+    shallow = tmp_path / "shallow"
+    git("clone", "-q", "--depth", "1", f"file://{repo}", str(shallow), cwd=tmp_path)
+    git("fetch", "-q", "--depth", "1", "origin", "refs/lanes/ledger:refs/lanes/ledger", cwd=shallow)
+    assert run_cli("init", cwd=shallow).code == 0
+    for command in (["task", "list"], ["board", "post", "x", "--agent", "b"], ["sync"]):
+        result = run_cli(*command, cwd=shallow)
+        assert result.code != 0 and "shallow fetch" in result.err and "Traceback" not in result.err, command
+    doctor = run_cli("doctor", "--check", "ledger", cwd=shallow)
+    assert doctor.code != 0 and "shallow fetch" in doctor.out
+    assert [t.id for t in Lanes(repo).task_list()] == [task] and Lanes(repo).claim_list(None)  # nothing pushed
+    git("fetch", "-q", "--unshallow", "origin", "refs/lanes/ledger:refs/lanes/ledger", cwd=shallow)
+    listed = run_cli("task", "list", "--json", cwd=shallow)
+    assert listed.code == 0 and [t["id"] for t in listed.json] == [task]
+
+
+def test_a_delta_a_peer_wrote_with_no_parent_fails_reads_clearly(lanes, repo):
+    lanes.task_create("kept", actor="lead")
+    head = ledger_head(repo)
+    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
+    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op["edits"] = {"claims/coder-2.json": {"format": 1, "agent": "coder-2", "globs": []}}
+    commit = git("commit-tree", tree, "-m", f"a peer's op\n\n{json.dumps(op)}", cwd=repo).strip()
+    lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's root delta")])
+    ledger_delta._KNOWN.clear()
+    listed = run_cli("task", "list", cwd=repo)
+    assert listed.code != 0 and "not the commit they apply to" in listed.err and "Traceback" not in listed.err

@@ -74,11 +74,8 @@ def materialize(commit: str | None, read: ReadCommit) -> Materialized:
     if known is not None:
         return known
     chain: list[dict[str, Record | None]] = []
-    at: str | None = commit
+    at = commit
     while True:
-        if at is None:  # a delta commit with no parent: laid over the empty state
-            base = EMPTY
-            break
         known = _KNOWN.get(at)
         if known is not None:
             base = known
@@ -88,6 +85,14 @@ def materialize(commit: str | None, read: ReadCommit) -> Materialized:
         if edits is None:
             base = Materialized(tree, {}, 0)
             break
+        if parent is None:
+            # No git-lanes writes a delta without a parent (the first op is a checkpoint): its parent is cut
+            # off. Laid over the empty state, it read as a ledger that lost every record written before it,
+            # and the next append checkpointed that loss and synced it to everyone.
+            raise UnsupportedFormat(f"ledger commit {at[:8]} holds an op's edits, but not the commit they "
+                                    "apply to: a shallow fetch cut the ledger's history, or a peer wrote it",
+                                    hint="fetch the ledger whole: `git fetch --unshallow`, or fetch "
+                                    "refs/lanes/ledger without --depth; `git lanes doctor` reports it")
         chain.append(edits)
         at = parent
     if chain:
