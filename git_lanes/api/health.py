@@ -115,6 +115,7 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
         state = ledger.state_at(store, head)
     except LanesError as exc:
         return [finding("fail", f"the ledger's state cannot be read: {exc.message}",
+                        exc.hint if exc.code == ledger.log.MISSING else
                         "see `git log refs/lanes/ledger`: a peer's commit holds it")]
     bad, count = [], 0
     for top in (*stored.SHAPES, "publish", "pruned"):

@@ -42,6 +42,7 @@ else:
 # appender asks git whether the repository needs packing (`git gc --auto`).
 MAINTENANCE_EVERY = 500
 CAS_ATTEMPTS = 5
+MISSING = "missing_object"  # the code of a state that cannot be read for a commit the repository lacks
 AGENT_EMAIL = "agent@lanes"  # a ledger commit's author is the op's actor
 
 
@@ -72,7 +73,11 @@ def state_at(store: Store, commit: str | None) -> State:
 
 def materialized(store: Store, commit: str | None) -> Materialized:
     def read(oid: str) -> tuple[str, str | None, str]:
-        info = store.commit_info(oid)
+        try:
+            info = store.commit_info(oid)
+        except KeyError:  # a delta's way back to its checkpoint runs through a commit this repository lacks
+            raise UnsupportedFormat(f"ledger commit {oid[:8]} cannot be read: it is missing", code=MISSING,
+                                    hint="run `git fsck`; the repository may be damaged") from None
         return info.tree, info.parents[0] if info.parents else None, info.message
 
     return ledger_delta.materialize(commit, read)

@@ -1,0 +1,28 @@
+"""A damaged ledger under delta commits (issue 15): reading a state now reads up to 31 commits back to a
+checkpoint, so a commit missing on that way (a damaged object store, a history cut short) is a clear error
+naming it, as a missing tree or blob already was: every command and doctor say so, none fails internally."""
+
+from __future__ import annotations
+
+from conftest import git, run_cli
+from ledger_helpers import ledger_head
+
+from git_lanes import ledger
+from git_lanes.api import Lanes
+
+
+def test_a_delta_whose_parent_is_missing_fails_reads_clearly_and_doctor_names_it(repo):
+    assert run_cli("agent", "register", "a", cwd=repo).code == 0  # the first op: a checkpoint
+    assert run_cli("board", "post", "hi", "--agent", "a", cwd=repo).code == 0
+    head = ledger_head(repo)
+    assert not ledger.log.is_checkpoint(Lanes(repo).ctx.store, head)  # the precondition: reading it reads its parent
+    parent = git("rev-parse", f"{head}^", cwd=repo).strip()
+    missing = "1" * 40
+    text = git("cat-file", "commit", head, cwd=repo).replace(f"parent {parent}", f"parent {missing}")
+    cut = git("hash-object", "-t", "commit", "-w", "--literally", "--stdin", cwd=repo, input=text).strip()
+    git("update-ref", "refs/lanes/ledger", cut, head, cwd=repo)
+    for args in (["board", "read", "--agent", "a"], ["agent", "list"]):
+        result = run_cli(*args, cwd=repo)
+        assert result.code not in (0, 6) and missing[:8] in result.err and "KeyError" not in result.err, result.err
+    doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
+    assert doctor.code == 1 and missing[:8] in doctor.out and "fsck" in doctor.out, doctor.out + doctor.err
