@@ -306,3 +306,20 @@ def test_a_delta_a_peer_wrote_with_no_parent_fails_reads_clearly(lanes, repo):
     ledger_delta._KNOWN.clear()
     listed = run_cli("task", "list", cwd=repo)
     assert listed.code != 0 and "not the commit they apply to" in listed.err and "Traceback" not in listed.err
+
+
+def test_doctor_warns_of_a_full_tree_an_older_git_lanes_wrote_over_delta_commits(lanes, repo):
+    for i in range(CHECKPOINT_EVERY + 4):  # a checkpoint after the first, and deltas after: nothing to warn of
+        lanes.board_post(f"note {i}", "coder-1")
+    clean = run_cli("doctor", "--check", "ledger", cwd=repo)
+    assert clean.code == 0 and clean.out.startswith("ok"), clean.out
+    lanes.claim_add(["src/**"], "coder-1")  # a delta: a git-lanes from before deltas reads past it
+    head = ledger_head(repo)
+    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op.pop("edits")
+    op["id"] = "ab" * 8
+    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()  # the last checkpoint's, as it would read it
+    commit = git("commit-tree", tree, "-p", head, "-m", f"older: an op\n\n{json.dumps(op)}", cwd=repo).strip()
+    lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: an older git-lanes")])
+    doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
+    assert doctor.out.startswith("warn") and f"{commit[:8]} (over 4 delta commits)" in doctor.out, doctor.out

@@ -131,6 +131,13 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
         return [finding("fail", f"ledger records that cannot be read: {_some(bad)}",
                         "a sync from a newer git-lanes, or an edit by hand: `git log refs/lanes/ledger` shows the "
                         "op that wrote PATH (its `edits`, or the tree of a checkpoint)")]
+    unaware = ledger.log.unaware_checkpoints(store, head)
+    if unaware:
+        described = [f"{commit[:8]} (over {deltas} delta commits)" for commit, deltas in unaware]
+        return [finding("warn", "ledger commits a git-lanes from before delta commits wrote, reading a state without "
+                                f"the records of the delta commits before them: {_some(described)}",
+                        "upgrade git-lanes on every machine that writes this ledger; `git log refs/lanes/ledger` "
+                        "shows what those deltas wrote (their `edits`), to redo what is missing")]
     return [finding("ok", f"{count} ledger records readable; last op {op.type} by {op.actor}")]
 
 

@@ -103,6 +103,35 @@ def is_checkpoint(store: Store, commit: str) -> bool:
     return ledger_delta.edits_of(store.commit_info(commit).message, commit) is None
 
 
+def unaware_checkpoints(store: Store, head_commit: str, limit: int = 2_000) -> list[tuple[str, int]]:
+    """Commits among the newest `limit` that hold a full tree on a delta parent fewer than
+    `CHECKPOINT_EVERY - 1` commits from its checkpoint, each with that count. This git-lanes checkpoints at
+    exactly that distance; a git-lanes from before delta commits writes a full tree on every op, reading the
+    parent's tree (its last checkpoint's) as the whole state, so the records of the deltas between are
+    missing from that commit's state and every state after it (doctor warns: nothing can tell which of them
+    its op would have kept)."""
+    found: list[tuple[str, int]] = []
+    newer: str | None = None  # the last commit with a full tree seen, walking back
+    deltas = 0  # delta commits seen since it
+    commit: str | None = head_commit
+    for _ in range(limit):
+        if commit is None:
+            break
+        info = store.commit_info(commit)
+        try:
+            delta = ledger_delta.edits_of(info.message, commit) is not None
+        except UnsupportedFormat:
+            delta = True  # edits, if unreadable ones: reads report them
+        if delta:
+            deltas += 1
+        else:
+            if newer is not None and 0 < deltas < CHECKPOINT_EVERY - 1:
+                found.append((newer, deltas))
+            newer, deltas = commit, 0
+        commit = info.parents[0] if info.parents else None
+    return found
+
+
 def read_op(store: Store, commit: str) -> Op:
     """Parse ledger commit `commit` into its Op (id, type, actor, time, args, and the result recorded there).
 
