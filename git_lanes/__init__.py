@@ -9,7 +9,7 @@ agent-hook path, which import this package, pay for nothing they do not use.
   CLI) and `GateFailed` (a required gate failed: exit 4); each has a stable `code` and a `hint`.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "AgentSession": "git_lanes.sdk",

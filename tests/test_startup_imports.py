@@ -107,7 +107,7 @@ def test_options_cost_neither_gettext_lookups_nor_suggestions(repo):
     from git_lanes.cli import cli
 
     version = CliRunner().invoke(cli, ["--version"], prog_name="git lanes")
-    assert (version.exit_code, version.output) == (0, "git-lanes, version 0.1.0\n")
+    assert (version.exit_code, version.output) == (0, "git-lanes, version 0.2.0\n")
     for args in (["lane", "list", "-h"], ["lane", "list", "--help"]):
         shown = CliRunner().invoke(cli, args, prog_name="git lanes")
         assert shown.exit_code == 0 and "  -h, --help  Show this message and exit." in shown.output
