@@ -36,25 +36,26 @@ def add_post(tx: Tx, op: Op, sender: str, kind: str, text: str, to: str | None) 
     if seq > MAX_SEQ:
         raise Refused("the board is full", code="board_full")
     counted = to is None and kind in AGENT_KINDS
-    broadcasts = broadcasts_through(tx, seq - 1) + (1 if counted else 0)
+    before = broadcasts_through(tx, seq - 1)
     tx.put(post_path(seq), {"seq": seq, "id": op.id, "from": sender, "to": to, "kind": kind, "text": text,
-                            "time": op.time, "resolved": None, "broadcasts": broadcasts})
+                            "time": op.time, "resolved": None, "broadcasts": before + (1 if counted else 0)})
     if to is not None:
         reader = reader_of(tx, to)
         reader["inbox"] = reader["inbox"] + [seq]
         tx.put(reader_path(to), reader)
     if counted:
-        _note_own_broadcast(tx, sender, seq)
+        _note_own_broadcast(tx, sender, seq, before)
     return seq
 
 
-def _note_own_broadcast(tx: Tx, sender: str, seq: int) -> None:
+def _note_own_broadcast(tx: Tx, sender: str, seq: int, before: int) -> None:
     """A sender's own broadcast is never unread for it. With nothing else unread its cursor simply moves
-    past it; otherwise the seq is remembered so the count can leave it out."""
+    past it; otherwise the seq is remembered so the count can leave it out. `before` is the count of
+    broadcasts through the post before it, which the caller just read."""
     reader = reader_of(tx, sender)
     if reader.get("cursor") is None:
         return
-    if unread_broadcasts(tx, sender, before=seq) == 0:
+    if _unread(tx, reader, seq - 1, before) == 0:
         reader.update(cursor=seq, own=[])
     else:
         reader["own"] = reader.get("own", []) + [seq]
@@ -147,12 +148,19 @@ def answer(tx: Tx, op: Op) -> dict:
 def unread_broadcasts(state: Reader, agent: str, before: int | None = None) -> int:
     """How many posts to everyone from others lie after `agent`'s cursor (up to seq `before`, exclusive)."""
     reader = reader_of(state, agent)
+    if reader.get("cursor") is None:
+        return 0
+    end = current_seq(state) if before is None else before - 1
+    return _unread(state, reader, end, broadcasts_through(state, end))
+
+
+def _unread(state: Reader, reader: dict, end: int, through_end: int) -> int:
+    """`unread_broadcasts` for `reader` through seq `end`, given the count of broadcasts through it."""
     cursor = reader.get("cursor")
     if cursor is None:
         return 0
-    end = current_seq(state) if before is None else before - 1
     own = [seq for seq in reader.get("own", []) if cursor < seq <= end]
-    return max(0, broadcasts_through(state, end) - broadcasts_through(state, int(cursor)) - len(own))
+    return max(0, through_end - broadcasts_through(state, int(cursor)) - len(own))
 
 
 def unread_count(state: Reader, agent: str) -> int:

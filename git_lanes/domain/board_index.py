@@ -50,7 +50,7 @@ def broadcasts_through(state: Reader, seq: int) -> int:
     neither stops the board nor its counts."""
     while 0 < seq <= MAX_SEQ:
         try:
-            return int((get_post(state, seq) or {}).get("broadcasts", 0))
+            return int((stored.peek(state, post_path(seq)) or {}).get("broadcasts", 0))
         except MalformedRecord:
             seq -= 1
     return 0

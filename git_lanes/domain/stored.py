@@ -48,7 +48,27 @@ def read(state: State | Tx, path: str) -> dict[str, Any] | None:
     """The record at `path` (None when there is none), checked: UnsupportedFormat (a MalformedRecord for a
     wrong shape) when it cannot be read. An op reading it fails clearly rather than half way."""
     record = state.get(path)
-    return None if record is None else checked(path, record)
+    return None if record is None else _checked_once(state, path, record)
+
+
+def peek(state: State | Tx, path: str) -> dict[str, Any] | None:
+    """`read` for a caller that only looks: the record is shared with the state, not a copy to change."""
+    record = state.peek(path)
+    return None if record is None else _checked_once(state, path, record)
+
+
+def _checked_once(state: State | Tx, path: str, record: dict[str, Any]) -> dict[str, Any]:
+    """`checked`, once per state and path: a post is read three times by the op that follows it, and decoding
+    its model record is most of the cost of reading it. Only a record that passed is remembered, so one
+    that fails fails every time."""
+    memo = state.memo_for(path)
+    if memo is None:
+        return checked(path, record)
+    passed = memo.setdefault("checked", set())
+    if path not in passed:
+        checked(path, record)
+        passed.add(path)
+    return record
 
 
 def read_or_set_aside(state: State | Tx, path: str, set_aside: SetAside | None) -> dict[str, Any] | None:

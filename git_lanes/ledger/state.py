@@ -38,11 +38,22 @@ class State:
         self.tree = at.tree
         self._overlay = at.overlay
         self._records: dict[str, Record | None] = {}
+        # What the fold learned from this state's records (which it checked, say), so an op that reads one
+        # record three times checks it once. The state never changes, so nothing in it goes stale.
+        self.memo: dict[str, Any] = {}
 
     def get(self, path: str) -> Record | None:
         if path not in self._records:
             self._records[path] = self._load(path)
         return self._records[path]
+
+    def peek(self, path: str) -> Record | None:
+        """`get`: the record shared by every reader of this state, which nobody changes."""
+        return self.get(path)
+
+    def memo_for(self, path: str) -> dict[str, Any]:
+        """The memo that holds for the record at `path` as this state reads it."""
+        return self.memo
 
     def copy_of(self, path: str) -> Record | None:
         """A record of its own for the caller to change (`get` shares one per state): parsed afresh, the
@@ -172,6 +183,16 @@ class Tx:
             record = self.edits[path]
             return None if record is None else dict(record)
         return self.base.copy_of(path)
+
+    def peek(self, path: str) -> Record | None:
+        """The record at `path` to read, not to change: no copy of its own (`get` makes one)."""
+        if path in self.edits:
+            return self.edits[path]
+        return self.base.get(path)
+
+    def memo_for(self, path: str) -> dict[str, Any] | None:
+        """The base state's memo while this op has not written `path` (its record is the base's); None after."""
+        return None if path in self.edits else self.base.memo
 
     def put(self, path: str, record: Record) -> None:
         self.edits[path] = {**record, "format": FORMAT}

@@ -1,0 +1,85 @@
+"""The fold decides exactly as it did before its reads were made cheaper (issue 15): a fixed sequence of ops
+with pinned ids and times, folded one on the other, gives the same edits and results, byte for byte, as the
+recording `tests/data/fold_golden.json` made with the fold before. It covers the board's paths that read
+posts and cursors (broadcasts with and without a cursor, a sender's own broadcasts with others unread,
+directed posts, answers, reads), claims, and a peer's malformed post that the counts step over."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from git_lanes.domain.coordination import FOLD
+from git_lanes.errors import LanesError, problem
+from git_lanes.ledger import Op, State
+from git_lanes.model.ledger_delta import Materialized
+
+GOLDEN = Path(__file__).parent / "data" / "fold_golden.json"
+AGENTS = ("coder-1", "coder-2", "coder-3")
+
+
+def ops() -> list[tuple[str, str, dict]]:
+    """(type, actor, args); a task is named by its creating op's index (`@n`), filled in when folded."""
+    seq: list[tuple[str, str, dict]] = [("agent.register", a, {"agent": a}) for a in AGENTS]
+    seq += [("task.create", "lead", {"title": f"task {i}", "files": [f"src/{i}/**"] if i % 2 else []})
+            for i in range(4)]
+    seq += [("board.post", "coder-1", {"text": "before any cursor"}),
+            ("board.read", "coder-1", {"agent": "coder-1", "through": 1}),
+            ("board.read", "coder-2", {"agent": "coder-2", "through": 0}),
+            ("task.claim", "coder-1", {"agent": "coder-1", "task": "@3", "version": 1}),
+            ("board.post", "coder-1", {"text": "took it"}),  # nothing unread: the cursor moves past it
+            ("board.post", "coder-2", {"text": "me too", "kind": "question"}),
+            ("board.post", "coder-1", {"text": "again"}),  # one unread: remembered as own
+            ("board.post", "coder-2", {"text": "to you", "to": "coder-1"}),
+            ("board.post", "coder-3", {"text": "to a stranger", "to": "coder-9"}),
+            ("agent.heartbeat", "coder-1", {"agent": "coder-1"}),
+            ("task.claim", "coder-2", {"agent": "coder-2", "task": "@3", "version": 2}),
+            ("task.claim", "coder-2", {"agent": "coder-2", "task": "@4", "version": 1}),
+            ("board.answer", "coder-1", {"post": 3, "text": "yes"}),
+            ("board.resolve", "coder-2", {"post": 3}),
+            ("board.resolve", "coder-2", {"post": 2}),
+            ("board.post", "coder-2", {"text": "after the bad one"}),  # post 8 is a peer's, malformed
+            ("board.post", "coder-1", {"text": "and mine"}),
+            ("agent.heartbeat", "coder-2", {"agent": "coder-2"}),
+            ("board.read", "coder-1", {"agent": "coder-1", "through": 100}),
+            ("board.post", "coder-1", {"text": "read it all"})]
+    for i in range(12):
+        actor = AGENTS[i % 3]
+        seq += [("task.claim", actor, {"agent": actor, "task": f"@{3 + i % 4}"}),
+                ("board.post", actor, {"text": f"round {i}"} | ({"to": AGENTS[(i + 1) % 3]} if i % 4 == 0 else {}))]
+    return seq
+
+
+def fold_all() -> list[dict]:
+    overlay: dict = {}
+    tasks: dict[str, str] = {}
+    out = []
+    for n, (kind, actor, args) in enumerate(ops()):
+        if n == 22:  # a peer wrote post 8 in a shape no git-lanes writes
+            overlay = {**overlay, "board/00/00/00/00000008.json": {"format": 1, "seq": 8, "broadcasts": "many"}}
+        args = {k: tasks[v] if isinstance(v, str) and v.startswith("@") else v for k, v in args.items()}
+        op = Op(f"{n + 1:016x}", kind, actor, 1_800_000_000.0 + n * 7.5, args)
+        if kind == "task.create":
+            tasks[f"@{n}"] = op.id
+        try:
+            edits, result = FOLD.apply(State(None, at=Materialized(None, overlay, n)), op)  # type: ignore[arg-type]
+        except LanesError as exc:
+            out.append({"op": n, "refused": problem(exc)})
+            continue
+        overlay = {**overlay, **edits}
+        out.append({"op": n, "edits": edits, "result": result})
+    return out
+
+
+def encoded(rows: list[dict]) -> str:
+    return json.dumps(rows, sort_keys=True, indent=1)
+
+
+def test_the_fold_decides_as_recorded():
+    text = encoded(fold_all())
+    assert text == GOLDEN.read_text(), hashlib.sha256(text.encode()).hexdigest()
+
+
+if __name__ == "__main__":  # re-record (only when a change of the fold's decisions is meant)
+    GOLDEN.write_text(encoded(fold_all()))
