@@ -10,6 +10,9 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
+from git_lanes import ledger
 from git_lanes.domain.coordination import FOLD
 from git_lanes.errors import LanesError, problem
 from git_lanes.ledger import Op, State
@@ -83,3 +86,56 @@ def test_the_fold_decides_as_recorded():
 
 if __name__ == "__main__":  # re-record (only when a change of the fold's decisions is meant)
     GOLDEN.write_text(encoded(fold_all()))
+
+
+def listed_end(state) -> int:
+    """The board's end as the fold found it before (four listings per call), kept here as the reference."""
+    def last(directory: str, depth: int) -> int:
+        names = state.names(directory)
+        if depth == 3:
+            files = [n for n in names if n.endswith(".json")]
+            return int(max(files)[:-5]) if files else 0
+        for level in sorted((n for n in names if len(n) == 2 and n.isdigit()), reverse=True):
+            found = last(f"{directory}/{level}", depth + 1)
+            if found:
+                return found
+        return 0
+    return last("board", 0)
+
+
+POST = {"format": 1, "seq": 1, "broadcasts": 0}
+
+
+@pytest.mark.parametrize("tree, overlay, edits", [
+    ({}, {}, {}),
+    ({3: POST, 250: POST}, {}, {}),
+    ({3: POST, 250: POST}, {251: POST}, {}),
+    ({3: POST, 250: POST}, {251: POST}, {252: POST, "board/readers/coder-1.json": {"format": 1}}),
+    ({3: POST, 250: POST}, {250: None}, {}),  # the last post deleted: the one before is the end
+    ({3: POST, 250: POST}, {}, {250: None}),
+    ({3: POST, 1_000_000: POST}, {4: POST}, {5: POST}),  # writes below the end leave it
+    ({3: POST, "board/00/00/00/9.json": POST}, {}, {4: POST}),  # a peer's odd name outranks a post
+    ({3: POST, "board/00/00/01/x.txt": POST}, {}, {}),  # a folder with no post in it is passed over
+    ({3: POST}, {"board/00/00/07/00000700.json/deeper.json": POST}, {}),
+    ({}, {}, {"board/00/00/07/00000700.json": POST}),
+])
+def test_the_board_end_is_the_largest_path_as_listed(repo, tree, overlay, edits):
+    from git_lanes.api import Lanes
+    from git_lanes.domain.board_index import current_seq, post_path
+    from git_lanes.ledger import Tx
+
+    def paths(records: dict) -> dict:
+        return {k if isinstance(k, str) else post_path(k): v for k, v in records.items()}
+
+    lanes = Lanes(repo)
+    lanes.claim_add(["src/**"], "coder-1")
+    store = lanes.ctx.store
+    base = store.tree_of(ledger.head(store))
+    written = store.write_record_tree(base, {p: json.dumps(r).encode() for p, r in paths(tree).items()})
+    state = State(store, at=Materialized(written, paths(overlay), 1))
+    tx = Tx(state)
+    for path, record in paths(edits).items():
+        tx.delete(path) if record is None else tx.put(path, record)
+    assert current_seq(state) == listed_end(state)
+    assert current_seq(tx) == listed_end(tx)
+    assert current_seq(State(store, at=Materialized(written, paths(overlay), 1))) == listed_end(state)  # remembered

@@ -2,13 +2,22 @@
 
 A post is `board/<aa>/<bb>/<cc>/<seq:08d>.json` (seq = aabbccdd): every tree on that path holds at most 100
 entries, so an append rewrites a fixed few small trees however long the board grows. The board's end is the
-largest path, found with four tree reads; each post carries the running count of broadcasts up to it."""
+largest path: the checkpoint tree's, found with four tree reads and remembered per tree, or a post written
+since, when posts are all that was written over it; each post carries the running count of broadcasts up
+to it."""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from git_lanes.domain import stored
 from git_lanes.errors import MalformedRecord
 from git_lanes.ledger import State, Tx
+
+if TYPE_CHECKING:
+    from git_lanes.ledger.state import Record
 
 Reader = State | Tx
 MAX_SEQ = 10**8 - 1
@@ -28,20 +37,76 @@ def get_post(state: Reader, seq: int, set_aside: stored.SetAside | None = None) 
 
 
 def current_seq(state: Reader) -> int:
-    """The last post's seq (0 for an empty board): the largest path, one tree read per level."""
-    return _last(state, "board", 0)
+    """The last post's seq (0 for an empty board): the largest path."""
+    key = _last_key(state)
+    return int(key[3][:-5]) if key else 0
 
 
-def _last(state: Reader, directory: str, depth: int) -> int:
-    names = state.names(directory)
-    if depth == 3:
-        files = [n for n in names if n.endswith(".json")]
-        return int(max(files)[:-5]) if files else 0
-    for level in sorted((n for n in names if len(n) == 2 and n.isdigit()), reverse=True):
-        found = _last(state, f"{directory}/{level}", depth + 1)
-        if found:
-            return found
-    return 0
+# A board path's place in the order that finds the board's end: its three folders and its file name.
+Key = tuple[str, ...]
+# A post's path as `post_path` writes it; any other edit under `board/` but a read position sends the search
+# back to listing the folders.
+_POST = re.compile(r"board/([0-9]{2})/([0-9]{2})/([0-9]{2})/([0-9]{8}\.json)")
+# Checkpoint tree -> its largest board key: a tree never changes, so every op until the next checkpoint (32
+# ops) reads its board's end from here and lists no folder.
+_TREE_LAST: dict[str, Key | None] = {}
+_TREE_LAST_MAX = 64
+
+
+def _last_key(state: Reader) -> Key | None:
+    """The largest board key of `state`: the tree's (remembered per tree) and the posts written over it,
+    when all that was written over it is posts and read positions; else found by listing, as in a tree."""
+    if isinstance(state, Tx):
+        added = _posts_written(state.edits)
+        if added is None:
+            return _listed(state.names)
+        return max((k for k in (_last_key(state.base), *added) if k), default=None)
+    memo = state.memo
+    if "board_last" not in memo:
+        added = _posts_written(state.at.overlay)
+        memo["board_last"] = _listed(state.names) if added is None else \
+            max((k for k in (_tree_last(state), *added) if k), default=None)
+    key: Key | None = memo["board_last"]
+    return key
+
+
+def _posts_written(edits: dict[str, Record | None]) -> list[Key] | None:
+    """The keys of the posts `edits` wrote; None when they did anything else to the board's folders (deleted a
+    post, wrote another path), which only a listing can weigh."""
+    keys = []
+    for path, record in edits.items():
+        if not path.startswith("board") or path.startswith("board/readers/"):
+            continue
+        match = _POST.fullmatch(path)
+        if match is None or record is None:
+            return None
+        keys.append(match.groups())
+    return keys
+
+
+def _tree_last(state: State) -> Key | None:
+    if state.tree is None:
+        return None
+    if state.tree not in _TREE_LAST:
+        if len(_TREE_LAST) >= _TREE_LAST_MAX:
+            for old in list(_TREE_LAST)[:_TREE_LAST_MAX // 2]:
+                _TREE_LAST.pop(old, None)  # another thread may have evicted it: no error
+        _TREE_LAST[state.tree] = _listed(state.tree_names)
+    return _TREE_LAST[state.tree]
+
+
+def _listed(names: Callable[[str], list[str]], directory: str = "board", found: Key = ()) -> Key | None:
+    """The largest key, one listing per level: the last file in the last folder (of two-digit names, three
+    deep) that holds any."""
+    entries = names(directory)
+    if len(found) == 3:
+        files = [n for n in entries if n.endswith(".json")]
+        return (*found, max(files)) if files else None
+    for level in sorted((n for n in entries if len(n) == 2 and n.isdigit()), reverse=True):
+        key = _listed(names, f"{directory}/{level}", (*found, level))
+        if key:
+            return key
+    return None
 
 
 def broadcasts_through(state: Reader, seq: int) -> int:

@@ -114,6 +114,10 @@ class State:
             return []
         return sorted(self._entries(directory))
 
+    def tree_names(self, directory: str) -> list[str]:
+        """`names` in the checkpoint's tree alone, without the overlay (`at.overlay`) laid over it."""
+        return sorted(self._tree_entries(directory))
+
     def files(self, directory: str) -> Iterator[str]:
         """Every record path under `directory`, recursively, in path order."""
         if self.tree is None and not self._overlay:
