@@ -139,3 +139,20 @@ def test_the_board_end_is_the_largest_path_as_listed(repo, tree, overlay, edits)
     assert current_seq(state) == listed_end(state)
     assert current_seq(tx) == listed_end(tx)
     assert current_seq(State(store, at=Materialized(written, paths(overlay), 1))) == listed_end(state)  # remembered
+
+
+@pytest.mark.parametrize("record", [
+    {"format": 1, "agent": "coder-1", "cursor": 12, "inbox": [3, 4], "own": [], "lane": None, "until": 1.5,
+     "nested": {"a": [1, {"b": True}], "text": "é\u2028\x00"}},
+    {"format": 1, "pair": (1, 2)}, {"format": 1, 7: "a key that is not a string"},
+    {"format": 1, "x": float("nan"), "y": float("inf")}, {"format": 1, "n": 10**30, "f": -0.0},
+])
+def test_an_ops_copy_of_a_record_is_the_json_round_trip(record):
+    from git_lanes.ledger.state import _copy
+
+    copy = _copy(record)
+    assert json.dumps(copy) == json.dumps(json.loads(json.dumps(record)))
+    assert [type(v) for v in copy.values()] == [type(v) for v in json.loads(json.dumps(record)).values()]
+    if isinstance(copy.get("nested"), dict):
+        copy["nested"]["a"].append(2)
+        assert record["nested"]["a"] == [1, {"b": True}]
