@@ -238,6 +238,7 @@ def build_long(api, total: int) -> float:
     exactly what an append writes) under one lock, then one CAS; loose objects packed every 5,000 ops."""
     from git_lanes import ledger
     from git_lanes.domain.coordination import FOLD
+    from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
     from git_lanes.model.refs import LEDGER
     from git_lanes.store import RefUpdate
 
@@ -249,7 +250,9 @@ def build_long(api, total: int) -> float:
         count = int(subprocess.run(["git", "rev-list", "--count", "refs/lanes/ledger"], cwd=api.root,
                                    capture_output=True, text=True, check=True).stdout)
         i = 0
-        while count < total:
+        # Past `total`, to the head furthest from its checkpoint (31 delta commits to read back, the most a
+        # reader ever reads): both ledgers compared are at that depth, the worst case, whatever their length.
+        while count < total or ledger.log.materialized(store, head).depth < CHECKPOINT_EVERY - 1:
             agent = f"agent-{i % 12}"
             kind = PAD_KINDS[i % len(PAD_KINDS)]
             op = ledger.make_op(kind, agent, pad_args(kind, i, agent), 1_800_000_000 + i)
@@ -382,7 +385,7 @@ def packed_size(scratch: Path, total: int) -> dict:
         elif step == 6 and tasks:
             api.task_claim(tasks[-1], agent)
         elif step == 7 and tasks:
-            api.task_done(tasks[-1], actor=agent)
+            api.task_done(tasks[-1], actor=f"agent-{(i - 1) % 8}")  # its claimer: no one finishes another's task
         elif step == 8:
             api.claim_add([f"docs/part{i % 30}.md"], agent)
         else:
