@@ -45,11 +45,7 @@ def ledger_record(repo: Path, path: str, rev: str = "refs/lanes/ledger") -> dict
 
     commit = _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
     while True:
-        body = _git(repo, "log", "-1", "--format=%b", commit)
-        try:
-            op = json.loads(body)
-        except ValueError:
-            op = {}
+        op = ledger_op(repo, commit)
         if "edits" not in op:
             shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=repo, capture_output=True, text=True)
             return json.loads(shown.stdout) if shown.returncode == 0 else None
@@ -60,3 +56,27 @@ def ledger_record(repo: Path, path: str, rev: str = "refs/lanes/ledger") -> dict
 
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def ledger_op(repo: Path, rev: str = "refs/lanes/ledger") -> dict:
+    """The op of ledger commit `rev` as JSON, with its `edits` (the line after the op's, in a delta) merged in;
+    {} for a commit that holds no op."""
+    import json
+
+    lines = _git(repo, "log", "-1", "--format=%b", rev).split("\n")
+    try:
+        op = json.loads(lines[0])
+    except ValueError:
+        return {}
+    if len(lines) > 1 and lines[1].strip():
+        op.update(json.loads(lines[1]))
+    return op
+
+
+def ledger_message(summary: str, op: dict) -> str:
+    """The message of a ledger commit holding `op`: its `edits`, if it has them, on the line after the op's."""
+    import json
+
+    edits = {"edits": op["edits"]} if "edits" in op else None
+    line = json.dumps({key: value for key, value in op.items() if key != "edits"})
+    return f"{summary}\n\n{line}\n" + (f"{json.dumps(edits)}\n" if edits is not None else "")

@@ -11,7 +11,7 @@ import pytest
 from conftest import git, run_cli
 from dulwich.repo import Repo
 from hook_helpers import decision, hook, lane, set_policy, write
-from ledger_helpers import Clock, ledger_head
+from ledger_helpers import Clock, ledger_head, ledger_message, ledger_op
 
 from git_lanes import ledger
 from git_lanes.api import Lanes
@@ -35,10 +35,10 @@ def dulwich_state(repo, rev: bytes = b"refs/lanes/ledger") -> dict[str, dict]:
     edits: list[dict] = []
     while True:
         body = commit.message.decode().partition("\n\n")[2]
-        op = json.loads(body)
-        if "edits" not in op:
+        edits_line = body.partition("\n")[2].strip()  # a delta's edits: the line after its op's JSON
+        if not edits_line:
             break
-        edits.append(op["edits"])
+        edits.append(json.loads(edits_line)["edits"])
         commit = store[commit.parents[0]]
     state = {}
     for entry in store.object_store.iter_tree_contents(commit.tree):
@@ -96,8 +96,8 @@ def test_a_replayed_op_writes_the_same_commit_on_the_same_base(lanes, repo, padd
     made = [(git("log", "-1", "--format=%T%n%B", commit, cwd=repo), ledger.log.is_checkpoint(store, commit))
             for commit in (first, second)]
     assert made[0] == made[1] and made[0][1] == (padding == CHECKPOINT_EVERY - 1)
-    body = json.loads(made[0][0].partition("\n\n")[2])
-    assert padding or "board/00/00/00/00000001.json" in body["edits"]
+    edits_line = made[0][0].partition("\n\n")[2].partition("\n")[2]
+    assert padding or "board/00/00/00/00000001.json" in json.loads(edits_line)["edits"]
 
 
 def test_the_agent_hook_sees_file_claims_made_and_released_in_delta_commits(repo):
@@ -121,9 +121,9 @@ def test_edits_that_name_no_record_path_fail_reads_clearly(lanes, repo):
     lanes.agent_register("a")
     head = ledger_head(repo)
     tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
-    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op = ledger_op(repo, head)
     op["edits"] = {"../outside.json": {"format": 1}}
-    commit = git("commit-tree", tree, "-p", head, "-m", f"a peer's op\n\n{json.dumps(op)}", cwd=repo).strip()
+    commit = git("commit-tree", tree, "-p", head, "-m", ledger_message("a peer's op", op), cwd=repo).strip()
     lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's bad edits")])
     ledger_delta._KNOWN.clear()
     with pytest.raises(UnsupportedFormat, match="not record paths"):
@@ -139,9 +139,9 @@ def test_a_record_a_peer_wrote_as_no_object_is_set_aside_by_listings(lanes, repo
     other = lanes.task_create("odd", actor="lead")["task"]
     head = ledger_head(repo)
     tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
-    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op = ledger_op(repo, head)
     op["edits"] = {f"tasks/{other[:2]}/{other}.json": 5}
-    commit = git("commit-tree", tree, "-p", head, "-m", f"a peer's op\n\n{json.dumps(op)}", cwd=repo).strip()
+    commit = git("commit-tree", tree, "-p", head, "-m", ledger_message("a peer's op", op), cwd=repo).strip()
     lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's odd record")])
     assert [t.id for t in Lanes(repo).task_list()] == [task]
     shown = run_cli("task", "show", other[:8], cwd=repo)
@@ -152,9 +152,9 @@ def peer_delta(lanes, repo, edits) -> str:
     """A delta commit a peer wrote on the ledger's head, carrying `edits`, moved in as a sync would."""
     head = ledger_head(repo)
     tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
-    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op = ledger_op(repo, head)
     op["edits"] = edits
-    commit = git("commit-tree", tree, "-p", head, "-m", f"a peer's op\n\n{json.dumps(op)}", cwd=repo).strip()
+    commit = git("commit-tree", tree, "-p", head, "-m", ledger_message("a peer's op", op), cwd=repo).strip()
     lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's edits")])
     ledger_delta._KNOWN.clear()
     return commit
@@ -243,9 +243,9 @@ def test_edits_under_a_key_spelled_with_escapes_are_read_as_plain_git_reads_them
     lanes.claim_add(["src/**"], "coder-1")
     head = ledger_head(repo)
     tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
-    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op = ledger_op(repo, head)
     op.pop("edits", None)
-    body = json.dumps(op)[:-1] + ', "\\u0065dits": {"claims/coder-1.json": null}}'
+    body = json.dumps(op) + '\n{"\\u0065dits": {"claims/coder-1.json": null}}'
     commit = git("commit-tree", tree, "-p", head, "-m", f"a peer's op\n\n{body}", cwd=repo).strip()
     lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's edits")])
     ledger_delta._KNOWN.clear()
@@ -262,7 +262,7 @@ def test_a_long_chain_of_deltas_a_peer_made_without_a_checkpoint_reads_in_linear
     known = ledger_delta.Materialized("tree", {f"wakes/w{i}.json": {"format": 1} for i in range(50_000)}, 50_000)
     count = 2_000
     commits = {f"c{i}": ("tree", f"c{i - 1}" if i else "known",
-                         f"op\n\n{json.dumps({'edits': {f'claims/a{i}.json': {'format': 1}}})}")
+                         f"op\n\n{{}}\n{json.dumps({'edits': {f'claims/a{i}.json': {'format': 1}}})}")
                for i in range(count)}
     ledger_delta._KNOWN.clear()
     ledger_delta.remember("known", known)
@@ -299,9 +299,9 @@ def test_a_delta_a_peer_wrote_with_no_parent_fails_reads_clearly(lanes, repo):
     lanes.task_create("kept", actor="lead")
     head = ledger_head(repo)
     tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
-    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op = ledger_op(repo, head)
     op["edits"] = {"claims/coder-2.json": {"format": 1, "agent": "coder-2", "globs": []}}
-    commit = git("commit-tree", tree, "-m", f"a peer's op\n\n{json.dumps(op)}", cwd=repo).strip()
+    commit = git("commit-tree", tree, "-m", ledger_message("a peer's op", op), cwd=repo).strip()
     lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a peer's root delta")])
     ledger_delta._KNOWN.clear()
     listed = run_cli("task", "list", cwd=repo)
@@ -315,11 +315,11 @@ def test_doctor_warns_of_a_full_tree_an_older_git_lanes_wrote_over_delta_commits
     assert clean.code == 0 and clean.out.startswith("ok"), clean.out
     lanes.claim_add(["src/**"], "coder-1")  # a delta: a git-lanes from before deltas reads past it
     head = ledger_head(repo)
-    op = json.loads(git("log", "-1", "--format=%b", head, cwd=repo))
+    op = ledger_op(repo, head)
     op.pop("edits")
     op["id"] = "ab" * 8
     tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()  # the last checkpoint's, as it would read it
-    commit = git("commit-tree", tree, "-p", head, "-m", f"older: an op\n\n{json.dumps(op)}", cwd=repo).strip()
+    commit = git("commit-tree", tree, "-p", head, "-m", ledger_message("older: an op", op), cwd=repo).strip()
     lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: an older git-lanes")])
     doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
     assert doctor.out.startswith("warn") and f"{commit[:8]} (over 4 delta commits)" in doctor.out, doctor.out

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 from conftest import git
-from ledger_helpers import Clock, ledger_head, ledger_oneline, ledger_record
+from ledger_helpers import Clock, ledger_head, ledger_oneline, ledger_op, ledger_record
 
 from git_lanes import ledger
 from git_lanes.api import Lanes
@@ -31,8 +31,7 @@ def test_each_op_is_one_commit_whose_message_names_actor_and_op(lanes, repo):
     assert lines == [f"coder-1: claim task {task[:8]} for coder-1 (v2)",
                      f"coder-1: create task {task[:8]} \"Add login\"",
                      "coder-1: register coder-1 (kind agent, lane -)"]
-    body = git("log", "-1", "--format=%b", "refs/lanes/ledger", cwd=repo).strip()
-    op = json.loads(body)
+    op = ledger_op(repo)
     assert op["format"] == 1 and op["type"] == "task.claim" and op["actor"] == "coder-1"
     assert op["args"]["task"] == task and op["result"]["version"] == 2
     record = ledger_record(repo, f"tasks/{task[:2]}/{task}.json")
@@ -49,7 +48,7 @@ def test_an_append_writes_its_commit_alone_and_carries_its_records(lanes, repo):
     lanes.board_post("hello", "coder-1")
     assert _object_count(repo) == objects + 1  # the commit: its tree is its parent's
     assert git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip() == before
-    op = json.loads(git("log", "-1", "--format=%b", "refs/lanes/ledger", cwd=repo))
+    op = ledger_op(repo)
     assert sorted(op["edits"]) == ["board/00/00/00/00000001.json", "board/readers/coder-1.json"]
 
 
@@ -62,7 +61,7 @@ def test_every_checkpoint_rewrites_only_the_subtrees_its_window_touched(lanes, r
         lanes.board_post(f"post {i}", "coder-1")
     assert git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip() == first
     lanes.board_post("the checkpoint", "coder-1")
-    assert "edits" not in json.loads(git("log", "-1", "--format=%b", "refs/lanes/ledger", cwd=repo))
+    assert "edits" not in ledger_op(repo)
     changed = git("diff-tree", "-r", "--name-only", first, "refs/lanes/ledger^{tree}", cwd=repo).split()
     assert sorted(changed) == [f"board/00/00/00/{n:08d}.json" for n in range(1, CHECKPOINT_EVERY + 1)] + \
         ["board/readers/coder-1.json"]

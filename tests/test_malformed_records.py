@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import fsck_clean, git, run_cli, workspace
-from ledger_helpers import ledger_record
+from ledger_helpers import ledger_op, ledger_record
 
 from git_lanes import ledger
 from git_lanes.api import Lanes
@@ -148,8 +148,8 @@ def _rewrite_ledger_record(repo: Path, path: str, change) -> None:
     tree = subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True,
                           text=True).stdout.strip()
     (repo / ".git" / "peer-index").unlink()
-    summary, _, body = git("log", "-1", "--format=%B", "refs/lanes/ledger", cwd=repo).partition("\n\n")
-    last_op = {key: value for key, value in json.loads(body).items() if key != "edits"}
+    summary = git("log", "-1", "--format=%s", "refs/lanes/ledger", cwd=repo).strip()
+    last_op = {key: value for key, value in ledger_op(repo).items() if key != "edits"}
     op = f"{summary}\n\n{json.dumps(last_op, sort_keys=True)}\n"  # a peer's copy of the last op
     commit = git("commit-tree", tree, "-p", "refs/lanes/ledger", "-m", op, cwd=repo).strip()
     git("update-ref", "refs/lanes/ledger", commit, cwd=repo)

@@ -133,7 +133,7 @@ def _newer(message: str) -> bool:
     from git_lanes.model.format import FORMAT_VERSION
 
     try:
-        data = json.loads(message.partition("\n\n")[2])
+        data = json.loads(message.partition("\n\n")[2].partition("\n")[0])
     except (ValueError, RecursionError):
         return False
     found = data.get("format") if isinstance(data, dict) else None

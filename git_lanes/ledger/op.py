@@ -2,8 +2,8 @@
 
 A ledger commit's message is a one-line summary naming the actor and the op (so `git log --oneline` reads as
 the operation log), a blank line, then the op as one line of JSON:
-`{"format": 1, "id", "type", "actor", "time", "args", "result"}`, plus `"edits"` in a delta commit (the
-records the op wrote: model/ledger_delta.py)."""
+`{"format": 1, "id", "type", "actor", "time", "args", "result"}`; a delta commit adds a line after it,
+`{"edits": ...}`, the records the op wrote (model/ledger_delta.py)."""
 
 from __future__ import annotations
 
@@ -85,12 +85,15 @@ def encode_message(op: Op, summary: str, edits: dict[str, Any] | None = None) ->
         # the message before the op's JSON (libgit2 ends a message there), nor a lone surrogate fail its write.
         line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         line = "".join(char if char.isprintable() else "\ufffd" for char in line)
-    data = op.to_dict() if edits is None else {**op.to_dict(), EDITS: edits}
-    return f"{line}\n\n{json.dumps(data, sort_keys=True, ensure_ascii=False)}\n"
+    text = f"{line}\n\n{json.dumps(op.to_dict(), sort_keys=True, ensure_ascii=False)}\n"
+    if edits is None:
+        return text
+    return text + json.dumps({EDITS: edits}, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def decode_message(message: str, commit: str) -> Op:
     _, sep, body = message.partition("\n\n")
+    body = body.partition("\n")[0]  # the op is one line; a delta's edits follow it
     if not sep or not body.strip():
         raise UnsupportedFormat(f"commit {commit[:8]} is not a ledger op (no JSON after the summary)")
     try:
@@ -134,12 +137,12 @@ def op_identity(message: str, commit: str) -> tuple[str, str]:
     _, sep, body = message.partition("\n\n")
     data = None
     if sep and body[:1] == "{":
-        try:  # what json.loads(body) does for a body with no whitespace before it and at most "\n" after
+        try:  # what json.loads(the first line) does for a line with no whitespace around its JSON
             data, end = _SCAN(body, 0)
         except (StopIteration, ValueError, RecursionError):
             data = None
         else:
-            data = data if body[end:] in ("", "\n") else None
+            data = data if (end == len(body) or body[end] == "\n") and "\n" not in body[:end] else None
     if type(data) is dict:
         op_id, op_type, when, args = data.get("id"), data.get("type"), data.get("time"), data.get("args")
         if type(data.get("format")) is int and data["format"] == FORMAT \

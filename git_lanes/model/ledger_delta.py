@@ -107,21 +107,24 @@ def materialize(commit: str | None, read: ReadCommit) -> Materialized:
 
 
 def edits_of(message: str, commit: str) -> dict[str, Record | None] | None:
-    """The edits a delta commit's op carries; None for a commit read by its tree. Raises UnsupportedFormat
-    for edits no git-lanes writes (a path that is not a record path): what state they meant is unknowable."""
+    """The edits a delta commit carries: the JSON object `{"edits": ...}` on the line after its op's JSON line
+    (apart, so what reads only the op, as a sync's op log does for thousands of commits, never parses the
+    records); None for a commit with no such line, read by its tree. Raises UnsupportedFormat for a line there
+    that is not edits, or edits no git-lanes writes (a path that is not a record path): what state they
+    meant is unknowable."""
     _, sep, body = message.partition("\n\n")
-    # The key may be spelled with escapes (`"\u0065dits"`): JSON reads that as `edits`, and so does plain git
-    # by the README's rule, so the state must not be read by the tree then.
-    if not sep or ('"edits"' not in body and "\\u" not in body):
+    rest = body.partition("\n")[2]
+    if not sep or not rest.strip():
         return None
     try:
-        data = json.loads(body)
+        data = json.loads(rest)
     except (ValueError, RecursionError):
-        return None  # no op here to carry edits: read by its tree (the op log reports the commit)
-    if not isinstance(data, dict) or EDITS not in data:
-        return None
-    edits = data[EDITS]
-    if not isinstance(edits, dict) or not all(_record_path(path) for path in edits):
+        data = None
+    edits = data.get(EDITS) if isinstance(data, dict) and len(data) == 1 else None
+    if not isinstance(edits, dict):
+        raise UnsupportedFormat(f"ledger commit {commit[:8]} holds a line after its op that is not its edits",
+                                hint="a peer's ledger holds it; `git lanes doctor` reports it")
+    if not all(_record_path(path) for path in edits):
         raise UnsupportedFormat(f"ledger commit {commit[:8]} holds edits that are not record paths",
                                 hint="a peer's ledger holds it; `git lanes doctor` reports it")
     return edits
