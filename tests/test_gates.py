@@ -155,8 +155,10 @@ def test_an_interrupted_or_terminated_commit_ends_its_gate_too(api, repo, tmp_pa
                                     "time.sleep(60)"))
     api.lane_create("a")
     edit(workspace(repo, "a"), {"a.txt": "a\n"})
+    # A suite run as a background job (or under nohup) hands its children SIGINT/SIGHUP ignored, which git-lanes
+    # rightly keeps ignoring; the commit here starts as from a terminal, with every signal at its default.
     interrupted = subprocess.Popen([sys.executable, "-m", "git_lanes", "commit", "-w", "a", "-m", "work",
-                                    "--agent", "coder", "--auto-accept"], cwd=repo)
+                                    "--agent", "coder", "--auto-accept"], cwd=repo, preexec_fn=_default_signals)
     while not pid_file.exists() or not pid_file.read_text():
         assert interrupted.poll() is None, "the commit ended before its gate ran"
         time.sleep(0.05)
@@ -169,6 +171,11 @@ def test_an_interrupted_or_terminated_commit_ends_its_gate_too(api, repo, tmp_pa
         return
     os.kill(gate_pid, signal.SIGKILL)
     raise AssertionError("the gate outlived the interrupted commit")
+
+
+def _default_signals() -> None:
+    for number in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
 
 
 def test_gates_run_without_the_writers_lock(api, repo):
