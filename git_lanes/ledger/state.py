@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
-from git_lanes.model.ledger_delta import EMPTY, Materialized, changed, overlaid_names
+from git_lanes.model.ledger_delta import EMPTY, Materialized, overlaid_names
 
 TYPE_CHECKING = False  # the light sync path reads ledger state without loading pygit2, nor typing
 if TYPE_CHECKING:
@@ -151,7 +151,8 @@ class State:
         """The record paths whose content differs between this state and `other`, sorted."""
         tree_changes = [] if self.tree == other.tree else \
             [change.path for change in self.store.diff_trees(self.tree, other.tree)]
-        return sorted(path for path in changed(self.at, other.at, tree_changes) if self.differs(other, path))
+        candidates = {*self._overlay, *other._overlay, *tree_changes}  # what either overlay or tree touched
+        return sorted(path for path in candidates if self.differs(other, path))
 
     def differs(self, other: State, path: str) -> bool:
         """Whether `path` holds other content in `other` than here."""

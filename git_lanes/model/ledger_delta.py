@@ -20,7 +20,7 @@ from git_lanes.errors import UnsupportedFormat
 
 TYPE_CHECKING = False  # the agent-hook path reads ledger state through this module; it never loads typing
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
     from typing import Any
 
     Record = dict[str, Any]
@@ -165,9 +165,3 @@ def overlaid_names(names: dict[str, bool], overlay: dict[str, Record | None], di
         if found.get(child) and not holds_files(prefix + child):
             del found[child]
     return found
-
-
-def changed(before: Materialized, after: Materialized, tree_changes: Iterable[str]) -> set[str]:
-    """Paths that may differ between two states: those either overlay touches, and `tree_changes`, the paths
-    that differ between their trees (the caller diffs them only when they are not the same tree)."""
-    return {*before.overlay, *after.overlay, *tree_changes}
