@@ -27,21 +27,24 @@ REPOSITORY = CLI | API | STORE | {
     "git_lanes.model", "git_lanes.model.entries", "git_lanes.model.format",
     "git_lanes.model.frozen", "git_lanes.model.ids", "git_lanes.model.refs",
     "git_lanes.model.text"}
-TRANSITIONS = {"git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.domain.attention",
-               "git_lanes.domain.inspect", "git_lanes.domain.transitions", "git_lanes.model.names", "git_lanes.model.record",
-               "git_lanes.model.records"}
+# A record's class and its field grammar (the JSON schema module loads with the first schema asked for)
+RECORD = {"git_lanes.model.record", "git_lanes.model.field_types"}
+TRANSITIONS = RECORD | {"git_lanes.domain.lanes", "git_lanes.domain.wording", "git_lanes.domain.attention",
+                        "git_lanes.domain.inspect", "git_lanes.domain.transitions", "git_lanes.model.names",
+                        "git_lanes.model.records"}
 LEDGER = {"git_lanes.api.ledger", "git_lanes.ledger", "git_lanes.ledger.log", "git_lanes.ledger.op", "git_lanes.ledger.state",
           "git_lanes.domain.agents", "git_lanes.domain.board", "git_lanes.domain.board_index",
-          "git_lanes.model.record", "git_lanes.model.coordination", "git_lanes.domain.stored",
-          "git_lanes.model.ledger_delta"}
+          "git_lanes.model.coordination", "git_lanes.domain.stored",
+          "git_lanes.model.ledger_delta"} | RECORD
 
 PINNED = {
     ("--version",): {"git_lanes", "git_lanes.cli"},
     ("status",): REPOSITORY | TRANSITIONS | FILES | {"git_lanes.cli.inspect", "git_lanes.model.results",
                                              "git_lanes.model.workspace_results"},
     ("show", "SHOWN"): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
-    ("lane", "list"): REPOSITORY | {"git_lanes.cli.lane", "git_lanes.domain.lanes", "git_lanes.domain.wording",
-                                    "git_lanes.model.names", "git_lanes.model.record", "git_lanes.model.records", "git_lanes.model.results"},
+    ("lane", "list"): REPOSITORY | RECORD | {"git_lanes.cli.lane", "git_lanes.domain.lanes",
+                                             "git_lanes.domain.wording", "git_lanes.model.names",
+                                             "git_lanes.model.records", "git_lanes.model.results"},
     ("history",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.domain.trace",
                                               "git_lanes.model.results"},
     ("task", "list"): REPOSITORY | LEDGER | {"git_lanes.cli.task", "git_lanes.domain.claims",

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from git_lanes.http.routes import INTEGER_PATH_PARAMS, Route
-from git_lanes.model.record import result_schema
+from git_lanes.model.schema import result_schema
 
 ERROR_STATUSES = {"400": "user error or bad request (code `usage` for a malformed one)", "401": "token required",
                   "403": "wrong origin or host", "404": "not found", "409": "conflict: something moved, or a collision",

@@ -20,7 +20,7 @@ from git_lanes import __version__
 from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError
 from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, planning, publisher, workspaces
 from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
-from git_lanes.model.record import result_schema
+from git_lanes.model.schema import result_schema
 
 log = logging.getLogger("git_lanes.mcp")
 

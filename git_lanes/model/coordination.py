@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
+from git_lanes.model.field_types import Range, Text
 from git_lanes.model.ids import Actor, AgentId, LaneName, LedgerId
-from git_lanes.model.record import Range, Record, Text, key, meta
+from git_lanes.model.record import Record, key, meta
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 20_000

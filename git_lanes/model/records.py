@@ -10,10 +10,11 @@ import sys
 from typing import Annotated, Any, Literal, TypeVar
 
 from git_lanes.errors import MalformedRecord, UnsupportedFormat, UserError
+from git_lanes.model.field_types import Range, Text
 from git_lanes.model.format import FORMAT_VERSION, check_format
 from git_lanes.model.frozen import field, replace
 from git_lanes.model.ids import Actor, LaneName, TransitionId
-from git_lanes.model.record import Range, Record, Text, key, meta
+from git_lanes.model.record import Record, key, meta
 from git_lanes.model.text import is_text
 
 STATUSES = ("proposed", "accepted", "rejected")
