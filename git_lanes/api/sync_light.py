@@ -15,7 +15,8 @@ from git_lanes.domain.context import Context
 from git_lanes.errors import InternalError, LanesError
 from git_lanes.model import refs
 from git_lanes.store import remote as transport
-from git_lanes.store.light import LightStore, NeedsFullStore, open_light
+from git_lanes.store.light import LightStore, open_light
+from git_lanes.store.light_objects import NeedsFullStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import time
 from contextlib import contextmanager
 
 from git_lanes.errors import Conflict, UnsupportedFormat
-from git_lanes.model.entries import Change, Entry
 from git_lanes.store import gitfiles, light_log, reflogs, stale
+from git_lanes.store.light_objects import NeedsFullStore, ObjectReads
 from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 
 TYPE_CHECKING = False
@@ -27,18 +27,11 @@ if TYPE_CHECKING:
 
 # Up to this many commits are read here (~0.2 ms each from a pack) rather than by `git rev-list` (~5 ms).
 SHORT_WALK = 16
-TREE_MODE = 0o040000
-LINK_MODE, GITLINK_MODE = 0o120000, 0o160000
 FALLBACK_NAME, FALLBACK_EMAIL = "git-lanes", "git-lanes@localhost"  # as repo.Store signs without an identity
 # What points git (or libgit2) at other files than the repository's own: the light store does not follow it.
 _REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CONFIG", "GIT_CONFIG_GLOBAL",
                 "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_REFLOG_ACTION")
-
-
-class NeedsFullStore(Exception):
-    """The light store cannot answer this exactly: run the ordinary (pygit2) path instead. Raised only before
-    the light store has written anything a caller could see."""
 
 
 class Signature:
@@ -64,7 +57,7 @@ def open_light(start: str | os.PathLike[str]) -> LightStore:
     return LightStore(where)
 
 
-class LightStore:
+class LightStore(ObjectReads):
     """Its paths are strings (`repo.Store`'s are `Path`s): this path loads no pathlib, ~4 ms of a sync."""
 
     def __init__(self, where: gitfiles.Location) -> None:
@@ -89,15 +82,6 @@ class LightStore:
         if any(key in config for key in ("core.sharedrepository", "core.fsync", "core.fsyncobjectfiles")):
             raise NeedsFullStore("objects and refs get modes or syncs the light store does not give them")
 
-    @property
-    def objects(self) -> ObjectStore:
-        """The object database, opened on first use: the sync starts its fetch before it loads the reader
-        (zlib, hashing, ~1 ms), which it first needs once the fetch is in."""
-        if self._objects is None:
-            from git_lanes.store.objects import ObjectStore
-
-            self._objects = ObjectStore(os.path.join(self.common_dir, "objects"))
-        return self._objects
 
     # -- locking and observing ---------------------------------------------------------------------------
     @contextmanager
@@ -225,32 +209,7 @@ class LightStore:
             out.write(f"{update.old or gitfiles.ZERO} {update.new} {identity.stamp()}\t"
                       f"{' '.join(update.message.split())}\n")
 
-    # -- objects -------------------------------------------------------------------------------------------
-    def _read(self, oid: str) -> tuple[bytes, bytes]:
-        try:
-            return self.objects.read(oid)
-        except UnsupportedFormat as exc:
-            raise NeedsFullStore(exc.message) from None
-
-    def object_kind(self, oid: str) -> str | None:
-        try:
-            return self.objects.read(oid)[0].decode()
-        except UnsupportedFormat:
-            return None
-
-    def commit_info(self, oid: str) -> CommitInfo:
-        found = self._commits.get(oid)
-        if found is None:
-            kind, data = self._read(oid)
-            if kind != b"commit":
-                raise NeedsFullStore(f"{oid} is a {kind.decode()}, not a commit")
-            found = _commit_info(oid, data)
-            self._commits[oid] = found
-        return found
-
-    def tree_of(self, commit: str) -> str:
-        return self.commit_info(commit).tree
-
+    # -- objects (what is read: light_objects.py) ------------------------------------------------------------
     def empty_tree(self) -> str:
         return self.objects.write(b"tree", b"")
 
@@ -260,91 +219,6 @@ class LightStore:
         from git_lanes.store.objects import encode_commit
 
         return self.objects.write(b"commit", encode_commit(tree, parents, author, self.signature().stamp(), message))
-
-    def _tree(self, oid: str) -> dict[str, tuple[int, str]]:
-        kind, data = self._read(oid)
-        if kind != b"tree":
-            raise NeedsFullStore(f"{oid} is a {kind.decode()}, not a tree")
-        from git_lanes.store.objects import parse_tree
-
-        return parse_tree(data)
-
-    def entry_at(self, tree: str, path: str) -> Entry | None:
-        rest = path.split("/")
-        entries = self._tree(tree)
-        for index, name in enumerate(rest):
-            found = entries.get(name)
-            if found is None:
-                return None
-            if index == len(rest) - 1:
-                return Entry(found[1], found[0])
-            if found[0] != TREE_MODE:
-                return None
-            entries = self._tree(found[1])
-        return None
-
-    def read_path(self, tree: str, path: str) -> bytes | None:
-        entry = self.entry_at(tree, path)
-        return None if entry is None else self._read(entry.oid)[1]
-
-    def list_tree(self, tree: str, path: str = "") -> dict[str, Entry]:
-        if path:
-            entry = self.entry_at(tree, path)
-            if entry is None or entry.mode != TREE_MODE:
-                return {}
-            tree = entry.oid
-        return {name: Entry(oid, mode) for name, (mode, oid) in self._tree(tree).items()}
-
-    # the ledger's record reads (repo.Store keeps them in a cache; one sync reads a few)
-    def record_tree(self, commit: str) -> str:
-        return self.tree_of(commit)
-
-    def read_record(self, tree: str, path: str) -> bytes | None:
-        entry = self.entry_at(tree, path)
-        return None if entry is None or entry.mode == TREE_MODE else self._read(entry.oid)[1]
-
-    def record_names(self, tree: str, path: str = "") -> dict[str, bool]:
-        return {name: entry.mode == TREE_MODE for name, entry in self.list_tree(tree, path).items()}
-
-    def diff_trees(self, old: str | None, new: str | None) -> list[Change]:
-        """As `trees.diff_trees`: paths that differ, descending only into subtrees whose ids differ."""
-        changes: list[Change] = []
-        self._diff(old, new, "", changes)
-        changes.sort(key=lambda change: change.path)
-        return changes
-
-    def _diff(self, old: str | None, new: str | None, prefix: str, changes: list[Change]) -> None:
-        if old == new:
-            return
-        before = self._tree(old) if old is not None else {}
-        after = self._tree(new) if new is not None else {}
-        for name in before.keys() | after.keys():
-            was, now = before.get(name), after.get(name)
-            if was == now:
-                continue
-            path = prefix + name
-            was_tree = was is not None and was[0] == TREE_MODE
-            now_tree = now is not None and now[0] == TREE_MODE
-            if was_tree or now_tree:
-                self._diff(was[1] if was is not None and was_tree else None,
-                           now[1] if now is not None and now_tree else None, f"{path}/", changes)
-            old_leaf = Entry(was[1], was[0]) if was is not None and not was_tree else None
-            new_leaf = Entry(now[1], now[0]) if now is not None and not now_tree else None
-            if old_leaf is not None or new_leaf is not None:
-                changes.append(Change(path, _kind(old_leaf, new_leaf), old_leaf, new_leaf))
-
-    def read_note_at(self, tree: str | None, target: str) -> str | None:
-        """The note for `target` in notes tree `tree`, whatever its fanout."""
-        prefix, rest = "", target
-        while tree is not None and rest:
-            entries = self._tree(tree)
-            if rest in entries:  # an entry that is no file (a gitlink a remote pushed) reads as no record
-                mode, oid = entries[rest]
-                return self._read(oid)[1].decode(errors="replace") if mode in (0o100644, 0o100755) else ""
-            head = entries.get(rest[:2])
-            tree = head[1] if head is not None and head[0] == TREE_MODE else None
-            prefix, rest = prefix + rest[:2] + "/", rest[2:]
-        return None
 
     # -- history -------------------------------------------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
@@ -469,32 +343,6 @@ class LightStore:
         # Any other Store method: the ordinary path answers it. (Never reached once the light sync has moved
         # a ref: what it calls after that is above.)
         raise NeedsFullStore(f"the light store has no {name}")
-
-
-def _commit_info(oid: str, data: bytes) -> CommitInfo:
-    from git_lanes.store.objects import parse_commit
-
-    headers, message = parse_commit(data)
-    if "encoding" in headers or "tree" not in headers:
-        raise NeedsFullStore(f"commit {oid} is not plain UTF-8")
-    author = headers.get("author", [""])[0]
-    ident, _, stamp = author.rpartition("> ")
-    when = stamp.split()[0] if stamp else "0"
-    committer = headers.get("committer", [""])[0].rpartition("> ")[2].split()
-    return CommitInfo(oid, headers["tree"][0], tuple(headers.get("parent", [])), message,
-                      ident + ">" if ident else author, int(committer[0]) if committer else int(when))
-
-
-def _kind(old: Entry | None, new: Entry | None) -> str:
-    if old is None:
-        return "added"
-    if new is None:
-        return "deleted"
-    if (old.mode == LINK_MODE) != (new.mode == LINK_MODE) or (old.mode == GITLINK_MODE) != (new.mode == GITLINK_MODE):
-        return "type"
-    if old.oid == new.oid:
-        return "mode"
-    return "modified"
 
 
 def _short(oid: str | None) -> str:
