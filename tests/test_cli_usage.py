@@ -68,3 +68,18 @@ def test_a_mistyped_command_suggests_the_nearest_as_git_does(repo, cli, typed, m
 def test_a_command_far_from_any_gets_no_suggestion(repo, cli):
     result = cli("xyzzy", cwd=repo)
     assert result.code == 2 and "No such command 'xyzzy'." in result.err and "Did you mean" not in result.err
+
+
+@pytest.mark.parametrize("word", ["zzzz", "release-1", "91c0"])
+def test_publish_refuses_a_ticket_that_matches_nothing_as_ticket_show_does(repo, cli, word):
+    """`publish TICKET` once sent a word that is not hex to click as a subcommand: "No such command", exit 2.
+    An id that matches no ticket is the same bad input whatever its letters: one line, exit 1, as `ticket
+    show` says it."""
+    shown = cli("ticket", "show", word, cwd=repo)
+    for args in (("publish", word), ("publish", word, "--json")):
+        result = cli(*args, cwd=repo)
+        assert (result.code, result.err.splitlines()[0]) == (1, f"git-lanes: error: no ticket matches '{word}'")
+        assert result.err.splitlines()[0] == shown.err.splitlines()[0] and "Traceback" not in result.err
+    assert cli("publish", word, "--json", cwd=repo).json["error"] == "unknown_ticket"
+    typo = cli("publish", "stauts", cwd=repo)  # a mistyped subcommand is still a usage error, with advice
+    assert typo.code == 2 and "Did you mean 'status'?" in typo.err

@@ -14,14 +14,21 @@ HEX = set("0123456789abcdefABCDEF")
 
 class TicketOrCommand(SuggestingGroup):
     """`publish TICKET …` publishes; `publish status` and `publish sync` are subcommands. A first word that
-    could be a ticket id (hex) or an option goes to the hidden `ticket` command."""
+    could be a ticket id (hex) or an option goes to the hidden `ticket` command, and so does any other word
+    but a mistyped subcommand: a ticket id that matches nothing is refused as every command refuses one
+    ("no ticket matches", exit 1), not as a usage error."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         first = args[0] if args else None
         if first is not None and first not in self.commands and first not in ctx.help_option_names \
-                and (first.startswith("-") or set(first) <= HEX):
+                and (first.startswith("-") or set(first) <= HEX or not self._near_a_command(ctx, first)):
             args = ["ticket", *args]
         return super().parse_args(ctx, args)
+
+    def _near_a_command(self, ctx: click.Context, word: str) -> bool:
+        import difflib
+
+        return bool(difflib.get_close_matches(word, self.list_commands(ctx), n=1, cutoff=0.6))
 
 
 remote_option = click.option("--remote", metavar="REMOTE",
