@@ -22,6 +22,7 @@ def test_run_commands_round_trip(repo):
     shown = run_cli("run", "show", run_id[:6], "--json", cwd=repo).json
     assert (shown["agent"], shown["lane"], shown["task"], shown["goal"], shown["phase"]) == \
         ("coder-1", "feature", task, "Add login", "plan")
+    assert (shown["status"], shown["state"]) == ("active", "active")  # no agent process: a session drives it
     assert shown["budget"] == {"plan": {"budget": 15.0, "spent": 0.0, "left": 15.0},
                                "execute": {"budget": 40.0, "spent": 0.0, "left": 40.0},
                                "verify": {"budget": 15.0, "spent": 0.0, "left": 15.0},
@@ -36,6 +37,7 @@ def test_run_commands_round_trip(repo):
     assert ended["status"] == "ended" and not ended["already_ended"]
     assert run_cli("run", "end", run_id, "--json", cwd=repo).json["already_ended"]
     assert run_cli("run", "list", "--active", "--json", cwd=repo).json == []
+    assert run_cli("run", "show", run_id, cwd=repo).out.startswith(f"run {run_id}  ended  agent coder-1")
     events = run_cli("run", "events", run_id, "--json", cwd=repo).json
     assert [e["type"] for e in events] == ["run_start", "phase", "run_end"]
     assert events[1]["seq"] == 2 and events[1]["elapsed"] >= 0

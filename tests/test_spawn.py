@@ -74,6 +74,7 @@ def test_stop_ends_the_whole_process_group_and_the_supervisor(repo, tmp_path):
     assert processes.running(boss)
     listed = run_cli("ps", "--json", cwd=repo).json
     assert [r["run"] for r in listed] == [run] and listed[0]["state"] == "running"
+    assert state["state"] == "running" and state["status"] == "active"
 
     stopped = run_cli("stop", run[:6], "--reason", "wrong approach", "--json", cwd=repo)
     assert stopped.code == 0, stopped.err
@@ -82,6 +83,12 @@ def test_stop_ends_the_whole_process_group_and_the_supervisor(repo, tmp_path):
     state = show(repo, run)
     assert state["stop"]["reason"] == "wrong approach" and state["stop"]["done"]
     assert state["exit"]["signal"] == 9 and not state["process"]
+    # `run show` and `run list` once said "active" here, where `ps --all` says "stopped": the run has not
+    # ended (its status), but it is stopped (its state), and every listing says so
+    assert (state["state"], state["status"]) == ("stopped", "active")
+    assert run_cli("run", "show", run, cwd=repo).out.startswith(f"run {run}  stopped  agent ")
+    assert run_cli("run", "list", cwd=repo).out.startswith(f"{run[:8]}  stopped  ")
+    assert [r["state"] for r in run_cli("ps", "--all", "--json", cwd=repo).json] == ["stopped"]
     assert run_cli("ps", "--json", cwd=repo).json == []
     again = run_cli("stop", run, "--json", cwd=repo)
     assert again.code == 0 and again.json["stopped"] is False

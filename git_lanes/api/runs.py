@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from git_lanes import ledger
     from git_lanes.domain import briefing, control, lanes, runs, tasks
     from git_lanes.model.calls import HookEvent, bounded
+    from git_lanes.model.policy import Policy
     from git_lanes.model.records import Cost
     from git_lanes.model.runs import RunEvent, RunState, Usage
 
@@ -72,7 +73,7 @@ class RunsApi:
     def run_list(self, *, active: bool = False, budgets: bool = False) -> list[dict[str, Any]]:
         """Runs, newest first; with `budgets`, each with its phase budgets as `run show` gives them (one policy
         read for all, so a dashboard can draw every run's budget bars from one call)."""
-        from git_lanes.domain import control, runs
+        from git_lanes.domain import control
 
         repo = self._runs()
         policy = repo.policy() if budgets else None
@@ -80,16 +81,14 @@ class RunsApi:
         for run in repo.log.runs():
             _, state = control.read_state(repo, run)
             if state is not None and (not active or state.status == "active"):
-                rows.append(runs.view(state, policy))
+                rows.append(_shown(state, policy))
         return sorted(rows, key=lambda r: r["created_at"], reverse=True)
 
     def run_show(self, run: str) -> dict[str, Any]:
         """One run (by unique id prefix): its state, usage against the budget, and what is in flight."""
-        from git_lanes.domain import runs
-
         repo = self._runs()
         _, _, state = self._run_state(repo, run)
-        return runs.view(state, repo.policy())
+        return _shown(state, repo.policy())
 
     def _events(self, repo: control.LightRepo, head: str, stop: str | None = None) -> list[RunEvent]:
         found = []
@@ -259,3 +258,12 @@ def _day(text: str) -> str:
         return time.strftime("%Y-%m-%d", time.strptime(text.strip(), "%Y-%m-%d"))
     except ValueError:
         raise UserError(f"invalid date {text!r}", code="invalid_date", hint="write it as YYYY-MM-DD") from None
+
+
+def _shown(state: RunState, policy: Policy | None) -> dict[str, Any]:
+    """A run as `run show` and `run list` give it: its record (`status` is active until it ends), with
+    `state`, what it is doing as `ps` says it (a stopped run is "stopped", not "active")."""
+    from git_lanes.domain import runs, spawning
+    from git_lanes.store import processes
+
+    return runs.view(state, policy) | {"state": spawning.condition(state, processes.hostname(), processes.running)}

@@ -228,9 +228,7 @@ class SpawnApi:
         view = runs.view(state)
         live = spawning.is_live(state, host, processes.running)
         supervised = spawning.supervised(state, host, processes.running)
-        status = "running" if live else "queued" if supervised and state.supervisor.get("queued") else \
-            "supervising" if supervised else "ended" if state.status == "ended" else \
-            "stopped" if state.stop.get("done") else "exited" if state.exit else state.status
+        status = spawning.condition(state, host, processes.running)
         return view | {"run": state.id, "live": live, "supervised": supervised, "state": status,
                        "pid": (state.process or {}).get("pid"), "log": state.launch.get("log"),
                        "stage": (state.pipeline or {}).get("stage"), "pipeline_status": (state.pipeline or {}).get("status")}

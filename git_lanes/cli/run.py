@@ -35,7 +35,7 @@ def _clock(moment: float | None) -> str:
 
 
 def render_run(r: dict) -> str:
-    lines = [f"run {r['id']}  {r['status']}  agent {r['agent']}  lane {r['lane'] or '-'}  task "
+    lines = [f"run {r['id']}  {r['state']}  agent {r['agent']}  lane {r['lane'] or '-'}  task "
              f"{(r['task'] or '-')[:8]}  phase {r['phase']}",
              f"goal: {r['goal'] or '-'}",
              f"started {_clock(r['created_at'])}, last event {_clock(r['updated_at'])}, {r['events']} events, "
@@ -88,7 +88,7 @@ def list_(active: bool, as_json: bool) -> None:
       git lanes run list --active
     """
     def render(rows: list[dict]) -> str:
-        return table([[r["id"][:8], r["status"], r["agent"], r["lane"] or "-", r["phase"],
+        return table([[r["id"][:8], r["state"], r["agent"], r["lane"] or "-", r["phase"],
                        f"{r['calls']} calls", f"{r['blocked']} blocked", f"${r['cost_usd']:.2f}",
                        (r["goal"] or "")[:40]] for r in rows]) or "no runs"
 

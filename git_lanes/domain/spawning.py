@@ -72,6 +72,20 @@ def supervised(state: RunState, host: str, running: Any) -> bool:
     return bool(boss) and boss.get("host") == host and running(boss.get("pid"), boss.get("ticks"))
 
 
+def condition(state: RunState, host: str, running: Any) -> str:
+    """What a run is doing, as `ps`, `run show` and `run list` say it: its agent process is `running`, it is
+    `queued` or `supervising` under a supervisor here, it has `ended`, `git lanes stop` `stopped` it, its agent
+    `exited`, or else it is `active` (no agent process of its own: a session's hooks drive it). A stopped or
+    exited run has not ended: a supervisor or a session may take it up again."""
+    if is_live(state, host, running):
+        return "running"
+    if supervised(state, host, running):
+        return "queued" if state.supervisor.get("queued") else "supervising"
+    if state.status == "ended":
+        return "ended"
+    return "stopped" if state.stop.get("done") else "exited" if state.exit else state.status
+
+
 def check_spend(policy: Policy, day_usd: float, exhausted: list[dict]) -> None:
     """The spend gate in front of a spawn: today's spend against `[spend] usd_per_day`, and the budgets of
     the lane, task and ticket it would work on. Waiting does not help here, so it refuses."""
