@@ -230,6 +230,8 @@ def _identity(message: str) -> tuple:
 def test_the_oplogs_reading_of_an_op_is_decode_messages_answer_or_error():
     """The operation log reads only an op's id and type, checked in place (domain/oplog.py): it must accept
     exactly what decode_message accepts, with the same answer, and refuse the rest with the same error."""
+    from git_lanes.errors import UnsupportedFormat
+
     good = {"format": 1, "id": "0123456789abcdef", "type": "board.post", "actor": "agent-1", "time": 1.5,
             "args": {"text": "hi"}, "result": {"post": 3}}
     variants: list = [good, {**good, "args": None}, {**good, "result": None}, {**good, "time": 7}]
@@ -246,6 +248,8 @@ def test_the_oplogs_reading_of_an_op_is_decode_messages_answer_or_error():
                  for before, after in ((" ", ""), ("", "\n\n"), ("", " \t\r\n"), ("\ufeff", ""), ("", ""))]
     answers = [(_identity(message), _decoded(message)) for message in messages]
     assert [mine for mine, theirs in answers if mine != theirs] == []
+    # a bool is an int to Python: `"time": true` was once read as time 1 by both
+    assert _decoded(f"summary\n\n{json.dumps({**good, 'time': True})}\n")[0] is UnsupportedFormat
     assert sum(isinstance(mine[0], str) for mine, _ in answers) >= 6  # both sides accept some, refuse others
     assert sum(isinstance(mine[0], type) for mine, _ in answers) >= 20
 

@@ -41,7 +41,8 @@ class Op(Frozen):
         if not self.type or not isinstance(self.type, str) or not is_text(self.type):
             raise UnsupportedFormat("ledger op without a type")
         object.__setattr__(self, "actor", Actor(self.actor))
-        if not isinstance(self.time, (int, float)) or not math.isfinite(self.time):
+        # a bool is an int to Python, not a time (`"time": true` in a peer's commit)
+        if isinstance(self.time, bool) or not isinstance(self.time, (int, float)) or not math.isfinite(self.time):
             raise UnsupportedFormat(f"ledger op {self.id} has no valid time")
 
     def with_result(self, result: dict[str, Any]) -> Op:
@@ -149,7 +150,7 @@ def op_identity(message: str, commit: str) -> tuple[str, str]:
                 and type(op_id) is str and len(op_id) == LedgerId.LENGTH and not op_id.strip(_HEX) \
                 and type(op_type) is str and op_type.isprintable() and op_type \
                 and Actor.valid(data.get("actor")) \
-                and isinstance(when, (int, float)) and math.isfinite(when) \
+                and type(when) is not bool and isinstance(when, (int, float)) and math.isfinite(when) \
                 and (args is None or type(args) is dict):
             return op_id, op_type
     op = decode_message(message, commit)
