@@ -102,3 +102,47 @@ def test_notes_of_states_that_are_gone_are_dropped_by_fix(repo: Path):
     assert any(c["status"] == "fixed" and "no longer exist" in c["message"] for c in notes), notes
     assert fake not in git("notes", "--ref=lanes", "list", cwd=repo)
     assert api.status() is not None
+
+
+def _peer_commit_adding(repo: Path, path: str, content: str) -> None:
+    """A ledger commit a peer made by hand on top of ours: a checkpoint whose tree also holds `path`."""
+    head = git("rev-parse", "refs/lanes/ledger", cwd=repo).strip()
+    env = {"GIT_INDEX_FILE": str(repo / ".git" / "peer-index")}
+    git("read-tree", head, cwd=repo, env=env)
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input=content).strip()
+    git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", cwd=repo, env=env)
+    tree = git("write-tree", cwd=repo, env=env).strip()
+    (repo / ".git" / "peer-index").unlink()
+    message = git("log", "-1", "--format=%B", head, cwd=repo).split("\n\n")
+    op = f"{message[0]}\n\n{message[1].splitlines()[0]}\n"  # the last op again, without a delta's edits
+    commit = git("commit-tree", tree, "-p", head, "-m", op, cwd=repo).strip()
+    git("update-ref", "refs/lanes/ledger", commit, head, cwd=repo)
+
+
+def test_an_unreadable_ledger_record_is_named_once_and_cut_short(repo: Path):
+    """A peer names the record: its path was printed whole, twice (the path, then the error naming it)."""
+    Lanes(repo).task_create("something")
+    path = f"tasks/zz/{'x' * 300}.json"
+    _peer_commit_adding(repo, path, "not json")
+    result = run_cli("doctor", "--check", "ledger", "--json", cwd=repo)
+    [found] = findings(result.json, "ledger")
+    assert result.code == 1 and found["status"] == "fail"
+    assert found["message"].count("x" * 40) == 1 and len(found["message"]) < 250, found["message"]
+    assert found["message"].startswith("ledger records that cannot be read: 'tasks/zz/xxx")
+    assert "(314 characters) (is not JSON: " in found["message"]
+
+
+def test_a_ledger_state_that_cannot_be_read_gets_the_errors_own_hint(repo: Path, tmp_path: Path):
+    """A ledger fetched shallow: its error says to fetch it whole, and doctor once said "a peer's commit
+    holds it" instead."""
+    api = Lanes(repo)
+    api.task_create("kept", actor="lead")
+    api.board_post("a delta at the head", "coder-1")
+    shallow = tmp_path / "shallow"
+    git("clone", "-q", "--depth", "1", f"file://{repo}", str(shallow), cwd=tmp_path)
+    git("fetch", "-q", "--depth", "1", "origin", "refs/lanes/ledger:refs/lanes/ledger", cwd=shallow)
+    assert run_cli("init", cwd=shallow).code == 0
+    result = run_cli("doctor", "--check", "ledger", "--json", cwd=shallow)
+    [found] = findings(result.json, "ledger")
+    assert found["message"].startswith("the ledger's state cannot be read: ") and "shallow fetch" in found["message"]
+    assert "git fetch --unshallow" in found["hint"], found

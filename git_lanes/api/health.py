@@ -20,6 +20,7 @@ from git_lanes.domain.sync_rules import ref_problem
 from git_lanes.errors import LanesError
 from git_lanes.model import refs
 from git_lanes.model.records import Transition
+from git_lanes.model.text import quoted
 from git_lanes.store import housekeeping, stale
 
 SHOWN = 5
@@ -110,13 +111,12 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
         op = ledger.read_op(store, head)
     except LanesError as exc:
         return [finding("fail", f"the ledger's last op cannot be read: {exc.message}",
-                        "see `git log -1 refs/lanes/ledger`; a newer git-lanes may have written it")]
+                        exc.hint or "see `git log -1 refs/lanes/ledger`; a newer git-lanes may have written it")]
     try:
         state = ledger.state_at(store, head)
-    except LanesError as exc:
+    except LanesError as exc:  # its own hint knows best (a shallow fetch: fetch the ledger whole)
         return [finding("fail", f"the ledger's state cannot be read: {exc.message}",
-                        exc.hint if exc.code == ledger.log.MISSING else
-                        "see `git log refs/lanes/ledger`: a peer's commit holds it")]
+                        exc.hint or "see `git log refs/lanes/ledger`: a peer's commit holds it")]
     bad, count = [], 0
     for top in (*stored.SHAPES, "publish", "pruned"):
         for path in state.files(top):
@@ -126,7 +126,7 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
                 if record is not None:
                     stored.checked(path, record)  # the shape listings need, or they leave it out
             except LanesError as exc:
-                bad.append(f"{path} ({exc.message})")
+                bad.append(_unreadable(path, exc.message))
     if bad:
         return [finding("fail", f"ledger records that cannot be read: {_some(bad)}",
                         "a sync from a newer git-lanes, or an edit by hand: `git log refs/lanes/ledger` shows the "
@@ -139,6 +139,14 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
                         "upgrade git-lanes on every machine that writes this ledger; `git log refs/lanes/ledger` "
                         "shows what those deltas wrote (their `edits`), to redo what is missing")]
     return [finding("ok", f"{count} ledger records readable; last op {op.type} by {op.actor}")]
+
+
+def _unreadable(path: str, message: str) -> str:
+    """A record that cannot be read, as the finding lists it: its path once, quoted and cut at 80 characters
+    (a peer names it: any length, any character), then why. The error names the path itself too."""
+    prefix = f"ledger record {path} "
+    why = message[len(prefix):] if message.startswith(prefix) else message
+    return f"{quoted(path)} ({why})"
 
 
 @check("workspaces")
