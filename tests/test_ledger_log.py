@@ -254,6 +254,28 @@ def test_the_oplogs_reading_of_an_op_is_decode_messages_answer_or_error():
     assert sum(isinstance(mine[0], type) for mine, _ in answers) >= 20
 
 
+def test_an_op_is_read_before_a_deltas_edits_and_the_actors_it_remembers_stay_bounded():
+    """A delta's edits follow its op (a long line in a busy ledger): the op log reads the op where it stands,
+    with decode_message's answer or error whatever comes after it. The valid actors it remembers, to check
+    the thousands of ops of a sync once per actor, are bounded, and a refused one is never among them."""
+    from git_lanes.ledger import op as op_module
+
+    good = {"format": 1, "id": "0123456789abcdef", "type": "board.post", "actor": "agent-1", "time": 1.5}
+    edits = json.dumps({"edits": {"board/readers/agent-1.json": {"own": list(range(2_000)), "text": "a\n\nb"}}})
+    messages = [f"s\n\n{json.dumps(good)}\n{edits}\n", f"s\n\n{json.dumps(good)}\n{{not json\n",
+                f"s\n\n{json.dumps(good)}{edits}\n", f"s\n\n{json.dumps({**good, 'actor': 'a<b'})}\n{edits}\n",
+                f"s\n\n{json.dumps({**good, 'actor': 'agent-1'})} \n{edits}\n", f"s\n\n\n{json.dumps(good)}\n"]
+    answers = [(_identity(message), _decoded(message)) for message in messages]
+    assert [mine for mine, theirs in answers if mine != theirs] == []
+    assert [isinstance(mine[0], str) for mine, _ in answers] == [True, True, False, False, True, False]
+    for number in range(op_module._ACTORS_KEPT + 50):
+        assert _identity(f"s\n\n{json.dumps({**good, 'actor': f'agent {number}'})}\n") == (good["id"], good["type"])
+    assert len(op_module._ACTORS) <= op_module._ACTORS_KEPT
+    assert "a<b" not in op_module._ACTORS
+    refused = f"s\n\n{json.dumps({**good, 'actor': 'a<b'})}\n"
+    assert _identity(refused) == _decoded(refused) and isinstance(_identity(refused)[0], type)
+
+
 def test_an_op_with_args_not_an_object_or_nested_too_deeply_is_refused_as_a_format_error():
     """A peer's ledger commit is bad input: refused with UnsupportedFormat (exit 1, one line), never a
     TypeError from dict() or json's RecursionError (an internal error, exit 6); the op log's reading agrees."""
