@@ -124,3 +124,68 @@ def test_an_op_checked_ahead_is_answered_or_refused_as_op_identity_answers_it(bo
     assert answer(message) == plain
     check_ahead(commit_id, message)  # a checked answer serves only the text it was checked for
     assert answer(other) == plain_other
+
+
+def test_a_record_cut_anywhere_by_the_pipe_reads_as_git_printed_it(repo):
+    """git's output reaches the walk in pieces of any size, cut anywhere, inside a character too: each record
+    reads the same as from one piece, with the message as git stored it."""
+    from git_lanes.store import light_log
+
+    base = git("rev-parse", "HEAD", cwd=repo).strip()
+    first = commit(repo, "été\n\n{\"text\": \"naïve — 🚀\"}\n{\"edits\": {}}", base)
+    head = commit(repo, "second\n\nbody ✓", first)
+    printed = git("--no-replace-objects", *light_log._log_args(head)[1:], cwd=repo).encode()
+
+    def read(pieces: list[bytes]) -> list:
+        walk = light_log._LogWalk(base, None)
+        for piece in pieces:
+            if not walk.take(piece):
+                break
+        return walk.read
+
+    whole = read([printed])
+    assert [info.oid for info in whole] == [head, first]
+    assert whole[1].message == "été\n\n{\"text\": \"naïve — 🚀\"}\n{\"edits\": {}}\n"
+    for cut in range(1, len(printed)):
+        assert read([printed[:cut], printed[cut:]]) == whole, cut
+    assert read([printed[at:at + 1] for at in range(len(printed))]) == whole
+
+
+def test_the_log_is_written_a_block_at_a_time(repo, monkeypatch):
+    """Into a pipe git flushes after every commit unless told otherwise: a write, and a wake-up of the walk,
+    per commit. The walk's git is told to buffer (GIT_FLUSH=0) whatever the caller's environment says."""
+    from git_lanes.store import light_log
+
+    monkeypatch.setenv("GIT_FLUSH", "1")
+    assert light_log._log_env()["GIT_FLUSH"] == "0"
+    base = git("rev-parse", "HEAD", cwd=repo).strip()
+    line = line_of(repo, base, 20)
+    store = open_light(repo)
+    assert store._rev_list(base, line[-1]) == exact(repo, base, line[-1])
+
+
+def test_an_empty_tree_already_stored_is_freshened_not_written_again(repo):
+    """Every operation-log entry names git's empty tree: when its loose object is there, the light store
+    touches it (as git freshens an object it would write) instead of writing a temporary copy."""
+    import os
+    import time
+
+    from git_lanes.store.light import EMPTY_TREE
+
+    assert git("hash-object", "-t", "tree", "/dev/null", cwd=repo).strip() == EMPTY_TREE
+    folder = repo / ".git" / "objects" / EMPTY_TREE[:2]
+    loose = folder / EMPTY_TREE[2:]
+    if loose.exists():
+        loose.chmod(0o644)
+        loose.unlink()
+    store = open_light(repo)
+    assert store.empty_tree() == EMPTY_TREE and loose.exists()  # missing: written
+    assert git("cat-file", "-t", EMPTY_TREE, cwd=repo).strip() == "tree"
+    long_ago = time.time() - 3600
+    os.utime(loose, (long_ago, long_ago))
+    before = set(os.listdir(folder))
+    written = []
+    store.objects.write = lambda *args: written.append(args)  # type: ignore[method-assign]
+    assert store.empty_tree() == EMPTY_TREE
+    assert written == [] and set(os.listdir(folder)) == before
+    assert loose.stat().st_mtime > long_ago + 3000  # freshened, as a gc racing it must see

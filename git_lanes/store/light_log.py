@@ -19,13 +19,20 @@ if TYPE_CHECKING:
 _LOG_FORMAT = "%H%x01%T%x01%P%x01%an%x01%ae%x01%ct%x01%B%x00"
 
 
+def _log_env() -> dict[str, str]:
+    """git's environment for the log. GIT_FLUSH=0: into a pipe, git flushes its output after every commit
+    (one write, and a wake-up of this reader, per commit: a thousand for a thousand ops); fully buffered, it
+    writes a block at a time, and the walk still reads each commit while git walks on."""
+    return unredirected_env({"GIT_FLUSH": "0"})
+
+
 class UnexpectedLog(Exception):
     """git log failed, or printed what was not asked for: the light store hands the sync over."""
 
 
 def start(root: str, head: str) -> StartedGit:
     """`git log head`, started now: `walk` reads it."""
-    return StartedGit(_log_args(head), root, output=True, env=unredirected_env())
+    return StartedGit(_log_args(head), root, output=True, env=_log_env())
 
 
 def walk(started: StartedGit, ancestor: str | None,
@@ -47,10 +54,10 @@ def exact(root: str, ancestor: str | None, head: str) -> list[CommitInfo]:
     import subprocess
 
     proc = subprocess.run(["git", *_log_args(head, *([ancestor] if ancestor else []))], cwd=root,
-                          capture_output=True, env=unredirected_env())
+                          capture_output=True, env=_log_env())
     if proc.returncode != 0:
         raise UnexpectedLog(f"git log failed: {proc.stderr.strip()[:200]!r}")
-    return [_logged(record) for record in proc.stdout.split(b"\0")[:-1]]
+    return [_logged(record) for record in proc.stdout.decode("utf-8", "replace").split("\0")[:-1]]
 
 
 class _LogWalk:
@@ -65,9 +72,12 @@ class _LogWalk:
 
     def take(self, chunk: bytes) -> bool:
         """Read the records `chunk` completes; False once nothing more is needed."""
-        records = (self.rest + chunk).split(b"\0")
-        self.rest = records.pop()
-        for record in records:
+        complete, _, self.rest = (self.rest + chunk).rpartition(b"\0")
+        if not complete:
+            return True
+        # Decoded at once, not record by record: a NUL only ever ends a record (git prints none inside one, and
+        # never one inside a character), so each record decodes as it would alone.
+        for record in complete.decode("utf-8", "replace").split("\0"):
             info = _logged(record)
             if info.oid == self.ancestor:
                 self.met = True
@@ -86,9 +96,9 @@ def _log_args(head: str, *excluded: str) -> list[str]:
             *(f"^{commit}" for commit in excluded), "--"]
 
 
-def _logged(record: bytes) -> CommitInfo:
-    """One commit as `_LOG_FORMAT` prints it."""
-    fields = record.lstrip(b"\n").decode("utf-8", "replace").split("\x01", 6)
+def _logged(record: str) -> CommitInfo:
+    """One commit as `_LOG_FORMAT` prints it (decoded)."""
+    fields = record.lstrip("\n").split("\x01", 6)
     if len(fields) != 7 or len(fields[0]) != 40:
         raise UnexpectedLog("git log's output is not what was asked for")
     commit, tree, parents, name, email, when, message = fields
