@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 # Up to this many commits are read here (~0.2 ms each from a pack) rather than by `git rev-list` (~5 ms).
 SHORT_WALK = 16
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # `git hash-object -t tree /dev/null` (SHA-1: see LightStore)
 FALLBACK_NAME, FALLBACK_EMAIL = "git-lanes", "git-lanes@localhost"  # as repo.Store signs without an identity
 # What points git (or libgit2) at other files than the repository's own: the light store does not follow it.
 _REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
@@ -211,7 +212,14 @@ class LightStore(ObjectReads):
 
     # -- objects (what is read: light_objects.py) ------------------------------------------------------------
     def empty_tree(self) -> str:
-        return self.objects.write(b"tree", b"")
+        """git's empty tree, which every operation-log entry names. When its loose file is there it is only
+        freshened, as `objects.write` would after writing a temporary copy (a new file, the costliest of its
+        system calls) and finding it there."""
+        try:
+            os.utime(os.path.join(self.common_dir, "objects", EMPTY_TREE[:2], EMPTY_TREE[2:]))
+        except OSError:
+            return self.objects.write(b"tree", b"")
+        return EMPTY_TREE
 
     def write_commit(self, tree: str, parents: list[str], message: str, *, author_name: str | None = None,
                      author_email: str | None = None) -> str:
