@@ -7,10 +7,11 @@ import threading
 import time
 
 import pytest
-from ledger_helpers import Clock, ledger_head
+from ledger_helpers import Clock, ledger_head, ledger_record
 
 from git_lanes import ledger
 from git_lanes.api import Lanes
+from git_lanes.domain import board
 from git_lanes.domain.coordination import FOLD
 from git_lanes.errors import Conflict, NotFound, UserError
 from git_lanes.ledger.merge import refused_op
@@ -147,3 +148,70 @@ def test_unread_counts_leave_out_own_posts_however_they_interleave(lanes):
     assert lanes.agent_heartbeat("a")["unread"] == 0
     assert [p["text"] for p in lanes.board_read("b", unread_only=True)["posts"]] == ["a1", "a2", "a3", "a4", "a5"]
     assert lanes.agent_heartbeat("b")["unread"] == 0
+
+
+def _interleave(lanes, rounds: int) -> None:
+    for i in range(rounds):
+        lanes.board_post(f"a{i}", "a")
+        lanes.board_post(f"b{i}", "b")
+
+
+def _unread_listed(lanes, agent: str) -> int:
+    """What a read would show as unread, counted from the posts themselves (it marks them read)."""
+    return len(lanes.board_read(agent, unread_only=True)["posts"])
+
+
+def test_a_sender_posting_among_others_lists_only_its_last_own_broadcasts(lanes, repo):
+    for agent in ("a", "b"):
+        lanes.agent_register(agent)
+    _interleave(lanes, 40)
+    place = ledger_record(repo, "board/readers/a.json")
+    assert place["own"] == list(range(79 - 2 * (board.OWN_LISTED - 1), 80, 2))  # a's last 16 posts
+    assert place["own_before"] == 39 - board.OWN_LISTED  # its posts since the cursor left b's first unread
+    assert lanes.agent_heartbeat("a")["unread"] == 40
+    assert lanes.agent_heartbeat("b")["unread"] == 40
+    assert _unread_listed(lanes, "a") == 40
+    assert _unread_listed(lanes, "b") == 40
+    assert lanes.agent_heartbeat("a")["unread"] == lanes.agent_heartbeat("b")["unread"] == 0
+    assert "own_before" not in ledger_record(repo, "board/readers/a.json")
+
+
+@pytest.mark.parametrize("through", [0, 3, 20, 47, 66, 80])
+def test_a_partial_read_counts_again_the_own_broadcasts_left_after_it(lanes, through):
+    for agent in ("a", "b"):
+        lanes.agent_register(agent)
+    _interleave(lanes, 40)  # seqs 1..80: a's odd, b's even
+    lanes._append("board.read", "a", {"agent": "a", "through": through})
+    expected = len([seq for seq in range(2, 81, 2) if seq > through])
+    assert lanes.agent_heartbeat("a")["unread"] == expected
+    assert _unread_listed(lanes, "a") == expected
+    lanes.board_post("one more", "b")
+    assert lanes.agent_heartbeat("a")["unread"] == 1
+
+
+def test_a_read_position_from_before_the_count_keeps_counting_right(lanes, repo):
+    """0.2.0 listed every own broadcast since the cursor: such a record reads as it did, and the next
+    post trims it."""
+    for agent in ("a", "b"):
+        lanes.agent_register(agent)
+    _interleave(lanes, 30)
+    before = ledger_record(repo, "board/readers/a.json")
+    listed = list(range(3, 60, 2))  # every post of a's after b's first, as 0.2.0 kept them
+    store = lanes.ctx.store
+    head = ledger.head(store)
+    from git_lanes.ledger.log import state_tree
+
+    import json
+    tree = store.write_record_tree(state_tree(store, head), {
+        "board/readers/a.json": json.dumps({**{k: v for k, v in before.items() if k != "own_before"},
+                                            "own": listed}).encode()})
+    commit = store.write_records(tree, {}, [head], "old reader\n\n" + json.dumps(
+        {"format": 1, "id": "0" * 15 + "1", "type": "agent.heartbeat", "actor": "a", "time": 1.0,
+         "args": {"agent": "a"}, "result": {}}))
+    store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a 0.2.0 read position")])
+    assert lanes.agent_heartbeat("a")["unread"] == 30
+    lanes.board_post("a30", "a")
+    place = ledger_record(repo, "board/readers/a.json")
+    assert len(place["own"]) == board.OWN_LISTED and place["own_before"] == len(listed) + 1 - board.OWN_LISTED
+    assert lanes.agent_heartbeat("a")["unread"] == 30
+    assert _unread_listed(lanes, "a") == 30

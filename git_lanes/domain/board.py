@@ -3,7 +3,7 @@ posts to everyone, and an inbox per agent for posts directed to it, so a post se
 call still reaches it while old broadcasts do not flood in. Reading marks read.
 
 Counting what is unread costs O(1), whatever the board's length: each post carries the running count of
-broadcasts, and a reader keeps its cursor and the seqs of its own broadcasts since, so unread = broadcasts
+broadcasts, and a reader keeps its cursor and the count of its own broadcasts since, so unread = broadcasts
 after the cursor minus its own. Listing them scans only what lies after the
 cursor, and reading moves the cursor past it."""
 
@@ -20,6 +20,11 @@ from git_lanes.model.text import check_text
 # Records of what the system did: shown on the board, never counted unread, never a wake.
 SYSTEM_KINDS = ("ticket_ready", "pr_opened", "pr_updated", "pr_merged")
 MAX_TEXT = 16 * 1024
+# A reader lists its last OWN_LISTED own broadcasts since its cursor (`own`) and only counts the ones before
+# them (`own_before`). Every broadcast rewrites its sender's read position, which rides in the op's commit:
+# with the whole list, an agent that posts while others post and never reads paid for all it had posted at
+# every post, and so did everyone who read that commit (a list of hundreds in each of its deltas).
+OWN_LISTED = 16
 # `board read` looks this far back for recent posts an agent may see, so its cost stays bounded.
 RECENT_SCAN = 2000
 
@@ -50,15 +55,20 @@ def add_post(tx: Tx, op: Op, sender: str, kind: str, text: str, to: str | None) 
 
 def _note_own_broadcast(tx: Tx, sender: str, seq: int, before: int) -> None:
     """A sender's own broadcast is never unread for it. With nothing else unread its cursor simply moves
-    past it; otherwise the seq is remembered so the count can leave it out. `before` is the count of
-    broadcasts through the post before it, which the caller just read."""
+    past it; otherwise it is counted as its own (`own`, `own_before`). `before` is the count of broadcasts
+    through the post before it, which the caller just read."""
     reader = reader_of(tx, sender)
     if reader.get("cursor") is None:
         return
     if _unread(tx, reader, seq - 1, before) == 0:
         reader.update(cursor=seq, own=[])
+        reader.pop("own_before", None)
     else:
-        reader["own"] = reader.get("own", []) + [seq]
+        own = reader.get("own", []) + [seq]
+        if len(own) > OWN_LISTED:
+            reader["own_before"] = int(reader.get("own_before") or 0) + len(own) - OWN_LISTED
+            own = own[-OWN_LISTED:]
+        reader["own"] = own
     tx.put(reader_path(sender), reader)
 
 
@@ -93,11 +103,33 @@ def post(tx: Tx, op: Op) -> dict:
 
 def mark_read(tx: Tx, agent: str, through: int) -> int:
     reader = reader_of(tx, agent)
-    reader["cursor"] = max(int(reader.get("cursor") or 0), min(int(through), current_seq(tx)))
-    reader["inbox"] = [seq for seq in reader["inbox"] if seq > through]
-    reader["own"] = [seq for seq in reader.get("own", []) if seq > reader["cursor"]]
+    cursor = max(int(reader.get("cursor") or 0), min(int(through), current_seq(tx)))
+    own = reader.get("own", [])
+    counted = int(reader.get("own_before") or 0)
+    if counted and own and cursor >= own[0]:
+        counted = 0  # the cursor passed the oldest one listed, so every one counted before it too
+    elif counted:
+        # The cursor stops among the ones only counted: count again those still after it (rare: a partial
+        # read by an agent with more than OWN_LISTED broadcasts since its cursor).
+        counted = _own_broadcasts(tx, agent, cursor, own[0] if own else current_seq(tx) + 1)
+    reader.update(cursor=cursor, inbox=[seq for seq in reader["inbox"] if seq > through],
+                  own=[seq for seq in own if seq > cursor])
+    if counted:
+        reader["own_before"] = counted
+    else:
+        reader.pop("own_before", None)
     tx.put(reader_path(agent), reader)
-    return reader["cursor"]
+    return cursor
+
+
+def _own_broadcasts(state: Reader, agent: str, after: int, below: int) -> int:
+    """How many of `agent`'s posts after seq `after` and before `below` count as broadcasts."""
+    found = 0
+    for seq in range(after + 1, below):
+        record = get_post(state, seq, [])  # one a peer broke is not this agent's to count
+        if record and record["from"] == agent and record["to"] is None and record["kind"] in AGENT_KINDS:
+            found += 1
+    return found
 
 
 def read(tx: Tx, op: Op) -> dict:
@@ -145,22 +177,23 @@ def answer(tx: Tx, op: Op) -> dict:
     return {"post": reply, "answers": seq, "to": to, "resolved_by": sender}
 
 
-def unread_broadcasts(state: Reader, agent: str, before: int | None = None) -> int:
-    """How many posts to everyone from others lie after `agent`'s cursor (up to seq `before`, exclusive)."""
+def unread_broadcasts(state: Reader, agent: str) -> int:
+    """How many posts to everyone from others lie after `agent`'s cursor."""
     reader = reader_of(state, agent)
     if reader.get("cursor") is None:
         return 0
-    end = current_seq(state) if before is None else before - 1
+    end = current_seq(state)
     return _unread(state, reader, end, broadcasts_through(state, end))
 
 
 def _unread(state: Reader, reader: dict, end: int, through_end: int) -> int:
-    """`unread_broadcasts` for `reader` through seq `end`, given the count of broadcasts through it."""
+    """`unread_broadcasts` for `reader`, given the board's last seq `end` and the count of broadcasts through
+    it (every own broadcast the reader counts lies after its cursor and at most at `end`)."""
     cursor = reader.get("cursor")
     if cursor is None:
         return 0
-    own = [seq for seq in reader.get("own", []) if cursor < seq <= end]
-    return max(0, through_end - broadcasts_through(state, int(cursor)) - len(own))
+    own = len(reader.get("own", [])) + int(reader.get("own_before") or 0)
+    return max(0, through_end - broadcasts_through(state, int(cursor)) - own)
 
 
 def unread_count(state: Reader, agent: str) -> int:
