@@ -192,3 +192,19 @@ def test_claim_of_a_task_with_files_claims_them_and_warns_of_overlaps(lanes):
     claimed = lanes.task_claim(task, "coder-1")
     assert claimed["overlaps"] == [{"agent": "coder-2", "glob": "src/auth/*.py", "claim": "src/auth/session.py"}]
     assert lanes.wait("coder-2", timeout=0)["reason"] == "overlap"
+
+
+def test_a_whole_id_no_task_has_is_refused_by_the_op_as_a_prefix_is_before_it(lanes, repo):
+    """A whole id is not looked up before the op (the op's fold refuses it), a prefix is: both answer alike."""
+    lanes.task_create("real", actor="lead")
+    head = ledger_head(repo)
+    for missing in ("0123456789abcdef", " 0123456789ABCDEF ", "0123"):
+        with pytest.raises(NotFound) as raised:
+            lanes.task_claim(missing, "a")
+        assert raised.value.code == "unknown_task" and "git lanes task list" in (raised.value.hint or "")
+        with pytest.raises(NotFound) as raised:
+            lanes.task_done(missing, "a")
+        assert raised.value.code == "unknown_task"
+    assert ledger_head(repo) == head
+    task = lanes.task_create("upper", actor="lead")["task"]
+    assert lanes.task_claim(f" {task.upper()} ", "a")["task"] == task

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from git_lanes.domain.context import Context
 from git_lanes.errors import UserError
-from git_lanes.model.ids import Actor, AgentId
+from git_lanes.model.ids import Actor, AgentId, LedgerId
 
 if TYPE_CHECKING:
     from git_lanes import ledger
@@ -36,6 +36,16 @@ class LedgerApi:
         from git_lanes import ledger
 
         return ledger.state_at(self.ctx.store, ledger.head(self.ctx.store))
+
+    def _task_id(self, task: str) -> str:
+        """The task an id or unique prefix names, for an op on it. A whole id is taken as it is: the op's fold
+        refuses one the ledger lacks (`unknown_task`) when it applies, which a look at the state first could
+        only race; so a writer reads nothing before it appends (under contention, the commits every other
+        writer appended since its last op)."""
+        from git_lanes.domain import tasks
+
+        whole = task.strip().lower()
+        return whole if LedgerId.valid(whole) else tasks.resolve_task(self._state(), task)
 
     def _actor(self, actor: str | None) -> Actor:
         """An agent named by a face is an AgentId; without one, the person in git's identity acts."""
@@ -189,14 +199,14 @@ class LedgerApi:
         agent = AgentId(agent)
         if lane is not None:
             lanes.lane_head(self.ctx, lane)
-        task_id = tasks.resolve_task(self._state(), task)
+        task_id = self._task_id(task)
         return self._append_as(results.TaskClaimed, "task.claim", agent,
                             {"task": task_id, "agent": agent, "version": version, "lane": lane})
 
     def _task_op(self, result: type[R], op_type: str, task: str, actor: str | None, **args: Any) -> R:
         from git_lanes.domain import tasks
 
-        task_id = tasks.resolve_task(self._state(), task)
+        task_id = self._task_id(task)
         return self._append_as(result, op_type, self._actor(actor), {"task": task_id, **args})
 
     def task_done(self, task: str, actor: str | None = None) -> results.TaskDone:
