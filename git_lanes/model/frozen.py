@@ -204,11 +204,19 @@ def _build(cls: type, self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 
 
 def _init_of(cls: type) -> Callable[..., None]:
-    """The class's `__init__`, compiled once: setting each field as a frozen dataclass's does."""
+    """The class's `__init__`, compiled once: setting each field as a frozen dataclass's does (see `direct`)."""
     namespace: dict[str, Any] = {"__frozen_set": object.__setattr__, "__frozen_missing": MISSING}
     parameters = ["self"]
     body = []
-    for f in cls.__frozen_fields__:  # type: ignore[attr-defined]
+    declared: tuple[Field, ...] = cls.__frozen_fields__  # type: ignore[attr-defined]
+    # Each field is stored in the instance's dict, where `object.__setattr__` (a frozen dataclass's way) first
+    # looks the name up on the class: building a record costs half as much (a sync builds a few thousand).
+    # The same store, unless a class of the MRO has __slots__ or a data descriptor stands for a field.
+    direct = bool(declared) and not any("__slots__" in k.__dict__ for k in cls.__mro__) and not any(
+        hasattr(k.__dict__.get(f.name), "__set__") for f in declared for k in cls.__mro__)
+    if direct:
+        body.append("  __frozen_fields = self.__dict__")
+    for f in declared:
         if f.default_factory is not MISSING:
             namespace[f"__frozen_factory_{f.name}"] = f.default_factory
             parameters.append(f"{f.name}=__frozen_missing")
@@ -218,7 +226,8 @@ def _init_of(cls: type) -> Callable[..., None]:
             parameters.append(f"{f.name}=__frozen_default_{f.name}")
         else:
             parameters.append(f.name)
-        body.append(f"  __frozen_set(self, {f.name!r}, {f.name})")
+        body.append(f"  __frozen_fields[{f.name!r}] = {f.name}" if direct
+                    else f"  __frozen_set(self, {f.name!r}, {f.name})")
     if hasattr(cls, "__post_init__"):
         body.append("  self.__post_init__()")
     source = f"def __init__({', '.join(parameters)}):\n" + ("\n".join(body) or "  pass") + "\n"
