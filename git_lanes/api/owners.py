@@ -83,6 +83,7 @@ OWNERS = {
     "_subject": "budgets",
     "_take": "ledger",
     "_take_slot": "supervise",
+    "_task_id": "ledger",
     "_task_op": "ledger",
     "_task_record": "supervise",
     "_tidy": "publishing",
