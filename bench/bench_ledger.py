@@ -130,6 +130,13 @@ def worker(argv: list[str]) -> None:
     kind, target, agent, tasks_file = argv[:4]
     tasks = json.loads(Path(tasks_file).read_text())
     held = time_the_lock() if kind == "ledger" else [0.0, 0.0]
+    if kind == "ledger":
+        # A held-open process has loaded what an append needs and learnt the ledger: one untimed op first
+        # (imports alone took ~0.1 s a process, a fifth of the 8-process run on 2 cores).
+        from git_lanes.api import Lanes
+
+        Lanes(target).agent_heartbeat(agent)
+        held[:] = [0.0, 0.0]
     print("ready", flush=True)
     sys.stdin.readline()
     if kind == "ledger":
@@ -160,7 +167,22 @@ def time_the_lock() -> list[float]:
                 held[0] += time.perf_counter() - start
                 held[1] += cpu_seconds() - cpu
 
+    plain_if_free = getattr(Store, "locked_if_free", None)  # a writer that queues its op when the lock is taken
+
+    @contextmanager
+    def locked_if_free(self, *args, **kwargs):
+        with plain_if_free(self, *args, **kwargs) as free:
+            start, cpu = time.perf_counter(), cpu_seconds()
+            try:
+                yield free
+            finally:
+                if free:
+                    held[0] += time.perf_counter() - start
+                    held[1] += cpu_seconds() - cpu
+
     Store.locked = locked
+    if plain_if_free is not None:
+        Store.locked_if_free = locked_if_free
     return held
 
 

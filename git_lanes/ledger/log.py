@@ -9,7 +9,8 @@ These functions are the contract the sync layer builds on:
 - `ops_between(store, ancestor, head) -> list[Op]` lists the ops after `ancestor` up to `head`, oldest first.
 - `apply_op(store, base_head, op, fold) -> (new_head | None, result_or_refusal)` applies an existing op (keeping its
   id, actor, time and args) on top of `base_head`, writing objects but moving no ref.
-- `append(store, op, fold)` is the local write: lock, apply on the current head, compare-and-swap the ref.
+- `append(store, op, fold)` (ledger/combine.py) is the local write: lock, apply on the current head (with the
+  ops of writers waiting for the lock), compare-and-swap the ref.
 
 The fold decides each op from the state it reads and the op alone (its time included), never from the clock
 or the environment, so replaying the same op on the same state gives the same records and result; whether
@@ -17,16 +18,13 @@ its commit is a checkpoint depends only on the base's distance from its own."""
 
 from __future__ import annotations
 
-import time as _time
-
-from git_lanes.errors import Conflict, LanesError, UnsupportedFormat, problem
+from git_lanes.errors import LanesError, UnsupportedFormat, problem
 from git_lanes.ledger.op import Op, decode_message, encode_message
 from git_lanes.ledger.state import State
 from git_lanes.model import ledger_delta
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.ledger_delta import CHECKPOINT_EVERY, Materialized
 from git_lanes.model.refs import LEDGER
-from git_lanes.store import RefUpdate
 
 TYPE_CHECKING = False  # the light sync path reads the ledger without loading pygit2, nor typing
 if TYPE_CHECKING:
@@ -197,29 +195,6 @@ def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold) -> tuple[s
 
 def refusal(exc: LanesError) -> dict[str, Any]:
     return problem(exc)
-
-
-def append(store: Store, op: Op, fold: Fold) -> Appended:
-    """Apply `op` on the current head under the local writers' lock and compare-and-swap the ref to the new
-    commit. Raises the fold's error when it refuses; a refused op changes nothing and is not recorded."""
-    signed = store.signatures(op.actor, AGENT_EMAIL)  # depends on no head: made before the lock
-    with store.locked():
-        for attempt in range(CAS_ATTEMPTS):
-            base = head(store)
-            commit, recorded = _build(store, base, op, fold, signed)
-            try:
-                store.update_refs([RefUpdate(LEDGER, commit, base, f"lanes ledger: {recorded.type} {op.id}")])
-            except Conflict:
-                # Only a writer outside the lock (a plain `git update-ref`, say) can move the ref here.
-                if attempt == CAS_ATTEMPTS - 1:
-                    raise
-                _time.sleep(0.01 * (attempt + 1))
-                continue
-            appended = Appended(recorded, commit)
-            break
-    if int(op.id[:8], 16) % MAINTENANCE_EVERY == 0:
-        maintain(store)
-    return appended
 
 
 def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signatures | None = None) -> tuple[str, Op]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pygit2
 
@@ -26,6 +26,7 @@ TREE_MODE = 0o040000
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from git_lanes.store.append_queue import AppendQueue
     from git_lanes.store.object_cache import ObjectCache
     from git_lanes.store.watched_index import WatchedIndex
 
@@ -85,6 +86,17 @@ class Store(WorkspaceOps):
     def locked(self) -> Iterator[None]:
         with lock.exclusive(self.common_dir / "lanes.lock"):
             yield
+
+    @contextmanager
+    def locked_if_free(self) -> Iterator[bool]:
+        """The writers' lock for the body if nobody holds it now (True); else nothing is held (False)."""
+        with lock.exclusive_if_free(self.common_dir / "lanes.lock") as held:
+            yield held
+
+    def append_queue(self) -> AppendQueue:
+        from git_lanes.store.append_queue import AppendQueue  # loaded by the first append, not by readers
+
+        return AppendQueue(self.common_dir)
 
     # -- config ----------------------------------------------------------------------------------------
     def config_get(self, key: str) -> str | None:
@@ -154,6 +166,10 @@ class Store(WorkspaceOps):
             yield
         finally:
             _OBSERVERS.reset(token)
+
+    def observed(self) -> bool:
+        """Whether an observer (an operation being recorded) sees what this thread moves here."""
+        return any(where == self.common_dir for where, _, _ in _OBSERVERS.get())
 
     def update_refs(self, updates: list[RefUpdate]) -> None:
         """Apply every update, or none if any ref is not at its expected old value."""
@@ -357,6 +373,20 @@ class Store(WorkspaceOps):
         committer = self.signature()
         return pygit2.Signature(author_name or committer.name, author_email or committer.email, committer.time,
                                 committer.offset), committer
+
+    @staticmethod
+    def exported_signatures(signed: Signatures) -> list[list[Any]]:
+        """`signed` as JSON: [name, email, time, offset] for the author, then the committer."""
+        return [[s.name, s.email, s.time, s.offset] for s in signed]
+
+    @staticmethod
+    def imported_signatures(data: Any) -> Signatures:
+        """`exported_signatures`' answer back (ValueError when `data` is not one)."""
+        try:
+            author, committer = (pygit2.Signature(str(n), str(e), int(t), int(o)) for n, e, t, o in data)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"not signatures: {exc}") from None
+        return author, committer
 
     def write_records(self, base: str | None, records: dict[str, bytes | None], parents: list[str],
                       message: str, *, author_name: str | None = None, author_email: str | None = None,

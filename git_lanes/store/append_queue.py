@@ -1,0 +1,253 @@
+"""The ledger's append queue (ledger/combine.py): transient files in `<common git dir>/lanes-queue/`, like
+`lanes.lock` and the op-log journals, never state.
+
+- `<name>.op`: a waiting writer's op and what its commit needs, written whole by rename; `name` sorts by
+  arrival.
+- `<name>.done`: its outcome, written whole by rename once the ledger holds the op (or the fold refused it).
+- `batch`: the holder's intent for a round, written before it moves the ledger (the old and new head, and
+  every outcome), so a holder that dies between moving the ledger and leaving the outcomes leaves the next
+  one what it needs to settle them.
+
+Wake-ups travel as datagrams over Unix sockets in the abstract namespace, named for the repository: one per
+waiting entry (bound before the entry is put, gone with its process) and one the holder binds while it
+serves, which each new entry announces itself to. A holder wakes the first waiter of a round it served and
+each waiter the next, so the holder is not preempted once per waiter; once it lets the lock go it wakes the
+oldest entry still queued, whose writer takes the lock.
+
+Everything here is read and written under the writers' lock, except a waiter's `put`, `outcome`,
+`withdraw` and wake-ups: files are whole or absent, and an outcome is read only by its own waiter."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+FOLDER = "lanes-queue"
+JOURNAL = "batch"
+# An outcome nobody came for (its waiter was interrupted after its op was read) is removed by a holder once it
+# is this old; a waiter that is alive reads its outcome as soon as it is woken.
+STALE_SECONDS = 600.0
+_PREFIXES: dict[str, bytes] = {}
+
+
+class Listener:
+    """Where one process hears its wake-ups."""
+
+    def __init__(self, address: bytes) -> None:
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            self._socket.bind(address)
+        except OSError:
+            self._socket.close()
+            raise
+
+    def drain(self) -> None:
+        """Forget the wake-ups already heard."""
+        self._socket.setblocking(False)
+        try:
+            while True:
+                self._socket.recv(16)
+        except BlockingIOError:
+            pass
+
+    def wait(self, seconds: float) -> None:
+        """Until a wake-up comes, or `seconds` pass."""
+        self._socket.settimeout(seconds)
+        try:
+            self._socket.recv(16)
+        except TimeoutError:
+            pass
+
+    def close(self) -> None:
+        self._socket.close()
+
+
+class AppendQueue:
+    def __init__(self, common_dir: str | os.PathLike[str]) -> None:
+        self.folder = os.path.join(os.fspath(common_dir), FOLDER)
+        prefix = _PREFIXES.get(self.folder)
+        if prefix is None:
+            digest = hashlib.sha1(os.fsencode(os.path.realpath(self.folder))).hexdigest()[:24]
+            prefix = _PREFIXES[self.folder] = b"\0git-lanes-queue/" + digest.encode()
+        self._prefix = prefix
+        self._served: list[str] = []  # outcomes left outside a round (`finish`): woken by `wake`
+
+    # -- files -------------------------------------------------------------------------------------------
+    def _path(self, name: str, suffix: str = "") -> str:
+        return os.path.join(self.folder, name + suffix)
+
+    def _write(self, path: str, data: dict[str, Any]) -> None:
+        temporary = f"{path}.{os.getpid()}.tmp"
+        try:
+            handle = open(temporary, "w", encoding="utf-8")
+        except FileNotFoundError:
+            os.makedirs(self.folder, exist_ok=True)
+            handle = open(temporary, "w", encoding="utf-8")
+        with handle:
+            handle.write(json.dumps(data, separators=(",", ":")))
+        os.replace(temporary, path)
+
+    def _read(self, path: str) -> Any:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except (FileNotFoundError, ValueError):  # gone, or not ours (what we write is renamed in whole)
+            return None
+
+    def _unlink(self, path: str) -> None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    # -- wake-ups ----------------------------------------------------------------------------------------
+    def _send(self, address: bytes) -> bool:
+        """Whether anyone listens at `address` (it has been sent a wake-up)."""
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+                sender.setblocking(False)
+                sender.sendto(b"1", address)
+        except BlockingIOError:  # its buffer is full: it has wake-ups to read already
+            return True
+        except OSError:  # nobody listens: its process is gone, or no holder serves
+            return False
+        return True
+
+    def _wake(self, name: str) -> bool:
+        return self._send(self._prefix + b"/" + name.encode())
+
+    def listen(self, name: str) -> Listener:
+        """Where the waiter of entry `name` is woken: its outcome is there, or the lock is free."""
+        return Listener(self._prefix + b"/" + name.encode())
+
+    def hear_arrivals(self) -> Listener | None:
+        """Where a holder serving the queue hears of entries put (None: another process listens there)."""
+        try:
+            return Listener(self._prefix + b"/holder")
+        except OSError:
+            return None
+
+    def announce(self) -> None:
+        self._send(self._prefix + b"/holder")
+
+    # -- the waiter's side -------------------------------------------------------------------------------
+    @staticmethod
+    def new_name(op_id: str) -> str:
+        """A name for an entry of op `op_id`, which sorts by arrival."""
+        return f"{time.time_ns():020d}-{op_id}"
+
+    def put(self, name: str, entry: dict[str, Any]) -> None:
+        """Queue `entry` (an op and what its commit needs) as `name`."""
+        self._write(self._path(name, ".op"), {**entry, "pid": os.getpid()})
+
+    def outcome(self, name: str) -> dict[str, Any] | None:
+        """The outcome a holder left for entry `name` (read once), or None while there is none."""
+        path = self._path(name, ".done")
+        found = self._read(path)
+        if found is None:
+            return None
+        self._unlink(path)
+        if not isinstance(found, dict):
+            return None
+        then = found.pop("then", None)
+        if isinstance(then, str):
+            self._wake(then)  # the next waiter of its round, woken here rather than by the busy holder
+        return found
+
+    def withdraw(self, name: str) -> None:
+        """Take entry `name` back, and any outcome left for it."""
+        self._unlink(self._path(name, ".op"))
+        self._unlink(self._path(name, ".done"))
+
+    # -- the holder's side -------------------------------------------------------------------------------
+    def waiting(self, limit: int) -> list[tuple[str, dict[str, Any]]]:
+        """Up to `limit` entries, oldest first, of writers that are alive. The entry of a process that is gone
+        is removed: it died before its op was applied, as if it had died waiting for the lock."""
+        try:
+            files = sorted(os.listdir(self.folder))
+        except FileNotFoundError:
+            return []
+        found: list[tuple[str, dict[str, Any]]] = []
+        now = time.time()
+        for file in files:
+            if file.endswith(".done"):
+                self._drop_stale(file, now)
+            elif file.endswith(".op") and len(found) < limit:
+                entry = self._read(self._path(file))
+                if isinstance(entry, dict) and _alive(entry.get("pid")):
+                    found.append((file[:-3], entry))
+                else:
+                    self._unlink(self._path(file))
+        return found
+
+    def _drop_stale(self, file: str, now: float) -> None:
+        path = self._path(file)
+        try:
+            if now - os.stat(path).st_mtime > STALE_SECONDS:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    def finish(self, name: str, outcome: dict[str, Any]) -> None:
+        """Leave entry `name` its outcome and take it off the queue; its waiter is woken by `wake`."""
+        self._write(self._path(name, ".done"), outcome)
+        self._unlink(self._path(name, ".op"))
+        self._served.append(name)
+
+    def finish_all(self, outcomes: dict[str, dict[str, Any]]) -> None:
+        """`finish` every entry of a round, waking its first waiter now: each waiter wakes the next."""
+        names = list(outcomes)
+        for index, name in enumerate(names):
+            then = {"then": names[index + 1]} if index + 1 < len(names) else {}
+            self._write(self._path(name, ".done"), {**outcomes[name], **then})
+            self._unlink(self._path(name, ".op"))
+        if names:
+            self._wake(names[0])
+
+    def drop(self, name: str) -> None:
+        self._unlink(self._path(name, ".op"))
+
+    def wake(self) -> None:
+        """Once the lock is let go: wake the waiters `finish` left an outcome, and the oldest entry still
+        queued, whose writer takes the lock."""
+        served, self._served = self._served, []
+        for name in served:
+            self._wake(name)
+        try:
+            files = sorted(n for n in os.listdir(self.folder) if n.endswith(".op"))
+        except FileNotFoundError:
+            return
+        for file in files:
+            if self._wake(file[:-3]):
+                return
+
+    def begin(self, intent: dict[str, Any]) -> None:
+        """Journal the round the holder is about to move the ledger to."""
+        self._write(self._path(JOURNAL), intent)
+
+    def pending_intent(self) -> dict[str, Any] | None:
+        """A round a holder journaled and did not see through (it died), or None."""
+        found = self._read(self._path(JOURNAL))
+        return found if isinstance(found, dict) else None
+
+    def end(self) -> None:
+        self._unlink(self._path(JOURNAL))
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
