@@ -221,3 +221,28 @@ def test_writers_that_queued_while_the_lock_was_held_are_served_by_one_of_them(r
     assert sorted(posts) == [2, 3, 4, 5]
     assert len(reflog(repo)) == moves + 2  # the first to take the lock: its own op, then the other three
     assert queue_files(repo) == []
+
+
+def test_without_unix_sockets_a_writer_waits_for_the_lock_itself(repo, monkeypatch):
+    import socket
+
+    api = Lanes(repo)
+    api.board_post("first", "lead")
+
+    class NoSockets(socket.socket):
+        def bind(self, address):
+            raise PermissionError("no sockets in this sandbox")
+
+    monkeypatch.setattr(socket, "socket", NoSockets)
+    with api.ctx.store.locked_if_free() as free:
+        assert free
+        # Another holder: this thread's append finds the lock taken, cannot listen, and blocks for it.
+        import threading
+
+        done = []
+        writer = threading.Thread(target=lambda: done.append(api.board_post("waited", "w")))
+        writer.start()
+        time.sleep(0.2)
+        assert not done and queue_files(repo) == []
+    writer.join(timeout=60)
+    assert done and done[0]["post"] == 2

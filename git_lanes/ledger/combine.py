@@ -83,7 +83,14 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
     """The lock is taken: queue the op and sleep until woken, with the outcome there, or the lock free to
     take (then this writer holds it and applies its op, and what is queued, itself)."""
     name = queue.new_name(op.id)
-    listener = queue.listen(name)
+    try:
+        listener = queue.listen(name)
+    except OSError:  # no Unix sockets here (a sandbox, say): wait for the lock itself, as before the queue
+        try:
+            with store.locked():
+                return _lead(store, queue, op, fold, signed, alone=False)
+        finally:
+            queue.wake()
     try:
         queue.put(name, {"op": op.to_dict(), "signed": store.exported_signatures(signed), "fold": _identity(fold)})
         queue.announce()
