@@ -246,3 +246,22 @@ def test_without_unix_sockets_a_writer_waits_for_the_lock_itself(repo, monkeypat
         assert not done and queue_files(repo) == []
     writer.join(timeout=60)
     assert done and done[0]["post"] == 2
+
+
+def test_a_holder_whose_serving_fails_still_returns_its_own_op(repo, monkeypatch):
+    api = Lanes(repo)
+    api.board_post("first", "lead")
+    name = queue_op(api, "board.post", "waiter", {"text": "queued", "kind": "note", "to": None})
+    plain = combine._round
+
+    def failing(store, queue, fold, ops):
+        if any(each_name for each_name, _, _ in ops):
+            raise OSError(28, "No space left on device")
+        return plain(store, queue, fold, ops)
+
+    monkeypatch.setattr(combine, "_round", failing)
+    assert api.board_post("the holder's", "holder")["post"] == 2
+    assert f"{name}.op" in queue_files(repo)  # still queued, nothing half done
+    monkeypatch.setattr(combine, "_round", plain)
+    api.board_post("next", "holder")
+    assert api.ctx.store.append_queue().outcome(name)["op"]["result"]["post"] == 4

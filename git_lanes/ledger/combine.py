@@ -126,7 +126,12 @@ def _lead(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
     recover(store, queue)
     own: Appended | LanesError = _round(store, queue, fold, [("", op, signed)])[""]
     if not alone:
-        _serve(store, queue, fold)
+        try:
+            _serve(store, queue, fold)
+        except Exception:  # noqa: BLE001 - the holder's op is in: serving others must not report it failed
+            # What failed is left as it was: ops not applied stay queued (their writers apply them once the
+            # lock is free), a round the ledger took is settled from its journal by the next holder.
+            pass
     if isinstance(own, LanesError):
         raise own
     return own
