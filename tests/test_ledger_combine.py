@@ -265,3 +265,17 @@ def test_a_holder_whose_serving_fails_still_returns_its_own_op(repo, monkeypatch
     monkeypatch.setattr(combine, "_round", plain)
     api.board_post("next", "holder")
     assert api.ctx.store.append_queue().outcome(name)["op"]["result"]["post"] == 4
+
+
+def test_what_writers_that_died_mid_write_left_is_removed_once_old(repo):
+    api = Lanes(repo)
+    api.board_post("first", "lead")
+    folder = repo / ".git" / FOLDER
+    folder.mkdir(exist_ok=True)
+    old, fresh = folder / "0001-x.op.123.tmp", folder / "0002-y.op.456.tmp"
+    old.write_text("{")
+    fresh.write_text("{")
+    long_ago = time.time() - 3600
+    os.utime(old, (long_ago, long_ago))
+    api.board_post("second", "lead")
+    assert not old.exists() and fresh.exists()

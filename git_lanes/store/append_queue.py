@@ -177,7 +177,7 @@ class AppendQueue:
         found: list[tuple[str, dict[str, Any]]] = []
         now = time.time()
         for file in files:
-            if file.endswith(".done"):
+            if file.endswith((".done", ".tmp")):  # an outcome nobody came for, a write its process died in
                 self._drop_stale(file, now)
             elif file.endswith(".op") and len(found) < limit:
                 entry = self._read(self._path(file))
