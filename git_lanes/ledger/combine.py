@@ -233,7 +233,7 @@ def recover(store: Store, queue: AppendQueue) -> None:
     outcomes = intent.get("outcomes")
     if isinstance(outcomes, dict) and _took(store, intent):
         queue.finish_all({name: outcome for name, outcome in outcomes.items()
-                          if isinstance(name, str) and isinstance(outcome, dict)})
+                          if isinstance(name, str) and "/" not in name and isinstance(outcome, dict)})
     queue.end()
 
 
@@ -250,7 +250,7 @@ def _took(store: Store, intent: dict[str, Any]) -> bool:
         return False
     try:
         wanted, _ = op_identity(store.commit_info(new).message, new)
-    except (KeyError, LanesError):
+    except (KeyError, ValueError, LanesError):  # ValueError: not an object id, or not a commit's
         return False  # the round's commit is gone: nothing the ledger holds came from it
     commit = current
     for _ in range(RECOVER_DEPTH):

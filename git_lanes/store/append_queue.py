@@ -90,21 +90,28 @@ class AppendQueue:
         except FileNotFoundError:
             os.makedirs(self.folder, exist_ok=True)
             handle = open(temporary, "w", encoding="utf-8")
-        with handle:
-            handle.write(json.dumps(data, separators=(",", ":")))
-        os.replace(temporary, path)
+        try:
+            with handle:
+                handle.write(json.dumps(data, separators=(",", ":")))
+            os.replace(temporary, path)
+        except BaseException:  # a full disk, a directory where the file goes: leave no half-written file
+            self._unlink(temporary)
+            raise
 
     def _read(self, path: str) -> Any:
         try:
             with open(path, encoding="utf-8") as handle:
                 return json.load(handle)
-        except (FileNotFoundError, ValueError):  # gone, or not ours (what we write is renamed in whole)
+        # Gone, or not ours (what we write is renamed in whole): a directory, a file we may not read, junk.
+        except (OSError, ValueError):
             return None
 
     def _unlink(self, path: str) -> None:
+        # Something here we cannot remove (a directory named like an entry, a read-only folder) is left
+        # alone and skipped, never an error: appends must not fail for a stray file in a transient folder.
         try:
             os.unlink(path)
-        except FileNotFoundError:
+        except OSError:
             pass
 
     # -- wake-ups ----------------------------------------------------------------------------------------
@@ -192,7 +199,7 @@ class AppendQueue:
         try:
             if now - os.stat(path).st_mtime > STALE_SECONDS:
                 os.unlink(path)
-        except FileNotFoundError:
+        except OSError:  # gone, or not ours to remove (see `_unlink`)
             pass
 
     def finish(self, name: str, outcome: dict[str, Any]) -> None:

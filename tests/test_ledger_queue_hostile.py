@@ -1,0 +1,137 @@
+"""Stray and hostile files in the append queue (`.git/lanes-queue/`, store/append_queue.py): whatever lies
+there, an append applies its own op once and says so (exit 0, no error line), applies nothing the files
+name, and leaves the ledger usable for the next append."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import fsck_clean, git, run_cli
+from ledger_helpers import ledger_head
+
+from git_lanes import ledger
+from git_lanes.api import Lanes
+from git_lanes.domain.coordination import FOLD
+from git_lanes.ledger import combine
+from git_lanes.ledger.log import AGENT_EMAIL
+from git_lanes.store.append_queue import FOLDER, JOURNAL, STALE_SECONDS, AppendQueue
+
+NAME = "00000000000000000001-0123456789abcdef"
+
+
+def posts(repo: Path) -> list[str]:
+    shown = run_cli("board", "read", "--agent", "reader", "-n", "1000", "--json", cwd=repo)
+    assert shown.code == 0, shown.err
+    return [post["text"] for post in json.loads(shown.out)["posts"]]
+
+
+def queue_post(repo: Path, text: str) -> tuple[AppendQueue, str]:
+    """A post queued as a writer waiting for the lock would (this process, alive, is its writer)."""
+    store = Lanes(repo).ctx.store
+    op = ledger.make_op("board.post", "waiter", {"text": text, "kind": "note", "to": None}, time.time())
+    queue = store.append_queue()
+    name = queue.new_name(op.id)
+    signed = store.exported_signatures(store.signatures("waiter", AGENT_EMAIL))
+    queue.put(name, {"op": op.to_dict(), "signed": signed, "fold": combine._identity(FOLD)})
+    return queue, name
+
+
+def post_twice(repo: Path, blocked: bool) -> None:
+    """Two appends, each applied once and reported as applied, and a queued op served by the first: the
+    queue's content stopped none of them."""
+    queue, name = queue_post(repo, "queued")
+    for text in ("first", "second"):
+        result = run_cli("board", "post", text, "--agent", "a", cwd=repo)
+        assert (result.code, result.err) == (0, ""), result.err
+        assert result.out.startswith("posted #")
+    served = queue.outcome(name)
+    if served is None:  # no round can be journaled: the op stays queued, for its writer to apply itself
+        assert blocked and (repo / ".git" / FOLDER / f"{name}.op").exists()
+        assert posts(repo) == ["first", "second"]
+    else:
+        assert served["op"]["result"]["post"] == 2
+        assert posts(repo) == ["first", "queued", "second"]
+    assert not [file for file in os.listdir(repo / ".git" / FOLDER) if file.endswith(".tmp")]
+    fsck_clean(repo)
+
+
+def old(path: Path) -> None:
+    then = time.time() - STALE_SECONDS - 60
+    os.utime(path, (then, then))
+
+
+def a_directory_named_like_an_entry(queue: Path, repo: Path) -> None:
+    (queue / f"{NAME}.op").mkdir()
+
+
+def a_directory_named_like_a_stale_outcome(queue: Path, repo: Path) -> None:
+    (queue / f"{NAME}.done").mkdir()
+    old(queue / f"{NAME}.done")
+
+
+def a_directory_named_like_the_journal(queue: Path, repo: Path) -> None:
+    (queue / JOURNAL).mkdir()
+
+
+def a_journal_naming_no_commit(queue: Path, repo: Path) -> None:
+    (queue / JOURNAL).write_text(json.dumps({"old": "zz", "new": "not-hex", "outcomes": {NAME: {"commit": "x"}}}))
+
+
+def a_journal_naming_a_tree(queue: Path, repo: Path) -> None:
+    tree = git("rev-parse", "HEAD^{tree}", cwd=repo).strip()
+    (queue / JOURNAL).write_text(json.dumps({"old": None, "new": tree, "outcomes": {NAME: {}}}))
+
+
+def a_journal_of_the_wrong_shape(queue: Path, repo: Path) -> None:
+    (queue / JOURNAL).write_text(json.dumps({"old": 5, "new": [1], "outcomes": [NAME]}))
+
+
+def an_entry_of_a_live_process_that_is_no_op(queue: Path, repo: Path) -> None:
+    (queue / f"{NAME}.op").write_text(json.dumps({"pid": os.getpid(), "op": {"type": "board.post"}, "fold": ""}))
+
+
+def junk_bytes(queue: Path, repo: Path) -> None:
+    (queue / f"{NAME}.op").write_bytes(b"\xff\xfe{not json")
+    (queue / f"{NAME}.done").write_bytes(b"\xff\xfe{not json")
+    (queue / JOURNAL).write_bytes(b"\xff" * 100_000)
+
+
+@pytest.mark.parametrize("stray", [
+    a_directory_named_like_an_entry, a_directory_named_like_a_stale_outcome, a_directory_named_like_the_journal,
+    a_journal_naming_no_commit, a_journal_naming_a_tree, a_journal_of_the_wrong_shape,
+    an_entry_of_a_live_process_that_is_no_op, junk_bytes])
+def test_an_append_applies_its_op_once_and_says_so_whatever_lies_in_the_queue(repo, stray):
+    queue = repo / ".git" / FOLDER
+    queue.mkdir()
+    stray(queue, repo)
+    post_twice(repo, blocked=stray is a_directory_named_like_the_journal)
+
+
+def test_a_journal_cannot_have_an_outcome_written_outside_the_queue(repo):
+    run_cli("board", "post", "zero", "--agent", "a", cwd=repo)
+    head = ledger_head(repo)
+    queue = repo / ".git" / FOLDER
+    queue.mkdir()
+    # The ledger holds the journaled round (its new head is the head), so its outcomes would be left.
+    (queue / JOURNAL).write_text(json.dumps({"old": None, "new": head, "outcomes": {"../escaped": {"commit": head}}}))
+    result = run_cli("board", "post", "one", "--agent", "a", cwd=repo)
+    assert result.code == 0, result.err
+    assert not (repo / ".git" / "escaped.done").exists()
+    assert not (queue / JOURNAL).exists()
+
+
+def test_a_half_written_file_of_a_killed_process_is_removed_once_stale(repo):
+    queue = repo / ".git" / FOLDER
+    queue.mkdir()
+    (queue / f"{NAME}.op.999999.tmp").write_text('{"op":')
+    (queue / f"{NAME}.done.999998.tmp").write_text('{"op":')
+    fresh = queue / f"{NAME}.op.999997.tmp"
+    fresh.write_text('{"op":')  # a file being written now is left alone
+    for stale in ("op.999999", "done.999998"):
+        old(queue / f"{NAME}.{stale}.tmp")
+    assert run_cli("board", "post", "one", "--agent", "a", cwd=repo).code == 0
+    assert sorted(os.listdir(queue)) == [fresh.name]
