@@ -215,3 +215,23 @@ def test_a_read_position_from_before_the_count_keeps_counting_right(lanes, repo)
     assert len(place["own"]) == board.OWN_LISTED and place["own_before"] == len(listed) + 1 - board.OWN_LISTED
     assert lanes.agent_heartbeat("a")["unread"] == 30
     assert _unread_listed(lanes, "a") == 30
+
+
+def test_an_undone_post_leaves_every_count_and_a_redo_brings_it_back(lanes, repo):
+    """A retracted post is not news: no count holds it (it held a count for good before, while no read
+    listed it, so `unread` never fell to 0), and undoing the undo makes it unread again."""
+    for agent in ("a", "b"):
+        lanes.agent_register(agent)
+    everyone = lanes.board_post("wrong channel", "b")
+    directed = lanes.board_post("wrong agent", "b", to="a")
+    assert lanes.agent_heartbeat("a")["unread"] == 2
+    undone = [lanes.undo(posted["op"]) for posted in (everyone, directed)]
+    assert ledger_record(repo, board.RETRACTED)["posts"] == [{"seq": 1, "from": "b", "to": None},
+                                                             {"seq": 2, "from": "b", "to": "a"}]
+    assert lanes.agent_heartbeat("a")["unread"] == 0
+    assert lanes.board_read("a", unread_only=True)["posts"] == []
+    lanes.undo(undone[0]["ledger"][0])
+    assert ledger_record(repo, board.RETRACTED)["posts"] == [{"seq": 2, "from": "b", "to": "a"}]
+    assert lanes.agent_heartbeat("a")["unread"] == 1
+    assert [p["text"] for p in lanes.board_read("a", unread_only=True)["posts"]] == ["wrong channel"]
+    assert lanes.agent_heartbeat("a")["unread"] == 0

@@ -27,6 +27,9 @@ MAX_TEXT = 16 * 1024
 OWN_LISTED = 16
 # `board read` looks this far back for recent posts an agent may see, so its cost stays bounded.
 RECENT_SCAN = 2000
+# The retracted posts that count for someone (model RetractedPosts). Outside `board/`: the board's end is
+# still found from its posts alone, and a git-lanes from before it neither reads it nor calls it malformed.
+RETRACTED = "retracted/board.json"
 
 
 def reader_of(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> dict:
@@ -177,13 +180,42 @@ def answer(tx: Tx, op: Op) -> dict:
     return {"post": reply, "answers": seq, "to": to, "resolved_by": sender}
 
 
-def unread_broadcasts(state: Reader, agent: str) -> int:
-    """How many posts to everyone from others lie after `agent`'s cursor."""
+def note_retraction(tx: Tx, before: dict | None, after: dict | None) -> None:
+    """Keep `RETRACTED` in step with an undo that rewrites a post from `before` to `after`: a post it retracts
+    joins the list when it counted for someone, one it puts back (a redo) leaves it."""
+    post = after or before
+    if post is None or bool((before or {}).get("retracted")) == bool((after or {}).get("retracted")) or \
+            (post.get("to") is None and post.get("kind") not in AGENT_KINDS):
+        return
+    listed = [p for p in _retracted(tx) if p["seq"] != post["seq"]]
+    if after and after.get("retracted"):
+        listed = sorted([*listed, {"seq": post["seq"], "from": post["from"], "to": post.get("to")}],
+                        key=lambda p: int(p["seq"]))
+    if listed:
+        tx.put(RETRACTED, {"posts": listed})
+    elif tx.get(RETRACTED) is not None:
+        tx.delete(RETRACTED)
+
+
+def _retracted(state: Reader) -> list[dict]:
+    """The retracted posts that counted for someone, oldest first; none when the list cannot be read (a
+    peer's), so counts are then what they were before any undo."""
+    return list((stored.read_or_set_aside(state, RETRACTED, []) or {}).get("posts", []))
+
+
+def unread_broadcasts(state: Reader, agent: str, retracted: list[dict] | None = None) -> int:
+    """How many posts to everyone from others lie after `agent`'s cursor, leaving out those retracted."""
     reader = reader_of(state, agent)
-    if reader.get("cursor") is None:
+    cursor = reader.get("cursor")
+    if cursor is None:
         return 0
     end = current_seq(state)
-    return _unread(state, reader, end, broadcasts_through(state, end))
+    gone = 0
+    for post in reversed(_retracted(state) if retracted is None else retracted):
+        if post["seq"] <= cursor:
+            break
+        gone += post["to"] is None and post["from"] != agent
+    return max(0, _unread(state, reader, end, broadcasts_through(state, end)) - gone)
 
 
 def _unread(state: Reader, reader: dict, end: int, through_end: int) -> int:
@@ -197,7 +229,10 @@ def _unread(state: Reader, reader: dict, end: int, through_end: int) -> int:
 
 
 def unread_count(state: Reader, agent: str) -> int:
-    return len(reader_of(state, agent)["inbox"]) + unread_broadcasts(state, agent)
+    retracted = _retracted(state)
+    gone = {p["seq"] for p in retracted if p["to"] == agent}
+    inbox = [seq for seq in reader_of(state, agent)["inbox"] if seq not in gone]
+    return len(inbox) + unread_broadcasts(state, agent, retracted)
 
 
 def unread(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> list[dict]:
@@ -214,7 +249,8 @@ def unread(state: Reader, agent: str, set_aside: stored.SetAside | None = None) 
     while found < wanted and seq < end:
         seq += 1
         record = get_post(state, seq, set_aside)
-        if record and record["to"] is None and record["from"] != agent and record["kind"] in AGENT_KINDS:
+        if record and record["to"] is None and record["from"] != agent and record["kind"] in AGENT_KINDS \
+                and not record.get("retracted"):  # as the count leaves it out
             seqs.add(seq)
             found += 1
     posts = [get_post(state, s, set_aside) for s in sorted(seqs)]

@@ -3,15 +3,15 @@
 The inverse is computed from the op's own commit: every record it changed goes back to what it was before,
 provided it still holds exactly what the op left (else something depends on it since: refused, naming the
 record). Records the op created on the board are not deleted but marked `retracted` (a post keeps its place
-in the board's order). Bookkeeping an op does on the side (leases, wake queues, read cursors, dirty sets) is
-left alone. An `op.undo` is itself undone the same way, which redoes the original."""
+in the board's order), and listed as retracted so no unread count holds them. Bookkeeping an op does on the
+side (leases, wake queues, read cursors, dirty sets) is left alone. An `op.undo` is itself undone the same way, which redoes the original."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from git_lanes.domain import ports
+from git_lanes.domain import board, ports
 from git_lanes.errors import Conflict, Refused, UserError
 from git_lanes.ledger import Op, Tx, last_change, make_op, read_op, state_at
 from git_lanes.store import Store
@@ -21,7 +21,7 @@ TYPE = "op.undo"
 UNDOABLE = frozenset({"claim.add", "claim.release", "board.post", "board.resolve", "board.answer", "task.create",
                       "task.dep_add", "task.claim", "task.done", "task.block", "task.resume", "ticket.open",
                       "ticket.link", "plan.dispatch", "ports.reserve", "ports.release", TYPE})
-BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/")
+BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/")
 
 
 def describe(path: str) -> str:
@@ -102,6 +102,8 @@ def apply(tx: Tx, op: Op) -> dict[str, Any]:
         if path.startswith(ports.DIRECTORY + "/"):
             _check_ports_free(tx, restore)
         tx.put(path, restore)
+        if path.startswith("board/"):
+            board.note_retraction(tx, change["expect"], restore)
     return {"undoes": undoes, "type": op.args.get("type"), "records": [describe(c["path"]) for c in changes]}
 
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.ledger import State
 from git_lanes.ledger.state import MALFORMED_HINT
-from git_lanes.model.coordination import (Agent, ClaimSet, DirtySet, ExclusiveClaim, Post, ReadPosition, Task, Ticket,
-                                          WakeQueue)
+from git_lanes.model.coordination import (Agent, ClaimSet, DirtySet, ExclusiveClaim, Post, ReadPosition,
+                                          RetractedPosts, Task, Ticket, WakeQueue)
 from git_lanes.model.record import Record, Unreadable
 from git_lanes.model.refs import LEDGER
 
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 # The top directory of a record's path → the record type it must read as (the board's posts and read
 # positions share `board/`: see `shape_of`).
 SHAPES: dict[str, type[Record]] = {"tasks": Task, "tickets": Ticket, "agents": Agent, "claims": ClaimSet,
-                                   "dirty": DirtySet, "wakes": WakeQueue, "board": Post, "exclusive": ExclusiveClaim}
+                                   "dirty": DirtySet, "wakes": WakeQueue, "board": Post, "exclusive": ExclusiveClaim,
+                                   "retracted": RetractedPosts}
 HINT = MALFORMED_HINT
 # What a listing left out: {"ref", "key", "reason"}, the fields of an `Unreadable` (model/record.py).
 SetAside = list[dict[str, str]]

@@ -229,6 +229,23 @@ class ReadPosition(Record):
     own_before: int | None = meta(omit="none", default=None)
 
 
+class RetractedPost(Record):
+    """A post an undo retracted that counted for someone: a post to everyone of a kind that wakes, or one
+    directed to `to`."""
+
+    seq: Seq
+    from_: Actor = key("from")
+    to: AgentId | None = None
+
+
+class RetractedPosts(Record):
+    """The retracted posts that still lie in some reader's count (`retracted/board.json`), in board order: a
+    post's running count of broadcasts is written once, so an undo cannot take the post out of it; every
+    unread count leaves these out instead."""
+
+    posts: tuple[RetractedPost, ...] = ()
+
+
 class Overlap(Record):
     """Where two agents' work may meet: one side's `glob` or `file` against the other's `claim` or dirty
     file (`dirty`). `agent` is the other agent."""
