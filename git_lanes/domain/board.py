@@ -106,15 +106,22 @@ def post(tx: Tx, op: Op) -> dict:
 
 def mark_read(tx: Tx, agent: str, through: int) -> int:
     reader = reader_of(tx, agent)
-    cursor = max(int(reader.get("cursor") or 0), min(int(through), current_seq(tx)))
+    was = int(reader.get("cursor") or 0)
+    cursor = max(was, min(int(through), current_seq(tx)))
     own = reader.get("own", [])
     counted = int(reader.get("own_before") or 0)
     if counted and own and cursor >= own[0]:
         counted = 0  # the cursor passed the oldest one listed, so every one counted before it too
     elif counted:
-        # The cursor stops among the ones only counted: count again those still after it (rare: a partial
-        # read by an agent with more than OWN_LISTED broadcasts since its cursor).
-        counted = _own_broadcasts(tx, agent, cursor, own[0] if own else current_seq(tx) + 1)
+        # The cursor stops among the ones only counted (rare: a partial read by an agent with more than
+        # OWN_LISTED broadcasts since its cursor): take off those it passed, or count again those still
+        # after it, whichever scans fewer posts. An agent that posts on and on and reads the one early post
+        # of another's passes a few; one that reads up to its listed ones leaves a few.
+        below = own[0] if own else current_seq(tx) + 1
+        if cursor - was < below - cursor:
+            counted = max(0, counted - _own_broadcasts(tx, agent, was, cursor + 1))
+        else:
+            counted = _own_broadcasts(tx, agent, cursor, below)
     reader.update(cursor=cursor, inbox=[seq for seq in reader["inbox"] if seq > through],
                   own=[seq for seq in own if seq > cursor])
     if counted:
