@@ -235,3 +235,35 @@ def test_an_undone_post_leaves_every_count_and_a_redo_brings_it_back(lanes, repo
     assert lanes.agent_heartbeat("a")["unread"] == 1
     assert [p["text"] for p in lanes.board_read("a", unread_only=True)["posts"]] == ["wrong channel"]
     assert lanes.agent_heartbeat("a")["unread"] == 0
+
+
+def _older_writer_left(lanes, agent: str, record: dict) -> None:
+    """Write `agent`'s read position as a git-lanes from another version left it, in a commit of its own."""
+    import json
+
+    from git_lanes.ledger.log import state_tree
+
+    store = lanes.ctx.store
+    head = ledger.head(store)
+    tree = store.write_record_tree(state_tree(store, head), {f"board/readers/{agent}.json": json.dumps(record).encode()})
+    commit = store.write_records(tree, {}, [head], "older writer\n\n" + json.dumps(
+        {"format": 1, "id": "0" * 15 + "2", "type": "agent.heartbeat", "actor": agent, "time": 1.0,
+         "args": {"agent": agent}, "result": {}}))
+    store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: an older writer's read position")])
+
+
+def test_a_count_an_older_writer_carried_past_a_read_is_taken_again(lanes, repo):
+    """A git-lanes from before own_before moves the cursor on a read and keeps the count as it was. Taken as
+    it stands, the count would hide as many posts from others, and the agent's next post would move its
+    cursor past them for good; its cursor now differs from the one the count was taken at (`own_at`)."""
+    for agent in ("a", "b"):
+        lanes.agent_register(agent)
+    _interleave(lanes, 30)  # seqs 1..60: a's odd, b's even
+    place = ledger_record(repo, "board/readers/a.json")
+    assert place["own_before"] == 29 - board.OWN_LISTED and place["own_at"] == place["cursor"]
+    _older_writer_left(lanes, "a", {**place, "cursor": 60, "own": []})  # its read of everything, count kept
+    lanes.board_post("after the read", "b")
+    assert lanes.agent_heartbeat("a")["unread"] == 1
+    lanes.board_post("a's next", "a")  # nothing else unread? its cursor would jump past b's post
+    assert [p["text"] for p in lanes.board_read("a", unread_only=True)["posts"]] == ["after the read"]
+    assert "own_before" not in ledger_record(repo, "board/readers/a.json")

@@ -63,15 +63,17 @@ def _note_own_broadcast(tx: Tx, sender: str, seq: int, before: int) -> None:
     reader = reader_of(tx, sender)
     if reader.get("cursor") is None:
         return
-    if _unread(tx, reader, seq - 1, before) == 0:
+    counted = _counted(tx, reader, seq - 1)
+    if _unread(tx, reader, seq - 1, before, counted) == 0:
         reader.update(cursor=seq, own=[])
-        reader.pop("own_before", None)
+        counted = 0
     else:
         own = reader.get("own", []) + [seq]
         if len(own) > OWN_LISTED:
-            reader["own_before"] = int(reader.get("own_before") or 0) + len(own) - OWN_LISTED
+            counted += len(own) - OWN_LISTED
             own = own[-OWN_LISTED:]
         reader["own"] = own
+    _keep_counted(reader, counted)
     tx.put(reader_path(sender), reader)
 
 
@@ -109,7 +111,7 @@ def mark_read(tx: Tx, agent: str, through: int) -> int:
     was = int(reader.get("cursor") or 0)
     cursor = max(was, min(int(through), current_seq(tx)))
     own = reader.get("own", [])
-    counted = int(reader.get("own_before") or 0)
+    counted = _counted(tx, reader)
     if counted and own and cursor >= own[0]:
         counted = 0  # the cursor passed the oldest one listed, so every one counted before it too
     elif counted:
@@ -124,12 +126,32 @@ def mark_read(tx: Tx, agent: str, through: int) -> int:
             counted = _own_broadcasts(tx, agent, cursor, below)
     reader.update(cursor=cursor, inbox=[seq for seq in reader["inbox"] if seq > through],
                   own=[seq for seq in own if seq > cursor])
-    if counted:
-        reader["own_before"] = counted
-    else:
-        reader.pop("own_before", None)
+    _keep_counted(reader, counted)
     tx.put(reader_path(agent), reader)
     return cursor
+
+
+def _counted(state: Reader, reader: dict, end: int | None = None) -> int:
+    """How many of `reader`'s own broadcasts lie after its cursor and before its oldest listed one. The count
+    (`own_before`) holds at the cursor it was taken at (`own_at`): a git-lanes from before the count moves
+    the cursor and keeps the count as it was, which would hide as many posts from others, so a count taken
+    at another cursor is taken again from the posts (through seq `end`, by default the board's last)."""
+    counted = int(reader.get("own_before") or 0)
+    cursor = reader.get("cursor")
+    if counted and cursor is not None and reader.get("own_at", cursor) != cursor:
+        own = reader.get("own", [])
+        below = own[0] if own else (current_seq(state) if end is None else end) + 1
+        counted = _own_broadcasts(state, reader["agent"], int(cursor), below)
+    return counted
+
+
+def _keep_counted(reader: dict, counted: int) -> None:
+    """Write `counted` into `reader` as taken at its cursor (none: no key, as a reader that never counted)."""
+    if counted:
+        reader.update(own_before=counted, own_at=reader["cursor"])
+    else:
+        reader.pop("own_before", None)
+        reader.pop("own_at", None)
 
 
 def _own_broadcasts(state: Reader, agent: str, after: int, below: int) -> int:
@@ -225,13 +247,14 @@ def unread_broadcasts(state: Reader, agent: str, retracted: list[dict] | None = 
     return max(0, _unread(state, reader, end, broadcasts_through(state, end)) - gone)
 
 
-def _unread(state: Reader, reader: dict, end: int, through_end: int) -> int:
+def _unread(state: Reader, reader: dict, end: int, through_end: int, counted: int | None = None) -> int:
     """`unread_broadcasts` for `reader`, given the board's last seq `end` and the count of broadcasts through
-    it (every own broadcast the reader counts lies after its cursor and at most at `end`)."""
+    it (every own broadcast the reader counts lies after its cursor and at most at `end`), and its `_counted`
+    own broadcasts when the caller has them."""
     cursor = reader.get("cursor")
     if cursor is None:
         return 0
-    own = len(reader.get("own", [])) + int(reader.get("own_before") or 0)
+    own = len(reader.get("own", [])) + (_counted(state, reader, end) if counted is None else counted)
     return max(0, through_end - broadcasts_through(state, int(cursor)) - own)
 
 

@@ -220,13 +220,14 @@ class PostView(Record):
 class ReadPosition(Record):
     """An agent's place on the board: its read cursor, directed posts not yet read, and its own broadcasts
     since the cursor (never unread for it): the last few listed in `own`, the ones before them counted in
-    `own_before`."""
+    `own_before`, a count taken when the cursor was at `own_at`."""
 
     agent: AgentId
     cursor: int | None = None
     inbox: tuple[int, ...] = ()
     own: tuple[int, ...] = ()
     own_before: int | None = meta(omit="none", default=None)
+    own_at: int | None = meta(omit="none", default=None)
 
 
 class RetractedPost(Record):
