@@ -261,7 +261,7 @@ def test_a_holder_whose_serving_fails_still_returns_its_own_op(repo, monkeypatch
 
     monkeypatch.setattr(combine, "_round", failing)
     assert api.board_post("the holder's", "holder")["post"] == 2
-    assert f"{name}.op" in queue_files(repo)  # still queued, nothing half done
+    assert f"{name}.taken" in queue_files(repo)  # still queued (taken by a holder that let it be), nothing half done
     monkeypatch.setattr(combine, "_round", plain)
     api.board_post("next", "holder")
     assert api.ctx.store.append_queue().outcome(name)["op"]["result"]["post"] == 4

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -50,7 +53,7 @@ def post_twice(repo: Path, blocked: bool) -> None:
         assert result.out.startswith("posted #")
     served = queue.outcome(name)
     if served is None:  # no round can be journaled: the op stays queued, for its writer to apply itself
-        assert blocked and (repo / ".git" / FOLDER / f"{name}.op").exists()
+        assert blocked and (repo / ".git" / FOLDER / f"{name}.taken").exists()  # to be served again
         assert posts(repo) == ["first", "second"]
     else:
         assert served["op"]["result"]["post"] == 2
@@ -135,3 +138,51 @@ def test_a_half_written_file_of_a_killed_process_is_removed_once_stale(repo):
         old(queue / f"{NAME}.{stale}.tmp")
     assert run_cli("board", "post", "one", "--agent", "a", cwd=repo).code == 0
     assert sorted(os.listdir(queue)) == [fresh.name]
+
+
+def test_a_writer_interrupted_after_a_holder_took_its_op_reports_the_op_done(repo):
+    """Ctrl-C reaches a waiting writer while the holder is applying its op: it says the op is done (exit 0,
+    its result), not interrupted, and leaves nothing behind; before, it exited 130 though the ledger held the
+    op, and its outcome lay in the queue for ten minutes."""
+    api = Lanes(repo)
+    store = api.ctx.store
+    api.board_post("first", "holder")
+    queue = store.append_queue()
+    with store.locked():
+        waiter = subprocess.Popen([sys.executable, "-m", "git_lanes", "board", "post", "late", "--agent", "w"],
+                                  cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not (listed := queue.waiting(8)):
+            assert time.monotonic() < deadline and waiter.poll() is None
+            time.sleep(0.01)
+        [(name, entry)] = listed
+        assert queue.take(name)  # this process is the holder now, in the middle of its round
+        waiter.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert waiter.poll() is None  # it waits for the round it is in
+        op = ledger.Op.from_dict(entry["op"])
+        combine._round(store, queue, FOLD, [(name, op, store.imported_signatures(entry["signed"]))])
+    out, err = waiter.communicate(timeout=60)
+    assert (waiter.returncode, err, out) == (0, "", "posted #2 (note to everyone)\n")
+    assert posts(repo) == ["first", "late"]
+    assert os.listdir(repo / ".git" / FOLDER) == []
+
+
+def test_a_writer_interrupted_whose_holder_died_before_the_ledger_took_its_op_is_interrupted(repo):
+    api = Lanes(repo)
+    store = api.ctx.store
+    queue = store.append_queue()
+    with store.locked():
+        waiter = subprocess.Popen([sys.executable, "-m", "git_lanes", "board", "post", "never", "--agent", "w"],
+                                  cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not (listed := queue.waiting(8)):
+            assert time.monotonic() < deadline and waiter.poll() is None
+            time.sleep(0.01)
+        assert queue.take(listed[0][0])  # taken, and then this "holder" lets the lock go without a round
+        waiter.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+    waiter.communicate(timeout=60)
+    assert waiter.returncode == 130
+    assert ledger.ops_between(store, None, ledger_head(repo)) == []
+    assert os.listdir(repo / ".git" / FOLDER) == []

@@ -113,12 +113,39 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
                     queue.wake()
             listener.wait(RECHECK_SECONDS)
     except BaseException:
-        # Interrupted while waiting: take the op back. A holder that already read it may still apply it, as
-        # a kill right after the ledger moved would have; its outcome is then left for nobody (and removed).
-        queue.withdraw(name)
-        raise
+        # Interrupted while waiting: take the op back, unless a holder took it first. Then it is being
+        # applied, or was: wait the moment its round takes and say how it ended, rather than report an op
+        # the ledger holds as not done. (A second interrupt while waiting gives up on knowing.)
+        if queue.withdraw(name):
+            raise
+        found = _settle(store, queue, name, listener)
+        if found is None:
+            raise
+        return _appended(found)
     finally:
         listener.close()
+
+
+def _settle(store: Store, queue: AppendQueue, name: str, listener: Listener) -> dict[str, Any] | None:
+    """The outcome of entry `name`, which a holder took: None if that holder died before the ledger took it
+    (the entry is then dropped, never applied)."""
+    while True:
+        found = queue.outcome(name)
+        if found is not None:
+            return found
+        held = False
+        try:
+            with store.locked_if_free() as held:
+                if held:
+                    recover(store, queue)
+                    found = queue.outcome(name)
+                    if found is None:
+                        queue.drop(name)
+                    return found
+        finally:
+            if held:
+                queue.wake()
+        listener.wait(RECHECK_SECONDS)
 
 
 def _lead(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatures, alone: bool) -> Appended:
@@ -168,6 +195,8 @@ def _queued(store: Store, queue: AppendQueue, fold: Fold, limit: int) -> Queued:
     for name, entry in queue.waiting(limit):
         if entry.get("fold") != _identity(fold):
             continue  # another fold, or another git-lanes: its own writer applies it when it holds the lock
+        if not queue.take(name):
+            continue  # its writer took it back (interrupted)
         try:
             waiting.append((name, Op.from_dict(entry.get("op")), store.imported_signatures(entry.get("signed"))))
         except (LanesError, ValueError) as exc:

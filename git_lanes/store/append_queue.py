@@ -3,6 +3,9 @@
 
 - `<name>.op`: a waiting writer's op and what its commit needs, written whole by rename; `name` sorts by
   arrival.
+- `<name>.taken`: the same entry once a holder took it to apply (by rename, so a writer withdrawing its entry
+  and a holder taking it cannot both succeed). Any found when a turn begins is a dead holder's, to serve
+  again.
 - `<name>.done`: its outcome, written whole by rename once the ledger holds the op (or the fold refused it).
 - `batch`: the holder's intent for a round, written before it moves the ledger (the old and new head, and
   every outcome), so a holder that dies between moving the ledger and leaving the outcomes leaves the next
@@ -168,10 +171,15 @@ class AppendQueue:
             self._wake(then)  # the next waiter of its round, woken here rather than by the busy holder
         return found
 
-    def withdraw(self, name: str) -> None:
-        """Take entry `name` back, and any outcome left for it."""
-        self._unlink(self._path(name, ".op"))
-        self._unlink(self._path(name, ".done"))
+    def withdraw(self, name: str) -> bool:
+        """Take entry `name` back; False when a holder took it first (its outcome is coming: read it)."""
+        try:
+            os.unlink(self._path(name, ".op"))
+        except FileNotFoundError:
+            return False
+        except OSError:
+            pass
+        return True
 
     # -- the holder's side -------------------------------------------------------------------------------
     def waiting(self, limit: int) -> list[tuple[str, dict[str, Any]]]:
@@ -186,13 +194,23 @@ class AppendQueue:
         for file in files:
             if file.endswith((".done", ".tmp")):  # an outcome nobody came for, a write its process died in
                 self._drop_stale(file, now)
-            elif file.endswith(".op") and len(found) < limit:
+            elif file.endswith((".op", ".taken")) and len(found) < limit:
                 entry = self._read(self._path(file))
                 if isinstance(entry, dict) and _alive(entry.get("pid")):
-                    found.append((file[:-3], entry))
+                    found.append((file.rsplit(".", 1)[0], entry))
                 else:
                     self._unlink(self._path(file))
         return found
+
+    def take(self, name: str) -> bool:
+        """Claim entry `name` to apply it: False when its writer took it back first."""
+        try:
+            os.rename(self._path(name, ".op"), self._path(name, ".taken"))
+        except FileNotFoundError:
+            return os.path.exists(self._path(name, ".taken"))  # taken by a holder that died: serve it again
+        except OSError:
+            return False
+        return True
 
     def _drop_stale(self, file: str, now: float) -> None:
         path = self._path(file)
@@ -205,7 +223,7 @@ class AppendQueue:
     def finish(self, name: str, outcome: dict[str, Any]) -> None:
         """Leave entry `name` its outcome and take it off the queue; its waiter is woken by `wake`."""
         self._write(self._path(name, ".done"), outcome)
-        self._unlink(self._path(name, ".op"))
+        self.drop(name)
         self._served.append(name)
 
     def finish_all(self, outcomes: dict[str, dict[str, Any]]) -> None:
@@ -214,12 +232,13 @@ class AppendQueue:
         for index, name in enumerate(names):
             then = {"then": names[index + 1]} if index + 1 < len(names) else {}
             self._write(self._path(name, ".done"), {**outcomes[name], **then})
-            self._unlink(self._path(name, ".op"))
+            self.drop(name)
         if names:
             self._wake(names[0])
 
     def drop(self, name: str) -> None:
         self._unlink(self._path(name, ".op"))
+        self._unlink(self._path(name, ".taken"))
 
     def wake(self) -> None:
         """Once the lock is let go: wake the waiters `finish` left an outcome, and the oldest entry still
