@@ -279,3 +279,32 @@ def test_what_writers_that_died_mid_write_left_is_removed_once_old(repo):
     os.utime(old, (long_ago, long_ago))
     api.board_post("second", "lead")
     assert not old.exists() and fresh.exists()
+
+
+def test_a_queued_writers_refusal_is_its_answer_not_an_interruption(repo, monkeypatch):
+    """A refusal (from a holder's outcome, or met applying the op itself) is raised at once: the writer does
+    not wait for the lock again to learn what it already knows."""
+    import threading
+
+    api = Lanes(repo)
+    task = api.task_create("taken", actor="lead")["task"]
+    api.task_claim(task, "first", version=1)
+    settled = []
+    monkeypatch.setattr(combine, "_settle", lambda *args: settled.append(args) or None)
+    errors = []
+
+    def claim():
+        try:
+            api.task_claim(task, "second")
+        except Conflict as exc:
+            errors.append(exc)
+
+    with api.ctx.store.locked():
+        writer = threading.Thread(target=claim)
+        writer.start()
+        deadline = time.monotonic() + 60
+        while not any(name.endswith(".op") for name in queue_files(repo)):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    writer.join(timeout=60)
+    assert [e.code for e in errors] == ["task_claimed"] and settled == []

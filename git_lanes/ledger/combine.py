@@ -91,12 +91,14 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
                 return _lead(store, queue, op, fold, signed, alone=False)
         finally:
             queue.wake()
+    settled = False  # the op's fate is known (an outcome read, or this writer applying it): nothing to take back
     try:
         queue.put(name, {"op": op.to_dict(), "signed": store.exported_signatures(signed), "fold": _identity(fold)})
         queue.announce()
         while True:
             found = queue.outcome(name)
             if found is not None:
+                settled = True
                 return _appended(found)
             held = False
             try:
@@ -104,6 +106,7 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
                     if held:
                         recover(store, queue)  # a holder that died serving this entry may have applied it
                         found = queue.outcome(name)
+                        settled = True
                         if found is not None:
                             return _appended(found)
                         queue.drop(name)
@@ -115,8 +118,9 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
     except BaseException:
         # Interrupted while waiting: take the op back, unless a holder took it first. Then it is being
         # applied, or was: wait the moment its round takes and say how it ended, rather than report an op
-        # the ledger holds as not done. (A second interrupt while waiting gives up on knowing.)
-        if queue.withdraw(name):
+        # the ledger holds as not done. (A second interrupt while waiting gives up on knowing.) A refusal
+        # read from the outcome, or raised applying the op itself, is the op's answer: raised as it is.
+        if settled or queue.withdraw(name):
             raise
         found = _settle(store, queue, name, listener)
         if found is None:
