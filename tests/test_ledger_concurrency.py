@@ -135,7 +135,9 @@ def test_writers_killed_at_any_instant_while_others_wait_apply_each_op_at_most_o
             worker.send_signal(signal.SIGKILL)
         for first, worker in zip(firsts, workers):
             out, _ = worker.communicate()
-            acknowledged += [json.loads(line)["op"] for line in (first + out).splitlines() if line.strip()]
+            lines = (first + out).split("\n")
+            # The kill may cut the last acknowledgement mid-line: a line not ended was not acknowledged.
+            acknowledged += [json.loads(line)["op"] for line in lines[:-1] if line.strip()]
         api = Lanes(repo)
         api.board_post(f"after round {round_}", "survivor")  # settles what a killed holder left
         ids = [op.id for op in ledger.ops_between(api.ctx.store, None, ledger_head(repo))]
