@@ -37,6 +37,17 @@ def start(repo: Path, *args: str) -> subprocess.Popen:
     return proc
 
 
+def rest_of(worker: subprocess.Popen) -> str:
+    """What a worker printed after the lines already read from it. Through the same file object: its
+    `readline` may have buffered more, which `communicate` (reading the pipe itself) would skip, leaving a
+    line cut at its start."""
+    out = worker.stdout.read()
+    worker.wait()
+    worker.stdin.close()
+    worker.stderr.close()
+    return out
+
+
 def test_sixteen_processes_race_for_each_task_and_exactly_one_wins(repo):
     api = Lanes(repo)
     workers = [start(repo, "claim", f"agent-{i}") for i in range(CLAIMERS)]
@@ -104,7 +115,7 @@ def test_a_process_killed_at_any_instant_of_an_append_loses_nothing_acknowledged
         first = worker.stdout.readline()
         time.sleep(rng.uniform(0.0, 0.05))
         worker.send_signal(signal.SIGKILL)
-        out, _ = worker.communicate()
+        out = rest_of(worker)
         assert worker.returncode == -signal.SIGKILL, "the kill interrupted the worker mid-run"
         acknowledged += [json.loads(line)["op"] for line in (first + out).splitlines() if line.strip()]
         api = Lanes(repo)
@@ -134,7 +145,7 @@ def test_writers_killed_at_any_instant_while_others_wait_apply_each_op_at_most_o
         for worker in workers:
             worker.send_signal(signal.SIGKILL)
         for first, worker in zip(firsts, workers):
-            out, _ = worker.communicate()
+            out = rest_of(worker)
             lines = (first + out).split("\n")
             # The kill may cut the last acknowledgement mid-line: a line not ended was not acknowledged.
             acknowledged += [json.loads(line)["op"] for line in lines[:-1] if line.strip()]
