@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import time as _time
+from contextlib import contextmanager
 
 from git_lanes import errors
 from git_lanes.errors import Conflict, InternalError, LanesError
@@ -30,6 +31,7 @@ from git_lanes.store import RefUpdate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from git_lanes.ledger.log import Appended, Fold
@@ -67,16 +69,24 @@ def append(store: Store, op: Op, fold: Fold) -> Appended:
 def _append(store: Store, op: Op, fold: Fold, signed: Signatures) -> Appended:
     queue = store.append_queue()
     alone = store.observed()
+    with _holding(store, queue, wait=alone) as held:
+        if held:
+            return _lead(store, queue, op, fold, signed, alone)
+    return _wait(store, queue, op, fold, signed)
+
+
+@contextmanager
+def _holding(store: Store, queue: AppendQueue, *, wait: bool = False) -> Iterator[bool]:
+    """The writers' lock for the body if it is free (True), or, with `wait`, once it is; after letting it go,
+    the oldest op still queued is woken: its writer takes the lock."""
     held = False
     try:
-        with store.locked() if alone else store.locked_if_free() as free:
-            held = alone or bool(free)
-            if held:
-                return _lead(store, queue, op, fold, signed, alone)
+        with store.locked() if wait else store.locked_if_free() as free:
+            held = wait or bool(free)
+            yield held
     finally:
         if held:
-            queue.wake()  # the lock is free: the oldest op still queued is its waiter's to apply
-    return _wait(store, queue, op, fold, signed)
+            queue.wake()
 
 
 def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatures) -> Appended:
@@ -86,11 +96,8 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
     try:
         listener = queue.listen(name)
     except OSError:  # no Unix sockets here (a sandbox, say): wait for the lock itself, as before the queue
-        try:
-            with store.locked():
-                return _lead(store, queue, op, fold, signed, alone=False)
-        finally:
-            queue.wake()
+        with _holding(store, queue, wait=True):
+            return _lead(store, queue, op, fold, signed, alone=False)
     settled = False  # the op's fate is known (an outcome read, or this writer applying it): nothing to take back
     try:
         queue.put(name, {"op": op.to_dict(), "signed": store.exported_signatures(signed), "fold": _identity(fold)})
@@ -100,20 +107,15 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
             if found is not None:
                 settled = True
                 return _appended(found)
-            held = False
-            try:
-                with store.locked_if_free() as held:
-                    if held:
-                        recover(store, queue)  # a holder that died serving this entry may have applied it
-                        found = queue.outcome(name)
-                        settled = True
-                        if found is not None:
-                            return _appended(found)
-                        queue.drop(name)
-                        return _lead(store, queue, op, fold, signed, alone=False)
-            finally:
+            with _holding(store, queue) as held:
                 if held:
-                    queue.wake()
+                    recover(store, queue)  # a holder that died serving this entry may have applied it
+                    found = queue.outcome(name)
+                    settled = True
+                    if found is not None:
+                        return _appended(found)
+                    queue.drop(name)
+                    return _lead(store, queue, op, fold, signed, alone=False)
             listener.wait(RECHECK_SECONDS)
     except BaseException:
         # Interrupted while waiting: take the op back, unless a holder took it first. Then it is being
@@ -137,18 +139,13 @@ def _settle(store: Store, queue: AppendQueue, name: str, listener: Listener) -> 
         found = queue.outcome(name)
         if found is not None:
             return found
-        held = False
-        try:
-            with store.locked_if_free() as held:
-                if held:
-                    recover(store, queue)
-                    found = queue.outcome(name)
-                    if found is None:
-                        queue.drop(name)
-                    return found
-        finally:
+        with _holding(store, queue) as held:
             if held:
-                queue.wake()
+                recover(store, queue)
+                found = queue.outcome(name)
+                if found is None:
+                    queue.drop(name)
+                return found
         listener.wait(RECHECK_SECONDS)
 
 
