@@ -75,7 +75,8 @@ class RefMoves:
                 observer(updates)
 
     def _update_refs(self, updates: list[RefUpdate]) -> None:
-        owned_locks = [self.common_dir / f"{u.name}.lock" for u in updates if stale.owned_ref(u.name)]
+        # Named only if the move fails: a path built per move was a sixtieth of a ledger append.
+        owned_locks = (self.common_dir / f"{u.name}.lock" for u in updates if stale.owned_ref(u.name))
         try:
             stale.retrying(lambda: self._apply_ref_updates(updates), owned_locks, pygit2.GitError,
                            "could not update refs")

@@ -72,17 +72,18 @@ class Store(RefMoves, WorkspaceOps):
         self._watched_indexes: dict[Path, WatchedIndex] = {}
         self._record_cache: ObjectCache | None = None
         self._logs_always: bool | None = None  # core.logAllRefUpdates=always, read on the first ref move
+        self._lock_path = str(self.common_dir / "lanes.lock")  # taken on every append: built once
 
     # -- locking ---------------------------------------------------------------------------------------
     @contextmanager
     def locked(self) -> Iterator[None]:
-        with lock.exclusive(self.common_dir / "lanes.lock"):
+        with lock.exclusive(self._lock_path):
             yield
 
     @contextmanager
     def locked_if_free(self) -> Iterator[bool]:
         """The writers' lock for the body if nobody holds it now (True); else nothing is held (False)."""
-        with lock.exclusive_if_free(self.common_dir / "lanes.lock") as held:
+        with lock.exclusive_if_free(self._lock_path) as held:
             yield held
 
     def append_queue(self) -> AppendQueue:
