@@ -17,7 +17,7 @@ from conftest import git
 from dulwich.reflog import parse_reflog_line
 
 from git_lanes.errors import Conflict
-from git_lanes.store import RefUpdate, loose_ref, open_store
+from git_lanes.store import RefUpdate, loose_ref, open_store, ref_moves
 from git_lanes.store.repo import Store
 
 REF = "refs/lanes/ledger"
@@ -220,6 +220,25 @@ def test_the_reflog_line_is_the_one_libgit2_writes(store, repo, ledger, monkeypa
     entries = [parse_reflog_line(line) for line in _log(repo).splitlines()[-2 * half:] if b"\t" in line]
     fields = [(e.committer, e.timezone, e.message) for e in entries]
     assert fields[:len(fields) // 2] == fields[len(fields) // 2:] and len(fields) > half
+
+
+def test_the_reflog_names_whom_the_commit_was_signed_by_and_a_changed_identity_within_a_second(
+        store, repo, ledger, monkeypatch, transactions):
+    """A ref move's reflog line takes the identity read for the commit it lands, a moment before (libgit2
+    copies the whole configuration to read it); past IDENTITY_REUSE_SECONDS it reads the config again."""
+    one, two, _ = ledger
+    git("config", "user.name", "Signer", cwd=repo)
+    git("config", "user.email", "signer@example.com", cwd=repo)
+    assert store.signature().name == "Signer"
+    git("config", "user.name", "Renamed", cwd=repo)
+    store.update_refs([RefUpdate(REF, two, one, "within the second")])
+    clock = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: clock + ref_moves.IDENTITY_REUSE_SECONDS + 1)
+    store.update_refs([RefUpdate(REF, one, two, "a second later")])
+    assert transactions == []
+    first, second = _log(repo).splitlines()[-2:]
+    assert b" Signer <signer@example.com> " in first and b" Renamed <signer@example.com> " in second
+    assert git("reflog", "-1", "--format=%gn %ge", REF, cwd=repo).strip() == "Renamed signer@example.com"
 
 
 def _without_time(line: bytes) -> bytes:

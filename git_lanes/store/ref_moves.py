@@ -3,6 +3,7 @@ each ref compared with its expected old value; the operation log hears of each (
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -14,6 +15,10 @@ from git_lanes.errors import Conflict
 from git_lanes.model import refs
 from git_lanes.store import stale
 from git_lanes.store.values import RefUpdate
+
+# How long the identity a commit was signed with stays the one its ref move's reflog line names: libgit2
+# copies the whole configuration to read it (~17 µs), and a ledger append needs it twice, a moment apart.
+IDENTITY_REUSE_SECONDS = 1.0
 
 # Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
 # each lanes operation's moves through here, so no call site has to remember to report its own.
@@ -30,6 +35,7 @@ class RefMoves:
     repo: pygit2.Repository
     common_dir: Path
     _logs_always: bool | None
+    _identity_read: tuple[pygit2.Signature | None, float]
 
     def read_ref(self, name: str) -> str | None:
         ref = self.repo.references.get(name)
@@ -129,14 +135,28 @@ class RefMoves:
             raise pygit2.GitError(str(exc)) from None
         return True
 
+    def configured_identity(self) -> pygit2.Signature | None:
+        """git's configured identity (user.name, user.email) as libgit2 reads it now, None when there is none;
+        its time is when it was read. Remembered, with that moment, for the reflog line of the ref move that
+        follows (`_reflog_identity`)."""
+        try:
+            who: pygit2.Signature | None = self.repo.default_signature
+        except (KeyError, pygit2.GitError):
+            who = None
+        self._identity_read = (who, time.monotonic())
+        return who
+
     def _reflog_identity(self) -> tuple[bytes, bytes, int, int]:
         """Who libgit2 names in a reflog line: the configured identity, else "unknown" (as
-        `git_reference__log_signature` does), at this moment."""
-        try:
-            who = self.repo.default_signature
-        except (KeyError, pygit2.GitError):
-            who = pygit2.Signature("unknown", "unknown")
-        return who.raw_name, who.raw_email, who.time, who.offset
+        `git_reference__log_signature` does), at this moment. The identity is the one read for the commit
+        being landed (`configured_identity`, under a second ago), else read now; the time is libgit2's now."""
+        who, read_at = self._identity_read
+        if time.monotonic() - read_at > IDENTITY_REUSE_SECONDS:
+            who = self.configured_identity()
+        now = pygit2.Signature("unknown", "unknown")  # git_signature_now: libgit2's clock and UTC offset
+        if who is None:
+            who = now
+        return who.raw_name, who.raw_email, now.time, now.offset
 
     def _transact(self, updates: list[RefUpdate]) -> None:
         with self.repo.transaction() as tx:

@@ -14,7 +14,7 @@ import pygit2
 from git_lanes.errors import NotARepository, NotFound, UserError
 from git_lanes.store import lock, notes, setup, trees
 from git_lanes.model.entries import Change, Entry
-from git_lanes.store.ref_moves import RefMoves
+from git_lanes.store.ref_moves import IDENTITY_REUSE_SECONDS, RefMoves
 from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 from git_lanes.store.workspace import WorkspaceOps
 
@@ -73,6 +73,7 @@ class Store(RefMoves, WorkspaceOps):
         self._record_cache: ObjectCache | None = None
         self._logs_always: bool | None = None  # core.logAllRefUpdates=always, read on the first ref move
         self._lock_path = str(self.common_dir / "lanes.lock")  # taken on every append: built once
+        self._identity_read: tuple[pygit2.Signature | None, float] = (None, -IDENTITY_REUSE_SECONDS)
 
     # -- locking ---------------------------------------------------------------------------------------
     @contextmanager
@@ -121,11 +122,10 @@ class Store(RefMoves, WorkspaceOps):
         return setup.remote_branches(self.repo, remote)
 
     def signature(self, name: str | None = None, email: str | None = None) -> pygit2.Signature:
+        default = self.configured_identity()
         try:
-            default = self.repo.default_signature
-            base_name, base_email = default.name, default.email
-        except (KeyError, pygit2.GitError):
-            base_name, base_email = FALLBACK_NAME, FALLBACK_EMAIL
+            base_name, base_email = (default.name, default.email) if default is not None \
+                else (FALLBACK_NAME, FALLBACK_EMAIL)
         except UnicodeDecodeError:  # git writes such bytes as they are; our records are UTF-8 text
             raise UserError("user.name or user.email in git config is not UTF-8",
                             hint='set it again in UTF-8: git config user.name "Your Name"') from None
@@ -243,7 +243,7 @@ class Store(RefMoves, WorkspaceOps):
     def signatures(self, author_name: str | None = None, author_email: str | None = None) -> Signatures:
         """(author, committer) of a commit made now: git's identity, the author's name and email where given.
         Reading the identity costs a look at three config files; the ledger does it before it takes the
-        writers' lock, where every other writer waits."""
+        writers' lock, where every other writer waits, and the reflog line of its ref move names the same one."""
         committer = self.signature()
         return pygit2.Signature(author_name or committer.name, author_email or committer.email, committer.time,
                                 committer.offset), committer
