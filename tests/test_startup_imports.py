@@ -126,6 +126,31 @@ def test_help_lists_the_commands_without_loading_them(repo):
                                                                       ["model"])) == []
 
 
+def imported_before_git_lanes(command: list[str], cwd) -> list[str]:
+    """The modules a process imports itself before it first imports git_lanes: `-X importtime` lists each
+    import once it is done, what it imported in turn indented above it."""
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stderr
+    names = [line.split("| ")[2].rstrip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    ours = [number for number, name in enumerate(names) if name.strip().split(".")[0] == "git_lanes"]
+    assert ours, "importtime saw no import of git_lanes"
+    return [name for name in names[1:ours[0]] if not name.startswith(" ")]
+
+
+def test_the_installed_launcher_imports_nothing_before_the_program(tmp_path):
+    """`git-lanes` in the venv's bin is contrib/packaging/git-lanes, not the launcher pip generates for a
+    [project.scripts] entry, which imports `re` (enum, functools...) and compiles a pattern before main() on
+    every run: ahead of the light sync's gc.disable(), 1.5% of that process's instructions (pyproject.toml)."""
+    launcher = Path(sys.executable).with_name("git-lanes")
+    interpreter = launcher.read_text().splitlines()[0].removeprefix("#!")
+    assert Path(interpreter).parent == Path(sys.executable).parent, "pip writes the venv's interpreter there"
+    bare = imported_before_git_lanes([sys.executable, "-c", "import git_lanes.__main__"], tmp_path)
+    assert "site" in bare
+    assert imported_before_git_lanes([str(launcher), "--version"], tmp_path) == bare, \
+        "a launcher that imports for itself (reinstall with `pip install -e '.[test]'` if pip generated it)"
+
+
 def test_help_lists_what_the_commands_say_of_themselves(repo):
     """The listing a fresh `--help` makes from summaries.py (it loads no command: pinned above) is the one
     click makes from the loaded commands."""
