@@ -62,20 +62,22 @@ def test_the_holder_applies_queued_ops_each_its_own_commit_in_one_move(repo):
     moves = len(reflog(repo))
     mine = api.board_post("second", "holder")
     assert len(reflog(repo)) == moves + 2  # its own op, then the three queued in one round
-    assert reflog(repo)[-1].endswith("lanes ledger: board.post " + json.loads(
-        (repo / ".git" / FOLDER / f"{names[0]}.done").read_text())["op"]["id"] + " and 2 more")
+    first = json.loads((repo / ".git" / FOLDER / f"{names[0]}.done").read_text())
+    first_op = ledger.read_op(api.ctx.store, first["commit"])
+    assert reflog(repo)[-1].endswith(f"lanes ledger: board.post {first_op.id} and 2 more")
+    assert first_op.args["text"] == "from x" and first_op.result == first["result"]
     queue = api.ctx.store.append_queue()
     outcomes = [queue.outcome(name) for name in names]
-    assert [o["op"]["result"]["post"] for o in outcomes] == [3, 4, 5] and mine["post"] == 2
+    assert [o["result"]["post"] for o in outcomes] == [3, 4, 5] and mine["post"] == 2
     head = ledger_head(repo)
     ops = ledger.ops_between(api.ctx.store, None, head)
     assert [op.args.get("text") for op in ops[-4:]] == ["second", "from x", "from y", "from z"]
     assert [o["commit"] for o in outcomes][-1] == head
-    for outcome in outcomes:  # byte for byte the commit its writer would have made
+    for agent, outcome in zip(("x", "y", "z"), outcomes):  # byte for byte the commit its writer would have made
         shown = subprocess.run(["git", "cat-file", "commit", outcome["commit"]], cwd=repo, capture_output=True,
                                text=True, check=True).stdout
         assert "\ncommitter Another Machine <another@example.com> 1700000000 +0100\n" in shown
-        assert f"\nauthor {outcome['op']['actor']} <{AGENT_EMAIL}> " in shown
+        assert f"\nauthor {agent} <{AGENT_EMAIL}> " in shown
     assert queue_files(repo) == []
     fsck_clean(repo)
 
@@ -90,12 +92,13 @@ def test_a_queued_op_the_fold_refuses_gets_the_error_its_writer_would_have_raise
     head = ledger_head(repo)
     api.board_post("holder's own", "holder")
     queue = api.ctx.store.append_queue()
+    asked = ledger.make_op("task.claim", "second", {}, 1_700_000_000.5)  # a refusal's answer does not read it
     with pytest.raises(Conflict) as conflict:
-        combine._appended(queue.outcome(taken))
+        combine._appended(asked, queue.outcome(taken))
     assert conflict.value.code == "task_claimed" and conflict.value.exit_code == 3
     assert conflict.value.details["owner"] == "first" and "task list --ready" in conflict.value.hint
     with pytest.raises(NotFound) as missing:
-        combine._appended(queue.outcome(unknown))
+        combine._appended(asked, queue.outcome(unknown))
     assert missing.value.code == "unknown_task"
     assert [op.type for op in ledger.ops_between(api.ctx.store, head, ledger_head(repo))] == ["board.post"]
     assert queue_files(repo) == []
@@ -120,7 +123,7 @@ def test_an_operation_being_recorded_appends_its_op_alone(repo):
     assert [step.type for step in recorder.ledger] == ["board.post"]
     assert f"{name}.op" in queue_files(repo)  # left for the next holder
     api.board_post("outside", "holder")
-    assert api.ctx.store.append_queue().outcome(name)["op"]["result"]["post"] == 3
+    assert api.ctx.store.append_queue().outcome(name)["result"]["post"] == 3
 
 
 HOLDER = textwrap.dedent("""
@@ -264,7 +267,7 @@ def test_a_holder_whose_serving_fails_still_returns_its_own_op(repo, monkeypatch
     assert f"{name}.taken" in queue_files(repo)  # still queued (taken by a holder that let it be), nothing half done
     monkeypatch.setattr(combine, "_round", plain)
     api.board_post("next", "holder")
-    assert api.ctx.store.append_queue().outcome(name)["op"]["result"]["post"] == 4
+    assert api.ctx.store.append_queue().outcome(name)["result"]["post"] == 4
 
 
 def test_what_writers_that_died_mid_write_left_is_removed_once_old(repo):

@@ -56,7 +56,7 @@ def post_twice(repo: Path, blocked: bool) -> None:
         assert blocked and (repo / ".git" / FOLDER / f"{name}.taken").exists()  # to be served again
         assert posts(repo) == ["first", "second"]
     else:
-        assert served["op"]["result"]["post"] == 2
+        assert served["result"]["post"] == 2
         assert posts(repo) == ["first", "queued", "second"]
     assert not [file for file in os.listdir(repo / ".git" / FOLDER) if file.endswith(".tmp")]
     fsck_clean(repo)
@@ -103,10 +103,15 @@ def junk_bytes(queue: Path, repo: Path) -> None:
     (queue / JOURNAL).write_bytes(b"\xff" * 100_000)
 
 
+def fifos_named_like_an_entry_and_the_journal(queue: Path, repo: Path) -> None:
+    os.mkfifo(queue / f"{NAME}.op")  # opened to be read, a FIFO blocks until someone writes to it
+    os.mkfifo(queue / JOURNAL)
+
+
 @pytest.mark.parametrize("stray", [
     a_directory_named_like_an_entry, a_directory_named_like_a_stale_outcome, a_directory_named_like_the_journal,
     a_journal_naming_no_commit, a_journal_naming_a_tree, a_journal_of_the_wrong_shape,
-    an_entry_of_a_live_process_that_is_no_op, junk_bytes])
+    an_entry_of_a_live_process_that_is_no_op, junk_bytes, fifos_named_like_an_entry_and_the_journal])
 def test_an_append_applies_its_op_once_and_says_so_whatever_lies_in_the_queue(repo, stray):
     queue = repo / ".git" / FOLDER
     queue.mkdir()
@@ -163,7 +168,7 @@ def test_a_writer_interrupted_after_a_holder_took_its_op_reports_the_op_done(rep
         op = ledger.Op.from_dict(entry["op"])
         combine._round(store, queue, FOLD, [(name, op, store.imported_signatures(entry["signed"]))])
     out, err = waiter.communicate(timeout=60)
-    assert (waiter.returncode, err, out) == (0, "", "posted #2 (note to everyone)\n")
+    assert (waiter.returncode, err, out) == (0, "", "posted #2 (note to everyone)\n"), f"exit {waiter.returncode}: {err}"
     assert posts(repo) == ["first", "late"]
     assert os.listdir(repo / ".git" / FOLDER) == []
 

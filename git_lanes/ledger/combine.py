@@ -106,14 +106,14 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
             found = queue.outcome(name)
             if found is not None:
                 settled = True
-                return _appended(found)
+                return _appended(op, found)
             with _holding(store, queue) as held:
                 if held:
                     recover(store, queue)  # a holder that died serving this entry may have applied it
                     found = queue.outcome(name)
                     settled = True
                     if found is not None:
-                        return _appended(found)
+                        return _appended(op, found)
                     queue.drop(name)
                     return _lead(store, queue, op, fold, signed, alone=False)
             listener.wait(RECHECK_SECONDS)
@@ -127,7 +127,7 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
         found = _settle(store, queue, name, listener)
         if found is None:
             raise
-        return _appended(found)
+        return _appended(op, found)
     finally:
         listener.close()
 
@@ -214,6 +214,7 @@ def _round(store: Store, queue: AppendQueue, fold: Fold, ops: Queued) -> dict[st
         base = tip = head(store)
         mine: dict[str, Any] = {}
         outcomes: dict[str, dict[str, Any]] = {}
+        applied: list[Op] = []
         for name, each, each_signed in ops:
             try:
                 commit, recorded = _build(store, tip, each, fold, each_signed)
@@ -229,8 +230,9 @@ def _round(store: Store, queue: AppendQueue, fold: Fold, ops: Queued) -> dict[st
                 outcomes[name] = {"refused": _refusal(InternalError(f"applying the op failed: {exc!r}"))}
                 continue
             tip = commit
-            if name:
-                outcomes[name] = {"commit": commit, "op": recorded.to_dict()}
+            applied.append(recorded)
+            if name:  # its waiter has the op: what the fold decided is all it lacks
+                outcomes[name] = {"commit": commit, "result": recorded.result}
             else:
                 mine[name] = Appended(recorded, commit)
         if tip != base:
@@ -238,7 +240,7 @@ def _round(store: Store, queue: AppendQueue, fold: Fold, ops: Queued) -> dict[st
             if outcomes:  # the holder's own op alone leaves nobody an outcome: nothing to journal
                 queue.begin({"old": base, "new": tip, "outcomes": outcomes})
             try:
-                store.update_refs([RefUpdate(LEDGER, tip, base, _reflog_message(mine.get(""), outcomes))])
+                store.update_refs([RefUpdate(LEDGER, tip, base, _reflog_message(applied))])
             except Conflict:
                 # Only a writer outside the lock (a plain `git update-ref`, say) can move the ref here.
                 if outcomes:
@@ -296,16 +298,18 @@ def _took(store: Store, intent: dict[str, Any]) -> bool:
     return False
 
 
-def _appended(outcome: dict[str, Any]) -> Appended:
+def _appended(op: Op, outcome: dict[str, Any]) -> Appended:
+    """What the holder that applied `op` left its writer: the op as recorded, or the fold's refusal."""
     from git_lanes.ledger.log import Appended
 
     refused = outcome.get("refused")
     if isinstance(refused, dict):
         raise _error(refused)
-    try:
-        return Appended(Op.from_dict(outcome.get("op")), str(outcome["commit"]))
-    except (KeyError, LanesError) as exc:
-        raise InternalError(f"the ledger's append queue left an outcome that cannot be read: {exc}") from None
+    commit, result = outcome.get("commit"), outcome.get("result")
+    if not isinstance(commit, str) or not isinstance(result, dict):
+        raise InternalError("the ledger's append queue left an outcome that cannot be read: "
+                            f"commit {commit!r}, result {type(result).__name__}")
+    return Appended(op.with_result(result), commit)
 
 
 def _refusal(exc: LanesError) -> dict[str, Any]:
@@ -333,10 +337,7 @@ def _identity(fold: Fold) -> str:
     return f"{kind.__module__}.{kind.__qualname__}@{getattr(sys.modules.get(kind.__module__), '__file__', '')}"
 
 
-def _reflog_message(own: Any, outcomes: dict[str, dict[str, Any]]) -> str:
+def _reflog_message(applied: list[Op]) -> str:
     """A round's reflog line: its first op's type and id, as for a lone op, and how many more it applied."""
-    applied = [outcome["op"] for outcome in outcomes.values() if "op" in outcome]
-    if own is not None and not isinstance(own, LanesError):
-        applied.insert(0, {"type": own.op.type, "id": own.op.id})
     first, more = applied[0], len(applied) - 1
-    return f"lanes ledger: {first['type']} {first['id']}" + (f" and {more} more" if more else "")
+    return f"lanes ledger: {first.type} {first.id}" + (f" and {more} more" if more else "")

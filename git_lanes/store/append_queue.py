@@ -86,28 +86,44 @@ class AppendQueue:
     def _path(self, name: str, suffix: str = "") -> str:
         return os.path.join(self.folder, name + suffix)
 
+    # Plain descriptors rather than open(): a file object with its buffer and text layer cost more than
+    # the write itself, and each queued op writes two files and reads three.
     def _write(self, path: str, data: dict[str, Any]) -> None:
         temporary = f"{path}.{os.getpid()}.tmp"
+        content = json.dumps(data, separators=(",", ":")).encode()
         try:
-            handle = open(temporary, "w", encoding="utf-8")
+            fd = os.open(temporary, _WRITING, 0o644)
         except FileNotFoundError:
             os.makedirs(self.folder, exist_ok=True)
-            handle = open(temporary, "w", encoding="utf-8")
+            fd = os.open(temporary, _WRITING, 0o644)
         try:
-            with handle:
-                handle.write(json.dumps(data, separators=(",", ":")))
+            try:
+                view = memoryview(content)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
             os.replace(temporary, path)
         except BaseException:  # a full disk, a directory where the file goes: leave no half-written file
             self._unlink(temporary)
             raise
 
     def _read(self, path: str) -> Any:
+        # Gone, or not ours (what we write is renamed in whole): a directory, a file we may not read, junk;
+        # a FIFO named like an entry reads as empty rather than blocking.
         try:
-            with open(path, encoding="utf-8") as handle:
-                return json.load(handle)
-        # Gone, or not ours (what we write is renamed in whole): a directory, a file we may not read, junk.
-        except (OSError, ValueError):
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
             return None
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+            return json.loads(b"".join(chunks))
+        except (OSError, ValueError, RecursionError):
+            return None
+        finally:
+            os.close(fd)
 
     def _unlink(self, path: str) -> None:
         # Something here we cannot remove (a directory named like an entry, a read-only folder) is left
@@ -121,9 +137,7 @@ class AppendQueue:
     def _send(self, address: bytes) -> bool:
         """Whether anyone listens at `address` (it has been sent a wake-up)."""
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
-                sender.setblocking(False)
-                sender.sendto(b"1", address)
+            _sender().sendto(b"1", address)
         except BlockingIOError:  # its buffer is full: it has wake-ups to read already
             return True
         except OSError:  # nobody listens: its process is gone, or no holder serves
@@ -232,7 +246,7 @@ class AppendQueue:
         for index, name in enumerate(names):
             then = {"then": names[index + 1]} if index + 1 < len(names) else {}
             self._write(self._path(name, ".done"), {**outcomes[name], **then})
-            self.drop(name)
+            self._unlink(self._path(name, ".taken"))  # a round's entries were all taken, none is left as .op
         if names:
             self._wake(names[0])
 
@@ -265,6 +279,20 @@ class AppendQueue:
 
     def end(self) -> None:
         self._unlink(self._path(JOURNAL))
+
+
+_WRITING = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+_SENDER: list[socket.socket] = []
+
+
+def _sender() -> socket.socket:
+    """The process's socket for sending wake-ups, made once (three go out per queued op). It is never bound:
+    a datagram needs no address of its own to be sent, so threads and forked children share it safely."""
+    if not _SENDER:
+        sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sender.setblocking(False)
+        _SENDER.append(sender)
+    return _SENDER[0]
 
 
 def _alive(pid: object) -> bool:
