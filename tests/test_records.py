@@ -42,6 +42,24 @@ def test_every_record_describes_itself_as_a_json_schema(cls: type[Record]):
     json.dumps(schema)  # plain JSON, ready for an MCP tool, an SDK type or an OpenAPI component
 
 
+def test_a_field_whose_null_skips_its_check_is_one_whose_check_passes_null_as_it_is():
+    """Building a record calls no coercer for a null a field's type admits (`admits_null`): for every field
+    of every record, that holds exactly where the coercer returns None for None, and refuses nothing."""
+    from git_lanes.model.field_types import admits_null, coercer
+    from git_lanes.model.record import _specs
+
+    skipped = 0
+    for cls in record_classes():
+        for spec in _specs(cls):
+            try:
+                passes = coercer(spec.type)(None, spec.key, cls) is None
+            except UserError:
+                passes = False
+            assert admits_null(spec.type) == passes, (cls.__name__, spec.name)
+            skipped += passes
+    assert skipped > 50
+
+
 def test_a_record_round_trips_and_prints_exactly_its_json():
     task = Task.from_dict(TASK)
     assert task.to_dict() == TASK and Task.from_dict(task.to_dict()) == task

@@ -89,6 +89,15 @@ def coercer(tp: Any) -> Coercer:
     return coerce
 
 
+def admits_null(tp: Any) -> bool:
+    """Whether null is a valid value of field type `tp` as it is (its coercer returns None for None): `Any`,
+    `None`, and a union with `None`, bounds or not."""
+    base, _ = unwrap(tp)
+    if base is Any or base is None or base is type(None):
+        return True
+    return is_union(typing.get_origin(base)) and type(None) in typing.get_args(base)
+
+
 def is_union(origin: Any) -> bool:
     return origin is Union or origin is types.UnionType
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
 from git_lanes.errors import MalformedRecord, UserError
-from git_lanes.model.field_types import Coercer, coercer
+from git_lanes.model.field_types import Coercer, admits_null, coercer
 from git_lanes.model.frozen import MISSING, Frozen, dataclass_transform, field, fields
 
 R = TypeVar("R", bound="Record")
@@ -56,12 +56,14 @@ _SPECS: dict[type, tuple[_Spec, ...]] = {}
 # Set while `from_stored` reads: nested records coerced on the way ignore unknown keys too.
 _STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("stored", default=False)
 
-# Per record class: (field name, its JSON key, its coercer), in field order.
-_PLANS: dict[type, tuple[tuple[str, str, Coercer], ...]] = {}
+# Per record class: (field name, its JSON key, its coercer, whether its type admits null), in field order.
+# A null where the type admits one is valid as it is: the coercer is not called (most optional fields of a
+# record read back are null, and a call per field was most of building one).
+_PLANS: dict[type, tuple[tuple[str, str, Coercer, bool], ...]] = {}
 
 
-def _plan(cls: type) -> tuple[tuple[str, str, Coercer], ...]:
-    plan = tuple((spec.name, spec.key, coercer(spec.type)) for spec in _specs(cls))
+def _plan(cls: type) -> tuple[tuple[str, str, Coercer, bool], ...]:
+    plan = tuple((spec.name, spec.key, coercer(spec.type), admits_null(spec.type)) for spec in _specs(cls))
     _PLANS[cls] = plan
     return plan
 
@@ -91,8 +93,10 @@ class Record(Frozen):
     def __post_init__(self) -> None:
         owner = type(self)
         plan = _PLANS.get(owner) or _plan(owner)
-        for name, where, coerce in plan:
+        for name, where, coerce, nullable in plan:
             value = getattr(self, name)
+            if value is None and nullable:
+                continue
             coerced = coerce(value, where, owner)
             if coerced is not value:
                 object.__setattr__(self, name, coerced)
