@@ -86,10 +86,14 @@ def encode_message(op: Op, summary: str, edits: dict[str, Any] | None = None) ->
         # the message before the op's JSON (libgit2 ends a message there), nor a lone surrogate fail its write.
         line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         line = "".join(char if char.isprintable() else "\ufffd" for char in line)
-    text = f"{line}\n\n{json.dumps(op.to_dict(), sort_keys=True, ensure_ascii=False)}\n"
+    text = f"{line}\n\n{_JSON.encode(op.to_dict())}\n"
     if edits is None:
         return text
-    return text + json.dumps({EDITS: edits}, sort_keys=True, ensure_ascii=False) + "\n"
+    return text + _JSON.encode({EDITS: edits}) + "\n"
+
+
+# `json.dumps(..., sort_keys=True, ensure_ascii=False)`, the same text, without building an encoder per call
+_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 def decode_message(message: str, commit: str) -> Op:
