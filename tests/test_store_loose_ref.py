@@ -304,6 +304,30 @@ def test_what_libgit2_treats_specially_goes_to_libgit2(store, repo, ledger, tran
     assert not (repo / ".git" / f"{name}.lock").exists()
 
 
+def test_heads_answer_is_remembered_while_head_and_its_branch_keep_their_stat(store, repo, ledger, monkeypatch,
+                                                                             transactions):
+    """Whether HEAD names the moved ref is read again only when HEAD or the branch it names changed (their
+    stat), and only files changed a while before are trusted: HEAD moved onto the ref goes to libgit2."""
+    one, two, three = ledger
+    git_dir = repo / ".git"
+    branch = git("symbolic-ref", "HEAD", cwd=repo).strip()
+    hour_ago = time.time() - 3600
+    for path in (git_dir / "HEAD", git_dir / branch):
+        os.utime(path, (hour_ago, hour_ago))
+    reads = []
+    real = loose_ref._head_target
+    monkeypatch.setattr(loose_ref, "_head_target", lambda path: reads.append(path) or real(path))
+    transactions.clear()
+    store.update_refs([RefUpdate(REF, two, one, "reads HEAD")])
+    store.update_refs([RefUpdate(REF, three, two, "remembers")])
+    assert len(reads) == 1 and transactions == []
+    git("symbolic-ref", "HEAD", REF, cwd=repo)
+    os.utime(git_dir / "HEAD", (hour_ago, hour_ago))  # the same time as before: the change still shows
+    store.update_refs([RefUpdate(REF, one, three, "HEAD names it now")])
+    assert len(reads) == 2 and len(transactions) == 1
+    assert b"HEAD names it now" in (git_dir / "logs" / "HEAD").read_bytes()
+
+
 WRITER = """
 import os, sys
 from git_lanes.errors import Conflict
