@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, cast
 
@@ -76,16 +76,14 @@ class Store(RefMoves, WorkspaceOps):
         self._identity_read: tuple[pygit2.Signature | None, float] = (None, -IDENTITY_REUSE_SECONDS)
 
     # -- locking ---------------------------------------------------------------------------------------
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        with lock.exclusive(self._lock_path):
-            yield
+    # lock.py's own context managers, handed out as they are: a generator wrapped around each was one more
+    # enter and exit on every append.
+    def locked(self) -> AbstractContextManager[None]:
+        return lock.exclusive(self._lock_path)
 
-    @contextmanager
-    def locked_if_free(self) -> Iterator[bool]:
+    def locked_if_free(self) -> AbstractContextManager[bool]:
         """The writers' lock for the body if nobody holds it now (True); else nothing is held (False)."""
-        with lock.exclusive_if_free(self._lock_path) as held:
-            yield held
+        return lock.exclusive_if_free(self._lock_path)
 
     def append_queue(self) -> AppendQueue:
         from git_lanes.store.append_queue import AppendQueue  # loaded by the first append, not by readers
