@@ -17,7 +17,8 @@ FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
 PATIENCE = 180.0
 
 
-def use_fake_agent(repo: Path, tmp: Path, stages: dict, *, max_parallel: int = 4, extra: str = "") -> Path:
+def use_fake_agent(repo: Path, tmp: Path, stages: dict, *, max_parallel: int = 4, extra: str = "",
+                   stop_grace: float = 2) -> Path:
     """Commit a `.lanes.toml` on the trunk whose claude command is the fake agent playing `stages`; returns
     the journal's path. Every session marks its start and end in `tmp/sessions` (see `most_at_once`)."""
     script = tmp / "script.json"
@@ -26,7 +27,7 @@ def use_fake_agent(repo: Path, tmp: Path, stages: dict, *, max_parallel: int = 4
                                   "sessions": str(tmp / "sessions")}))
     journal.touch()
     command = json.dumps([sys.executable, str(FAKE_AGENT), str(script), "{prompt}"])
-    set_policy(repo, f"[agent]\nmax_parallel = {max_parallel}\nstop_grace = 2\n\n[agent.claude]\ncommand = {command}\n"
+    set_policy(repo, f"[agent]\nmax_parallel = {max_parallel}\nstop_grace = {stop_grace}\n\n[agent.claude]\ncommand = {command}\n"
                      + extra)
     return journal
 

@@ -107,7 +107,10 @@ def test_a_spawned_agent_whose_budget_is_spent_is_blocked_then_stopped(repo, tmp
     path = use_fake_agent(repo, tmp_path, {"default": [{"usage": {"input": 3000, "output": 5000}},
                                                        {"write": "a.py", "content": "a\n"},
                                                        {"usage": {"input": 0, "output": 5000}},
-                                                       {"write": "b.py", "content": "b\n"}, {"hang": {}}]})
+                                                       {"write": "b.py", "content": "b\n"}, {"hang": {}}]},
+                          # The agent's next write must come within the grace the supervisor gives it once its
+                          # budget is spent: 2 s was too short for a hook call on a machine loaded 9 times over.
+                          stop_grace=8)
     task = run_cli("task", "create", "Spend", "--json", cwd=repo).json["task"]
     assert run_cli("budget", "set", "--task", task, "--usd", "0.10", cwd=repo).code == 0
     spawned = run_cli("spawn", task, "--json", cwd=repo)
