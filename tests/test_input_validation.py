@@ -202,3 +202,30 @@ def test_an_invalid_name_is_repeated_bounded(repo):
     shown = run_cli("lane", "create", "a" * 300, cwd=repo)
     assert shown.code == 1 and "too long: 300 bytes" in shown.err and "(300 characters)" in shown.err
     assert "a" * 81 not in shown.err and len(shown.err.splitlines()[0]) < 200
+
+
+def test_agent_ids_and_lane_characters_follow_their_published_patterns_exactly():
+    """AgentId checks its JSON schema's pattern, and LaneName git's forbidden characters, with sets rather
+    than `re` (which the light sync does not load): every character alone, and random strings, decide as the
+    regular expressions do."""
+    import random
+    import re
+
+    from git_lanes.model.ids import AgentId, LaneName
+
+    agent = re.compile(AgentId.PATTERN)  # matched whole (the schema's ^...$ would let a final newline by)
+    forbidden = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+    def lane_refused_for_its_characters(value: str) -> bool:
+        return (LaneName.problem(value) or "").startswith("contains a space")
+
+    for code in range(0x110000):
+        char = chr(code)
+        assert (AgentId.problem(char) is None) == bool(agent.fullmatch(char)), hex(code)
+        if not 0xD800 <= code <= 0xDFFF:  # a lone surrogate is refused as not UTF-8 first
+            assert lane_refused_for_its_characters(f"a{char}b") == bool(forbidden.search(char)), hex(code)
+    alphabet = [chr(code) for code in range(0x80)] + ["é", "\u00a0", "\u2028", "٣", "Ａ", "ß"]
+    chooser = random.Random(15)
+    for _ in range(20_000):
+        value = "".join(chooser.choice(alphabet) for _ in range(chooser.choice((1, 2, 5, 63, 64, 65))))
+        assert (AgentId.problem(value) is None) == (bool(agent.fullmatch(value)) and not value.endswith(".json")), value

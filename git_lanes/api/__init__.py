@@ -11,13 +11,12 @@ and add it to the bases below) or a method, run `python -m git_lanes.api.mixins`
 
 from __future__ import annotations
 
-from git_lanes.api.core import CoreApi
-
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
     from typing import Any
 
     from git_lanes.api.budgets import BudgetsApi
+    from git_lanes.api.core import CoreApi
     from git_lanes.api.dispatch import DispatchApi
     from git_lanes.api.doctor import DoctorApi
     from git_lanes.api.integration import IntegrationApi
@@ -40,10 +39,28 @@ if TYPE_CHECKING:
                 OplogApi, DispatchApi):
         """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 else:
-    from git_lanes.api.owners import MIXINS, OWNERS
+    def __getattr__(name: str) -> Any:
+        # `Lanes` is made on first use, not when the package loads: the light sync (api/sync_light.py) lives
+        # in this package and needs none of CoreApi's imports (`re` and `enum` through model.ids, contextlib,
+        # collections: ~7 ms of a 110 ms sync).
+        if name != "Lanes":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        lanes = globals()["Lanes"] = _united()
+        return lanes
 
-    class Lanes(CoreApi):
-        """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
+    def _united() -> type:
+        """`Lanes`: CoreApi, with a `_Deferred` for every attribute of the other mixins."""
+        from git_lanes.api.core import CoreApi
+        from git_lanes.api.owners import OWNERS
+
+        class Lanes(CoreApi):
+            """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
+
+        Lanes.__qualname__ = "Lanes"  # as if made at the module's top: for reprs, docs and pickling alike
+        for name, module in OWNERS.items():
+            if module != "core":
+                setattr(Lanes, name, _Deferred(name, module))
+        return Lanes
 
     class _Deferred:
         """A `Lanes` attribute whose mixin module has not been imported yet."""
@@ -68,6 +85,8 @@ else:
         not know yet (a method added since it was generated) is taken too, unless `Lanes` has it already."""
         import importlib  # here: with `warnings`, ~0.5 ms a command that loads no other mixin would pay
 
+        from git_lanes.api.owners import MIXINS, OWNERS
+
         mixin = getattr(importlib.import_module(f"git_lanes.api.{module}"), MIXINS[module])
         for name, value in list(vars(mixin).items()):
             if name.startswith("__") and name.endswith("__"):
@@ -75,10 +94,6 @@ else:
             owner = OWNERS.get(name)
             if owner == module or owner is None and not any(name in vars(cls) for cls in Lanes.__mro__):
                 setattr(Lanes, name, value)
-
-    for _name, _module in OWNERS.items():
-        if _module != "core":
-            setattr(Lanes, _name, _Deferred(_name, _module))
 
 
 __all__ = ["Lanes"]

@@ -8,6 +8,7 @@ from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
 from git_lanes.model import refs
+from git_lanes.store.remote import DEFAULT_REMOTE
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
@@ -18,12 +19,12 @@ if TYPE_CHECKING:
     from git_lanes.store import Store, open_store
     from git_lanes.store import remote as transport
 
-DEFAULT_REMOTE = "origin"
 
 
-def describe(arguments: dict[str, Any]) -> str:
-    """The operation log's line for a sync (the light path records the same)."""
-    return f"sync {arguments['remote'] or ''}".strip()
+def _sync_line(arguments: dict[str, Any]) -> str:
+    from git_lanes.domain import sync
+
+    return sync.describe(arguments["remote"])
 
 
 class SyncApi:
@@ -45,7 +46,7 @@ class SyncApi:
 
         return SyncReport.from_dict(sync.run(self.ctx, self._remote(remote), "push"))
 
-    @recorded(describe)
+    @recorded(_sync_line)
     def sync(self, remote: str | None = None) -> SyncReport:
         """Pull, merge, push; retried after a fresh merge when another machine pushed first. Lane heads only
         fast-forward (a diverged lane is reported, nothing overwritten); notes merge per record; local ledger

@@ -61,14 +61,12 @@ class LightSync:
     def report(self, remote: str | None = None) -> dict[str, object] | None:
         """`run`'s report as the domain gives it, before the record checks it (what the CLI prints: the record
         machinery reads its types through `typing`, which this path does not otherwise load)."""
-        from git_lanes.api.sync import DEFAULT_REMOTE, describe
-
         if self.store is None or self.trunk is None:
             return None
         store, trunk = self.store, self.trunk
         gate = _Gate(store)
         try:
-            chosen = remote or store.config_get("lanes.remote") or DEFAULT_REMOTE
+            chosen = remote or store.config_get("lanes.remote") or transport.DEFAULT_REMOTE
             if not _nothing_to_send(store, trunk, chosen):
                 return None  # decided before the domain loads: the ordinary path pays little for the try
             # The fetch the sync starts with runs while the domain loads (~10 ms of imports): sync.run's
@@ -82,7 +80,7 @@ class LightSync:
             fetching.then = lambda: _read_ledger_ahead(store, chosen, check_ahead)
 
             ctx = _context(store, trunk)
-            with oplog.operation(ctx, describe({"remote": remote})[:200]):
+            with oplog.operation(ctx, sync.describe(remote)[:200]):
                 return sync.run(ctx, chosen, "sync", gate=gate)
         except NeedsFullStore as exc:
             if gate.passed:  # never: after the gate the light store only does what it can

@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 MAX_ATTEMPTS = 10
 
 
+def describe(remote: str | None) -> str:
+    """The operation log's line for a sync, as both paths (the light one and the API's) record it."""
+    return f"sync {remote or ''}".strip()
+
+
 class Report:
     """What a sync did, across its attempts. (A plain class: see sync_plan.Plan.)"""
 

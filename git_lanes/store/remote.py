@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # either store: the light sync path never loads pygit2 (nor s
     from git_lanes.store.light import LightStore
     from git_lanes.store.repo import Store
 
+# The remote a sync, pull or push uses when none is named and `lanes.remote` is not set.
+DEFAULT_REMOTE = "origin"
 NETWORK_TIMEOUT = 600.0
 FETCH_LOCK_RETRIES = 3
 # What a remote's name may hold ([A-Za-z0-9][A-Za-z0-9._-]*): checked by hand, since every sync checks it and
