@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from gitserver import clone, make_origin, server  # noqa: F401  (server is a fixture)
 from test_sync import synced_refs
 
@@ -261,6 +262,32 @@ def test_resolving_a_local_post_resolves_that_post_after_the_replay(tmp_path, se
         posts = posts_by_text(machine)
         assert posts["other's question"]["resolved"] is not None
         assert posts["origin's question"]["resolved"] is None
+
+
+@pytest.mark.parametrize("undone", ["post", "resolve"])
+def test_an_undo_of_a_local_post_still_holds_after_the_replay_renumbers_the_post(tmp_path, server, undone):  # noqa: F811
+    """The undo's inverse op names the post by its number, which the replay after a peer's post changes: it
+    must follow the post there, not be refused as if someone had changed it (the undone post came back)."""
+    origin, other = start_machines(tmp_path, server, 2)
+    agent = {"GIT_LANES_AGENT": "agent-x"}
+    assert run_cli("board", "post", "wrong channel", "--kind", "question", cwd=other, env=agent).code == 0
+    if undone == "resolve":
+        assert run_cli("board", "resolve", "1", cwd=other, env=agent).code == 0
+    undo = run_cli("undo", "--json", cwd=other)
+    assert undo.code == 0, undo.err
+    Lanes(origin).board_post("from origin", "agent-o")  # takes #1 on the remote: the local post becomes #2
+    Lanes(origin).sync()
+    synced = run_cli("sync", "--json", cwd=other)
+    assert synced.code == 0, synced.err
+    assert synced.json["ledger"]["refused"] == 0 and synced.json["refused"] == {}, synced.json["refused"]
+    converge([origin, other], server.path("project"))
+    for machine in (origin, other):
+        posts = posts_by_text(machine)
+        if undone == "post":
+            assert "wrong channel" not in posts  # retracted: listed nowhere
+        else:
+            assert posts["wrong channel"]["seq"] == 2 and posts["wrong channel"]["resolved"] is None
+        assert posts["from origin"]["seq"] == 1
 
 
 def test_concurrent_syncs_from_one_machine_all_succeed_and_lose_nothing(tmp_path, server):  # noqa: F811

@@ -24,8 +24,8 @@ class Rebase(Protocol):
     """The model's knowledge of arguments that name a position in the log (a post's sequence number, a read
     cursor), which a replay on another head renumbers. Generic ids (op ids) need none."""
 
-    def op(self, op: Op) -> Op:
-        """The op to apply on the new head, its positional arguments translated."""
+    def op(self, op: Op, head: str) -> Op:
+        """The op to apply on `head` (the replay's head so far), its positional arguments translated."""
         ...
 
     def applied(self, original: Op, result: dict[str, Any]) -> None:
@@ -63,7 +63,7 @@ def replay(store: Store, local: str, remote: str, fold: Fold,
             head = _record_refusal(store, head, stand_in, fold)
             refused.append(record)
             continue
-        op = translate.op(original) if translate else original
+        op = translate.op(original, head) if translate else original
         new_head, result = apply_op(store, head, op, fold)
         if new_head is None:
             stand_in = refused_op(op, result)
