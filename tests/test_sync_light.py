@@ -207,3 +207,30 @@ def test_an_unexpected_error_before_anything_moves_hands_the_sync_to_the_ordinar
     result = run_cli("sync", "--json", cwd=clone)  # a process of its own: the ordinary path, then
     assert result.code == 0, result.err
     assert result.json["ledger"]["came_in"] >= 40
+
+
+# Root may write anywhere: run git-lanes as root without that power, so file modes bind it as any user.
+AS_A_USER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
+
+
+@pytest.mark.skipif(bool(AS_A_USER) and shutil.which("setpriv") is None, reason="root, and no setpriv")
+@pytest.mark.parametrize("path", ["light", "ordinary"])
+@pytest.mark.parametrize("read_only", [".git/refs", ".git"])
+def test_a_repository_this_user_cannot_write_is_said_so_not_blamed_on_the_remote(behind, path, read_only):
+    """A fetch that cannot store its tracking refs here (refs/ not writable) was reported as a remote ref to
+    delete from the remote (`git push origin :refs/lanes/ledger`), and a read-only .git as an internal
+    PermissionError: both paths now say the repository is not writable, exit 1, and nothing moves."""
+    clone, _ = behind
+    before = every_ref(clone)
+    subprocess.run(["chmod", "-R", "a-w", str(clone / read_only)], check=True)
+    try:
+        proc = subprocess.run([*AS_A_USER, sys.executable, "-m", "git_lanes", "sync", "--json"], cwd=clone,
+                              capture_output=True, text=True, env={**os.environ, **(ORDINARY if path == "ordinary" else {})})
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(clone / ".git")], check=True)
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["error"] == "repository_unwritable"
+    assert proc.stderr.startswith("git-lanes: error: cannot write in this repository: "), proc.stderr
+    assert "git push" not in proc.stdout + proc.stderr
+    assert every_ref(clone) == before
+    assert run_cli("sync", "--json", cwd=clone).json["ledger"]["came_in"] >= 40  # writable again: it syncs

@@ -14,9 +14,34 @@ if TYPE_CHECKING:
     StrPath = str | os.PathLike[str]
 
 
+# What a write into the repository's own folder fails with when this user may not write there at all (its owner
+# or mode, a read-only mount, a full disk), in the C library's words, which git's messages carry too.
+UNWRITABLE = ("Permission denied", "Operation not permitted", "Read-only file system", "No space left on device",
+              "Disk quota exceeded")
+
+
+def unwritable(why: str, where: StrPath) -> Exception:
+    """The error for a repository this process cannot write in (`why`: what the system said, at `where`):
+    the user's to fix here, never the remote's."""
+    from git_lanes.errors import UserError  # here: the hook path loads the error classes only to raise one
+
+    return UserError(f"cannot write in this repository: {why} ({os.fspath(where)})", code="repository_unwritable",
+                     hint="git-lanes keeps its state under .git: check that you own it and may write there "
+                          "(`ls -ld .git .git/refs`) and that its file system is not read-only or full")
+
+
+def _open(path: StrPath) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno is not None and os.strerror(exc.errno) in UNWRITABLE:
+            raise unwritable(os.strerror(exc.errno), path) from None
+        raise
+
+
 @contextmanager
 def exclusive(path: StrPath) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -28,7 +53,7 @@ def exclusive(path: StrPath) -> Iterator[None]:
 @contextmanager
 def exclusive_if_free(path: StrPath) -> Iterator[bool]:
     """Hold the lock at `path` for the body if nobody holds it now (True), else hold nothing (False)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

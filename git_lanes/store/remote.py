@@ -136,6 +136,7 @@ def fetch(store: Store, remote: str, trunk: str) -> Fetched:
         missing = [ref for ref in re.findall(_MISSING_REF, proc.stderr) if ref in patterns]
         refused = {remote_ref_of(remote, ref): why for ref, why in re.findall(_UNSTORABLE, proc.stderr)
                    if ref.startswith(prefix) and not why.startswith("File exists")}
+        _check_writable(store, proc.stderr, refused)
         if missing:
             patterns = [pattern for pattern in patterns if pattern not in missing]
             _forget(store, [tracking_ref(remote, ref) for ref in missing])
@@ -158,6 +159,33 @@ def fetch(store: Store, remote: str, trunk: str) -> Fetched:
         raise RemoteFailed(f"git fetch from {remote!r} kept failing: {_reason(proc.stderr)}")
     return Fetched({remote_ref_of(remote, name): oid for name, oid in store.list_refs(prefix).items()},
                    unstorable)
+
+
+def _check_writable(store: Store | LightStore, stderr: str, refused: dict[str, str]) -> None:
+    """Raise when git could not write into this repository at all: a ref it cannot store for the user's own
+    lack of rights (or room) here is not a remote ref to report and remove from the remote."""
+    from git_lanes.store import lock
+
+    local = next((why for why in refused.values() if why.startswith(lock.UNWRITABLE)), None)
+    if local is None and "insufficient permission for adding an object" in stderr:
+        local = "insufficient permission for adding an object"
+    if local is None:
+        import re
+
+        # A ref in a folder not yet made here: git names neither the folder nor why it could not make it.
+        folders = re.findall(r"unable to create directory for (.+)", stderr)
+        if any(not _can_make(os.path.join(store.root, folder.strip())) for folder in folders):
+            local = "Permission denied"
+    if local is not None:
+        raise lock.unwritable(local, store.common_dir)
+
+
+def _can_make(path: str) -> bool:
+    """Whether this process may create `path`'s missing folders: the nearest one that exists is writable."""
+    folder = os.path.dirname(path)
+    while folder and not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def _fetch_args(remote: str, patterns: list[str], atomic: bool = True) -> list[str]:
