@@ -5,10 +5,10 @@ merge the same pair concurrently converge instead of trading merge commits forev
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from git_lanes.errors import LanesError, UnsupportedFormat
+from git_lanes.model import jsontext
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.names import validate_lane_name
@@ -158,7 +158,7 @@ def merge_note(ours: str, theirs: str) -> RecordMerge:
     conflict = None
     if a.get("status") in DECIDED and b.get("status") in DECIDED and a["status"] != b["status"]:
         conflict = f"decided both accepted and rejected; kept {primary['status']}"
-    return RecordMerge(json.dumps(merged, indent=2, sort_keys=True) + "\n", conflict)
+    return RecordMerge(jsontext.dumps(merged, indent=2, sort_keys=True) + "\n", conflict)
 
 
 def note_status(text: str | None) -> str | None:
@@ -171,7 +171,7 @@ def note_status(text: str | None) -> str | None:
 
 
 def _record(text: str) -> dict:
-    data = json.loads(text)
+    data = jsontext.loads(text)
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     from git_lanes.model.records import check_format  # loaded only when notes differ
@@ -192,7 +192,7 @@ def _worth(text: str) -> int:
 
 
 def _format_of(text: str) -> object:
-    data = json.loads(text)
+    data = jsontext.loads(text)
     found = data.get("format")
     return None if isinstance(found, bool) else found
 
@@ -200,14 +200,14 @@ def _format_of(text: str) -> object:
 def _precedence(record: dict) -> tuple:
     status = record.get("status")
     rank = {"accepted": 2, "rejected": 1}.get(status, 0)
-    return rank, record.get("decided_at") or 0, json.dumps(record, sort_keys=True)
+    return rank, record.get("decided_at") or 0, jsontext.dumps(record, sort_keys=True)
 
 
 def _united(first: list, second: list) -> list:
-    seen = {json.dumps(e, sort_keys=True) for e in first}
+    seen = {jsontext.dumps(e, sort_keys=True) for e in first}
     united = list(first)
     for evaluation in second:
-        key = json.dumps(evaluation, sort_keys=True)
+        key = jsontext.dumps(evaluation, sort_keys=True)
         if key not in seen:
             seen.add(key)
             united.append(evaluation)

@@ -7,14 +7,13 @@ the operation log), a blank line, then the op as one line of JSON:
 
 from __future__ import annotations
 
-import json
 import math
-from json.scanner import make_scanner
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
 from git_lanes.model.frozen import Frozen, field, replace
+from git_lanes.model import jsontext
 from git_lanes.model.ids import Actor, LedgerId, random_hex
 from git_lanes.model.ledger_delta import EDITS
 from git_lanes.model.text import is_text
@@ -86,14 +85,10 @@ def encode_message(op: Op, summary: str, edits: dict[str, Any] | None = None) ->
         # the message before the op's JSON (libgit2 ends a message there), nor a lone surrogate fail its write.
         line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         line = "".join(char if char.isprintable() else "\ufffd" for char in line)
-    text = f"{line}\n\n{_JSON.encode(op.to_dict())}\n"
+    text = f"{line}\n\n{jsontext.dumps(op.to_dict(), sort_keys=True, ensure_ascii=False)}\n"
     if edits is None:
         return text
-    return text + _JSON.encode({EDITS: edits}) + "\n"
-
-
-# `json.dumps(..., sort_keys=True, ensure_ascii=False)`, the same text, without building an encoder per call
-_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+    return text + jsontext.dumps({EDITS: edits}, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def decode_message(message: str, commit: str) -> Op:
@@ -102,7 +97,7 @@ def decode_message(message: str, commit: str) -> Op:
     if not sep or not body.strip():
         raise UnsupportedFormat(f"commit {commit[:8]} is not a ledger op (no JSON after the summary)")
     try:
-        data = json.loads(body)
+        data = jsontext.loads(body)
     except ValueError as exc:
         raise UnsupportedFormat(f"commit {commit[:8]} is not a ledger op (its JSON is invalid: {exc})") from None
     except RecursionError:
@@ -111,9 +106,6 @@ def decode_message(message: str, commit: str) -> Op:
 
 
 _HEX = "0123456789abcdef"
-# What json.loads scans with (a JSONDecoder's `scan_once`), called without its per-call wrapping. typeshed
-# types make_scanner's argument as a scanner; CPython's takes the decoder whose settings it copies.
-_SCAN = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 # Ops `check_ahead` found valid, by commit: (the message it read, its identity). Each is taken by the one
@@ -145,7 +137,7 @@ def op_identity(message: str, commit: str) -> tuple[str, str]:
     data = None
     if start > 1 and message.startswith("{", start):
         try:  # what json.loads(the first line) does for a line with no whitespace around its JSON
-            data, end = _SCAN(message, start)
+            data, end = jsontext.scan(message, start)
         except (StopIteration, ValueError, RecursionError):
             data = None
         else:

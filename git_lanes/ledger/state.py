@@ -6,11 +6,11 @@ is a clear error rather than a guess."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
+from git_lanes.model import jsontext
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
 from git_lanes.model.ledger_delta import EMPTY, Materialized, overlaid_names
@@ -71,7 +71,7 @@ class State:
             return None
         if path in self._overlay:
             return _copy(self._records[path])
-        copy: Record = json.loads(self._read(path) or b"{}")
+        copy: Record = jsontext.loads(self._read(path) or b"{}")
         return copy
 
     def _read(self, path: str) -> bytes | None:
@@ -95,7 +95,7 @@ class State:
             # What no git-lanes writes is malformed (listings set it aside); a newer major format is not, and
             # fails clearly (DESIGN §1: upgrade to read it).
             try:
-                record = json.loads(data)
+                record = jsontext.loads(data)
             except ValueError as exc:
                 raise MalformedRecord(f"ledger record {path} is not JSON: {exc}", hint=MALFORMED_HINT) from None
             except RecursionError:  # a peer's tree: bad input, not an internal error
@@ -167,7 +167,7 @@ class State:
         if data is None:
             return None
         try:
-            return json.loads(data)
+            return jsontext.loads(data)
         except (ValueError, RecursionError):
             return data
 
@@ -179,7 +179,7 @@ def _copy(record: Record | None) -> Record:
     try:
         copy: Record = _plain(record)
     except (_NotPlain, RecursionError):
-        copy = json.loads(json.dumps(record))
+        copy = jsontext.loads(jsontext.dumps(record))
     return copy
 
 

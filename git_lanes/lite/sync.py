@@ -33,10 +33,13 @@ def main(args: list[str]) -> int | None:
 
         run(again, as_json, render)
         return 1
-    import json  # here: the sync's fetch starts before it loads, and it loads while git fetches
+    if as_json:
+        import json  # indented output is json's own encoder (in Python): loaded for --json alone
 
-    sys.stdout.write((json.dumps(result, indent=2, sort_keys=True, default=str) if as_json else render(result))
-                     + "\n")
+        text = json.dumps(result, indent=2, sort_keys=True, default=str)
+    else:
+        text = render(result)
+    sys.stdout.write(text + "\n")
     found = result.get("problem")
     return found["exit_code"] if found else 0
 

@@ -14,9 +14,9 @@ hook's object reader and both stores share it."""
 
 from __future__ import annotations
 
-import json
 
 from git_lanes.errors import UnsupportedFormat
+from git_lanes.model import jsontext
 
 TYPE_CHECKING = False  # the agent-hook path reads ledger state through this module; it never loads typing
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def edits_of(message: str, commit: str) -> dict[str, Record | None] | None:
     if not sep or not rest.strip():
         return None
     try:
-        data = json.loads(rest)
+        data = jsontext.loads(rest)
     except (ValueError, RecursionError):
         data = None
     edits = data.get(EDITS) if isinstance(data, dict) and len(data) == 1 else None

@@ -16,9 +16,9 @@ lane's deletion, `files` says its workspace went with it, so undoing the deletio
 
 from __future__ import annotations
 
-import json
 
 from git_lanes.errors import UnsupportedFormat
+from git_lanes.model import jsontext
 from git_lanes.model.frozen import Frozen, field
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
@@ -138,13 +138,13 @@ class OpEntry(Frozen):
             raise UnsupportedFormat(f"operation log entry is malformed: {type(exc).__name__} {exc}") from None
 
     def message(self) -> str:
-        return f"{self.description}\n\n{json.dumps(self.to_dict(), sort_keys=True, separators=(',', ':'))}\n"
+        return f"{self.description}\n\n{jsontext.dumps(self.to_dict(), sort_keys=True, separators=(',', ':'))}\n"
 
     @classmethod
     def from_message(cls, message: str, commit: str) -> OpEntry:
         _, _, body = message.partition("\n\n")
         try:
-            data = json.loads(body)
+            data = jsontext.loads(body)
         except ValueError:
             raise UnsupportedFormat(f"operation log commit {commit[:8]} holds no entry") from None
         return cls.from_dict(data, commit)

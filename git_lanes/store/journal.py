@@ -9,9 +9,10 @@ the refs they describe are not fsynced either); a torn last line is skipped by t
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 from collections.abc import Iterator
+
+from git_lanes.model import jsontext
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ class Journal:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             fcntl.flock(fd, fcntl.LOCK_EX)  # ours alone: nobody else opens this name
             self._fd = fd
-        os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+        os.write(self._fd, (jsontext.dumps(record, separators=(",", ":")) + "\n").encode())
 
     def close(self) -> None:
         """Done: the journal goes (removed before its lock is let go, so nobody takes it for an orphan)."""
@@ -73,7 +74,7 @@ def orphans(folder: str) -> Iterator[tuple[str, list[dict[str, Any]], int]]:
         records = []
         for line in data.split(b"\n"):
             try:
-                record = json.loads(line)
+                record = jsontext.loads(line)
             except ValueError:
                 continue  # a torn last line: the process died writing it, before what it announced
             if isinstance(record, dict):
