@@ -151,11 +151,18 @@ def _settle(store: Store, queue: AppendQueue, name: str, listener: Listener) -> 
 
 def _lead(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatures, alone: bool) -> Appended:
     """A holder's turn: its own op, then, unless `alone`, the queued ops in rounds while they keep coming."""
-    recover(store, queue)
+    from git_lanes.store.append_queue import JOURNAL
+
+    # One look at the folder begins the turn: a dead holder's round to settle, writers already waiting. (A
+    # writer that queues during this op is served next if others wait, else woken to take the lock itself.)
+    listed = queue.listing()
+    if JOURNAL in listed:
+        recover(store, queue)
+        listed = queue.listing()
     own: Appended | LanesError = _round(store, queue, fold, [("", op, signed)])[""]
-    if not alone:
+    if not alone and listed:
         try:
-            _serve(store, queue, fold)
+            _serve(store, queue, fold, listed)
         except Exception:  # noqa: BLE001 - the holder's op is in: serving others must not report it failed
             # What failed is left as it was: ops not applied stay queued (their writers apply them once the
             # lock is free), a round the ledger took is settled from its journal by the next holder.
@@ -165,8 +172,8 @@ def _lead(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
     return own
 
 
-def _serve(store: Store, queue: AppendQueue, fold: Fold) -> None:
-    waiting = _queued(store, queue, fold, BATCH - 1)
+def _serve(store: Store, queue: AppendQueue, fold: Fold, listed: list[str]) -> None:
+    waiting = _queued(store, queue, fold, BATCH - 1, listed)
     if not waiting:
         return  # nobody waits: a lone writer's turn ends with its op
     ear: Listener | None = queue.hear_arrivals()  # after the listing: an op put since is announced to it
@@ -191,9 +198,9 @@ def _serve(store: Store, queue: AppendQueue, fold: Fold) -> None:
             ear.close()
 
 
-def _queued(store: Store, queue: AppendQueue, fold: Fold, limit: int) -> Queued:
+def _queued(store: Store, queue: AppendQueue, fold: Fold, limit: int, listed: list[str] | None = None) -> Queued:
     waiting: Queued = []
-    for name, entry in queue.waiting(limit):
+    for name, entry in queue.waiting(limit, listed):
         if entry.get("fold") != _identity(fold):
             continue  # another fold, or another git-lanes: its own writer applies it when it holds the lock
         if not queue.take(name):

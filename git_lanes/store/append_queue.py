@@ -196,13 +196,18 @@ class AppendQueue:
         return True
 
     # -- the holder's side -------------------------------------------------------------------------------
-    def waiting(self, limit: int) -> list[tuple[str, dict[str, Any]]]:
-        """Up to `limit` entries, oldest first, of writers that are alive. The entry of a process that is gone
-        is removed: it died before its op was applied, as if it had died waiting for the lock."""
+    def listing(self) -> list[str]:
+        """The folder's file names, in order (entries by arrival)."""
         try:
-            files = sorted(os.listdir(self.folder))
+            return sorted(os.listdir(self.folder))
         except FileNotFoundError:
             return []
+
+    def waiting(self, limit: int, listed: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """Up to `limit` entries, oldest first, of writers that are alive (among `listed`, a `listing` taken
+        just before, if given). The entry of a process that is gone is removed: it died before its op was
+        applied, as if it had died waiting for the lock."""
+        files = self.listing() if listed is None else listed
         found: list[tuple[str, dict[str, Any]]] = []
         now = time.time()
         for file in files:

@@ -74,6 +74,7 @@ class Store(RefMoves, WorkspaceOps):
         self._logs_always: bool | None = None  # core.logAllRefUpdates=always, read on the first ref move
         self._lock_path = str(self.common_dir / "lanes.lock")  # taken on every append: built once
         self._identity_read: tuple[pygit2.Signature | None, float] = (None, -IDENTITY_REUSE_SECONDS)
+        self._queue: AppendQueue | None = None  # the append queue, made on the first append
 
     # -- locking ---------------------------------------------------------------------------------------
     # lock.py's own context managers, handed out as they are: a generator wrapped around each was one more
@@ -86,9 +87,11 @@ class Store(RefMoves, WorkspaceOps):
         return lock.exclusive_if_free(self._lock_path)
 
     def append_queue(self) -> AppendQueue:
-        from git_lanes.store.append_queue import AppendQueue  # loaded by the first append, not by readers
+        if self._queue is None:
+            from git_lanes.store.append_queue import AppendQueue  # loaded by the first append, not by readers
 
-        return AppendQueue(self.common_dir)
+            self._queue = AppendQueue(self.common_dir)
+        return self._queue
 
     # -- config ----------------------------------------------------------------------------------------
     def config_get(self, key: str) -> str | None:
