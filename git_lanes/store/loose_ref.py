@@ -9,6 +9,8 @@ and this code all take the same `<ref>.lock`, they exclude each other on the ref
 `move` handles only the plain case: one existing ref, not symbolic, loose or packed (the loose file written
 over a packed ref wins, as when git or libgit2 update one), not what HEAD points to (libgit2 would log HEAD
 too). Anything else raises `Unusual` with nothing changed and the lock let go, and the caller runs libgit2.
+A lock found taken is retried as git retries it (`Backoff`): git's housekeeping (`git pack-refs`, `git reflog
+expire`, `git gc --auto`) holds our ref's lock for moments, and git's own writers wait that out.
 The reflog line is byte for byte the one libgit2 writes (`serialize_reflog_entry` in refdb_fs.c), with the
 identity libgit2's reflog uses (`git_reference__log_signature`), which the caller passes in."""
 
@@ -28,6 +30,10 @@ Identity = tuple[bytes, bytes, int, int]
 _HEX = frozenset("0123456789abcdef")
 _SPACE = b" \t\n\v\f\r"  # git__isspace, what libgit2's git_str_rtrim strips
 _FILE_MODE = 0o666  # GIT_REFS_FILE_MODE and GIT_REFLOG_FILE_MODE, less the umask
+_BACKOFF_MAX = 1000  # BACKOFF_MAX_MULTIPLIER: no single sleep longer than a second
+# git's defaults for core.filesRefLockTimeout and core.packedRefsTimeout (git-config(1)), in milliseconds
+REF_LOCK_TIMEOUT_MS = 100
+PACKED_REFS_TIMEOUT_MS = 1000
 
 
 class Unusual(Exception):
@@ -44,13 +50,14 @@ class LockTaken(Exception):
 
 
 def move(common_dir: str, name: str, new: str, old: str, message: str, identity: Callable[[], Identity],
-         log: bool) -> None:
+         log: bool, patience: Callable[[], int] | None = None) -> None:
     """Move `name` from `old` to `new` under `<name>.lock`, appending a reflog line when `log`. Conflict
-    (stale_ref, as the libgit2 path raises it) when the ref is not at `old`; LockTaken when the lock exists;
-    Unusual when libgit2 should do it."""
+    (stale_ref, as the libgit2 path raises it) when the ref is not at `old`; LockTaken when the lock exists
+    (for `patience()` milliseconds, asked only then: git's core.filesRefLockTimeout); Unusual when libgit2
+    should do it."""
     path = os.path.join(common_dir, name)
     lock = path + ".lock"
-    fd = _take(lock)
+    fd = _take_patiently(lock, patience)
     try:
         current = _read(common_dir, name, path)
         if current != old:
@@ -89,6 +96,45 @@ def reflog_line(old: str, new: str, who: Identity, message: str) -> bytes:
     if b"\n" in line[:-2]:
         line = line[:-2].replace(b"\n", b" ") + line[-2:]
     return line.rstrip(_SPACE) + b"\n"
+
+
+class Backoff:
+    """git's wait for a taken lock (`lock_file_timeout` in lockfile.c): sleeps of about 1, 4, 9, 16… ms (each
+    ±25 %, at most 1 s) until `timeout_ms` has been slept; 0 means no wait, a negative value waits for ever."""
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self._left = float(timeout_ms)
+        self._multiplier, self._n = 1, 1
+
+    def again(self) -> bool:
+        """Sleep before the next try; False (without sleeping) once the time is up."""
+        if self.timeout_ms >= 0 and self._left <= 0:
+            return False
+        wait_ms = self._multiplier * (750 + int.from_bytes(os.urandom(2), "little") % 500) / 1000
+        time.sleep(wait_ms / 1000)
+        self._left -= wait_ms
+        self._multiplier += 2 * self._n + 1  # (n + 1)² from n², as git steps it
+        if self._multiplier > _BACKOFF_MAX:
+            self._multiplier = _BACKOFF_MAX
+        else:
+            self._n += 1
+        return True
+
+
+def _take_patiently(lock: str, patience: Callable[[], int] | None) -> int:
+    try:
+        return _take(lock)
+    except LockTaken:
+        if patience is None:
+            raise
+        backoff = Backoff(patience())
+    while backoff.again():
+        try:
+            return _take(lock)
+        except LockTaken:
+            pass
+    raise LockTaken(lock)
 
 
 def _take(lock: str) -> int:

@@ -103,7 +103,7 @@ class RefMoves:
         for update in updates:
             if update.old is None and update.new is not None and stale.owned_ref(update.name):
                 reflogs.clear_orphans(self.common_dir, update.name, self.read_ref)
-        self._transact(updates)
+        self._transact_patiently(updates)
         # libgit2 leaves a deleted ref's reflog behind where git removes it; left there, reflogs beneath
         # `logs/refs/lanes/heads/a/` stop lane `a` from ever being created ("there are reflogs beneath").
         for update in updates:
@@ -128,7 +128,7 @@ class RefMoves:
             return False
         try:
             loose_ref.move(str(self.common_dir), update.name, update.new, update.old, update.message,
-                           self._reflog_identity, log=True)
+                           self._reflog_identity, log=True, patience=self._ref_lock_timeout)
         except loose_ref.Unusual:
             return False
         except (loose_ref.LockTaken, OSError) as exc:  # reported as libgit2's own failure is
@@ -145,6 +145,38 @@ class RefMoves:
             who = None
         self._identity_read = (who, time.monotonic())
         return who
+
+    def _ref_lock_timeout(self, packed: bool = False) -> int:
+        """How long git would keep trying a taken ref lock (or packed-refs' lock), in milliseconds:
+        core.filesRefLockTimeout (core.packedRefsTimeout), git's default where unset. Read only once a lock
+        is found taken, so an uncontended move reads no config."""
+        from git_lanes.store import loose_ref
+
+        key, default = ("core.packedRefsTimeout", loose_ref.PACKED_REFS_TIMEOUT_MS) if packed \
+            else ("core.filesRefLockTimeout", loose_ref.REF_LOCK_TIMEOUT_MS)
+        try:
+            return int(self.repo.config.get_int(key))
+        except (KeyError, ValueError, pygit2.GitError):  # unset, or a value git itself would refuse
+            return default
+
+    def _transact_patiently(self, updates: list[RefUpdate]) -> None:
+        """libgit2's transaction, retried while one of its locks (or packed-refs') is taken, as long as git
+        would wait for it: libgit2 gives up at once."""
+        from git_lanes.store import loose_ref
+
+        locks = [self.common_dir / f"{u.name}.lock" for u in updates]
+        backoff: loose_ref.Backoff | None = None
+        while True:
+            try:
+                return self._transact(updates)
+            except pygit2.GitError:
+                packed = (self.common_dir / "packed-refs.lock").exists()
+                if not packed and not any(lock.exists() for lock in locks):
+                    raise
+                if backoff is None:
+                    backoff = loose_ref.Backoff(self._ref_lock_timeout(packed))
+                if not backoff.again():
+                    raise
 
     def _reflog_identity(self) -> tuple[bytes, bytes, int, int]:
         """Who libgit2 names in a reflog line: the configured identity, else "unknown" (as

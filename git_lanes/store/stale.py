@@ -9,7 +9,15 @@ status` in a workspace refreshing the index, say) that holds it for moments. So 
 no process has it open and it has not changed over a short grace period; anything else is reported with
 the path, as git would. (One git command holds a lock closed for long: `git commit`, while its hooks run.
 A lane's workspace is committed with `git lanes commit`; the trunk's worktree, where people run `git
-commit`, is never cleared.)"""
+commit`, is never cleared.)
+
+git also holds a *ref's* lock closed: `git pack-refs` while it prunes the loose copy it packed (it read the
+ref, and deletes the file next), `git update-ref --stdin` from `prepare` to `commit`, any transaction of
+many refs. Deleting such a lock lets our move land and git then delete or overwrite the ref we moved. So a
+ref's lock is not cleared while a git process works in the repository (its working directory in one of the
+repository's worktrees or in its git dir), other than the `git` that runs us (`git lanes …`) and other
+`git lanes` commands' such `git`s. Writers first wait a taken ref lock out as git does (loose_ref.Backoff);
+only a lock still there after that comes here."""
 
 from __future__ import annotations
 
@@ -43,8 +51,13 @@ def clear_if_stale(lock: StrPath, worktree: Path | None = None) -> bool:
     """Delete `lock` if it was abandoned; True when it is gone now. Call with the writers' flock held.
     `worktree`: the lock is that worktree's index (or HEAD) lock, which a plain `git commit` running there
     holds *closed* while its hooks run: while any git process works in the worktree, it is live."""
-    if worktree is not None and git_running_in(worktree):
-        return False
+    if worktree is not None:
+        if git_running_in(worktree):
+            return False
+    elif os.path.isdir("/proc/self/fd"):  # elsewhere only an old lock is taken for abandoned (_held_open)
+        places = _repository_places(lock)
+        if places and git_running_in(*places):
+            return False
     try:
         before = os.stat(lock)
     except FileNotFoundError:
@@ -86,17 +99,19 @@ def retrying(action: Callable[[], T], locks: Iterable[Path], failure: type[Excep
     return action()
 
 
-def git_running_in(worktree: Path) -> bool:
-    """Whether a live `git` process has its working directory in `worktree` (as every git command run
-    there, and every hook it runs, has). Where /proc cannot tell, assume one is."""
+def git_running_in(worktree: Path, *more: Path) -> bool:
+    """Whether a live `git` process has its working directory in `worktree` or one of `more` (as every git
+    command run there, and every hook it runs, has). The `git` that runs us or another git-lanes command
+    (`git lanes …` waits for its `git-lanes` child) does not count. Where /proc cannot tell, assume one is."""
     from pathlib import Path
 
     proc = Path("/proc")
     if not (proc / "self" / "cwd").exists():
         return True
-    root = worktree.resolve()
+    roots = [place.resolve() for place in (worktree, *more)]
+    ours = _ancestors(proc)
     for pid in os.listdir(proc):
-        if not pid.isdigit() or pid == str(os.getpid()):
+        if not pid.isdigit() or pid in ours:
             continue
         try:
             if (proc / pid / "comm").read_text().strip() != "git":
@@ -104,9 +119,56 @@ def git_running_in(worktree: Path) -> bool:
             cwd = Path(os.readlink(proc / pid / "cwd"))
         except OSError:
             continue
-        if cwd == root or root in cwd.parents:
+        if any(cwd == root or root in cwd.parents for root in roots) and not _runs_lanes(proc, pid):
             return True
     return False
+
+
+def _ancestors(proc: Path) -> set[str]:
+    """This process and those it runs under."""
+    found, pid = set(), str(os.getpid())
+    while pid not in found and pid != "0":
+        found.add(pid)
+        try:
+            stat = (proc / pid / "stat").read_text()
+        except OSError:
+            break
+        pid = stat[stat.rindex(")") + 2:].split()[1]  # the parent's pid, after the command name and state
+    return found
+
+
+def _runs_lanes(proc: Path, pid: str) -> bool:
+    """Whether git process `pid` is only running a git-lanes command (its child), which takes ref locks
+    under the writers' flock as we do. False where the kernel does not list children."""
+    try:
+        children = (proc / pid / "task" / pid / "children").read_text().split()
+        # the script itself, or its interpreter with the script first (`#!/usr/bin/env python3`)
+        return any(os.path.basename(arg) == b"git-lanes"
+                   for child in children for arg in (proc / child / "cmdline").read_bytes().split(b"\0")[:2])
+    except OSError:
+        return False
+
+
+def _repository_places(lock: StrPath) -> list[Path]:
+    """Where a git process working on the repository whose git dir holds `lock` has its working directory:
+    the git dir, the main worktree and the linked ones. Empty where `lock` is in no git dir."""
+    from pathlib import Path
+
+    common = next((p for p in Path(os.path.abspath(lock)).parents
+                   if (p / "objects").is_dir() and (p / "HEAD").is_file()), None)
+    if common is None:
+        return []
+    places = [common, common.parent] if common.name == ".git" else [common]
+    try:
+        admins = os.listdir(common / "worktrees")
+    except OSError:
+        admins = []
+    for admin in admins:
+        try:
+            places.append(Path((common / "worktrees" / admin / "gitdir").read_text().strip()).parent)
+        except OSError:
+            continue
+    return places
 
 
 def _held_open(path: StrPath, mtime: float) -> bool:
