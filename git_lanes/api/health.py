@@ -149,6 +149,26 @@ def _unreadable(path: str, message: str) -> str:
     return f"{quoted(path)} ({why})"
 
 
+@check("queue")
+def _queue(api: Any, where: Where) -> list[dict[str, Any]]:
+    from git_lanes.api.upkeep import clear_queue, queue_leftovers
+    from git_lanes.store.append_queue import STALE_SECONDS
+
+    found = queue_leftovers(api.ctx.store)
+    if not found.files():
+        return [finding("ok", "the ledger's append queue holds nothing a killed process left")]
+    parts = [f"entries of writers that are gone: {_some(list(found.dead))}"] if found.dead else []
+    if found.stale:
+        parts.append(f"files nobody came for in {STALE_SECONDS / 60:.0f} minutes: {_some(list(found.stale))}")
+    if found.journal:
+        parts.append("the round journal (batch) of a holder that died")
+    return [finding("warn", f"the ledger's append queue (lanes-queue) holds what no live process owns: "
+                            f"{'; '.join(parts)}",
+                    "killed git-lanes processes left them: --fix (or `git lanes gc`) removes them, as the next "
+                    "ledger append would, settling a journal's ops first",
+                    repair=lambda: clear_queue(api.ctx.store))]
+
+
 @check("workspaces")
 def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
     ctx = api.ctx

@@ -15,6 +15,8 @@ from git_lanes.store import RefUpdate, lock
 if TYPE_CHECKING:
     # gc's domain loads inside its methods: no other command needs it (test_startup_imports).
     from git_lanes.domain import upkeep
+    from git_lanes.store import Store
+    from git_lanes.store.queue_leftovers import Leftovers
 
 
 class UpkeepApi:
@@ -41,7 +43,8 @@ class UpkeepApi:
         found = upkeep.find(self.ctx, cutoff, self._ended_runs())
         report: dict[str, Any] = {"dry_run": dry_run, "older_than": older_than, "cutoff": cutoff,
                                   "removed": found.to_dict(), "kept": found.kept, "notes_removed": 0,
-                                  "tombstones": 0, "bytes_before": housekeeping.object_bytes(self.ctx.store)}
+                                  "tombstones": 0, "queue": queue_report(queue_leftovers(self.ctx.store)),
+                                  "bytes_before": housekeeping.object_bytes(self.ctx.store)}
         if dry_run:
             return report | {"bytes_after": None, "bytes_freed": None}
         travelling = [{"ref": e["ref"], "oid": e["oid"]} for e in found.refs() if e["ref"].startswith(upkeep.TRAVELLING)]
@@ -51,6 +54,7 @@ class UpkeepApi:
                                                 {"refs": travelling})["pruned"]
         with self._writing() as ctx:
             report["removed"], report["notes_removed"] = self._remove(ctx, found)
+        report["queue"] = clear_queue(self.ctx.store)
         with ExitStack() as held:
             held.enter_context(self.ctx.store.locked())
             held.enter_context(lock.exclusive(self.ctx.store.common_dir / RUNS_LOCK))
@@ -115,3 +119,30 @@ def _tracking_copies(ctx: Context, ref: str, oid: str) -> list[RefUpdate]:
     return [RefUpdate(name, None, oid, "lanes: gc (remote copy)")
             for name, found in ctx.store.list_refs(refs.REMOTE_PREFIX).items()
             if found == oid and name.endswith("/" + tail) and name.count("/") == tail.count("/") + 3]
+
+
+def queue_leftovers(store: Store) -> Leftovers:
+    """What the ledger's append queue holds that no live process owns (store/queue_leftovers.py); its round
+    journal only when no holder is at work (the writers' lock is free)."""
+    from git_lanes.store import queue_leftovers as leftovers
+
+    with store.locked_if_free() as free:
+        return leftovers.survey(store.common_dir, holder_gone=free)
+
+
+def clear_queue(store: Store) -> dict[str, Any]:
+    """Under the writers' lock: settle a dead holder's round journal as the next append would (its ops'
+    waiters get their outcomes), then remove the entries of writers that are gone and the stale files."""
+    from git_lanes.ledger.combine import recover
+    from git_lanes.store import queue_leftovers as leftovers
+
+    with store.locked():
+        journal = leftovers.survey(store.common_dir, holder_gone=True).journal
+        if journal:
+            recover(store, store.append_queue())
+        gone = leftovers.clear(store.common_dir)
+    return queue_report(gone) | {"journal": journal}
+
+
+def queue_report(found: Leftovers) -> dict[str, Any]:
+    return {"dead_entries": list(found.dead), "stale_files": list(found.stale), "journal": found.journal}

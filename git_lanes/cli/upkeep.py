@@ -31,6 +31,9 @@ def gc(dry_run: bool, older_than: str, as_json: bool) -> None:
     Pruned refs that travel (rejected states, run logs) leave a tombstone in the ledger, so the next sync
     deletes them on the remote too instead of bringing them back. A workspace holding edits no state holds is
     kept and listed. `--older-than 0` prunes unreferenced objects at once: do not run it while agents write.
+    gc also removes what killed processes left in the ledger's append queue (.git/lanes-queue), by the
+    queue's own rules whatever AGE says: entries of writers that are gone, outcomes nobody came for and
+    half-written files after 10 minutes; a dead holder's round journal is settled first.
 
     \b
     Example:
@@ -46,6 +49,13 @@ def gc(dry_run: bool, older_than: str, as_json: bool) -> None:
             + (" …" if len(removed[kind]) > 8 else "") if removed[kind] else "")
             for kind in ("rejected", "superseded", "backups", "runs", "workspaces")]
         lines += [f"kept {k['path']}: {k['reason']} ({k['hint']})" for k in r["kept"]]
+        queue = r["queue"]
+        left = queue["dead_entries"] + queue["stale_files"]
+        if left:
+            lines.append(f"{verb} {len(left)} append queue leftovers: " + ", ".join(left[:8])
+                         + (" …" if len(left) > 8 else ""))
+        if queue["journal"]:
+            lines.append(("would settle" if r["dry_run"] else "settled") + " the round journal of a holder that died")
         if not r["dry_run"]:
             lines.append(f"freed {_size(r['bytes_freed'])} ({_size(r['bytes_before'])} -> {_size(r['bytes_after'])})")
         return "\n".join(lines)

@@ -1,0 +1,68 @@
+"""What the ledger's append queue (`<common git dir>/lanes-queue/`, append_queue.py) holds that no live
+process owns, judged by the queue's own rules, for `doctor` to report and `gc` to remove.
+
+The queue cleans up after itself, but only when someone appends: a holder drops the entries of writers that
+are gone and outcomes nobody came for once they are `STALE_SECONDS` old, and settles the round journal of a
+holder that died. In a repository nobody appends to any more, what a killed process left stays. These
+functions apply the same rules on demand: an entry whose writer is alive, and an outcome or a half-written file
+younger than the queue's stale age, are never touched."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+# The queue's own rules, not copies of them: its liveness test and its stale age.
+from git_lanes.store.append_queue import JOURNAL, STALE_SECONDS, AppendQueue, _alive
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """File names in the queue's folder."""
+
+    dead: tuple[str, ...] = ()  # entries (`.op`, `.taken`) of writers that are gone
+    stale: tuple[str, ...] = ()  # outcomes (`.done`) nobody came for, half-written `.tmp` files, once old
+    journal: bool = False  # a round journal (`batch`) whose holder is gone
+
+    def files(self) -> list[str]:
+        return [*self.dead, *self.stale, *([JOURNAL] if self.journal else [])]
+
+
+def survey(common_dir: str | os.PathLike[str], holder_gone: bool) -> Leftovers:
+    """What the queue holds that no live process owns. `holder_gone`: the caller holds the writers' lock, so a
+    journal there is a dead holder's (otherwise it is not reported: a live holder may be writing it)."""
+    queue = AppendQueue(common_dir)
+    try:
+        files = sorted(os.listdir(queue.folder))
+    except OSError:
+        return Leftovers()
+    now = time.time()
+    dead, stale = [], []
+    for file in files:
+        path = os.path.join(queue.folder, file)
+        if file.endswith((".done", ".tmp")):
+            try:
+                if now - os.stat(path).st_mtime > STALE_SECONDS:
+                    stale.append(file)
+            except OSError:
+                continue
+        elif file.endswith((".op", ".taken")):
+            entry = queue._read(path)
+            if not (isinstance(entry, dict) and _alive(entry.get("pid"))):
+                dead.append(file)
+    return Leftovers(tuple(dead), tuple(stale), holder_gone and JOURNAL in files)
+
+
+def clear(common_dir: str | os.PathLike[str]) -> Leftovers:
+    """Remove the dead writers' entries and the stale files, as the queue's next holder would (its own
+    `waiting`, over the whole queue), and return what went. Call with the writers' lock held. The journal is
+    not removed here: the ledger settles it (`ledger.combine.recover`), giving its ops' waiters their outcomes."""
+    found = survey(common_dir, holder_gone=False)
+    if not (found.dead or found.stale):
+        return Leftovers()
+    queue = AppendQueue(common_dir)
+    queue.waiting(sys.maxsize)
+    left = set(os.listdir(queue.folder)) if os.path.isdir(queue.folder) else set()
+    return Leftovers(tuple(f for f in found.dead if f not in left), tuple(f for f in found.stale if f not in left))
