@@ -132,6 +132,11 @@ def test_edits_that_name_no_record_path_fail_reads_clearly(lanes, repo):
     assert listed.code != 0 and "not record paths" in listed.err and "Traceback" not in listed.err
     doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
     assert doctor.code != 0 and "not record paths" in doctor.out + doctor.err and "Traceback" not in doctor.err
+    # doctor prints the error's hint: it says what to do, not "`git lanes doctor` reports it"
+    [found] = run_cli("doctor", "--check", "ledger", "--json", cwd=repo).json["checks"]
+    assert found["hint"] == (f"a newer git-lanes or a damaged peer wrote it: upgrade git-lanes on every machine; "
+                             f"`git show {commit[:8]}` shows the op and who made it, for them to repair the ledger "
+                             "they push")
 
 
 def test_a_record_a_peer_wrote_as_no_object_is_set_aside_by_listings(lanes, repo):

@@ -58,7 +58,9 @@ def resolve_ticket(state: Reader, prefix: str) -> str:
 def _get(state: Reader, path: str | None, what: str, item_id: object, hint: str) -> dict[str, Any]:
     record = state.get(path) if path is not None else None
     if record is None or path is None:
-        raise NotFound(f"no {what} {item_id!r}", code=f"unknown_{what}", hint=hint)
+        # worded as for a prefix that matches nothing: to whoever typed it, a whole id is one such prefix
+        shown = shown_id(item_id) if isinstance(item_id, str) else repr(item_id)
+        raise NotFound(f"no {what} matches {shown}", code=f"unknown_{what}", hint=hint)
     return stored.checked(path, record)
 
 

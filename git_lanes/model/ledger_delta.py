@@ -92,7 +92,7 @@ def materialize(commit: str | None, read: ReadCommit) -> Materialized:
             raise UnsupportedFormat(f"ledger commit {at[:8]} holds an op's edits, but not the commit they "
                                     "apply to: a shallow fetch cut the ledger's history, or a peer wrote it",
                                     hint="fetch the ledger whole: `git fetch --unshallow`, or fetch "
-                                    "refs/lanes/ledger without --depth; `git lanes doctor` reports it")
+                                    "refs/lanes/ledger without --depth")
         chain.append(edits)
         at = parent
     if chain:
@@ -123,11 +123,17 @@ def edits_of(message: str, commit: str) -> dict[str, Record | None] | None:
     edits = data.get(EDITS) if isinstance(data, dict) and len(data) == 1 else None
     if not isinstance(edits, dict):
         raise UnsupportedFormat(f"ledger commit {commit[:8]} holds a line after its op that is not its edits",
-                                hint="a peer's ledger holds it; `git lanes doctor` reports it")
+                                hint=_peer_hint(commit))
     if not all(_record_path(path) for path in edits):
         raise UnsupportedFormat(f"ledger commit {commit[:8]} holds edits that are not record paths",
-                                hint="a peer's ledger holds it; `git lanes doctor` reports it")
+                                hint=_peer_hint(commit))
     return edits
+
+
+def _peer_hint(commit: str) -> str:
+    # What to do, not where else it is reported: doctor prints this hint itself.
+    return (f"a newer git-lanes or a damaged peer wrote it: upgrade git-lanes on every machine; `git show "
+            f"{commit[:8]}` shows the op and who made it, for them to repair the ledger they push")
 
 
 def _record_path(path: object) -> bool:
