@@ -288,3 +288,35 @@ except AttributeError:
 def test_a_stale_owners_table_costs_no_method():
     proc = subprocess.run([sys.executable, "-c", STALE], capture_output=True, text=True)
     assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stderr
+
+
+RACE = """
+import sys, threading
+root, count = sys.argv[1], 8
+start, found, failed = threading.Barrier(count), [], []
+
+def first_use():
+    start.wait()
+    from git_lanes.api import Lanes
+    found.append(Lanes)
+    try:
+        Lanes(root).task_list()  # a method of a mixin not loaded yet: its descriptor loads it
+    except BaseException as exc:
+        failed.append(repr(exc)[:200])
+
+threads = [threading.Thread(target=first_use) for _ in range(count)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+import git_lanes.api as api
+print(len({id(lanes) for lanes in found}), all(lanes is api.Lanes for lanes in found), failed)
+"""
+
+
+def test_threads_that_first_use_lanes_at_once_share_one_class(repo):
+    """`Lanes` is made on first use: threads that ask for it at the same moment get the same class, whose
+    methods each of them can call (an instance of a second class made by the race had descriptors that loaded
+    their mixin into the other class and looked the name up again on themselves: RecursionError)."""
+    proc = subprocess.run([sys.executable, "-c", RACE, str(repo)], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "1 True []\n"), proc.stdout + proc.stderr

@@ -39,13 +39,23 @@ if TYPE_CHECKING:
                 OplogApi, DispatchApi):
         """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 else:
+    import _thread  # loaded with the interpreter: `threading` would cost the light sync an import
+
+    # Threads that first ask for `Lanes` at once must get one class: an instance of a second one would load
+    # its mixins into the first and look its own descriptor up again, for ever. Re-entrant: a module imported
+    # while `Lanes` is made may ask for it.
+    _MAKING = _thread.RLock()
+
     def __getattr__(name: str) -> Any:
         # `Lanes` is made on first use, not when the package loads: the light sync (api/sync_light.py) lives
         # in this package and needs none of CoreApi's imports (`re` and `enum` through model.ids, contextlib,
         # collections: ~7 ms of a 110 ms sync).
         if name != "Lanes":
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        lanes = globals()["Lanes"] = _united()
+        with _MAKING:
+            lanes = globals().get("Lanes")
+            if lanes is None:
+                lanes = globals()["Lanes"] = _united()
         return lanes
 
     def _united() -> type:
