@@ -311,3 +311,21 @@ def test_a_queued_writers_refusal_is_its_answer_not_an_interruption(repo, monkey
             time.sleep(0.01)
     writer.join(timeout=60)
     assert [e.code for e in errors] == ["task_claimed"] and settled == []
+
+
+def test_a_holder_leaves_alone_the_op_of_a_writer_that_reads_another_outcome_format(repo):
+    """A release whose holder left the whole op (before 7f87c12) and one that leaves commit and result each
+    told the other's writers an op the ledger took had failed (InternalError: a caller that retries it
+    applies it twice) when both ran from one install path, upgraded in place under a running MCP server.
+    Each entry names its outcome format: a holder serves only its own, the rest apply their ops themselves."""
+    api = Lanes(repo)
+    api.board_post("first", "holder")
+    name = queue_op(api, "board.post", "older", {"text": "from an older release", "kind": "note", "to": None})
+    entry = Path(repo / ".git" / FOLDER / f"{name}.op")
+    kind = type(FOLD)
+    before = f"{kind.__module__}.{kind.__qualname__}@{sys.modules[kind.__module__].__file__}"  # 7f87c12^'s
+    entry.write_text(json.dumps({**json.loads(entry.read_text()), "fold": before}))
+    moves = len(reflog(repo))
+    api.board_post("second", "holder")
+    assert len(reflog(repo)) == moves + 1 and not reflog(repo)[-1].endswith("more")
+    assert f"{name}.op" in queue_files(repo) and f"{name}.done" not in queue_files(repo)

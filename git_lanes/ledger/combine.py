@@ -50,6 +50,10 @@ RECHECK_SECONDS = 0.05
 # How far back `recover` looks for a dead holder's ops when the ledger moved since (a sync replayed them).
 RECOVER_DEPTH = 1024
 
+# What a holder leaves a waiter (`_round`'s outcomes: commit and result since 7f87c12, the whole op before),
+# named in every entry: a holder serves only writers that read what it writes. Bump it when that changes.
+OUTCOME_FORMAT = 2
+
 Queued = list[tuple[str, Op, "Signatures"]]
 
 
@@ -338,10 +342,13 @@ def _error(refusal: dict[str, Any]) -> LanesError:
 
 
 def _identity(fold: Fold) -> str:
-    """The fold's class and the file it is defined in: a writer of another install (another version, say)
-    decides its ops by its own rules, so its ops are its own to apply."""
+    """The fold's class, the file it is defined in and OUTCOME_FORMAT: a writer of another install (another
+    version, say) decides its ops by its own rules and reads its own outcomes, so its ops are its own to apply.
+    The file alone does not tell releases apart: an install upgraded in place keeps its paths, while a
+    long-lived face (an MCP server) still runs the release it started with."""
     kind = type(fold)
-    return f"{kind.__module__}.{kind.__qualname__}@{getattr(sys.modules.get(kind.__module__), '__file__', '')}"
+    file = getattr(sys.modules.get(kind.__module__), "__file__", "")
+    return f"{kind.__module__}.{kind.__qualname__}@{file}#{OUTCOME_FORMAT}"
 
 
 def _reflog_message(applied: list[Op]) -> str:
