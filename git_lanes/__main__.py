@@ -6,12 +6,26 @@ from __future__ import annotations
 import sys
 
 
+# The exit code of a command stopped by Ctrl-C, wherever it was: the shell's own for SIGINT, as
+# cli/output.run gives it once the command runs.
+INTERRUPTED = 130
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
         from git_lanes.hooks import main as hook_main
 
         sys.exit(hook_main(args[1:]))
+    try:
+        _command(args)
+    except KeyboardInterrupt:
+        # Ctrl-C while the interpreter loads the command (click, pygit2: ~100 ms, seconds on a busy machine),
+        # before its own handler is in place: the same quiet exit, not a traceback.
+        sys.exit(INTERRUPTED)
+
+
+def _command(args: list[str]) -> None:
     if args[:1] == ["sync"]:  # with nothing to replay, a sync needs neither click nor pygit2 (git_lanes.lite)
         import gc
 

@@ -395,3 +395,33 @@ def test_a_lane_name_that_is_a_folder_of_another_is_refused(repo):
     fails("lane", "create", "x", cwd=repo, code="lane_name_clash")
     assert repository_state(repo) == before
     ok("lane", "create", "ab", cwd=repo)
+
+
+# Runs `git-lanes ARGS` with a Ctrl-C arriving as MODULE is imported (`-c PROGRAM MODULE ARGS...`): the moment
+# a real Ctrl-C most often lands, while the interpreter loads click and pygit2.
+INTERRUPTED_AT_IMPORT = """
+import builtins, sys
+target = sys.argv.pop(1)
+real = builtins.__import__
+def interrupted(name, *args, **kwargs):
+    if name == target:
+        raise KeyboardInterrupt
+    return real(name, *args, **kwargs)
+builtins.__import__ = interrupted
+sys.argv[0] = "git-lanes"
+from git_lanes.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("module", "args"), [
+    ("git_lanes.cli", ["task", "list"]),  # before click: a traceback and death by SIGINT before
+    ("git_lanes.cli.output", ["task", "list", "--json"]),  # as click loads the command: "Aborted!", exit 1
+    ("git_lanes.api.sync_light", ["sync"]),  # the light sync, before its own handler
+])
+def test_ctrl_c_while_a_command_loads_exits_130_quietly_as_once_it_runs(repo, module, args):
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_AT_IMPORT, module, *args], cwd=repo,
+                          capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (130, "", ""), proc.stderr

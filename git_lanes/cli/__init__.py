@@ -228,7 +228,9 @@ def main() -> None:
         # click would derive it from the prog name, which has a space in it.
         code = cli.main(args=args, prog_name="git lanes", complete_var="_GIT_LANES_COMPLETE",
                         standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            sys.exit(130)  # Ctrl-C while click loaded the command: as cli/output.run exits once it runs
         click.echo("Aborted!", err=True)
         sys.exit(1)
     except click.ClickException as exc:
