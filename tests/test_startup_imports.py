@@ -320,3 +320,10 @@ def test_threads_that_first_use_lanes_at_once_share_one_class(repo):
     their mixin into the other class and looked the name up again on themselves: RecursionError)."""
     proc = subprocess.run([sys.executable, "-c", RACE, str(repo)], capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout) == (0, "1 True []\n"), proc.stdout + proc.stderr
+
+
+def test_help_on_the_api_package_shows_lanes_before_its_first_use():
+    """`Lanes` is made on first use; `dir()` on the package, and so `help()` and pydoc, list it all the same."""
+    proc = subprocess.run([sys.executable, "-m", "pydoc", "git_lanes.api"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PAGER": "cat"})
+    assert proc.returncode == 0 and "class Lanes(" in proc.stdout, proc.stdout[-2000:] + proc.stderr

@@ -58,6 +58,10 @@ else:
                 lanes = globals()["Lanes"] = _united()
         return lanes
 
+    def __dir__() -> list[str]:
+        # `Lanes` before it is made too: `help()`, pydoc and `from … import *` checkers list what dir() says
+        return sorted({*globals(), "Lanes"})
+
     def _united() -> type:
         """`Lanes`: CoreApi, with a `_Deferred` for every attribute of the other mixins."""
         from git_lanes.api.core import CoreApi
