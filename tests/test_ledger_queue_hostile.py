@@ -108,10 +108,16 @@ def fifos_named_like_an_entry_and_the_journal(queue: Path, repo: Path) -> None:
     os.mkfifo(queue / JOURNAL)
 
 
+def links_to_an_endless_file_named_like_an_entry_and_the_journal(queue: Path, repo: Path) -> None:
+    (queue / f"{NAME}.op").symlink_to("/dev/zero")  # read to its end, it never ends
+    (queue / JOURNAL).symlink_to("/dev/zero")
+
+
 @pytest.mark.parametrize("stray", [
     a_directory_named_like_an_entry, a_directory_named_like_a_stale_outcome, a_directory_named_like_the_journal,
     a_journal_naming_no_commit, a_journal_naming_a_tree, a_journal_of_the_wrong_shape,
-    an_entry_of_a_live_process_that_is_no_op, junk_bytes, fifos_named_like_an_entry_and_the_journal])
+    an_entry_of_a_live_process_that_is_no_op, junk_bytes, fifos_named_like_an_entry_and_the_journal,
+    links_to_an_endless_file_named_like_an_entry_and_the_journal])
 def test_an_append_applies_its_op_once_and_says_so_whatever_lies_in_the_queue(repo, stray):
     queue = repo / ".git" / FOLDER
     queue.mkdir()

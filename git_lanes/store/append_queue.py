@@ -110,9 +110,10 @@ class AppendQueue:
 
     def _read(self, path: str) -> Any:
         # Gone, or not ours (what we write is renamed in whole): a directory, a file we may not read, junk;
-        # a FIFO named like an entry reads as empty rather than blocking.
+        # a FIFO named like an entry reads as empty rather than blocking, and a symbolic link (never ours)
+        # is not followed, to /dev/zero say, which would be read without end.
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except OSError:
             return None
         try:
