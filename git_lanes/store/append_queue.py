@@ -215,12 +215,17 @@ class AppendQueue:
             if file.endswith((".done", ".tmp")):  # an outcome nobody came for, a write its process died in
                 self._drop_stale(file, now)
             elif file.endswith((".op", ".taken")) and len(found) < limit:
-                entry = self._read(self._path(file))
-                if isinstance(entry, dict) and _alive(entry.get("pid")):
+                entry = self.live_entry(file)
+                if entry is not None:
                     found.append((file.rsplit(".", 1)[0], entry))
                 else:
                     self._unlink(self._path(file))
         return found
+
+    def live_entry(self, file: str) -> dict[str, Any] | None:
+        """The entry in `file` (an `.op` or `.taken` file name), if it is one and its writer is alive."""
+        entry = self._read(self._path(file))
+        return entry if isinstance(entry, dict) and _alive(entry.get("pid")) else None
 
     def take(self, name: str) -> bool:
         """Claim entry `name` to apply it: False when its writer took it back first."""

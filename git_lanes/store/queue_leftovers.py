@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 # The queue's own rules, not copies of them: its liveness test and its stale age.
-from git_lanes.store.append_queue import JOURNAL, STALE_SECONDS, AppendQueue, _alive
+from git_lanes.store.append_queue import JOURNAL, STALE_SECONDS, AppendQueue
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,8 @@ def survey(common_dir: str | os.PathLike[str], holder_gone: bool) -> Leftovers:
                     stale.append(file)
             except OSError:
                 continue
-        elif file.endswith((".op", ".taken")):
-            entry = queue._read(path)
-            if not (isinstance(entry, dict) and _alive(entry.get("pid"))):
-                dead.append(file)
+        elif file.endswith((".op", ".taken")) and queue.live_entry(file) is None:
+            dead.append(file)
     return Leftovers(tuple(dead), tuple(stale), holder_gone and JOURNAL in files)
 
 
