@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -13,6 +14,12 @@ from pathlib import Path
 import pytest
 
 PINNED_DATE = "2026-01-01T00:00:00+0000"
+
+# A suite started in the background without job control (`pytest &` in a script, nohup) inherits Ctrl-C
+# ignored, and hands that down to every process a test starts: git-lanes rightly keeps an ignored SIGINT
+# ignored, so the tests that interrupt a writer waited on it for good. Their writers get it at its default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
