@@ -151,6 +151,18 @@ def test_a_half_written_file_of_a_killed_process_is_removed_once_stale(repo):
     assert sorted(os.listdir(queue)) == [fresh.name]
 
 
+def queued_post(repo: Path, queue: AppendQueue, text: str) -> tuple[subprocess.Popen, list]:
+    """`board post TEXT` by agent w in its own process, once its entry is in the queue (the caller holds the
+    writers' lock); the process and the queue's listing."""
+    waiter = subprocess.Popen([sys.executable, "-m", "git_lanes", "board", "post", text, "--agent", "w"],
+                              cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (listed := queue.waiting(8)):
+        assert time.monotonic() < deadline and waiter.poll() is None
+        time.sleep(0.01)
+    return waiter, listed
+
+
 def test_a_writer_interrupted_after_a_holder_took_its_op_reports_the_op_done(repo):
     """Ctrl-C reaches a waiting writer while the holder is applying its op: it says the op is done (exit 0,
     its result), not interrupted, and leaves nothing behind; before, it exited 130 though the ledger held the
@@ -160,12 +172,7 @@ def test_a_writer_interrupted_after_a_holder_took_its_op_reports_the_op_done(rep
     api.board_post("first", "holder")
     queue = store.append_queue()
     with store.locked():
-        waiter = subprocess.Popen([sys.executable, "-m", "git_lanes", "board", "post", "late", "--agent", "w"],
-                                  cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not (listed := queue.waiting(8)):
-            assert time.monotonic() < deadline and waiter.poll() is None
-            time.sleep(0.01)
+        waiter, listed = queued_post(repo, queue, "late")
         [(name, entry)] = listed
         assert queue.take(name)  # this process is the holder now, in the middle of its round
         waiter.send_signal(signal.SIGINT)
@@ -184,12 +191,7 @@ def test_a_writer_interrupted_whose_holder_died_before_the_ledger_took_its_op_is
     store = api.ctx.store
     queue = store.append_queue()
     with store.locked():
-        waiter = subprocess.Popen([sys.executable, "-m", "git_lanes", "board", "post", "never", "--agent", "w"],
-                                  cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not (listed := queue.waiting(8)):
-            assert time.monotonic() < deadline and waiter.poll() is None
-            time.sleep(0.01)
+        waiter, listed = queued_post(repo, queue, "never")
         assert queue.take(listed[0][0])  # taken, and then this "holder" lets the lock go without a round
         waiter.send_signal(signal.SIGINT)
         time.sleep(0.3)

@@ -150,6 +150,18 @@ def test_a_lock_a_dead_process_left_is_cleared(store, repo, ledger, monkeypatch,
     assert bool(transactions) == (path == "libgit2")
 
 
+def _git_prepared(repo: Path, old: str, new: str) -> subprocess.Popen:
+    """`git update-ref --stdin` moving REF from `old` to `new`, stopped after `prepare`: it holds the ref's lock
+    (closed, as git keeps its locks) until it is sent "commit\n"."""
+    git_side = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert git_side.stdin is not None and git_side.stdout is not None
+    git_side.stdin.write(f"start\nupdate {REF} {new} {old}\nprepare\n")
+    git_side.stdin.flush()
+    assert git_side.stdout.readline() == "start: ok\n" and git_side.stdout.readline() == "prepare: ok\n"
+    return git_side
+
+
 def test_a_lock_held_for_a_plain_git_transaction_meets_the_same_answer_on_both_paths(store, repo, ledger,
                                                                                      monkeypatch):
     """`git update-ref --stdin` holding `<ref>.lock` through `prepare` (closed, as git keeps its locks) is
@@ -161,12 +173,7 @@ def test_a_lock_held_for_a_plain_git_transaction_meets_the_same_answer_on_both_p
             libgit2_only(monkeypatch)
         at = store.read_ref(REF)
         other = two if at != two else three
-        git_side = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert git_side.stdin is not None and git_side.stdout is not None
-        git_side.stdin.write(f"start\nupdate {REF} {other} {at}\nprepare\n")
-        git_side.stdin.flush()
-        assert git_side.stdout.readline() == "start: ok\n" and git_side.stdout.readline() == "prepare: ok\n"
+        git_side = _git_prepared(repo, at, other)
         mine = one if at != one else three
         try:
             store.update_refs([RefUpdate(REF, mine, at, f"{path} against git")])
@@ -533,12 +540,7 @@ def test_a_ref_lock_a_live_git_holds_closed_is_left_to_it(store, repo, ledger):
     while it prunes a packed ref's loose file): cleared as abandoned, git would then move or delete the ref
     under our move. Our move is refused instead, and git's commit goes through."""
     one, two, three = ledger
-    git_side = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert git_side.stdin is not None and git_side.stdout is not None
-    git_side.stdin.write(f"start\nupdate {REF} {two} {one}\nprepare\n")
-    git_side.stdin.flush()
-    assert git_side.stdout.readline() == "start: ok\n" and git_side.stdout.readline() == "prepare: ok\n"
+    git_side = _git_prepared(repo, one, two)
     try:
         with pytest.raises(Conflict) as raised:
             store.update_refs([RefUpdate(REF, three, one, "while git prepares")])
