@@ -93,6 +93,30 @@ def test_totals_saturate_instead_of_overflowing():
     assert json.loads(json.dumps(total.to_dict(), allow_nan=False)) == total.to_dict()
 
 
+def test_notes_an_older_version_wrote_above_the_bound_still_read_as_the_bound(api, repo: Path):
+    """Before the bound, `--wall-time 1e308` was accepted and stored: a repository holding such notes must read
+    fine (probe D8), so each figure reads as its bound, in every reader, and the proposal can be decided."""
+    api.lane_create("l1")
+    ws = workspace(repo, "l1")
+    stored = {"wall_time": 1e308, "cost_usd": 1e300, "tokens_in": 10**30, "api_calls": 10**12}
+    for n in range(3):
+        (ws / "x").write_text(f"{n}\n")
+        state = api.commit(f"step {n}", "ag1", lane="l1", auto_accept=n < 2)["to"]
+        record = json.loads(git("notes", "--ref", "lanes", "show", state, cwd=repo))
+        record["cost"] |= stored
+        git("notes", "--ref", "lanes", "add", "-f", "-m", json.dumps(record), state, cwd=repo)
+    history = api.history(lane="l1")
+    assert history.unreadable == () and len(history.transitions) == 3
+    assert {t.cost for t in history.transitions} == {Cost(tokens_in=MAX_TOKENS, api_calls=10**9,
+                                                          wall_time=MAX_SECONDS, cost_usd=MAX_USD)}
+    assert history.totals.wall_time == 3 * MAX_SECONDS and history.totals.tokens_in == 3 * MAX_TOKENS
+    for args in (("history",), ("lane", "show", "l1"), ("trace", "l1"), ("show", history.transitions[0].id)):
+        shown = run_cli(*args, "--json", cwd=repo)
+        assert shown.code == 0 and "warning" not in shown.err, (args, shown.err)
+    assert api.accept(history.transitions[0].id)["status"] == "accepted"
+    assert api.history(lane="l1").totals.count == 3
+
+
 def test_the_api_refuses_an_unbounded_cost(api):
     with pytest.raises(UserError) as caught:
         Cost(cost_usd=float("1e308"))

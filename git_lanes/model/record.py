@@ -159,6 +159,12 @@ class Record(Frozen):
         finally:
             _STORED.reset(token)
 
+    @staticmethod
+    def reading_stored() -> bool:
+        """Whether a record is being built from what a repository holds (inside `from_stored`): a bound the
+        model puts on new input may not hold for what an older git-lanes wrote, and must not hide it."""
+        return _STORED.get()
+
     @classmethod
     def decode(cls: type[R], data: Any, what: str, hint: str | None = None) -> R:
         """A record a repository holds and a peer may have written with anything in it (their notes and

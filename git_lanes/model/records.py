@@ -80,7 +80,9 @@ def _cost_error(name: str, value: object) -> UserError:
 
 
 class Cost(Record):
-    """What one transition cost. Each figure is bounded (D8), so totals stay finite."""
+    """What one transition cost. Each figure is bounded (D8), so totals stay finite. A figure a repository
+    already holds above its bound (an older git-lanes took `--wall-time 1e308`) reads as the bound: the
+    transition still shows, and its cost saturates as totals do."""
 
     tokens_in: Tokens = 0
     tokens_out: Tokens = 0
@@ -98,7 +100,9 @@ class Cost(Record):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value == value \
                     or value < 0 or value in (float("inf"), float("-inf")):
                 raise _cost_error(name, value)
-            if value > limit:
+            if value > limit and self.reading_stored():
+                object.__setattr__(self, name, type(value)(limit))
+            elif value > limit:
                 raise UserError(f"{name.replace('_', '-')} must be at most {limit:,}, got {value!r}",
                                 code="invalid_cost")
         super().__post_init__()
