@@ -199,6 +199,35 @@ def test_a_ledger_op_whose_text_was_cut_is_reported_and_skipped_not_fatal_for_ev
     fsck_clean(other)
 
 
+@pytest.mark.parametrize("replay", [False, True], ids=["fast-forward", "replay"])
+def test_a_cut_ledger_op_from_the_remote_fails_neither_the_sync_that_brings_it_nor_op_log(pair, tmp_path, replay):
+    """The operation log read every op a sync brought in, after the ledger had moved: a cut op from a peer
+    failed that sync on every machine (its push not made), and `op log` and `undo` from then on."""
+    machine, bare = pair
+    other = tmp_path / "other"
+    git("clone", "--quiet", str(bare), str(other), cwd=tmp_path)
+    Lanes.open_for_sync(other)[0].pull()
+    api = Lanes(machine)
+    api.task_create("before", actor="ag1")
+    head = git("rev-parse", "refs/lanes/ledger", cwd=machine).strip()
+    cut = git("commit-tree", "-p", head, "-m", 'ag1: create task "a', f"{head}^{{tree}}", cwd=machine).strip()
+    git("update-ref", "refs/lanes/ledger", cut, head, cwd=machine)
+    api.task_create("after", actor="ag1")
+    api.sync()
+    if replay:
+        Lanes(other).task_create("here", actor="ag2")
+
+    code, report = sync(other)
+    assert code == 0, report
+    assert sorted(task["title"] for task in Lanes(other).task_list()) == \
+        sorted(["before", "after"] + (["here"] if replay else []))
+    assert git("rev-parse", "refs/lanes/ledger", cwd=bare) == git("rev-parse", "refs/lanes/ledger", cwd=other)
+    assert cut in git("rev-list", "refs/lanes/ledger", cwd=other).split()
+    logged = run_cli("op", "log", "--json", cwd=other)
+    assert logged.code == 0 and logged.json[0]["description"].startswith("sync"), logged.err
+    assert sync(other)[0] == 0
+
+
 def test_a_remote_ref_name_that_is_not_utf8_is_refused_and_reported_as_strict_json(pair):
     machine, bare = pair
     plant(bare, "refs/lanes/heads/\udcffbad", git("rev-parse", "main", cwd=bare).strip())

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from git_lanes.domain import board, ports
-from git_lanes.errors import Conflict, Refused, UserError
+from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError
 from git_lanes.ledger import Op, Tx, last_change, make_op, read_op, state_at
 from git_lanes.store import Store
 
@@ -120,11 +120,18 @@ def _same(current: dict | None, expected: dict | None) -> bool:
 
 
 def ledger_ops(store: Store, head: str | None, limit: int) -> list[tuple[str, Op]]:
-    """(commit, op) for the newest `limit` ledger ops, newest first."""
+    """(commit, op) for the ledger ops among the newest `limit` ledger commits, newest first. A commit holding
+    no op this version reads (one an older git-lanes cut at a NUL, which sync reports and skips) is no
+    operation to list or undo: it is passed over, where it made `op log` and `undo` fail on every machine."""
     found = []
     commit = head
-    while commit is not None and len(found) < limit:
-        found.append((commit, read_op(store, commit)))
+    for _ in range(limit):
+        if commit is None:
+            break
+        try:
+            found.append((commit, read_op(store, commit)))
+        except UnsupportedFormat:
+            pass
         parents = store.commit_info(commit).parents
         commit = parents[0] if parents else None
     return found

@@ -20,6 +20,7 @@ from contextvars import ContextVar
 
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
+from git_lanes.errors import UnsupportedFormat
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
 from git_lanes.store import RefUpdate, journal
@@ -120,8 +121,14 @@ class Recorder:
         commit, steps = update.new, []
         while commit is not None and commit != update.old:
             info = self.ctx.store.commit_info(commit)  # read once: a sync may bring thousands of ops
-            op_id, op_type = op_identity(info.message, commit)
-            steps.append(LedgerStep(op_id, op_type, commit))
+            try:
+                op_id, op_type = op_identity(info.message, commit)
+                steps.append(LedgerStep(op_id, op_type, commit))
+            except UnsupportedFormat:
+                # A peer's commit that holds no op this version reads (one an older git-lanes cut at a NUL, or
+                # a newer format's): nothing an undo could reverse. The ref has already moved: failing here
+                # failed a sync that had done its work, on every machine the commit reached.
+                pass
             commit = info.parents[0] if info.parents else None
         self.ledger += reversed(steps)
 
