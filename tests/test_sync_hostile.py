@@ -146,6 +146,28 @@ def test_a_bad_ref_already_here_is_reported_and_every_workspace_still_catches_up
     assert os.path.isdir(workspace(machine, "victim"))
 
 
+def test_a_lane_here_named_as_lane_create_refuses_is_deleted_for_good_by_lane_delete(pair):
+    """What an older sync took (or plain git wrote): `lane delete HEAD` worked, but left a deletion marker named
+    HEAD, which every sync from then on refused and reported (exit 3)."""
+    machine, bare = pair
+    main = git("rev-parse", "main", cwd=machine).strip()
+    for name in ("HEAD", "-rf"):
+        git("update-ref", "--no-deref", f"refs/lanes/heads/{name}", main, cwd=machine)
+    code, report = sync(machine)
+    assert code == 3 and [i["ref"] for i in report["invalid"]] == ["refs/lanes/heads/-rf", "refs/lanes/heads/HEAD"]
+
+    for name in ("HEAD", "-rf"):
+        deleted = run_cli("lane", "delete", "--json", "--", name, cwd=machine)
+        assert deleted.code == 0, deleted.err
+        assert deleted.json["kept_at"].startswith(f"refs/lanes/backups/{name}/")  # kept here, where sync never looks
+        assert git("rev-parse", deleted.json["kept_at"], cwd=machine).strip() == main
+    assert git("for-each-ref", "refs/lanes/heads", "refs/lanes/deleted", cwd=machine) == ""
+    code, report = sync(machine)
+    assert code == 0 and report["invalid"] == [], report
+    assert git("for-each-ref", "refs/lanes/deleted", cwd=bare) == ""
+    fsck_clean(machine)
+
+
 @pytest.mark.parametrize("ref", ["refs/lanes/heads/sneaky", "refs/heads/main"])
 def test_a_peer_lane_whose_state_tracks_the_lanes_folder_is_refused(pair, ref):
     machine, bare = pair

@@ -9,6 +9,7 @@ from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, LanesError, NotFound, Refused, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
+from git_lanes.model.ids import LaneName, random_hex
 from git_lanes.model.names import validate_lane_name
 from git_lanes.model.text import is_text
 from git_lanes.store import RefUpdate
@@ -280,6 +281,11 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
             raise Refused(f"lane {name!r} has work not promoted into any other lane", code="unpromoted",
                           hint=f"promote it with `git lanes promote {name}`, or pass --force")
     graveyard = refs.deleted_ref(name)
+    if not LaneName.valid(name):
+        # A lane named as `lane create` refuses (HEAD, -rf: what an older sync took, or plain git wrote) has
+        # no deletion to send: sync refuses a marker of that name on every run. Its last head is kept where
+        # this machine keeps what only it needs, in a backup ref.
+        graveyard = f"{refs.BACKUPS}{name}/{random_hex(8)}"
     # One step at a time, each leaving a consistent repository if the process dies after it (libgit2 commits
     # a multi-ref transaction ref by ref, and deleting a ref deletes its reflog): the head is kept first;
     # the workspace goes before the lane, so a kill in between leaves a lane without a workspace, which

@@ -89,7 +89,8 @@ class LaneDetail(LaneInfo):
 
 
 class LaneDeleted(Record):
-    """A deleted lane: its last head, kept at `kept_at` (refs/lanes/deleted/), unsaved edits kept in `backup`
+    """A deleted lane: its last head, kept at `kept_at` (refs/lanes/deleted/; a backup ref for a name `lane
+    create` refuses, which an older sync took or plain git wrote, and no sync sends), unsaved edits kept in `backup`
     (with force), its pending proposals rejected and kept, and the ports it held given back."""
 
     lane: str
