@@ -14,8 +14,6 @@ entry of a dead process's journal from the moves that took effect."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from git_lanes.domain import lanes
@@ -24,6 +22,13 @@ from git_lanes.errors import UnsupportedFormat
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
 from git_lanes.store import RefUpdate, journal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from contextlib import AbstractContextManager
+    from contextvars import Token
+    from types import TracebackType
 
 TRACKED = (refs.LANE_HEADS, refs.PROPOSALS, refs.REJECTED, refs.DELETED, refs.BACKUPS)
 _ACTIVE: ContextVar[Recorder | None] = ContextVar("lanes_operation", default=None)
@@ -166,39 +171,66 @@ def _describe(message: str | None) -> str:
     return text[len("lanes: "):] if text.startswith("lanes: ") else text
 
 
-@contextmanager
 def operation(ctx: Context, description: str | None = None, actor: str | None = None, *,
-              locked: bool = False) -> Iterator[Recorder]:
+              locked: bool = False) -> Operation:
     """Record everything the body moves as one entry (or join the operation already running). `locked`:
     the caller holds the writers' lock, so the entry is appended without taking it again."""
-    active = _ACTIVE.get()
-    if active is not None:
-        yield active
-        return
-    recorder = Recorder(ctx, description, actor)
-    token = _ACTIVE.set(recorder)
-    failed = False
-    try:
-        with ctx.store.observing(recorder.observe, recorder.before):
-            yield recorder
-    except BaseException:
-        failed = True
-        raise
-    finally:
-        _ACTIVE.reset(token)
+    return Operation(ctx, description, actor, locked)
+
+
+class Operation:
+    """`operation`'s body, as a class rather than a contextlib generator: contextlib loads collections and
+    functools, ~3 ms of a light sync's start-up that nothing else on its path needs."""
+
+    def __init__(self, ctx: Context, description: str | None, actor: str | None, locked: bool) -> None:
+        self.ctx, self.description, self.actor, self.locked = ctx, description, actor, locked
+        self.recorder: Recorder | None = None  # None: joined the operation already running
+        self.token: Token[Recorder | None] | None = None
+        self.observing: AbstractContextManager[None] | None = None
+
+    def __enter__(self) -> Recorder:
+        active = _ACTIVE.get()
+        if active is not None:
+            return active
+        recorder = Recorder(self.ctx, self.description, self.actor)
+        token = _ACTIVE.set(recorder)
         try:
-            entry = recorder.entry()
-            if entry is not None:
-                if locked:
-                    append(ctx, entry)
-                else:
-                    with ctx.store.locked():
-                        append(ctx, entry)
-            if recorder.journal is not None:
-                recorder.journal.close()  # after the entry: a kill in between leaves one recover finds logged
-        except Exception:
-            if not failed:  # the operation's own error matters more than its record
+            observing = self.ctx.store.observing(recorder.observe, recorder.before)
+            observing.__enter__()
+        except BaseException:
+            _ACTIVE.reset(token)
+            raise
+        self.recorder, self.token, self.observing = recorder, token, observing
+        return recorder
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        recorder, token, observing = self.recorder, self.token, self.observing
+        if recorder is None or token is None or observing is None:
+            return
+        self.recorder = self.token = self.observing = None
+        failed = kind is not None
+        try:
+            try:
+                observing.__exit__(kind, error, trace)
+            except BaseException:
+                failed = True
                 raise
+        finally:
+            _ACTIVE.reset(token)
+            try:
+                entry = recorder.entry()
+                if entry is not None:
+                    if self.locked:
+                        append(self.ctx, entry)
+                    else:
+                        with self.ctx.store.locked():
+                            append(self.ctx, entry)
+                if recorder.journal is not None:
+                    recorder.journal.close()  # after the entry: a kill in between leaves one recover finds logged
+            except Exception:
+                if not failed:  # the operation's own error matters more than its record
+                    raise
 
 
 def files_moved(lane: str) -> None:

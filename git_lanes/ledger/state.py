@@ -7,7 +7,6 @@ is a clear error rather than a guess."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.model import jsontext
@@ -17,6 +16,7 @@ from git_lanes.model.ledger_delta import EMPTY, Materialized, overlaid_names
 
 TYPE_CHECKING = False  # the light sync path reads ledger state without loading pygit2, nor typing
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from git_lanes.store import Store

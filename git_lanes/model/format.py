@@ -3,12 +3,12 @@ major version it does not know with a clear error rather than a guess."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from git_lanes.errors import UnsupportedFormat
 
 TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 FORMAT_VERSION = 1

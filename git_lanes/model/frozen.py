@@ -19,7 +19,11 @@ and `replace()` are this module's, as `dataclasses` has them."""
 from __future__ import annotations
 
 import sys
-from operator import attrgetter
+
+try:  # the C module `operator` re-exports: `operator` itself costs a light sync ~0.3 ms of its start-up
+    from _operator import attrgetter
+except ImportError:  # pragma: no cover  # an implementation without it
+    from operator import attrgetter
 
 # Not `from typing import …`: the agent-hook path, which builds these records, never loads typing.
 TYPE_CHECKING = False

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
 
 from git_lanes.model import jsontext
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import contextmanager
 
 from git_lanes.errors import Conflict, UnsupportedFormat
 from git_lanes.store import gitfiles, light_log, reflogs, stale
@@ -20,9 +19,10 @@ from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from git_lanes.store.gitcli import StartedGit
+    from git_lanes.store.lock import Exclusive
     from git_lanes.store.objects import ObjectStore
 
 # Up to this many commits are read here (~0.2 ms each from a pack) rather than by `git rev-list` (~5 ms).
@@ -85,25 +85,15 @@ class LightStore(ObjectReads):
 
 
     # -- locking and observing ---------------------------------------------------------------------------
-    @contextmanager
-    def locked(self) -> Iterator[None]:
+    # Context managers handed out as objects, not contextlib generators: see store/lock.py.
+    def locked(self) -> Exclusive:
         from git_lanes.store import lock  # first taken once the fetch is in (fcntl, ~0.5 ms before it)
 
-        with lock.exclusive(os.path.join(self.common_dir, "lanes.lock")):
-            yield
+        return lock.exclusive(os.path.join(self.common_dir, "lanes.lock"))
 
-    @contextmanager
     def observing(self, observer: Callable[[list[RefUpdate]], None],
-                  before: Callable[[list[RefUpdate]], None] | None = None) -> Iterator[None]:
-        self._observers.append(observer)
-        if before is not None:
-            self._before.append(before)
-        try:
-            yield
-        finally:
-            self._observers.remove(observer)
-            if before is not None:
-                self._before.remove(before)
+                  before: Callable[[list[RefUpdate]], None] | None = None) -> _Observing:
+        return _Observing(self, observer, before)
 
     # -- config and identity -----------------------------------------------------------------------------
     def _read_config(self) -> dict[str, str]:
@@ -355,3 +345,21 @@ class LightStore(ObjectReads):
 
 def _short(oid: str | None) -> str:
     return oid[:8] if oid else "nothing"
+
+
+class _Observing:
+    """`LightStore.observing`'s body: `observer` (and `before`) see every ref update made meanwhile."""
+
+    def __init__(self, store: LightStore, observer: Callable[[list[RefUpdate]], None],
+                 before: Callable[[list[RefUpdate]], None] | None) -> None:
+        self.store, self.observer, self.before = store, observer, before
+
+    def __enter__(self) -> None:
+        self.store._observers.append(self.observer)
+        if self.before is not None:
+            self.store._before.append(self.before)
+
+    def __exit__(self, *_: object) -> None:
+        self.store._observers.remove(self.observer)
+        if self.before is not None:
+            self.store._before.remove(self.before)
