@@ -7,6 +7,7 @@ nothing and writes no backup ref)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,11 @@ def nested_repo(where: Path, name: str = "nested") -> str:
 def still_there(where: Path, commit: str) -> None:
     assert git("rev-parse", "HEAD", cwd=where).strip() == commit
     assert git("cat-file", "-t", commit, cwd=where).strip() == "commit"
+
+
+def kept_in(history: Path, commit: str) -> bool:
+    """`commit` is in the repository `history` (a git dir whose config names a work tree that moved away)."""
+    return git(f"--git-dir={history}", "--work-tree=.", "cat-file", "-t", commit, cwd=history).strip() == "commit"
 
 
 def refs_and_files(repo: Path, ws: Path) -> tuple[str, str]:
@@ -117,6 +123,63 @@ def test_a_real_submodule_keeps_its_unsaved_edits_through_restore_force(repo, tm
         deleted = lanes("lane", "delete", "l1", *force, "--json", cwd=repo)
         assert deleted.code == 1 and deleted.json["nested"] == ["vendor/sub"], deleted.err
     assert (ws / "vendor" / "sub" / "s.txt").read_text() == "unsaved edit\n"
+    fsck_clean(repo)
+
+
+def _submodule_with_local_history(repo: Path, tmp_path: Path) -> tuple[Path, Path, str]:
+    """Lane `l1` with a real submodule at vendor/sub holding a commit of its own nowhere else; returns the
+    workspace, the submodule's repository (in the workspace's private git dir) and that commit."""
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git("init", "--quiet", "-b", "main", cwd=upstream)
+    (upstream / "s.txt").write_text("v1\n")
+    git("add", ".", cwd=upstream)
+    git("commit", "--quiet", "-m", "s", cwd=upstream)
+    ws = make_lane(repo, "l1")
+    git("-c", "protocol.file.allow=always", "submodule", "add", "--quiet", str(upstream), "vendor/sub", cwd=ws)
+    assert auto_commit(ws, "add a submodule").code == 0
+    (ws / "vendor" / "sub" / "local.txt").write_text("local work\n")
+    git("add", "local.txt", cwd=ws / "vendor" / "sub")
+    git("commit", "--quiet", "-m", "local-only commit", cwd=ws / "vendor" / "sub")
+    local = git("rev-parse", "HEAD", cwd=ws / "vendor" / "sub").strip()
+    history = Path(git("rev-parse", "--absolute-git-dir", cwd=ws / "vendor" / "sub").strip())
+    assert history.is_relative_to(repo / ".git" / "worktrees")  # not in the work tree: its .git is a pointer
+    return ws, history, local
+
+
+def test_lane_delete_and_gc_keep_a_submodules_history_kept_in_the_workspaces_git_dir(repo, api, tmp_path):
+    """In a linked worktree `git submodule add` keeps the submodule's repository in the worktree's private
+    git dir (worktrees/<name>/modules/); its work tree's .git only points there. Moved out of the workspace
+    (as the refusal's hint says), deleted or deinitialised, the work tree left that history where lane delete
+    and gc removed it with the private dir: `git worktree remove` refuses a worktree with submodules for this."""
+    ws, history, local = _submodule_with_local_history(repo, tmp_path)
+    moved = tmp_path / "sub-moved"
+    (ws / "vendor" / "sub").rename(moved)
+    before = git("for-each-ref", cwd=repo)
+    for force in ((), ("--force",)):
+        deleted = lanes("lane", "delete", "l1", *force, "--json", cwd=repo)
+        assert deleted.code == 1 and deleted.json["error"] == "nested_repository", deleted.err
+        assert deleted.json["histories"] == [str(history)] and str(history) in deleted.json["hint"]
+    assert git("for-each-ref", cwd=repo) == before
+    assert kept_in(history, local)
+
+    moved.rename(ws / "vendor" / "sub")
+    git("submodule", "deinit", "--quiet", "--force", "vendor/sub", cwd=ws)  # the work tree goes, the gitlink stays
+    assert git("status", "--porcelain", cwd=ws) == ""
+    head = git("rev-parse", "refs/lanes/heads/l1", cwd=repo).strip()
+    git("update-ref", "-d", "refs/lanes/heads/l1", cwd=repo)  # deleted elsewhere: the deletion travelled
+    kept = api.gc(older_than=0)["kept"]
+    assert [(k["lane"], k["reason"], k["paths"]) for k in kept] == [("l1", "nested_repository", [str(history)])]
+    assert ws.exists() and kept_in(history, local)
+
+    git("update-ref", "refs/lanes/heads/l1", head, cwd=repo)
+    shutil.rmtree(ws)  # the workspace's folder deleted by hand: git's record of it, with the history, stays
+    deleted = lanes("lane", "delete", "l1", "--force", "--json", cwd=repo)
+    assert deleted.code == 1 and deleted.json["histories"] == [str(history)], deleted.err
+    assert kept_in(history, local) and git("rev-parse", "refs/lanes/heads/l1", cwd=repo).strip() == head
+    shutil.rmtree(history)  # once its owner has kept what they need
+    assert lanes("lane", "delete", "l1", "--force", cwd=repo).code == 0
+    assert git("worktree", "list", "--porcelain", cwd=repo).count("worktree ") == 1
     fsck_clean(repo)
 
 

@@ -184,6 +184,11 @@ def delete(name: str, force: bool, as_json: bool) -> None:
     lane, or proposals on it await a decision. The last head stays reachable from refs/lanes/deleted/NAME
     (a '/' in NAME written as %2F) and its reflog.
 
+    Refuses, even with --force, while the workspace holds a git repository of its own (a cloned
+    dependency, a submodule) or its private git dir holds a submodule's repository (kept there once the
+    submodule's files are moved out, deleted or deinitialised): no backup ref can hold their history, so
+    keep what you need of them and remove them yourself first, as `git worktree remove` asks.
+
     \b
     Example:
       git lanes lane delete feature/auth

@@ -254,15 +254,31 @@ def require_no_internal(ctx: Context, tree: str, what: str, hint: str | None = N
 def require_removable(ctx: Context, name: str, path: Path) -> None:
     """Refuse (with or without --force), before anything moves, to remove a workspace holding a git
     repository of its own: a cloned dependency or a submodule's work tree may hold the only copy of its
-    history, which no backup ref of ours can keep (`git worktree remove` refuses a submodule too). And
+    history, which no backup ref of ours can keep (`git worktree remove` refuses a submodule too), or whose
+    private git dir holds its submodules' repositories (there even once their work trees are gone). And
     refuse (exit 3) while another git command works there (a `git commit` holding its index lock)."""
     ctx.store.require_index_free(path)
     nested = ctx.store.nested_repositories(path)
+    require_no_histories(ctx, name, path, nested)
     if nested:
         raise Refused(f"the workspace of lane {name!r} holds git repositories of its own ({some(nested)}); "
                       "deleting it would delete their history, which git-lanes never does", code="nested_repository",
                       details={"nested": nested},
                       hint=f"move them out of {path} (or delete them yourself), then delete the lane again")
+
+
+def require_no_histories(ctx: Context, name: str, path: Path, nested: list[str]) -> None:
+    """Refuse to remove a workspace (present or deleted by hand) whose private git dir holds its submodules'
+    repositories: a submodule's work tree, moved out, deleted or deinitialised, leaves its history there."""
+    histories = ctx.store.submodule_histories(path)
+    if histories:
+        also = f" and {some(nested)} in {path}" if nested else ""
+        raise Refused(f"the workspace of lane {name!r} has submodules whose repositories git keeps in the "
+                      f"workspace's private git dir ({some(histories)}); deleting it would delete their history, "
+                      "which git-lanes never does", code="nested_repository",
+                      details={"nested": nested, "histories": histories},
+                      hint=f"keep what you need of them (push their commits, or copy them elsewhere), then remove "
+                           f"{some(histories)}{also} yourself and delete the lane again")
 
 
 def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str | None) -> dict:
@@ -280,6 +296,8 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
         if unpromoted(ctx, name):
             raise Refused(f"lane {name!r} has work not promoted into any other lane", code="unpromoted",
                           hint=f"promote it with `git lanes promote {name}`, or pass --force")
+    if path is None:  # its folder was removed by hand; git's record of it may still hold submodules
+        require_no_histories(ctx, name, default_workspace(ctx, name), [])
     graveyard = refs.deleted_ref(name)
     if not LaneName.valid(name):
         # A lane named as `lane create` refuses (HEAD, -rf: what an older sync took, or plain git wrote) has

@@ -112,9 +112,14 @@ def orphan_workspaces(ctx: Context, cutoff: float, found: Candidates) -> None:
             continue
         changed = ctx.store.changed_paths(worktree.path) if worktree.path.exists() else {}
         nested = ctx.store.nested_repositories(worktree.path) if worktree.path.is_dir() else []
+        histories = ctx.store.submodule_histories(worktree.path) if worktree.path.is_dir() else []
         if changed:
             found.kept.append(entry | {"reason": "unsaved_edits", "paths": sorted(changed)[:20],
                                        "hint": f"commit or copy them, then `git worktree remove {worktree.path}`"})
+        elif histories:  # its submodules' repositories, kept in its private git dir, would go with it
+            found.kept.append(entry | {"reason": "nested_repository", "paths": histories[:20],
+                                       "hint": "keep what you need of these submodule repositories, then remove "
+                                               "them yourself; the next gc removes the rest"})
         elif nested:  # a repository of its own may hold the only copy of its history: never deleted
             found.kept.append(entry | {"reason": "nested_repository", "paths": nested[:20],
                                        "hint": f"move them out of {worktree.path}; the next gc removes the rest"})

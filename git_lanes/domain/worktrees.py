@@ -105,7 +105,7 @@ def removable(ctx: Context, lane: str) -> tuple[Path | None, str | None]:
         return path, "trunk"
     if restore.has_unsaved(ctx, lane, path):
         return path, "unsaved"
-    if ctx.store.nested_repositories(path):
+    if ctx.store.nested_repositories(path) or ctx.store.submodule_histories(path):
         return path, "nested"
     return path, None
 

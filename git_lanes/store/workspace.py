@@ -14,7 +14,8 @@ from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.values import Worktree
-from git_lanes.store.worktree_add import add_detached_worktree, recorded_worktree, unfinished, worktree_admin_dir
+from git_lanes.store.worktree_add import (add_detached_worktree, recorded_worktree, submodule_histories, unfinished,
+                                         worktree_admin_dir)
 
 if TYPE_CHECKING:  # reading and carrying files load with the first command that does (not status, not lists)
     from collections.abc import Iterable
@@ -71,17 +72,24 @@ class WorkspaceOps:
         """Drop git's record of a worktree at `path` whose directory was deleted by hand (not locked with
         `git worktree lock`), so that making it again leaves one entry in `git worktree list`, not two."""
         path = Path(path)
+        for admin in self._missing_worktree_admins(path):
+            self._require_no_histories(path, admin)
+            shutil.rmtree(admin, ignore_errors=True)
+
+    def _missing_worktree_admins(self, path: Path) -> list[Path]:
+        """The private git dirs git keeps for a worktree at `path` whose folder is gone (unless locked)."""
         admins = self.common_dir / "worktrees"
         if path.exists() or not admins.is_dir():
-            return
-        target = path.resolve() / ".git"
+            return []
+        target, found = path.resolve() / ".git", []
         for admin in admins.iterdir():
             try:
                 recorded = Path((admin / "gitdir").read_text().strip())
             except OSError:
                 continue
             if recorded == target and not (admin / "locked").exists():
-                shutil.rmtree(admin, ignore_errors=True)
+                found.append(admin)
+        return found
 
     def add_worktree(self, path: Path, commit: str) -> None:
         # libgit2's add_worktree insists on creating a branch, and `git worktree add` leaves a HEAD fsck
@@ -101,6 +109,7 @@ class WorkspaceOps:
                           code="nested_repository", details={"nested": nested},
                           hint="move them out first; git-lanes never deletes a folder holding a .git")
         admin = worktree_admin_dir(path)
+        self._require_no_histories(path, admin)
         recorded = recorded_worktree(admin) if admin is not None else None
         if recorded is not None and recorded.resolve() != (path / ".git").resolve():
             # Its .git names another worktree's private dir: removing that would unregister the other one.
@@ -360,6 +369,23 @@ class WorkspaceOps:
         from git_lanes.store import checkout
 
         checkout.apply(self.worktree_files(path), plan)
+
+    def submodule_histories(self, path: Path) -> list[str]:
+        """The repositories of the submodules of the worktree at `path` that git keeps in its private git
+        dir: removing the worktree would delete them, whether or not their work trees are still there (or
+        the worktree's folder itself: its private dir stays until it is forgotten)."""
+        path = Path(path)
+        admins = [worktree_admin_dir(path)] if path.exists() else self._missing_worktree_admins(path)
+        return [str(found) for admin in admins for found in submodule_histories(admin)]
+
+    def _require_no_histories(self, path: Path, admin: Path | None) -> None:
+        histories = [str(found) for found in submodule_histories(admin)]
+        if histories:  # `git worktree remove` refuses too ("working trees containing submodules cannot be ...")
+            raise Refused(f"the private git dir of the worktree at {path} holds the repositories of its submodules "
+                          f"({', '.join(histories[:5])}): nothing was removed", code="nested_repository",
+                          details={"histories": histories},
+                          hint="keep what you need of them, then remove them yourself; git-lanes never deletes "
+                               "a repository's history")
 
     def nested_repositories(self, path: Path) -> list[str]:
         """Every folder inside the worktree at `path` that holds a `.git` of its own (a cloned dependency, a

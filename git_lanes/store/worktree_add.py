@@ -55,6 +55,22 @@ def worktree_admin_dir(path: Path) -> Path | None:
     return (path / pointer[len("gitdir: "):]).resolve()
 
 
+def submodule_histories(admin: Path | None) -> list[Path]:
+    """The submodules' repositories git keeps in a worktree's private dir (`modules/<name>`, where
+    `git submodule add` and `update --init` put them in a linked worktree). A submodule's work tree only
+    points there, so they stay when it is moved or deleted, and go with the private dir."""
+    if admin is None or not (admin / "modules").is_dir():
+        return []
+    found = []
+    for current, dirs, names in os.walk(admin / "modules"):
+        if "HEAD" in names and "objects" in dirs:
+            found.append(Path(current))
+            dirs[:] = []  # a submodule's own submodules live inside its repository
+        else:
+            dirs.sort()
+    return found
+
+
 def recorded_worktree(admin: Path) -> Path | None:
     """Where a worktree's private dir says its worktree's .git is (its `gitdir` file), or None."""
     try:
