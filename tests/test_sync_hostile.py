@@ -4,6 +4,7 @@ leaves it alone on both sides, and moves everything else. The trunk is only ever
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -139,11 +140,18 @@ def test_a_bad_ref_already_here_is_reported_and_every_workspace_still_catches_up
     code, report = sync(machine)
     assert code == 3
     assert [(i["ref"], i["side"]) for i in report["invalid"]] == [("refs/lanes/heads/victim", "local")]
-    assert "update-ref -d refs/lanes/heads/victim" in report["invalid"][0]["hint"]
     assert (workspace(machine, "feat") / "f.txt").read_text() == "f\n"
     shown = run_cli("lane", "show", "victim", "--json", cwd=machine)
     assert shown.code == 1 and shown.json["error"] == "invalid_lane_head", shown.err
     assert os.path.isdir(workspace(machine, "victim"))
+    # The repair both offer keeps the workspace a lane's: removing the ref (what they offered) left it to no
+    # lane, which neither `lane delete` nor `lane create` would then take.
+    held = git("rev-parse", "HEAD", cwd=workspace(machine, "victim")).strip()
+    repair = f"`git update-ref refs/lanes/heads/victim {held} {blob}`"
+    assert repair in report["invalid"][0]["hint"] and repair in shown.json["hint"]
+    git(*shlex.split(repair.strip("`"))[1:], cwd=machine)
+    assert run_cli("lane", "show", "victim", cwd=machine).code == 0
+    assert sync(machine)[0] == 0
 
 
 def test_a_lane_here_named_as_lane_create_refuses_is_deleted_for_good_by_lane_delete(pair):

@@ -53,9 +53,21 @@ def lane_head(ctx: Context, name: str) -> str:
     if kind != "commit":
         ref = refs.lane_ref(name, ctx.trunk)
         raise Refused(f"{ref} points at {('a ' + kind) if kind else 'a missing object'}, not a state",
-                      code="invalid_lane_head",
-                      hint=f"git-lanes never writes that; point it at a commit, or remove it: `git update-ref -d {ref}`")
+                      code="invalid_lane_head", hint=f"git-lanes never writes that; {head_repair(ctx, name)}")
     return head
+
+
+def head_repair(ctx: Context, name: str) -> str:
+    """How a person repairs lane `name` whose head is no commit (what an older sync took, or plain git
+    wrote), losing nothing: a lane with a workspace is pointed back at the state the workspace holds, since
+    removing the ref would leave that workspace to no lane, which no command then takes; any other is removed."""
+    ref = refs.lane_ref(name, ctx.trunk)
+    path, _ = workspace_state(ctx, name)
+    held = ctx.store.workspace_head(path) if path is not None else None
+    if held is not None and ctx.store.object_kind(held) == "commit":
+        return f"point it back at the state its workspace holds: " \
+               f"`git update-ref {ref} {held} {ctx.store.read_ref(ref)}`"
+    return f"point it at a commit, or remove it: `git update-ref -d {ref}`"
 
 
 def get_lane(ctx: Context, name: str) -> Lane:

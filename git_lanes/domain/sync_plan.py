@@ -83,6 +83,9 @@ def _screen(ctx: Context, remote: str, local: dict[str, str], fetched: dict[str,
         named = shown if shown == ref else f"$'{shown}'"  # bash's spelling of the bytes that are not UTF-8
         fix = f"git update-ref -d {named}" if side == "local" else f"git push {remote} :{named}"
         hint = f"nothing moved for it; someone with access removes it: `{fix}`"
+        if side == "local" and problem != _INTERNAL and _only_its_object(ctx, ref):
+            # a lane head here that is no commit may have a workspace: removing the ref would orphan it
+            hint = f"nothing moved for it; {lanes.head_repair(ctx, kind_of(ref, ctx.trunk)[1])}"
         if problem == _INTERNAL:  # the lane (or the trunk) holds work: keep it, drop only the paths
             hint = f"nothing moved for it; someone with access commits on top of it with those paths untracked " \
                    f"(`git rm -r --cached {refs.LANES_DIR}`; the files stay) and moves {shown} there"
@@ -90,6 +93,11 @@ def _screen(ctx: Context, remote: str, local: dict[str, str], fetched: dict[str,
     refused = {ref for _, ref, _, _ in problems}
     return ({r: o for r, o in local.items() if r not in refused},
             {r: o for r, o in fetched.items() if r not in refused})
+
+
+def _only_its_object(ctx: Context, ref: str) -> bool:
+    """True for a lane head here whose one fault is the object it points at (its name is a lane's)."""
+    return kind_of(ref, ctx.trunk)[0] == "lane" and ref_problem(ref, ctx.trunk, "commit") is None
 
 
 def _shown(text: str) -> str:
