@@ -199,3 +199,22 @@ def test_a_writer_interrupted_whose_holder_died_before_the_ledger_took_its_op_is
     assert waiter.returncode == 130
     assert ledger.ops_between(store, None, ledger_head(repo)) == []
     assert os.listdir(repo / ".git" / FOLDER) == []
+
+
+def test_a_file_where_the_queue_folder_goes_slows_appends_but_fails_none(repo):
+    """Something not a folder named like the queue (not ours to delete): a lone append and one that finds the
+    lock taken both land, the latter by waiting for the lock as it would without sockets; before, every
+    append failed with an internal error."""
+    blocker = repo / ".git" / FOLDER
+    blocker.write_text("someone's file\n")
+    assert run_cli("board", "post", "alone", "--agent", "a", cwd=repo).code == 0
+    store = Lanes(repo).ctx.store
+    with store.locked():
+        waiter = subprocess.Popen([sys.executable, "-m", "git_lanes", "board", "post", "queued", "--agent", "w"],
+                                  cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        assert waiter.poll() is None  # it waits for the lock
+    out, err = waiter.communicate(timeout=60)
+    assert (waiter.returncode, err) == (0, ""), out
+    assert posts(repo) == ["alone", "queued"]
+    assert blocker.read_text() == "someone's file\n"

@@ -126,3 +126,15 @@ def test_a_journal_while_a_holder_works_is_not_reported(repo: Path):
         holder.wait()
     assert result.code == 0 and [c["status"] for c in result.json["checks"]] == ["ok"], result.out
     assert (queue / "batch").exists()
+
+
+def test_doctor_names_a_file_where_the_queue_folder_goes_and_leaves_it(repo: Path):
+    blocker = repo / ".git" / "lanes-queue"
+    blocker.write_text("someone's file\n")
+    result = run_cli("doctor", "--check", "queue", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    [check] = result.json["checks"]
+    assert check["status"] == "warn" and "lanes-queue in the git directory is not a folder" in check["message"]
+    assert not check.get("fixable")
+    run_cli("doctor", "--check", "queue", "--fix", cwd=repo)
+    assert blocker.read_text() == "someone's file\n"

@@ -155,6 +155,12 @@ def _queue(api: Any, where: Where) -> list[dict[str, Any]]:
     from git_lanes.store.append_queue import STALE_SECONDS
 
     found = queue_leftovers(api.ctx.store)
+    if found.in_the_way:
+        return [finding("warn", "the ledger's append queue cannot be made: lanes-queue in the git directory is not a "
+                                "folder, so a ledger append that finds the lock taken waits for it instead of "
+                                "queueing (slower with many writers)",
+                        "the name is git-lanes' own: move that file away (`git rev-parse --git-common-dir` "
+                        "says where it is)")]
     if not found.files():
         return [finding("ok", "the ledger's append queue holds nothing a killed process left")]
     parts = [f"entries of writers that are gone: {_some(list(found.dead))}"] if found.dead else []

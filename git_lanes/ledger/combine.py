@@ -104,7 +104,12 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
             return _lead(store, queue, op, fold, signed, alone=False)
     settled = False  # the op's fate is known (an outcome read, or this writer applying it): nothing to take back
     try:
-        queue.put(name, {"op": op.to_dict(), "signed": store.exported_signatures(signed), "fold": _identity(fold)})
+        try:
+            queue.put(name, {"op": op.to_dict(), "signed": store.exported_signatures(signed), "fold": _identity(fold)})
+        except OSError:  # the queue's folder cannot take it (a file in its place, say): wait for the lock itself
+            settled = True
+            with _holding(store, queue, wait=True):
+                return _lead(store, queue, op, fold, signed, alone=False)
         queue.announce()
         while True:
             found = queue.outcome(name)

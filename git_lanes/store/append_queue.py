@@ -201,7 +201,7 @@ class AppendQueue:
         """The folder's file names, in order (entries by arrival)."""
         try:
             return sorted(os.listdir(self.folder))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # the latter: not ours in its place (doctor names it)
             return []
 
     def waiting(self, limit: int, listed: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
@@ -271,10 +271,7 @@ class AppendQueue:
         served, self._served = self._served, []
         for name in served:
             self._wake(name)
-        try:
-            files = sorted(n for n in os.listdir(self.folder) if n.endswith(".op"))
-        except FileNotFoundError:
-            return
+        files = [n for n in self.listing() if n.endswith(".op")]
         for file in files:
             if self._wake(file[:-3]):
                 return
@@ -303,6 +300,9 @@ def _sender() -> socket.socket:
         sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sender.setblocking(False)
         _SENDER.append(sender)
+        if _SENDER[0] is not sender:  # another thread made one first: it is the one everybody uses
+            _SENDER.remove(sender)
+            sender.close()
     return _SENDER[0]
 
 

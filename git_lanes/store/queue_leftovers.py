@@ -25,6 +25,7 @@ class Leftovers:
     dead: tuple[str, ...] = ()  # entries (`.op`, `.taken`) of writers that are gone
     stale: tuple[str, ...] = ()  # outcomes (`.done`) nobody came for, half-written `.tmp` files, once old
     journal: bool = False  # a round journal (`batch`) whose holder is gone
+    in_the_way: bool = False  # something not a folder holds the queue's name: writers wait for the lock instead
 
     def files(self) -> list[str]:
         return [*self.dead, *self.stale, *([JOURNAL] if self.journal else [])]
@@ -36,6 +37,8 @@ def survey(common_dir: str | os.PathLike[str], holder_gone: bool) -> Leftovers:
     queue = AppendQueue(common_dir)
     try:
         files = sorted(os.listdir(queue.folder))
+    except NotADirectoryError:
+        return Leftovers(in_the_way=True)
     except OSError:
         return Leftovers()
     now = time.time()
