@@ -206,6 +206,17 @@ API_TEXT = {
     "restore state": lambda api, repo, bad: api.restore("main" + bad, lane="l1"),
     "lane create source": lambda api, repo, bad: api.lane_create("l2", source="main" + bad),
     "diff": lambda api, repo, bad: api.diff("main", "l1" + bad),
+    # the ledger's: libgit2 ends a commit message at a NUL, and an op cut there has lost its JSON (probe D9)
+    "task title": lambda api, repo, bad: api.task_create(bad, actor="ag1"),
+    "task description": lambda api, repo, bad: api.task_create("t", actor="ag1", description=bad),
+    "task block reason": lambda api, repo, bad: api.task_block(api.task_create("t", actor="ag1").task, bad,
+                                                                actor="ag1"),
+    "task handoff note": lambda api, repo, bad: api.task_handoff(api.task_create("t", actor="ag1").task, "ag2",
+                                                                  actor="ag1", note=bad),
+    "ticket title": lambda api, repo, bad: api.ticket_open(bad, actor="ag1"),
+    "board post": lambda api, repo, bad: api.board_post(bad, "ag1"),
+    "board answer": lambda api, repo, bad: api.board_answer(api.board_post("q", "ag1", kind="question").post, bad,
+                                                             "ag2"),
 }
 
 
@@ -216,6 +227,8 @@ def test_text_through_the_api_is_refused_with_a_user_error_and_never_stored(api,
     with pytest.raises(LanesError) as refusal:  # a user error, or a revision not found
         API_TEXT[call](api, repo, "why " + bad)
     assert refusal.value.exit_code == 1 and not isinstance(refusal.value, InternalError), refusal.value
+    if call.startswith("task block"):
+        assert refusal.value.message.startswith("the reason "), refusal.value  # it said "the title"
     stored = git("log", "--all", "--notes=lanes", "--format=%B%N", cwd=repo)
     assert "\\ud" not in stored and "\\u0000" not in stored and "\x00" not in stored
 

@@ -172,7 +172,8 @@ def done(tx: Tx, op: Op) -> dict:
 
 def block(tx: Tx, op: Op) -> dict:
     task = get_task(tx, op.args.get("task"))
-    reason = validate_title(op.args.get("reason"), MAX_REASON) if op.args.get("reason") is not None else None
+    reason = validate_title(op.args.get("reason"), MAX_REASON, "the reason") \
+        if op.args.get("reason") is not None else None
     if not reason:
         raise UserError("say why the task is blocked (--reason)", code="empty_reason")
     if task["status"] in ("done", "blocked"):
