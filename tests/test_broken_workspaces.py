@@ -5,6 +5,7 @@ the printed repair works."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -160,6 +161,38 @@ def test_a_command_run_inside_a_broken_workspace_names_it_and_acts_on_nothing(re
     assert git("for-each-ref", cwd=repo) == before
     assert (l7 / "README.md").read_text() == "l7 unsaved\n" and (l7 / "n.txt").read_text() == "l7 new\n"
     assert git("status", "--porcelain", cwd=l7) == " M README.md\n?? n.txt\n"
+
+
+@pytest.mark.parametrize("damage", [break_by_symlink, break_by_foreign_pointer])
+def test_an_agent_of_the_lane_may_not_write_through_its_broken_workspace(repo, two, damage):
+    """The agent hook confines a run's writes to its lane's workspace: with l6's path a symlink to l7's
+    workspace, l6's run was let write l7's files (by either path), as the lane's own."""
+    from hook_helpers import decision, hook, write
+
+    l6, l7 = two
+    started = run_cli("run", "start", "--agent", "a6", "--lane", "l6", "--phase", "execute", cwd=repo)
+    assert started.code == 0, started.err
+    as_l6 = {"GIT_LANES_RUN": started.out.strip()}
+    verdict, _ = decision(hook("claude", "PreToolUse", write(repo, l6 / "README.md"), env=as_l6))
+    assert verdict == "allow"  # the precondition: its own workspace, whole, is writable
+    damage(l6, l7)
+    for target in (l7 / "README.md", l6 / "README.md", l6 / "new.txt"):
+        verdict, reason = decision(hook("claude", "PreToolUse", write(repo, target, f"t-{target.name}"), env=as_l6))
+        assert verdict == "deny" and "lane l6 is broken" in reason and "git lanes doctor" in reason, (target, reason)
+    assert (l7 / "README.md").read_text() == "l7 unsaved\n"
+
+
+def test_a_fifo_in_place_of_gits_worktree_record_is_broken_not_waited_on(repo, two):
+    """Every tool call's hook reads the lane's worktree record: a FIFO there held each reader waiting for a
+    writer (here, `lane list`) for good."""
+    l6, _ = two
+    record = Path(git("rev-parse", "--git-path", "gitdir", cwd=l6).strip())
+    assert record.read_text().strip() == str(l6 / ".git")  # the precondition: that is the file read
+    record.unlink()
+    os.mkfifo(record)
+    listed = run_cli("lane", "list", "--json", cwd=repo, timeout=30)
+    assert listed.code == 0, listed.err
+    assert "git has no record" in {row["name"]: row for row in listed.json}["l6"]["broken"]
 
 
 def test_gc_keeps_a_deleted_lanes_folder_whose_git_points_at_a_live_lanes_worktree(repo):

@@ -27,15 +27,18 @@ EPSILON = 1e-9
 
 class Place:
     """Where the call happens: the repository's main worktree, its common git dir, the run's own lane
-    workspace (None when it has none), the session's directory and the user's home.
+    workspace (None when it has none), the session's directory, the user's home, and why what stands at
+    the lane's workspace path is not its worktree (then `workspace` is None).
 
     (This module's helpers are plain slotted classes, not dataclasses: the hook path pays for every class it
     creates on each tool call.)"""
 
-    __slots__ = ("root", "common_dir", "workspace", "cwd", "home")
+    __slots__ = ("root", "common_dir", "workspace", "cwd", "home", "broken")
 
-    def __init__(self, root: str, common_dir: str, workspace: str | None, cwd: str, home: str | None = None) -> None:
+    def __init__(self, root: str, common_dir: str, workspace: str | None, cwd: str, home: str | None = None,
+                 broken: str | None = None) -> None:
         self.root, self.common_dir, self.workspace, self.cwd, self.home = root, common_dir, workspace, cwd, home
+        self.broken = broken
 
     @property
     def lanes_dir(self) -> str:
@@ -162,6 +165,9 @@ def _writes(check: _Check, line: ShellLine | None) -> str | None:
             (workspace != root or not _inside(path, lanes_dir))
         if not mine and _inside(path, root):
             where = "another lane's workspace" if _inside(path, lanes_dir) else "the main worktree"
+            if workspace is None and place.broken:
+                return (f"{path} is in {where}, and the workspace of run {state.id[:8]}'s lane {state.lane} is "
+                        f"broken: {place.broken}; `git lanes doctor` shows the repair")
             if workspace is None:
                 return f"{path} is in {where}, and run {state.id[:8]} has no lane workspace to write in"
             return f"{path} is in {where}, outside this run's lane workspace {workspace}"

@@ -124,12 +124,28 @@ def lane_at(repo: LightRepo, cwd: str) -> tuple[str | None, str | None]:
 
 
 def workspace_of(repo: LightRepo, lane: str | None) -> str | None:
+    return lane_workspace(repo, lane)[0]
+
+
+def lane_workspace(repo: LightRepo, lane: str | None) -> tuple[str | None, str | None]:
+    """(the lane's workspace here or None, why what stands at its path is not the lane's worktree or None).
+    A run's writes are confined to its workspace, so a path replaced by a symlink to another lane's workspace
+    (or a folder whose .git names another worktree) is no workspace: its writes would land in that lane."""
     if lane is None:
-        return None
+        return None, None
     if lane == repo.trunk:
-        return str(repo.root) if _main_on_trunk(repo) else None
-    path = repo.root / WORKSPACES_DIR / lane
-    return str(path) if (path / ".git").is_file() else None
+        return (repo.where.root if _main_on_trunk(repo) else None), None
+    path = os.path.join(repo.where.root, WORKSPACES_DIR, lane)
+    if not os.path.lexists(path):
+        return None, None
+    problem = gitfiles.worktree_problem(repo.where.root, repo.where.common_dir, path)
+    if problem is None:
+        return path, None
+    # As the lanes' own reading (domain.lanes.workspace_state): one being made, or an empty folder, is none.
+    if gitfiles.worktree_unfinished(path) or (os.path.isdir(path) and not os.path.islink(path)
+                                              and not os.listdir(path)):
+        return None, None
+    return None, problem
 
 
 def _main_on_trunk(repo: LightRepo) -> bool:
@@ -269,8 +285,9 @@ def pre_tool(event: HookEvent, now: float, exhausted: Callable[[LightRepo, str, 
             for extra in found:
                 state = runs.fold(state, hc.run, extra)
             events += found
-        place = admission.Place(str(hc.repo.root), str(hc.repo.common_dir), workspace_of(hc.repo, state.lane),
-                                event.cwd, event.home)
+        workspace, broken = lane_workspace(hc.repo, state.lane)
+        place = admission.Place(str(hc.repo.root), str(hc.repo.common_dir), workspace, event.cwd, event.home,
+                                broken)
         spend = admission.Spend(state.usage.cost_usd, day_spend(hc.repo, hc.run, state, now))
         writes = bool(call.paths or call.command)
         ledger = steering.LedgerReader(hc.repo) if writes or state.lane or state.task else None

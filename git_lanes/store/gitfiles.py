@@ -72,6 +72,97 @@ def main_root(common_dir: str) -> str:
     return os.path.dirname(common_dir)
 
 
+# -- linked worktrees -------------------------------------------------------------------------------------
+# git marks a worktree it is still making with `locked: initializing`; git-lanes drafts its .git pointer under
+# this name first (see worktree_add).
+INITIALIZING = "initializing"
+POINTER_DRAFT = ".git.lanes-draft"
+
+
+def worktree_admin(path: str) -> str | None:
+    """The private git dir (resolved) that the .git file of the worktree at `path` names; None without one."""
+    named = _named_admin(path)
+    return None if named is None else os.path.realpath(named)
+
+
+def _named_admin(path: str) -> str | None:
+    """The private git dir the .git file at `path` names, as written (normalised, links not followed)."""
+    try:
+        pointer = _read_small(os.path.join(path, ".git")).strip()
+    except (OSError, ValueError):  # missing, a folder, unreadable, or not text
+        return None
+    if not pointer.startswith("gitdir: "):
+        return None
+    return os.path.normpath(os.path.join(path, pointer[len("gitdir: "):]))
+
+
+def _read_small(path: str) -> str:
+    """A file of one line that git writes (a worktree's pointers), without a text stream's set-up cost. A
+    FIFO planted in its place answers at once (nothing), never holds the hook waiting for a writer."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return os.read(descriptor, 1 << 16).decode()
+    finally:
+        os.close(descriptor)
+
+
+def worktree_unfinished(path: str) -> bool:
+    """A worktree at `path` that a killed creation left: its private git dir is missing or still marked."""
+    if os.path.exists(os.path.join(path, POINTER_DRAFT)):
+        return True
+    if not os.path.isfile(os.path.join(path, ".git")):
+        return False
+    admin = worktree_admin(path)
+    if admin is None or not os.path.isdir(admin):
+        # A creation killed before its admin dir was renamed into place leaves the pointer alone in the
+        # folder. With anything else there, it is someone's workspace whose record is elsewhere (a repository
+        # moved by hand, a .git edited): broken, reported, and never cleared away.
+        try:
+            return set(os.listdir(path)) <= {".git", POINTER_DRAFT}
+        except OSError:
+            return False
+    try:
+        return _read_text(os.path.join(admin, "locked")).strip() == INITIALIZING
+    except (OSError, ValueError):
+        return False
+
+
+def worktree_problem(root: str, common_dir: str, path: str) -> str | None:
+    """Why what stands at `path` (inside the main worktree `root`) is not the linked worktree git made for
+    `path`; None when it is. A folder replaced by a symlink to another lane's workspace, or a `.git` pointing
+    at another worktree, would make every command, and an agent's write gate, act on the wrong lane's files.
+    A handful of system calls: the agent hooks ask on every tool call. All paths absolute; `root` resolved."""
+    if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+        folder = root
+        for part in path[len(root):].strip(os.sep).split(os.sep):
+            folder = os.path.join(folder, part)
+            if os.path.islink(folder):
+                return f"{folder} is a symbolic link (to {os.readlink(folder)}), not the lane's worktree"
+    pointer = os.path.join(path, ".git")
+    if not os.path.isdir(path):
+        return f"{path} is not a folder"
+    if os.path.isdir(pointer):
+        return f"{path} holds a repository of its own, not a worktree of this one"
+    if not os.path.isfile(pointer):
+        return f"{path} has no .git file: its link to the repository is gone"
+    # Compared as written first: a path equal as written is the same file, and realpath (a system call per
+    # folder on the way) is paid only when they differ.
+    admin = _named_admin(path)
+    worktrees = os.path.join(common_dir, "worktrees")
+    if admin is None or not (os.path.dirname(admin) == worktrees and not os.path.islink(admin)
+                             or os.path.dirname(os.path.realpath(admin)) == os.path.realpath(worktrees)):
+        return f"{path}/.git does not point at a worktree of this repository"
+    try:
+        recorded = _read_small(os.path.join(admin, "gitdir")).strip()
+    except (OSError, ValueError):
+        recorded = ""
+    if not recorded:
+        return None if worktree_unfinished(path) else f"git has no record of the worktree {path}/.git points at"
+    if recorded != pointer and os.path.realpath(recorded) != os.path.realpath(pointer):
+        return f"{path}/.git belongs to the worktree at {os.path.dirname(recorded)}"
+    return None
+
+
 # -- config -----------------------------------------------------------------------------------------------
 _config_cache: dict[str, tuple[float, dict[str, str]]] = {}
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pygit2
 
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
-from git_lanes.store import stale
+from git_lanes.store import gitfiles, stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.values import Worktree
 from git_lanes.store.worktree_add import (add_detached_worktree, recorded_worktree, submodule_histories, unfinished,
@@ -162,28 +162,8 @@ class WorkspaceOps:
     def workspace_problem(self, path: Path) -> str | None:
         """Why what stands at `path` is not the linked worktree git made for `path` (None when it is). A
         folder replaced by a symlink to another lane's workspace, or a `.git` pointing at another worktree,
-        would make every command act on the wrong lane's files."""
-        path = Path(path)
-        for folder in [*reversed(path.parents), path]:
-            if (folder == self.root or self.root in folder.parents) and folder.is_symlink():
-                return f"{folder} is a symbolic link (to {os.readlink(folder)}), not the lane's worktree"
-        pointer = path / ".git"
-        if not path.is_dir():
-            return f"{path} is not a folder"
-        if pointer.is_dir():
-            return f"{path} holds a repository of its own, not a worktree of this one"
-        if not pointer.is_file():
-            return f"{path} has no .git file: its link to the repository is gone"
-        admin = worktree_admin_dir(path)
-        if admin is None or admin.parent != (self.common_dir / "worktrees").resolve():
-            return f"{path}/.git does not point at a worktree of this repository"
-        try:
-            recorded = Path((admin / "gitdir").read_text().strip())
-        except OSError:
-            return None if unfinished(path) else f"git has no record of the worktree {path}/.git points at"
-        if recorded.resolve() != pointer.resolve():
-            return f"{path}/.git belongs to the worktree at {recorded.parent}"
-        return None
+        would make every command act on the wrong lane's files (the agent hooks ask gitfiles the same)."""
+        return gitfiles.worktree_problem(str(self.root), str(self.common_dir), str(path))
 
     def _describe(self, path: Path, is_main: bool) -> Worktree:
         repo = self.repo if is_main else self.workspace_repo(path)

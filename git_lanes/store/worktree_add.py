@@ -13,10 +13,9 @@ import shutil
 from pathlib import Path
 
 from git_lanes.model.ids import random_hex
+from git_lanes.store import gitfiles
 from git_lanes.store.gitcli import run_git
-
-INITIALIZING = "initializing"
-POINTER_DRAFT = ".git.lanes-draft"
+from git_lanes.store.gitfiles import INITIALIZING, POINTER_DRAFT
 
 
 def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[str, str]) -> None:
@@ -46,13 +45,8 @@ def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[s
 
 def worktree_admin_dir(path: Path) -> Path | None:
     """The private git dir a worktree's .git file points to (None when there is no such pointer)."""
-    try:
-        pointer = (path / ".git").read_text().strip()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None
-    if not pointer.startswith("gitdir: "):
-        return None
-    return (path / pointer[len("gitdir: "):]).resolve()
+    admin = gitfiles.worktree_admin(str(path))
+    return None if admin is None else Path(admin)
 
 
 def submodule_histories(admin: Path | None) -> list[Path]:
@@ -81,20 +75,7 @@ def recorded_worktree(admin: Path) -> Path | None:
 
 def unfinished(path: Path) -> bool:
     """A worktree at `path` that a killed creation left: its private git dir is missing or still marked."""
-    if (path / POINTER_DRAFT).exists():
-        return True
-    if not (path / ".git").is_file():
-        return False
-    admin = worktree_admin_dir(path)
-    if admin is None or not admin.is_dir():
-        # A creation killed before its admin dir was renamed into place leaves the pointer alone in the
-        # folder. With anything else there, it is someone's workspace whose record is elsewhere (a repository
-        # moved by hand, a .git edited): broken, reported, and never cleared away.
-        return _pointer_alone(path)
-    try:
-        return (admin / "locked").read_text().strip() == INITIALIZING
-    except (FileNotFoundError, NotADirectoryError):
-        return False
+    return gitfiles.worktree_unfinished(str(path))
 
 
 def _sweep_drafts(staging: Path) -> None:
@@ -123,10 +104,3 @@ def _free_name(worktrees: Path, base: str) -> Path:
         number += 1
         candidate = worktrees / f"{base}{number}"
     return candidate
-
-
-def _pointer_alone(path: Path) -> bool:
-    try:
-        return set(os.listdir(path)) <= {".git", POINTER_DRAFT}
-    except OSError:
-        return False
