@@ -183,6 +183,22 @@ def test_lane_delete_and_gc_keep_a_submodules_history_kept_in_the_workspaces_git
     fsck_clean(repo)
 
 
+def test_a_prune_keeps_the_submodule_history_of_a_workspace_deleted_by_hand(repo, tmp_path):
+    """A workspace's folder deleted by hand leaves git's record of it, and there its submodules' history.
+    Removing any other workspace ran `git worktree prune`, which forgot that record with the history in it;
+    now such a record is locked first (git's own gc then keeps it too), saying why."""
+    ws, history, local = _submodule_with_local_history(repo, tmp_path)
+    shutil.rmtree(ws)
+    make_lane(repo, "l2")
+    assert lanes("lane", "delete", "l2", cwd=repo).code == 0
+    assert kept_in(history, local)
+    listed = git("worktree", "list", "--porcelain", cwd=repo)
+    assert "locked git-lanes kept it: it holds the repositories of its submodules" in listed
+    doctor = lanes("doctor", cwd=repo)
+    assert "git-lanes kept it" in doctor.out and "git worktree unlock" in doctor.out, doctor.out
+    fsck_clean(repo)
+
+
 def test_an_untracked_nested_repository_is_kept_by_restore_force(repo):
     ws = make_lane(repo, "l1")
     (ws / "a.txt").write_text("a\n")

@@ -194,7 +194,8 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
         path = Path(record.path)
         if record.locked:
             found.append(finding("warn", f"workspace {path} is locked ({record.locked})",
-                                 f"a person locked it; `git worktree unlock {path}` when it may go"))
+                                 f"a person (or git-lanes, as the reason says) locked it; `git worktree unlock "
+                                 f"{path}` when it may go"))
         elif (record.prunable or not path.exists()) and path.resolve() not in left_behind and path not in broken:
             found.append(finding("warn", f"workspace {path} is missing (deleted by hand)",
                                  "--fix forgets it (`git worktree prune`); the lane and its states stay",

@@ -9,6 +9,7 @@ from pathlib import Path
 from git_lanes.model.frozen import Frozen
 from git_lanes.store.gitcli import run_git
 from git_lanes.store.repo import Store
+from git_lanes.store import worktree_add
 from git_lanes.store.worktree_add import recorded_worktree
 
 GC_TIMEOUT = 3600.0
@@ -89,5 +90,6 @@ def repair_worktree(store: Store, path: str) -> None:
 
 
 def prune_worktrees(store: Store) -> None:
-    """`git worktree prune`: forget worktrees whose directory is gone (a locked one is kept, as git does)."""
-    run_git(["worktree", "prune"], cwd=store.root)
+    """`git worktree prune`: forget worktrees whose directory is gone (a locked one is kept, as git does, and
+    one holding its submodules' repositories is locked and kept)."""
+    worktree_add.prune_worktrees(store.root, store.common_dir, check=True)

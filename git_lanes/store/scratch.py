@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from git_lanes.store.gitcli import run_git, unredirected_env
-from git_lanes.store.worktree_add import add_detached_worktree, alive
+from git_lanes.store.worktree_add import add_detached_worktree, alive, prune_worktrees
 
 PREFIX = "git-lanes-gate-"
 TAIL_BYTES = 4000
@@ -37,7 +37,7 @@ class CommandResult:
 @contextmanager
 def checkout(root: Path, common_dir: Path, commit: str) -> Iterator[Path]:
     """A detached worktree of `commit` in a temporary directory, removed on exit."""
-    _sweep(root)
+    _sweep(root, common_dir)
     holder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     # The worktree's admin entry is named after its directory: a unique name keeps concurrent gates apart.
     path = holder / holder.name
@@ -84,7 +84,7 @@ def restore(path: Path) -> None:
     run_git(["clean", "-fdxq"], cwd=path)
 
 
-def _sweep(root: Path) -> None:
+def _sweep(root: Path, common_dir: Path) -> None:
     """Remove scratch worktrees whose owning process is gone (it was killed mid-gate)."""
     proc = run_git(["worktree", "list", "--porcelain"], cwd=root, check=False)
     stale = False
@@ -102,7 +102,7 @@ def _sweep(root: Path) -> None:
             shutil.rmtree(holder, ignore_errors=True)
             stale = True
     if stale:
-        run_git(["worktree", "prune"], cwd=root, check=False)
+        prune_worktrees(root, common_dir)
 
 
 def run_command(command: str | list[str], cwd: Path, timeout: float, extra_env: dict[str, str],

@@ -14,8 +14,8 @@ from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.store import gitfiles, stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.values import Worktree
-from git_lanes.store.worktree_add import (add_detached_worktree, recorded_worktree, submodule_histories, unfinished,
-                                         worktree_admin_dir)
+from git_lanes.store.worktree_add import (add_detached_worktree, prune_worktrees, recorded_worktree, submodule_histories,
+                                         unfinished, worktree_admin_dir)
 
 if TYPE_CHECKING:  # reading and carrying files load with the first command that does (not status, not lists)
     from collections.abc import Iterable
@@ -133,7 +133,7 @@ class WorkspaceOps:
                 run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=self.root, check=False)
         if admin is not None and (self.common_dir / "worktrees") in admin.parents:
             shutil.rmtree(admin, ignore_errors=True)
-        run_git(["worktree", "prune"], cwd=self.root, check=False)
+        prune_worktrees(self.root, self.common_dir)
         shutil.rmtree(trash, ignore_errors=True)
         if path.exists():
             shutil.rmtree(path)

@@ -65,6 +65,24 @@ def submodule_histories(admin: Path | None) -> list[Path]:
     return found
 
 
+def prune_worktrees(root: Path, common_dir: Path, *, check: bool = False) -> None:
+    """`git worktree prune` (forget the worktrees whose folder is gone), except those whose private dir holds
+    submodule repositories (a workspace deleted by hand keeps its submodules' history there): each is locked
+    first, saying why, so that neither this prune nor git's own gc deletes them."""
+    admins = common_dir / "worktrees"
+    for admin in sorted(admins.iterdir()) if admins.is_dir() else []:
+        recorded = recorded_worktree(admin)
+        if (recorded is not None and recorded.exists()) or (admin / "locked").exists():
+            continue
+        histories = submodule_histories(admin)
+        if histories:
+            (admin / "locked").write_text(
+                "git-lanes kept it: it holds the repositories of its submodules "
+                f"({', '.join(str(found) for found in histories[:5])}), their only copy perhaps; once they may "
+                "go, `git worktree unlock` it\n")
+    run_git(["worktree", "prune"], cwd=root, check=check)
+
+
 def recorded_worktree(admin: Path) -> Path | None:
     """Where a worktree's private dir says its worktree's .git is (its `gitdir` file), or None."""
     try:
