@@ -26,6 +26,10 @@ def main() -> None:
 
 
 def _command(args: list[str]) -> None:
+    import os
+
+    if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
+        _follow_git_place(args)
     if args[:1] == ["sync"]:  # with nothing to replay, a sync needs neither click nor pygit2 (git_lanes.lite)
         import gc
 
@@ -45,6 +49,19 @@ def _command(args: list[str]) -> None:
         cli_main()
     finally:
         _ending()
+
+
+def _follow_git_place(args: list[str]) -> None:
+    """`git --git-dir=… --work-tree=… lanes …` works where it names, or is refused (store/git_place.py)."""
+    from git_lanes.errors import LanesError
+    from git_lanes.store import git_place
+
+    try:
+        git_place.follow()
+    except LanesError as exc:
+        from git_lanes.cli.output import fail
+
+        fail(exc, "--json" in args)
 
 
 def _ending() -> None:

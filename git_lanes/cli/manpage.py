@@ -108,6 +108,11 @@ def generate() -> str:
         ".SH ENVIRONMENT",
         ".TP", "\\fBGIT_LANES_AGENT\\fR", "The agent id when \\fB\\-\\-agent\\fR is not given.",
         ".TP", "\\fBGIT_LANES_DEBUG\\fR", "Show a traceback for an internal error instead of one line.",
+        ".TP", "\\fBGIT_DIR\\fR, \\fBGIT_WORK_TREE\\fR",
+        "As \\fBgit \\-\\-git\\-dir=\\fR... \\fB\\-\\-work\\-tree=\\fR... \\fBlanes\\fR sets them: the command runs in "
+        "that work tree, which must hold that repository (git-lanes works on a work tree with its own "
+        "repository); any other pairing is refused (exit 1) rather than run on the current folder's "
+        "repository.",
         ".SH FILES",
         ".TP", "\\fI.lanes/workspaces/<lane>\\fR", "Each lane's workspace, a linked git worktree.",
         ".TP", "\\fIrefs/lanes/\\fR, \\fIrefs/notes/lanes\\fR",
