@@ -255,6 +255,7 @@ def test_a_cut_ledger_op_from_the_remote_fails_neither_the_sync_that_brings_it_n
     assert cut in git("rev-list", "refs/lanes/ledger", cwd=other).split()
     logged = run_cli("op", "log", "--json", cwd=other)
     assert logged.code == 0 and logged.json[0]["description"].startswith("sync"), logged.err
+    assert cut not in [entry.commit for entry in Lanes(other).ledger_log()]  # what GET /ledger lists
     assert sync(other)[0] == 0
 
 

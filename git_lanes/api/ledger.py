@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from git_lanes.domain.context import Context
-from git_lanes.errors import UserError
+from git_lanes.errors import UnsupportedFormat, UserError
 from git_lanes.model.ids import Actor, AgentId, LedgerId
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ class LedgerApi:
         return result.from_dict(self._append(op_type, actor, args))
 
     def ledger_log(self, limit: int = 20) -> list[results.LedgerEntry]:
-        """The last `limit` ledger ops, newest first: each commit's summary line and the op it records."""
+        """The ledger ops among the last `limit` commits, newest first: each commit's summary line and the op it
+        records. A commit holding no op this version reads (an older git-lanes cut one at a NUL) is passed
+        over, as sync and `op log` pass it over, rather than failing the whole list on every machine."""
         from git_lanes import ledger
         from git_lanes.model import ledger_results as results
 
@@ -74,7 +76,10 @@ class LedgerApi:
             return []
         rows = []
         for info in self.ctx.store.walk(head, limit=limit):
-            op = ledger.read_op(self.ctx.store, info.oid)
+            try:
+                op = ledger.read_op(self.ctx.store, info.oid)
+            except UnsupportedFormat:
+                continue
             rows.append(results.LedgerEntry.from_dict(
                 {"commit": info.oid, "summary": info.message.split("\n", 1)[0], **op.to_dict()}))
         return rows
