@@ -86,6 +86,35 @@ def test_one_malformed_note_is_set_aside_and_the_other_transitions_still_show(ap
     assert api.history(lane="main").unreadable == ()  # its state names lane l1
 
 
+@pytest.mark.parametrize("shape", ["lane an int", "cost a string", "not JSON"])
+def test_a_malformed_note_on_a_pending_proposal_is_set_aside_and_writes_go_on(api, repo, shape):
+    """Proposal refs sync like the notes: a peer's malformed note on one failed `status` and `lane show`, and
+    every write of the repository, whose start finishes half-made decisions by reading each proposal."""
+    api.lane_create("l1")
+    (workspace(repo, "l1") / "one.txt").write_text("one")
+    bad = api.commit("one", "ag1", lane="l1")
+    (workspace(repo, "l1") / "two.txt").write_text("two")
+    good = api.commit("two", "ag1", lane="l1")
+    _rewrite_note(repo, bad["to"], BAD_RECORDS[shape])
+
+    status = api.status()
+    assert [t.id for t in status.proposals] == [good["id"]]
+    assert [(u.key, u.transition, u.lane) for u in status.unreadable] == [(bad["to"], bad["id"], "l1")]
+    shown = api.lane_show("l1")
+    assert [t.id for t in shown.proposals] == [good["id"]] and [u.key for u in shown.unreadable] == [bad["to"]]
+    api.lane_create("l2")  # a write: recovery leaves the unreadable proposal as it is
+    assert api.accept(good["id"])["status"] == "accepted"
+    with pytest.raises(MalformedRecord):
+        api.reject(bad["id"])
+    assert git("rev-parse", f"refs/lanes/proposals/{bad['id']}", cwd=repo).strip() == bad["to"]
+    for args in (("status",), ("lane", "show", "l1")):
+        listed = run_cli(*args, cwd=repo)
+        assert listed.code == 0 and "Traceback" not in listed.err, listed.err
+        assert [line for line in listed.err.splitlines() if line.startswith("warning: unreadable transition")]
+        as_json = run_cli(*args, "--json", cwd=repo)
+        assert [u["transition"] for u in as_json.json["unreadable"]] == [bad["id"]]
+
+
 def test_history_through_the_cli_reports_the_note_it_left_out_without_a_traceback(api, repo):
     _, bad = _lane_with_two_states(api, repo)
     _rewrite_note(repo, bad, lambda r: r | {"lane": 5})

@@ -44,7 +44,8 @@ def _committed_off_lane(ctx: Context, lane: str, path: Path) -> dict[str, str]:
 def status(ctx: Context) -> dict:
     lane_rows = []
     dirty = []
-    proposals = transitions.pending_for(ctx)  # read once, not again for each lane whose index is ahead
+    # read once, not again for each lane whose index is ahead
+    proposals, unreadable = transitions.pending(ctx)
     for lane in lanes.list_lanes(ctx):
         try:
             changed = unsnapshotted(ctx, lane.name, lane.workspace, proposals) if lane.workspace else {}
@@ -58,7 +59,8 @@ def status(ctx: Context) -> dict:
             dirty.append({"lane": lane.name, "workspace": str(lane.workspace), "paths": changed,
                           "attention": needing})
     pending = [t.to_dict() for t in proposals]
-    return {"trunk": ctx.trunk, "lanes": lane_rows, "proposals": pending, "dirty": dirty}
+    return {"trunk": ctx.trunk, "lanes": lane_rows, "proposals": pending, "dirty": dirty,
+            "unreadable": [u.to_dict() for u in unreadable]}
 
 
 def history(ctx: Context, *, lane: str | None = None, status: str | None = None, agent: str | None = None,

@@ -72,6 +72,8 @@ class RepositoryStatus(Record):
     lanes: tuple[LaneStatus, ...]
     proposals: tuple[Transition, ...]
     dirty: tuple[DirtyWorkspace, ...]
+    unreadable: tuple[Unreadable, ...] = meta(omit="empty", default=(),
+                                              doc="pending proposals whose notes could not be read")
 
 
 class LaneDetail(LaneInfo):
