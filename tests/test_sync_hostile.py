@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -269,6 +270,31 @@ def test_a_remote_ref_name_that_is_not_utf8_is_refused_and_reported_as_strict_js
     assert refused["ref"] == "refs/lanes/heads/\\xffbad" and "UTF-8" in refused["reason"]
     assert "$'refs/lanes/heads/\\xffbad'" in refused["hint"]  # a shell spelling that names the bytes
     assert git("for-each-ref", "refs/lanes/heads", cwd=machine) == ""
+
+
+@pytest.mark.parametrize("named", [b"ma\xffin", b"-D", b"*", b"a b", b"main:refs/heads/x"],
+                         ids=["not-utf8", "option", "glob", "space", "refspec"])
+def test_a_fresh_clone_refuses_a_trunk_name_a_peer_wrote_that_names_no_branch(pair, tmp_path, named):
+    """refs/lanes/meta/trunk names the trunk for a fresh clone (probe 3.4): one naming no branch is the clear
+    no_trunk refusal, whatever its bytes (probe D13: bytes that are not UTF-8 gave an internal Unicode error)."""
+    machine, bare = pair
+    index = {"GIT_INDEX_FILE": str(bare / "scratch-index")}
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=bare, input=named + b"\n",
+                          capture_output=True, check=True).stdout.decode().strip()
+    git("update-index", "--add", "--cacheinfo", f"100644,{blob},trunk", cwd=bare, env=index)
+    tree = git("write-tree", cwd=bare, env=index).strip()
+    plant(bare, "refs/lanes/meta/trunk", git("commit-tree", "-p", "refs/lanes/meta/trunk", "-m", "renamed", tree,
+                                             cwd=bare).strip())
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", "--no-checkout", str(bare), str(clone), cwd=tmp_path)
+    for command in ("pull", "sync"):
+        refused = run_cli(command, "--json", cwd=clone)
+        assert refused.code == 1 and refused.json["error"] == "no_trunk", refused.out + refused.err
+        assert "\\ud" not in refused.out and "--trunk main" in refused.json["hint"]
+    # the way on the hint gives: set up on main, the peer's other name reported as a divergence, not taken
+    pulled = run_cli("pull", "--trunk", "main", "--json", cwd=clone)
+    assert pulled.code == 3 and [d["ref"] for d in pulled.json["diverged"]] == ["refs/lanes/meta/trunk"], pulled.err
+    assert git("config", "lanes.trunk", cwd=clone).strip() == "main"
 
 
 def test_a_lane_head_here_that_is_no_commit_is_refused_by_every_command_that_reads_it(repo):
