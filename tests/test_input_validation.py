@@ -157,6 +157,7 @@ def test_the_longest_allowed_lane_name_lives_and_dies(repo: Path):
     (["task", "claim", "abcd", "--agent", NOT_UTF8], "invalid_agent"),
     (["sync", NOT_UTF8], "invalid_remote"),
     (["restore", NOT_UTF8, "-w", "main"], "invalid_state"),
+    (["publish", "sync", "--remote", NOT_UTF8], "invalid_remote"),
 ])
 def test_arguments_that_are_not_utf8_are_user_errors(repo: Path, args: list[str], code: str):
     before = refs_of(repo)

@@ -187,7 +187,10 @@ class PublishingApi:
         closed ticket, delete its integration lane and release its tasks' claims."""
         from git_lanes.domain import publishing, tickets
         from git_lanes.store import branches
+        from git_lanes.store import remote as transport
 
+        if remote is not None:  # else a typo, or bytes that are not UTF-8, matched nothing and came back as is
+            transport.check_remote(self.ctx.store, remote)
         state = self._state()
         merged, waiting, locked = [], [], []
         bases: dict[tuple[str, str], str | None] = {}
