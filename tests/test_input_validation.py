@@ -158,6 +158,17 @@ def test_the_longest_allowed_lane_name_lives_and_dies(repo: Path):
     (["sync", NOT_UTF8], "invalid_remote"),
     (["restore", NOT_UTF8, "-w", "main"], "invalid_state"),
     (["publish", "sync", "--remote", NOT_UTF8], "invalid_remote"),
+    # repeated in a not-found or invalid-value message: as the byte it is too
+    (["task", "show", NOT_UTF8], "unknown_task"),
+    (["show", "a" + NOT_UTF8], "not_found"),
+    (["history", "--since", NOT_UTF8], "invalid_date"),
+    (["run", "stats", "--since", NOT_UTF8], "invalid_date"),
+    (["gc", "--older-than", NOT_UTF8], "invalid_age"),
+    (["run", "show", NOT_UTF8], "invalid_run"),
+    (["run", "start", "--phase", NOT_UTF8, "--agent", "ag1", "--lane", "main"], "unknown_phase"),
+    (["doctor", "--check", NOT_UTF8], "unknown_check"),
+    (["agent", "register", "ag1", "--kind", NOT_UTF8], "invalid_kind"),
+    (["dispatch", "status", NOT_UTF8], "unknown_plan"),
 ])
 def test_arguments_that_are_not_utf8_are_user_errors(repo: Path, args: list[str], code: str):
     before = refs_of(repo)

@@ -12,6 +12,7 @@ from typing import Any
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, UserError
 from git_lanes.model.frozen import Frozen
+from git_lanes.model.text import quoted
 
 # The modules whose import registers the checks (with @check), in the order they report. Not imported here:
 # this module is a mixin of Lanes, loaded by every command; the checks only by doctor.
@@ -57,7 +58,7 @@ class DoctorApi:
         groups = {name.split(".")[0] for name in CHECKS}
         unknown = [o for o in only if o not in CHECKS and o not in groups]
         if unknown:  # a mistyped name would otherwise run nothing and pass
-            raise UserError(f"no check named {unknown[0]!r}", code="unknown_check",
+            raise UserError(f"no check named {quoted(unknown[0])}", code="unknown_check",
                             hint=f"checks: {', '.join(sorted(groups | set(CHECKS)))}")
         results = []
         for name, function in CHECKS.items():

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, NotFound, Refused, UnsupportedFormat, UserError
 from git_lanes.model.ids import AgentId, random_hex
+from git_lanes.model.text import quoted
 
 if TYPE_CHECKING:
     from git_lanes import ledger
@@ -59,7 +60,7 @@ class RunsApi:
         else:
             lane, _ = control.lane_at(repo, str(cwd or os.getcwd()))
         if phase is not None and phase not in policy.phase_names:
-            raise UserError(f"unknown phase {phase!r}; the policy has {', '.join(policy.phase_names)}",
+            raise UserError(f"unknown phase {quoted(phase)}; the policy has {', '.join(policy.phase_names)}",
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
         if task is not None:
             task = tasks.resolve_task(ledger.state_at(self.ctx.store, ledger.head(self.ctx.store)), task)
@@ -139,7 +140,7 @@ class RunsApi:
         repo = self._runs()
         policy = repo.policy()
         if phase not in policy.phase_names:
-            raise UserError(f"unknown phase {phase!r}; the policy has {', '.join(policy.phase_names)}",
+            raise UserError(f"unknown phase {quoted(phase)}; the policy has {', '.join(policy.phase_names)}",
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
         run_id = control.resolve_run(repo, run)
 
@@ -257,7 +258,7 @@ def _day(text: str) -> str:
     try:
         return time.strftime("%Y-%m-%d", time.strptime(text.strip(), "%Y-%m-%d"))
     except ValueError:
-        raise UserError(f"invalid date {text!r}", code="invalid_date", hint="write it as YYYY-MM-DD") from None
+        raise UserError(f"invalid date {quoted(text)}", code="invalid_date", hint="write it as YYYY-MM-DD") from None
 
 
 def _shown(state: RunState, policy: Policy | None) -> dict[str, Any]:

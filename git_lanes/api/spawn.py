@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, LanesError, Refused, UserError
 from git_lanes.model.ids import random_hex
+from git_lanes.model.text import quoted
 
 if TYPE_CHECKING:
     from git_lanes import ledger
@@ -89,7 +90,7 @@ class SpawnApi:
         if record is not None and record["status"] == "done":
             raise Refused(f"task {record['id'][:8]} is already done", code="task_done")
         if phase is not None and phase not in policy.phase_names:
-            raise UserError(f"unknown phase {phase!r}; the policy has {', '.join(policy.phase_names)}",
+            raise UserError(f"unknown phase {quoted(phase)}; the policy has {', '.join(policy.phase_names)}",
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
         run = random_hex(8)
         agent = validate_agent_id(agent or f"{cli}-{run[:8]}")

@@ -14,6 +14,7 @@ from git_lanes.domain import stored
 from git_lanes.errors import NotFound, UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
+from git_lanes.model.text import quoted
 
 LEASE_SECONDS = 15 * 60
 # A call that extends the lease as a side effect (any MCP tool call) appends only when the lease was last
@@ -40,7 +41,7 @@ def get_agent(state: Reader, agent: str) -> dict:
     path = agent_path(validate_agent_id(agent))
     record = state.get(path)
     if record is None:
-        raise NotFound(f"no agent named {agent!r}", code="unknown_agent",
+        raise NotFound(f"no agent named {quoted(agent)}", code="unknown_agent",
                        hint=f"register it with `git lanes agent register {agent}`")
     return stored.checked(path, record)
 
@@ -114,7 +115,7 @@ def register(tx: Tx, op: Op) -> dict:
     agent = validate_agent_id(op.args.get("agent"))
     kind = op.args.get("kind") or "agent"
     if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", kind):
-        raise UserError(f"invalid agent kind {kind!r}", code="invalid_kind")
+        raise UserError(f"invalid agent kind {quoted(kind)}", code="invalid_kind")
     existed = tx.get(agent_path(agent)) is not None
     record = touch(tx, agent, op.time, kind=kind, lane=op.args.get("lane"))
     return {"agent": agent, "registered": not existed, "kind": record["kind"], "lane": record["lane"],

@@ -15,6 +15,7 @@ from git_lanes.model.frozen import replace
 from git_lanes.model.globs import MAGIC
 from git_lanes.model.names import resolve_prefix
 from git_lanes.model.plan import DispatchPlan, PlanTask, invalid
+from git_lanes.model.text import quoted
 
 DIRECTORY = "plans"
 
@@ -116,7 +117,7 @@ def resolve(state: Reader, given: str) -> dict:
     ids = [name[:-5] for name in state.names(DIRECTORY) if name.endswith(".json")]
     prefix = given.strip().lower()
     if not prefix or prefix.strip("0123456789abcdef"):
-        raise NotFound(f"no plan named {given!r}", code="unknown_plan", hint="see `git lanes ticket list`")
+        raise NotFound(f"no plan named {quoted(given)}", code="unknown_plan", hint="see `git lanes ticket list`")
     return state.get(plan_path(resolve_prefix(prefix, ids, "plan", "see `git lanes ticket list`",
                                               "unknown_plan"))) or {}
 

@@ -10,6 +10,7 @@ from git_lanes.domain import inspect, transitions
 from git_lanes.domain.context import Context
 from git_lanes.errors import UserError
 from git_lanes.model.records import CostTotals, Transition
+from git_lanes.model.text import quoted
 
 RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)(\s+ago)?")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -25,7 +26,7 @@ def parse_since(text: str, now: float) -> float:
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise UserError(f"invalid date {text!r}", code="invalid_date",
+        raise UserError(f"invalid date {quoted(text)}", code="invalid_date",
                         hint="write it as YYYY-MM-DD, YYYY-MM-DDTHH:MM, or relative: 3d, 12h, 30m, 2w") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)

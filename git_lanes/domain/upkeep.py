@@ -20,6 +20,7 @@ from git_lanes.domain.tombstones import TRAVELLING, tombstone_path
 from git_lanes.errors import LanesError, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import refs
+from git_lanes.model.text import quoted
 
 DAY = 86400.0
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}
@@ -37,7 +38,7 @@ def parse_age(text: str) -> float:
     except ValueError:
         seconds = -1.0
     if not value or seconds < 0 or seconds != seconds:
-        raise UserError(f"invalid age {text!r}", code="invalid_age",
+        raise UserError(f"invalid age {quoted(text)}", code="invalid_age",
                         hint="give a number with a unit: 30d, 12h, 90m, 2w, 45s (0 prunes everything eligible)")
     return seconds
 

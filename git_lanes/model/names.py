@@ -18,7 +18,7 @@ __all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_pr
 
 def shown_id(given: str) -> str:
     """An id as an error message repeats it: quoted, and bounded (an agent may send a megabyte of one)."""
-    return repr(given) if len(given) <= 80 else repr(given[:80]) + f"… ({len(given)} characters)"
+    return quoted(given)
 
 
 def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,

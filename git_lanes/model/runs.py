@@ -65,7 +65,9 @@ def check_format(data: Any, what: str) -> dict[str, Any]:
 
 def validate_run_id(run: Any) -> str:
     if not isinstance(run, str) or not RUN_ID.fullmatch(run):
-        raise UserError(f"invalid run id {run!r}", code="invalid_run",
+        from git_lanes.model.text import quoted  # only an error needs it
+
+        raise UserError(f"invalid run id {quoted(run)}", code="invalid_run",
                         hint="run ids are lowercase hex")
     return run
 
