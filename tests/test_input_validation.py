@@ -136,6 +136,12 @@ def test_a_lane_name_too_long_for_a_file_name_is_a_user_error(repo: Path, name: 
     assert refs_of(repo) == before and not (repo / ".lanes" / "workspaces" / name).exists()
 
 
+def test_a_lane_name_too_long_as_a_deletion_marker_says_what_counted(repo: Path):
+    """A deletion marker spells '%' as %25 as it spells '/' as %2F: 100 bytes of '%' are 300 there."""
+    error = refused("lane", "create", "p" + "%" * 100, cwd=repo, code="invalid_lane_name")
+    assert "too long: 301 bytes" in error["message"] and "'%' counts 3" in error["message"]
+
+
 def test_the_longest_allowed_lane_name_lives_and_dies(repo: Path):
     """At the limit a lane is created, and deleted: its deletion marker flattens '/' to %2F."""
     name = "n/" * 40 + "x" * 90  # 170 bytes, 250 as one flattened file name

@@ -90,7 +90,7 @@ class LaneName(ValidatedStr):
                 return "a component ends with '.lock'"
         flat = len(value.encode()) + 2 * value.count("/") + 2 * value.count("%")
         if flat > MAX_LANE_BYTES:
-            return f"too long: {flat} bytes, at most {MAX_LANE_BYTES} (each '/' counts 3)"
+            return f"too long: {flat} bytes, at most {MAX_LANE_BYTES} (each '/' and '%' counts 3)"
         return None
 
     @classmethod
