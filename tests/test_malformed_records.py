@@ -252,6 +252,8 @@ BAD_LEDGER = {
     "post text an int": ("board/00/00/00/00000001.json", lambda r: r | {"text": 5}),
     "post seq a string": ("board/00/00/00/00000002.json", lambda r: r | {"seq": "x"}),
     "read position cursor a string": ("board/readers/ag1.json", lambda r: r | {"cursor": "x"}),
+    "post time beyond any calendar": ("board/00/00/00/00000001.json", lambda r: r | {"time": 1e308}),
+    "agent lease before the epoch": ("agents/ag2.json", lambda r: r | {"lease_until": -1e308}),
     "ticket tasks an int": ("ticket", lambda r: r | {"tasks": 5}),
 }
 
@@ -297,6 +299,17 @@ def test_listings_warn_on_stderr_of_each_ledger_record_they_left_out(api, repo):
                 assert isinstance(shown.json, list)  # the listing stays a list; the warning is on stderr
     shown = run_cli("claim", "add", "x/*", "--agent", "ag2", cwd=repo)  # its own record: refused, clearly
     assert shown.code == 1 and shown.err.startswith("git-lanes: error: ledger record claims/ag2.json is malformed")
+
+
+def test_board_read_shows_the_other_posts_when_one_holds_a_time_no_calendar_shows(api, repo):
+    """A post at 1e308 seconds passed the model as a float, then failed the text renderer's clock with a raw
+    traceback (OverflowError: timestamp out of range)."""
+    _ledger_world(api)
+    _rewrite_ledger_record(repo, "board/00/00/00/00000001.json", lambda r: r | {"time": 1e308})
+    shown = run_cli("board", "read", "--agent", "ag1", cwd=repo)
+    assert shown.code == 0 and "Traceback" not in shown.err, shown.err
+    assert "second" in shown.out and "first" not in shown.out
+    assert [line for line in shown.err.splitlines() if line.startswith("warning: left out: ledger record board/")]
 
 
 def test_a_read_position_that_cannot_be_read_is_replaced_by_the_next_read(api, repo):

@@ -54,7 +54,10 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True, default=str))
     else:
-        text = render(result)
+        try:
+            text = render(result)
+        except Exception as exc:  # a value the renderer cannot show is still one line, never a traceback
+            _internal(exc, as_json)
         if text:
             click.echo(text)
         listed += (result.get("unreadable") or []) if isinstance(result, dict) else []

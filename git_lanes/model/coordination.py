@@ -30,7 +30,10 @@ Note = Annotated[str, Text(code="invalid_note", what="the note", multiline=True,
 PostText = Annotated[str, Text(code="invalid_text", what="the post's text", multiline=True,
                                max_bytes=MAX_POST_BYTES, nonblank=True, blank_code="empty_post")]
 Seq = Annotated[int, Range(1, MAX_SEQ)]
-Time = float
+# A moment, in seconds since the epoch, up to the last one a calendar shows (year 9999): a peer's record
+# holding 1e308 or -1 is malformed, set aside like any wrong shape, not a time that fails whoever renders it.
+MAX_TIME = 253_402_300_799.0
+Time = Annotated[float, Range(0, MAX_TIME)]
 TaskStatus = Literal["open", "claimed", "blocked", "needs_review", "done"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 TicketStatus = Literal["open", "ready", "published", "closed"]
