@@ -247,7 +247,7 @@ def test_a_gate_checkout_killed_midway_is_swept_and_leaves_fsck_clean(repo):
     import sys
 
     from git_lanes.store import scratch
-    from git_lanes.store.worktree_add import INITIALIZING
+    from git_lanes.store.gitfiles import INITIALIZING
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pygit2
 
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
-from git_lanes.store import gitfiles, stale
+from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.values import Worktree
 from git_lanes.store.worktree_add import (add_detached_worktree, prune_worktrees, recorded_worktree, submodule_histories,
@@ -163,6 +163,8 @@ class WorkspaceOps:
         """Why what stands at `path` is not the linked worktree git made for `path` (None when it is). A
         folder replaced by a symlink to another lane's workspace, or a `.git` pointing at another worktree,
         would make every command act on the wrong lane's files (the agent hooks ask gitfiles the same)."""
+        from git_lanes.store import gitfiles  # with the first workspace looked at, not at start-up
+
         return gitfiles.worktree_problem(str(self.root), str(self.common_dir), str(path))
 
     def _describe(self, path: Path, is_main: bool) -> Worktree:

@@ -13,15 +13,15 @@ import shutil
 from pathlib import Path
 
 from git_lanes.model.ids import random_hex
-from git_lanes.store import gitfiles
 from git_lanes.store.gitcli import run_git
-from git_lanes.store.gitfiles import INITIALIZING, POINTER_DRAFT
 
 
 def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[str, str]) -> None:
     """Safe without the writers' lock too (gates make scratch checkouts outside it): each call drafts in a
     directory of its own, and renaming a draft onto an admin dir another caller just took fails, never
     replaces it, since neither is empty."""
+    from git_lanes.store.gitfiles import INITIALIZING, POINTER_DRAFT  # with the first worktree made, not at start-up
+
     worktrees = common_dir / "worktrees"
     staging = common_dir / "lanes-staging"
     staging.mkdir(parents=True, exist_ok=True)
@@ -45,6 +45,8 @@ def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[s
 
 def worktree_admin_dir(path: Path) -> Path | None:
     """The private git dir a worktree's .git file points to (None when there is no such pointer)."""
+    from git_lanes.store import gitfiles
+
     admin = gitfiles.worktree_admin(str(path))
     return None if admin is None else Path(admin)
 
@@ -93,6 +95,8 @@ def recorded_worktree(admin: Path) -> Path | None:
 
 def unfinished(path: Path) -> bool:
     """A worktree at `path` that a killed creation left: its private git dir is missing or still marked."""
+    from git_lanes.store import gitfiles
+
     return gitfiles.worktree_unfinished(str(path))
 
 
