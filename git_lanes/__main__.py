@@ -52,9 +52,9 @@ def _command(args: list[str]) -> None:
 
 
 def _follow_git_place(args: list[str]) -> None:
-    """`git --git-dir=… --work-tree=… lanes …` works where it names, or is refused (store/git_place.py)."""
+    """`git --git-dir=… --work-tree=… lanes …` works where it names, or is refused (api/git_place.py)."""
+    from git_lanes.api import git_place
     from git_lanes.errors import LanesError
-    from git_lanes.store import git_place
 
     try:
         git_place.follow()
