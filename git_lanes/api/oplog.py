@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # the domain loads inside the methods that use it
     from git_lanes import ledger
     from git_lanes.domain import oplog
     from git_lanes.domain.context import Context
-    from git_lanes.model.oplog import OpEntry
+    from git_lanes.model.oplog import LedgerStep, OpEntry
 
 # How far back `op log` and `undo OP` look, in each of the two logs.
 WINDOW = 500
@@ -37,27 +37,28 @@ class OplogApi:
     def op_log(self, limit: int = 20) -> list[dict[str, Any]]:
         """Operations, newest first: recorded ones (kind "lanes") and undoable ledger ops (kind "ledger")."""
         from git_lanes import ledger
-        from git_lanes.domain import ledger_undo, oplog
+        from git_lanes.domain import ledger_undo, oplog, oplog_steps
 
         if limit < 1:
             raise UserError("give a positive number of operations", code="invalid_limit")
         oplog.recover_unlocked(self.ctx)  # a killed process's moves are in the log before anyone reads it
         entries = list(oplog.entries(self.ctx, min(limit, WINDOW)))
-        covered = {step.id for e in entries for step in e.ledger}
-        rows = [self._entry_row(e, entries[:index]) for index, e in enumerate(entries)]
+        steps = {e.id: oplog_steps.of_entry(self.ctx, e) for e in entries}
+        covered = {step.id for e in entries for step in steps[e.id]}
+        rows = [self._entry_row(e, entries[:index], steps[e.id]) for index, e in enumerate(entries)]
         for commit, op in ledger_undo.ledger_ops(self.ctx.store, ledger.head(self.ctx.store), min(limit * 5, WINDOW)):
             if op.type in ledger_undo.UNDOABLE and op.id not in covered:
                 rows.append(self._ledger_row(commit, op, entries))
         rows.sort(key=lambda r: (r["time"], r["kind"] == "lanes"), reverse=True)
         return rows[:limit]
 
-    def _entry_row(self, entry: OpEntry, later: list[OpEntry]) -> dict[str, Any]:
+    def _entry_row(self, entry: OpEntry, later: list[OpEntry], steps: tuple[LedgerStep, ...]) -> dict[str, Any]:
         from git_lanes.domain import undo
 
         undone_by = getattr(undo.active_undo(entry.id, later), "id", None)
         return {"id": entry.id, "kind": "lanes", "time": entry.time, "actor": entry.actor,
                 "description": entry.description, "undoes": entry.undoes, "undone_by": undone_by,
-                "refs": len(entry.moves), "notes": len(entry.notes), "ledger": [s.id for s in entry.ledger],
+                "refs": len(entry.moves), "notes": len(entry.notes), "ledger": [s.id for s in steps],
                 "backup": entry.backup}
 
     @staticmethod
@@ -81,7 +82,7 @@ class OplogApi:
 
     def _find_operation(self, prefix: str) -> tuple[str, Any, list[OpEntry]]:
         from git_lanes import ledger
-        from git_lanes.domain import ledger_undo, oplog
+        from git_lanes.domain import ledger_undo, oplog, oplog_steps
         from git_lanes.model.names import resolve_prefix, shown_id
 
         given = prefix.strip().lower()

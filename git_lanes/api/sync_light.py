@@ -20,8 +20,6 @@ from git_lanes.store.light_objects import NeedsFullStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from git_lanes.domain.sync_plan import Plan
     from git_lanes.model.sync_results import SyncReport
 
@@ -74,10 +72,9 @@ class LightSync:
             transport.check_remote(store, chosen)  # type: ignore[arg-type]  # see _context
             fetching = transport.start_fetch(store, chosen, trunk)
             from git_lanes.domain import oplog, sync
-            from git_lanes.ledger.op import check_ahead
             from git_lanes.store import packs  # noqa: F401  # what came in is a pack: its reader loads now too
 
-            fetching.then = lambda: _read_ledger_ahead(store, chosen, check_ahead)
+            fetching.then = lambda: _read_ledger_ahead(store, chosen)
 
             ctx = _context(store, trunk)
             with oplog.operation(ctx, sync.describe(remote)[:200]):
@@ -106,16 +103,16 @@ class LightSync:
             store.stop_logs()
 
 
-def _read_ledger_ahead(store: LightStore, remote: str, check: Callable[[str, str], object]) -> None:
-    """Once the fetch is in: start the `git log` of the ledger ops that came in, which the plan's ancestry check
-    and the operation log both read, and check each op as git prints it (`check` is `op.check_ahead`); the
-    plan's Python runs meanwhile. Only ever a head start: the sync reads the same answers without it."""
+def _read_ledger_ahead(store: LightStore, remote: str) -> None:
+    """Once the fetch is in: start the `git log` of the ledger commits that came in, which the plan's ancestry
+    check reads; the plan's Python runs meanwhile. Only ever a head start: the sync reads the same answers
+    without it."""
     try:
         here, there = store.read_ref(refs.LEDGER), store.read_ref(transport.tracking_ref(remote, refs.LEDGER))
     except NeedsFullStore:
         return
     if there is not None and there != here:
-        store.start_log(here, there, check)
+        store.start_log(here, there)
 
 
 def _context(store: LightStore, trunk: str) -> Context:

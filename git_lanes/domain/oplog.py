@@ -18,9 +18,8 @@ from contextvars import ContextVar
 
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
-from git_lanes.errors import UnsupportedFormat
 from git_lanes.model import refs
-from git_lanes.model.oplog import LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
+from git_lanes.model.oplog import LedgerSpan, LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
 from git_lanes.store import RefUpdate, journal
 
 TYPE_CHECKING = False
@@ -63,6 +62,8 @@ class Recorder:
         self.notes_old: dict[str, str | None] = {}
         self.notes_new: dict[str, str | None] = {}
         self.ledger: list[LedgerStep] = []
+        self.spans: list[LedgerSpan] = []
+        self.spans_only = False  # record the ledger's moves as spans (`ledger_as_spans`)
         self.files: set[str] = set()
         self.workspaces: list[WorkspaceChange] = []
         self.undoes: str | None = None
@@ -84,7 +85,7 @@ class Recorder:
 
     def _meta(self) -> dict:
         return {"files": sorted(self.files), "undoes": self.undoes, "backup": self.backup,
-                "description": self.description,
+                "description": self.description, "spans_only": self.spans_only,
                 "workspaces": [[w.lane, w.before, w.after] for w in self.workspaces]}
 
     def journal_meta(self) -> None:
@@ -121,21 +122,15 @@ class Recorder:
             self.notes_new[target] = change.new.oid if change.new else None
 
     def _ledger(self, update: RefUpdate) -> None:
-        from git_lanes.ledger.op import op_identity  # the ledger loads only when it moved
+        if self.spans_only:  # a sync: its moves, not its thousands of ops (oplog_steps reads those when asked)
+            if self.spans and self.spans[-1].new == update.old and update.new is not None:
+                self.spans[-1] = LedgerSpan(self.spans[-1].old, update.new)
+            elif update.new is not None:
+                self.spans.append(LedgerSpan(update.old, update.new))
+            return
+        from git_lanes.domain import oplog_steps
 
-        commit, steps = update.new, []
-        while commit is not None and commit != update.old:
-            info = self.ctx.store.commit_info(commit)  # read once: a sync may bring thousands of ops
-            try:
-                op_id, op_type = op_identity(info.message, commit)
-                steps.append(LedgerStep(op_id, op_type, commit))
-            except UnsupportedFormat:
-                # A peer's commit that holds no op this version reads (one an older git-lanes cut at a NUL, or
-                # a newer format's): nothing an undo could reverse. The ref has already moved: failing here
-                # failed a sync that had done its work, on every machine the commit reached.
-                pass
-            commit = info.parents[0] if info.parents else None
-        self.ledger += reversed(steps)
+        self.ledger += oplog_steps.between(self.ctx, update.old, update.new)
 
     def entry(self) -> OpEntry | None:
         moves = tuple(self._move(ref) for ref in self.new if self.old[ref] != self.new[ref])
@@ -144,7 +139,7 @@ class Recorder:
         recorded = OpEntry(self.id, self.time if self.time is not None else self.ctx.now(),
                            self.actor or self.ctx.store.signature().name,
                            self.description or _describe(self.first_message), moves, notes, tuple(self.ledger),
-                           tuple(self.workspaces), self.undoes, self.backup)
+                           tuple(self.workspaces), self.undoes, self.backup, ledger_spans=tuple(self.spans))
         return None if recorded.empty else recorded
 
     def _move(self, ref: str) -> RefMove:
@@ -231,6 +226,15 @@ class Operation:
             except Exception:
                 if not failed:  # the operation's own error matters more than its record
                     raise
+
+
+def ledger_as_spans() -> None:
+    """Tell the running operation (a sync) to record the ledger's moves rather than each op they bring: the
+    ops are read from the ledger when an undo or `op log` asks (oplog_steps.of_entry)."""
+    active = _ACTIVE.get()
+    if active is not None and not active.spans_only:
+        active.spans_only = True
+        active.journal_meta()
 
 
 def files_moved(lane: str) -> None:
@@ -321,6 +325,7 @@ def _replay(ctx: Context, records: list[dict]) -> OpEntry | None:
             recorder.files = set(record["files"])
             recorder.undoes, recorder.backup = record.get("undoes"), record.get("backup")
             recorder.workspaces = [WorkspaceChange(*w) for w in record.get("workspaces") or ()]
+            recorder.spans_only = bool(record.get("spans_only"))
     if announced:  # killed around its last transaction: what took effect is what the refs now say
         recorder._observe([u for u in announced if ctx.store.read_ref(u.name) == u.new])
     return recorder.entry()

@@ -95,7 +95,10 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
     """Pull, push or sync with `remote`. `lock` serializes the local merge with every other local writer
     (the store's lock by default); the network is never used while it is held. `gate` sees each plan before
     anything moves and may stop the sync there by raising (the light path's way out, api/sync_light.py)."""
+    from git_lanes.domain import oplog  # loaded already: the operation this sync runs in records it
+
     transport.check_remote(ctx.store, remote)
+    oplog.ledger_as_spans()
     report = Report(remote, mode)
     locked = lock or ctx.store.locked
     for attempt in range(1, MAX_ATTEMPTS + 1):

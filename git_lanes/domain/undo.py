@@ -117,7 +117,9 @@ def _prepare_ledger(ctx: Context, entry: OpEntry, actor: str, plan: Plan) -> Non
     store = ctx.store
     head = ledger.head(store)
     plan.ledger_base = head
-    for step in reversed(entry.ledger):
+    from git_lanes.domain import oplog_steps
+
+    for step in reversed(oplog_steps.of_entry(ctx, entry)):
         if step.type not in ledger_undo.UNDOABLE:
             continue
         op = ledger_undo.inverse(store, step.commit, actor, ctx.now())

@@ -108,29 +108,12 @@ def decode_message(message: str, commit: str) -> Op:
 _HEX = "0123456789abcdef"
 
 
-# Ops `check_ahead` found valid, by commit: (the message it read, its identity). Each is taken by the one
-# `op_identity` call it was checked for, so nothing accumulates.
-_CHECKED: dict[str, tuple[str, tuple[str, str]]] = {}
-
-
-def check_ahead(commit: str, message: str) -> None:
-    """`op_identity(message, commit)` now, for the call to come: the light sync checks each op that comes in
-    while git is still printing the next ones. What it refuses is not kept: that call refuses it again."""
-    try:
-        _CHECKED[commit] = (message, op_identity(message, commit))
-    except Exception:  # noqa: BLE001  # refused, with whatever error: raised again, in its place
-        pass
-
-
 def op_identity(message: str, commit: str) -> tuple[str, str]:
     """`(op.id, op.type)` of `decode_message(message, commit)`, refusing what it refuses, with the same error.
 
     The operation log records only these two of every op a sync brings in (thousands at a time), so an op in
     the shape `encode_message` writes is checked in place, field by field, as `Op` would check it, without
     building one (half the cost). Anything else, valid or not, goes through `decode_message` itself."""
-    checked = _CHECKED.pop(commit, None)
-    if checked is not None and checked[0] == message:  # the same text: the same answer
-        return checked[1]
     # The op is read where it stands in the message: a delta's edits after it (as long again, or longer, in
     # a busy ledger) are neither copied nor scanned.
     start = message.find("\n\n") + 2

@@ -7,7 +7,13 @@ one line of JSON:
      "notes": [{"object", "old", "new"}],                          # transition notes it changed (blob ids)
      "ledger": [{"id", "type", "commit"}],                         # ledger ops it appended
      "workspaces": [{"lane", "before", "after"}],                  # workspace files it changed without a ref
-     "undoes": null | id, "backup": null | ref}
+     "undoes": null | id, "backup": null | ref,
+     "ledger_spans": [{"old", "new"}]}                             # only when any: ledger moves a sync made
+
+`ledger_spans`: a sync records the ledger's move (`old` to `new`) rather than each op it brought in, which it
+would have to read one by one while it runs (a thousand ops from a peer: two thirds of a sync's own work); the
+ops are `new`'s commits that `old` lacks, read when an undo or `op log` needs them. A git-lanes that predates
+the field reads such an entry as moving no ledger op.
 
 `introduced`: the move's new state was on no other lane when it was made (undoing it could strand work built
 on it since). `files`: the operation also moved the files of the lane's workspace (a promotion landing in a
@@ -100,6 +106,24 @@ class WorkspaceChange(Frozen):
         return cls(data["lane"], data["before"], data["after"])
 
 
+class LedgerSpan(Frozen):
+    """The ledger moved from `old` (None: it did not exist) to `new` in one go: the ops are `new`'s commits
+    that `old` lacks."""
+
+    old: str | None
+    new: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"old": self.old, "new": self.new}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LedgerSpan:
+        old, new = data.get("old"), data["new"]
+        if not isinstance(new, str) or not (old is None or isinstance(old, str)):
+            raise TypeError("a ledger span names commits")
+        return cls(old, new)
+
+
 class OpEntry(Frozen):
     id: str
     time: float
@@ -112,17 +136,19 @@ class OpEntry(Frozen):
     undoes: str | None = None
     backup: str | None = None
     commit: str | None = field(default=None, compare=False)  # where it is stored, once read back
+    ledger_spans: tuple[LedgerSpan, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.moves or self.notes or self.ledger or self.workspaces)
+        return not (self.moves or self.notes or self.ledger or self.workspaces or self.ledger_spans)
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "id": self.id, "time": self.time, "actor": self.actor,
                 "description": self.description, "moves": [m.to_dict() for m in self.moves],
                 "notes": [n.to_dict() for n in self.notes], "ledger": [s.to_dict() for s in self.ledger],
                 "workspaces": [w.to_dict() for w in self.workspaces], "undoes": self.undoes,
-                "backup": self.backup}
+                "backup": self.backup} | \
+            ({"ledger_spans": [span.to_dict() for span in self.ledger_spans]} if self.ledger_spans else {})
 
     @classmethod
     def from_dict(cls, data: Any, commit: str | None = None) -> OpEntry:
@@ -133,7 +159,8 @@ class OpEntry(Frozen):
                        tuple(NoteChange.from_dict(n) for n in data.get("notes") or ()),
                        tuple(LedgerStep.from_dict(s) for s in data.get("ledger") or ()),
                        tuple(WorkspaceChange.from_dict(w) for w in data.get("workspaces") or ()),
-                       data.get("undoes"), data.get("backup"), commit)
+                       data.get("undoes"), data.get("backup"), commit,
+                       tuple(LedgerSpan.from_dict(span) for span in data.get("ledger_spans") or ()))
         except (KeyError, TypeError, ValueError) as exc:
             raise UnsupportedFormat(f"operation log entry is malformed: {type(exc).__name__} {exc}") from None
 

@@ -74,8 +74,8 @@ class LightStore(ObjectReads):
         self._between: dict[tuple[str | None, str], list[tuple[str, tuple[str, ...]]]] = {}
         # git commands started ahead of their answer (remote.start_fetch), by their arguments
         self.started_git: dict[tuple[str, ...], StartedGit] = {}
-        # the `git log` a walk to come reads (start_log): its head, the git, and who sees each commit
-        self._started_log: tuple[str, StartedGit, Callable[[str, str], object] | None] | None = None
+        # the `git log` a walk to come reads (start_log): its head, and the git
+        self._started_log: tuple[str, StartedGit] | None = None
         config = self._read_config()
         if config.get("core.repositoryformatversion", "0") not in ("0", "1") or \
                 any(key.startswith("extensions.") for key in config):
@@ -257,26 +257,24 @@ class LightStore(ObjectReads):
             commit = parents[0] if parents else None
         return line
 
-    def start_log(self, ancestor: str | None, head: str, each: Callable[[str, str], object] | None = None) -> None:
+    def start_log(self, ancestor: str | None, head: str) -> None:
         """Start the `git log` of `head` that a `_rev_list(ancestor, head)` to come reads, now (the light sync
         does so the moment its fetch brought `head` in), unless `head` is a short line of commits down to
-        `ancestor`: those are read here, with no git process. `each(commit, message)` sees every commit of
-        the range the walk answers as it is read, while git is still printing the rest."""
+        `ancestor`: those are read here, with no git process."""
         if self._short_line(ancestor, head) is not None:
             return
         self.stop_logs()  # one at a time: a second start replaces the first
-        self._started_log = (head, light_log.start(self.root, head), each)
+        self._started_log = (head, light_log.start(self.root, head))
 
     def stop_logs(self) -> None:
         """Stop (kill and reap) a `start_log` git that no walk took."""
         if self._started_log is not None:
-            _, started, _ = self._started_log
+            _, started = self._started_log
             self._started_log = None
             started.stop()
 
     def _rev_list(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]]:
-        """head's commits that `ancestor` lacks, with their parents, newest first (the operation log reads
-        every commit a sync brought in, so each commit's header and message are kept too)."""
+        """head's commits that `ancestor` lacks, with their parents, newest first."""
         key = (ancestor, head)
         if key not in self._between:
             found = self._walk(ancestor, head)
@@ -286,30 +284,22 @@ class LightStore(ObjectReads):
     def _walk(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]] | None:
         """`_rev_list` for a line of single-parent commits, read as git prints it (`light_log.walk`); None when
         the line meets a merge or ends without meeting `ancestor`: `_exact` answers those."""
-        each: Callable[[str, str], object] | None = None
         if self._started_log is not None and self._started_log[0] == head:
-            _, started, each = self._started_log
+            _, started = self._started_log
             self._started_log = None
         else:
             started = light_log.start(self.root, head)
         try:
-            read = light_log.walk(started, ancestor, each)
+            return light_log.walk(started, ancestor)
         except light_log.UnexpectedLog as exc:
             raise NeedsFullStore(str(exc)) from None
-        return None if read is None else self._keep(read)
 
     def _exact(self, ancestor: str | None, head: str) -> list[tuple[str, tuple[str, ...]]]:
         """`_rev_list` by one `git log head ^ancestor`."""
         try:
-            return self._keep(light_log.exact(self.root, ancestor, head))
+            return light_log.exact(self.root, ancestor, head)
         except light_log.UnexpectedLog as exc:
             raise NeedsFullStore(str(exc)) from None
-
-    def _keep(self, infos: list[CommitInfo]) -> list[tuple[str, tuple[str, ...]]]:
-        """Each commit's (id, parents), newest first; its header and message kept for `commit_info`."""
-        for info in infos:
-            self._commits.setdefault(info.oid, info)
-        return [(info.oid, info.parents) for info in infos]
 
     # -- worktrees -----------------------------------------------------------------------------------------
     def linked_worktrees(self) -> bool:

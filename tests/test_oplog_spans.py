@@ -1,0 +1,92 @@
+"""A sync's operation-log entry records the ledger's moves (spans), not each op they bring: the ops are read
+from the ledger when `op log` or `undo` asks, with the same answers. A sync that replays local ops covers the
+ops new to this machine, not the ledger's whole history (before, its walk went to the first op)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli
+from gitserver import clone, make_origin
+
+from git_lanes.api import Lanes
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Lanes, Path, Path]:
+    """Machine A (its API), synced through a bare remote with machine B (a clone that pulled), both with
+    five shared posts."""
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "--initial-branch=main", str(remote), cwd=tmp_path)
+    origin = make_origin(tmp_path, remote.as_uri())
+    there = Lanes(origin)
+    for number in range(5):
+        there.board_post(f"shared {number}", "agent-a")
+    there.sync()
+    here = clone(tmp_path, remote.as_uri(), "machine-b")
+    assert run_cli("pull", cwd=here).code == 0
+    return there, origin, here
+
+
+def last_entry(path: Path) -> dict:
+    message = git("log", "-1", "--format=%B", "refs/lanes/oplog", cwd=path)
+    return json.loads(message.split("\n", 2)[2])
+
+
+def newest_row(path: Path) -> dict:
+    logged = run_cli("op", "log", "-n", "1", "--json", cwd=path)
+    assert logged.code == 0, logged.err
+    return logged.json[0]
+
+
+def post_ids(path: Path, since: str) -> list[str]:
+    """The op ids of the ledger commits after `since`, oldest first."""
+    out = git("log", "--reverse", "--format=%B%x00", f"{since}..refs/lanes/ledger", cwd=path)
+    return [json.loads(message.strip().split("\n\n", 1)[1].split("\n", 1)[0])["id"]
+            for message in out.split("\0") if message.strip()]
+
+
+@pytest.mark.parametrize("light", [True, False])
+def test_a_fast_forward_records_its_span_and_op_log_lists_its_ops(pair, light):
+    there, _, here = pair
+    before = git("rev-parse", "refs/lanes/ledger", cwd=here).strip()
+    for number in range(20):
+        there.board_post(f"remote {number}", "agent-a")
+    there.sync()
+    # GIT_CONFIG_COUNT=0 hands the sync to the ordinary path (config the light store does not read)
+    synced = run_cli("sync", "--json", cwd=here, env={} if light else {"GIT_CONFIG_COUNT": "0"})
+    assert synced.code == 0 and synced.json["ledger"]["came_in"] == 20, synced.err
+    after = git("rev-parse", "refs/lanes/ledger", cwd=here).strip()
+    entry = last_entry(here)
+    assert entry["ledger"] == [] and entry["ledger_spans"] == [{"old": before, "new": after}]
+    assert newest_row(here)["ledger"] == post_ids(here, before)
+
+
+def test_a_replaying_sync_covers_the_ops_new_here_not_the_whole_ledger(pair):
+    there, _, here = pair
+    base = git("rev-parse", "refs/lanes/ledger", cwd=here).strip()
+    assert run_cli("board", "post", "local", "--agent", "agent-b", cwd=here).code == 0
+    there.board_post("remote", "agent-a")
+    there.sync()
+    synced = run_cli("sync", "--json", cwd=here)
+    assert synced.code == 0 and synced.json["ledger"]["replayed"] == 1, synced.err
+    covered = newest_row(here)["ledger"]
+    assert covered == post_ids(here, base)  # the remote's post and the replayed local one
+    assert len(covered) == 2
+
+
+def test_undo_of_a_sync_reverses_the_ops_its_span_brought(pair):
+    """As before spans: undoing a sync undoes the posts it brought in (inverse ops), read from its span."""
+    there, _, here = pair
+    there.board_post("brought in", "agent-a")
+    there.sync()
+    assert run_cli("sync", cwd=here).code == 0
+    read = run_cli("board", "read", "--agent", "reader", "--json", cwd=here)
+    assert "brought in" in read.out
+    undone = run_cli("undo", "--json", cwd=here)
+    assert undone.code == 0 and undone.json["description"] == "sync", undone.out + undone.err
+    assert len(undone.json["ledger"]) == 1
+    again = run_cli("board", "read", "--agent", "reader2", "--all", "--json", cwd=here)
+    assert "brought in" not in again.out, again.out
