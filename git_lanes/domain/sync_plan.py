@@ -70,12 +70,15 @@ def _screen(ctx: Context, remote: str, local: dict[str, str], fetched: dict[str,
     refused on one side is left alone on the other too: planning it from one side only would push over, or
     pull under, the refused copy."""
     problems = [("remote", ref, None, f"cannot be stored here: {why}") for ref, why in sorted(unstorable.items())]
+    tracks_internal: dict[str, bool] = {}  # by commit: a lane both sides hold alike is read once, not twice
     for side, found in (("local", local), ("remote", fetched)):
         for ref, oid in sorted(found.items()):
             problem = ref_problem(ref, ctx.trunk, ctx.store.object_kind(oid))
-            if problem is None and kind_of(ref, ctx.trunk)[0] == "lane" and \
-                    lanes.internal_paths(ctx, ctx.store.tree_of(oid)):
-                problem = _INTERNAL
+            if problem is None and kind_of(ref, ctx.trunk)[0] == "lane":
+                if oid not in tracks_internal:
+                    tracks_internal[oid] = bool(lanes.internal_paths(ctx, ctx.store.tree_of(oid)))
+                if tracks_internal[oid]:
+                    problem = _INTERNAL
             if problem is not None:
                 problems.append((side, ref, oid, problem))
     for side, ref, oid, problem in problems:

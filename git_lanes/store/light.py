@@ -70,6 +70,7 @@ class LightStore(ObjectReads):
         self._observers: list[Callable[[list[RefUpdate]], None]] = []
         self._before: list[Callable[[list[RefUpdate]], None]] = []  # told just before updates apply
         self._commits: dict[str, CommitInfo] = {}
+        self._kinds: dict[str, str] = {}
         # (ancestor, head) -> [(commit, parents)] for head's commits that ancestor lacks: `git rev-list`'s answer
         self._between: dict[tuple[str | None, str], list[tuple[str, tuple[str, ...]]]] = {}
         # git commands started ahead of their answer (remote.start_fetch), by their arguments

@@ -33,6 +33,7 @@ class ObjectReads:
     common_dir: str
     _objects: ObjectStore | None
     _commits: dict[str, CommitInfo]
+    _kinds: dict[str, str]  # of objects read that are not commits (those are in _commits)
 
     @property
     def objects(self) -> ObjectStore:
@@ -51,10 +52,22 @@ class ObjectReads:
             raise NeedsFullStore(exc.message) from None
 
     def object_kind(self, oid: str) -> str | None:
-        try:
-            return self.objects.read(oid)[0].decode()
-        except UnsupportedFormat:
-            return None
+        # Read once: sync asks it of every synced ref on both sides (twenty lanes on one commit: one read,
+        # not forty, each a pack lookup, an inflate and its deltas). A commit read here is kept whole.
+        if oid in self._commits:
+            return "commit"
+        kind = self._kinds.get(oid)
+        if kind is None:
+            try:
+                found, data = self.objects.read(oid)
+            except UnsupportedFormat:
+                return None
+            kind = found.decode()
+            if kind == "commit":
+                self._commits[oid] = _commit_info(oid, data)
+            else:
+                self._kinds[oid] = kind
+        return kind
 
     def commit_info(self, oid: str) -> CommitInfo:
         found = self._commits.get(oid)
