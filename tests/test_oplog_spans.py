@@ -62,6 +62,10 @@ def test_a_fast_forward_records_its_span_and_op_log_lists_its_ops(pair, light):
     entry = last_entry(here)
     assert entry["ledger"] == [] and entry["ledger_spans"] == [{"old": before, "new": after}]
     assert newest_row(here)["ledger"] == post_ids(here, before)
+    shown = run_cli("op", "show", entry["id"][:8], "--json", cwd=here)
+    assert shown.code == 0, shown.err
+    assert [step["id"] for step in shown.json["ledger"]] == post_ids(here, before)
+    assert {step["type"] for step in shown.json["ledger"]} == {"board.post"}
 
 
 def test_a_replaying_sync_covers_the_ops_new_here_not_the_whole_ledger(pair):

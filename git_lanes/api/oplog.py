@@ -74,9 +74,12 @@ class OplogApi:
 
     def op_show(self, op: str) -> dict[str, Any]:
         """One operation: an entry of the log with every ref, note and ledger op it moved, or a ledger op."""
+        from git_lanes.domain import oplog_steps
+
         kind, found, _ = self._find_operation(op)
-        if kind == "lanes":
-            return {"kind": "lanes", **found.to_dict(), "commit": found.commit}
+        if kind == "lanes":  # a sync's ops are read from its ledger spans
+            steps = oplog_steps.of_entry(self.ctx, found)
+            return {"kind": "lanes", **found.to_dict(), "ledger": [s.to_dict() for s in steps], "commit": found.commit}
         commit, record = found
         return {"kind": "ledger", "commit": commit, **record.to_dict()}
 
