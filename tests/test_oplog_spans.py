@@ -77,8 +77,34 @@ def test_a_replaying_sync_covers_the_ops_new_here_not_the_whole_ledger(pair):
     synced = run_cli("sync", "--json", cwd=here)
     assert synced.code == 0 and synced.json["ledger"]["replayed"] == 1, synced.err
     covered = newest_row(here)["ledger"]
-    assert covered == post_ids(here, base)  # the remote's post and the replayed local one
-    assert len(covered) == 2
+    remote_post, local_post = post_ids(here, base)  # the replay puts the local op back on top of the remote's
+    assert covered == [remote_post]  # the replayed local op was here already: its own row, not the sync's
+
+
+def test_undo_of_a_replaying_sync_keeps_the_local_ops_it_replayed(pair):
+    """The local post a sync replays was here before the sync: undoing the sync retracts only what it brought
+    in, and the local post stays an operation of its own in `op log` (before, the sync covered it too, and
+    undoing the sync retracted the user's own post)."""
+    there, _, here = pair
+    assert run_cli("board", "post", "mine", "--agent", "agent-b", cwd=here).code == 0
+    there.board_post("theirs", "agent-a")
+    there.sync()
+    synced = run_cli("sync", "--json", cwd=here)
+    assert synced.code == 0 and synced.json["ledger"]["replayed"] == 1, synced.err
+    rows = run_cli("op", "log", "--json", cwd=here).json
+    assert [row["kind"] for row in rows[:2]] == ["lanes", "ledger"]  # the sync, then the post made here
+    assert rows[1]["actor"] == "agent-b", rows[1]
+    undone = run_cli("undo", "--json", cwd=here)
+    assert undone.code == 0 and undone.json["description"] == "sync", undone.out + undone.err
+    assert len(undone.json["ledger"]) == 1
+    posts = run_cli("board", "read", "--agent", "reader", "--all", "--json", cwd=here).json["posts"]
+    retracted = {post["text"] for post in posts if post.get("retracted")}
+    shown = {post["text"] for post in posts} - retracted
+    assert "mine" in shown and "theirs" not in shown, posts
+    redone = run_cli("undo", "--json", cwd=here)  # undoing the undo brings the peer's post back
+    assert redone.code == 0, redone.err
+    posts = run_cli("board", "read", "--agent", "reader2", "--all", "--json", cwd=here).json["posts"]
+    assert {"mine", "theirs"} <= {post["text"] for post in posts if not post.get("retracted")}, posts
 
 
 def test_undo_of_a_sync_reverses_the_ops_its_span_brought(pair):
