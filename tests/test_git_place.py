@@ -75,3 +75,14 @@ def test_a_git_dir_that_is_no_repository_is_refused(two, tmp_path):
     a, _ = two
     refused = git_lanes(f"--git-dir={tmp_path}", "lanes", "status", cwd=a)
     assert refused.returncode == 1 and "do not go together" in refused.stderr, refused.stderr
+
+
+def test_a_lane_workspace_named_by_its_gitfile_runs_there(two):
+    """git takes a linked worktree's `.git` file as --git-dir (it follows the gitfile); so does git-lanes,
+    which refused it as another repository than the work tree's."""
+    a, b = two
+    workspace = Path(Lanes(b).lane_path("only-b"))
+    assert (workspace / ".git").is_file()
+    named = [f"--git-dir={workspace}/.git", f"--work-tree={workspace}"]
+    assert git_lanes(*named, "status", "--porcelain", cwd=a).returncode == 0  # git itself takes it
+    assert lanes_listed(git_lanes(*named, "lanes", "lane", "list", cwd=a)) == ["main", "only-b"]

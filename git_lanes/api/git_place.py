@@ -24,7 +24,7 @@ def follow() -> None:
         return
     here = os.path.realpath(os.getcwd())
     tree = os.path.realpath(work_tree) if work_tree else here
-    meant = os.path.realpath(git_dir) if git_dir else _git_dir_of(here)
+    meant = _named(git_dir) if git_dir else _git_dir_of(here)
     found = _git_dir_of(tree)
     if meant is None or found != meant:
         told = " and ".join(f"{name}={value}" for name, value in (("GIT_DIR", git_dir), ("GIT_WORK_TREE", work_tree))
@@ -35,6 +35,13 @@ def follow() -> None:
                         hint="run it inside the work tree, or name the work tree alone: `git -C <work tree> lanes …`")
     if tree != here and not here.startswith(tree.rstrip(os.sep) + os.sep):
         os.chdir(tree)
+
+
+def _named(git_dir: str) -> str | None:
+    try:
+        return gitfiles.named_git_dir(git_dir)
+    except OSError:
+        return None
 
 
 def _git_dir_of(folder: str) -> str | None:

@@ -36,6 +36,17 @@ def _read_text(path: StrPath, errors: str | None = None) -> str:
         return handle.read()
 
 
+def named_git_dir(path: StrPath) -> str:
+    """The git directory `path` names as GIT_DIR does: itself, or the one the gitfile at `path` points to
+    (a linked worktree's `.git` file, which `git --git-dir=<worktree>/.git` accepts)."""
+    if os.path.isfile(path):
+        text = _read_text(path, errors="replace").strip()
+        if text.startswith("gitdir:"):
+            return os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(path)),
+                                                 text[len("gitdir:"):].strip()))
+    return os.path.realpath(path)
+
+
 def discover(start: StrPath) -> Location:
     """The repository holding `start`, found as git does by walking up to a `.git` directory or file."""
     directory = os.path.realpath(start)
