@@ -138,3 +138,16 @@ def test_doctor_names_a_file_where_the_queue_folder_goes_and_leaves_it(repo: Pat
     assert not check.get("fixable")
     run_cli("doctor", "--check", "queue", "--fix", cwd=repo)
     assert blocker.read_text() == "someone's file\n"
+
+
+def test_doctor_names_a_symlink_to_nothing_where_the_queue_folder_goes(repo: Path, tmp_path: Path):
+    """A dangling symlink takes the queue's name as a file does (appends wait for the lock, as they do then);
+    doctor said the queue was fine."""
+    blocker = repo / ".git" / "lanes-queue"
+    blocker.symlink_to(tmp_path / "nowhere")
+    assert run_cli("board", "post", "still lands", "--agent", "a", cwd=repo).code == 0
+    result = run_cli("doctor", "--check", "queue", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    [check] = result.json["checks"]
+    assert check["status"] == "warn" and "lanes-queue in the git directory is not a folder" in check["message"]
+    assert blocker.is_symlink() and not (tmp_path / "nowhere").exists()

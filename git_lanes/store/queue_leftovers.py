@@ -40,7 +40,8 @@ def survey(common_dir: str | os.PathLike[str], holder_gone: bool) -> Leftovers:
     except NotADirectoryError:
         return Leftovers(in_the_way=True)
     except OSError:
-        return Leftovers()
+        # A symlink to nothing holds the name as surely as a file: the folder cannot be made there either.
+        return Leftovers(in_the_way=os.path.islink(queue.folder))
     now = time.time()
     dead, stale = [], []
     for file in files:
