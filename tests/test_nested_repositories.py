@@ -96,7 +96,9 @@ def test_lane_reset_and_lane_delete_never_delete_a_nested_repository(repo, vendo
     fsck_clean(repo)
 
 
-def test_a_real_submodule_keeps_its_unsaved_edits_through_restore_force(repo, tmp_path):
+def _lane_with_submodule(repo: Path, tmp_path: Path) -> Path:
+    """Lane `l1` whose workspace has committed a real submodule at vendor/sub (of a repository with one
+    commit); returns the workspace."""
     upstream = tmp_path / "upstream"
     upstream.mkdir()
     git("init", "--quiet", "-b", "main", cwd=upstream)
@@ -106,6 +108,11 @@ def test_a_real_submodule_keeps_its_unsaved_edits_through_restore_force(repo, tm
     ws = make_lane(repo, "l1")
     git("-c", "protocol.file.allow=always", "submodule", "add", "--quiet", str(upstream), "vendor/sub", cwd=ws)
     assert auto_commit(ws, "add a submodule").code == 0
+    return ws
+
+
+def test_a_real_submodule_keeps_its_unsaved_edits_through_restore_force(repo, tmp_path):
+    ws = _lane_with_submodule(repo, tmp_path)
     (ws / "vendor" / "sub" / "s.txt").write_text("unsaved edit\n")
     (ws / "vendor" / "sub" / "new.txt").write_text("new file\n")
 
@@ -129,15 +136,7 @@ def test_a_real_submodule_keeps_its_unsaved_edits_through_restore_force(repo, tm
 def _submodule_with_local_history(repo: Path, tmp_path: Path) -> tuple[Path, Path, str]:
     """Lane `l1` with a real submodule at vendor/sub holding a commit of its own nowhere else; returns the
     workspace, the submodule's repository (in the workspace's private git dir) and that commit."""
-    upstream = tmp_path / "upstream"
-    upstream.mkdir()
-    git("init", "--quiet", "-b", "main", cwd=upstream)
-    (upstream / "s.txt").write_text("v1\n")
-    git("add", ".", cwd=upstream)
-    git("commit", "--quiet", "-m", "s", cwd=upstream)
-    ws = make_lane(repo, "l1")
-    git("-c", "protocol.file.allow=always", "submodule", "add", "--quiet", str(upstream), "vendor/sub", cwd=ws)
-    assert auto_commit(ws, "add a submodule").code == 0
+    ws = _lane_with_submodule(repo, tmp_path)
     (ws / "vendor" / "sub" / "local.txt").write_text("local work\n")
     git("add", "local.txt", cwd=ws / "vendor" / "sub")
     git("commit", "--quiet", "-m", "local-only commit", cwd=ws / "vendor" / "sub")
