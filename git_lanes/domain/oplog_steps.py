@@ -44,7 +44,9 @@ def between(ctx: Context, old: str | None, new: str | None) -> list[LedgerStep]:
                 # The local ops the replay put back on top keep their ids: they were here before the move, each
                 # recorded (and undone) on its own, so undoing the sync must not retract them too.
                 here = {step.id for step in _walk(store, store.commit_info(old), stop)}
-        steps = [step for step in _walk(store, info, stop) if step.id not in here]
+        for step in _walk(store, info, stop):
+            if step.id not in here:
+                steps.append(step)
     except (LanesError, KeyError):  # a commit not here (pruned, a shallow history): what was read is all there is
         pass
     steps.reverse()
