@@ -111,7 +111,7 @@ _HEX = "0123456789abcdef"
 def op_identity(message: str, commit: str) -> tuple[str, str]:
     """`(op.id, op.type)` of `decode_message(message, commit)`, refusing what it refuses, with the same error.
 
-    The operation log records only these two of every op a sync brings in (thousands at a time), so an op in
+    The operation log shows only these two of every op a sync brought in (thousands at a time), so an op in
     the shape `encode_message` writes is checked in place, field by field, as `Op` would check it, without
     building one (half the cost). Anything else, valid or not, goes through `decode_message` itself."""
     # The op is read where it stands in the message: a delta's edits after it (as long again, or longer, in
