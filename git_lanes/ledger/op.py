@@ -71,11 +71,6 @@ def make_op(op_type: str, actor: str, args: dict[str, Any], time: float) -> Op:
     return Op(id=random_hex(8), type=op_type, actor=Actor(actor), time=round(time, 3), args=args)
 
 
-def validate_actor(actor: object) -> Actor:
-    """Who an op is by: an agent id or a person's name (see `Actor`)."""
-    return Actor(actor)
-
-
 def encode_message(op: Op, summary: str, edits: dict[str, Any] | None = None) -> str:
     """The commit message of `op`; `edits` (path -> record, None: deleted) for a delta commit, whose tree is
     its parent's (model/ledger_delta.py)."""

@@ -51,7 +51,7 @@ def exclusive_if_free(path: StrPath) -> ExclusiveIfFree:
 class Exclusive:
     def __init__(self, path: StrPath) -> None:
         self.path = path
-        self.fd = -1
+        self.fd = -1  # the lock's descriptor while it is held
 
     def __enter__(self) -> None:
         fd = _open(self.path)
@@ -64,19 +64,16 @@ class Exclusive:
 
     def __exit__(self, *_: object) -> None:
         fd, self.fd = self.fd, -1
+        if fd < 0:
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
 
 
-class ExclusiveIfFree:
-    def __init__(self, path: StrPath) -> None:
-        self.path = path
-        self.fd = -1
-        self.held = False
-
-    def __enter__(self) -> bool:
+class ExclusiveIfFree(Exclusive):
+    def __enter__(self) -> bool:  # type: ignore[override]
         fd = _open(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -86,14 +83,5 @@ class ExclusiveIfFree:
         except BaseException:
             os.close(fd)
             raise
-        self.fd, self.held = fd, True
+        self.fd = fd
         return True
-
-    def __exit__(self, *_: object) -> None:
-        if not self.held:
-            return
-        fd, self.fd, self.held = self.fd, -1, False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
