@@ -20,7 +20,7 @@ from typing import Any
 from git_lanes.api import Lanes
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
 from git_lanes.errors import GateFailed, LanesError, UserError
-from git_lanes.model.records import Cost, Transition
+from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.model.workspace_results import Decided, Unchanged
 
 # Metadata names that are fields of the intent itself rather than free-form metadata.
@@ -65,8 +65,11 @@ class AgentSession:
         """A block of work on the session's workspace, recorded as one transition when the block ends:
         snapshotted and proposed, then (with `auto_accept`) judged by the gates and accepted; an exception in
         the block snapshots the attempt, rejects it with the exception as the reason, puts the workspace back
-        to the lane head (`restore` the attempt's id to see it again) and propagates."""
-        return Work(self, prompt, tuple(tags), auto_accept)
+        to the lane head (`restore` the attempt's id to see it again) and propagates. An intent the model
+        refuses (tags given as one string, a prompt that is not text) is refused here, before the work."""
+        intent = Intent(prompt=prompt, agent_id=self.agent_id, agent_type=self.agent_type, model=self.model,
+                        tags=tags)
+        return Work(self, intent.prompt, intent.tags, auto_accept)
 
     # -- coordination, bound to the session's agent ---------------------------------------------------
     def _named_lane(self) -> str | None:

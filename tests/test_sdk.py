@@ -138,6 +138,18 @@ def test_every_error_from_bad_input_is_a_user_error(repo, tmp_path, monkeypatch)
     assert bad_lane.value.code == "invalid_lane_name"
 
 
+def test_an_intent_the_model_refuses_is_refused_when_the_block_is_asked_for(session, repo):
+    # A string of tags was split into its letters ("auth" -> a, u, t, h) and recorded as four tags; a prompt
+    # that is no text was refused only when the block ended, after the work was done.
+    before = run_cli("history", "--json", cwd=repo).json
+    for prompt, tags, code in (("Add login", "auth", "invalid_intent"), (None, (), "invalid_intent"),
+                               ("Add login", ["ok", 5], "invalid_intent")):
+        with pytest.raises(UserError) as refused:
+            session.work(prompt, tags=tags)
+        assert refused.value.code == code, refused.value
+    assert run_cli("history", "--json", cwd=repo).json == before
+
+
 def test_importing_the_package_stays_light_and_every_public_name_is_documented():
     probe = ("import sys, git_lanes; print(sorted(m for m in sys.modules if m.startswith(('pygit2', 'mcp', "
              "'git_lanes.'))))")
