@@ -291,6 +291,43 @@ def test_a_sha256_repository_is_refused_in_one_line_and_left_as_it_was(tmp_path)
     assert repository_state(repo) == before
 
 
+def test_a_repository_whose_folder_is_not_utf8_is_refused_up_front_and_left_as_it_was(tmp_path):
+    """git works in a folder whose name is not UTF-8 (a Latin-1 'café'); git-lanes keeps paths as text, and
+    `lane create` there used to make the lane's ref and fail on its workspace. Every command now refuses in
+    one line before anything is written, whether the repository was set up before it moved there or not."""
+    import os
+
+    moved = tmp_path / os.fsdecode(b"caf\xe9")
+    set_up = tmp_path / "set-up"
+    set_up.mkdir()
+    (set_up / "README.md").write_text("x\n")
+    assert run_cli("init", cwd=set_up).code == 0
+    set_up.rename(moved)
+    plain = tmp_path / os.fsdecode(b"plain\xe9")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(plain)], check=True)
+    git("commit", "-q", "--allow-empty", "-m", "start", cwd=plain)
+    for repo in (moved, plain):
+        before = everything(repo)
+        for args in (["init"], ["lane", "create", "a"], ["commit", "-m", "x", "--agent-id", "a"], ["sync"],
+                     ["status"], ["doctor"]):
+            error = fails(*args, cwd=repo, code="path_not_utf8")
+            assert "caf\\xe9" in error["message"] or "plain\\xe9" in error["message"]
+        for args in (["mcp"], ["serve", "--port", "0"]):
+            assert_error(run_cli(*args, cwd=repo, timeout=30), "path_not_utf8", as_json=False)
+        assert everything(repo) == before
+    fails("init", os.fsdecode(b"new\xe9"), cwd=tmp_path, code="path_not_utf8")
+    assert not (tmp_path / os.fsdecode(b"new\xe9")).exists()
+
+
+def everything(repo: Path) -> tuple:
+    """repository_state's refs, worktrees, objects, files and config, read as bytes: a folder that is not
+    UTF-8 is in what git prints."""
+    commands = (["for-each-ref"], ["worktree", "list", "--porcelain"], ["count-objects"],
+                ["status", "--porcelain", "--ignored"], ["config", "--list", "--local"])
+    return tuple(subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
+                 for args in commands)
+
+
 def test_a_user_name_that_is_not_utf8_is_one_clear_line_and_init_works_once_fixed(tmp_path):
     repo = tmp_path / "r"
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)

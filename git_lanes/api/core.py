@@ -44,12 +44,13 @@ class CoreApi:
              clock: Callable[[], float] = time.time) -> tuple[CoreApi, dict[str, Any]]:
         """Set up `path` for lanes (running `git init` first in a plain directory). Idempotent."""
         from git_lanes.domain import lanes, setup
-        from git_lanes.store import open_store
+        from git_lanes.store import gitfiles, open_store
         from git_lanes.store.setup import init_repository
 
         from pathlib import Path  # here: the light sync imports this package, and loads no pathlib
 
         directory = Path(path or os.getcwd()).resolve()
+        gitfiles.require_utf8_place(str(directory))  # before `git init` makes a repository there
         created_repo = False
         try:
             store = open_store(directory)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from git_lanes.errors import Conflict, NotARepository, UnsupportedFormat
+from git_lanes.errors import Conflict, NotARepository, UnsupportedFormat, UserError
 
 TYPE_CHECKING = False  # not `from typing import …`: neither the hook path nor the light sync loads typing
 if TYPE_CHECKING:
@@ -29,6 +29,24 @@ class Location:
 
     def __init__(self, worktree: str, git_dir: str, common_dir: str, root: str) -> None:
         self.worktree, self.git_dir, self.common_dir, self.root = worktree, git_dir, common_dir, root
+
+
+def require_utf8_place(*folders: str) -> None:
+    """Refuse a repository whose folders are not valid UTF-8, before anything is read or written there.
+
+    git works in such a folder (it treats paths as bytes); git-lanes keeps paths as text: in the files that tie
+    a workspace to the repository, in JSON records and output, and in what every face returns. It would fail
+    half way (a lane's ref made, its workspace not), so it says so up front. Python reads such a folder's
+    bytes as lone surrogates, which UTF-8 cannot encode: one encode per folder, cheap enough for the hooks."""
+    for folder in folders:
+        try:
+            folder.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = repr(folder.encode("utf-8", "surrogateescape"))[1:]
+            raise UserError(f"the repository's folder {shown} is not valid UTF-8: git-lanes works only where "
+                            "its paths are UTF-8 text", code="path_not_utf8",
+                            hint="rename or move that folder to a UTF-8 name (e.g. `mv` it), then run again") \
+                from None
 
 
 def _read_text(path: StrPath, errors: str | None = None) -> str:
@@ -69,7 +87,9 @@ def discover(start: StrPath) -> Location:
         commondir_file = os.path.join(git_dir, "commondir")
         if os.path.isfile(commondir_file):
             common = os.path.realpath(os.path.join(git_dir, _read_text(commondir_file).strip()))
-        return Location(directory, git_dir, common, main_root(common))
+        root = main_root(common)
+        require_utf8_place(directory, git_dir, common, root)
+        return Location(directory, git_dir, common, root)
     raise NotARepository(f"not a git repository: {start}", hint="run the agent inside a lanes repository "
                                                                "(`git lanes init`)")
 

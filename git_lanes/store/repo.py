@@ -67,6 +67,11 @@ class Store(RefMoves, WorkspaceOps):
             raise UserError("git-lanes needs a repository with a working tree", code="bare_repository")
         self.root = Path(repo.workdir).resolve()
         self.discovered_git_dir = (discovered_git_dir or self.common_dir).resolve()
+        places = (str(self.root), str(self.common_dir), str(self.discovered_git_dir))
+        if not all(place.isascii() for place in places):  # the rule's module loads only when it may apply
+            from git_lanes.store.gitfiles import require_utf8_place
+
+            require_utf8_place(*places)
         self._workspace_repos: dict[Path, pygit2.Repository] = {}
         self._warm_indexes: set[Path] = set()
         self._watched_indexes: dict[Path, WatchedIndex] = {}
