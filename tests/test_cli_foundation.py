@@ -270,6 +270,27 @@ def test_ambiguous_id_lists_candidates(api, repo):
         assert error["candidates"] == sorted(i for i in every if i.startswith(shared))
 
 
+def test_an_ambiguous_revision_prefix_is_called_ambiguous_not_unknown(repo):
+    """A git revision abbreviated to a prefix of two objects is refused as git refuses it ("short object ID
+    … is ambiguous"), with the way to see them; "unknown revision" sent the user looking for a typo."""
+    import hashlib
+
+    seen: dict[str, str] = {}
+    for i in range(100_000):  # two blobs whose ids share 4 hex digits (the birthday bound: a few hundred)
+        body = f"blob {i}\n"
+        oid = hashlib.sha1(f"blob {len(body)}\0{body}".encode()).hexdigest()
+        if oid[:4] in seen:
+            break
+        seen[oid[:4]] = body
+    for body in (seen[oid[:4]], body):
+        git("hash-object", "-w", "--stdin", cwd=repo, input=body)
+    assert git("rev-parse", "--disambiguate=" + oid[:4], cwd=repo).count("\n") == 2  # the precondition
+    for args in (["diff", oid[:4], "main"], ["trace", oid[:4]], ["restore", oid[:4]]):
+        error = fails(*args, cwd=repo, code="ambiguous")
+        assert "is ambiguous" in error["message"] and "--disambiguate" in error["hint"]
+    fails("diff", oid, "main", cwd=repo, code="not_found")  # a blob is no state, as before
+
+
 def test_outside_a_repository(tmp_path):
     outside = tmp_path / "nowhere"
     outside.mkdir()

@@ -11,9 +11,10 @@ from typing import Any, cast
 
 import pygit2
 
-from git_lanes.errors import NotARepository, NotFound, UserError
+from git_lanes.errors import Ambiguous, NotARepository, NotFound, UserError
 from git_lanes.store import lock, notes, setup, trees
 from git_lanes.model.entries import Change, Entry
+from git_lanes.model.text import quoted
 from git_lanes.store.ref_moves import IDENTITY_REUSE_SECONDS, RefMoves
 from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 from git_lanes.store.workspace import WorkspaceOps
@@ -144,6 +145,11 @@ class Store(RefMoves, WorkspaceOps):
         try:
             obj = self.repo.revparse_single(rev)
             commit = obj.peel(pygit2.Commit)
+        except pygit2.AmbiguousError:
+            # Not "unknown": it names several objects, as git says ("short object ID … is ambiguous").
+            raise Ambiguous(f"revision {quoted(rev)} is ambiguous: an id prefix of several objects",
+                            hint="give more characters of the id (`git rev-parse --disambiguate=PREFIX` lists "
+                                 "them)") from None
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             raise NotFound(f"unknown revision {rev!r}") from None
         return str(commit.id)
