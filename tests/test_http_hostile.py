@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import http.client
+import json
+import socket
+
 import pytest
 from http_helpers import Server
 
@@ -25,3 +29,30 @@ def test_a_body_the_server_cannot_take_is_a_400(server, raw):
     assert reply.status == 400, reply.body
     assert reply.json["error"] in ("usage", "invalid_title") and "Traceback" not in reply.json["message"]
     assert server.get("/api/v1/tasks").json == []
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(server):
+    # The server read a whole body before looking at its size: a 300 MB body took 635 MB of its memory, and a
+    # client announcing more than it sends held the request open until it hung up.
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as client:
+        client.sendall(b"POST /api/v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                       b"Authorization: Bearer " + server.token.encode() + b"\r\n"
+                       b"Content-Length: 10000000000\r\n\r\n" + b"{" * 1000)
+        reply = http.client.HTTPResponse(client)
+        reply.begin()
+        assert (reply.status, json.loads(reply.read())["message"]) == (400, "the request body is over 1048576 bytes")
+    chunked = server.request("POST", "/api/v1/tasks", raw=iter([b" " * 65536] * 20), token=server.token,
+                             headers={"Transfer-Encoding": "chunked"})
+    assert (chunked.status, chunked.json["message"]) == (400, "the request body is over 1048576 bytes")
+    assert server.get("/api/v1/tasks").json == []
+
+
+def test_a_query_parameter_the_route_does_not_take_is_refused_not_ignored(server):
+    # `?stauts=accepted` (misspelt) listed every transition, as if no filter had been asked for.
+    reply = server.get("/api/v1/transitions?stauts=accepted")
+    assert (reply.status, reply.json["error"]) == (400, "usage"), reply.body
+    assert reply.json["message"] == "unknown query parameter(s) stauts; this route takes lane, status, agent, limit"
+    bound = server.get("/api/v1/transitions?limit=-1")
+    assert (bound.status, bound.json["message"]) == (400, "limit must be at least 0")
+    assert server.get("/api/v1/transitions?status=accepted&limit=3").status == 200

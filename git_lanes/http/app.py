@@ -223,19 +223,39 @@ async def _params(route: routes.Route, request: Request) -> dict[str, Any]:
         if name in routes.INTEGER_PATH_PARAMS:
             value = routes.Param(name, "integer", minimum=None).convert(value, from_text=True)
         params[name] = value
+    # A misspelt filter would otherwise answer as if none had been asked for (`?stauts=accepted`: everything).
+    unknown = sorted(set(request.query_params) - {param.name for param in route.query})
+    if unknown:
+        raise UserError(f"unknown query parameter(s) {', '.join(unknown)}; this route takes "
+                        f"{', '.join(param.name for param in route.query) or 'none'}", code="usage")
     for param in route.query:
         if param.name in request.query_params:
             params[param.name] = param.convert(request.query_params[param.name], from_text=True)
         elif param.required:
             raise UserError(f"missing query parameter {param.name!r}", code="usage")
     if route.writes:
-        params.update(_body(route, await request.body()))
+        params.update(_body(route, await _bounded_body(request)))
     return params
 
 
+async def _bounded_body(request: Request) -> bytes:
+    """The request's body, refused as soon as it is known to be over MAX_BODY: from its Content-Length
+    before any of it is read, else while it streams in. Reading it whole first let one request hold twice
+    its size in memory, and one that announced more than it sent hold the request open."""
+    too_big = UserError(f"the request body is over {MAX_BODY} bytes", code="usage")
+    announced = request.headers.get("content-length", "")
+    if announced.isdigit() and int(announced) > MAX_BODY:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _body(route: routes.Route, raw: bytes) -> dict[str, Any]:
-    if len(raw) > MAX_BODY:
-        raise UserError(f"the request body is over {MAX_BODY} bytes", code="usage")
     try:
         data = json.loads(raw) if raw.strip() else {}
     except (ValueError, UnicodeDecodeError) as exc:

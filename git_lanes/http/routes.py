@@ -40,6 +40,12 @@ class Param:
             found["description"] = self.help
         return found
 
+    @property
+    def bounds(self) -> str:
+        """The range a number must lie in, as an error message says it (`between 0 and None` said nothing)."""
+        low, high = (None if b is None else f"{b:g}" for b in (self.minimum, self.maximum))
+        return f"between {low} and {high}" if low and high else f"at least {low}" if low else f"at most {high}"
+
     def convert(self, value: Any, *, from_text: bool) -> Any:
         if from_text:
             value = _from_text(self, value)
@@ -51,7 +57,7 @@ class Param:
         if not ok(value):
             raise UserError(f"{self.name} must be {'an' if self.kind[0] in 'aei' else 'a'} {self.kind}", code="usage")
         if self.minimum is not None and value < self.minimum or self.maximum is not None and value > self.maximum:
-            raise UserError(f"{self.name} must be between {self.minimum} and {self.maximum}", code="usage")
+            raise UserError(f"{self.name} must be {self.bounds}", code="usage")
         if self.choices and value not in self.choices:
             raise UserError(f"{self.name} must be one of {', '.join(self.choices)}", code="usage")
         return value
