@@ -116,6 +116,30 @@ def test_a_turn_becomes_a_proposed_transition_with_the_prompt_and_cost(repo):
     assert len(run_cli("history", "--lane", "feature", "--json", cwd=repo).json["transitions"]) == len(history)
 
 
+def test_huge_usage_figures_are_kept_at_the_bounds_and_the_turn_is_still_recorded(repo):
+    """A transcript's token counts and a policy's prices are nobody's typed input: a count no float holds
+    (10**400) used to fail every later call of the session with an OverflowError, and a turn over 10^12
+    tokens lost its transition to the cost's bound. Each figure is kept at its bound (tokens 10^12, US$10^9)."""
+    set_policy(repo, "[spend]\nusd_per_run = false\nusd_per_day = false\n[phases]\nread_only = []\n"
+                     "[prices]\nsonnet = { input = 1e300, output = 1e300, cache_read = 0.0, cache_write = 0.0 }\n")
+    ws = lane(repo)
+    transcript = ws.parent.parent / "t.jsonl"
+    transcript.write_text("")
+    base = {"transcript_path": str(transcript)}
+    assert hook("claude", "UserPromptSubmit", claude("UserPromptSubmit", ws, prompt="Go big") | base).code == 0
+    transcript.write_text(assistant_line("msg_1", "req_1", 10**400) + "\n"
+                          + assistant_line("msg_2", "req_2", 10**13) + "\n")
+    (ws / "big.py").write_text("x = 1\n")
+    payload = bash(ws, "ls", "t1") | base
+    assert decision(hook("claude", "PreToolUse", payload)) == ("allow", None)
+    result = hook("claude", "Stop", claude("Stop", ws, stop_hook_active=False) | base)
+    assert result.code == 0 and "transition" in json.loads(result.out)["systemMessage"], result.out
+    cost = run_cli("history", "--lane", "feature", "--json", cwd=repo).json["transitions"][0]["cost"]
+    assert (cost["tokens_out"], cost["cost_usd"], cost["api_calls"]) == (10**12, 10**9, 2)
+    shown = run_cli("run", "show", run_id(ws), "--json", cwd=ws).json
+    assert shown["tokens"]["output"] == 2 * 10**12 and shown["cost_usd"] == 2 * 10**9
+
+
 def test_stop_snapshot_can_be_switched_off(repo):
     set_policy(repo, '[stop]\nsnapshot = "off"\n')
     ws = lane(repo)

@@ -228,13 +228,13 @@ class RunsApi:
         if state.transitions and self._same_as_last(path, state.transitions[-1]):
             return {"status": "unchanged", "reason": "the workspace still holds the run's last proposal"}
         turn = state.turn or {}
-        spent = state.usage.minus(Usage.from_dict(turn.get("usage")))
-        now = self.ctx.now()
-        cost = Cost(tokens_in=spent.input + spent.cache_read + spent.cache_write, tokens_out=spent.output,
-                    api_calls=spent.messages, wall_time=round(max(0.0, now - turn.get("started", now)), 3),
-                    cost_usd=spent.cost_usd)
         prompt = (turn.get("prompt") or "").strip() or f"agent turn of run {state.id[:8]}"
         try:
+            spent = state.usage.minus(Usage.from_dict(turn.get("usage")))
+            now = self.ctx.now()
+            cost = Cost.capped(tokens_in=spent.input + spent.cache_read + spent.cache_write, tokens_out=spent.output,
+                               api_calls=spent.messages, wall_time=round(max(0.0, now - turn.get("started", now)), 3),
+                               cost_usd=spent.cost_usd)
             result = self.commit(prompt, state.agent, lane=state.lane, cost=cost, agent_type=state.cli,
                                  model=event.model, tags=(f"run:{state.id[:8]}",), auto_accept=mode == "accept")
         except LanesError as exc:

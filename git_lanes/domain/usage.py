@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from git_lanes.model.format import MAX_TOKENS
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import Usage
 
@@ -172,4 +173,8 @@ def _gemini(path: str, cursor: dict, policy: Policy) -> tuple[Usage, dict]:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    """A token count as a transcript gives it, within a transition's bound: a count above it is kept at the
+    bound, as a stored cost reads, since refusing it would stop the session's every later call on one line."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return 0
+    return value if value <= MAX_TOKENS else MAX_TOKENS

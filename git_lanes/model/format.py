@@ -13,6 +13,15 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 
+# The bounds of each stored cost figure (a transition's cost; a transcript's usage is read within them): large
+# enough for any real run, small enough that no sum of them reaches infinity (D8): a total over a million
+# transitions stays below 1e18. Here, not in records.py, because the agent-hook path reads transcripts and
+# loads this module, not that one.
+MAX_TOKENS = 10**12
+MAX_CALLS = 10**9
+MAX_SECONDS = 10**8
+MAX_USD = 10**9
+
 
 def check_format(record: Mapping[str, Any], what: str, version: int = FORMAT_VERSION) -> None:
     """Raise UnsupportedFormat unless `record["format"]` is a number whose major version is `version`

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from git_lanes.errors import UserError
+from git_lanes.model.format import MAX_USD
 from git_lanes.model.frozen import Frozen, field
 
 TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
@@ -54,7 +55,13 @@ class Price(Frozen):
     cache_write: float
 
     def cost(self, tokens: dict[str, int]) -> float:
-        return sum(tokens.get(kind, 0) * float(getattr(self, kind)) for kind in PRICE_KEYS) / 1_000_000
+        """What `tokens` cost, at most MAX_USD: a price of 1e300 a token, or a count no float holds, costs the
+        bound, never infinity or an OverflowError (a transcript's figures are nobody's typed input)."""
+        try:
+            total = sum(tokens.get(kind, 0) * float(getattr(self, kind)) for kind in PRICE_KEYS) / 1_000_000
+        except OverflowError:
+            return float(MAX_USD)
+        return total if total <= MAX_USD else float(MAX_USD)
 
 
 class Policy(Frozen):

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from git_lanes.errors import MalformedRecord, UnsupportedFormat, UserError
 from git_lanes.model.field_types import Range, Text
-from git_lanes.model.format import FORMAT_VERSION, check_format
+from git_lanes.model.format import FORMAT_VERSION, MAX_CALLS, MAX_SECONDS, MAX_TOKENS, MAX_USD, check_format
 from git_lanes.model.frozen import field, replace
 from git_lanes.model.ids import Actor, LaneName, TransitionId
 from git_lanes.model.record import Record, key, meta
@@ -22,17 +22,12 @@ Status = Literal["proposed", "accepted", "rejected"]
 MAX_PROMPT = 100_000
 MAX_LABEL = 200
 
-# Large enough for any real run, small enough that no sum of them reaches infinity (D8): a total over a
-# million transitions stays below 1e18.
-MAX_TOKENS = 10**12
-MAX_CALLS = 10**9
-MAX_SECONDS = 10**8
-MAX_USD = 10**9
 Tokens = Annotated[int, Range(0, MAX_TOKENS)]
 T = TypeVar("T", bound="Transition")
 Label = Annotated[str, Text(code="invalid_intent", max_chars=MAX_LABEL)]
 
-__all__ = ["FORMAT_VERSION", "STATUSES", "Cost", "CostTotals", "Evaluation", "HeldExtra", "Hold", "Intent",
+__all__ = ["FORMAT_VERSION", "MAX_CALLS", "MAX_SECONDS", "MAX_TOKENS", "MAX_USD", "STATUSES", "Cost", "CostTotals",
+           "Evaluation", "HeldExtra", "Hold", "Intent",
            "PromotionExtra",
            "ResetExtra", "Transition", "check_format"]
 
@@ -79,6 +74,10 @@ def _cost_error(name: str, value: object) -> UserError:
     return UserError(f"{name.replace('_', '-')} must be a non-negative number, got {value!r}", code="invalid_cost")
 
 
+_COST_LIMITS = {"tokens_in": MAX_TOKENS, "tokens_out": MAX_TOKENS, "api_calls": MAX_CALLS, "wall_time": MAX_SECONDS,
+                "cost_usd": MAX_USD}
+
+
 class Cost(Record):
     """What one transition cost. Each figure is bounded (D8), so totals stay finite. A figure a repository
     already holds above its bound (an older git-lanes took `--wall-time 1e308`) reads as the bound: the
@@ -93,9 +92,7 @@ class Cost(Record):
     INVALID = "invalid_cost"
 
     def __post_init__(self) -> None:
-        limits = {"tokens_in": MAX_TOKENS, "tokens_out": MAX_TOKENS, "api_calls": MAX_CALLS,
-                  "wall_time": MAX_SECONDS, "cost_usd": MAX_USD}
-        for name, limit in limits.items():
+        for name, limit in _COST_LIMITS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value == value \
                     or value < 0 or value in (float("inf"), float("-inf")):
@@ -106,6 +103,15 @@ class Cost(Record):
                 raise UserError(f"{name.replace('_', '-')} must be at most {limit:,}, got {value!r}",
                                 code="invalid_cost")
         super().__post_init__()
+
+    @classmethod
+    def capped(cls, tokens_in: int = 0, tokens_out: int = 0, api_calls: int = 0, wall_time: float = 0.0,
+               cost_usd: float = 0.0) -> Cost:
+        """A cost measured rather than given (a turn's usage, read from an agent's transcript): a figure above
+        its bound is kept at the bound, as a stored one reads and as totals saturate, not refused: nobody
+        typed it, and a refusal would leave the turn unrecorded."""
+        return cls(min(tokens_in, MAX_TOKENS), min(tokens_out, MAX_TOKENS), min(api_calls, MAX_CALLS),
+                   min(wall_time, float(MAX_SECONDS)), min(cost_usd, float(MAX_USD)))
 
     def __add__(self, other: Cost) -> Cost:
         """One transition's cost, added up from parts (still bounded); sum many with `CostTotals`."""

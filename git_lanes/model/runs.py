@@ -118,8 +118,9 @@ class Usage(Frozen):
 
     def __post_init__(self) -> None:
         for name, value in self.to_dict().items():
+            # an int is finite whatever its size (math.isfinite raises OverflowError on one no float holds)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
-                    or not math.isfinite(value):
+                    or (isinstance(value, float) and not math.isfinite(value)):
                 raise UnsupportedFormat(f"usage {name} must be a non-negative number, got {value!r}")
 
     def __add__(self, other: Usage) -> Usage:
