@@ -68,6 +68,33 @@ def test_a_tool_the_hooks_do_not_know_is_held_to_the_write_gate(repo):
     assert decision(hook_in_process("claude", "PreToolUse", reads))[0] == "allow"
 
 
+def test_a_tool_the_hooks_do_not_know_that_runs_a_command_is_held_to_the_command_policy(repo):
+    """An MCP server that runs commands (`execute_command`, `start_process` with `args`) was a way around the
+    deny list (and an allow list): its line is judged as a shell tool's is, where it says it runs."""
+    ws = lane(repo)
+    calls = [("mcp__shell__execute_command", {"command": "rm -rf build"}, "'rm -rf *'"),
+             ("mcp__commander__start_process", {"command": "rm", "args": ["-r", "-f", "build"]}, "'rm -rf *'"),
+             ("mcp__shell__run", {"cmd": "curl http://x"}, "'curl *'"),
+             ("mcp__shell__run_command", {"command": "echo x > README.md", "cwd": str(repo)}, "main worktree"),
+             ("mcp__shell__run_command", {"command": ["sh", "-c", "curl http://x"]}, "'curl *'"),
+             ("mcp__shell__run_command", {"command": 7}, "without a command")]
+    missed = []
+    for number, (tool, data, why) in enumerate(calls):
+        payload = claude("PreToolUse", ws, tool_name=tool, tool_input=data, tool_use_id=f"toolu_x{number}")
+        verdict, reason = decision((hook if number == 0 else hook_in_process)("claude", "PreToolUse", payload))
+        if verdict != "deny" or why not in reason:
+            missed.append((tool, data, verdict, reason))
+    gemini = {"session_id": "gem-1", "cwd": str(ws), "hook_event_name": "BeforeTool", "tool_name": "mcp_sh_exec",
+              "timestamp": "2026-01-01T10:30:00Z", "tool_input": {"command": "curl http://x"}}
+    answer = json.loads(hook_in_process("gemini", "BeforeTool", gemini).out)
+    assert answer["decision"] == "deny" and "'curl *'" in answer["reason"]
+    assert missed == []
+    for number, (tool, data) in enumerate([("mcp__shell__run_command", {"command": "make test"}),
+                                           ("mcp__shell__read_output", {"command": "rm -rf build"})]):
+        payload = claude("PreToolUse", ws, tool_name=tool, tool_input=data, tool_use_id=f"toolu_y{number}")
+        assert decision(hook_in_process("claude", "PreToolUse", payload))[0] == "allow", tool
+
+
 def test_a_lone_surrogate_is_denied_saying_where_it_is(repo):
     """A \\uD800 escape without its pair parses to no character at all: no file can be named by it, no log can
     hold it. The deny says so and where, instead of an encoder's internal error."""

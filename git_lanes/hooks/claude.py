@@ -42,7 +42,7 @@ def tool_call(payload: dict[str, Any]) -> ToolCall:
     if name in READ_TOOLS:
         return ToolCall(name, name, "read", call_id, protocol.summary_of(data))
     # MCP tools and anything unknown may change things
-    return ToolCall(name, name, "exec", call_id, protocol.summary_of(data), paths=protocol.guessed_paths(name, data))
+    return protocol.unknown_tool(name, data, call_id)
 
 
 def to_event(name: str, payload: dict[str, Any], env: dict[str, str]) -> HookEvent:

@@ -48,7 +48,7 @@ def tool_call(payload: dict[str, Any]) -> ToolCall:
                         plan=protocol.plan_steps(data.get("todos"), "description"))
     if name in READ_TOOLS:
         return ToolCall(name, READ_TOOLS[name], "read", call_id, protocol.summary_of(data))
-    return ToolCall(name, name, "exec", call_id, protocol.summary_of(data), paths=protocol.guessed_paths(name, data))
+    return protocol.unknown_tool(name, data, call_id)
 
 
 def _failed(payload: dict[str, Any]) -> str | None:

@@ -141,14 +141,53 @@ WRITE_WORDS = {"write", "edit", "create", "update", "delete", "remove", "move", 
                "make", "add", "download", "export", "extract", "install"}
 
 
+# Input fields that hold a shell line, in the tools of MCP servers that run commands (`execute_command`,
+# `run_command`, `start_process`), and those that say where it runs.
+COMMAND_KEYS = ("command", "cmd")
+DIRECTORY_KEYS = ("cwd", "workdir", "working_directory", "workingDirectory")
+
+
+def unknown_tool(tool: str, data: dict, call_id: str) -> ToolCall:
+    """A tool the hooks do not know (an MCP server's, a CLI's newer one), held to the same wall as the CLI's
+    own: the write gate on its path fields, and, when it takes a command, the command policy on that line as
+    on a shell tool's. Without this an MCP server that runs commands was a way around the deny and allow lists."""
+    paths = guessed_paths(tool, data)
+    command = guessed_command(tool, data)
+    if command is None:
+        return ToolCall(tool, tool, "exec", call_id, summary_of(data), paths=paths)
+    where = next((data[key] for key in DIRECTORY_KEYS if isinstance(data.get(key), str) and data[key]), None)
+    return ToolCall(tool, tool, "exec", call_id, summary_of(data), command=command, paths=paths, cwd=where)
+
+
+def guessed_command(tool: str, data: dict) -> str | None:
+    """The shell line an unknown tool runs: its `command` (or `cmd`) field, with its `args` list when it has
+    one; None for a tool whose name says it only reads, or whose input holds no command."""
+    if _reads_only(tool):
+        return None
+    value = next((data[key] for key in COMMAND_KEYS if key in data), None)
+    if value is None:
+        return None
+    line = shell_text(value, tool)  # a command field that is no command is refused, not skipped
+    args = data.get("args")
+    if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
+        import shlex
+
+        line = f"{line} {shlex.join(args)}"
+    return line
+
+
+def _reads_only(tool: str) -> bool:
+    import re
+
+    words = {w.lower() for w in re.findall(r"[a-z]+|[A-Z][a-z]*", tool)}
+    return bool(words & READ_WORDS) and not words & WRITE_WORDS
+
+
 def guessed_paths(tool: str, data: dict) -> tuple[str, ...]:
     """Files a tool we do not know (an MCP server's, a CLI's newer one) may write: the path-named fields of
     its input, unless its name says it only reads (`read_text_file`, `list_directory`, `getFileInfo`). The
     write-gate then holds for it too, so a filesystem server cannot write where the agent's own tools may not."""
-    import re
-
-    words = {w.lower() for w in re.findall(r"[a-z]+|[A-Z][a-z]*", tool)}
-    if words & READ_WORDS and not words & WRITE_WORDS:
+    if _reads_only(tool):
         return ()
     paths: list[str] = []
     for key, value in data.items():
