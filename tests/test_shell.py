@@ -47,6 +47,21 @@ def test_a_denied_command_is_found_wherever_it_hides(line, hidden):
     assert shell.check(parsed, None, DENY) is not None
 
 
+@pytest.mark.parametrize("line", ["rm --rec --forc y", "rm -r --f y", "rm --recursive --for y",
+                                  "git push --forc origin main", "git push --force-w origin main",
+                                  "git push --mirror origin", "git push --mirr origin"])
+def test_a_long_option_cut_short_or_a_mirror_push_is_denied_as_the_option_it_stands_for(line):
+    """GNU tools and git take any unique abbreviation of a long option (`rm --rec --forc x` removes x), and a
+    mirror push force-updates every remote ref."""
+    assert "is denied by the command policy" in shell.check(shell.parse(line), None, DENY)
+
+
+@pytest.mark.parametrize("line", ["git push --follow-tags origin main", "rm --recursive --one-file-system y",
+                                  "git fetch --mirror origin", "git push --delete origin old"])
+def test_long_options_that_abbreviate_no_denied_option_pass(line):
+    assert shell.check(shell.parse(line), None, DENY) is None
+
+
 @pytest.mark.parametrize("line", ["echo 'rm -rf y'", "python - <<'PY'\nimport os\nPY", "[[ -f a ]] && ls",
                                   "case $x in a) ls;; esac", "echo $((1 + 2))", "arr=(1 2); echo ${arr[@]}",
                                   "time make test", "git diff HEAD~1 -- src"])

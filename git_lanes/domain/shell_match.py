@@ -4,8 +4,9 @@ A pattern is a glob over the command's words joined by single spaces, its progra
 (`/bin/rm -rf x` is `rm -rf x`); a pattern ending in ` *` also matches the bare command (`git diff *` matches
 `git diff`). A deny pattern also matches however the options are spelled, since the shell does not care:
 `rm -rf *` denies `rm -fr x`, `rm -r -f x`, `rm -Rf x`, `rm --recursive --force x` and `rm x -rf`, and
-`git push --force *` denies `git push -f`, `git push origin +main`, `--force-with-lease` and `git -C . push
---force`. An allow pattern matches only as written: loosening must be explicit."""
+`git push --force *` denies `git push -f`, `git push origin +main`, `--force-with-lease`, `--mirror` and
+`git -C . push --force`; a long option may be cut short, as GNU tools and git allow (`rm --rec --forc x`).
+An allow pattern matches only as written: loosening must be explicit."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ GLOB = set("*?[")
 # Spellings of one option, mapped to one of them (for deny patterns only: matching more is the safe side).
 SAME_OPTION = {"--recursive": "-r", "-R": "-r", "--force": "-f", "--force-with-lease": "-f",
                "--force-if-includes": "-f"}
+LONG_OPTIONS = frozenset(option for option in SAME_OPTION if option.startswith("--"))
+# `git push --mirror` force-updates (and deletes) every remote ref, as `--force` would.
+PUSH_FORCING = frozenset({"--mirror"})
 
 
 def text_of(argv: tuple[str, ...] | list[str]) -> str:
@@ -33,11 +37,12 @@ def denies(pattern: str, argv: tuple[str, ...] | list[str]) -> bool:
     """`pattern` matches the command as written, or its options in any order, grouping or spelling."""
     if matches(pattern, argv):
         return True
-    wanted = _canonical(pattern.split())
+    words = pattern.split()
+    wanted = _canonical(words)
     if wanted is None or not argv:
         return False
     program, flags, operands = wanted
-    have = _canonical(list(argv))
+    have = _canonical(list(argv), LONG_OPTIONS | {w.split("=", 1)[0] for w in words if w.startswith("--")})
     if have is None or not wildcard_match(have[0], program) or not flags <= have[1]:
         return False
     pattern_operands, command_operands = " ".join(operands), " ".join(have[2])
@@ -45,9 +50,11 @@ def denies(pattern: str, argv: tuple[str, ...] | list[str]) -> bool:
         pattern_operands.endswith("*") and wildcard_match(command_operands, pattern_operands.rstrip("* ")))
 
 
-def _canonical(words: list[str]) -> tuple[str, frozenset[str], list[str]] | None:
+def _canonical(words: list[str], longs: frozenset[str] | None = None) -> tuple[str, frozenset[str], list[str]] | None:
     """(program, its options each spelled one way, its other words); None when options hold a glob, which
-    only the literal match can honour."""
+    only the literal match can honour. A command's words come with `longs`, the long options the pattern
+    knows: one cut short (`--forc`, `--rec`) counts as each of them it begins, as GNU getopt and git take a
+    unique abbreviation for the whole option, and `git push --mirror` forces."""
     if not words:
         return None
     program, rest = posixpath.basename(words[0]), words[1:]
@@ -67,10 +74,19 @@ def _canonical(words: list[str]) -> tuple[str, frozenset[str], list[str]] | None
             return None
         elif word.startswith("--"):
             name = word.split("=", 1)[0]
-            flags.add(SAME_OPTION.get(name, name))
+            pushing = longs is not None and program == "git" and operands[:1] == ["push"]
+            for long in _spelled(name, longs | PUSH_FORCING if pushing else longs):
+                flags.add("-f" if pushing and long in PUSH_FORCING else SAME_OPTION.get(long, long))
         else:
             flags.update(SAME_OPTION.get("-" + letter, "-" + letter) for letter in word[1:])
     return program, frozenset(flags), operands
+
+
+def _spelled(name: str, longs: frozenset[str] | None) -> list[str]:
+    """The long options `name` may stand for: itself, or each of `longs` it abbreviates."""
+    if longs is None or name in longs or len(name) < 3:
+        return [name]
+    return [long for long in longs if long.startswith(name)] or [name]
 
 
 def _without_git_globals(words: list[str]) -> list[str]:
