@@ -94,7 +94,7 @@ class AgentSession:
     def claim_files(self, *globs: str | list[str] | tuple[str, ...], task_id: str | None = None) -> dict:
         """Claim the files this agent means to change (globs, given one by one or as a list); overlaps with
         others are returned, never blocking."""
-        flat = [g for given in globs for g in ([given] if isinstance(given, str) else given)]
+        flat = [g for given in globs for g in (given if isinstance(given, (list, tuple)) else [given])]
         return self.api.claim_add(flat, self.agent_id, task_id)
 
     def post(self, text: str, kind: str = "note", to: str | None = None) -> dict:

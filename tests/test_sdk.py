@@ -150,6 +150,22 @@ def test_an_intent_the_model_refuses_is_refused_when_the_block_is_asked_for(sess
     assert run_cli("history", "--json", cwd=repo).json == before
 
 
+@pytest.mark.parametrize("call", [
+    lambda s: s.claim_task(None), lambda s: s.claim_task(5), lambda s: s.done(None), lambda s: s.done(b"ab"),
+    lambda s: s.wait("60"), lambda s: s.wait(None), lambda s: s.claim_files(5), lambda s: s.claim_files(None),
+    lambda s: AgentSession(3, agent_id="coder-1"), lambda s: AgentSession(b"repo", agent_id="coder-1"),
+    lambda s: s.api.task_show(None), lambda s: s.api.show(5), lambda s: s.api.ticket_show(["ab"]),
+    lambda s: s.api.accept(None), lambda s: s.api.reject(5),
+], ids=["claim None", "claim int", "done None", "done bytes", "wait str", "wait None", "files int",
+        "files None", "repo int", "repo bytes", "task_show None", "show int", "ticket_show list", "accept None",
+        "reject int"])
+def test_an_argument_of_the_wrong_type_is_a_user_error_not_a_type_error(session, call):
+    # These raised AttributeError ('NoneType' object has no attribute 'strip') or TypeError from deep inside.
+    with pytest.raises(UserError) as refused:
+        call(session)
+    assert "object has no attribute" not in refused.value.message, refused.value
+
+
 def test_importing_the_package_stays_light_and_every_public_name_is_documented():
     probe = ("import sys, git_lanes; print(sorted(m for m in sys.modules if m.startswith(('pygit2', 'mcp', "
              "'git_lanes.'))))")

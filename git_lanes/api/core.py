@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from git_lanes.api.recording import first_line, recorded
 from git_lanes.domain.context import Context
-from git_lanes.errors import NotARepository, Refused
+from git_lanes.errors import NotARepository, Refused, UserError
 from git_lanes.model.ids import AgentId
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
@@ -32,6 +32,9 @@ class CoreApi:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Callable[[], float] = time.time) -> None:
         from git_lanes.store import open_store
 
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise UserError(f"a repository path is a str or os.PathLike, not {type(path).__name__} {path!r}",
+                            code="invalid_path")
         store = open_store(path)
         trunk = store.config_get("lanes.trunk")
         if not trunk:
@@ -227,7 +230,7 @@ class CoreApi:
                 return Decided.from_dict(gates.decide_raced(ctx, record, evaluations))
             return Decided.from_dict(gates.decide(ctx, record, evaluations, auto=False))
 
-    @recorded(lambda a: f"accept {a['transition_id'][:8]}")
+    @recorded(lambda a: f"accept {str(a['transition_id'])[:8]}")  # str: the id is checked inside
     def accept(self, transition_id: str) -> Decided:
         """Accept proposal `transition_id` (a unique prefix): the trunk's gates judge it first (GateFailed and
         rejected when a required one fails), then its lane moves by compare-and-swap (Conflict when the
@@ -236,7 +239,7 @@ class CoreApi:
 
         return self._decide(transitions.find(self.ctx, transition_id))
 
-    @recorded(lambda a: f"reject {a['transition_id'][:8]}")
+    @recorded(lambda a: f"reject {str(a['transition_id'])[:8]}")
     def reject(self, transition_id: str, reason: str | None = None) -> Transition:
         """Reject proposal `transition_id` with `reason`; the attempt is kept under refs/lanes/rejected/ as
         signal."""

@@ -43,8 +43,9 @@ class LedgerApi:
         only race; so a writer reads nothing before it appends (under contention, the commits every other
         writer appended since its last op)."""
         from git_lanes.domain import tasks
+        from git_lanes.model.names import id_text
 
-        whole = task.strip().lower()
+        whole = id_text(task, "task").strip().lower()
         return whole if LedgerId.valid(whole) else tasks.resolve_task(self._state(), task)
 
     def _actor(self, actor: str | None) -> Actor:
@@ -399,7 +400,7 @@ class LedgerApi:
         from git_lanes.ledger.watch import LedgerWatch
 
         agent = AgentId(agent)
-        if not 0 <= timeout <= MAX_WAIT:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout <= MAX_WAIT:
             raise UserError(f"timeout must be between 0 and {MAX_WAIT:.0f} seconds", code="invalid_timeout")
         started = time.monotonic()
         deadline = started + timeout

@@ -119,7 +119,7 @@ class PromotionApi:
         worktree = decided.pop("worktree", None)
         return {"status": decided["status"], **report, "transition": decided, "worktree": worktree}
 
-    @recorded(lambda a: f"evaluate {a['transition_id'][:8]}")
+    @recorded(lambda a: f"evaluate {str(a['transition_id'])[:8]}")
     def evaluate(self, transition_id: str) -> Evaluated:
         """Re-run the gates on a pending proposal and record the results in its note (exit 4 when a required
         gate fails; the proposal stays pending)."""

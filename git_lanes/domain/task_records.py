@@ -13,7 +13,7 @@ from git_lanes.errors import MalformedRecord, NotFound, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import MAX_TITLE
 from git_lanes.model.ids import LedgerId
-from git_lanes.model.names import resolve_prefix, shown_id
+from git_lanes.model.names import id_text, resolve_prefix, shown_id
 from git_lanes.model.text import check_text
 
 TASKS_HINT = "see `git lanes task list`"
@@ -40,7 +40,7 @@ def ticket_ids(state: Reader) -> list[str]:
 
 def _resolve(prefix: str, candidates: list[str], what: str, hint: str) -> str:
     """A task or ticket id from a unique prefix; anything that cannot begin an id is simply not found."""
-    prefix = prefix.strip().lower()
+    prefix = id_text(prefix, what).strip().lower()
     code = f"unknown_{what}"
     if not prefix or prefix.strip("0123456789abcdef"):
         raise NotFound(f"no {what} matches {shown_id(prefix)}", code=code, hint=hint)
@@ -48,7 +48,7 @@ def _resolve(prefix: str, candidates: list[str], what: str, hint: str) -> str:
 
 
 def resolve_task(state: Reader, prefix: str) -> str:
-    return _resolve(prefix, task_ids(state, prefix.strip().lower()), "task", TASKS_HINT)
+    return _resolve(prefix, task_ids(state, id_text(prefix, "task").strip().lower()), "task", TASKS_HINT)
 
 
 def resolve_ticket(state: Reader, prefix: str) -> str:

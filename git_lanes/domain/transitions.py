@@ -11,7 +11,7 @@ from git_lanes.domain.wording import some
 from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Refused, UnsupportedFormat
 from git_lanes.model import refs
 from git_lanes.model.ids import random_hex
-from git_lanes.model.names import resolve_prefix
+from git_lanes.model.names import id_text, resolve_prefix
 from git_lanes.model.record import Unreadable
 from git_lanes.model.records import Cost, Intent, PromotionExtra, Transition
 from git_lanes.store import RefUpdate
@@ -109,6 +109,7 @@ def find(ctx: Context, prefix: str) -> Transition:
     """A transition by unique id prefix; pending proposals are searched first, as they are what one decides.
     One whose note cannot be read is an error saying why (MalformedRecord, or UnsupportedFormat for a newer
     format), not "no such transition"."""
+    prefix = id_text(prefix, "transition")
     pending = {ref[len(refs.PROPOSALS):]: oid for ref, oid in ctx.store.list_refs(refs.PROPOSALS).items()}
     matches = [tid for tid in pending if tid.startswith(prefix.strip())]
     if len(matches) == 1:

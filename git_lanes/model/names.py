@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # collections.abc for annotations only: collections costs
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["RESERVED_LANE_NAMES", "LaneName", "normalize_repo_path", "resolve_prefix", "shown_id",
+__all__ = ["RESERVED_LANE_NAMES", "LaneName", "id_text", "normalize_repo_path", "resolve_prefix", "shown_id",
            "validate_lane_name"]
 
 
@@ -21,11 +21,20 @@ def shown_id(given: str) -> str:
     return quoted(given)
 
 
+def id_text(given: object, what: str) -> str:
+    """An id as a caller gave it, refused unless it is a string: a Python caller (the SDK, `Lanes`) may hand
+    in None, a number or bytes, which would otherwise fail deep inside as an AttributeError."""
+    if not isinstance(given, str):
+        raise UserError(f"invalid {what} id {quoted(given)}: is not text but {type(given).__name__}",
+                        code="invalid_id")
+    return given
+
+
 def resolve_prefix(prefix: str, candidates: Iterable[str], what: str,
                    hint: str | None = None, code: str | None = None) -> str:
     """Resolve a unique prefix among `candidates`, as git does for abbreviated ids; `hint` and `code` say
     where to find them when none matches."""
-    prefix = prefix.strip()
+    prefix = id_text(prefix, what).strip()
     if not prefix:
         raise UserError(f"empty {what} id", code="invalid_id")
     matches = sorted({c for c in candidates if c.startswith(prefix)})
