@@ -14,8 +14,10 @@ INTERRUPTED = 130
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
-        from git_lanes.hooks import main as hook_main
-
+        try:
+            from git_lanes.hooks import main as hook_main
+        except KeyboardInterrupt:
+            sys.exit(_hook_interrupted(args[2:3]))
         sys.exit(hook_main(args[1:]))
     try:
         _command(args)
@@ -23,6 +25,16 @@ def main() -> None:
         # Ctrl-C while the interpreter loads the command (click, pygit2: ~100 ms, seconds on a busy machine),
         # before its own handler is in place: the same quiet exit, not a traceback.
         sys.exit(INTERRUPTED)
+
+
+def _hook_interrupted(event: list[str]) -> int:
+    """Ctrl-C while the hook face loads, before its own handler is in place (git_lanes.hooks._on_interrupt):
+    the same answer, a pre-tool call denied (exit 2 and a reason block it in every CLI), else a quiet 130."""
+    if event and event[0] in ("PreToolUse", "BeforeTool"):
+        sys.stderr.write("git-lanes denied this call because its hook was interrupted (SIGINT) before its checks "
+                         "finished\n")
+        return 2
+    return INTERRUPTED
 
 
 def _command(args: list[str]) -> None:

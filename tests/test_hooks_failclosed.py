@@ -6,6 +6,14 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from conftest import run_cli
 from hook_helpers import bash, claude, decision, hook, hook_in_process, lane, run_id, write
@@ -125,6 +133,50 @@ def test_a_huge_tool_use_id_is_bounded_and_still_pairs(repo):
     assert len(ids) == 3 and all(len(i) <= 200 for i in ids)
     assert ids[0] != ids[1] and ids[2] == ids[0]
     assert [c["id"] for c in run_cli("run", "show", run, "--json", cwd=ws).json["in_flight"]] == [ids[1]]
+
+
+def _waiting_on_the_runs_lock(proc: subprocess.Popen, lock: Path) -> bool:
+    """Whether the hook process has the runs' lock file open: it is inside its check, waiting for the lock."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if any(os.readlink(f"/proc/{proc.pid}/fd/{fd}") == str(lock) for fd in os.listdir(f"/proc/{proc.pid}/fd")):
+                return True
+        except OSError:
+            pass
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc")
+def test_a_hook_interrupted_by_ctrl_c_denies_the_call(repo):
+    """Ctrl-C in the agent's terminal reaches its hooks too (one process group). A hook that died of it
+    (exit 1 or the signal, with a traceback) was read by every CLI as "hook failed, run the tool": the
+    pre-tool call must be denied instead (exit 2 with a reason blocks it in all three), any other hook
+    ends quietly."""
+    ws = lane(repo)
+    assert decision(hook("claude", "PreToolUse", bash(ws, "ls", "t0")))[0] == "allow"  # the run exists
+    lock = repo / ".git" / "lanes-runs.lock"
+    calls = [("claude", "PreToolUse", bash(ws, "rm -f a.txt", "t1"), 2),
+             ("gemini", "BeforeTool", {"session_id": "gem-1", "cwd": str(ws), "hook_event_name": "BeforeTool",
+                                       "tool_name": "run_shell_command", "tool_input": {"command": "ls"}}, 2),
+             ("claude", "PostToolUse", claude("PostToolUse", ws, tool_name="Bash", tool_use_id="t0",
+                                              tool_input={"command": "ls"}, tool_response={}), 130)]
+    for cli, event, payload, code in calls:
+        with open(lock, "a+") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            proc = subprocess.Popen([sys.executable, "-m", "git_lanes", "hook", cli, event], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "GIT_LANES_HOOK_DEADLINE": "60"})
+            proc.stdin.write(json.dumps(payload))
+            proc.stdin.close()
+            proc.stdin = None  # sent whole: communicate() reads the answer only
+            assert _waiting_on_the_runs_lock(proc, lock), proc.communicate()  # the precondition: mid-check
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out) == (code, ""), (cli, event, proc.returncode, out, err)
+        assert "Traceback" not in err
+        assert ("interrupted (SIGINT)" in err) == (code == 2), err
 
 
 def test_a_pre_tool_call_sent_to_a_hook_installed_under_another_event_is_denied(repo):

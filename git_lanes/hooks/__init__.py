@@ -34,9 +34,10 @@ def main(argv: list[str]) -> int:
         # Exit 2 with a reason on stderr blocks the call in all three CLIs: a mistyped install fails closed.
         sys.stderr.write(f"git-lanes: {USAGE}\n")
         return 2
-    module = importlib.import_module(CLIS[argv[0]])
     name = argv[1]
     once = _Once()
+    _on_interrupt(once, name)
+    module = importlib.import_module(CLIS[argv[0]])
     if getattr(module, "ALIASES", {}).get(name, name) == module.PRE_TOOL:
         _watch(once, module, name, os.environ.get("GIT_LANES_HOOK_DEADLINE"))
     from git_lanes.hooks.protocol import MAX_PAYLOAD_BYTES
@@ -67,6 +68,40 @@ class _Once:
         sys.stdout.flush()
         sys.stderr.flush()
         return True
+
+
+# The pre-tool events of the three CLIs (Claude Code's and Codex's, Gemini's, and the alias Gemini takes).
+PRE_TOOL_EVENTS = ("PreToolUse", "BeforeTool")
+INTERRUPTED = 130
+
+
+class _Stopped:
+    """The answer of a hook stopped by Ctrl-C (see `_on_interrupt`): exit 2 with the reason on stderr blocks
+    the call in all three CLIs, and needs none of their modules, which may be half loaded at that instant."""
+
+    __slots__ = ("stdout", "stderr", "code")
+
+    def __init__(self, stderr: str, code: int) -> None:
+        self.stdout, self.stderr, self.code = "", stderr, code
+
+
+def _on_interrupt(once: _Once, name: str) -> None:
+    """Ctrl-C in the agent's terminal reaches its hooks too (one process group). A hook that died of it (a
+    traceback, exit 1 or the signal) is read by every CLI as "hook failed, run the tool": a pre-tool hook
+    denies instead, and any other ends quietly with the shell's 130. An answer already being written is left
+    to finish. An ignored SIGINT (a caller's choice) stays ignored."""
+    import _signal
+
+    if _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        answer = _Stopped(f"git-lanes denied this call because its hook was interrupted (SIGINT) before its "
+                          f"checks finished", 2) if name in PRE_TOOL_EVENTS else _Stopped("", INTERRUPTED)
+        if once.emit(answer):
+            os._exit(answer.code)
+
+    _signal.signal(_signal.SIGINT, interrupted)
 
 
 def _watch(once: _Once, module: Any, name: str, given: str | None) -> None:
