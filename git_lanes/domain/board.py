@@ -209,17 +209,55 @@ def answer(tx: Tx, op: Op) -> dict:
     return {"post": reply, "answers": seq, "to": to, "resolved_by": sender}
 
 
-def note_retraction(tx: Tx, before: dict | None, after: dict | None) -> None:
-    """Keep `RETRACTED` in step with an undo that rewrites a post from `before` to `after`: a post it retracts
-    joins the list when it counted for someone, one it puts back (a redo) leaves it."""
+def note_retractions(tx: Tx, changes: list[tuple[dict | None, dict | None]]) -> None:
+    """Keep `RETRACTED` in step with an undo that rewrites posts, each from `before` to `after`: a post it
+    retracts joins the list when it counted for someone, one it puts back (a redo) leaves it. The list is read
+    and written once for all of them: an undo that retracts a thousand posts rewrote it a thousand times."""
+    flipped = [post for post in (_flipped(before, after) for before, after in changes) if post is not None]
+    if flipped:
+        _relist(tx, flipped)
+
+
+def relist(tx: Tx, op: Op) -> dict:
+    """The fold of `board.retractions`: list or unlist posts `posts` (seqs) as each one's record now says. An
+    undo of many ops appends it after their inverse ops (which leave the list alone, `list_later`), so the
+    list is rewritten once rather than once per post; decided from the posts as they are when it applies, so
+    an inverse op a sync refused leaves its post as it is here too."""
+    seqs = op.args.get("posts")
+    if not isinstance(seqs, list) or not all(isinstance(seq, int) and not isinstance(seq, bool) for seq in seqs):
+        raise UserError("a retraction list names posts by number", code="invalid_retractions")
+    set_aside: stored.SetAside = []  # a post that cannot be read is left as listed
+    posts = [post for post in (get_post(tx, seq, set_aside) for seq in dict.fromkeys(seqs))
+             if post is not None and _counts(post)]
+    _relist(tx, posts)
+    return {"posts": len(seqs)}
+
+
+def retraction_flips(before: dict | None, after: dict | None) -> bool:
+    """Whether rewriting a post from `before` to `after` takes it onto or off `RETRACTED`."""
+    return _flipped(before, after) is not None
+
+
+def _flipped(before: dict | None, after: dict | None) -> dict | None:
     post = after or before
     if post is None or bool((before or {}).get("retracted")) == bool((after or {}).get("retracted")) or \
-            (post.get("to") is None and post.get("kind") not in AGENT_KINDS):
-        return
-    listed = [p for p in _retracted(tx) if p["seq"] != post["seq"]]
-    if after and after.get("retracted"):
-        listed = sorted([*listed, {"seq": post["seq"], "from": post["from"], "to": post.get("to")}],
-                        key=lambda p: int(p["seq"]))
+            not _counts(post):
+        return None
+    return post if after is not None else {**post, "retracted": None}
+
+
+def _counts(post: dict) -> bool:
+    return post.get("to") is not None or post.get("kind") in AGENT_KINDS
+
+
+def _relist(tx: Tx, posts: list[dict]) -> None:
+    """Set each of `posts` on or off `RETRACTED` as its own `retracted` says, in one read and one write."""
+    seqs = {post["seq"] for post in posts}
+    listed = [p for p in _retracted(tx) if p["seq"] not in seqs]
+    added = [{"seq": post["seq"], "from": post["from"], "to": post.get("to")} for post in posts
+             if post.get("retracted")]
+    if added:
+        listed = sorted([*listed, *added], key=lambda p: int(p["seq"]))
     if listed:
         tx.put(RETRACTED, {"posts": listed})
     elif tx.get(RETRACTED) is not None:

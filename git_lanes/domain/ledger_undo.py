@@ -14,6 +14,7 @@ from typing import Any
 from git_lanes.domain import board, ports
 from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError
 from git_lanes.ledger import Op, Tx, last_change, make_op, read_op, state_at
+from git_lanes.model.frozen import replace
 from git_lanes.store import Store
 
 TYPE = "op.undo"
@@ -22,6 +23,11 @@ UNDOABLE = frozenset({"claim.add", "claim.release", "board.post", "board.resolve
                       "task.dep_add", "task.claim", "task.done", "task.block", "task.resume", "ticket.open",
                       "ticket.link", "plan.dispatch", "ports.reserve", "ports.release", TYPE})
 BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/")
+# An inverse op with this arg leaves the board's retraction list to the `board.retractions` op its undo
+# appends after all its inverse ops (`relisting`): the list is one record, so an undo of a sync that brought
+# 3,000 posts rewrote it (and carried it whole in each commit) 3,000 times, 44 s of a 45 s undo.
+LIST_LATER = "list_later"
+RELIST = "board.retractions"
 
 
 def describe(path: str) -> str:
@@ -63,6 +69,27 @@ def inverse(store: Store, commit: str, actor: str, time: float) -> Op:
     return make_op(TYPE, actor, {"undoes": original.id, "type": original.type, "changes": changes}, time)
 
 
+def list_later(ops: list[Op]) -> list[Op]:
+    """`ops`, the inverse ops of one undo in the order they apply, with those that retract posts or put them
+    back marked to leave the retraction list to one `relisting` op after them, when more than one does."""
+    if sum(1 for op in ops if relisted_posts(op)) < 2:
+        return ops
+    return [replace(op, args={**op.args, LIST_LATER: True}) if relisted_posts(op) else op for op in ops]
+
+
+def relisted_posts(op: Op) -> list[int]:
+    """The posts inverse op `op` takes onto the retraction list or off it."""
+    return [change["restore"]["seq"] for change in op.args["changes"]
+            if change["path"].startswith("board/") and change["restore"] is not None
+            and board.retraction_flips(change["expect"], change["restore"])]
+
+
+def relisting(ops: list[Op], actor: str, time: float) -> Op | None:
+    """The `board.retractions` op that lists (or unlists) at once the posts of `ops` marked `list_later`."""
+    posts = [seq for op in ops if op.args.get(LIST_LATER) for seq in relisted_posts(op)]
+    return make_op(RELIST, actor, {"posts": posts}, time) if posts else None
+
+
 def blockers(store: Store, head: str | None, op: Op, stop: str) -> list[dict]:
     """Each record `op` expects that no longer holds it, with the ledger op that changed it since (found by
     walking back from `head` to the undone op's commit `stop`)."""
@@ -94,6 +121,7 @@ def apply(tx: Tx, op: Op) -> dict[str, Any]:
             raise Conflict(f"{describe(change['path'])} changed since op {undoes[:8]}; undoing it would overwrite "
                            "that", code="changed_since", details={"path": change["path"]},
                            hint="undo the later operations first (`git lanes op log` lists them)")
+    posts = []
     for change in changes:
         path, restore = change["path"], change["restore"]
         if restore is None:
@@ -103,7 +131,9 @@ def apply(tx: Tx, op: Op) -> dict[str, Any]:
             _check_ports_free(tx, restore)
         tx.put(path, restore)
         if path.startswith("board/"):
-            board.note_retraction(tx, change["expect"], restore)
+            posts.append((change["expect"], restore))
+    if not op.args.get(LIST_LATER):
+        board.note_retractions(tx, posts)
     return {"undoes": undoes, "type": op.args.get("type"), "records": [describe(c["path"]) for c in changes]}
 
 

@@ -119,10 +119,9 @@ def _prepare_ledger(ctx: Context, entry: OpEntry, actor: str, plan: Plan) -> Non
     plan.ledger_base = head
     from git_lanes.domain import oplog_steps
 
-    for step in reversed(oplog_steps.of_entry(ctx, entry)):
-        if step.type not in ledger_undo.UNDOABLE:
-            continue
-        op = ledger_undo.inverse(store, step.commit, actor, ctx.now())
+    steps = [step for step in reversed(oplog_steps.of_entry(ctx, entry)) if step.type in ledger_undo.UNDOABLE]
+    ops = ledger_undo.list_later([ledger_undo.inverse(store, step.commit, actor, ctx.now()) for step in steps])
+    for step, op in zip(steps, ops):
         found = ledger_undo.blockers(store, head, op, step.commit)
         if found:
             plan.blockers += found
@@ -133,6 +132,13 @@ def _prepare_ledger(ctx: Context, entry: OpEntry, actor: str, plan: Plan) -> Non
             continue
         head = new_head
         plan.ledger_ops.append(op.id)
+    relisting = ledger_undo.relisting(ops, actor, ctx.now())
+    if relisting is not None and not plan.blockers:  # after the inverse ops; not one of them (not in the output)
+        new_head, result = ledger.apply_op(store, head, relisting, FOLD)
+        if new_head is None:
+            plan.blockers.append({"ledger": relisting.id, "reason": result.get("message")})
+        else:
+            head = new_head
     plan.ledger_head = head
 
 
