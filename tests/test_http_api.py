@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import threading
+import time
 import urllib.request
 
 import pytest
@@ -226,6 +227,18 @@ def test_an_edit_in_a_workspace_is_an_event_though_no_ref_moved(server, repo):
 def test_ctrl_c_stops_the_server_cleanly(server):
     assert server.get("/api/v1/status").status == 200
     assert server.stop(signal.SIGINT) == 0
+
+
+def test_a_second_signal_stops_the_server_at_once_and_quietly(server):
+    # A second SIGTERM or Ctrl-C (an impatient person, or `timeout`, which signals the child and then its
+    # whole group) skipped the app's shutdown, and uvicorn printed a CancelledError traceback.
+    assert server.get("/api/v1/status").status == 200
+    server.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.05)  # two signals sent at once are delivered as one
+    assert server.proc.poll() is None, "the first signal had stopped the server already"
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=60) == 0
+    assert "Traceback" not in server.proc.stderr.read()
 
 
 class Shape:

@@ -63,6 +63,25 @@ def serve(app: Any, bound: Bound, on_stop: Callable[[], None]) -> None:
             except RuntimeError:
                 on_stop()
 
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=GRACE_SECONDS,
-                            lifespan="on", ws="none")
-    Server(config).run(sockets=[bound.sock])
+    async def quiet_when_forced(scope: Any, receive: Any, send: Any) -> None:
+        # A second signal forces the exit: uvicorn skips the app's shutdown and the event loop's teardown
+        # cancels the lifespan, which Starlette reports as a failed shutdown and uvicorn prints as a
+        # traceback. The streams ended on the first signal (`on_stop`): there is nothing to report.
+        async def send_quietly(message: Any) -> None:
+            if message["type"] == "lifespan.shutdown.failed" and server.force_exit:
+                message = {"type": message["type"]}
+            await send(message)
+
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+        try:
+            await app(scope, receive, send_quietly)
+        except asyncio.CancelledError:
+            if not server.force_exit:
+                raise
+
+    config = uvicorn.Config(quiet_when_forced, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=GRACE_SECONDS, lifespan="on", ws="none")
+    server = Server(config)
+    server.run(sockets=[bound.sock])
