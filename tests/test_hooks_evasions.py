@@ -224,6 +224,24 @@ def test_archivers_downloaders_and_patchers_writing_outside_the_lane_are_denied(
         assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_r{number}")))[0] == "allow"
 
 
+def test_an_option_before_the_one_naming_the_destination_does_not_hide_it(repo, ws):
+    """`cp -v -t DIR f`: a flag just before an option that takes the next word as its value (the target
+    directory, the output file) made that option and its value vanish, so the write went unseen."""
+    lines = [f"cp -v -t {repo} a.txt", f"cp -a -t {repo} a.txt", f"install -v -t {repo} a.txt",
+             f"mv -v -t {repo} a.txt", f"tar -v -C {repo} -xf /tmp/a.tar", f"wget -q -O {repo}/x http://e",
+             f"sort -r -o {repo}/s a", f"unzip -q -d {repo} /tmp/a.zip", f"patch -s -d {repo} -p1 < p",
+             f"gcc -O2 -g -o {repo}/app x.c"]
+    missed = []
+    for number, line in enumerate(lines):
+        send = hook if number == 0 else hook_in_process
+        verdict, reason = decision(send("claude", "PreToolUse", bash(ws, line, f"toolu_v{number}")))
+        if verdict != "deny" or "main worktree" not in (reason or ""):
+            missed.append((line, verdict, reason))
+    assert missed == []
+    for number, line in enumerate(["cp -v -t src a.txt", "tar -v -C build -xf /tmp/a.tar", "cp -v a b"]):
+        assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_vi{number}")))[0] == "allow"
+
+
 def test_the_path_fields_of_unknown_tools_include_a_move_s_source_and_a_git_server_s_repository(repo, ws):
     from hook_helpers import claude
 

@@ -29,7 +29,9 @@ def option_values(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, l
             operands += [t for t, _ in args[index + 1:]]
             break
         if text.startswith("-") and text != "-":
-            more, used = options(args[index:index + 2], valued)
+            # this option word, and the next word only when it is this word's value: a wider window let an
+            # option word read the next option's value (`cp -v -t DIR f` lost DIR, the file's destination)
+            more, used = options(args[index:index + (2 if _takes_next(text, valued) else 1)], valued)
             for name, value in more.items():
                 found.setdefault(name, []).append(value)
             index += max(used, 1)
@@ -37,6 +39,16 @@ def option_values(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, l
         operands.append(text)
         index += 1
     return found, operands
+
+
+def _takes_next(text: str, valued: frozenset[str]) -> bool:
+    """Whether option word `text` ends in an option whose value is the next word (`-o`, `-vo`, `--output`)."""
+    if text.startswith("--"):
+        return "=" not in text and text in valued
+    for position, letter in enumerate(text[1:], 1):
+        if "-" + letter in valued:
+            return position == len(text) - 1
+    return False
 
 
 def _given(found: dict[str, list[Word]], *names: str) -> list[str]:
