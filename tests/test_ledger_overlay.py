@@ -64,3 +64,31 @@ def test_an_op_lists_the_root_with_its_own_new_folders(base):
     tx = Tx(State(lanes.ctx.store, tree))
     tx.put("ports/feature.json", RECORD)
     assert tx.names("") == sorted({*State(lanes.ctx.store, tree).names(""), "ports"})
+
+
+def test_a_record_read_from_a_state_is_its_own_and_changing_it_changes_no_later_state(repo):
+    """The overlay's records are the very objects the process keeps for every later state of the ledger, and
+    the next checkpoint writes them out: `State.get` handed them out as they were, so a reader that changed
+    one (a nested list) changed the ledger every later read in the process saw. An op's `Tx.get` of its own
+    edit shared the edit's lists the same way."""
+    lanes = Lanes(repo, clock=Clock())
+    lanes.claim_add(["src/**"], "coder-1")  # the first op: a checkpoint; the next ones are deltas
+    first = lanes.task_create("first", actor="coder-1").task
+    second = lanes.task_create("second", actor="coder-1", depends=(first,)).task
+    store = lanes.ctx.store
+    path = f"tasks/{second[:2]}/{second}.json"
+    head = ledger.head(store)
+    assert path in ledger.log.materialized(store, head).overlay  # the precondition: a record of the overlay
+
+    for read in (lambda state: state.get(path), lambda state: state.peek(path) and state.get(path)):
+        record = read(ledger.state_at(store, head))
+        record["depends"].append("f" * 16)
+        record["title"] = "changed"
+    again = ledger.state_at(store, head).get(path)
+    assert (again["depends"], again["title"]) == ([first], "second")
+    assert [t.depends for t in lanes.task_list() if t.id == second] == [(first,)]
+
+    tx = Tx(ledger.state_at(store, head))
+    tx.put(path, {**tx.get(path), "files": ["a"]})
+    tx.get(path)["files"].append("b")
+    assert tx.peek(path)["files"] == ["a"]

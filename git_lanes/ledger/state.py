@@ -39,18 +39,34 @@ class State:
         self.tree = at.tree
         self._overlay = at.overlay
         self._records: dict[str, Record | None] = {}
+        self._shared: set[str] = set()  # paths `peek` left holding the overlay's own record
         # What the fold learned from this state's records (which it checked, say), so an op that reads one
         # record three times checks it once. The state never changes, so nothing in it goes stale.
         self.memo: dict[str, Any] = {}
 
     def get(self, path: str) -> Record | None:
+        """The record at `path`, this state's own: a record of the overlay is copied once per state, since it
+        is the very one the process keeps for every later state and the next checkpoint writes out
+        (model/ledger_delta.py), so a caller that changed it would change the ledger it sees. Callers of one
+        state share the record: it is to be read; `copy_of` gives one to change."""
+        if path in self._shared:
+            record = self._records[path] = _copy(self._records[path])
+            self._shared.discard(path)
+            return record
         if path not in self._records:
             self._records[path] = self._load(path)
+            if path in self._overlay and self._records[path] is not None:
+                self._records[path] = _copy(self._records[path])
         return self._records[path]
 
     def peek(self, path: str) -> Record | None:
-        """`get`: the record shared by every reader of this state, which nobody changes."""
-        return self.get(path)
+        """`get` for the fold, which only reads (an op changes `Tx.get`'s copy): the overlay's record as it
+        is, not copied, on the ledger's append path."""
+        if path not in self._records:
+            record = self._records[path] = self._load(path)
+            if path in self._overlay and record is not None:
+                self._shared.add(path)
+        return self._records[path]
 
     def memo_for(self, path: str) -> dict[str, Any]:
         """The memo that holds for the record at `path` as this state reads it."""
@@ -216,14 +232,15 @@ class Tx:
     def get(self, path: str) -> Record | None:
         if path in self.edits:
             record = self.edits[path]
-            return None if record is None else dict(record)
+            # a copy all the way down: the edit becomes the overlay the process keeps for the next states
+            return None if record is None else _copy(record)
         return self.base.copy_of(path)
 
     def peek(self, path: str) -> Record | None:
         """The record at `path` to read, not to change: no copy of its own (`get` makes one)."""
         if path in self.edits:
             return self.edits[path]
-        return self.base.get(path)
+        return self.base.peek(path)
 
     def memo_for(self, path: str) -> dict[str, Any] | None:
         """The base state's memo while this op has not written `path` (its record is the base's); None after."""
