@@ -242,6 +242,21 @@ def test_an_option_before_the_one_naming_the_destination_does_not_hide_it(repo, 
         assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_vi{number}")))[0] == "allow"
 
 
+def test_a_symbolic_link_s_target_is_read_from_the_link_s_directory(repo, ws):
+    """`ln -s ../../../.. d/up` makes d/up point at what ../../../.. is from d/ (the main worktree), not from
+    where ln runs (outside the repository): judged from here, the link, and the write through it in the same
+    line, passed. A link into the workspace that reaches up from a subfolder is no write elsewhere."""
+    for number, line in enumerate(["mkdir d && ln -s ../../../.. d/up && echo x > d/up/f",
+                                   "ln -s -t d ../../../../README.md", "ln -sf ../../../../README.md d/r"]):
+        verdict, reason = decision((hook if number == 0 else hook_in_process)(
+            "claude", "PreToolUse", bash(ws, line, f"toolu_l{number}")))
+        assert verdict == "deny" and "main worktree" in reason, (line, reason)
+    for number, line in enumerate(["ln -s ../README.md src/readme", "ln -sr README.md src/readme"]):
+        assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_li{number}")))[0] \
+            == "allow", line
+    assert not (repo / "f").exists()
+
+
 def test_the_path_fields_of_unknown_tools_include_a_move_s_source_and_a_git_server_s_repository(repo, ws):
     from hook_helpers import claude
 

@@ -307,10 +307,20 @@ def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
         target = found.get("-t") or found.get("--target-directory")
         # A link, hard or symbolic, to a file outside the workspace is a way to write there: it counts too.
         links = name == "ln" or (name == "cp" and bool({"-l", "--link", "-s", "--symbolic-link"} & found.keys()))
+        # A symbolic link's target is read from the link's own directory (`ln -s ../../.. d/up` points d/up at
+        # what ../../.. is from d/, not from here), unless --relative has ln compute it from here.
+        symbolic = name == "ln" and bool({"-s", "--symbolic"} & found.keys()) and \
+            not {"-r", "--relative"} & found.keys()
         if target is not None:
-            return [target[0]] + (operands if name == "mv" or links else [])
+            sources = _pointed(operands, [target[0]]) if symbolic else operands
+            return [target[0]] + (sources if name == "mv" or links else [])
         if links and operands:
-            return ([operands[-1]] if len(operands) > 1 else [posixpath.basename(operands[0])]) + operands[:-1]
+            link = operands[-1] if len(operands) > 1 else posixpath.basename(operands[0])
+            sources = operands[:-1]
+            if symbolic and len(operands) > 1:
+                # LINK may name a directory that exists (the link is made inside it): both places count
+                sources = _pointed(sources, [link] if len(operands) > 2 else [posixpath.dirname(link) or ".", link])
+            return [link] + sources
         if name in LAST_OPERAND:
             return operands[-1:] if len(operands) > 1 else []
         return operands[1:] if name in AFTER_FIRST else operands
@@ -329,6 +339,12 @@ def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
         return shell_git.analyse(args).writes
     writer = shell_writes.WRITERS.get(name)
     return writer(args) if writer is not None else []
+
+
+def _pointed(targets: list[str], homes: list[str]) -> list[str]:
+    """Symbolic link targets as paths from where the command runs, for links made in each of `homes`."""
+    return [target if target.startswith(("/", "~", "$")) else posixpath.join(home, target)
+            for target in targets for home in homes]
 
 
 def _permuted(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, Word], list[str]]:
