@@ -154,3 +154,27 @@ def test_a_sync_that_refuses_one_inverse_op_leaves_that_post_off_the_list(pair):
                                          if seq != question and get_post(state, seq).get("retracted")]
         assert len(retracted_seqs(lanes)) == POSTS - 1
         counts_agree(lanes)
+
+
+def test_a_replay_renumbers_the_posts_the_list_write_names_with_the_posts(pair):
+    """An undo of one operation that posted twice, all of it local: the peer's post lands first on sync, the
+    local posts move up one, and the list write (which names posts by number) names where they landed."""
+    there, here, _ = pair
+    with here._operation("two posts", "tester"):
+        first = here.board_post("mine 1", "agent-b").post
+        second = here.board_post("mine 2", "agent-b").post
+    undone = here.undo()
+    assert undone["description"] == "two posts" and len(undone["ledger"]) == 2
+    assert ledger.read_op(here.ctx.store, ledger_head(here.ctx.store.root)).type == ledger_undo.RELIST
+    assert retracted_seqs(here) == [first, second]
+    there.board_post("theirs", "agent-0")
+    there.sync()
+    report = here.sync()
+    assert report.ledger.replayed >= 5 and report.ledger.refused == 0, report.ledger
+    there.sync()
+    for lanes in (here, there):
+        state = lanes._state()
+        mine = [seq for seq in range(1, current_seq(state) + 1) if get_post(state, seq)["from"] == "agent-b"]
+        assert mine == [first + 1, second + 1] and all(get_post(state, seq)["retracted"] for seq in mine)
+        assert retracted_seqs(lanes) == mine  # before: the numbers they had before the replay
+        counts_agree(lanes)

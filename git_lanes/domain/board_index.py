@@ -23,6 +23,9 @@ Reader = State | Tx
 MAX_SEQ = 10**8 - 1
 # Posts to everyone of these kinds count as unread and wake; system records (ticket_ready) never do.
 AGENT_KINDS = ("note", "question", "handoff")
+# The op that lists (or unlists) at once the posts an undo's inverse ops retracted (board.relist), named by
+# number: a sync's replay renumbers them with the posts (sync_ledger.py).
+RETRACTIONS = "board.retractions"
 
 
 def post_path(seq: int) -> str:

@@ -86,7 +86,7 @@ HANDLERS: dict[str, Handler] = {
     "board.read": board.read,
     "board.resolve": board.resolve,
     "board.answer": board.answer,
-    "board.retractions": board.relist,
+    ledger_undo.RELIST: board.relist,
     "wake.take": take,
     "refused": refused,
     "worktree.assign": worktrees.assign,
@@ -147,7 +147,7 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "budget.set": lambda op, r: f"budget of {op.args.get('scope')} {op.args.get('key')}: "
                                 f"{(r.get('budget') or {}).get('usd')} USD, {(r.get('budget') or {}).get('tokens')} tokens",
     "budget.clear": lambda op, r: f"clear the budget of {op.args.get('scope')} {op.args.get('key')}",
-    "board.retractions": lambda op, r: f"retraction list: {len(op.args.get('posts') or [])} posts",
+    ledger_undo.RELIST: lambda op, r: f"retraction list: {len(op.args.get('posts') or [])} posts",
     "op.undo": lambda op, r: f"undo {op.args.get('type')} {_short(op.args.get('undoes'))}",
     "plan.dispatch": lambda op, r: f"dispatch plan {r.get('name')}: {len(r.get('tasks') or [])} tasks",
     "refused": lambda op, r: f"refused {(op.args.get('op') or {}).get('type')} "

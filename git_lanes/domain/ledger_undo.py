@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from git_lanes.domain import board, ports
+from git_lanes.domain import board, board_index, ports
 from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError
 from git_lanes.ledger import Op, Tx, last_change, make_op, read_op, state_at
 from git_lanes.model.frozen import replace
@@ -27,7 +27,7 @@ BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/")
 # appends after all its inverse ops (`relisting`): the list is one record, so an undo of a sync that brought
 # 3,000 posts rewrote it (and carried it whole in each commit) 3,000 times, 44 s of a 45 s undo.
 LIST_LATER = "list_later"
-RELIST = "board.retractions"
+RELIST = board_index.RETRACTIONS
 
 
 def describe(path: str) -> str:

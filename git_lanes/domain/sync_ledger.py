@@ -3,7 +3,8 @@
 Posts are numbered in the ledger's one order, so replaying local ops after the remote's renumbers the local
 posts, and an op that names a position would name the wrong one: `board.resolve` of a local post, and the
 read cursors of `board.read` and `wake.take`, and an `op.undo` of a local post (its inverse op names the post's
-record by its path and numbered content). A cursor is a high-water mark; once the remote's posts sit
+record by its path and numbered content, and the `board.retractions` op after an undo's inverse ops, which
+names the posts by number). A cursor is a high-water mark; once the remote's posts sit
 between the merge base and the local ones, no mark covers what the agent saw without covering posts it never
 saw, so the cursor falls back to the merge base: the agent may see its local posts twice but never misses
 one (at least once, never lost)."""
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from git_lanes import ledger
-from git_lanes.domain.board_index import current_seq, post_path
+from git_lanes.domain.board_index import RETRACTIONS, current_seq, post_path
 from git_lanes.ledger import Op
 from git_lanes.model.frozen import replace
 from git_lanes.store import Store
@@ -37,6 +38,10 @@ class BoardRebase:
     def op(self, op: Op, head: str) -> Op:
         if op.type == "op.undo" and self.moved:
             return self._undo(op, head)
+        if op.type == RETRACTIONS and self.moved and isinstance(op.args.get("posts"), list):
+            # the posts an undo's inverse ops retracted, named by number: they move with the posts
+            return replace(op, args={**op.args, "posts": [self.moved.get(seq, seq) if type(seq) is int else seq
+                                                          for seq in op.args["posts"]]})
         if op.type == "board.resolve":
             post = op.args.get("post")
             if isinstance(post, int) and post in self.moved:
