@@ -107,6 +107,7 @@ ORDINARY = [
     "sort -o words.txt words.txt", "wget -q https://example.com/f.tgz", "patch -p1 < fix.patch",
     "gcc -O2 -o build/app main.c", "go build -o bin/app ./cmd/app", "gzip -k dist/app.js", "gzip -dc a.gz | head",
     "pip install -r requirements.txt", "zip -r dist.zip src",
+    "env -C src make", "install -d build/bin", "awk '{print $1}' README.md", "gawk -i inplace '{print}' notes.txt",
 ]
 
 
@@ -154,6 +155,12 @@ def test_a_write_outside_the_lane_from_a_shell_line_is_denied(repo, ws):
         (f"ln {repo}/README.md r && echo x >> r", "main worktree"),
         (f"ln -t . {repo}/README.md", "main worktree"),
         (f"cp -al {repo}/README.md r", "main worktree"),
+        ("cd - && echo x > f", "cannot tell where"),  # the previous directory: an earlier call's, anywhere
+        ("pushd +1 && echo x > f", "cannot tell where"),
+        (f"env -C {repo} touch f", "main worktree"),
+        (f"sudo -D {repo} touch f", "main worktree"),
+        (f"install -d {repo}/build", "main worktree"),
+        (f"awk -i inplace '{{print}}' {repo}/README.md", "main worktree"),
     ]
     shared = "git's own files"
     lines += [(f"git {args}", shared) for args in (

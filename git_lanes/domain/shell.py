@@ -263,8 +263,10 @@ def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | No
                                   opaque=inner.opaque if inner is not None else None))
     found.writes.extend(programs.writes(name, words, stdin))
     if name in ("cd", "pushd"):
-        targets = [w for w in words[1:] if not w[0].startswith("-") or w[0] == "-"]
-        found.directories.append(targets[0][0] if targets else "~")
+        found.directories.append(programs.moved_to(name, words))
+    moved = programs.wrapped_directory(name, words)
+    if moved is not None:  # `env -C DIR cmd`, `sudo -D DIR cmd`: the command runs there
+        found.directories.append(moved)
     if name == "env":
         for text, computed in words[1:]:
             variable, equals, value = text.partition("=")

@@ -159,6 +159,35 @@ def variable_runs(name: str, value: Word) -> Runs | None:
     return None
 
 
+def moved_to(name: str, words: list[Word]) -> str:
+    """Where `cd`/`pushd` moves: its operand, home without one. `cd -` (the previous directory, which an
+    earlier call may have left anywhere) and pushd's stack moves (`pushd`, `pushd +1`) are `$OLDPWD`: a place
+    that cannot be known before the line runs."""
+    targets = [w for w in words[1:] if not w[0].startswith("-") or w[0] == "-" or w[0][1:].isdigit()]
+    if not targets:
+        return "$OLDPWD" if name == "pushd" else "~"
+    target = targets[0][0]
+    return "$OLDPWD" if target == "-" or (name == "pushd" and target[:1] in "+-" and target[1:].isdigit()) \
+        else target
+
+
+# The option of a wrapper that runs its command in another directory.
+CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir"), "unshare": ("-w", "--wd"),
+                 "nsenter": ("-w", "--wd")}
+
+
+def wrapped_directory(name: str, words: list[Word]) -> str | None:
+    """The directory `env -C DIR cmd` (sudo -D, unshare/nsenter -w) runs its command in, or None."""
+    names = CHDIR_OPTIONS.get(name)
+    if names is None:
+        return None
+    found, _ = options(words[1:], WRAPPERS[name].valued)
+    value = next((found[option] for option in names if option in found), None)
+    if value is None:
+        return None
+    return "$OLDPWD" if value[1] else value[0]
+
+
 def variable_writes(name: str, value: Word) -> list[str]:
     """GIT_DIR=…, GIT_WORK_TREE=…: git then writes there, wherever the line runs it."""
     return [value[0] if not value[1] else "$" + name] if name in GIT_PLACE_VARIABLES and value[0] else []
@@ -321,6 +350,8 @@ def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
                 # LINK may name a directory that exists (the link is made inside it): both places count
                 sources = _pointed(sources, [link] if len(operands) > 2 else [posixpath.dirname(link) or ".", link])
             return [link] + sources
+        if name == "install" and ("-d" in found or "--directory" in found):
+            return operands  # every operand is a directory it creates
         if name in LAST_OPERAND:
             return operands[-1:] if len(operands) > 1 else []
         return operands[1:] if name in AFTER_FIRST else operands

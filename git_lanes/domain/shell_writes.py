@@ -229,10 +229,25 @@ def go(args: list[Word]) -> list[str]:
     return _given(found, "-o") if args[:1] in ([("build", False)], [("test", False)]) else []
 
 
+AWK_VALUED = _valued("-f --file -v --assign -F --field-separator -i --include -l --load -e --source -E --exec "
+                     "-W")
+
+
+def awk(args: list[Word]) -> list[str]:
+    """The files `gawk -i inplace` edits, as `sed -i` does: its file operands (less the program, unless -f or
+    -e gives it, and less `var=value` assignments)."""
+    found, operands = option_values(args, AWK_VALUED)
+    if not {name.removesuffix(".awk") for name in _given(found, "-i", "--include")} & {"inplace"}:
+        return []
+    if not any(option in found for option in ("-f", "--file", "-e", "--source", "-E", "--exec")):
+        operands = operands[1:]
+    return [o for o in operands if not o.partition("=")[0].isidentifier() or "=" not in o]
+
+
 WRITERS: dict[str, Callable[[list[Word]], list[str]]] = {
     "tar": tar, "gtar": tar, "bsdtar": tar, "unzip": unzip, "rsync": rsync, "scp": scp, "patch": patch,
     "find": find, "sort": sort, "uniq": uniq, "wget": wget, "curl": curl, "split": split, "csplit": csplit,
     "zip": zip_, "rename": rename, "prename": rename, "pip": installer, "pip3": installer, "npm": installer,
-    "go": go, **{name: compiler for name in ("cc", "gcc", "g++", "c++", "clang", "clang++", "ld", "rustc")},
+    "go": go, "awk": awk, "gawk": awk, **{name: compiler for name in ("cc", "gcc", "g++", "c++", "clang", "clang++", "ld", "rustc")},
     **{name: compress for name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma",
                                    "unlzma", "lz4", "compress", "uncompress")}}
