@@ -6,12 +6,16 @@ also when a sync refuses one of the inverse ops."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from conftest import git, run_cli
 from gitserver import clone, make_origin
-from ledger_helpers import Clock, ledger_head
+from ledger_helpers import Clock, fsck_clean, ledger_head
 from test_board_unread_property import from_the_posts
 
 from git_lanes import ledger
@@ -28,6 +32,10 @@ READERS = ("watcher", "helper")
 def pair(tmp_path: Path) -> tuple[Lanes, Lanes, int]:
     """Machine A's API and machine B's (clock pinned), B having synced in POSTS posts from A: notes to
     everyone, a question, one directed to a reader. Returns them and the seq of the question."""
+    return synced_pair(tmp_path, POSTS)
+
+
+def synced_pair(tmp_path: Path, posts: int) -> tuple[Lanes, Lanes, int]:
     remote = tmp_path / "remote.git"
     git("init", "-q", "--bare", "--initial-branch=main", str(remote), cwd=tmp_path)
     there = Lanes(make_origin(tmp_path, remote.as_uri()))
@@ -37,13 +45,13 @@ def pair(tmp_path: Path) -> tuple[Lanes, Lanes, int]:
     there.sync()
     here_path = clone(tmp_path, remote.as_uri(), "machine-b")
     assert run_cli("pull", cwd=here_path).code == 0
-    for number in range(POSTS - 2):
+    for number in range(posts - 2):
         there.board_post(f"peer post {number}", f"agent-{number % 3}")
     question = there.board_post("which port?", "agent-1", kind="question").post
     there.board_post("for you", "agent-2", to="helper")
     there.sync()
     synced = run_cli("sync", "--json", cwd=here_path)
-    assert synced.code == 0 and synced.json["ledger"]["came_in"] == POSTS, synced.out + synced.err
+    assert synced.code == 0 and synced.json["ledger"]["came_in"] == posts, synced.out + synced.err
     return there, Lanes(here_path, clock=Clock()), question
 
 
@@ -178,3 +186,30 @@ def test_a_replay_renumbers_the_posts_the_list_write_names_with_the_posts(pair):
         assert mine == [first + 1, second + 1] and all(get_post(state, seq)["retracted"] for seq in mine)
         assert retracted_seqs(lanes) == mine  # before: the numbers they had before the replay
         counts_agree(lanes)
+
+
+def loose_objects(repo: Path) -> int:
+    return sum(1 for folder in (repo / ".git" / "objects").glob("??") for _ in folder.iterdir())
+
+
+def test_an_undo_killed_while_it_writes_its_commits_moves_nothing_and_runs_again(tmp_path):
+    """SIGKILL while the undo of a 600-post sync writes its inverse commits: the ledger ref moves once, after
+    all of them, so it is where it was, the repository is sound, and the undo runs whole the next time."""
+    there, here, _ = synced_pair(tmp_path, 600)
+    root = here.ctx.store.root
+    before, sync_entry = ledger_head(root), run_cli("op", "log", "-n", "1", "--json", cwd=root).json[0]
+    objects = loose_objects(root)
+    doomed = subprocess.Popen([sys.executable, "-m", "git_lanes", "undo", "--json"], cwd=root,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while loose_objects(root) < objects + 100:  # a hundred of its commits written, hundreds to go
+        assert doomed.poll() is None, "the undo ended before it was killed"
+        time.sleep(0.01)
+    doomed.kill()
+    assert doomed.wait() == -signal.SIGKILL
+    assert ledger_head(root) == before
+    fsck_clean(root)
+    assert run_cli("op", "log", "-n", "1", "--json", cwd=root).json[0] == sync_entry
+    undone = run_cli("undo", "--json", cwd=root)
+    assert undone.code == 0 and len(undone.json["ledger"]) == 600, undone.err
+    assert len(retracted_seqs(here)) == 600 and all(post.get("retracted") for post in peer_posts(here))
+    counts_agree(here)
