@@ -40,6 +40,11 @@ def _hook_interrupted(event: list[str]) -> int:
 def _command(args: list[str]) -> None:
     import os
 
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        if not {"-h", "--help", "--version"} & set(args):
+            _no_current_directory(args)
     if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
         _follow_git_place(args)
     if args[:1] == ["sync"]:  # with nothing to replay, a sync needs neither click nor pygit2 (git_lanes.lite)
@@ -61,6 +66,18 @@ def _command(args: list[str]) -> None:
         cli_main()
     finally:
         _ending()
+
+
+def _no_current_directory(args: list[str]) -> None:
+    """Every command finds its repository from the current directory: one that was removed (a lane's workspace
+    deleted while a shell stood in it) is a user's error in one line, as git's "Unable to read current
+    working directory", not an internal error or a traceback from whichever command met it first."""
+    from git_lanes.cli.output import fail
+    from git_lanes.errors import UserError
+
+    fail(UserError("the current directory no longer exists (it was removed, perhaps as a lane's workspace)",
+                   code="no_current_directory", hint="cd to a folder that exists, such as the repository's root"),
+         "--json" in args)
 
 
 def _follow_git_place(args: list[str]) -> None:

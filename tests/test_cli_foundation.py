@@ -291,6 +291,24 @@ def test_an_ambiguous_revision_prefix_is_called_ambiguous_not_unknown(repo):
     fails("diff", oid, "main", cwd=repo, code="not_found")  # a blob is no state, as before
 
 
+def test_a_current_directory_that_was_removed_is_one_user_error(repo):
+    """A shell left standing in a lane's workspace that `lane delete` removed: every command after met the
+    missing directory wherever it first looked (an internal error, or a traceback from `mcp` and `serve`);
+    it is one user error, as git's "Unable to read current working directory", and help still shows."""
+    import sys
+
+    assert run_cli("lane", "create", "feat", cwd=repo).code == 0
+    lanes = f'"{sys.executable}" -m git_lanes'
+    script = (f'cd "{workspace(repo, "feat")}" && {lanes} lane delete feat >/dev/null && test ! -d . -o ! -e "$PWD" '
+              f'&& for c in "status" "lane list" "sync" "mcp --list-tools"; do {lanes} $c --json; echo "exit $?"; done; '
+              f'{lanes} status -h >/dev/null; echo "help $?"')
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stderr and "internal" not in proc.stdout, proc.stderr
+    assert proc.stdout.count('"error": "no_current_directory"') == 4 and proc.stdout.count("exit 1") == 4, proc.stdout
+    assert "help 0" in proc.stdout
+    assert proc.stderr.count("git-lanes: error: the current directory no longer exists") == 4
+
+
 def test_outside_a_repository(tmp_path):
     outside = tmp_path / "nowhere"
     outside.mkdir()
