@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -68,6 +69,30 @@ def test_a_first_message_that_is_not_initialize_is_left_to_the_sdk(repo):
     by_id = {a["id"]: a for a in answers}
     assert "error" in by_id[1]  # before initialize, as the SDK rules
     assert by_id[2]["result"]["protocolVersion"] == "2025-11-25"
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_ctrl_c_stops_a_stdio_server_whose_client_keeps_stdin_open(repo, busy):
+    # The SDK reads its stdin on a worker thread that a cancellation waits for: Ctrl-C (SIGINT) left the
+    # server hanging until its stdin closed, which for a person at a terminal is never.
+    server = subprocess.Popen([sys.executable, "-m", "git_lanes", "mcp", "--agent", "a1"], cwd=repo,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        messages = [initialize(1, "2025-06-18"), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+        server.stdin.write("".join(json.dumps(message) + "\n" for message in messages))
+        server.stdin.flush()
+        assert [json.loads(server.stdout.readline())["id"] for _ in range(2)] == [1, 2]  # the SDK serves
+        if busy:  # in the middle of a call
+            server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "wait_for_unblock", "arguments": {"timeout_s": 120}, "_meta": {"progressToken": "w"}}}) + "\n")
+            server.stdin.flush()
+            assert "progress" in server.stdout.readline()
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=30) == 130
+        assert "Traceback" not in server.stderr.read()
+    finally:
+        server.kill()
 
 
 def test_streamable_http_on_loopback(repo):

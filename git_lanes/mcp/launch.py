@@ -161,6 +161,17 @@ class Relay:
                   f"{json.dumps(message)}", file=sys.stderr)
         return True
 
+    def hang_up(self) -> None:
+        """End the SDK's input as if the client had left, so it stops serving. Its stdin is read on a worker
+        thread that a cancellation (Ctrl-C) waits for; only an end of input ends that read. The pipe's write
+        end is replaced by /dev/null rather than closed, so the inbound relay, still holding its number,
+        never writes into whatever file might be opened under that number next."""
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self._inbound_write, inheritable=False)
+        finally:
+            os.close(null)
+
     def close(self) -> None:
         """After the SDK stopped: let the outbound relay copy what is left, then stop."""
         os.write(self._outbound_write, LAST_LINE)
@@ -183,12 +194,34 @@ def serve(path: str | os.PathLike, agent: str | None, toolsets: Iterable[str], h
             relay.sdk_loaded.set()
         server = build(Binding(path, agent), toolsets)
         if relay is not None:
-            anyio.run(server.run_stdio_async)
+            _serve_stdio(server, relay)
         else:
             anyio.run(_serve_http, server, http_port)
     finally:
         if relay is not None:
             relay.close()
+
+
+def _serve_stdio(server: object, relay: Relay) -> None:
+    """Serve over stdio; Ctrl-C (SIGINT) ends the SDK's input, so the server stops as when its client leaves,
+    then stops the command as Ctrl-C does (KeyboardInterrupt)."""
+    import signal
+
+    import anyio
+
+    interrupted = threading.Event()
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        interrupted.set()
+        relay.hang_up()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        anyio.run(server.run_stdio_async)  # type: ignore[attr-defined]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted.is_set():
+        raise KeyboardInterrupt
 
 
 async def _serve_http(server: object, port: int) -> None:
