@@ -71,6 +71,33 @@ def test_a_settings_file_that_is_not_json_is_never_overwritten(repo):
     assert result.code == 1 and "not valid JSON" in result.err and path.read_text() == "{ not json"
 
 
+@pytest.mark.parametrize("groups", [[{"hooks": "x"}], ["x"], [{"hooks": {"command": "y"}}]])
+def test_a_matcher_group_that_is_malformed_is_never_merged_into(repo, groups):
+    """A group the agent CLI cannot read may cost the whole file: install would say the wall is up while the
+    CLI drops it. It is refused, as a malformed event list already was, and the file is left as it was."""
+    path = settings_file(repo, "claude")
+    path.parent.mkdir()
+    text = json.dumps({"hooks": {"PreToolUse": groups}})
+    path.write_text(text)
+    result = run_cli("install", "claude", "--json", cwd=repo)
+    assert result.code == 1 and result.json["error"] == "invalid_settings", result.err
+    assert "Traceback" not in result.err and path.read_text() == text
+
+
+def test_a_settings_path_that_cannot_be_read_is_one_user_error(repo):
+    """A folder where the settings file goes, or a file that is not UTF-8: one line, exit 1, nothing changed
+    (it was an internal error, exit 6)."""
+    path = settings_file(repo, "claude")
+    path.mkdir(parents=True)
+    for command in (["install", "claude"], ["uninstall", "claude"]):
+        result = run_cli(*command, "--json", cwd=repo)
+        assert (result.code, result.json["error"]) == (1, "invalid_settings") and "Is a directory" in result.err
+    path.rmdir()
+    path.write_bytes(b"\xff\xfe{}")
+    result = run_cli("install", "claude", "--json", cwd=repo)
+    assert (result.code, result.json["error"]) == (1, "invalid_settings") and path.read_bytes() == b"\xff\xfe{}"
+
+
 def test_doctor_reports_missing_and_broken_hooks(repo):
     report = run_cli("doctor", "--json", cwd=repo)
     assert report.code == 0, report.err

@@ -98,6 +98,10 @@ def load(path: Path) -> dict[str, Any]:
         text = path.read_text()
     except FileNotFoundError:
         return {}
+    except (OSError, UnicodeDecodeError) as exc:  # a folder in its place, no permission, not UTF-8
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UserError(f"cannot read {path} ({reason}); nothing was changed", code="invalid_settings",
+                        hint="fix or move it by hand, then run the command again") from None
     if not text.strip():
         return {}
     try:
@@ -142,7 +146,13 @@ def merge_entries(data: dict[str, Any], wanted: dict[str, dict[str, Any]], same:
         if not isinstance(groups, list):
             raise UserError(f"`{key}.{event}` in the settings is not a list; nothing was changed",
                             code="invalid_settings")
-        present = [h for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if isinstance(h, dict)]
+        if not all(isinstance(g, dict) and isinstance(g.get("hooks", []), list) for g in groups):
+            # the agent CLI may drop a settings file it cannot read, with our hooks in it: the wall would
+            # be gone while install said it was up
+            raise UserError(f"`{key}.{event}` in the settings holds a matcher group that is not an object with "
+                            f"a `hooks` list; nothing was changed", code="invalid_settings",
+                            hint="fix the file by hand, then run the command again")
+        present = [h for g in groups for h in g.get("hooks") or [] if isinstance(h, dict)]
         if any(h.get("command") == handler["command"] for h in present):
             continue
         if same is not None and any(same(h) for h in present):
