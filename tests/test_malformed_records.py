@@ -376,3 +376,51 @@ def test_a_ledger_record_of_a_newer_format_still_fails_the_listing_clearly(api, 
     with pytest.raises(UnsupportedFormat) as raised:
         api.task_list()
     assert raised.value.code == "unsupported_format" and raised.value.hint == "upgrade git-lanes"
+
+
+# Budgets, lanes' ports and dispatched plans are ledger records too: doctor checks their shape, and every
+# command that reads one says in one line which record it cannot read (before: `budget show` blamed options
+# nobody gave, `lane create` and `claim list` crashed with TypeError or AttributeError, `dispatch status` with
+# StopIteration, and doctor said nothing).
+BAD_KEPT = {
+    "budget usd a string": ("budgets/lane/l1.json", lambda r: r | {"usd": "x"}),
+    "budget a JSON list": ("budgets/lane/l1.json", lambda r: "[1, 2]"),
+    "ports a string": ("ports/l1.json", lambda r: r | {"ports": "x"}),
+    "ports not an object": ("ports/l1.json", lambda r: "[31000]"),
+    "plan tasks an int": ("plan", lambda r: r | {"tasks": 5}),
+    "plan foundation no task": ("plan", lambda r: r | {"foundation": "0" * 16}),
+    "plan a JSON list": ("plan", lambda r: "[]"),
+}
+
+
+@pytest.mark.parametrize("shape", BAD_KEPT)
+def test_a_malformed_budget_ports_or_plan_record_is_named_by_doctor_and_by_each_reader(api, repo, tmp_path, shape):
+    from test_dispatch import PLAN
+    from test_gates import declare
+
+    declare(api, repo, '[setup]\nports = 1\nport_range = "34000-34010"\n')
+    api.lane_create("l1")
+    api.budget_set(lane="l1", usd=5.0)
+    plan = api.dispatch(PLAN)["plan"]
+    where, change = BAD_KEPT[shape]
+    path = f"plans/{plan}.json" if where == "plan" else where
+    _rewrite_ledger_record(repo, path, change)
+
+    for fix in ((), ("--fix",)):  # --fix leaves it to a person, as every malformed ledger record
+        shown = run_cli("doctor", "--check", "ledger", *fix, "--json", cwd=repo)
+        [found] = [c for c in json.loads(shown.out)["checks"] if c["check"] == "ledger"]
+        assert found["status"] == "fail" and path in found["message"], found
+    if path.startswith("ports/"):  # the new lane is made; its setup, which reserves ports, says why it failed
+        made = run_cli("lane", "create", "l2", "--json", cwd=repo)
+        assert made.code == 0 and made.json["setup"]["status"] == "failed", made.out + made.err
+        assert path in made.json["setup"]["message"]
+    readers = {"budgets": [("budget", "show", "--lane", "l1")], "ports": [],
+               "plans": [("dispatch", "status", "login"), ("dispatch", "status", plan[:8])]}[path.split("/")[0]]
+    for args in readers:
+        result = run_cli(*args, "--json", cwd=repo)
+        assert result.code == 1 and "Traceback" not in result.err, (args, result.err)
+        assert result.json["error"] == "malformed_record" and path in result.json["message"], result.out
+        assert len(result.err.strip().splitlines()) == 2, result.err  # the error, and its hint
+    listed = run_cli("claim", "list", "--json", cwd=repo)  # the plan's exclusive claims still show
+    assert listed.code == 0 and "src/session/**" in listed.out, listed.err
+    assert run_cli("lane", "delete", "l1", "--json", cwd=repo).code == 0  # its ports, whatever they were, go

@@ -48,7 +48,7 @@ class SetupApi:
         from git_lanes.domain import lanes, ports
 
         state = self._state()
-        if not setup.ports and not ports.ports_of(state, lane):
+        if not setup.ports and not ports.reserved(state, lane):
             return ()
         live = set(lanes.lane_names(self.ctx))
         gone = sorted(other for other in ports.held(state) if other not in live and other != lane)
@@ -59,7 +59,7 @@ class SetupApi:
     def _release_ports(self, lane: str, actor: str | None = None) -> list[int]:
         from git_lanes.domain import ports
 
-        if not ports.ports_of(self._state(), lane):
+        if not ports.reserved(self._state(), lane):
             return []
         released: list[int] = self._append("ports.release", self._actor(actor), {"lane": lane})["released"]
         return released

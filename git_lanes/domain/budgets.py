@@ -14,6 +14,7 @@ from git_lanes.domain import tasks, tickets
 from git_lanes.domain.agents import Reader
 from git_lanes.errors import NotFound
 from git_lanes.ledger import Op, Tx
+from git_lanes.ledger.state import MALFORMED_HINT
 from git_lanes.model.budgets import DIRECTORY, SCOPES, Budget, budget_path, decode_key, describe, level, ratio
 from git_lanes.model.records import Transition
 from git_lanes.model.runs import RunState
@@ -41,8 +42,9 @@ def clear_budget(tx: Tx, op: Op) -> dict:
     return {"cleared": _plain(previous)}
 
 
-def _plain(record: dict | None) -> dict | None:
-    return None if record is None else {k: v for k, v in record.items() if k != "format"}
+def _plain(record: Any) -> Any:
+    # what a peer wrote there may be no object at all: set or cleared over, it is reported as it was
+    return {k: v for k, v in record.items() if k != "format"} if isinstance(record, dict) else record
 
 
 def _require_subject(state: Reader, scope: str, key: str) -> None:
@@ -57,15 +59,19 @@ def all_budgets(state: Reader) -> list[Budget]:
     for scope in SCOPES:
         for name in state.names(f"{DIRECTORY}/{scope}"):
             if name.endswith(".json"):
-                record = state.get(f"{DIRECTORY}/{scope}/{name}")
+                path = f"{DIRECTORY}/{scope}/{name}"
+                record = state.get(path)
                 if record is not None:
-                    found.append(Budget.from_dict(record | {"scope": scope, "key": decode_key(name[:-5])}))
+                    if isinstance(record, dict):  # its place names it, whatever it says
+                        record = record | {"scope": scope, "key": decode_key(name[:-5])}
+                    found.append(Budget.decode(record, f"ledger record {path}", MALFORMED_HINT))
     return found
 
 
 def get_budget(state: Reader, scope: str, key: str) -> Budget | None:
     record = state.get(budget_path(scope, key))
-    return Budget.from_dict(record) if record is not None else None
+    return None if record is None else Budget.decode(record, f"ledger record {budget_path(scope, key)}",
+                                                     MALFORMED_HINT)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from git_lanes.domain.agents import Reader
 from git_lanes.domain.context import Context
 from git_lanes.domain.ownership import Exclusive, Violation, foreign, message
 from git_lanes.errors import Conflict, MalformedRecord
+from git_lanes.model.coordination import MAX_TIME
 from git_lanes.ledger import Tx
 
 DIRECTORY = "exclusive"
@@ -44,8 +45,14 @@ def claim_rows(state: Reader) -> list[dict[str, Any]]:
     """The exclusive claims as `claim list` shows them beside the agents' own: one row per glob."""
     rows = []
     for claim in held(state):
-        plan = (state.get(f"plans/{claim.plan}.json") or {}) if claim.plan else {}
-        rows += [{"agent": claim.owner, "glob": glob, "time": plan.get("created") or 0.0, "task": claim.task,
+        try:
+            plan = (state.get(f"plans/{claim.plan}.json") or {}) if claim.plan else {}
+        except MalformedRecord:
+            plan = {}
+        created = plan.get("created") if isinstance(plan, dict) else None
+        if isinstance(created, bool) or not isinstance(created, (int, float)) or not 0 <= created <= MAX_TIME:
+            created = 0.0  # a plan a peer wrote in another shape (doctor names it) leaves the claim standing
+        rows += [{"agent": claim.owner, "glob": glob, "time": created, "task": claim.task,
                   "exclusive": True, "lane": claim.lane or None} for glob in claim.globs]
     return rows
 

@@ -14,7 +14,8 @@ from git_lanes.ledger import Op, Tx
 from git_lanes.model.frozen import replace
 from git_lanes.model.globs import MAGIC
 from git_lanes.model.names import resolve_prefix
-from git_lanes.model.plan import DispatchPlan, PlanTask, invalid
+from git_lanes.ledger.state import MALFORMED_HINT
+from git_lanes.model.plan import DispatchedPlan, DispatchPlan, PlanTask, invalid
 from git_lanes.model.text import quoted
 
 DIRECTORY = "plans"
@@ -103,10 +104,17 @@ def _create(tx: Tx, op: Op, task: PlanTask, new_id: str, depends: list[str], pla
 
 def find_by_name(state: Reader, name: str) -> dict | None:
     for entry in state.names(DIRECTORY):
-        record = state.get(f"{DIRECTORY}/{entry}") or {}
+        record = _read(state, f"{DIRECTORY}/{entry}") or {}
         if record.get("name") == name:
             return record
     return None
+
+
+def _read(state: Reader, path: str) -> dict | None:
+    """The plan at `path`, or a MalformedRecord naming it when a peer wrote another shape there (every reader
+    looks its foundation up among its tasks)."""
+    record = state.get(path)
+    return None if record is None else DispatchedPlan.decode(record, f"ledger record {path}", MALFORMED_HINT).record
 
 
 def resolve(state: Reader, given: str) -> dict:
@@ -118,9 +126,9 @@ def resolve(state: Reader, given: str) -> dict:
     prefix = given.strip().lower()
     if not prefix or prefix.strip("0123456789abcdef"):
         raise NotFound(f"no plan named {quoted(given)}", code="unknown_plan", hint="see `git lanes ticket list`")
-    return state.get(plan_path(resolve_prefix(prefix, ids, "plan", "see `git lanes ticket list`",
-                                              "unknown_plan"))) or {}
+    return _read(state, plan_path(resolve_prefix(prefix, ids, "plan", "see `git lanes ticket list`",
+                                                 "unknown_plan"))) or {}
 
 
 def of_task(state: Reader, task: dict) -> dict | None:
-    return state.get(plan_path(task["plan"])) if task.get("plan") else None
+    return _read(state, plan_path(task["plan"])) if task.get("plan") else None

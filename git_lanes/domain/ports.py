@@ -6,9 +6,10 @@ reservation also drops the records of lanes the caller found gone (deleted elsew
 from __future__ import annotations
 
 from git_lanes.domain.agents import Reader
-from git_lanes.errors import Conflict, UserError
+from git_lanes.errors import Conflict, MalformedRecord, UserError
 from git_lanes.ledger import Op, Tx
-from git_lanes.model.lane_setup import MAX_PORTS
+from git_lanes.ledger.state import MALFORMED_HINT
+from git_lanes.model.lane_setup import MAX_PORTS, PortsHeld
 from git_lanes.model.names import validate_lane_name
 from git_lanes.model.refs import flat_name
 
@@ -19,19 +20,42 @@ def ports_path(lane: str) -> str:
     return f"{DIRECTORY}/{flat_name(lane)}.json"
 
 
-def held(state: Reader) -> dict[str, tuple[int, ...]]:
-    """Every lane's ports."""
+def held(state: Reader, besides: str | None = None) -> dict[str, tuple[int, ...]]:
+    """Every lane's ports (but lane `besides`'s). A record a peer wrote in another shape is a MalformedRecord
+    naming it: which ports it holds is unknown, so no reservation is decided around it."""
     found = {}
     for name in state.names(DIRECTORY):
-        record = state.get(f"{DIRECTORY}/{name}") or {}
-        if isinstance(record.get("lane"), str):
-            found[record["lane"]] = tuple(int(p) for p in record.get("ports") or ())
+        path = f"{DIRECTORY}/{name}"
+        if besides is not None and path == ports_path(besides):
+            continue
+        reservation = _read(state, path)
+        if reservation is not None:
+            found[reservation.lane] = reservation.ports
     return found
 
 
 def ports_of(state: Reader, lane: str) -> tuple[int, ...]:
-    record = state.get(ports_path(lane)) or {}
-    return tuple(int(p) for p in record.get("ports") or ())
+    reservation = _read(state, ports_path(lane))
+    return () if reservation is None else reservation.ports
+
+
+def reserved(state: Reader, lane: str) -> bool:
+    """Whether the ledger holds a record of `lane`'s ports, whatever its shape (to release it, or replace it)."""
+    return ports_path(lane)[len(DIRECTORY) + 1:] in state.names(DIRECTORY)
+
+
+def _own(tx: Tx, lane: str) -> tuple[int, ...]:
+    """The ports of the lane being reserved for or released: a record of its own in another shape is
+    replaced or removed, as a reservation or a release would do to a good one."""
+    try:
+        return ports_of(tx, lane)
+    except MalformedRecord:
+        return ()
+
+
+def _read(state: Reader, path: str) -> PortsHeld | None:
+    record = state.get(path)
+    return None if record is None else PortsHeld.decode(record, f"ledger record {path}", MALFORMED_HINT)
 
 
 def reserve(tx: Tx, op: Op) -> dict:
@@ -43,11 +67,11 @@ def reserve(tx: Tx, op: Op) -> dict:
         raise UserError(f"a lane reserves 0 to {MAX_PORTS} ports", code="invalid_ports")
     lapsed = []
     for other in op.args.get("gone") or []:
-        if other != lane and tx.get(ports_path(other)) is not None:
+        if other != lane and reserved(tx, other):
             tx.delete(ports_path(other))
             lapsed.append(other)
-    mine = [p for p in ports_of(tx, lane) if low <= p <= high][:count]
-    taken = {p for other, ports in held(tx).items() if other != lane for p in ports}
+    mine = [p for p in _own(tx, lane) if low <= p <= high][:count]
+    taken = {p for other, ports in held(tx, besides=lane).items() if other != lane for p in ports}
     free = (p for p in range(low, high + 1) if p not in taken and p not in mine)
     while len(mine) < count:
         port = next(free, None)
@@ -57,15 +81,15 @@ def reserve(tx: Tx, op: Op) -> dict:
         mine.append(port)
     if mine:
         tx.put(ports_path(lane), {"lane": lane, "ports": mine, "time": op.time, "actor": op.actor})
-    elif tx.get(ports_path(lane)) is not None:
+    elif reserved(tx, lane):
         tx.delete(ports_path(lane))
     return {"lane": lane, "ports": mine, "lapsed": lapsed}
 
 
 def release(tx: Tx, op: Op) -> dict:
     lane = validate_lane_name(op.args.get("lane"))
-    ports = list(ports_of(tx, lane))
-    if tx.get(ports_path(lane)) is not None:
+    ports = list(_own(tx, lane))
+    if reserved(tx, lane):
         tx.delete(ports_path(lane))
     return {"lane": lane, "released": ports}
 

@@ -81,7 +81,7 @@ def lane_variables(repo: control.LightRepo, lane: str | None) -> tuple[tuple[str
     if lane is None or workspace is None:
         return ()
     from git_lanes.errors import LanesError
-    from git_lanes.model.lane_setup import Setup, invalid
+    from git_lanes.model.lane_setup import PortsHeld, Setup, invalid
 
     trunk = control.trunk_tree(repo)
     entry = trunk.get(CONFIG) if trunk is not None else None
@@ -89,8 +89,9 @@ def lane_variables(repo: control.LightRepo, lane: str | None) -> tuple[tuple[str
         return ()
     try:
         setup = Setup.from_config(control.parsed_config(repo, entry[1], invalid))
-        held = steering.LedgerReader(repo).record(f"ports/{flat_name(lane)}.json") if setup.env else None
-        ports = tuple(int(p) for p in held.get("ports") or ()) if held else ()
+        path = f"ports/{flat_name(lane)}.json"
+        held = steering.LedgerReader(repo).record(path) if setup.env else None
+        ports = PortsHeld.decode(held, f"ledger record {path}").ports if held is not None else ()
         env = setup.render_env(lane=lane, ports=ports, workspace=workspace, root=str(repo.root), trunk=repo.trunk)
     except (LanesError, ValueError, TypeError):
         return ()

@@ -141,9 +141,10 @@ def applicable(ledger: LedgerReader, state: RunState) -> tuple[list[Budget], lis
             ticket_tasks = list((ledger.record(ticket_path(ticket)) or {}).get("tasks") or [])
     for scope, key in wanted:
         if key:
-            record = ledger.record(budget_path(scope, key))
-            if record is not None:
-                found.append(Budget.from_dict(record))
+            path = budget_path(scope, key)
+            record = ledger.record(path)
+            if record is not None:  # a wrong shape denies, naming the record: the wall cannot be judged
+                found.append(Budget.decode(record, f"ledger record {path}", "`git lanes doctor` lists it"))
     return found, ticket_tasks
 
 

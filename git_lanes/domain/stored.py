@@ -7,30 +7,69 @@ by id says so clearly, a listing sets it aside, shows the rest and says what it 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.ledger import State
 from git_lanes.ledger.state import MALFORMED_HINT
 from git_lanes.model.coordination import (Agent, ClaimSet, DirtySet, ExclusiveClaim, Post, ReadPosition,
                                           RetractedPosts, Task, Ticket, WakeQueue)
-from git_lanes.model.record import Record, Unreadable
+from git_lanes.model.record import Unreadable
 from git_lanes.model.refs import LEDGER
 
 if TYPE_CHECKING:
     from git_lanes.ledger import Tx
 
+
+class Shape(Protocol):
+    """What a record of the ledger must read as: a model record, or a light one the agent-hook path reads
+    too (a budget, a lane's ports), each with the one `decode` that says MalformedRecord."""
+
+    def decode(self, data: Any, what: str, hint: str | None = None) -> Any: ...
+
+
+class _Deferred:
+    """A shape whose module loads with the first record read as it: the commands that read tasks or the board
+    (and load this module) need none of these."""
+
+    def __init__(self, load: Callable[[], Shape]) -> None:
+        self._load = load
+
+    def decode(self, data: Any, what: str, hint: str | None = None) -> Any:
+        return self._load().decode(data, what, hint)
+
+
+def _budget() -> Shape:
+    from git_lanes.model.budgets import Budget
+
+    return Budget
+
+
+def _ports() -> Shape:
+    from git_lanes.model.lane_setup import PortsHeld
+
+    return PortsHeld
+
+
+def _plan() -> Shape:
+    from git_lanes.model.plan import DispatchedPlan
+
+    return DispatchedPlan
+
+
 # The top directory of a record's path → the record type it must read as (the board's posts and read
 # positions share `board/`: see `shape_of`).
-SHAPES: dict[str, type[Record]] = {"tasks": Task, "tickets": Ticket, "agents": Agent, "claims": ClaimSet,
-                                   "dirty": DirtySet, "wakes": WakeQueue, "board": Post, "exclusive": ExclusiveClaim,
-                                   "retracted": RetractedPosts}
+SHAPES: dict[str, Shape] = {"tasks": Task, "tickets": Ticket, "agents": Agent, "claims": ClaimSet,
+                            "dirty": DirtySet, "wakes": WakeQueue, "board": Post, "exclusive": ExclusiveClaim,
+                            "retracted": RetractedPosts, "budgets": _Deferred(_budget),
+                            "ports": _Deferred(_ports), "plans": _Deferred(_plan)}
 HINT = MALFORMED_HINT
 # What a listing left out: {"ref", "key", "reason"}, the fields of an `Unreadable` (model/record.py).
 SetAside = list[dict[str, str]]
 
 
-def shape_of(path: str) -> type[Record] | None:
+def shape_of(path: str) -> Shape | None:
     top, _, rest = path.partition("/")
     if top == "board" and rest.startswith("readers/"):
         return ReadPosition

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from git_lanes.errors import UserError
+from git_lanes.errors import MalformedRecord, UserError
 from git_lanes.model.frozen import Frozen
 
 SCOPES = ("lane", "task", "ticket")
@@ -54,6 +54,11 @@ class Budget(Frozen):
                                         or self.tokens < 0):
             raise UserError(f"--tokens must be a non-negative whole number, got {self.tokens!r}",
                             code="invalid_budget")
+        if self.set_by is not None and not isinstance(self.set_by, str):
+            raise UserError(f"set_by must be an actor's name, got {self.set_by!r}", code="invalid_budget")
+        if isinstance(self.set_at, bool) or not isinstance(self.set_at, (int, float)) \
+                or not 0 <= self.set_at < math.inf:
+            raise UserError(f"set_at must be a time, got {self.set_at!r}", code="invalid_budget")
 
     @property
     def label(self) -> str:
@@ -67,6 +72,20 @@ class Budget(Frozen):
     def from_dict(cls, data: dict[str, Any]) -> Budget:
         return cls(scope=data.get("scope", ""), key=data.get("key", ""), usd=data.get("usd"),
                    tokens=data.get("tokens"), set_by=data.get("set_by"), set_at=data.get("set_at") or 0.0)
+
+    @classmethod
+    def decode(cls, data: Any, what: str, hint: str | None = None) -> Budget:
+        """A budget the ledger holds (`budgets/<scope>/<key>.json`), which a peer may have written with
+        anything in it: a wrong shape is a MalformedRecord naming the record (`what`), as for every record
+        of the ledger (domain/stored.py), not a complaint about options nobody gave."""
+        try:
+            if not isinstance(data, dict):
+                raise TypeError(f"not a JSON object but {type(data).__name__}")
+            return cls.from_dict(data)
+        except UserError as exc:
+            raise MalformedRecord(f"{what} is malformed: {exc.message}", hint=hint) from None
+        except (TypeError, ValueError) as exc:
+            raise MalformedRecord(f"{what} is malformed: {exc}", hint=hint) from None
 
 
 def ratio(budget: Budget, usd: float, tokens: int) -> float:

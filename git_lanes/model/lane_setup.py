@@ -18,7 +18,7 @@ import re
 import string
 from typing import Any
 
-from git_lanes.errors import UserError
+from git_lanes.errors import MalformedRecord, UserError
 from git_lanes.model import config
 from git_lanes.model.config import CONFIG
 from git_lanes.model.frozen import Frozen, field
@@ -31,6 +31,27 @@ MAX_PORTS = 100
 NAMES = ("lane", "lane_slug", "workspace", "root", "trunk")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PORT_NAME = re.compile(r"port(0|[1-9][0-9]*)")
+
+
+class PortsHeld(Frozen):
+    """A lane's reserved ports as the ledger holds them (`ports/<lane>.json`, domain/ports.py)."""
+
+    lane: str
+    ports: tuple[int, ...]
+
+    @classmethod
+    def decode(cls, data: Any, what: str, hint: str | None = None) -> PortsHeld:
+        """The record, or a MalformedRecord naming it (`what`) when a peer wrote something else there."""
+        if not isinstance(data, dict):
+            problem = f"not a JSON object but {type(data).__name__}"
+        elif not isinstance(data.get("lane"), str) or not data["lane"]:
+            problem = f"its lane is {data.get('lane')!r}, not a lane's name"
+        elif not isinstance(data.get("ports"), list) or len(data["ports"]) > MAX_PORTS \
+                or not all(type(port) is int and 0 < port <= 65535 for port in data["ports"]):
+            problem = f"its ports are not a list of at most {MAX_PORTS} port numbers"
+        else:
+            return cls(data["lane"], tuple(data["ports"]))
+        raise MalformedRecord(f"{what} is malformed: {problem}", hint=hint)
 
 
 def invalid(message: str) -> UserError:

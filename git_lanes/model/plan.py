@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from git_lanes.errors import UserError
+from git_lanes.errors import MalformedRecord, UserError
 from git_lanes.model import config
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.names import validate_lane_name
@@ -49,6 +49,41 @@ title = "Login form"
 owns = ["web/login/**"]
 depends = ["api"]                   # besides the foundation, which every feature depends on
 '''
+
+
+class DispatchedPlan(Frozen):
+    """A dispatched plan as the ledger holds it (`plans/<id>.json`, domain/plans.py): its id, name, ticket and
+    foundation task, and each task's entry (the plan's task and the ledger task made for it)."""
+
+    record: dict[str, Any]
+
+    @classmethod
+    def decode(cls, data: Any, what: str, hint: str | None = None) -> DispatchedPlan:
+        """The record, or a MalformedRecord naming it (`what`): every reader of a plan looks up its foundation
+        among its tasks and each task's ledger id, lane and globs."""
+        try:
+            if not isinstance(data, dict):
+                raise TypeError(f"not a JSON object but {type(data).__name__}")
+            for name in ("id", "name", "ticket", "foundation"):
+                if not isinstance(data.get(name), str):
+                    raise TypeError(f"its {name} is {data.get(name)!r}, not text")
+            tasks = data.get("tasks")
+            if not isinstance(tasks, list) or not all(isinstance(entry, dict) for entry in tasks):
+                raise TypeError("its tasks are not a list of JSON objects")
+            for entry in tasks:
+                if not isinstance(entry.get("owns"), list):
+                    raise TypeError(f"task {entry.get('key')!r} owns no list of globs")
+                PlanTask.from_dict(entry)
+                if not isinstance(entry.get("task"), str) or not all(
+                        isinstance(value, str) for value in (entry["key"], entry["title"], entry["lane"],
+                                                             *entry["owns"], *(entry.get("depends") or ()))):
+                    raise TypeError(f"task {entry.get('key')!r} holds a value that is not text")
+            if not any(entry["task"] == data["foundation"] for entry in tasks):
+                raise ValueError("its foundation is none of its tasks")
+        except (TypeError, ValueError, KeyError) as exc:
+            reason = f"it lacks {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise MalformedRecord(f"{what} is malformed: {reason}", hint=hint) from None
+        return cls(data)
 
 
 def invalid(message: str) -> UserError:
