@@ -3,6 +3,7 @@ mapped from the error types, the token on every route that needs it, and the eve
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import signal
 import sys
@@ -152,6 +153,21 @@ def test_cookie_from_the_token_link_and_the_same_origin_rule(server):
     assert server.get("/api/v1/lanes/from-evil").status == 404
     assert server.get("/api/v1/session", headers={"Cookie": session}).json["can_write"] is True
     assert server.get("/api/v1/session").json["can_write"] is False
+
+
+def test_two_dashboards_on_one_host_keep_their_own_sessions(server, repo):
+    # A browser sends a host's cookies to every port of it, and one server's link set the cookie every
+    # server reads: opening a second repository's dashboard signed the first one's page out of writing.
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with Server(repo) as other:
+        for running in (server, other):
+            with browser.open(f"{running.url}/?token={running.token}", timeout=60) as page:
+                assert page.status == 200
+        assert len(jar) == 2
+        for running in (server, other):
+            with browser.open(f"{running.url}/api/v1/session", timeout=60) as reply:
+                assert json.loads(reply.read())["can_write"] is True, running.url
 
 
 def test_a_foreign_host_name_is_refused_on_loopback(server):

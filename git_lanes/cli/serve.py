@@ -49,8 +49,8 @@ def serve(host: str, port: int, token: str | None, token_file: str | None, open_
         from git_lanes.http.server import bind, serve as run_server
 
         root = os.getcwd()
-        app = create_app(lambda: open_api(root), chosen, host)
-        bound = bind(host, port)
+        bound = bind(host, port)  # first: the session cookie is named after the port it got
+        app = create_app(lambda: open_api(root), chosen, host, bound.port)
     except LanesError as exc:
         fail(exc, as_json)
         return

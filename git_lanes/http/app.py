@@ -25,7 +25,7 @@ from git_lanes import __version__
 from git_lanes.errors import Conflict, GateFailed, InternalError, LanesError, NotFound, RemoteFailed, UserError
 from git_lanes.http import openapi, routes
 from git_lanes.http.events import Broadcaster
-from git_lanes.http.security import COOKIE, Guard
+from git_lanes.http.security import Guard
 
 STATIC = Path(__file__).resolve().parent / "static"
 API = "/api/v1"
@@ -130,10 +130,11 @@ class Headers:
         await self.app(scope, receive, send_with_headers)
 
 
-def create_app(open_api: Callable[[], Any], token: str, host: str) -> Starlette:
-    """The app for the repository `open_api()` opens, requiring `token` as security.py describes."""
+def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | None = None) -> Starlette:
+    """The app for the repository `open_api()` opens, served on `port`, requiring `token` as security.py
+    describes."""
     service = Service(open_api)
-    guard = Guard(token, host)
+    guard = Guard(token, host, port)
     broadcaster = Broadcaster(service.poll, service.dirty)
     served = routes.available(type(service.reader))
     document = openapi.document(served, API, __version__, type(service.reader))
@@ -170,7 +171,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str) -> Starlette:
             return error(401, "unauthorized", "that link's token is not this server's")
         # The token leaves the address bar at once; the cookie stands in for it from now on.
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE, guard.cookie_value, httponly=True, samesite="strict", path="/")
+        response.set_cookie(guard.cookie_name, guard.cookie_value, httponly=True, samesite="strict", path="/")
         return response
 
     async def session(request: Request) -> Response:

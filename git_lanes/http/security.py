@@ -66,10 +66,13 @@ class Verdict:
 
 
 class Guard:
-    def __init__(self, token: str, host: str) -> None:
+    def __init__(self, token: str, host: str, port: int | None = None) -> None:
         self._token = token.encode()
         self.loopback = is_loopback(host)
         self.cookie_value = hmac.new(self._token, b"git-lanes dashboard session", hashlib.sha256).hexdigest()
+        # A browser sends a host's cookies to all its ports: named after the port, each server on the host
+        # keeps its own session rather than the last link opened replacing every other server's.
+        self.cookie_name = f"{COOKIE}_{port}" if port else COOKIE
 
     def token_matches(self, offered: str | None) -> bool:
         return offered is not None and hmac.compare_digest(offered.encode(), self._token)
@@ -78,7 +81,7 @@ class Guard:
         scheme, _, value = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and self.token_matches(value.strip()):
             return True
-        cookie = cookies.get(COOKIE)
+        cookie = cookies.get(self.cookie_name)
         return cookie is not None and hmac.compare_digest(cookie.encode(), self.cookie_value.encode())
 
     def check(self, method: str, headers: dict[str, str], cookies: dict[str, str], scheme: str) -> Verdict | None:
