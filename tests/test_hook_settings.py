@@ -98,6 +98,28 @@ def test_a_settings_path_that_cannot_be_read_is_one_user_error(repo):
     assert (result.code, result.json["error"]) == (1, "invalid_settings") and path.read_bytes() == b"\xff\xfe{}"
 
 
+@pytest.mark.parametrize("cli,servers,content", [("claude", ".mcp.json", "{ not json"),
+                                                  ("codex", ".codex/config.toml", "bad = ["),
+                                                  ("codex", ".codex/config.toml", None)])
+def test_an_mcp_settings_file_that_cannot_be_read_leaves_the_hooks_unwritten_too(repo, cli, servers, content):
+    """install wrote the hooks, then met the MCP settings it cannot read and said "nothing was changed": a
+    half install. Both files are checked before either is written. (None: a folder where the file goes.)"""
+    place = repo / servers
+    place.parent.mkdir(parents=True, exist_ok=True)
+    if content is None:
+        place.mkdir()
+    else:
+        place.write_text(content)
+    result = run_cli("install", cli, "--json", cwd=repo)
+    assert (result.code, result.json["error"]) == (1, "invalid_settings"), result.err
+    assert not settings_file(repo, cli).exists()
+    assert run_cli("install", cli, "--no-mcp", cwd=repo).code == 0  # the hooks alone, when asked
+    hooks = settings_file(repo, cli).read_text()
+    result = run_cli("uninstall", cli, "--json", cwd=repo)
+    assert (result.code, result.json["error"]) == (1, "invalid_settings")
+    assert settings_file(repo, cli).read_text() == hooks
+
+
 def test_doctor_reports_missing_and_broken_hooks(repo):
     report = run_cli("doctor", "--json", cwd=repo)
     assert report.code == 0, report.err

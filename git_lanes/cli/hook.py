@@ -117,14 +117,11 @@ def install(agent_cli: str, scope: str, dry_run: bool, prefix: str | None, no_mc
       git lanes install claude
       git lanes install codex --scope user --dry-run
     """
-    from git_lanes.domain import hook_settings, mcp_settings
+    from git_lanes.domain import mcp_settings
 
     def action() -> dict:
-        command = prefix or command_prefix()
-        result = hook_settings.install(_target(agent_cli, scope), agent_cli, command, dry_run=dry_run)
-        if not no_mcp:
-            result["mcp"] = mcp_settings.install(_mcp_target(agent_cli, scope), agent_cli, command, dry_run=dry_run)
-        return result
+        return mcp_settings.install_all(_target(agent_cli, scope), None if no_mcp else _mcp_target(agent_cli, scope),
+                                        agent_cli, prefix or command_prefix(), dry_run=dry_run)
 
     run(action, as_json, _render)
 
@@ -143,13 +140,11 @@ def uninstall(agent_cli: str, scope: str, dry_run: bool, no_mcp: bool, as_json: 
     Example:
       git lanes uninstall claude
     """
-    from git_lanes.domain import hook_settings, mcp_settings
+    from git_lanes.domain import mcp_settings
 
     def action() -> dict:
-        result = hook_settings.uninstall(_target(agent_cli, scope), agent_cli, dry_run=dry_run)
-        if not no_mcp:
-            result["mcp"] = mcp_settings.uninstall(_mcp_target(agent_cli, scope), agent_cli, dry_run=dry_run)
-        return result
+        return mcp_settings.uninstall_all(_target(agent_cli, scope), None if no_mcp else _mcp_target(agent_cli, scope),
+                                          agent_cli, dry_run=dry_run)
 
     run(action, as_json, _render)
 

@@ -57,6 +57,30 @@ def is_ours(server: Any) -> bool:
     return OURS.search(" ".join([server["command"], *args[:-1]])) is not None
 
 
+def install_all(hooks: Path, servers: Path | None, cli: str, prefix: str, *, dry_run: bool = False) -> dict[str, Any]:
+    """`git lanes install`: the hooks into `hooks`, and our server entry into `servers` (None: hooks only).
+    Both files are read and checked before either is written, so a file that cannot be read (and is never
+    overwritten) leaves the other as it was too: never hooks without the server, nor a half install."""
+    hook_settings.install(hooks, cli, prefix, dry_run=True)
+    if servers is not None:
+        install(servers, cli, prefix, dry_run=True)
+    result = hook_settings.install(hooks, cli, prefix, dry_run=dry_run)
+    if servers is not None:
+        result["mcp"] = install(servers, cli, prefix, dry_run=dry_run)
+    return result
+
+
+def uninstall_all(hooks: Path, servers: Path | None, cli: str, *, dry_run: bool = False) -> dict[str, Any]:
+    """`git lanes uninstall`, with `install_all`'s discipline: both files checked before either is written."""
+    hook_settings.uninstall(hooks, cli, dry_run=True)
+    if servers is not None:
+        uninstall(servers, cli, dry_run=True)
+    result = hook_settings.uninstall(hooks, cli, dry_run=dry_run)
+    if servers is not None:
+        result["mcp"] = uninstall(servers, cli, dry_run=dry_run)
+    return result
+
+
 def install(path: Path, cli: str, prefix: str, *, dry_run: bool = False) -> dict[str, Any]:
     """Add our server entry unless an entry named `lanes` is there already (ours, or someone else's)."""
     wanted = entry(cli, prefix)
@@ -107,6 +131,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text())
     except FileNotFoundError:
         return {}
+    except (OSError, UnicodeDecodeError) as exc:  # a folder in its place, no permission, not UTF-8
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UserError(f"cannot read {path} ({reason}); nothing was changed", code="invalid_settings",
+                        hint="fix or move it by hand, then run the command again") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path} is not valid TOML ({exc}); nothing was changed", code="invalid_settings",
                         hint="fix the file by hand, then run the command again") from None
