@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import anyio
 from conftest import run_cli
-from mcp_helpers import call, mcp_session
+from mcp_helpers import call, fails, mcp_session
 
 
 def test_two_servers_race_one_claim_and_exactly_one_wins(repo):
@@ -98,3 +98,15 @@ def test_cancelling_wait_for_unblock_ends_the_wait_and_takes_nothing(repo):
 
     board = anyio.run(scenario)
     assert [p["text"] for p in board["posts"]] == ["after the cancel"]
+
+
+def test_a_refusal_inside_wait_for_unblock_is_the_api_s_error_not_an_internal_one(repo):
+    # The wait runs in a task group beside its progress reports; an error from the API came out of it
+    # wrapped in an ExceptionGroup, which the server answered as `internal` ("a bug").
+    async def scenario():
+        async with mcp_session(repo) as session:
+            return await fails(session, "wait_for_unblock", agent_id="not an agent id", timeout_s=5)
+
+    refused = anyio.run(scenario)
+    assert (refused["code"], refused["reason"]) == ("invalid", "invalid_agent"), refused
+    assert refused["message"] == "invalid agent id 'not an agent id'"

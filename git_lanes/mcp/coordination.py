@@ -10,6 +10,7 @@ import anyio
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from git_lanes.errors import LanesError
 from git_lanes.mcp.binding import Binding, ToolSpec
 from git_lanes.mcp.params import AgentId, Globs, PostKind, TaskId, TaskStatus, TicketId
 
@@ -194,13 +195,19 @@ def tools(face: Binding) -> list[ToolSpec]:
                                           f"waiting for a wake or an unread post for {agent}")
                 await anyio.sleep(PROGRESS_SECONDS)
 
-        async with anyio.create_task_group() as group:
+        outcome: list[Any] = []  # the wait's result or its LanesError, kept out of the task group, which would
+        async with anyio.create_task_group() as group:  # wrap an error in an ExceptionGroup
             group.start_soon(report)
             try:
-                result: dict[str, Any] = await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+                outcome.append(await anyio.to_thread.run_sync(wait, abandon_on_cancel=True))
+            except LanesError as exc:
+                outcome.append(exc)
             finally:
                 stop.set()  # a cancelled call abandons the thread: this ends its wait before it takes anything
                 group.cancel_scope.cancel()
+        if isinstance(outcome[0], LanesError):
+            raise outcome[0]
+        result: dict[str, Any] = outcome[0]
         return result
 
     return [
