@@ -517,6 +517,50 @@ def test_the_configured_ref_lock_timeout_is_honoured(repo, ledger, monkeypatch, 
     assert git("rev-parse", REF, cwd=repo).strip() == three and not clearings
 
 
+@pytest.mark.parametrize("path", ["run log", "light store"])
+def test_the_hook_paths_wait_for_a_ref_lock_as_git_says_too(repo, ledger, path):
+    """The agent hooks' ref moves (a run's log, the light store's updates: store/gitfiles.py) waited a fixed
+    2 s for a taken lock, whatever core.filesRefLockTimeout said; they honour it now, as the ledger's do:
+    0 fails at once, 3000 waits a 0.3 s holder out, unset is git's 100 ms."""
+    from git_lanes.store import gitfiles
+    from git_lanes.store.light import open_light
+
+    one, two, three = ledger
+    common = str(repo / ".git")
+
+    def move(new: str, old: str) -> None:
+        if path == "run log":
+            gitfiles.update_ref(common, REF, new, old, "hook", "Test <test@example.com>", time.time())
+        else:
+            open_light(repo).update_refs([RefUpdate(REF, new, old, "light")])
+
+    lock = repo / ".git" / f"{REF}.lock"
+    git("config", "core.filesRefLockTimeout", "0", cwd=repo)
+    timer = _held_then_let_go(lock, 1.0)  # held open: stale.py leaves it
+    started = time.monotonic()
+    try:
+        with pytest.raises(Conflict) as raised:
+            move(two, one)
+        waited = time.monotonic() - started
+        assert lock.exists()  # the holder's lock, left to it (the light store's cleanup used to remove it)
+    finally:
+        timer.join()
+    assert raised.value.code == "locked" and waited < 0.9 and git("rev-parse", REF, cwd=repo).strip() == one
+    git("config", "core.filesRefLockTimeout", "3000", cwd=repo)
+    timer = _held_then_let_go(lock, 0.3)
+    try:
+        move(two, one)
+    finally:
+        timer.join()
+    git("config", "--unset", "core.filesRefLockTimeout", cwd=repo)
+    timer = _held_then_let_go(lock, 0.03)
+    try:
+        move(three, two)  # a moment's holder (git pack-refs) is waited out under git's default
+    finally:
+        timer.join()
+    assert git("rev-parse", REF, cwd=repo).strip() == three and not lock.exists()
+
+
 def test_the_lock_timeouts_are_gits_unless_set(store, repo):
     assert (store._ref_lock_timeout(), store._ref_lock_timeout(packed=True)) == (100, 1000)
     git("config", "core.filesRefLockTimeout", "1k", cwd=repo)  # git's integer suffixes

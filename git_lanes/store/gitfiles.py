@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     StrPath = str | os.PathLike[str]
 
 ZERO = "0" * 40
-LOCK_WAIT_SECONDS = 2.0
 
 
 class Location:
@@ -368,7 +367,7 @@ def update_ref(common_dir: StrPath, name: str, new: str, old: str | None, messag
     path = os.path.join(common_dir, name)
     lock = path + ".lock"
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    handle = take_lock(lock)
+    handle = take_lock(lock, common_dir)
     try:
         with os.fdopen(handle, "w") as out:
             out.write(new + "\n")
@@ -387,28 +386,51 @@ def update_ref(common_dir: StrPath, name: str, new: str, old: str | None, messag
         raise
 
 
-def take_lock(lock: StrPath) -> int:
-    """Create `lock` exclusively (git's `.lock` protocol), waiting a moment for a live holder and clearing one a
-    killed process left; Conflict when it stays taken. Returns the open file descriptor."""
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+def take_lock(lock: StrPath, common_dir: StrPath) -> int:
+    """Create `lock` exclusively (git's `.lock` protocol), waiting for a live holder as git and the ledger's
+    ref moves wait for a ref's lock (core.filesRefLockTimeout, 100 ms unless set, 0 no wait, -1 for ever, with
+    git's backoff: store/loose_ref.py), then clearing one a killed process left; Conflict when it stays taken.
+    The setting is read only once the lock is found taken: an uncontended call reads no config."""
+    try:
+        return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        pass
+    from git_lanes.store.loose_ref import REF_LOCK_TIMEOUT_MS, Backoff
+
+    backoff = Backoff(_config_int(read_config_levels(common_dir).get("core.filesreflocktimeout"),
+                                  REF_LOCK_TIMEOUT_MS))
     cleared = False
     while True:
+        if backoff.again():
+            pass
+        elif not cleared:
+            # Our refs are written only by git-lanes under its locks: a lock nobody holds open was left by a
+            # killed process (store/stale.py decides, as for every other lanes-owned ref).
+            from git_lanes.store.stale import clear_if_stale
+
+            cleared = True
+            if not clear_if_stale(lock):
+                raise Conflict(f"{lock} is held by another process", code="locked",
+                               hint=f"retry; if no git process is running, delete {lock}")
+        else:
+            raise Conflict(f"{lock} is held by another process", code="locked",
+                           hint=f"retry; if no git process is running, delete {lock}")
         try:
             return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            if time.monotonic() < deadline:
-                time.sleep(0.005)
-                continue
-            if not cleared:
-                # Our refs are written only by git-lanes under its locks: a lock nobody holds open was left
-                # by a killed process (store/stale.py decides, as for every other lanes-owned ref).
-                from git_lanes.store.stale import clear_if_stale
+            continue
 
-                cleared = True
-                if clear_if_stale(lock):
-                    continue
-            raise Conflict(f"{lock} is held by another process", code="locked",
-                           hint=f"retry; if no git process is running, delete {lock}") from None
+
+def _config_int(value: str | None, default: int) -> int:
+    """A git integer setting (`100`, `1k`, `-1`), or `default` when unset or one git would refuse."""
+    if not value:
+        return default
+    text = value.strip().lower()
+    scale = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}.get(text[-1:], 1)
+    try:
+        return int(text[:-1] if scale != 1 else text) * scale
+    except ValueError:
+        return default
 
 
 def _logs_all(common_dir: StrPath) -> bool:

@@ -158,8 +158,8 @@ class LightStore(ObjectReads):
                 if update.old is None and update.new is not None and stale.owned_ref(update.name):
                     reflogs.clear_orphans(self.common_dir, update.name, self.read_ref)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                taken.append((update, f"{path}.lock"))
-                handle = gitfiles.take_lock(taken[-1][1])
+                handle = gitfiles.take_lock(f"{path}.lock", self.common_dir)
+                taken.append((update, f"{path}.lock"))  # ours to remove only once taken: never a holder's
                 with os.fdopen(handle, "w") as out:
                     if update.new is not None:
                         out.write(update.new + "\n")
