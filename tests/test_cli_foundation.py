@@ -291,6 +291,17 @@ def test_an_ambiguous_revision_prefix_is_called_ambiguous_not_unknown(repo):
     fails("diff", oid, "main", cwd=repo, code="not_found")  # a blob is no state, as before
 
 
+def test_a_state_name_too_long_for_a_ref_is_an_unknown_revision_not_an_internal_error(repo):
+    """`diff`, `restore` and every face resolving a state asked libgit2 for refs/lanes/heads/NAME first; a name
+    over about a thousand characters made it raise ValueError ("the provided buffer is too short"), an
+    internal error in the CLI, MCP and REST alike. A name that cannot be a lane is not looked up as one."""
+    for length in (1100, 5000):
+        name = "x" * length
+        for args in (["diff", name, "main"], ["restore", name]):
+            error = fails(*args, cwd=repo, code="not_found")
+            assert error["message"] == f"unknown revision '{'x' * 80}'… ({length} characters)", error
+
+
 def test_a_current_directory_that_was_removed_is_one_user_error(repo):
     """A shell left standing in a lane's workspace that `lane delete` removed: every command after met the
     missing directory wherever it first looked (an internal error, or a traceback from `mcp` and `serve`);

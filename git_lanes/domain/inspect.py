@@ -10,6 +10,7 @@ from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import replace
+from git_lanes.model.ids import LaneName
 from git_lanes.model.records import STATUSES, CostTotals, Transition
 from git_lanes.model.text import check_text
 
@@ -106,7 +107,8 @@ def resolve_state(ctx: Context, spec: str) -> str:
 
 
 def _could_be_lane(spec: str) -> bool:
-    return ".." not in spec and not spec.startswith("-") and " " not in spec and ":" not in spec
+    # Only a valid lane name is looked up as one: libgit2 raises ValueError for a ref name over ~1 KB.
+    return LaneName.valid(spec)
 
 
 def diff(ctx: Context, old: str, new: str, mode: str) -> dict:

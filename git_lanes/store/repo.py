@@ -151,7 +151,7 @@ class Store(RefMoves, WorkspaceOps):
                             hint="give more characters of the id (`git rev-parse --disambiguate=PREFIX` lists "
                                  "them)") from None
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-            raise NotFound(f"unknown revision {rev!r}") from None
+            raise NotFound(f"unknown revision {quoted(rev)}") from None
         return str(commit.id)
 
     # -- objects ---------------------------------------------------------------------------------------
