@@ -300,6 +300,10 @@ def test_a_state_name_too_long_for_a_ref_is_an_unknown_revision_not_an_internal_
         for args in (["diff", name, "main"], ["restore", name]):
             error = fails(*args, cwd=repo, code="not_found")
             assert error["message"] == f"unknown revision '{'x' * 80}'… ({length} characters)", error
+        for args in (["lane", "show", name], ["history", "--lane", name]):  # found by the REST sweep
+            message = fails(*args, cwd=repo, code="invalid_lane_name")["message"]
+            assert message.endswith(f"({length} characters): too long: {length} bytes, at most 250 (each '/' and "
+                                    "'%' counts 3)"), message
 
 
 def test_a_current_directory_that_was_removed_is_one_user_error(repo):

@@ -38,7 +38,10 @@ class RefMoves:
     _identity_read: tuple[pygit2.Signature | None, float]
 
     def read_ref(self, name: str) -> str | None:
-        ref = self.repo.references.get(name)
+        try:
+            ref = self.repo.references.get(name)
+        except ValueError:  # a name libgit2 refuses (over its ~1 KB buffer, or malformed): no such ref exists
+            return None
         if ref is None:
             return None
         if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
