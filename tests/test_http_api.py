@@ -14,6 +14,7 @@ import urllib.request
 import pytest
 from conftest import run_cli, workspace
 from http_helpers import Server
+from test_gates import declare, gate
 
 from git_lanes.http import routes
 
@@ -307,3 +308,40 @@ def test_an_unknown_task_status_is_a_400_as_in_every_face(server, api):
     with pytest.raises(UserError) as refused:
         api.task_list(status="bogus")
     assert refused.value.code == "invalid_status"
+
+
+def test_a_gate_running_for_an_accept_freezes_neither_reads_nor_other_writes(api, repo, tmp_path):
+    # Every write waited behind one lock while a gate ran, each waiting on a thread of the event loop's
+    # small pool (6 on 2 cores): with a few writes queued behind a slow gate, GET /status waited for the gate
+    # too (23.6 s behind a 25 s gate), and a board post waited out the gate it has nothing to do with.
+    started, release = tmp_path / "gate-started", tmp_path / "release-gate"
+    code = (f"import pathlib, time; pathlib.Path({str(started)!r}).touch()\n"
+            f"while not pathlib.Path({str(release)!r}).exists(): time.sleep(0.05)")
+    declare(api, repo, gate("slow", code))
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "f.txt").write_text("f\n")
+    proposal = api.commit("Add f", "coder-1", lane="feat")["id"]
+    with Server(repo) as server:
+        accepting = threading.Thread(target=lambda: server.post(f"/api/v1/transitions/{proposal}/accept"))
+        accepting.start()
+        try:
+            for _ in range(600):
+                if started.exists():
+                    break
+                time.sleep(0.1)
+            assert started.exists(), "the gate never started"
+            posts = [threading.Thread(target=server.post, args=("/api/v1/board", {"text": f"p{n}", "agent": "a1"}))
+                     for n in range(8)]
+            for post in posts:
+                post.start()
+            began = time.monotonic()
+            assert server.get("/api/v1/status").status == 200
+            for post in posts:
+                post.join(timeout=60)
+            waited = time.monotonic() - began
+            assert not release.exists() and all(not post.is_alive() for post in posts), waited
+            assert len(server.get("/api/v1/board?limit=100").json["posts"]) == 8
+        finally:
+            release.touch()
+            accepting.join(timeout=120)
+    assert api.show(proposal)["status"] == "accepted"

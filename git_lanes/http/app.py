@@ -4,7 +4,6 @@ dashboard's static files. It translates only: parameters in, the API's records o
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -13,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -48,24 +48,38 @@ SECURITY_HEADERS = [
 
 
 class Service:
-    """The repository held open for the server's life. Reads and writes each use their own `Lanes`
-    (libgit2 objects are not shared between threads), so a gate running for minutes during an accept does
-    not freeze the dashboard's reads."""
+    """The repository held open for the server's life. Reads share one `Lanes`, one at a time; each write
+    runs on a worker thread with a `Lanes` of that thread's own (libgit2 objects are not shared between
+    threads), so writes are ordered by the repository's own lock and compare-and-swap, as the CLI's
+    processes are: a gate running for minutes during an accept holds up neither the dashboard's reads nor
+    a board post. Each kind waits for its threads on the event loop (`run`), never on a pool thread."""
+
+    WRITERS = 4  # writes at once; a fifth waits for one of them
 
     def __init__(self, open_api: Callable[[], Any]) -> None:
+        self._open_api = open_api
         self.reader = open_api()
-        self.writer = open_api()
         self._read_lock = threading.Lock()
-        self._write_lock = threading.Lock()
+        self._writers = threading.local()
+        self._limiters: dict[bool, anyio.CapacityLimiter] = {}
         self.feed = self.reader.watch()
+
+    async def run(self, writes: bool, action: Callable[[Any], Any]) -> Any:
+        """`action(api)` on a worker thread: a read on the shared reader, a write on the thread's own API."""
+        limiter = self._limiters.get(writes)
+        if limiter is None:  # made on the event loop, where it is used
+            limiter = self._limiters[writes] = anyio.CapacityLimiter(self.WRITERS if writes else 1)
+        return await anyio.to_thread.run_sync(self.write if writes else self.read, action, limiter=limiter)
 
     def read(self, action: Callable[[Any], Any]) -> Any:
         with self._read_lock:
             return action(self.reader)
 
     def write(self, action: Callable[[Any], Any]) -> Any:
-        with self._write_lock:
-            return action(self.writer)
+        api = getattr(self._writers, "api", None)
+        if api is None:
+            api = self._writers.api = self._open_api()
+        return action(api)
 
     def poll(self) -> list[dict]:
         return self.read(lambda _: self.feed.poll())
@@ -150,8 +164,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                 return denied
             try:
                 params = await _params(route, request)
-                run = service.write if route.writes else service.read
-                result = await asyncio.to_thread(run, lambda api: route.call(getattr(api, route.api), params))
+                result = await service.run(route.writes, lambda api: route.call(getattr(api, route.api), params))
             except LanesError as exc:
                 return lanes_error(exc)
             except Exception as exc:  # a bug still answers in JSON, and the log keeps the traceback
