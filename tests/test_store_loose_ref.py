@@ -439,16 +439,21 @@ def test_appends_while_git_packs_refs_over_and_over_lose_nothing(api, repo, tran
     assert fsck.returncode == 0, fsck.stderr
 
 
-def _held_then_let_go(lock: Path, seconds: float) -> threading.Timer:
+class _Holder(threading.Timer):
+    let_go_at: float | None = None  # time.monotonic() just before the lock goes
+
+
+def _held_then_let_go(lock: Path, seconds: float) -> _Holder:
     """`lock` taken and held open now (so never taken for abandoned), let go after `seconds` as git lets go
     of a lock it did not commit: closed, then deleted."""
     fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
 
     def let_go() -> None:
         os.close(fd)
+        timer.let_go_at = time.monotonic()  # before the lock goes: a mover may run the moment it is gone
         lock.unlink()
 
-    timer = threading.Timer(seconds, let_go)
+    timer = _Holder(seconds, let_go)
     timer.start()
     return timer
 
@@ -467,12 +472,14 @@ def test_a_lock_let_go_within_gits_timeout_is_waited_for(store, repo, ledger, mo
     clearings = _count_clearings(monkeypatch)
     timer = _held_then_let_go(lock, 0.03)
     transactions.clear()
-    started = time.monotonic()
     try:
         store.update_refs([RefUpdate(REF, two, one, "after a moment")])
+        moved_at = time.monotonic()
     finally:
         timer.join()
-    assert time.monotonic() - started >= 0.03  # it did wait for the holder
+    # it did wait for the holder: it moved the ref after the lock was gone (a time since the call began would
+    # flake: on a loaded machine the timer's 30 ms may have mostly passed before the call starts)
+    assert timer.let_go_at is not None and moved_at >= timer.let_go_at
     assert not clearings  # waited out, not taken for abandoned (whose check the lock may go during)
     assert git("rev-parse", REF, cwd=repo).strip() == two and not lock.exists()
     assert bool(transactions) == (path == "libgit2")
