@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import git, run_cli
 from gitserver import clone, make_origin, server  # noqa: F401  (server is a fixture)
 from test_sync import synced_refs
 
@@ -300,3 +300,22 @@ def test_concurrent_syncs_from_one_machine_all_succeed_and_lose_nothing(tmp_path
     assert all(r["ok"] for rs in results for r in rs), results
     converge([origin, other], server.path("project"))
     assert sorted(board_texts(other)) == sorted([f"origin {n}" for n in range(3)] + [f"other {n}" for n in range(3)])
+
+
+def test_ops_a_force_push_cut_from_the_remote_come_back_once_not_once_per_machine(tmp_path, server):  # noqa: F811
+    machines = start_machines(tmp_path, server, 3)
+    remote = server.path("project")
+    for n in range(3):
+        Lanes(machines[1]).board_post(f"post {n}", "agent-b")
+    Lanes(machines[1]).sync()
+    for machine in machines:
+        Lanes(machine).sync()
+    # someone with plain git rewrites the remote's ledger: its last two ops give way to one commit of their own
+    head = git("rev-parse", "refs/lanes/ledger", cwd=remote).strip()
+    rogue = git("commit-tree", f"{head}~1^{{tree}}", "-p", f"{head}~2", "-m", "rewritten by hand", cwd=remote).strip()
+    git("update-ref", "refs/lanes/ledger", rogue, head, cwd=remote)
+
+    converge(machines, remote)
+    # every machine held the two cut ops; whichever syncs first brings them back, the others find them there
+    assert sorted(board_texts(machines[0])) == ["post 0", "post 1", "post 2"]
+    assert all(board_texts(machine) == board_texts(machines[0]) for machine in machines)

@@ -57,7 +57,15 @@ def replay(store: Store, local: str, remote: str, fold: Fold,
     head = remote
     replayed = 0
     refused = []
-    for commit, original in _local_ops(store, base, local):
+    local_ops = _local_ops(store, base, local)
+    landed = _landed_there(store, base, remote, local_ops)
+    for commit, original in local_ops:
+        if not isinstance(original, UnsupportedFormat) and original.id in landed:
+            # Already on the remote (a force-push cut it there and another machine replayed it back): once.
+            there = landed[original.id]
+            if translate and there is not None:
+                translate.applied(original, there)
+            continue
         if isinstance(original, UnsupportedFormat):
             stand_in, record = _unreadable(store, commit, original)
             head = _record_refusal(store, head, stand_in, fold)
@@ -76,6 +84,34 @@ def replay(store: Store, local: str, remote: str, fold: Fold,
                 translate.applied(original, result)
         head = new_head
     return Replay(head, came_in, replayed, refused)
+
+
+def _landed_there(store: Store, base: str | None, remote: str,
+                  local_ops: list[tuple[str, Op | UnsupportedFormat]]) -> dict[str, dict[str, Any] | None]:
+    """The local ops the remote's own commits since `base` already hold: op id -> the result it had there (None
+    when it was recorded refused). Only a remote history rewritten by hand holds any, so a message is decoded
+    only when one of the wanted ids is in its text: the usual replay pays one commit read per remote op."""
+    wanted = {op.id for _, op in local_ops if not isinstance(op, UnsupportedFormat)}
+    found: dict[str, dict[str, Any] | None] = {}
+    if not wanted:
+        return found
+    commit: str | None = remote
+    while commit is not None and commit != base:
+        info = store.commit_info(commit)
+        op = None
+        if any(wanted_id in info.message for wanted_id in wanted):
+            try:
+                op = decode_message(info.message, commit)
+            except UnsupportedFormat:
+                pass
+        if op is not None and op.id in wanted:
+            found[op.id] = op.result if isinstance(op.result, dict) else {}
+        elif op is not None and op.type == REFUSED and isinstance(op.args.get("op"), dict):
+            refused_id = op.args["op"].get("id")
+            if refused_id in wanted:
+                found[refused_id] = None
+        commit = info.parents[0] if info.parents else None
+    return found
 
 
 def _record_refusal(store: Store, head: str, stand_in: Op, fold: Fold) -> str:
