@@ -153,3 +153,34 @@ def test_a_tracking_ref_lock_left_by_a_killed_fetch_is_cleared(pair):
     report = Lanes(other).sync()
     assert report["ledger"]["came_in"] == 1
     assert not (tracking / "ledger.lock").exists()
+
+
+def test_a_push_the_server_took_before_the_connection_broke_is_reported_as_pushed(pair):
+    origin, _, remote = pair
+    hook = remote / "hooks" / "post-receive"
+    hook.write_text("#!/bin/sh\nkill -9 $PPID\n")  # the server dies once it has taken the push and said so
+    hook.chmod(0o755)
+    Lanes(origin).board_post("news", "agent-o")
+    result = run_cli("sync", "--json", cwd=origin)
+    assert result.code == 0, result.err
+    assert [move["ref"] for move in result.json["went_out"]] == ["refs/lanes/ledger"]
+    assert synced_refs(remote) == synced_refs(origin)
+    hook.unlink()
+    assert run_cli("sync", "--json", cwd=origin).json["went_out"] == []  # the tracking copy knew it was there
+
+
+def test_a_connection_broken_before_the_server_took_the_push_says_so_and_the_next_sync_pushes(pair):
+    origin, _, remote = pair
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nkill -9 $PPID\n")
+    hook.chmod(0o755)
+    before = synced_refs(remote)
+    Lanes(origin).board_post("news", "agent-o")
+    result = run_cli("sync", "--json", cwd=origin)
+    assert result.code == 5 and result.json["error"] == "remote_failed"
+    assert result.json["message"].startswith("the connection to 'origin' broke during the push")
+    assert "next sync" in result.json["hint"]
+    assert synced_refs(remote) == before
+    hook.unlink()
+    assert run_cli("sync", "--json", cwd=origin).json["ledger"]["went_out"] == 1
+    assert synced_refs(remote) == synced_refs(origin)

@@ -31,6 +31,8 @@ _MISSING_REF = r"couldn't find remote ref (\S+)"
 _LOCK_PATH = r"Unable to create '([^']+\.lock)'"
 # git could not store a tracking ref at all (a name too long for the file system, say), as opposed to
 # finding its lock taken ("File exists"), which is another fetch at work.
+# git's words for a connection that broke mid-push (the server died, the network dropped), not a refusal.
+_DISCONNECTED = ("unexpected disconnect while reading sideband packet", "the remote end hung up unexpectedly")
 _UNSTORABLE = r"cannot lock ref '([^']+)': Unable to create '[^']+': (.+)"
 
 
@@ -273,6 +275,13 @@ def push(store: Store, remote: str, updates: list[PushUpdate], *, atomic: bool =
         return push(store, remote, updates, atomic=False)
     rejected = _rejections(proc.stdout)
     if proc.returncode != 0 and not rejected:
+        if {update.ref for update in updates} <= _taken(proc.stdout):
+            return PushResult(True, {})  # the server took every ref and said so; then the connection broke
+        if any(sign in proc.stderr for sign in _DISCONNECTED):
+            # it may have taken some or none: the next sync's fetch finds out, and its lease protects the rest
+            raise RemoteFailed(f"the connection to {remote!r} broke during the push ({_reason(proc.stderr)})",
+                               hint="nothing here is lost; sync again once the remote is back: the next sync "
+                                    "finds out what it took")
         raise RemoteFailed(f"git push to {remote!r} failed: {_reason(proc.stderr)}",
                            hint="check the remote's URL and your access to it")
     said = [line[len("remote:"):].strip() for line in proc.stderr.splitlines() if line.startswith("remote:")]
@@ -289,6 +298,12 @@ def _rejections(porcelain: str) -> dict[str, str]:
         if len(parts) >= 3 and parts[0] == "!":
             found[parts[1].split(":", 1)[-1]] = parts[2]
     return found
+
+
+def _taken(porcelain: str) -> set[str]:
+    """The refs the server reported updated (or already so): porcelain's flags other than `!`."""
+    return {parts[1].split(":", 1)[-1] for line in porcelain.splitlines()
+            if len(parts := line.split("\t")) >= 3 and parts[0] in (" ", "+", "-", "*", "=")}
 
 
 def _is_race(reason: str) -> bool:
