@@ -184,3 +184,20 @@ def test_a_connection_broken_before_the_server_took_the_push_says_so_and_the_nex
     hook.unlink()
     assert run_cli("sync", "--json", cwd=origin).json["ledger"]["went_out"] == 1
     assert synced_refs(remote) == synced_refs(origin)
+
+
+def test_a_refused_push_still_reports_what_the_sync_merged_here(pair):
+    origin, other, remote = pair
+    Lanes(origin).board_post("from origin", "agent-o")
+    Lanes(origin).sync()
+    Lanes(other).board_post("from other", "agent-x")
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'read-only today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    result = run_cli("sync", "--json", cwd=other)
+    assert result.code == 5 and result.json["error"] == "remote_failed"
+    # the origin's post came in and the local one was replayed on it here, though nothing went out
+    done = result.json["report"]
+    assert (done["ledger"]["came_in"], done["ledger"]["replayed"], done["went_out"]) == (1, 1, [])
+    assert [move["kind"] for move in done["came_in"]] == ["ledger"]
+    assert [p["text"] for p in Lanes(other).board_read(None, everything=True)["posts"]] == ["from origin", "from other"]

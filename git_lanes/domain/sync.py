@@ -38,6 +38,7 @@ class Report:
     def __init__(self, remote: str, mode: str) -> None:
         self.remote, self.mode = remote, mode
         self.attempts = 0
+        self.merged_here = False  # a local merge ran: an error after it still reports what it did
         self.came_in: list[dict] = []
         self.went_out: list[dict] = []
         self.held_back: list[dict] = []
@@ -100,7 +101,17 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
     transport.check_remote(ctx.store, remote)
     oplog.ledger_as_spans()
     report = Report(remote, mode)
-    locked = lock or ctx.store.locked
+    try:
+        return _attempts(ctx, remote, mode, report, lock or ctx.store.locked, sleep, gate)
+    except (transport.RemoteFailed, Conflict) as exc:
+        if report.merged_here:
+            # what already moved here stays moved: the error's record says what, as a report would
+            exc.details = {**exc.details, "report": report.to_dict()}
+        raise
+
+
+def _attempts(ctx: Context, remote: str, mode: str, report: Report, locked: Callable,
+              sleep: Callable[[float], None], gate: Callable[[Plan], None] | None) -> dict:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         report.attempts = attempt
         fetch = transport.fetch(ctx.store, remote, ctx.trunk)
@@ -116,6 +127,7 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
             if mode != "push":
                 apply_local(ctx, remote, plan, report)
                 report.absorb_local(plan)
+                report.merged_here = True
         if mode == "pull" or not plan.remote:
             report.absorb_final(plan, pushed=False)
             return report.to_dict()
