@@ -45,6 +45,18 @@ class AgentSession:
         self.api = Lanes(repo_path)
         self._made = False  # whether this session has made (or found) its lane and workspace yet
 
+    def close(self) -> None:
+        """Give back what the session holds open (the watcher of its workspace); `with AgentSession(...) as
+        session:` does it at the end of the block. The session stays usable."""
+        self.api.close()
+
+    def __enter__(self) -> AgentSession:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
     @property
     def lane(self) -> str:
         """The lane this session works in, giving the agent one (and its workspace) if it has none yet."""

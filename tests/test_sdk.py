@@ -4,8 +4,10 @@ re-raised, a failing gate), the agent-bound coordination calls, and the package'
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import run_cli
@@ -13,6 +15,7 @@ from test_gates import declare, gate
 
 import git_lanes
 from git_lanes import AgentSession, Conflict, GateFailed, LanesError, NotFound, UserError
+from git_lanes.api import Lanes
 
 
 @pytest.fixture
@@ -75,6 +78,37 @@ def test_a_failing_gate_records_the_rejection_and_raises_gate_failed(repo):
     assert failure.value.code == "gate_failed" and failure.value.exit_code == 4
     assert w.result["status"] == "rejected" and w.result["evaluations"][0]["passed"] is False
     assert run_cli("show", w.result["id"], "--json", cwd=repo).json["status"] == "rejected"
+
+
+def _inotify_instances() -> int:
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if _link(fd).startswith("anon_inode:inotify"))
+
+
+def _link(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:  # the listing's own descriptor, closed by now
+        return ""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_session_used_with_with_gives_its_workspace_watcher_back(repo):
+    """A session that snapshots its workspace twice watches it (an inotify instance, 128 per user by default);
+    an orchestrator opening sessions one after another had no way to give that back but the garbage collector."""
+    before = _inotify_instances()
+    with AgentSession(repo, agent_id="coder-1", lane="feature/auth") as session:
+        for step in ("one", "two"):
+            with session.work(f"step {step}", auto_accept=True) as w:
+                (w.path / f"{step}.txt").write_text(f"{step}\n")
+        assert _inotify_instances() == before + 1  # the second snapshot watches the workspace
+    assert _inotify_instances() == before
+    with session.work("after closing", auto_accept=True) as w:  # still usable: it watches again when it must
+        (w.path / "three.txt").write_text("three\n")
+    assert w.result["status"] == "accepted"
+    session.close()
+    with Lanes(repo) as api:
+        assert api.status().trunk == "main"
 
 
 def test_agent_bound_coordination_calls(repo):

@@ -15,7 +15,7 @@ from git_lanes.model.ids import AgentId
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import Any, Self
 
     from git_lanes.domain import attention, gates, inspect, lane_setup, lanes, restore, setup, transitions
     from git_lanes.model.records import Cost, Intent, Transition
@@ -41,6 +41,17 @@ class CoreApi:
             raise NotARepository(f"{store.root} is not set up for lanes", code="not_initialized",
                                  hint="run `git lanes init`")
         self.ctx = Context(store, trunk, clock)
+
+    def close(self) -> None:
+        """Give back what holding the repository open took: the watchers of the workspaces this process
+        snapshotted (inotify instances). The object stays usable; a later snapshot watches again."""
+        self.ctx.store.stop_watching()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     @classmethod
     def init(cls, path: str | os.PathLike[str] | None = None, trunk: str | None = None,

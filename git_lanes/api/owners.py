@@ -113,6 +113,7 @@ OWNERS = {
     "claim_list": "ledger",
     "claim_release": "ledger",
     "clear_integration_branch": "publishing",
+    "close": "core",
     "close_ticket_on_merge": "publishing",
     "commit": "core",
     "cost": "overview",

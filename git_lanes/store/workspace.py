@@ -221,6 +221,14 @@ class WorkspaceOps:
                        GitCommandFailed, "could not update the workspace's index", worktree=path)
         return run_git(["write-tree"], cwd=path, env=unredirected_env()).stdout.strip()
 
+    def stop_watching(self) -> None:
+        """Stop watching every workspace this process watches: each watcher holds an inotify instance (128 per
+        user by default), which a process that opens repositories one after another should give back. A later
+        snapshot of a workspace scans it whole and watches it again."""
+        watched, self._watched_indexes = list(self._watched_indexes.values()), {}
+        for index in watched:
+            index.close()
+
     def snapshot_scan(self, path: Path) -> str | None:
         """Why this process's last snapshot of `path` staged every file rather than what its watcher heard
         of; None when it followed the watcher."""
