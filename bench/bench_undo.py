@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -20,49 +19,21 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_sync  # the repositories: this folder is on sys.path when a script here runs
+
 CLI = [str(Path(sys.executable).with_name("git-lanes"))]
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 STEPS = (("op log", ["op", "log", "--json"]), ("undo --dry-run", ["undo", "--dry-run", "--json"]),
          ("undo", ["undo", "--json"]), ("sync after", ["sync", "--json"]))
 
 
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=True, text=True).stdout
-
-
-def build(base: Path, posts: int) -> tuple[Path, Path]:
-    """The bare remote and machine B, which has synced in `posts` posts from machine A."""
-    from git_lanes.api import Lanes
-
-    remote = base / "remote.git"
-    git("init", "--quiet", "--bare", "--initial-branch=main", str(remote), cwd=base)
-    origin = base / "machine-a"
-    origin.mkdir()
-    (origin / "README.md").write_text("# bench\n")
-    api = Lanes.init(origin, "main")[0]
-    git("remote", "add", "origin", f"file://{remote}", cwd=origin)
-    api.board_post("first", "setup")
-    api.sync()
-    clone = base / "machine-b"
-    git("clone", "--quiet", f"file://{remote}", str(clone), cwd=base)
-    Lanes.open_for_sync(clone)[0].pull()
-    for number in range(posts):
-        api.board_post(f"peer post {number}", f"agent-{number % 8}")
-    api.sync()
+def build(base: Path, posts: int) -> Path:
+    """Machine B (a clone that pulled before), which has synced in `posts` posts from machine A: bench_sync's
+    repositories, synced by the CLI."""
+    clone = bench_sync.build(base, posts, 0)[1]
     synced = subprocess.run([*CLI, "sync", "--json"], cwd=clone, env=ENV, capture_output=True, text=True)
     assert synced.returncode == 0, synced.stderr
-    return remote, clone
-
-
-def fresh_copy(remote: Path, clone: Path, scratch: Path) -> Path:
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    scratch.mkdir()
-    new_remote, new_clone = scratch / "remote.git", scratch / "machine-b"
-    shutil.copytree(remote, new_remote, symlinks=True)
-    shutil.copytree(clone, new_clone, symlinks=True)
-    git("remote", "set-url", "origin", f"file://{new_remote}", cwd=new_clone)
-    return new_clone
+    return clone
 
 
 def main() -> None:
@@ -73,13 +44,13 @@ def main() -> None:
     options = parser.parse_args()
     base = options.keep or Path(tempfile.mkdtemp(prefix="bench-undo-"))
     base.mkdir(parents=True, exist_ok=True)
-    if not (base / "machine-b").exists():
+    if not (base / "clone").exists():
         start = time.perf_counter()
         build(base, options.posts)
         print(f"built in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     times: dict[str, list[float]] = {name: [] for name, _ in STEPS}
     for _ in range(options.reps):
-        clone = fresh_copy(base / "remote.git", base / "machine-b", base / "scratch")
+        clone = bench_sync.fresh_copy(base / "remote.git", base / "clone", base / "scratch")[1]
         for name, args in STEPS:
             start = time.perf_counter()
             done = subprocess.run([*CLI, *args], cwd=clone, env=ENV, capture_output=True, text=True)
