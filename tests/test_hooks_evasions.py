@@ -117,14 +117,20 @@ def ws(repo):
     return lane(repo)
 
 
-def test_a_denied_command_hidden_by_each_technique_is_denied(ws):
+def not_denied(ws, lines, tag: str) -> list[tuple]:
+    """Each of `lines` ((line, words the deny reason must hold), extra fields first) the pre-tool hook did not
+    deny with those words; the first line through a real hook process, the rest in process."""
     missed = []
-    for number, (technique, line, named) in enumerate(HIDDEN):
+    for number, (*extra, line, named) in enumerate(lines):
         send = hook if number == 0 else hook_in_process
-        verdict, reason = decision(send("claude", "PreToolUse", bash(ws, line, f"toolu_h{number}")))
+        verdict, reason = decision(send("claude", "PreToolUse", bash(ws, line, f"toolu_{tag}{number}")))
         if verdict != "deny" or named not in (reason or ""):
-            missed.append((technique, line, verdict, reason))
-    assert missed == []
+            missed.append((*extra, line, verdict, reason))
+    return missed
+
+
+def test_a_denied_command_hidden_by_each_technique_is_denied(ws):
+    assert not_denied(ws, HIDDEN, "h") == []
 
 
 def test_ordinary_developer_lines_pass(ws):
@@ -173,13 +179,7 @@ def test_a_write_outside_the_lane_from_a_shell_line_is_denied(repo, ws):
               (f"git push {repo} HEAD:main", "main worktree"),
               (f"git archive -o {repo}/x.tar HEAD", "main worktree"),
               (f"git clone /tmp/x {repo}/copy", "main worktree")]
-    missed = []
-    for number, (line, why) in enumerate(lines):
-        send = hook if number == 0 else hook_in_process
-        verdict, reason = decision(send("claude", "PreToolUse", bash(ws, line, f"toolu_w{number}")))
-        if verdict != "deny" or why not in (reason or ""):
-            missed.append((line, verdict, reason))
-    assert missed == []
+    assert not_denied(ws, lines, "w") == []
     assert not (repo / "f").exists()
 
 
@@ -219,13 +219,7 @@ def test_archivers_downloaders_and_patchers_writing_outside_the_lane_are_denied(
              f"csplit x 1 -f {repo}/part", f"zip {repo}/a.zip x", f"gunzip {repo}/README.md.gz",
              f"rename s/x/y/ {repo}/README.md", f"pip install -t {repo} x", f"npm install --prefix {repo}",
              f"gcc -o {repo}/app x.c", f"go build -o {repo}/app ."]
-    missed = []
-    for number, line in enumerate(lines):
-        send = hook if number == 0 else hook_in_process
-        verdict, reason = decision(send("claude", "PreToolUse", bash(ws, line, f"toolu_a{number}")))
-        if verdict != "deny" or "main worktree" not in (reason or ""):
-            missed.append((line, verdict, reason))
-    assert missed == []
+    assert not_denied(ws, [(line, "main worktree") for line in lines], "a") == []
     for number, line in enumerate([f"cd {repo} && tar -xOf a.tar setup.cfg | head", f"tar -tf {repo}/a.tar",
                                    f"cd {repo} && wget -qO- http://e | head", f"unzip -l {repo}/a.zip"]):
         assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_r{number}")))[0] == "allow"
@@ -238,13 +232,7 @@ def test_an_option_before_the_one_naming_the_destination_does_not_hide_it(repo, 
              f"mv -v -t {repo} a.txt", f"tar -v -C {repo} -xf /tmp/a.tar", f"wget -q -O {repo}/x http://e",
              f"sort -r -o {repo}/s a", f"unzip -q -d {repo} /tmp/a.zip", f"patch -s -d {repo} -p1 < p",
              f"gcc -O2 -g -o {repo}/app x.c"]
-    missed = []
-    for number, line in enumerate(lines):
-        send = hook if number == 0 else hook_in_process
-        verdict, reason = decision(send("claude", "PreToolUse", bash(ws, line, f"toolu_v{number}")))
-        if verdict != "deny" or "main worktree" not in (reason or ""):
-            missed.append((line, verdict, reason))
-    assert missed == []
+    assert not_denied(ws, [(line, "main worktree") for line in lines], "v") == []
     for number, line in enumerate(["cp -v -t src a.txt", "tar -v -C build -xf /tmp/a.tar", "cp -v a b"]):
         assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_vi{number}")))[0] == "allow"
 
