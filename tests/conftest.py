@@ -36,6 +36,9 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setenv("GIT_AUTHOR_DATE", PINNED_DATE)
     monkeypatch.setenv("GIT_COMMITTER_DATE", PINNED_DATE)
     monkeypatch.setenv("TZ", "UTC")
+    # Every CLI process a test starts would otherwise compile git-lanes anew where the environment says not to
+    # write byte code (measured: the whole suite 588 s against 334 s with it written).
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     # The light sync hands an unexpected error met before anything moved to the ordinary sync; tests want
     # to see it (api/sync_light.py).
     monkeypatch.setenv("GIT_LANES_LIGHT_STRICT", "1")
