@@ -80,12 +80,15 @@ def ledger_ops(repo: str, agent: str, tasks: list[str]) -> tuple[float, float]:
 # Each op writes its commit; every 32nd (a checkpoint) also writes the records its window changed and the
 # folders on their paths: measured 2.8 objects per op on this workload (16 claims and 16 posts a window:
 # their 32 records, the agent and the cursor, ~16 of the 256 `tasks/` fan-out folders, the board's folders).
-OBJECTS_PER_OP = 3
+OBJECTS_PER_OP = 1  # an op's commit; its records ride in its message
+PACKED_PER_CHECKPOINT = 54  # a checkpoint's blobs and folders on this workload (32 claims and posts), one pack
 
 
 def floor_ops(repo: str, ops: int) -> tuple[float, float]:
-    """The file system's share of an append, alone: OBJECTS_PER_OP new loose objects and one ref moved by
-    compare-and-swap per op, as the ledger writes them, with no fold and no reads."""
+    """The file system's share of an append, alone: per op OBJECTS_PER_OP new loose objects and one ref moved
+    by compare-and-swap, and per CHECKPOINT_EVERY ops PACKED_PER_CHECKPOINT more objects written as the code
+    under test writes a checkpoint's (one pack; loose before packs), with no fold and no reads."""
+    from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
     from git_lanes.store import RefUpdate, open_store
 
     try:
@@ -95,6 +98,17 @@ def floor_ops(repo: str, ops: int) -> tuple[float, float]:
 
         def write_loose(objects: str, kind: bytes, content: bytes) -> str:
             return ObjectStore(Path(objects)).write(kind, content)
+    try:
+        from git_lanes.store.objects import object_id
+        from git_lanes.store.pack_write import write_pack
+
+        def checkpoint(objects: str, blobs: list[bytes]) -> None:
+            write_pack(objects, [(object_id(b"blob", blob), b"blob", blob, 0) for blob in blobs], durable=False,
+                       shared=0)
+    except ImportError:  # git-lanes before checkpoint packs: loose, as it wrote them
+        def checkpoint(objects: str, blobs: list[bytes]) -> None:
+            for blob in blobs:
+                write_loose(objects, b"blob", blob)
 
     store = open_store(repo)
     objects = str(store.common_dir / "objects")
@@ -102,6 +116,8 @@ def floor_ops(repo: str, ops: int) -> tuple[float, float]:
     start, cpu = time.perf_counter(), cpu_seconds()
     for i in range(ops):
         oids = [write_loose(objects, b"blob", b"floor %d %d\n" % (i, k)) for k in range(OBJECTS_PER_OP)]
+        if i % CHECKPOINT_EVERY == CHECKPOINT_EVERY - 1:
+            checkpoint(objects, [b"floor record %d %d\n" % (i, k) for k in range(PACKED_PER_CHECKPOINT)])
         store.update_refs([RefUpdate("refs/lanes/bench-floor", oids[-1], old, "bench: the floor")])
         old = oids[-1]
     return time.perf_counter() - start, cpu_seconds() - cpu

@@ -70,10 +70,14 @@ def test_commits_and_objects_are_written_as_libgit2_writes_them(repo):
 
 
 def _loose_objects(repo) -> dict[str, int]:
-    """Every loose object's id -> its file's inode."""
+    """Every loose object's id, and every pack's and index's name -> its file's inode."""
     objects = repo / ".git" / "objects"
-    return {folder.name + path.name: path.stat().st_ino for folder in objects.iterdir() if len(folder.name) == 2
-            for path in folder.iterdir() if not path.name.startswith("tmp_obj_")}
+    packs = objects / "pack"
+    return {**{folder.name + path.name: path.stat().st_ino for folder in objects.iterdir()
+               if len(folder.name) == 2 for path in folder.iterdir() if not path.name.startswith("tmp_obj_")},
+            **{path.name: path.stat().st_ino for path in (packs.iterdir() if packs.is_dir() else ())
+               if not path.name.startswith("tmp_")},
+            "pack folder": packs.stat().st_ino if packs.is_dir() else 0}
 
 
 def test_a_repository_that_asks_for_durable_objects_gets_each_ledger_object_synced(repo, monkeypatch):
@@ -105,8 +109,10 @@ def test_a_repository_that_asks_for_durable_objects_gets_each_ledger_object_sync
         for n in range(CHECKPOINT_EVERY):  # deltas (a commit each) and a checkpoint among them
             api.task_create(f"durable with {setting[0]} {n}", actor="lead")
         written = {oid: inode for oid, inode in _loose_objects(repo).items() if oid not in before}
-        assert len(written) >= CHECKPOINT_EVERY + 3, written  # the commits, a checkpoint's blobs and trees
-        assert set(written.values()) <= synced, setting
+        assert len(written) >= CHECKPOINT_EVERY - 1, written  # the commits (deltas loose, a checkpoint's packed)
+        new_packs = {name for name in written if name.endswith((".pack", ".idx"))}
+        assert len(new_packs) == 2, written  # the checkpoint's blobs, trees and commit: one pack and its index
+        assert set(written.values()) | {_loose_objects(repo)["pack folder"]} <= synced, setting
 
 
 def test_a_shared_repository_gets_ledger_objects_with_the_modes_git_gives_its_own(repo):

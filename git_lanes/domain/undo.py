@@ -137,6 +137,7 @@ def _prepare_ledger(ctx: Context, entry: OpEntry, actor: str, plan: Plan) -> Non
             continue
         head = new_head
         plan.ledger_ops.append(op.id)
+    ledger.log.roll_up_after(store, len(plan.ledger_ops))
     relisting = ledger_undo.relisting(ops, actor, ctx.now())
     if relisting is not None and not plan.blockers:  # after the inverse ops; not one of them (not in the output)
         new_head, result = ledger.apply_op(store, head, relisting, FOLD)

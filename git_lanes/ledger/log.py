@@ -217,12 +217,26 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signature
     return commit, recorded
 
 
+def roll_up_after(store: Store, ops: int) -> None:
+    """After `ops` ops applied in one go (a replay, an undo), whose checkpoints each left a small pack: have
+    git merge them once there are many (`Store.roll_up_packs`), rather than wait for an append's upkeep."""
+    if ops >= CHECKPOINT_EVERY:
+        try:
+            store.roll_up_packs()
+        except Exception:  # packing is an optimisation; what was applied stands
+            pass
+
+
 def maintain(store: Store) -> None:
-    """Let git pack the loose objects the ledger leaves (each op writes a commit, a blob or two and the trees
-    on their paths). `git gc --auto` does nothing below `gc.auto` loose objects (6700 by default) and
+    """Let git pack the loose objects the ledger leaves (a commit each op) and merge the small packs its
+    checkpoints write. `git gc --auto` does nothing below `gc.auto` loose objects (6700 by default) and
     honours `gc.auto=0`; libgit2 never runs it on its own."""
     from git_lanes.store.gitcli import run_git
 
+    try:
+        store.roll_up_packs()  # first: `git gc --auto` would otherwise repack everything past 50 packs
+    except Exception:
+        pass
     try:
         run_git(["gc", "--auto", "--quiet"], cwd=store.root, check=False, timeout=600)
     except Exception:  # packing is an optimisation; an append that succeeded must not report failure

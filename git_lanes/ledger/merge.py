@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from git_lanes.errors import UnsupportedFormat
-from git_lanes.ledger.log import Fold, apply_op
+from git_lanes.ledger.log import Fold, apply_op, roll_up_after
 from git_lanes.ledger.op import Op, decode_message, make_op
 from git_lanes.model.ids import Actor
 from git_lanes.store import Store
@@ -84,6 +84,7 @@ def replay(store: Store, local: str, remote: str, fold: Fold,
             if translate:
                 translate.applied(original, result)
         head = new_head
+    roll_up_after(store, len(local_ops))
     return Replay(head, came_in, replayed, refused)
 
 

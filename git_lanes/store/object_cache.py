@@ -20,6 +20,7 @@ parsed, and only the few entries between them are read (`_parse_near`)."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from contextlib import contextmanager
 from itertools import accumulate, islice
 from operator import itemgetter
 
@@ -27,6 +28,7 @@ import pygit2
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 TREE_MODE = 0o040000
@@ -41,6 +43,8 @@ MAX_LAYOUTS = 1024
 # Below this size a whole parse costs less than finding what changed (measured: 3 entries 3 us against 9,
 # 10 entries about even, 256 entries with 4 changed 206 us against 64).
 NEAR_BYTES = 512
+# A batch of at least this many new objects is written as one pack (two files) instead of loose ones.
+PACK_AT = 8
 
 # name -> (mode, object id, sort key, the entry as the tree object spells it): kept whole so that writing
 # an edited tree sorts and joins bytes without encoding its untouched entries again.
@@ -63,6 +67,8 @@ class ObjectCache:
         self._durable: bool | None = None  # read from the config at the first write, with _shared, _level
         self._shared = 0
         self._level: int | None = None  # None: the config sets no level (see `_write`)
+        self._packing = False  # whether a batch may become a pack: the config lets git consolidate packs
+        self._batch: dict[str, tuple[bytes, bytes]] | None = None  # id -> (kind, content), inside `batched`
 
     # -- reading ---------------------------------------------------------------------------------------
     def tree(self, oid: str, path: str | None = None) -> TreeEntries:
@@ -71,7 +77,7 @@ class ObjectCache:
         process wrote is parsed against the one last seen there."""
         entries = self._trees.get(oid)
         if entries is None:
-            kind, data = self.repo.odb.read(pygit2.Oid(hex=oid))
+            kind, data = self._read(oid)
             if kind != pygit2.GIT_OBJECT_TREE:
                 raise KeyError(oid)
             width = len(pygit2.Oid(hex=oid).raw)
@@ -122,12 +128,19 @@ class ObjectCache:
     def blob(self, oid: str) -> bytes:
         data = self._blobs.get(oid)
         if data is None:
-            kind, data = self.repo.odb.read(pygit2.Oid(hex=oid))
+            kind, data = self._read(oid)
             if kind != pygit2.GIT_OBJECT_BLOB:
                 raise KeyError(oid)
             if len(data) <= MAX_BLOB_BYTES:
                 _keep(self._blobs, oid, data, MAX_BLOBS)
         return data
+
+    def _read(self, oid: str) -> tuple[int, bytes]:
+        if self._batch is not None and oid in self._batch:
+            kind, data = self._batch[oid]
+            return _KIND_NUMBERS[kind], data
+        found: tuple[int, bytes] = self.repo.odb.read(pygit2.Oid(hex=oid))
+        return found
 
     def tree_of(self, commit: str) -> str:
         tree = self._commit_trees.get(commit)
@@ -137,21 +150,61 @@ class ObjectCache:
         return tree
 
     # -- writing ---------------------------------------------------------------------------------------
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Objects written inside are held and written together when it ends: as one pack when there are at
+        least PACK_AT of them, else loose. None is written when it ends by an exception (nothing can refer
+        to them). Inside another batch it adds to that one."""
+        if self._batch is not None:
+            yield
+            return
+        self._batch = {}
+        try:
+            yield
+            batch = self._batch
+        finally:
+            self._batch = None
+        self._flush(batch)
+
+    def _flush(self, batch: dict[str, tuple[bytes, bytes]]) -> None:
+        if len(batch) >= PACK_AT and self._packing:
+            from git_lanes.store.pack_write import write_pack
+
+            write_pack(self.objects_dir, [(oid, kind, data, self._level_for(data))
+                                          for oid, (kind, data) in batch.items()],
+                       durable=bool(self._durable), shared=self._shared)
+            return
+        for kind, data in batch.values():
+            self._write_loose(kind, data)
+
     def _write(self, kind: bytes, data: bytes) -> str:
+        if self._durable is None:
+            config = self.repo.config
+            self._durable = _wants_durable_objects(config)
+            self._shared = _shared_permissions(config)
+            self._level = _loose_compression(config)
+            self._packing = consolidates_packs(config)
+        if self._batch is None:
+            return self._write_loose(kind, data)
+        from git_lanes.store.objects import object_id
+
+        oid = object_id(kind, data)
+        self._batch[oid] = (kind, data)
+        return oid
+
+    def _write_loose(self, kind: bytes, data: bytes) -> str:
         from git_lanes.store.objects import write_loose  # loaded by the first write, not by readers
 
-        if self._durable is None:
-            self._durable = _wants_durable_objects(self.repo.config)
-            self._shared = _shared_permissions(self.repo.config)
-            self._level = _loose_compression(self.repo.config)
-        level = self._level
-        if level is None:
-            # Stored, not deflated, where the config does not ask: a ledger op writes about eight small
-            # objects, deflating them was a seventh of its CPU, and a file this small fills the same
-            # file-system blocks either way (packing deflates them at the pack's own level).
-            level = 0 if len(data) <= STORED_BYTES else 1
-        return write_loose(self.objects_dir, kind, data, durable=self._durable, shared=self._shared,
-                           level=level)
+        return write_loose(self.objects_dir, kind, data, durable=bool(self._durable), shared=self._shared,
+                           level=self._level_for(data))
+
+    def _level_for(self, data: bytes) -> int:
+        if self._level is not None:
+            return self._level
+        # Stored, not deflated, where the config does not ask: a ledger op writes about eight small objects,
+        # deflating them was a seventh of its CPU, and a file this small fills the same file-system blocks
+        # either way (`git gc` deflates them at the pack's own level).
+        return 0 if len(data) <= STORED_BYTES else 1
 
     def write_blob(self, data: bytes) -> str:
         oid = self._write(b"blob", data)
@@ -225,6 +278,21 @@ def _wants_durable_objects(config: pygit2.Config) -> bool:
     return durable_objects(fsync_object_files, fsync)
 
 
+def consolidates_packs(config: pygit2.Config) -> bool:
+    """Whether git's automatic upkeep runs here (`gc.auto`, `gc.autoPackLimit`, neither set to 0): the packs
+    batches add are then consolidated by it and by the ledger's upkeep (`ledger.log.maintain`). Where the
+    user turned it off, batches stay loose objects, which cost readers nothing however many there are."""
+    for key in ("gc.auto", "gc.autoPackLimit"):
+        try:
+            if config.get_int(key) == 0:
+                return False
+        except KeyError:
+            continue
+        except (pygit2.GitError, ValueError):
+            return False  # a value git would refuse: not ours to guess
+    return True
+
+
 def _shared_permissions(config: pygit2.Config) -> int:
     from git_lanes.store.objects import shared_permissions
 
@@ -260,6 +328,9 @@ def _keep(cache: dict[str, Any], key: str, value: object, limit: int) -> None:
         for old in list(islice(cache, limit // 2)):
             del cache[old]
     cache[key] = value
+
+
+_KIND_NUMBERS = {b"commit": pygit2.GIT_OBJECT_COMMIT, b"tree": pygit2.GIT_OBJECT_TREE, b"blob": pygit2.GIT_OBJECT_BLOB}
 
 
 def item(name: str, mode: int, oid: str) -> Item:

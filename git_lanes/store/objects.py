@@ -28,6 +28,7 @@ class ObjectStore:
     def __init__(self, objects_dir: str | os.PathLike[str]) -> None:
         self.dir = os.fspath(objects_dir)  # a string: the light sync loads no pathlib
         self._packs: list[Pack] | None = None
+        self._known_packs: list[Pack] = []  # the last list, kept while `_packs` is dropped to list again
         self._alternates: list[ObjectStore] | None = None
         self._level: int | None = None  # zlib level for new objects: read from the config at the first write
 
@@ -54,10 +55,20 @@ class ObjectStore:
         if loose is not None:
             return loose
         raw = bytes.fromhex(oid)
-        for pack in self._pack_list():
-            offset = pack.find(raw)
+        packs = self._pack_list()
+        position = 0
+        while position < len(packs):
+            pack = packs[position]
+            try:
+                offset = pack.find(raw)
+            except FileNotFoundError:  # `git repack -d` removed it since we listed it; `read` lists again
+                del packs[position]
+                continue
             if offset is not None:
+                if position:  # the next object is most likely in the same pack (git keeps this order too)
+                    packs.insert(0, packs.pop(position))
                 return pack.read_at(offset, self.read)
+            position += 1
         for alternate in self._alternate_list():
             found = alternate._lookup(oid)
             if found is not None:
@@ -93,11 +104,16 @@ class ObjectStore:
             bases = [os.path.join(pack_dir, name[:-4]) for name in names
                      if name.endswith(".idx") and os.path.exists(os.path.join(pack_dir, name[:-4] + ".pack"))]
             if bases:
-                from git_lanes.store.packs import Pack  # only once `git gc` packed something
+                from git_lanes.store.packs import Pack  # only once something wrote a pack
 
-                self._packs = [Pack(base) for base in bases]
+                # Packs already open stay open, in the order lookups left them; new ones go first (a miss
+                # is why we list again, and the object missed is most likely in a pack just written).
+                known = {pack.base: pack for pack in self._known_packs}
+                kept = [pack for pack in self._known_packs if pack.base in set(bases)]
+                self._packs = [Pack(base) for base in bases if base not in known] + kept
             else:
                 self._packs = []
+            self._known_packs = self._packs
         return self._packs
 
     def _alternate_list(self) -> list[ObjectStore]:
@@ -170,6 +186,11 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     if durable:
         _sync_folder(directory)
     return oid
+
+
+def object_id(kind: bytes, content: bytes) -> str:
+    """The id git gives an object of `kind` holding `content`."""
+    return sha1(b"%s %d\0%s" % (kind, len(content), content)).hexdigest()
 
 
 def deflated(raw: bytes, level: int) -> bytes:

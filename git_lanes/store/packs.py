@@ -31,13 +31,16 @@ class Pack:
     def _open(self) -> None:
         if self._idx is not None:
             return
+        # Both files mapped before either is kept: once mapped, a `git repack -d` removing them cannot take
+        # them away, and one found missing leaves this pack unopened (the caller lists the packs again).
         with open(str(self.base) + ".idx", "rb") as handle:
-            self._idx = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        if self._idx[:8] != b"\377tOc\0\0\0\2":
+            idx = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        if idx[:8] != b"\377tOc\0\0\0\2":
             raise UnsupportedFormat(f"{self.base}.idx is not a version-2 pack index")
-        self._count = struct.unpack_from(">I", self._idx, 8 + 255 * 4)[0]
         with open(str(self.base) + ".pack", "rb") as handle:
             self._pack = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        self._count = struct.unpack_from(">I", idx, 8 + 255 * 4)[0]
+        self._idx = idx
 
     def find(self, raw: bytes) -> int | None:
         self._open()

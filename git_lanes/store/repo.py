@@ -281,16 +281,27 @@ class Store(RefMoves, WorkspaceOps):
         writing only the blobs and folders that changed (no records: `base` itself, nothing but the commit
         written). `signed`: (author, committer) from `signatures`, else made now from `author_name` and
         `author_email`."""
-        tree = base if base is not None and not records else self.write_record_tree(base, records)
         author, committer = signed or self.signatures(author_name, author_email)
-        return self._records.write_commit(tree, parents, author, committer, message)
+        with self._records.batched():  # a checkpoint's fifty-odd objects become one pack
+            tree = base if base is not None and not records else self.write_record_tree(base, records)
+            return self._records.write_commit(tree, parents, author, committer, message)
+
+    def roll_up_packs(self) -> None:
+        """Let git merge the small packs record writes leave (`pack_write.roll_up`), where the config lets git
+        consolidate packs at all."""
+        from git_lanes.store.object_cache import consolidates_packs
+        from git_lanes.store.pack_write import roll_up
+
+        if consolidates_packs(self.repo.config):
+            roll_up(str(self.common_dir / "objects"), str(self.root))
 
     def write_record_tree(self, base: str | None, records: dict[str, bytes | None]) -> str:
         """The tree `base` with each path set to its bytes (None deletes it), writing only the blobs and folders
         that changed."""
-        edits = {path: None if data is None else (BLOB_MODE, self._records.write_blob(data))
-                 for path, data in records.items()}
-        return self._records.edit(base, edits)
+        with self._records.batched():
+            edits = {path: None if data is None else (BLOB_MODE, self._records.write_blob(data))
+                     for path, data in records.items()}
+            return self._records.edit(base, edits)
 
     # -- ancestry --------------------------------------------------------------------------------------
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:

@@ -1,0 +1,139 @@
+"""Objects written together as one pack: a version-2 pack and its version-2 index, as `git index-pack` leaves
+them, so git, libgit2 and dulwich read them like any pack a fetch brought.
+
+A ledger checkpoint writes every record that changed since the last one (a blob each) and the folders on
+their paths: some fifty objects every 32 ops. Loose, each costs a file made, linked and unlinked; on ext4,
+making files is most of an op's time. As one pack they cost two files. The pack is whole before anyone can
+see it: both files are written under temporary names (`tmp_pack_…`, `tmp_idx_…`, which `git prune` clears
+when a killed writer leaves one), then the pack is renamed into place and the index last, since readers
+find a pack by its index.
+
+Each object is stored whole (no deltas) at the level the caller picks; `git gc` repacks them with deltas."""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+import zlib
+
+from git_lanes.model.digest import sha1
+from git_lanes.store.objects import deflated, shared_mode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
+ROLL_UP_AT = 16  # see `roll_up`: the ledger's upkeep runs about every 500 ops, so 16 checkpoints later
+MAX_OFFSET = 0x7FFFFFFF  # beyond it an index needs its table of large offsets, which no batch here reaches
+_serial = iter(range(1 << 62))
+
+
+def write_pack(objects_dir: str, objects: Iterable[tuple[str, bytes, bytes, int]], *, durable: bool,
+               shared: int) -> str:
+    """Write `objects` (id, kind, content, zlib level; each id once) as one pack in `objects_dir/pack` and
+    return its name (`pack-<checksum>`). `durable`: both files and the folder are synced before the pack is
+    visible. `shared`: the modes `core.sharedRepository` asks for (see `objects.shared_permissions`)."""
+    entries: list[tuple[bytes, int, int]] = []  # (raw id, crc32 of the packed entry, offset)
+    chunks = [b""]  # the header, once the count is known
+    offset = 12
+    for oid, kind, content, level in objects:
+        packed = _entry_header(PACK_TYPES[kind], len(content)) + deflated(content, level)
+        entries.append((bytes.fromhex(oid), zlib.crc32(packed), offset))
+        chunks.append(packed)
+        offset += len(packed)
+    if offset > MAX_OFFSET:
+        raise ValueError("too large for one small pack")
+    chunks[0] = b"PACK" + struct.pack(">II", 2, len(entries))
+    pack = b"".join(chunks)
+    checksum = sha1(pack).digest()
+    pack += checksum
+    entries.sort()
+    index = _index(entries, checksum)
+    name = f"pack-{checksum.hex()}"
+    folder = os.path.join(objects_dir, "pack")
+    os.makedirs(folder, exist_ok=True)
+    serial = f"{os.getpid()}_{next(_serial)}"
+    pack_temporary = _written(os.path.join(folder, f"tmp_pack_{serial}"), pack, durable, shared)
+    try:
+        index_temporary = _written(os.path.join(folder, f"tmp_idx_{serial}"), index, durable, shared)
+    except BaseException:
+        os.unlink(pack_temporary)
+        raise
+    # The same objects in the same order make the same bytes: a pack already there is replaced by its twin
+    os.replace(pack_temporary, os.path.join(folder, f"{name}.pack"))
+    os.replace(index_temporary, os.path.join(folder, f"{name}.idx"))
+    if durable:
+        handle = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+    return name
+
+
+def _entry_header(kind: int, size: int) -> bytes:
+    """An entry's type and inflated size: four bits of size in the first byte, seven in each after."""
+    byte = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    header = bytearray()
+    while size:
+        header.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    header.append(byte)
+    return bytes(header)
+
+
+def _index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
+    """A version-2 index of `entries` (sorted by id): fan-out table, ids, CRCs, offsets, both checksums."""
+    fanout = [0] * 256
+    for raw, _, _ in entries:
+        fanout[raw[0]] += 1
+    total = 0
+    for first in range(256):
+        total += fanout[first]
+        fanout[first] = total
+    count = len(entries)
+    index = b"".join((b"\377tOc", struct.pack(">I", 2), struct.pack(">256I", *fanout),
+                      b"".join(raw for raw, _, _ in entries),
+                      struct.pack(f">{count}I", *(crc for _, crc, _ in entries)),
+                      struct.pack(f">{count}I", *(offset for _, _, offset in entries)), pack_checksum))
+    return index + sha1(index).digest()
+
+
+def _written(path: str, data: bytes, durable: bool, shared: int) -> str:
+    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o444)
+    try:
+        if shared:
+            os.fchmod(handle, shared_mode(stat.S_IMODE(os.fstat(handle).st_mode), shared))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(handle, view):]
+        if durable:
+            os.fsync(handle)
+    except BaseException:
+        os.close(handle)
+        os.unlink(path)
+        raise
+    os.close(handle)
+    return path
+
+
+def roll_up(objects_dir: str, root: str) -> bool:
+    """Once more than ROLL_UP_AT packs (not kept by a `.keep` file) are here, have git merge the small ones
+    (`git repack -d -l --geometric=2`, git 2.32): each merge costs what the small packs hold, not what the
+    repository holds, and a large pack is left as it is. Without it `git gc --auto` would repack everything
+    into one pack once there are more than `gc.autoPackLimit` (50). True when git was asked."""
+    try:
+        names = set(os.listdir(os.path.join(objects_dir, "pack")))
+    except FileNotFoundError:
+        return False
+    packs = sum(1 for name in names if name.endswith(".pack") and f"{name[:-5]}.keep" not in names)
+    if packs <= ROLL_UP_AT:
+        return False
+    from git_lanes.store.gitcli import run_git
+
+    run_git(["repack", "-d", "-l", "--geometric=2", "--quiet"], cwd=root, check=False, timeout=600)
+    return True

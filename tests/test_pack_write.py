@@ -1,0 +1,142 @@
+"""Ledger checkpoints written as one small pack (issue 15: two files instead of fifty-odd loose objects on a
+file system where making files is most of an op's cost). The packs are standard: git verifies and reads
+them, dulwich (a second, independent reader) reads every object, our own reader follows packs written or
+removed after it listed them, and the ledger's upkeep has git roll small packs up before `git gc --auto`
+would repack everything."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import fsck_clean, git
+
+from git_lanes.api import Lanes
+from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
+from git_lanes.store.objects import ObjectStore, object_id, parse_commit
+from git_lanes.store.pack_write import ROLL_UP_AT, roll_up, write_pack
+
+
+def _packs(repo: Path) -> list[Path]:
+    return sorted((repo / ".git" / "objects" / "pack").glob("pack-*.pack"))
+
+
+def _objects(count: int, tag: str) -> list[tuple[str, bytes, bytes, int]]:
+    """Blobs of every size class an entry header spells differently, a tree and a commit naming them."""
+    contents = [b"", b"x", b"fifteen bytes!!", b"sixteen bytes!!!", os.urandom(300) + tag.encode(),
+                (b"a long record %d\n" * 2000) % tuple(range(2000))]
+    blobs = [(object_id(b"blob", data), b"blob", data) for data in contents[:count]]
+    tree = b"".join(b"100644 f%d\0" % n + bytes.fromhex(oid) for n, (oid, _, _) in enumerate(blobs))
+    tree_id = object_id(b"tree", tree)
+    commit = (f"tree {tree_id}\nauthor a <a@x> 1800000000 +0000\ncommitter a <a@x> 1800000000 +0000\n\n{tag}\n"
+              .encode())
+    made = [*blobs, (tree_id, b"tree", tree), (object_id(b"commit", commit), b"commit", commit)]
+    return [(oid, kind, data, 0 if n % 2 else 1) for n, (oid, kind, data) in enumerate(made)]
+
+
+def test_a_written_pack_is_one_git_and_dulwich_read_object_for_object(repo):
+    from dulwich.repo import Repo
+
+    objects = _objects(6, "first")
+    name = write_pack(str(repo / ".git" / "objects"), objects, durable=False, shared=0)
+    pack = repo / ".git" / "objects" / "pack" / f"{name}.pack"
+    assert git("verify-pack", str(pack.with_suffix(".idx")), cwd=repo) == ""
+    assert not list(pack.parent.glob("tmp_*"))
+    ours = ObjectStore(repo / ".git" / "objects")
+    with Repo(str(repo)) as theirs:
+        for oid, kind, data, _ in objects:
+            assert git("cat-file", "-t", oid, cwd=repo).strip() == kind.decode()
+            assert subprocess.run(["git", "cat-file", kind.decode(), oid], cwd=repo, capture_output=True,
+                                  check=True).stdout == data
+            assert theirs.object_store[oid.encode()].as_raw_string() == data
+            assert ours.read(oid) == (kind, data)
+    commit = objects[-1][0]
+    git("update-ref", "refs/heads/packed", commit, cwd=repo)
+    fsck_clean(repo)
+
+
+def test_a_ledger_checkpoint_is_one_pack_and_the_ops_between_stay_loose(api, repo):
+    api.task_create("warm up", actor="lead")
+    before = _packs(repo)
+    ops_before = int(git("rev-list", "--count", "refs/lanes/ledger", cwd=repo))
+    for n in range(CHECKPOINT_EVERY):
+        api.task_create(f"task {n}", actor="lead")
+    new = [pack for pack in _packs(repo) if pack not in before]
+    assert len(new) == 1
+    listed = git("verify-pack", "-v", str(new[0].with_suffix(".idx")), cwd=repo)
+    kinds = [line.split()[1] for line in listed.splitlines() if len(line.split()) > 2 and len(line.split()[0]) == 40]
+    assert kinds.count("commit") == 1 and kinds.count("blob") >= CHECKPOINT_EVERY // 2 and "tree" in kinds
+    # the checkpoint commit in the pack is the ledger's own, and git walks the whole ledger
+    packed_commit = next(line.split()[0] for line in listed.splitlines() if " commit " in line)
+    assert int(git("rev-list", "--count", "refs/lanes/ledger", cwd=repo)) == ops_before + CHECKPOINT_EVERY
+    assert git("merge-base", "--is-ancestor", packed_commit, "refs/lanes/ledger", cwd=repo, check=False) == ""
+    fsck_clean(repo)
+    # a second reader, and a fresh process, read the state back from the pack
+    from dulwich.repo import Repo
+
+    with Repo(str(repo)) as theirs:
+        tree = theirs[theirs[packed_commit.encode()].tree]
+        assert {name for name, _, _ in tree.items()} >= {b"tasks"}
+    assert len(Lanes(repo).task_list()) == CHECKPOINT_EVERY + 1
+
+
+def test_where_git_upkeep_is_off_checkpoints_stay_loose_objects(api, repo):
+    """`gc.auto=0`: nothing would ever consolidate our packs, and loose objects cost readers nothing however
+    many there are, so a checkpoint writes them loose as before."""
+    git("config", "gc.auto", "0", cwd=repo)
+    api = Lanes(repo)
+    before = _packs(repo)
+    for n in range(CHECKPOINT_EVERY + 1):
+        api.task_create(f"task {n}", actor="lead")
+    assert _packs(repo) == before
+
+
+def test_upkeep_rolls_small_packs_up_and_every_object_stays_readable(repo):
+    objects_dir = str(repo / ".git" / "objects")
+    written = []
+    for n in range(ROLL_UP_AT):
+        objects = _objects(5, f"pack {n}")
+        write_pack(objects_dir, objects, durable=False, shared=0)
+        written += objects
+    assert not roll_up(objects_dir, str(repo))  # not yet past the limit
+    reader = ObjectStore(objects_dir)
+    assert reader.read(written[0][0])[1] == written[0][2]  # it has listed (and opened) the packs
+    objects = _objects(5, "one more")
+    write_pack(objects_dir, objects, durable=False, shared=0)
+    written += objects
+    assert roll_up(objects_dir, str(repo))
+    assert len(_packs(repo)) <= 2
+    for oid, kind, data, _ in written:  # the reader's packs went away under it: it finds their new home
+        assert reader.read(oid) == (kind, data)
+        assert ObjectStore(objects_dir).read(oid) == (kind, data)
+    fsck_clean(repo)
+
+
+def test_our_reader_finds_objects_in_a_pack_written_after_it_listed_the_packs(repo):
+    objects_dir = str(repo / ".git" / "objects")
+    first = _objects(3, "first")
+    write_pack(objects_dir, first, durable=False, shared=0)
+    reader = ObjectStore(objects_dir)
+    assert reader.read(first[-1][0])[0] == b"commit"
+    later = _objects(4, "later")
+    write_pack(objects_dir, later, durable=False, shared=0)
+    headers, message = parse_commit(reader.read(later[-1][0])[1])
+    assert message == "later\n" and headers["tree"] == [later[-2][0]]
+    for pack in _packs(repo):  # a pack removed before the reader ever opened it
+        for file in pack.parent.glob(pack.stem + ".*"):
+            file.unlink()
+    with pytest.raises(Exception, match="missing"):
+        ObjectStore(objects_dir).read(first[0][0])
+
+
+def test_a_batch_that_fails_writes_nothing(api, repo):
+    store = api.ctx.store
+    loose_before = {path for path in (repo / ".git" / "objects").rglob("*") if path.is_file()}
+    with pytest.raises(RuntimeError):
+        with store._records.batched():
+            for n in range(20):
+                store._records.write_blob(b"never written %d" % n)
+            raise RuntimeError("the op was refused")
+    assert {path for path in (repo / ".git" / "objects").rglob("*") if path.is_file()} == loose_before
