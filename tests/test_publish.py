@@ -242,3 +242,17 @@ def test_the_publisher_tools_take_a_ticket_from_lock_to_closed(tmp_path, project
 
     status = anyio.run(scenario)
     assert status["counts"]["merged"] == 1 and status["counts"]["ready"] == 0
+
+
+def test_releasing_a_publish_lock_with_another_token_changes_nothing(api):
+    ticket = api.ticket_open("ship it", actor="pub-1")["ticket"]
+    lock = api.acquire_publish_lock(ticket, "pub-1")
+    before = api.ledger_log(limit=1)[0]["commit"]
+    with pytest.raises(Conflict) as refused:
+        api.release_publish_lock(ticket, "0" * 16, "pub-2")
+    assert refused.value.code == "publish_locked" and refused.value.details["holder"] == "pub-1"
+    assert api.ledger_log(limit=1)[0]["commit"] == before  # no op written for a release that did nothing
+    assert api.release_publish_lock(ticket, lock["token"], "pub-1")["released"] is True
+    after = api.ledger_log(limit=1)[0]["commit"]
+    assert api.release_publish_lock(ticket, lock["token"], "pub-1") == {"ticket": ticket, "released": False}
+    assert api.ledger_log(limit=1)[0]["commit"] == after  # nor for one with no lock left to release

@@ -53,17 +53,26 @@ class PublishingApi:
 
     def release_publish_lock(self, ticket: str, token: str | None = None, holder: str | None = None) -> dict[str, Any]:
         """Let go of `ticket`'s publish lock: the one `token` holds, else whatever lock there is (a person
-        clearing one by hand). A lock someone else took since is left alone when a token is given."""
+        clearing one by hand). A lock another token holds is a Conflict (exit 3) naming its holder, and no
+        lock at all is `released: False`: neither writes to the ledger."""
         from git_lanes.domain import publishing, tickets
 
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
-        if token is None:
-            record = state.get(publishing.lock_path(ticket_id))
-            if record is None:
-                return {"ticket": ticket_id, "released": False}
-            token = record["token"]
-        return self._append("publish.unlock", self._actor(holder), {"ticket": ticket_id, "token": token})
+        record = state.get(publishing.lock_path(ticket_id))
+        if record is None:
+            return {"ticket": ticket_id, "released": False}
+        return self._append("publish.unlock", self._actor(holder),
+                            {"ticket": ticket_id, "token": record["token"] if token is None else token})
+
+    def _let_go(self, ticket_id: str, token: str, actor: str | None) -> None:
+        """Release the lock this process took for its work; one that lapsed and was taken over meanwhile is
+        the new holder's, and losing it must not hide how the work itself went."""
+        try:
+            self.release_publish_lock(ticket_id, token, actor)
+        except Conflict as exc:
+            if exc.code != "publish_locked":
+                raise
 
     # -- publishing ------------------------------------------------------------------------------------
     def publish(self, ticket: str, *, remote: str | None = None, branch: str | None = None,
@@ -109,7 +118,7 @@ class PublishingApi:
             result = self._append("ticket.publish", self._actor(actor), {
                 "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found})
         finally:
-            self.release_publish_lock(ticket_id, lock["token"], actor)
+            self._let_go(ticket_id, lock["token"], actor)
         return {"ticket": ticket_id, "status": result["kind"], "branch": branch, "base": base, "remote": remote,
                 "head": head, "url": result["url"], "pushed": pushed, "post": result["post"],
                 "command": {"argv": publishing.command_line(command, values), "exit_code": ran.exit_code,
@@ -239,7 +248,7 @@ class PublishingApi:
             closed = self._append("ticket.close", self._actor(actor), {"ticket": ticket_id, "how": how,
                                                                       "base_head": base_head})
         finally:
-            self.release_publish_lock(ticket_id, lock["token"], actor)
+            self._let_go(ticket_id, lock["token"], actor)
         return closed
 
     def _tidy(self, row: dict[str, Any], actor: str | None) -> dict[str, Any]:

@@ -186,13 +186,19 @@ def lock(tx: Tx, op: Op) -> dict:
 
 
 def unlock(tx: Tx, op: Op) -> dict:
-    """`publish.unlock`: let go of the lock `token` holds; one that lapsed and was taken is not touched."""
+    """`publish.unlock`: let go of the lock `token` holds. A lock another token holds (one that lapsed and
+    was taken, or a wrong token) is a conflict naming its holder, so the refused release writes nothing."""
     ticket_id = op.args.get("ticket")
     record = tx.get(lock_path(ticket_id)) if isinstance(ticket_id, str) else None
-    released = record is not None and record["token"] == op.args.get("token")
-    if released:
+    if record is not None and record["token"] != op.args.get("token"):
+        raise Conflict(f"ticket {ticket_id[:8]}'s publish lock is held by {record['holder']} under another "
+                       f"token; nothing was released", code="publish_locked",
+                       details={"ticket": ticket_id, "holder": record["holder"], "until": record["until"],
+                                "host": record.get("host"), "pid": record.get("pid")},
+                       hint="give the token that acquiring it returned, or no token to clear it by hand")
+    if record is not None:
         tx.delete(lock_path(ticket_id))
-    return {"ticket": ticket_id, "released": released}
+    return {"ticket": ticket_id, "released": record is not None}
 
 
 def publish(tx: Tx, op: Op) -> dict:

@@ -46,7 +46,8 @@ def tools(face: Binding) -> list[ToolSpec]:
                                                                 "returned; without it, whatever lock is held "
                                                                 "goes.")] = None,
                              agent_id: AgentId = None) -> dict:
-        """Let go of the ticket's publish lock."""
+        """Let go of the ticket's publish lock. A lock another token holds is `conflict` (reason
+        publish_locked) and stays; no lock at all is `released: false`."""
         return face.api.release_publish_lock(ticket_id, token, face.actor(agent_id))
 
     def close_ticket_on_merge(ticket_id: TicketId, remote: Remote = None, agent_id: AgentId = None) -> dict:
