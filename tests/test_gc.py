@@ -7,10 +7,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import git, run_cli, workspace
 from gitserver import GitServer, clone, make_origin, server  # noqa: F401 (fixture)
 
 from git_lanes.api import Lanes
+from git_lanes.errors import UserError
 
 
 def exists(repo: Path, oid: str) -> bool:
@@ -107,6 +110,22 @@ def test_gc_keeps_what_is_younger_and_a_workspace_with_unsaved_edits(repo: Path)
 def test_gc_refuses_an_age_it_cannot_read(repo: Path):
     result = run_cli("gc", "--older-than", "soon", cwd=repo)
     assert result.code == 1 and "invalid age 'soon'" in result.err
+
+
+@pytest.mark.parametrize("age", ["99999999999d", "inf", "1e400s", "infd"])
+def test_gc_refuses_an_age_reaching_back_before_1970(repo: Path, age: str):
+    """Ages no commit can have (before the epoch git dates start at, or infinite) were taken: the huge ones
+    pruned nothing, the infinite ones ended in an internal error (exit 6)."""
+    result = run_cli("gc", "--older-than", age, "--json", cwd=repo)
+    assert (result.code, result.json["error"]) == (1, "invalid_age"), result.err
+    assert f"invalid age '{age}'" in result.err and "before 1970" in result.err
+
+
+def test_gc_refuses_a_numeric_age_that_is_not_a_number(api: Lanes):
+    for age in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(UserError) as refused:
+            api.gc(older_than=age, dry_run=True)
+        assert refused.value.code == "invalid_age"
 
 
 def test_a_gc_stopped_midway_removes_states_with_their_records_or_neither(repo: Path, monkeypatch):

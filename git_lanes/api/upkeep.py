@@ -36,9 +36,9 @@ class UpkeepApi:
         from git_lanes.store import housekeeping
         from git_lanes.store.runlog import LOCK_FILE as RUNS_LOCK
 
+        given = older_than
         older_than = upkeep.parse_age(older_than) if isinstance(older_than, str) else older_than
-        if older_than < 0:
-            raise LanesError("the age must not be negative", code="invalid_age")
+        older_than = upkeep.check_age(older_than, self.ctx.now(), given)
         cutoff = self.ctx.now() - older_than
         found = upkeep.find(self.ctx, cutoff, self._ended_runs())
         report: dict[str, Any] = {"dry_run": dry_run, "older_than": older_than, "cutoff": cutoff,

@@ -23,6 +23,7 @@ from git_lanes.model import refs
 from git_lanes.model.text import quoted
 
 DAY = 86400.0
+AGE_HINT = "give a number with a unit: 30d, 12h, 90m, 2w, 45s (0 prunes everything eligible)"
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}
 DEFAULT_AGE = 30 * DAY
 MAX_PRUNED_PER_OP = 5000
@@ -38,8 +39,17 @@ def parse_age(text: str) -> float:
     except ValueError:
         seconds = -1.0
     if not value or seconds < 0 or seconds != seconds:
-        raise UserError(f"invalid age {quoted(text)}", code="invalid_age",
-                        hint="give a number with a unit: 30d, 12h, 90m, 2w, 45s (0 prunes everything eligible)")
+        raise UserError(f"invalid age {quoted(text)}", code="invalid_age", hint=AGE_HINT)
+    return seconds
+
+
+def check_age(seconds: float, now: float, given: object) -> float:
+    """`seconds` if it is an age something can have now: none reaches back before 1970, where git's dates
+    start (a typo like `99999999999d` would prune nothing without a word, an infinite one cannot be asked
+    of git at all)."""
+    if not 0 <= seconds <= now:  # nan fails both
+        reason = "it reaches back before 1970" if seconds > now else "it is not a number of seconds from 0 up"
+        raise UserError(f"invalid age {quoted(str(given))}: {reason}", code="invalid_age", hint=AGE_HINT)
     return seconds
 
 
