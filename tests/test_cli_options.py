@@ -85,3 +85,17 @@ def test_agent_commands_take_the_agent_from_the_environment(repo: Path):
     assert ok("agent", "heartbeat", "other", cwd=repo, env=env)["agent"] == "other"
     missing = run_cli("agent", "heartbeat", cwd=repo, env={"GIT_LANES_AGENT": ""})
     assert missing.code == 2
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+@pytest.mark.parametrize("args", [("budget", "set", "--lane", "main", "--usd"),
+                                  ("commit", "-m", "m", "--agent", "a1", "--cost-usd"),
+                                  ("commit", "-m", "m", "--agent", "a1", "--wall-time"),
+                                  ("wait", "--agent", "a1", "--timeout"),
+                                  ("stop", "feedbeef", "--grace")])
+def test_a_number_option_refuses_what_is_not_a_finite_number_as_a_usage_error(repo: Path, args, value):
+    """NaN passed every range check (no comparison with it is true) and reached the model, which refused it
+    with exit 1 while -1 on the same option was a usage error (exit 2); an infinity passed `x>=0`."""
+    result = run_cli(*args, value, "--json", cwd=repo)
+    assert (result.code, result.json["error"]) == (2, "usage"), result.err
+    assert f"Invalid value for '{args[-1]}'" in result.err and "Traceback" not in result.err

@@ -103,6 +103,11 @@ def test_errors_map_to_statuses_with_the_cli_codes(server, repo, seeded):
     assert (wrong_type.status, wrong_type.json["error"]) == (400, "usage")
     not_json = server.request("POST", "/api/v1/tasks", raw=b"{", token=server.token)
     assert (not_json.status, not_json.json["error"]) == (400, "usage")
+    for number in (b"NaN", b"Infinity", b"1e999"):  # Python's JSON reads them; none is a cost
+        infinite = server.request("POST", "/api/v1/lanes/feat/commit", token=server.token,
+                                  raw=b'{"prompt": "p", "agent_id": "a", "cost_usd": ' + number + b"}")
+        assert (infinite.status, infinite.json["error"]) == (400, "usage"), infinite.body
+        assert "cost_usd must be a finite number" in infinite.json["message"], infinite.json
     assert server.get("/api/v1/nothing").status == 404
     assert server.request("PUT", "/api/v1/lanes", {}, token=server.token).status == 405
 

@@ -189,3 +189,13 @@ def test_any_call_from_the_servers_agent_extends_its_lease(repo):
     anyio.run(scenario)
     agents = run_cli("agent", "list", "--json", cwd=repo).json
     assert [(a["id"], a["alive"]) for a in agents] == [("reader", True)]
+
+
+def test_a_number_that_is_not_finite_is_invalid_arguments(repo):
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            return [await fails(session, "commit", prompt="x", lane="main", cost_usd=value)
+                    for value in ("Infinity", "NaN")] + [await fails(session, "wait_for_unblock", timeout_s="NaN")]
+
+    for refused in anyio.run(scenario):
+        assert (refused["code"], refused["reason"], refused["exit_code"]) == ("usage", "invalid_arguments", 2)

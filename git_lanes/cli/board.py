@@ -8,7 +8,7 @@ import time
 import click
 
 from git_lanes.cli import Command, SuggestingGroup
-from git_lanes.cli.options import agent_option, limit_option
+from git_lanes.cli.options import Finite, agent_option, limit_option
 from git_lanes.cli.output import json_option, open_api, run
 
 
@@ -93,7 +93,7 @@ def resolve(post_id: int, agent: str | None, as_json: bool) -> None:
 
 @click.command(cls=Command)
 @agent_option()
-@click.option("--timeout", type=click.FloatRange(min=0, max=86400), default=60.0, show_default=True,
+@click.option("--timeout", type=Finite(min=0, max=86400), default=60.0, show_default=True,
               metavar="SECONDS", help="Return after this long even if nothing happened.")
 @json_option
 def wait(agent: str, timeout: float, as_json: bool) -> None:

@@ -8,6 +8,7 @@ import click
 
 from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.agent import agent_option
+from git_lanes.cli.options import Finite
 from git_lanes.cli.output import json_option, open_api, run, table
 
 
@@ -41,7 +42,7 @@ def render_budget(b: dict) -> str:
 
 @budget.command(name="set")
 @subject_options
-@click.option("--usd", type=click.FloatRange(min=0), metavar="X", help="The limit in dollars.")
+@click.option("--usd", type=Finite(min=0), metavar="X", help="The limit in dollars.")
 @click.option("--tokens", type=click.IntRange(min=0), metavar="N", help="The limit in tokens (all kinds).")
 @agent_option(required=False, help_text="Who sets it (default: your git user name).")
 @json_option

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from git_lanes.cli.options import agent_option
+from git_lanes.cli.options import Finite, agent_option
 
 
 def intent_options(command: Callable | None = None, *, required: bool = True) -> Callable:
@@ -25,9 +25,9 @@ def intent_options(command: Callable | None = None, *, required: bool = True) ->
         click.option("--tokens-in", type=click.IntRange(min=0), default=0, help="Input tokens spent."),
         click.option("--tokens-out", type=click.IntRange(min=0), default=0, help="Output tokens spent."),
         click.option("--api-calls", type=click.IntRange(min=0), default=0, help="Model API calls made."),
-        click.option("--wall-time", type=click.FloatRange(min=0), default=0.0, metavar="SECONDS",
+        click.option("--wall-time", type=Finite(min=0), default=0.0, metavar="SECONDS",
                      help="Wall-clock seconds spent."),
-        click.option("--cost-usd", type=click.FloatRange(min=0), default=0.0, metavar="USD",
+        click.option("--cost-usd", type=Finite(min=0), default=0.0, metavar="USD",
                      help="Money spent, in US dollars."),
     ]
     for option in reversed(options):

@@ -5,6 +5,7 @@ Old spellings stay as hidden aliases, so scripts written for them keep working."
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -50,3 +51,15 @@ def agent_option(required: bool = True, help_text: str = "The agent acting.", *,
 
 def limit_option(help_text: str, **option: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("-n", "--limit", "limit", metavar="N", help=help_text, **option)
+
+
+class Finite(click.FloatRange):
+    """A number option's type: click's FloatRange, where NaN and the infinities are out of every range. click
+    lets `nan` through any bound (no comparison with it is true) and `inf` through a lower one, and the model
+    then refused them with exit 1 where -1 on the same option is a usage error (exit 2)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{number} is not a finite number in the range {self._describe_range()}.", param, ctx)
+        return number

@@ -9,6 +9,7 @@ import time
 import click
 
 from git_lanes.cli import Command
+from git_lanes.cli.options import Finite
 from git_lanes.cli.output import fail, json_option, open_api, run, table
 from git_lanes.errors import LanesError
 
@@ -131,7 +132,7 @@ def ps(everything: bool, as_json: bool) -> None:
 @click.command(cls=Command)
 @click.argument("run_id", metavar="RUN")
 @click.option("--reason", metavar="TEXT", help="Why (kept in the run's log).")
-@click.option("--grace", type=click.FloatRange(min=0), metavar="SECONDS",
+@click.option("--grace", type=Finite(min=0), metavar="SECONDS",
               help="Seconds between SIGTERM and SIGKILL (default [agent] stop_grace, 10).")
 @json_option
 def stop(run_id: str, reason: str | None, grace: float | None, as_json: bool) -> None:

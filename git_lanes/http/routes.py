@@ -4,6 +4,7 @@ without being documented, nor documented without being served."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,8 @@ class Param:
               "array": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)}[self.kind]
         if not ok(value):
             raise UserError(f"{self.name} must be {'an' if self.kind[0] in 'aei' else 'a'} {self.kind}", code="usage")
+        if self.kind == "number" and not math.isfinite(value):  # JSON as Python reads it has NaN and Infinity
+            raise UserError(f"{self.name} must be a finite number", code="usage")
         if self.minimum is not None and value < self.minimum or self.maximum is not None and value > self.maximum:
             raise UserError(f"{self.name} must be {self.bounds}", code="usage")
         if self.choices and value not in self.choices:

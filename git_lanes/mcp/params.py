@@ -30,8 +30,8 @@ Tags = Annotated[list[str], Field(description="Semantic tags kept with the inten
 TokensIn = Annotated[int, Field(ge=0, description="Input tokens spent on this change.")]
 TokensOut = Annotated[int, Field(ge=0, description="Output tokens spent on this change.")]
 ApiCalls = Annotated[int, Field(ge=0, description="Model API calls made for this change.")]
-WallTime = Annotated[float, Field(ge=0, description="Wall-clock seconds spent on this change.")]
-CostUsd = Annotated[float, Field(ge=0, description="Money spent on this change, in US dollars.")]
+WallTime = Annotated[float, Field(ge=0, allow_inf_nan=False, description="Wall-clock seconds spent on this change.")]
+CostUsd = Annotated[float, Field(ge=0, allow_inf_nan=False, description="Money spent on this change, in US dollars.")]
 AgentType = Annotated[str | None, Field(description="The agent's role, e.g. feature_dev.")]
 Model = Annotated[str | None, Field(description="The model behind the agent, e.g. sonnet.")]
 AutoAccept = Annotated[bool, Field(description="Run the trunk's gates and accept at once when every required "
