@@ -100,11 +100,12 @@ def floor_ops(repo: str, ops: int) -> tuple[float, float]:
             return ObjectStore(Path(objects)).write(kind, content)
     try:
         from git_lanes.store.objects import object_id
-        from git_lanes.store.pack_write import write_pack
+        from git_lanes.store.pack_write import release, write_pack
 
-        def checkpoint(objects: str, blobs: list[bytes]) -> None:
-            write_pack(objects, [(object_id(b"blob", blob), b"blob", blob, 0) for blob in blobs], durable=False,
-                       shared=0)
+        def checkpoint(objects: str, blobs: list[bytes]) -> None:  # its pack guarded by a `.keep` until the ref moved
+            _, keep = write_pack(objects, [(object_id(b"blob", blob), b"blob", blob, 0) for blob in blobs],
+                                 durable=False, shared=0, keep=True)
+            release([keep] if keep else [])
     except ImportError:  # git-lanes before checkpoint packs: loose, as it wrote them
         def checkpoint(objects: str, blobs: list[bytes]) -> None:
             for blob in blobs:

@@ -7,6 +7,7 @@ would repack everything."""
 from __future__ import annotations
 
 import os
+import sys
 import subprocess
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def test_a_written_pack_is_one_git_and_dulwich_read_object_for_object(repo):
     from dulwich.repo import Repo
 
     objects = _objects(6, "first")
-    name = write_pack(str(repo / ".git" / "objects"), objects, durable=False, shared=0)
+    name, _ = write_pack(str(repo / ".git" / "objects"), objects, durable=False, shared=0)
     pack = repo / ".git" / "objects" / "pack" / f"{name}.pack"
     assert git("verify-pack", str(pack.with_suffix(".idx")), cwd=repo) == ""
     assert not list(pack.parent.glob("tmp_*"))
@@ -140,3 +141,45 @@ def test_a_batch_that_fails_writes_nothing(api, repo):
                 store._records.write_blob(b"never written %d" % n)
             raise RuntimeError("the op was refused")
     assert {path for path in (repo / ".git" / "objects").rglob("*") if path.is_file()} == loose_before
+
+
+def test_a_checkpoint_pack_survives_a_git_repack_ad_run_before_the_ledger_moves_to_it(api, repo):
+    """`git repack -a -d` drops a pack's unreachable objects at once (loose ones it leaves alone): run between
+    a checkpoint's pack and the ledger's move to its commit, it took the commit with it, as it would a fetch's
+    pack, which git guards with a `.keep` until its refs move. A checkpoint's pack is guarded the same way."""
+    store = api.ctx.store
+    api.task_create("warm up", actor="lead")
+    ran: list[int] = []
+
+    def repack_now(updates) -> None:
+        if len(_packs(repo)) > packs_before:  # the checkpoint's pack is written and nothing names it yet
+            ran.append(subprocess.run(["git", "repack", "-a", "-d", "-q"], cwd=repo).returncode)
+
+    packs_before = len(_packs(repo))
+    with store.observing(lambda updates: None, before=repack_now):
+        for n in range(CHECKPOINT_EVERY):
+            api.task_create(f"task {n}", actor="lead")
+    assert ran and ran[0] == 0  # the precondition: git repacked inside the window
+    assert not list((repo / ".git" / "objects" / "pack").glob("*.keep"))  # released once the ledger moved
+    fsck_clean(repo)
+    assert len(Lanes(repo).task_list()) == CHECKPOINT_EVERY + 1
+
+
+def test_a_keep_a_killed_writer_left_is_cleared_by_the_upkeep_and_no_other(repo):
+    """A writer killed between its checkpoint's pack and its ref move leaves the `.keep`: the upkeep removes
+    it once that process is gone, and leaves git's, the user's and a live writer's alone."""
+    objects_dir = str(repo / ".git" / "objects")
+    pack_dir = repo / ".git" / "objects" / "pack"
+    script = ("import sys; from git_lanes.store.pack_write import write_pack; from test_pack_write import _objects;"
+              "print(write_pack(sys.argv[1], _objects(5, 'killed'), durable=False, shared=0, keep=True)[1])")
+    left = subprocess.run([sys.executable, "-c", script, objects_dir], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)}).stdout.strip()
+    assert Path(left).read_bytes().startswith(b"git-lanes")  # the precondition: its writer is gone, the keep not
+    _, alive = write_pack(objects_dir, _objects(5, "alive"), durable=False, shared=0, keep=True)
+    users = pack_dir / f"{write_pack(objects_dir, _objects(5, 'users'), durable=False, shared=0)[0]}.keep"
+    users.write_text("kept by hand\n")
+    for n in range(ROLL_UP_AT):
+        write_pack(objects_dir, _objects(4, f"filler {n}"), durable=False, shared=0)
+    assert roll_up(objects_dir, str(repo))
+    assert not Path(left).exists() and Path(alive).exists() and users.exists()
+    fsck_clean(repo)

@@ -69,6 +69,7 @@ class ObjectCache:
         self._level: int | None = None  # None: the config sets no level (see `_write`)
         self._packing = False  # whether a batch may become a pack: the config lets git consolidate packs
         self._batch: dict[str, tuple[bytes, bytes]] | None = None  # id -> (kind, content), inside `batched`
+        self._keeps: list[str] = []  # `.keep` files guarding packs written here until a ref names them
 
     # -- reading ---------------------------------------------------------------------------------------
     def tree(self, oid: str, path: str | None = None) -> TreeEntries:
@@ -170,12 +171,23 @@ class ObjectCache:
         if len(batch) >= PACK_AT and self._packing:
             from git_lanes.store.pack_write import write_pack
 
-            write_pack(self.objects_dir, [(oid, kind, data, self._level_for(data))
-                                          for oid, (kind, data) in batch.items()],
-                       durable=bool(self._durable), shared=self._shared)
+            _, keep = write_pack(self.objects_dir, [(oid, kind, data, self._level_for(data))
+                                                    for oid, (kind, data) in batch.items()],
+                                 durable=bool(self._durable), shared=self._shared, keep=True)
+            if keep is not None:
+                self._keeps.append(keep)
             return
         for kind, data in batch.values():
             self._write_loose(kind, data)
+
+    def release_packs(self) -> None:
+        """A ref moved (or failed to): the packs written before it need their `.keep` no more (see
+        `pack_write`). What they hold is named by a ref now, or by nothing and so garbage either way."""
+        if self._keeps:
+            from git_lanes.store.pack_write import release
+
+            keeps, self._keeps = self._keeps, []
+            release(keeps)
 
     def _write(self, kind: bytes, data: bytes) -> str:
         if self._durable is None:

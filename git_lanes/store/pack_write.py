@@ -8,6 +8,12 @@ see it: both files are written under temporary names (`tmp_pack_â€¦`, `tmp_idx_â
 when a killed writer leaves one), then the pack is renamed into place and the index last, since readers
 find a pack by its index.
 
+Until a ref names its objects, a new pack is guarded by a `.keep` file, made before the pack is visible, as
+git guards the pack a fetch or push brings until its refs move (`index-pack --keep`): `git repack -a -d`
+drops a pack's unreachable objects at once (loose ones it leaves alone), so run in that window it would take
+a checkpoint's commit with it. The writer removes the `.keep` once its ref moved (`release`); one a killed
+writer left only stops git from repacking that one small pack (the ledger's upkeep removes it: `stale_keeps`).
+
 Each object is stored whole (no deltas) at the level the caller picks; `git gc` repacks them with deltas."""
 
 from __future__ import annotations
@@ -28,13 +34,17 @@ PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
 ROLL_UP_AT = 16  # see `roll_up`: the ledger's upkeep runs about every 500 ops, so 16 checkpoints later
 MAX_OFFSET = 0x7FFFFFFF  # beyond it an index needs its table of large offsets, which no batch here reaches
 _serial = iter(range(1 << 62))
+# A `.keep` file's text names why the pack is kept, as git's own do ("receive-pack 123 on host").
+KEEP_NOTE = b"git-lanes: until a ref names these objects (pid "
 
 
 def write_pack(objects_dir: str, objects: Iterable[tuple[str, bytes, bytes, int]], *, durable: bool,
-               shared: int) -> str:
+               shared: int, keep: bool = False) -> tuple[str, str | None]:
     """Write `objects` (id, kind, content, zlib level; each id once) as one pack in `objects_dir/pack` and
-    return its name (`pack-<checksum>`). `durable`: both files and the folder are synced before the pack is
-    visible. `shared`: the modes `core.sharedRepository` asks for (see `objects.shared_permissions`)."""
+    return its name (`pack-<checksum>`) and, with `keep`, the path of the `.keep` file that guards it until
+    `release` (None where one was already there: not ours to remove). `durable`: both files and the folder
+    are synced before the pack is visible. `shared`: the modes `core.sharedRepository` asks for (see
+    `objects.shared_permissions`)."""
     entries: list[tuple[bytes, int, int]] = []  # (raw id, crc32 of the packed entry, offset)
     chunks = [b""]  # the header, once the count is known
     offset = 12
@@ -61,6 +71,16 @@ def write_pack(objects_dir: str, objects: Iterable[tuple[str, bytes, bytes, int]
     except BaseException:
         os.unlink(pack_temporary)
         raise
+    kept = None
+    if keep:
+        try:
+            kept = _written(os.path.join(folder, f"{name}.keep"), _keep_note(), False, shared)
+        except FileExistsError:
+            pass
+        except BaseException:
+            os.unlink(pack_temporary)
+            os.unlink(index_temporary)
+            raise
     # The same objects in the same order make the same bytes: a pack already there is replaced by its twin
     os.replace(pack_temporary, os.path.join(folder, f"{name}.pack"))
     os.replace(index_temporary, os.path.join(folder, f"{name}.idx"))
@@ -70,7 +90,51 @@ def write_pack(objects_dir: str, objects: Iterable[tuple[str, bytes, bytes, int]
             os.fsync(handle)
         finally:
             os.close(handle)
-    return name
+    return name, kept
+
+
+def release(keeps: Iterable[str]) -> None:
+    """Remove the `.keep` files `write_pack` made, once a ref names what their packs hold (or nothing will)."""
+    for path in keeps:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def _host() -> bytes:
+    return os.uname().nodename.encode() if hasattr(os, "uname") else b""
+
+
+def _keep_note() -> bytes:
+    return b"%s%d on %s)\n" % (KEEP_NOTE, os.getpid(), _host())
+
+
+def stale_keeps(pack_dir: str, names: Iterable[str]) -> list[str]:
+    """The `.keep` files among `names` that a writer of ours on this machine, dead now, left: the ref move
+    they waited for is done or will never come."""
+    stale = []
+    for name in names:
+        if not name.endswith(".keep"):
+            continue
+        path = os.path.join(pack_dir, name)
+        try:
+            with open(path, "rb") as handle:
+                note = handle.read(512)
+        except OSError:
+            continue
+        if not note.startswith(KEEP_NOTE):
+            continue  # git's own, or the user's
+        pid, _, host = note[len(KEEP_NOTE):].rstrip(b")\n").partition(b" on ")
+        if not pid.isdigit() or host != _host():
+            continue  # another machine's writer: whether it lives cannot be told from here
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            stale.append(path)
+        except (PermissionError, OverflowError):
+            pass  # alive (another user's process), or no pid at all
+    return stale
 
 
 def _entry_header(kind: int, size: int) -> bytes:
@@ -125,11 +189,16 @@ def roll_up(objects_dir: str, root: str) -> bool:
     """Once more than ROLL_UP_AT packs (not kept by a `.keep` file) are here, have git merge the small ones
     (`git repack -d -l --geometric=2`, git 2.32): each merge costs what the small packs hold, not what the
     repository holds, and a large pack is left as it is. Without it `git gc --auto` would repack everything
-    into one pack once there are more than `gc.autoPackLimit` (50). True when git was asked."""
+    into one pack once there are more than `gc.autoPackLimit` (50). A `.keep` a killed writer of ours left
+    goes first (`stale_keeps`). True when git was asked."""
+    pack_dir = os.path.join(objects_dir, "pack")
     try:
-        names = set(os.listdir(os.path.join(objects_dir, "pack")))
+        names = set(os.listdir(pack_dir))
     except FileNotFoundError:
         return False
+    stale = stale_keeps(pack_dir, names)
+    release(stale)
+    names.difference_update(os.path.basename(path) for path in stale)
     packs = sum(1 for name in names if name.endswith(".pack") and f"{name[:-5]}.keep" not in names)
     if packs <= ROLL_UP_AT:
         return False

@@ -78,10 +78,16 @@ class RefMoves:
         for where, _, before in _OBSERVERS.get():
             if where == self.common_dir and before is not None:
                 before(updates)
-        self._update_refs(updates)
+        try:
+            self._update_refs(updates)
+        finally:
+            self._released_packs()
         for where, observer, _ in _OBSERVERS.get():
             if where == self.common_dir:
                 observer(updates)
+
+    def _released_packs(self) -> None:
+        """The store's hook for the packs it wrote for this move (Store: `ObjectCache.release_packs`)."""
 
     def _update_refs(self, updates: list[RefUpdate]) -> None:
         # Named only if the move fails: a path built per move was a sixtieth of a ledger append.

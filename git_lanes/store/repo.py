@@ -235,6 +235,10 @@ class Store(RefMoves, WorkspaceOps):
             self._record_cache = ObjectCache(self.repo, str(self.common_dir / "objects"))
         return self._record_cache
 
+    def _released_packs(self) -> None:
+        if self._record_cache is not None:
+            self._record_cache.release_packs()
+
     def record_tree(self, commit: str) -> str:
         """`tree_of`, remembered: a commit's tree never changes."""
         return self._records.tree_of(commit)
