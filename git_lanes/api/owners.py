@@ -50,6 +50,7 @@ OWNERS = {
     "_lane_exists": "dispatch",
     "_ledger_row": "oplog",
     "_left_pending": "promotion",
+    "_let_go": "publishing",
     "_live_runs": "spawn",
     "_make_lane": "dispatch",
     "_newest_id": "oplog",
