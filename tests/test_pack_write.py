@@ -183,3 +183,19 @@ def test_a_keep_a_killed_writer_left_is_cleared_by_the_upkeep_and_no_other(repo)
     assert roll_up(objects_dir, str(repo))
     assert not Path(left).exists() and Path(alive).exists() and users.exists()
     fsck_clean(repo)
+
+
+def test_our_reader_follows_packs_written_in_an_alternate_after_it_listed_them(repo, tmp_path):
+    """A repository borrowing objects (`git clone --shared`, `--reference`): a reader held open finds an
+    object its alternate packed after the reader first listed that alternate's packs."""
+    borrower = tmp_path / "borrower"
+    git("clone", "-q", "--shared", str(repo), str(borrower), cwd=tmp_path)
+    git("repack", "-a", "-d", "-q", cwd=repo)
+    reader = ObjectStore(borrower / ".git" / "objects")
+    head = git("rev-parse", "HEAD", cwd=repo).strip()
+    assert reader.read(head)[0] == b"commit"  # it has listed the alternate's packs
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input="packed in the alternate later\n").strip()
+    git("tag", "later", blob, cwd=repo)
+    git("repack", "-d", "-q", cwd=repo)
+    assert not (repo / ".git" / "objects" / blob[:2] / blob[2:]).exists()  # the precondition: only packed
+    assert reader.read(blob) == (b"blob", b"packed in the alternate later\n")

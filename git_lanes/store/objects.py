@@ -37,12 +37,18 @@ class ObjectStore:
         """(type, content) of object `oid`; UnsupportedFormat when it is missing or unreadable."""
         found = self._lookup(oid)
         if found is None:
-            self._packs = None  # a `git gc` may have packed it since we listed the packs
+            self._relist()  # a `git gc` may have packed it since we listed the packs
             found = self._lookup(oid)
         if found is None:
             raise UnsupportedFormat(f"object {oid} is missing from the repository",
                                     hint="run `git fsck`; the repository may be damaged")
         return found
+
+    def _relist(self) -> None:
+        """List the packs again at the next lookup, here and in each alternate (which packs on its own)."""
+        self._packs = None
+        for alternate in self._alternates or ():
+            alternate._relist()
 
     def read_typed(self, oid: str, kind: bytes) -> bytes:
         found_kind, data = self.read(oid)
