@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, workspace
 
+from git_lanes.errors import UserError
+
 
 def ok(*args: str, cwd: Path, env: dict | None = None) -> dict:
     result = run_cli(*args, "--json", cwd=cwd, env=env)
@@ -99,3 +101,28 @@ def test_a_number_option_refuses_what_is_not_a_finite_number_as_a_usage_error(re
     result = run_cli(*args, value, "--json", cwd=repo)
     assert (result.code, result.json["error"]) == (2, "usage"), result.err
     assert f"Invalid value for '{args[-1]}'" in result.err and "Traceback" not in result.err
+
+
+def test_every_count_takes_zero_and_refuses_a_negative_one(repo: Path, api):
+    """One rule for -n/--limit, git log's: 0 shows none and succeeds, a negative count is a usage error, a
+    big one shows all there is. `board read -n 0` and `op log -n 0` were refused while `history -n 0` was
+    taken; `op log -n -1` was refused with exit 1, `history -n -1` with exit 2."""
+    ok("board", "read", "--agent", "a2", cwd=repo)  # a2's cursor: what is posted next is unread for it
+    ok("board", "post", "hello", "--agent", "a1", cwd=repo)
+    counted = [("history",), ("trace", "main"), ("board", "read"), ("op", "log")]
+    for args in counted:
+        negative = run_cli(*args, "-n", "-1", "--json", cwd=repo)
+        assert (negative.code, negative.json["error"]) == (2, "usage"), (args, negative.err)
+        assert run_cli(*args, "-n", "1000000", cwd=repo).code == 0, args
+    assert ok("history", "-n", "0", cwd=repo)["transitions"] == []
+    assert ok("trace", "main", "-n", "0", cwd=repo)["steps"] == []
+    assert ok("board", "read", "-n", "0", cwd=repo)["posts"] == [] and ok("op", "log", "-n", "0", cwd=repo) == []
+    unread = ok("board", "read", "--agent", "a2", "-n", "0", cwd=repo)["posts"]
+    assert [p["text"] for p in unread] == ["hello"]  # the unread posts, and none besides
+    plain = run_cli("op", "log", "-n", "0", cwd=repo)
+    assert (plain.code, plain.out) == (0, "")  # as `git log -n 0` prints nothing
+    for read in (lambda: api.board_read(limit=-1), lambda: api.op_log(-1), lambda: api.ledger_log(-1),
+                 lambda: api.history(limit=-1), lambda: api.trace("main", -1)):
+        with pytest.raises(UserError) as refused:
+            read()
+        assert refused.value.code == "invalid_limit"

@@ -53,7 +53,8 @@ PINNED = {
                                              "git_lanes.model.names"},
     ("board", "read", "--agent", "coder-1"): REPOSITORY | LEDGER | {"git_lanes.cli.board",
                                                                       "git_lanes.model.ledger_results",
-                                                                      "git_lanes.store.object_cache"},
+                                                                      "git_lanes.store.object_cache",
+                                                                      "git_lanes.domain.wording"},
 }
 
 

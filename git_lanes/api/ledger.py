@@ -70,10 +70,11 @@ class LedgerApi:
         records. A commit holding no op this version reads (an older git-lanes cut one at a NUL) is passed
         over, as sync and `op log` pass it over, rather than failing the whole list on every machine."""
         from git_lanes import ledger
+        from git_lanes.domain.wording import checked_limit
         from git_lanes.model import ledger_results as results
 
         head = ledger.head(self.ctx.store)
-        if head is None:
+        if checked_limit(limit) == 0 or head is None:
             return []
         rows = []
         for info in self.ctx.store.walk(head, limit=limit):
@@ -349,9 +350,11 @@ class LedgerApi:
         """Posts for `agent` (all unread ones plus recent ones, or only unread), marking them read."""
         from git_lanes.domain import agents, board
         from git_lanes.model import ledger_results as results
+        from git_lanes.domain.wording import checked_limit
         from git_lanes.model.record import Listing
         from git_lanes.model.coordination import PostView
 
+        checked_limit(limit)
         state = self._state()
         set_aside: list[dict[str, str]] = []
         if agent is None:

@@ -38,9 +38,9 @@ class OplogApi:
         """Operations, newest first: recorded ones (kind "lanes") and undoable ledger ops (kind "ledger")."""
         from git_lanes import ledger
         from git_lanes.domain import ledger_undo, oplog, oplog_steps
+        from git_lanes.domain.wording import checked_limit
 
-        if limit < 1:
-            raise UserError("give a positive number of operations", code="invalid_limit")
+        checked_limit(limit)
         oplog.recover_unlocked(self.ctx)  # a killed process's moves are in the log before anyone reads it
         entries = list(oplog.entries(self.ctx, min(limit, WINDOW)))
         steps = {e.id: oplog_steps.of_entry(self.ctx, e) for e in entries}

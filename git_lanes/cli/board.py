@@ -59,7 +59,7 @@ def post(text: str, agent: str, kind: str, target: str | None, as_json: bool) ->
 @agent_option(required=False, help_text="Whose posts to read (and mark read); without it, show the board.")
 @click.option("--unread", "unread_only", is_flag=True, help="Only unread posts.")
 @click.option("--all", "everything", is_flag=True, help="Include posts sent to other agents.")
-@limit_option("How many recent posts to include besides the unread ones.", type=click.IntRange(min=1, max=1000),
+@limit_option("How many recent posts to include besides the unread ones.", type=click.IntRange(min=0),
               default=20, show_default=True)
 @json_option
 def read(agent: str | None, unread_only: bool, everything: bool, limit: int, as_json: bool) -> None:

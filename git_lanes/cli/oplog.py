@@ -7,6 +7,7 @@ import time
 import click
 
 from git_lanes.cli import Command, SuggestingGroup
+from git_lanes.cli.options import limit_option
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
 
@@ -27,7 +28,7 @@ def op() -> None:
 
 
 @op.command(name="log")
-@click.option("-n", "--limit", type=int, default=20, show_default=True, help="How many operations to show.")
+@limit_option("How many operations to show.", type=click.IntRange(min=0), default=20, show_default=True)
 @json_option
 def log_(limit: int, as_json: bool) -> None:
     """List operations, newest first, with who did them and whether they were undone.
@@ -39,7 +40,7 @@ def log_(limit: int, as_json: bool) -> None:
     """
     def render(rows: list[dict]) -> str:
         if not rows:
-            return "no operations recorded yet"
+            return "no operations recorded yet" if limit else ""
         lines = []
         for r in rows:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["time"]))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from git_lanes.domain import attention, lanes, transitions
 from git_lanes.domain.context import Context
+from git_lanes.domain.wording import checked_limit
 from git_lanes.errors import LanesError, NotFound, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import replace
@@ -70,8 +71,7 @@ def history(ctx: Context, *, lane: str | None = None, status: str | None = None,
         raise UserError(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
     if lane is not None:
         lanes.lane_head(ctx, lane)
-    if limit is not None and limit < 0:
-        raise UserError("-n must not be negative")
+    checked_limit(limit)
     readable, unreadable = transitions.scan(ctx)
     selected = [t for t in reversed(readable)
                 if (lane is None or t.lane == lane) and (status is None or t.status == status)

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from git_lanes.domain import inspect, transitions
 from git_lanes.domain.context import Context
+from git_lanes.domain.wording import checked_limit
 from git_lanes.errors import UserError
 from git_lanes.model.records import CostTotals, Transition
 from git_lanes.model.text import quoted
@@ -65,8 +66,7 @@ def trace(ctx: Context, spec: str, limit: int | None = None) -> dict:
     transition that made it: commits on lanes, promotions (naming the lane promoted, whose chain goes on
     beneath), and the resets that moved a lane onto a state of the chain. Plain git commits with no
     transition are listed too, as kind `git`."""
-    if limit is not None and limit < 0:
-        raise UserError("-n must not be negative")
+    checked_limit(limit)
     start = inspect.resolve_state(ctx, spec)
     records, unreadable = transitions.scan(ctx)
     by_state = {t.state: t for t in records}

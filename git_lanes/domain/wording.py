@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from git_lanes.errors import UserError
+
 TYPE_CHECKING = False  # collections.abc for annotations only: collections costs a light sync ~1 ms
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -14,3 +16,11 @@ def some(items: Sequence[str], limit: int = SHOWN) -> str:
     """The first `limit` items, comma-separated, and how many more there are: "a, b, c and 4 more"."""
     shown = ", ".join(items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def checked_limit(limit: int | None) -> int | None:
+    """How many items a list shows (`-n/--limit`), one rule for every list, `git log -n`'s: any whole number
+    from 0 (which shows none) up; a bigger one than there are items shows them all. None is no limit."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise UserError(f"the limit must be a whole number from 0 up, got {limit!r}", code="invalid_limit")
+    return limit

@@ -159,7 +159,7 @@ def tools(face: Binding) -> list[ToolSpec]:
 
     def read_board(unread_only: Annotated[bool, Field(description="Only unread posts.")] = False,
                    all_posts: Annotated[bool, Field(description="Include posts sent to other agents.")] = False,
-                   limit: Annotated[int, Field(ge=1, le=1000, description="How many recent posts to include "
+                   limit: Annotated[int, Field(ge=0, le=1000, description="How many recent posts to include "
                                                                           "besides the unread ones.")] = 20,
                    agent_id: AgentId = None) -> dict:
         """Read the board as the agent: its unread posts and recent ones. What is shown is marked read.

@@ -24,7 +24,7 @@ def tools(face: Binding) -> list[ToolSpec]:
         """A dispatched plan's progress: each task's status, owner, lane and the paths it owns exclusively."""
         return face.api.dispatch_status(plan)
 
-    def op_log(limit: Annotated[int, Field(description="How many operations, newest first.", ge=1, le=500)] = 20
+    def op_log(limit: Annotated[int, Field(description="How many operations, newest first.", ge=0, le=500)] = 20
                ) -> list[dict]:
         """The operation log: lanes operations (commit, accept, promote, ...) and undoable ledger ops, newest
         first, with who did them and whether they were undone."""
