@@ -115,6 +115,38 @@ def test_a_repository_that_asks_for_durable_objects_gets_each_ledger_object_sync
         assert set(written.values()) | {_loose_objects(repo)["pack folder"]} <= synced, setting
 
 
+def test_a_repository_that_asks_git_to_sync_packs_gets_each_checkpoint_pack_synced(repo, monkeypatch):
+    """`core.fsync=pack` (or its index's `pack-metadata`): git syncs the packs it writes there, so a
+    checkpoint's pack is synced too, though the loose commits between checkpoints are not (not asked for)."""
+    import os
+
+    from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
+
+    from git_lanes.api import Lanes
+
+    synced: set[int] = set()
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.add(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    for value in ("pack", "pack-metadata", "derived-metadata,-loose-object"):
+        git("config", "core.fsync", value, cwd=repo)
+        api = Lanes(repo)
+        api.task_create("warm the cache up", actor="lead")
+        before = _loose_objects(repo)
+        synced.clear()
+        for n in range(CHECKPOINT_EVERY):
+            api.task_create(f"durable packs with {value} {n}", actor="lead")
+        written = {name: inode for name, inode in _loose_objects(repo).items() if name not in before}
+        packed = {inode for name, inode in written.items() if name.endswith((".pack", ".idx"))}
+        assert len(packed) == 2, written  # the precondition: a checkpoint was written as a pack
+        assert packed | {_loose_objects(repo)["pack folder"]} <= synced, value
+        assert not set(written.values()) - packed & synced, value  # loose objects: as git, not synced
+
+
 def test_a_shared_repository_gets_ledger_objects_with_the_modes_git_gives_its_own(repo):
     """`core.sharedRepository=group`: a fan-out folder the ledger's writer makes must let the group write
     into it (git makes it g+ws), and its objects must be group-readable, whatever the writer's umask; else

@@ -65,6 +65,7 @@ class ObjectCache:
         self._layouts: dict[str, Layout] = {}
         self._near: dict[str, str] = {}  # folder path -> the tree last read or written there, with a layout
         self._durable: bool | None = None  # read from the config at the first write, with _shared, _level
+        self._durable_packs = False
         self._shared = 0
         self._level: int | None = None  # None: the config sets no level (see `_write`)
         self._packing = False  # whether a batch may become a pack: the config lets git consolidate packs
@@ -173,7 +174,7 @@ class ObjectCache:
 
             _, keep = write_pack(self.objects_dir, [(oid, kind, data, self._level_for(data))
                                                     for oid, (kind, data) in batch.items()],
-                                 durable=bool(self._durable), shared=self._shared, keep=True)
+                                 durable=self._durable_packs, shared=self._shared, keep=True)
             if keep is not None:
                 self._keeps.append(keep)
             return
@@ -192,7 +193,7 @@ class ObjectCache:
     def _write(self, kind: bytes, data: bytes) -> str:
         if self._durable is None:
             config = self.repo.config
-            self._durable = _wants_durable_objects(config)
+            self._durable, self._durable_packs = _wants_durable_objects(config)
             self._shared = _shared_permissions(config)
             self._level = _loose_compression(config)
             self._packing = consolidates_packs(config)
@@ -274,8 +275,9 @@ class ObjectCache:
         return entries
 
 
-def _wants_durable_objects(config: pygit2.Config) -> bool:
-    from git_lanes.store.objects import durable_objects
+def _wants_durable_objects(config: pygit2.Config) -> tuple[bool, bool]:
+    """Whether new loose objects, and new packs, are to be synced to disk."""
+    from git_lanes.store.objects import durable_objects, durable_packs
 
     try:
         fsync_object_files = config.get_bool("core.fsyncObjectFiles")
@@ -287,7 +289,7 @@ def _wants_durable_objects(config: pygit2.Config) -> bool:
         fsync: str | None = config["core.fsync"]
     except KeyError:
         fsync = None
-    return durable_objects(fsync_object_files, fsync)
+    return durable_objects(fsync_object_files, fsync), durable_packs(fsync_object_files, fsync)
 
 
 def consolidates_packs(config: pygit2.Config) -> bool:

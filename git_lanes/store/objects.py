@@ -267,6 +267,19 @@ def durable_objects(fsync_object_files: bool, fsync: str | None) -> bool:
     return fsync_object_files or bool(names & LOOSE_FSYNC_COMPONENTS)
 
 
+# What `core.fsync` may name that includes packs or their indexes. git syncs those by default; unnamed, we
+# sync a ledger checkpoint's pack as its loose objects would be (`durable_objects`), since it stands in for them.
+PACK_FSYNC_COMPONENTS = frozenset({"pack", "pack-metadata", "derived-metadata", "objects", "committed", "added",
+                                   "all"})
+
+
+def durable_packs(fsync_object_files: bool, fsync: str | None) -> bool:
+    """Whether a pack of objects written together is synced to disk: where loose ones are, and where
+    `core.fsync` names packs (a component named positively wins, as in `durable_objects`)."""
+    names = {name.strip() for name in (fsync or "").split(",")}
+    return durable_objects(fsync_object_files, fsync) or bool(names & PACK_FSYNC_COMPONENTS)
+
+
 _temporaries = itertools.count()
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 # Our pid, for the temporaries' names, without a system call per object; a forked child learns its own.
