@@ -199,3 +199,24 @@ def test_our_reader_follows_packs_written_in_an_alternate_after_it_listed_them(r
     git("repack", "-d", "-q", cwd=repo)
     assert not (repo / ".git" / "objects" / blob[:2] / blob[2:]).exists()  # the precondition: only packed
     assert reader.read(blob) == (b"blob", b"packed in the alternate later\n")
+
+
+def test_listing_the_packs_again_costs_what_the_first_listing_did(tmp_path):
+    """A reader lists the packs again on every miss and keeps those it knew: with many packs (a repository
+    whose upkeep is off, fetched into often) that must stay one pass, not a pass per known pack."""
+    import time
+
+    pack_dir = tmp_path / "objects" / "pack"
+    pack_dir.mkdir(parents=True)
+    for n in range(3000):
+        for suffix in (".idx", ".pack"):
+            (pack_dir / f"pack-{n:040x}{suffix}").touch()
+    ObjectStore(tmp_path / "objects")._pack_list()  # warm: the module and the folder's entries
+    reader = ObjectStore(tmp_path / "objects")
+    start = time.perf_counter()
+    assert len(reader._pack_list()) == 3000
+    first = time.perf_counter() - start
+    reader._relist()
+    start = time.perf_counter()
+    assert len(reader._pack_list()) == 3000
+    assert time.perf_counter() - start < 2 * first + 0.01

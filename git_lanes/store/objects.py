@@ -115,7 +115,8 @@ class ObjectStore:
                 # Packs already open stay open, in the order lookups left them; new ones go first (a miss
                 # is why we list again, and the object missed is most likely in a pack just written).
                 known = {pack.base: pack for pack in self._known_packs}
-                kept = [pack for pack in self._known_packs if pack.base in set(bases)]
+                listed = set(bases)  # once, not per pack: a relist is on every miss
+                kept = [pack for pack in self._known_packs if pack.base in listed]
                 self._packs = [Pack(base) for base in bases if base not in known] + kept
             else:
                 self._packs = []
