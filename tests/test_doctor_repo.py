@@ -3,7 +3,9 @@ moved, orphaned, locked). --fix repairs what is safe and leaves the rest, named,
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 from conftest import git, run_cli, workspace
@@ -146,3 +148,31 @@ def test_a_ledger_state_that_cannot_be_read_gets_the_errors_own_hint(repo: Path,
     [found] = findings(result.json, "ledger")
     assert found["message"].startswith("the ledger's state cannot be read: ") and "shallow fetch" in found["message"]
     assert "git fetch --unshallow" in found["hint"] and "doctor" not in found["hint"], found  # not itself
+
+
+def test_old_lock_files_on_the_trunk_and_other_refs_are_reported(repo: Path):
+    """A killed sync or promotion can leave the trunk's or the notes ref's lock: every later move of that ref
+    fails ('cannot lock ref'), and doctor said all was well. An old one is reported; --fix removes those on
+    refs git-lanes writes, once no process holds them, and leaves a lock on any other ref to a person."""
+    old = time.time() - 3600
+    git_dir = repo / ".git"
+    (git_dir / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    trunk, notes, other = (git_dir / "refs" / "heads" / "main.lock", git_dir / "refs" / "notes" / "lanes.lock",
+                           git_dir / "refs" / "heads" / "people" / "topic.lock")
+    fresh = git_dir / "refs" / "heads" / "live.lock"  # a git at work right now holds a lock like this one
+    for lock in (trunk, notes, other, fresh):
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        lock.write_text("0" * 40 + "\n")
+        if lock is not fresh:
+            os.utime(lock, (old, old))
+    before = doctor(repo)
+    messages = " | ".join(c["message"] for c in findings(before.json, "refs"))
+    for lock in (trunk, notes, other):
+        assert str(lock) in messages, lock
+    assert str(fresh) not in messages
+    fixed = doctor(repo, "--fix")
+    assert not trunk.exists() and not notes.exists()
+    assert other.exists() and fresh.exists()  # git's refs, for a person: doctor names them
+    left = [c for c in findings(fixed.json, "refs") if c["status"] != "ok" and c["status"] != "fixed"]
+    assert [str(other) in c["message"] for c in left] == [True] and "delete" in left[0]["hint"]
+    git("update-ref", "refs/heads/main", "HEAD", cwd=repo)  # git can move the trunk again

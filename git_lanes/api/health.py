@@ -9,6 +9,7 @@ never write, a damaged record, a workspace with unsaved edits or a broken one is
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from git_lanes.model.text import quoted
 from git_lanes.store import housekeeping, stale
 
 SHOWN = 5
+# A lock on a ref git-lanes does not guard with its own writers' lock is taken for left behind past this age.
+OLD_LOCK_SECONDS = 300
 
 
 def _some(items: list[str]) -> str:
@@ -40,17 +43,42 @@ def _refs(api: Any, where: Where) -> list[dict[str, Any]]:
     if bad:
         found.append(finding("fail", f"refs git-lanes would never write: {_some(bad)}",
                              "a person decides: `git update-ref -d REF` removes one (sync leaves them alone)"))
-    locks = sorted(str(p) for p in (store.common_dir / "refs" / "lanes").rglob("*.lock"))
-    if locks:
-        found.append(finding("warn", f"lock files left on lanes refs: {_some(locks)}",
+    ours, others = _ref_locks(store.common_dir, api.trunk)
+    if ours:
+        found.append(finding("warn", f"lock files left on refs git-lanes writes: {_some(ours)}",
                              "a killed process left them; --fix removes those no process holds",
-                             repair=lambda: _clear_locks(api, locks)))
+                             repair=lambda: _clear_locks(api, ours)))
+    if others:
+        found.append(finding("warn", f"lock files older than {OLD_LOCK_SECONDS // 60} minutes on refs git-lanes "
+                                     f"leaves to a person: {_some(others)}",
+                             "git refuses to move those refs while they exist; if no git process is running, "
+                             "delete them"))
     half = [t.id[:8] for t in transitions.pending_for(api.ctx) if t.status != "proposed"
             or store.read_ref(refs.lane_ref(t.lane, api.trunk)) == t.state]
     if half:
         found.append(finding("warn", f"decisions a killed process left half made: {_some(half)}",
                              "the next write finishes them; --fix does it now", repair=lambda: _finish(api)))
     return found or [finding("ok", f"{len(synced)} lanes refs are what git-lanes writes")]
+
+
+def _ref_locks(common_dir: Path, trunk: str) -> tuple[list[str], list[str]]:
+    """Lock files on refs: on those git-lanes writes (its own, its remote copies, its notes, the trunk) and
+    on the others. Outside refs/lanes/ only an old one counts: a git at work holds such a lock for moments."""
+    ours: list[str] = []
+    others: list[str] = []
+    now = time.time()
+    for lock in sorted([*(common_dir / "refs").rglob("*.lock"), common_dir / "packed-refs.lock"]):
+        ref = lock.relative_to(common_dir).as_posix()[:-len(".lock")]
+        try:
+            old = now - lock.stat().st_mtime >= OLD_LOCK_SECONDS
+        except OSError:  # gone meanwhile, or never there (packed-refs.lock)
+            continue
+        if ref.startswith("refs/lanes/"):  # only git-lanes moves these: any lock there is reported at once
+            ours.append(str(lock))
+        elif old:
+            owned = stale.owned_ref(ref) or ref.startswith(refs.REMOTE_PREFIX) or ref == f"refs/heads/{trunk}"
+            (ours if owned else others).append(str(lock))
+    return ours, others
 
 
 def _clear_locks(api: Any, locks: list[str]) -> None:
