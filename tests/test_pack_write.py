@@ -16,8 +16,9 @@ from conftest import fsck_clean, git
 
 from git_lanes.api import Lanes
 from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
+from git_lanes.store import open_store
 from git_lanes.store.objects import ObjectStore, object_id, parse_commit
-from git_lanes.store.pack_write import ROLL_UP_AT, roll_up, write_pack
+from git_lanes.store.pack_write import ROLL_UP_AT, upkeep_due, write_pack
 
 
 def _packs(repo: Path) -> list[Path]:
@@ -96,23 +97,67 @@ def test_where_git_upkeep_is_off_checkpoints_stay_loose_objects(api, repo):
 
 def test_upkeep_rolls_small_packs_up_and_every_object_stays_readable(repo):
     objects_dir = str(repo / ".git" / "objects")
+    store = open_store(repo)
     written = []
     for n in range(ROLL_UP_AT):
         objects = _objects(5, f"pack {n}")
         write_pack(objects_dir, objects, durable=False, shared=0)
         written += objects
-    assert not roll_up(objects_dir, str(repo))  # not yet past the limit
+    store.upkeep(gc=False, background=False)
+    assert len(_packs(repo)) == ROLL_UP_AT  # not yet past the limit
     reader = ObjectStore(objects_dir)
     assert reader.read(written[0][0])[1] == written[0][2]  # it has listed (and opened) the packs
     objects = _objects(5, "one more")
     write_pack(objects_dir, objects, durable=False, shared=0)
     written += objects
-    assert roll_up(objects_dir, str(repo))
+    store.upkeep(gc=False, background=False)
     assert len(_packs(repo)) <= 2
     for oid, kind, data, _ in written:  # the reader's packs went away under it: it finds their new home
         assert reader.read(oid) == (kind, data)
         assert ObjectStore(objects_dir).read(oid) == (kind, data)
     fsck_clean(repo)
+
+
+def _loose_in_17(repo: Path, count: int) -> None:
+    """Commit `count` files whose blob ids start with 17 (loose, reachable): the folder git samples to estimate
+    loose objects, and what `git gc --auto` packs."""
+    made, n = 0, 0
+    while made < count:
+        data = f"sampled {n}\n"
+        n += 1
+        if object_id(b"blob", data.encode()).startswith("17"):
+            (repo / f"sampled-{n}.txt").write_text(data)
+            made += 1
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "sampled", cwd=repo)
+
+
+@pytest.mark.parametrize("auto, due", [(None, False), ("512", True), ("0", False)])
+def test_upkeep_starts_git_gc_exactly_when_git_would_collect(repo, auto, due):
+    """`git gc --auto` is started only when git's own test says it has work: more loose objects in objects/17
+    than gc.auto / 256 (3 here, against 27 for the default 6700 and 2 for gc.auto=512), or more packs than
+    gc.autoPackLimit; never where gc.auto is 0."""
+    git("config", "gc.autoDetach", "false", cwd=repo)  # git collects before it returns
+    if auto is not None:
+        git("config", "gc.auto", auto, cwd=repo)
+    _loose_in_17(repo, 3)
+    sample = repo / ".git" / "objects" / "17"
+    open_store(repo).upkeep()
+    assert (not sample.exists() or not any(sample.iterdir())) is due
+    if not due:  # and git, asked itself, agrees there was nothing to do
+        git("gc", "--auto", cwd=repo)
+        assert len(list(sample.iterdir())) == 3
+
+
+def test_packs_past_git_limit_make_gc_due_whatever_the_loose_objects(repo):
+    objects_dir = str(repo / ".git" / "objects")
+    for n in range(3):
+        write_pack(objects_dir, _objects(2, f"pack {n}"), durable=False, shared=0)
+    assert upkeep_due(objects_dir, 6700, 50) == (False, False)
+    assert upkeep_due(objects_dir, 6700, 2) == (False, True)
+    assert upkeep_due(objects_dir, 6700, 0) == (False, False)  # gc.autoPackLimit=0: git never counts packs
+    (repo / ".git" / "objects" / "pack" / (_packs(repo)[0].stem + ".keep")).write_text("")
+    assert upkeep_due(objects_dir, 6700, 2) == (False, False)  # a kept pack does not count, as in git
 
 
 def test_our_reader_finds_objects_in_a_pack_written_after_it_listed_the_packs(repo):
@@ -180,7 +225,7 @@ def test_a_keep_a_killed_writer_left_is_cleared_by_the_upkeep_and_no_other(repo)
     users.write_text("kept by hand\n")
     for n in range(ROLL_UP_AT):
         write_pack(objects_dir, _objects(4, f"filler {n}"), durable=False, shared=0)
-    assert roll_up(objects_dir, str(repo))
+    open_store(repo).upkeep(gc=False, background=False)
     assert not Path(left).exists() and Path(alive).exists() and users.exists()
     fsck_clean(repo)
 
@@ -220,3 +265,26 @@ def test_listing_the_packs_again_costs_what_the_first_listing_did(tmp_path):
     start = time.perf_counter()
     assert len(reader._pack_list()) == 3000
     assert time.perf_counter() - start < 2 * first + 0.01
+
+
+def test_an_append_rolls_packs_up_in_the_background_one_roll_up_at_a_time(repo):
+    """The appender only starts git (as `git gc --auto` detaches); a roll-up already running (its lock
+    fresh) is not started twice; a lock a killed roll-up left an hour ago is taken over."""
+    import time
+
+    objects_dir = str(repo / ".git" / "objects")
+    lock = repo / ".git" / "lanes-roll-up.lock"
+    for n in range(ROLL_UP_AT + 1):
+        write_pack(objects_dir, _objects(3, f"pack {n}"), durable=False, shared=0)
+    store = open_store(repo)
+    lock.write_text("")  # another process's roll-up is running
+    store.upkeep(gc=False)
+    time.sleep(0.5)
+    assert len(_packs(repo)) == ROLL_UP_AT + 1 and lock.exists()
+    os.utime(lock, (time.time() - 7200, time.time() - 7200))  # it was killed two hours ago
+    store.upkeep(gc=False)
+    deadline = time.monotonic() + 60
+    while (lock.exists() or len(_packs(repo)) > 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not lock.exists() and len(_packs(repo)) <= 2
+    fsck_clean(repo)

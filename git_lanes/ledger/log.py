@@ -218,26 +218,19 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signature
 
 
 def roll_up_after(store: Store, ops: int) -> None:
-    """After `ops` ops applied in one go (a replay, an undo), whose checkpoints each left a small pack: have
-    git merge them once there are many (`Store.roll_up_packs`), rather than wait for an append's upkeep."""
+    """After `ops` ops applied in one go (a replay, an undo), whose checkpoints each left a small pack: the
+    packs merged once there are many (`Store.upkeep`), rather than left for an append's upkeep."""
     if ops >= CHECKPOINT_EVERY:
         try:
-            store.roll_up_packs()
+            store.upkeep(gc=False)
         except Exception:  # packing is an optimisation; what was applied stands
             pass
 
 
 def maintain(store: Store) -> None:
-    """Let git pack the loose objects the ledger leaves (a commit each op) and merge the small packs its
-    checkpoints write. `git gc --auto` does nothing below `gc.auto` loose objects (6700 by default) and
-    honours `gc.auto=0`; libgit2 never runs it on its own."""
-    from git_lanes.store.gitcli import run_git
-
+    """Git's upkeep after the ledger's writes (`Store.upkeep`): merge the small packs checkpoints write, and
+    let `git gc --auto` pack the loose commits past `gc.auto` (6700 by default)."""
     try:
-        store.roll_up_packs()  # first: `git gc --auto` would otherwise repack everything past 50 packs
-    except Exception:
-        pass
-    try:
-        run_git(["gc", "--auto", "--quiet"], cwd=store.root, check=False, timeout=600)
+        store.upkeep()
     except Exception:  # packing is an optimisation; an append that succeeded must not report failure
         pass

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import time
 import zlib
 
 from git_lanes.model.digest import sha1
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 PACK_TYPES = {b"commit": 1, b"tree": 2, b"blob": 3, b"tag": 4}
-ROLL_UP_AT = 16  # see `roll_up`: the ledger's upkeep runs about every 500 ops, so 16 checkpoints later
+ROLL_UP_AT = 16  # packs past which upkeep rolls them up: it runs about every 500 ops, 16 checkpoints later
+ROLL_UP_STALE_SECONDS = 3600
 MAX_OFFSET = 0x7FFFFFFF  # beyond it an index needs its table of large offsets, which no batch here reaches
 _serial = iter(range(1 << 62))
 # A `.keep` file's text names why the pack is kept, as git's own do ("receive-pack 123 on host").
@@ -185,24 +187,83 @@ def _written(path: str, data: bytes, durable: bool, shared: int) -> str:
     return path
 
 
-def roll_up(objects_dir: str, root: str) -> bool:
-    """Once more than ROLL_UP_AT packs (not kept by a `.keep` file) are here, have git merge the small ones
-    (`git repack -d -l --geometric=2`, git 2.32): each merge costs what the small packs hold, not what the
-    repository holds, and a large pack is left as it is. Without it `git gc --auto` would repack everything
-    into one pack once there are more than `gc.autoPackLimit` (50). A `.keep` a killed writer of ours left
-    goes first (`stale_keeps`). True when git was asked."""
+def upkeep_due(objects_dir: str, auto: int, pack_limit: int) -> tuple[bool, bool]:
+    """(roll up, gc): whether `roll_up` and `git gc --auto` would do anything, by git's own tests (gc.c's
+    `need_to_gc`), so upkeep starts no git process (~10-60 ms) when neither would. `auto`: gc.auto (≤ 0:
+    git's upkeep is off, and so is ours); `pack_limit`: gc.autoPackLimit. git counts local packs not kept
+    by a `.keep` file against the limit, and estimates loose objects from `objects/17` alone. A `.keep` a
+    killed writer of ours left goes first (`stale_keeps`)."""
+    if auto <= 0:
+        return False, False
     pack_dir = os.path.join(objects_dir, "pack")
     try:
         names = set(os.listdir(pack_dir))
     except FileNotFoundError:
-        return False
+        names = set()
     stale = stale_keeps(pack_dir, names)
     release(stale)
     names.difference_update(os.path.basename(path) for path in stale)
     packs = sum(1 for name in names if name.endswith(".pack") and f"{name[:-5]}.keep" not in names)
-    if packs <= ROLL_UP_AT:
-        return False
-    from git_lanes.store.gitcli import run_git
+    roll = pack_limit > 0 and packs > ROLL_UP_AT
+    if pack_limit > 0 and packs > pack_limit:
+        return roll, True
+    threshold = -(-auto // 256)
+    try:
+        sample = os.listdir(os.path.join(objects_dir, "17"))
+    except FileNotFoundError:
+        return roll, False
+    loose = sum(1 for name in sample if len(name) == 38 and not name.strip("0123456789abcdef"))
+    return roll, loose > threshold
 
-    run_git(["repack", "-d", "-l", "--geometric=2", "--quiet"], cwd=root, check=False, timeout=600)
-    return True
+
+def roll_up(root: str, lock: str, *, background: bool = True) -> None:
+    """Have git merge the small packs (`git repack -d -l --geometric=2`, git 2.32): each merge costs what the
+    small packs hold, not what the repository holds, and a large pack is left as it is. Without it `git gc
+    --auto` would repack everything into one pack once there are more than `gc.autoPackLimit` (50).
+
+    One at a time: `lock` is made exclusively and removed when git is done (one older than an hour was left
+    by a killed roll-up and is taken over). In the background by default, as `git gc --auto` detaches: the
+    appender that found it due waits for a shell to start git (~3 ms), not for the repack (50-200 ms)."""
+    if not _take(lock):
+        return
+    command = ["git", "-C", root, "repack", "-d", "-l", "--geometric=2", "--quiet"]
+    import subprocess  # only here: most appends never roll up, and subprocess costs ~3 ms to load
+
+    if not background:
+        try:
+            subprocess.run(command, capture_output=True, timeout=600)
+        finally:
+            _let_go(lock)
+        return
+    # The subshell outlives the shell that starts it, so it is nobody's child to wait for
+    detached = '("$@"; rm -f "$0") </dev/null >/dev/null 2>&1 &'
+    try:
+        subprocess.run(["sh", "-c", detached, lock, *command], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, timeout=60)
+    except BaseException:
+        _let_go(lock)
+        raise
+
+
+def _take(lock: str) -> bool:
+    for _ in range(2):
+        try:
+            os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - os.stat(lock).st_mtime < ROLL_UP_STALE_SECONDS:
+                    return False  # a roll-up is running
+                os.unlink(lock)
+            except FileNotFoundError:
+                pass  # it just finished: try again
+        except OSError:  # a repository we may not write to: nothing to roll up with
+            return False
+    return False
+
+
+def _let_go(lock: str) -> None:
+    try:
+        os.unlink(lock)
+    except FileNotFoundError:
+        pass

@@ -290,14 +290,21 @@ class Store(RefMoves, WorkspaceOps):
             tree = base if base is not None and not records else self.write_record_tree(base, records)
             return self._records.write_commit(tree, parents, author, committer, message)
 
-    def roll_up_packs(self) -> None:
-        """Let git merge the small packs record writes leave (`pack_write.roll_up`), where the config lets git
-        consolidate packs at all."""
-        from git_lanes.store.object_cache import consolidates_packs
-        from git_lanes.store.pack_write import roll_up
+    def upkeep(self, *, gc: bool = True, background: bool = True) -> None:
+        """What git's own upkeep would do after writes, asking git only when something is due
+        (`pack_write.upkeep_due`): merge the small packs record writes leave (`pack_write.roll_up`, in the
+        background unless told not to), then `git gc --auto` (when `gc`), which packs loose objects in the
+        background. Nothing where `gc.auto` is 0. libgit2 never runs either on its own."""
+        from git_lanes.store.gitcli import run_git
+        from git_lanes.store.pack_write import roll_up, upkeep_due
 
-        if consolidates_packs(self.repo.config):
-            roll_up(str(self.common_dir / "objects"), str(self.root))
+        config = self.repo.config
+        roll, collect = upkeep_due(str(self.common_dir / "objects"), _config_int(config, "gc.auto", 6700),
+                                   _config_int(config, "gc.autoPackLimit", 50))
+        if roll:
+            roll_up(str(self.root), str(self.common_dir / "lanes-roll-up.lock"), background=background)
+        if gc and collect:
+            run_git(["gc", "--auto", "--quiet"], cwd=self.root, check=False, timeout=600)
 
     def write_record_tree(self, base: str | None, records: dict[str, bytes | None]) -> str:
         """The tree `base` with each path set to its bytes (None deletes it), writing only the blobs and folders
@@ -373,3 +380,13 @@ _OBJECT_KINDS = {pygit2.GIT_OBJECT_COMMIT: "commit", pygit2.GIT_OBJECT_TREE: "tr
 def _now() -> tuple[int, int]:
     offset = -(time.altzone if time.daylight and time.localtime().tm_isdst else time.timezone) // 60
     return int(time.time()), offset
+
+
+def _config_int(config: pygit2.Config, key: str, default: int) -> int:
+    """An integer setting as git reads it (k, m, g suffixes); 0 (off) for a value git would refuse."""
+    try:
+        return int(config.get_int(key))
+    except KeyError:
+        return default
+    except (ValueError, pygit2.GitError):
+        return 0
