@@ -288,3 +288,21 @@ def test_an_append_rolls_packs_up_in_the_background_one_roll_up_at_a_time(repo):
         time.sleep(0.05)
     assert not lock.exists() and len(_packs(repo)) <= 2
     fsck_clean(repo)
+
+
+def test_a_held_open_process_reads_and_appends_on_across_a_roll_up_under_it(repo):
+    """libgit2 in a held-open process had the small packs open when git merged and removed them: what it
+    reads next (old records, a new checkpoint's) comes from the merged pack or the new ones."""
+    api = Lanes(repo)
+    for n in range(CHECKPOINT_EVERY * (ROLL_UP_AT + 2)):
+        api.task_create(f"task {n}", actor="lead")
+    packs = _packs(repo)
+    assert len(packs) > ROLL_UP_AT
+    open_store(repo).upkeep(gc=False, background=False)  # another process's upkeep
+    assert not any(pack.exists() for pack in packs[:-2]) and len(_packs(repo)) <= 2
+    fresh = Lanes(repo)
+    assert len(fresh.task_list()) == len(api.task_list()) == CHECKPOINT_EVERY * (ROLL_UP_AT + 2)
+    for n in range(CHECKPOINT_EVERY + 1):
+        api.task_create(f"later {n}", actor="lead")
+    assert {t.title for t in Lanes(repo).task_list()} >= {f"later {n}" for n in range(CHECKPOINT_EVERY + 1)}
+    fsck_clean(repo)
