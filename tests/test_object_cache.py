@@ -80,6 +80,21 @@ def _loose_objects(repo) -> dict[str, int]:
             "pack folder": packs.stat().st_ino if packs.is_dir() else 0}
 
 
+def _synced_inodes(monkeypatch) -> set[int]:
+    """The inodes of every file or folder synced from now on: `os.fsync` spied on, and still syncing."""
+    import os
+
+    synced: set[int] = set()
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.add(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    return synced
+
+
 def test_a_repository_that_asks_for_durable_objects_gets_each_ledger_object_synced(repo, monkeypatch):
     """`core.fsyncObjectFiles` (which libgit2 honoured when it wrote the ledger) and git's `core.fsync`: each
     object is on disk before the ref that names it moves, so a power cut cannot leave the ledger pointing at
@@ -90,14 +105,7 @@ def test_a_repository_that_asks_for_durable_objects_gets_each_ledger_object_sync
 
     from git_lanes.api import Lanes
 
-    synced: set[int] = set()
-    real_fsync = os.fsync
-
-    def spy(fd: int) -> None:
-        synced.add(os.fstat(fd).st_ino)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", spy)
+    synced = _synced_inodes(monkeypatch)
     for setting in (("core.fsyncObjectFiles", "true"), ("core.fsync", "loose-object")):
         git("config", "--unset-all", "core.fsyncObjectFiles", cwd=repo, check=False)
         git("config", "--unset-all", "core.fsync", cwd=repo, check=False)
@@ -124,14 +132,7 @@ def test_a_repository_that_asks_git_to_sync_packs_gets_each_checkpoint_pack_sync
 
     from git_lanes.api import Lanes
 
-    synced: set[int] = set()
-    real_fsync = os.fsync
-
-    def spy(fd: int) -> None:
-        synced.add(os.fstat(fd).st_ino)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", spy)
+    synced = _synced_inodes(monkeypatch)
     for value in ("pack", "pack-metadata", "derived-metadata,-loose-object"):
         git("config", "core.fsync", value, cwd=repo)
         api = Lanes(repo)

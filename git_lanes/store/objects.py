@@ -166,13 +166,7 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     path = f"{directory}/{oid[2:]}"
     handle, temporary = _temporary(directory, shared)
     try:
-        if shared:
-            os.fchmod(handle, shared_mode(stat.S_IMODE(os.fstat(handle).st_mode), shared))
-        data = memoryview(deflated(raw, level))
-        while data:
-            data = data[os.write(handle, data):]
-        if durable:
-            os.fsync(handle)
+        fill(handle, deflated(raw, level), shared=shared, durable=durable)
     except BaseException:
         os.close(handle)
         os.unlink(temporary)
@@ -193,6 +187,18 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     if durable:
         _sync_folder(directory)
     return oid
+
+
+def fill(handle: int, data: bytes, *, shared: int, durable: bool) -> None:
+    """Write all of `data` to the new file `handle`, with the modes `core.sharedRepository` asks for (see
+    `shared_permissions`), synced to disk when `durable`."""
+    if shared:
+        os.fchmod(handle, shared_mode(stat.S_IMODE(os.fstat(handle).st_mode), shared))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(handle, view):]
+    if durable:
+        os.fsync(handle)
 
 
 def object_id(kind: bytes, content: bytes) -> str:

@@ -19,13 +19,12 @@ Each object is stored whole (no deltas) at the level the caller picks; `git gc` 
 from __future__ import annotations
 
 import os
-import stat
 import struct
 import time
 import zlib
 
 from git_lanes.model.digest import sha1
-from git_lanes.store.objects import deflated, shared_mode
+from git_lanes.store.objects import deflated, fill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -172,13 +171,7 @@ def _index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes
 def _written(path: str, data: bytes, durable: bool, shared: int) -> str:
     handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o444)
     try:
-        if shared:
-            os.fchmod(handle, shared_mode(stat.S_IMODE(os.fstat(handle).st_mode), shared))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(handle, view):]
-        if durable:
-            os.fsync(handle)
+        fill(handle, data, shared=shared, durable=durable)
     except BaseException:
         os.close(handle)
         os.unlink(path)
