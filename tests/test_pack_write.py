@@ -313,3 +313,30 @@ def test_a_held_open_process_reads_and_appends_on_across_a_roll_up_under_it(repo
         api.task_create(f"later {n}", actor="lead")
     assert {t.title for t in Lanes(repo).task_list()} >= {f"later {n}" for n in range(CHECKPOINT_EVERY + 1)}
     fsck_clean(repo)
+
+
+def test_a_reader_held_open_reads_the_ledger_while_git_drops_packs_its_multi_pack_index_named(repo):
+    """A multi-pack-index (`git maintenance`'s incremental-repack, `git multi-pack-index write`) that libgit2
+    loaded names packs a repack then removes: mid-removal, or when a concurrent `multi-pack-index write`
+    listed a pack the upkeep's roll-up removed, libgit2 fails every read from that pack ("invalid
+    packfile") until the index is rewritten, though git reads on. The ledger's reads then fall back to our
+    own reader, which lists the packs that are there."""
+    api = Lanes(repo)
+    for n in range(CHECKPOINT_EVERY + 1):
+        api.task_create(f"task {n}", actor="lead")
+    checkpoint_packs = _packs(repo)
+    assert checkpoint_packs  # the precondition: the ledger's checkpoint is in a pack of its own
+    listed = git("verify-pack", "-v", str(checkpoint_packs[0].with_suffix(".idx")), cwd=repo)
+    checkpoint = next(line.split()[0] for line in listed.splitlines() if " commit " in line)
+    git("multi-pack-index", "write", cwd=repo)
+    held = Lanes(repo)
+    trunk = git("rev-parse", "main", cwd=repo).strip()
+    assert held.ctx.store.commit_info(trunk).tree  # libgit2 has loaded the multi-pack-index
+    git("repack", "-a", "-q", cwd=repo)  # every object in a new pack; then the old ones go, as -d does
+    for pack in checkpoint_packs:
+        pack.unlink()
+    assert (repo / ".git" / "objects" / "pack" / "multi-pack-index").exists()
+    assert held.ctx.store.commit_info(checkpoint).tree == git("rev-parse", f"{checkpoint}^{{tree}}", cwd=repo).strip()
+    assert len(held.task_list()) == CHECKPOINT_EVERY + 1
+    fresh = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch-check"], cwd=repo, capture_output=True)
+    assert fresh.returncode == 0  # git reads on

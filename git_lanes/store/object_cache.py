@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from git_lanes.store.objects import ObjectStore
+    from git_lanes.store.values import CommitInfo
+
 TREE_MODE = 0o040000
 # Entries kept of each kind; past that the older half is dropped. A ledger tree holds at most ~100
 # entries and a record a few KiB, so the cache stays within a few MB.
@@ -70,6 +73,7 @@ class ObjectCache:
         self._level: int | None = None  # None: the config sets no level (see `_write`)
         self._packing = False  # whether a batch may become a pack: the config lets git consolidate packs
         self._batch: dict[str, tuple[bytes, bytes]] | None = None  # id -> (kind, content), inside `batched`
+        self._own: ObjectStore | None = None  # our own reader, for what libgit2 fails to read (`read_anyway`)
         self._keeps: list[str] = []  # `.keep` files guarding packs written here until a ref names them
 
     # -- reading ---------------------------------------------------------------------------------------
@@ -141,15 +145,59 @@ class ObjectCache:
         if self._batch is not None and oid in self._batch:
             kind, data = self._batch[oid]
             return _KIND_NUMBERS[kind], data
-        found: tuple[int, bytes] = self.repo.odb.read(pygit2.Oid(hex=oid))
+        try:
+            found: tuple[int, bytes] = self.repo.odb.read(pygit2.Oid(hex=oid))
+        except (KeyError, OSError, pygit2.GitError):
+            ours = self.read_anyway(oid)
+            if ours is None:
+                raise
+            return _KIND_NUMBERS[ours[0]], ours[1]
         return found
+
+    def read_anyway(self, oid: str) -> tuple[bytes, bytes] | None:
+        """(kind, content) of `oid` by our own reader (`objects.ObjectStore`), where libgit2 failed to read it
+        (None: ours cannot either; the caller raises libgit2's error). libgit2 keeps the multi-pack-index it loaded and
+        reads every object it names from the pack it names: while a `git repack` removes packs the index
+        named, or for good where a `git multi-pack-index write` racing the ledger's roll-up listed a pack the
+        roll-up then removed, it fails ("invalid packfile", or not found) where git reads on. Ours lists the
+        packs that are there. Only called on a failure: reads cost what they did."""
+        from git_lanes.errors import UnsupportedFormat
+
+        if self._own is None:
+            from git_lanes.store.objects import ObjectStore
+
+            self._own = ObjectStore(self.objects_dir)
+        try:
+            return self._own.read(oid)
+        except UnsupportedFormat:
+            return None
 
     def tree_of(self, commit: str) -> str:
         tree = self._commit_trees.get(commit)
         if tree is None:
-            tree = str(self.repo[pygit2.Oid(hex=commit)].peel(pygit2.Commit).tree_id)
+            try:
+                tree = str(self.repo[pygit2.Oid(hex=commit)].peel(pygit2.Commit).tree_id)
+            except (KeyError, OSError, pygit2.GitError):
+                found = self.commit_anyway(commit)
+                if found is None:
+                    raise
+                tree = found.tree
             _keep(self._commit_trees, commit, tree, MAX_TREES)
         return tree
+
+    def commit_anyway(self, oid: str) -> CommitInfo | None:
+        """Commit `oid` read by our own reader where libgit2 failed to (see `read_anyway`); None: not a
+        commit, or ours cannot read it either."""
+        from git_lanes.store.objects import parse_commit
+        from git_lanes.store.values import CommitInfo
+
+        found = self.read_anyway(oid)
+        if found is None or found[0] != b"commit":
+            return None
+        headers, message = parse_commit(found[1])
+        author = headers["author"][0].rsplit(" ", 2)[0]  # "name <email>", without its time and zone
+        return CommitInfo(oid, headers["tree"][0], tuple(headers.get("parent", ())), message, author,
+                          int(headers["committer"][0].rsplit(" ", 2)[1]))
 
     # -- writing ---------------------------------------------------------------------------------------
     @contextmanager
@@ -344,7 +392,8 @@ def _keep(cache: dict[str, Any], key: str, value: object, limit: int) -> None:
     cache[key] = value
 
 
-_KIND_NUMBERS = {b"commit": pygit2.GIT_OBJECT_COMMIT, b"tree": pygit2.GIT_OBJECT_TREE, b"blob": pygit2.GIT_OBJECT_BLOB}
+_KIND_NUMBERS = {b"commit": pygit2.GIT_OBJECT_COMMIT, b"tree": pygit2.GIT_OBJECT_TREE, b"blob": pygit2.GIT_OBJECT_BLOB,
+                 b"tag": pygit2.GIT_OBJECT_TAG}
 
 
 def item(name: str, mode: int, oid: str) -> Item:

@@ -181,7 +181,13 @@ class Store(RefMoves, WorkspaceOps):
         return str(oid)
 
     def commit_info(self, oid: str) -> CommitInfo:
-        commit = self.repo[oid].peel(pygit2.Commit)
+        try:
+            commit = self.repo[oid].peel(pygit2.Commit)
+        except (KeyError, OSError, pygit2.GitError):
+            found = self._records.commit_anyway(oid)  # a pack libgit2's multi-pack-index named went away
+            if found is None:
+                raise
+            return found
         return CommitInfo(str(commit.id), str(commit.tree_id), tuple(str(p) for p in commit.parent_ids),
                           commit.message, f"{commit.author.name} <{commit.author.email}>", commit.commit_time)
 
