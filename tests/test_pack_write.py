@@ -340,3 +340,24 @@ def test_a_reader_held_open_reads_the_ledger_while_git_drops_packs_its_multi_pac
     assert len(held.task_list()) == CHECKPOINT_EVERY + 1
     fresh = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch-check"], cwd=repo, capture_output=True)
     assert fresh.returncode == 0  # git reads on
+
+
+def test_git_lanes_gc_clears_a_keep_a_killed_writer_left_and_git_packs_what_it_kept(repo):
+    """Between a checkpoint's pack and the ledger's move a killed writer leaves the `.keep`; with no append
+    to run the ledger's upkeep, `git lanes gc` removes it (and no other) so git repacks that pack too."""
+    from conftest import run_cli
+
+    objects_dir = str(repo / ".git" / "objects")
+    script = ("import sys; from git_lanes.store.pack_write import write_pack; from test_pack_write import _objects;"
+              "print(write_pack(sys.argv[1], _objects(5, 'killed'), durable=False, shared=0, keep=True)[1])")
+    left = Path(subprocess.run([sys.executable, "-c", script, objects_dir], capture_output=True, text=True,
+                               check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)}).stdout.strip())
+    by_hand, _ = write_pack(objects_dir, _objects(4, "by hand"), durable=False, shared=0)
+    users = repo / ".git" / "objects" / "pack" / f"{by_hand}.keep"
+    users.write_text("kept by hand\n")
+    assert left.exists()  # the precondition: its writer is gone, the keep is not
+    result = run_cli("gc", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    assert not left.exists() and users.exists()
+    assert not left.with_suffix(".pack").exists()  # git repacked what it kept
+    fsck_clean(repo)

@@ -28,7 +28,15 @@ def object_bytes(store: Store) -> int:
 
 def collect(store: Store, prune: str) -> None:
     """`git gc --prune=<prune>`: pack what is reachable, drop unreachable objects older than `prune` (a git
-    date: `now`, or `@<unix seconds>`). Worktrees' indexes and HEADs count as reachable, as in git."""
+    date: `now`, or `@<unix seconds>`). Worktrees' indexes and HEADs count as reachable, as in git. A `.keep`
+    a killed ledger writer left (`pack_write.stale_keeps`) goes first: git never repacks a kept pack."""
+    from git_lanes.store.pack_write import release, stale_keeps
+
+    pack_dir = os.path.join(store.common_dir, "objects", "pack")
+    try:
+        release(stale_keeps(pack_dir, os.listdir(pack_dir)))
+    except OSError:
+        pass  # no pack folder, or one we may not change: git says what it makes of it
     run_git(["gc", "--quiet", f"--prune={prune}"], cwd=store.root, timeout=GC_TIMEOUT)
 
 
