@@ -188,6 +188,27 @@ def test_a_batch_that_fails_writes_nothing(api, repo):
     assert {path for path in (repo / ".git" / "objects").rglob("*") if path.is_file()} == loose_before
 
 
+def test_a_batch_written_loose_hashes_each_object_once(api, repo, monkeypatch):
+    """A batch keys its objects by id, so writing one loose (too few for a pack, as a ledger delta's commit)
+    takes that id rather than hashing the object again: hashing was a fiftieth of an op's instructions."""
+    from git_lanes.store import objects
+
+    hashed: list[bytes] = []
+
+    def counting(data: bytes):  # a spy on the hash, not a stand-in: the ids are git's own
+        hashed.append(data)
+        return objects_sha1(data)
+
+    objects_sha1 = objects.sha1
+    monkeypatch.setattr(objects, "sha1", counting)
+    store = api.ctx.store
+    with store._records.batched():
+        oid = store._records.write_blob(b"hashed once\n")
+    assert len(hashed) == 1
+    assert git("cat-file", "blob", oid, cwd=repo) == "hashed once\n"
+    assert (repo / ".git" / "objects" / oid[:2] / oid[2:]).is_file()  # the precondition: written loose
+
+
 def test_a_checkpoint_pack_survives_a_git_repack_ad_run_before_the_ledger_moves_to_it(api, repo):
     """`git repack -a -d` drops a pack's unreachable objects at once (loose ones it leaves alone): run between
     a checkpoint's pack and the ledger's move to its commit, it took the commit with it, as it would a fetch's

@@ -226,8 +226,8 @@ class ObjectCache:
             if keep is not None:
                 self._keeps.append(keep)
             return
-        for kind, data in batch.values():
-            self._write_loose(kind, data)
+        for oid, (kind, data) in batch.items():
+            self._write_loose(kind, data, oid)
 
     def release_packs(self) -> None:
         """A ref moved (or failed to): the packs written before it need their `.keep` no more (see
@@ -253,11 +253,11 @@ class ObjectCache:
         self._batch[oid] = (kind, data)
         return oid
 
-    def _write_loose(self, kind: bytes, data: bytes) -> str:
+    def _write_loose(self, kind: bytes, data: bytes, oid: str | None = None) -> str:
         from git_lanes.store.objects import write_loose  # loaded by the first write, not by readers
 
         return write_loose(self.objects_dir, kind, data, durable=bool(self._durable), shared=self._shared,
-                           level=self._level_for(data))
+                           level=self._level_for(data), oid=oid)
 
     def _level_for(self, data: bytes) -> int:
         if self._level is not None:

@@ -150,7 +150,7 @@ class ObjectStore:
 
 
 def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool = False, shared: int = 0,
-                level: int = 1) -> str:
+                level: int = 1, oid: str | None = None) -> str:
     """Store an object loose as git does: deflated into a temporary file beside its final name, then linked
     to that name, so a reader sees the whole object or none and an object already there is never written
     over. One already there is touched instead, as git "freshens" it, so a `git gc` running now does not
@@ -159,9 +159,11 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     see `durable_objects`): the file and its folder are synced before the id is returned, as libgit2 does,
     so a power cut cannot leave a ref naming an empty object. `shared` is `core.sharedRepository` as
     `shared_permissions` reads it: the folder and file get the modes git gives its own. `level` is the zlib
-    level (`loose_compression`); an object's id never depends on it."""
+    level (`loose_compression`); an object's id never depends on it. `oid`: the id `object_id` gave these very
+    bytes, when the caller has it (a batch keys its objects by id), so they are not hashed twice."""
     raw = b"%s %d\0%s" % (kind, len(content), content)
-    oid = sha1(raw).hexdigest()
+    if oid is None:
+        oid = sha1(raw).hexdigest()
     directory = f"{objects_dir}/{oid[:2]}"  # not os.path.join: its generality is a measurable part of an op
     path = f"{directory}/{oid[2:]}"
     handle, temporary = _temporary(directory, shared)
