@@ -322,8 +322,11 @@ def test_a_held_open_process_reads_and_appends_on_across_a_roll_up_under_it(repo
     """libgit2 in a held-open process had the small packs open when git merged and removed them: what it
     reads next (old records, a new checkpoint's) comes from the merged pack or the new ones."""
     api = Lanes(repo)
+    lock = repo / ".git" / "lanes-roll-up.lock"
+    lock.write_text("")  # an append's upkeep rolls nothing up in the background meanwhile (it did, at times)
     for n in range(CHECKPOINT_EVERY * (ROLL_UP_AT + 2)):
         api.task_create(f"task {n}", actor="lead")
+    lock.unlink()
     packs = _packs(repo)
     assert len(packs) > ROLL_UP_AT
     open_store(repo).upkeep(gc=False, background=False)  # another process's upkeep
