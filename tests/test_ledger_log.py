@@ -313,3 +313,33 @@ def test_an_op_summary_never_cuts_or_breaks_the_commit_message(lanes, repo, text
     message.encode()  # a lone surrogate would fail here, as the commit is written
     assert "\x00" not in message and "\x1b" not in message
     assert decode_message(message, "0" * 40) == op
+
+
+def test_a_held_open_append_goes_through_no_import_of_the_write_path(lanes, monkeypatch):
+    """Once a process has appended, its next appends reach the fold, the writer and the ref move without the
+    import machinery: a `from module import name` in a function is thousands of instructions at every call
+    (sys.modules, then a failed `__path__` look-up with its formatted AttributeError), and the write path
+    had ten of them, a twentieth of a held-open append's instructions."""
+    import builtins
+
+    lanes.agent_heartbeat("coder-1")
+    tasks = [lanes.task_create(f"task {n}", actor="lead")["task"] for n in range(3)]
+    lanes.task_claim(tasks[0], "coder-1", version=1)
+    lanes.board_post("warmed up", "coder-1")
+    imported: list[str] = []
+    real = builtins.__import__
+
+    def spy(name, *args, **kwargs):  # a spy, not a stand-in: every import still happens
+        imported.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", spy)
+    for task in tasks[1:]:
+        lanes.task_claim(task, "coder-1", version=1)
+        lanes.board_post(f"took {task}", "coder-1")
+    monkeypatch.undo()
+    assert "git_lanes.domain" in imported  # the precondition: the spy sees the API's own imports
+    write_path = {"git_lanes.ledger.combine", "git_lanes.ledger.log", "git_lanes.domain.coordination",
+                  "git_lanes.store.objects", "git_lanes.store.append_queue", "git_lanes.store.reflogs"}
+    assert write_path.isdisjoint(imported)
+    assert "git_lanes" not in imported  # `from git_lanes import ledger`, for every op

@@ -13,9 +13,11 @@ from git_lanes.errors import UnsupportedFormat, UserError
 from git_lanes.model.ids import Actor, AgentId, LedgerId
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from git_lanes import ledger
     from git_lanes.domain import agents, board, claims, lanes, tasks, tickets
-    from git_lanes.domain.coordination import FOLD
+    from git_lanes.ledger import Fold
     from git_lanes.ledger.watch import LedgerWatch
     from git_lanes.model import ledger_results as results
     from git_lanes.model.coordination import AgentRow, ClaimRow, DirtySet, PostView, TaskDetail, TaskView, \
@@ -26,6 +28,20 @@ R = TypeVar("R", bound="Record")
 
 DEFAULT_WAIT = 60.0
 MAX_WAIT = 24 * 3600.0
+
+
+# The ledger and the coordination model's fold, loaded by the first write (a face that only reads never loads
+# the fold) and kept: an import in a function is thousands of instructions at every call.
+_WRITING: tuple[ModuleType, Fold] | None = None
+
+
+def _load_writing() -> tuple[ModuleType, Fold]:
+    global _WRITING
+    from git_lanes import ledger
+    from git_lanes.domain.coordination import FOLD
+
+    _WRITING = (ledger, FOLD)
+    return _WRITING
 
 
 class LedgerApi:
@@ -54,11 +70,9 @@ class LedgerApi:
 
     def _append(self, op_type: str, actor: str, args: dict[str, Any]) -> dict[str, Any]:
         """Append one op under the writers' lock; its result as the ledger records it, plus `op`."""
-        from git_lanes import ledger
-        from git_lanes.domain.coordination import FOLD
-
+        ledger, fold = _WRITING or _load_writing()
         op = ledger.make_op(op_type, actor, args, self.ctx.now())
-        appended = ledger.append(self.ctx.store, op, FOLD)
+        appended = ledger.append(self.ctx.store, op, fold)
         return {**(appended.op.result or {}), "op": op.id}
 
     def _append_as(self, result: type[R], op_type: str, actor: str, args: dict[str, Any]) -> R:

@@ -11,14 +11,24 @@ from git_lanes.ledger.state import State, Tx
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from git_lanes.store import Store
+
+
+# ledger/combine.py's `append` once the first append loaded it: an import in a function is thousands of
+# instructions at every call, a twentieth of an append's once they were counted.
+_local_write: Callable[[Store, Op, Fold], Appended] | None = None
 
 
 def append(store: Store, op: Op, fold: Fold) -> Appended:
     """The local write (ledger/combine.py `append`), loaded by the first append: readers never load it."""
-    from git_lanes.ledger.combine import append as appended
+    global _local_write
+    if _local_write is None:
+        from git_lanes.ledger.combine import append as appended
 
-    return appended(store, op, fold)
+        _local_write = appended
+    return _local_write(store, op, fold)
 
 
 __all__ = ["FORMAT", "Appended", "Fold", "Op", "State", "Tx", "append", "apply_op", "head",

@@ -25,16 +25,18 @@ from contextlib import contextmanager
 
 from git_lanes import errors
 from git_lanes.errors import Conflict, InternalError, LanesError
+from git_lanes.ledger.log import AGENT_EMAIL, CAS_ATTEMPTS, MAINTENANCE_EVERY, Appended, _build, head, maintain
 from git_lanes.ledger.op import Op, op_identity
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate
+from git_lanes.store.append_queue import JOURNAL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from git_lanes.ledger.log import Appended, Fold
+    from git_lanes.ledger.log import Fold
     from git_lanes.store import Store
     from git_lanes.store.append_queue import AppendQueue, Listener
     from git_lanes.store.repo import Signatures
@@ -61,8 +63,6 @@ def append(store: Store, op: Op, fold: Fold) -> Appended:
     """Apply `op` on the current head under the local writers' lock and compare-and-swap the ref to the new
     commit, or have the lock's holder do so. Raises the fold's error when it refuses; a refused op changes
     nothing and is not recorded."""
-    from git_lanes.ledger.log import AGENT_EMAIL, MAINTENANCE_EVERY, maintain
-
     signed = store.signatures(op.actor, AGENT_EMAIL)  # depends on no head: made before the lock
     appended = _append(store, op, fold, signed)
     if int(op.id[:8], 16) % MAINTENANCE_EVERY == 0:
@@ -160,8 +160,6 @@ def _settle(store: Store, queue: AppendQueue, name: str, listener: Listener) -> 
 
 def _lead(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatures, alone: bool) -> Appended:
     """A holder's turn: its own op, then, unless `alone`, the queued ops in rounds while they keep coming."""
-    from git_lanes.store.append_queue import JOURNAL
-
     # One look at the folder begins the turn: a dead holder's round to settle, writers already waiting. (A
     # writer that queues during this op is served next if others wait, else woken to take the lock itself.)
     listed = queue.listing()
@@ -224,8 +222,6 @@ def _queued(store: Store, queue: AppendQueue, fold: Fold, limit: int, listed: li
 def _round(store: Store, queue: AppendQueue, fold: Fold, ops: Queued) -> dict[str, Any]:
     """Apply `ops` in order on the ledger's head and move it once; each queued op's outcome left for its
     waiter. Returns the outcome of the op named "" (the holder's own: its Appended, or its refusal)."""
-    from git_lanes.ledger.log import CAS_ATTEMPTS, Appended, _build, head
-
     for attempt in range(CAS_ATTEMPTS):
         base = tip = head(store)
         mine: dict[str, Any] = {}
@@ -288,8 +284,6 @@ def recover(store: Store, queue: AppendQueue) -> None:
 def _took(store: Store, intent: dict[str, Any]) -> bool:
     """Whether the ledger holds the round of `intent`: its last commit, or that commit's op (found by its id)
     since the head the round began on, which a sync may have replayed onto a peer's ops."""
-    from git_lanes.ledger.log import head
-
     new, old = intent.get("new"), intent.get("old")
     current = head(store)
     if current == new:
@@ -316,8 +310,6 @@ def _took(store: Store, intent: dict[str, Any]) -> bool:
 
 def _appended(op: Op, outcome: dict[str, Any]) -> Appended:
     """What the holder that applied `op` left its writer: the op as recorded, or the fold's refusal."""
-    from git_lanes.ledger.log import Appended
-
     refused = outcome.get("refused")
     if isinstance(refused, dict):
         raise _error(refused)

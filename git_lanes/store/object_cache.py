@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from types import ModuleType
+
     from git_lanes.store.objects import ObjectStore
     from git_lanes.store.values import CommitInfo
 
@@ -75,6 +77,10 @@ class ObjectCache:
         self._batch: dict[str, tuple[bytes, bytes]] | None = None  # id -> (kind, content), inside `batched`
         self._own: ObjectStore | None = None  # our own reader, for what libgit2 fails to read (`read_anyway`)
         self._keeps: list[str] = []  # `.keep` files guarding packs written here until a ref names them
+        # git_lanes.store.objects, loaded by the first write, not by readers; kept here because an import in
+        # a function is a few thousand instructions every call (sys.modules, then a failed `__path__`
+        # look-up with its formatted AttributeError), and a ledger append wrote through four of them.
+        self._objects: ModuleType | None = None
 
     # -- reading ---------------------------------------------------------------------------------------
     def tree(self, oid: str, path: str | None = None) -> TreeEntries:
@@ -247,17 +253,21 @@ class ObjectCache:
             self._packing = consolidates_packs(config)
         if self._batch is None:
             return self._write_loose(kind, data)
-        from git_lanes.store.objects import object_id
-
-        oid = object_id(kind, data)
+        oid: str = self._writer().object_id(kind, data)
         self._batch[oid] = (kind, data)
         return oid
 
     def _write_loose(self, kind: bytes, data: bytes, oid: str | None = None) -> str:
-        from git_lanes.store.objects import write_loose  # loaded by the first write, not by readers
+        written: str = self._writer().write_loose(self.objects_dir, kind, data, durable=bool(self._durable),
+                                                  shared=self._shared, level=self._level_for(data), oid=oid)
+        return written
 
-        return write_loose(self.objects_dir, kind, data, durable=bool(self._durable), shared=self._shared,
-                           level=self._level_for(data), oid=oid)
+    def _writer(self) -> ModuleType:
+        if self._objects is None:
+            from git_lanes.store import objects
+
+            self._objects = objects
+        return self._objects
 
     def _level_for(self, data: bytes) -> int:
         if self._level is not None:

@@ -105,10 +105,9 @@ class RefMoves:
             raise Conflict(f"could not update refs: {exc}", code="ref_locked", hint=hint) from None
 
     def _apply_ref_updates(self, updates: list[RefUpdate]) -> None:
-        from git_lanes.store import reflogs  # read-only commands never need it
-
         if len(updates) == 1 and self._move_loose(updates[0]):
             return
+        from git_lanes.store import reflogs  # read-only commands never need it, nor a ledger append
         for update in updates:
             if update.old is None and update.new is not None and stale.owned_ref(update.name):
                 reflogs.clear_orphans(self.common_dir, update.name, self.read_ref)
