@@ -5,6 +5,8 @@ Tx and the agent hook's LedgerReader agree."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from ledger_helpers import Clock, ledger_head
 
@@ -64,6 +66,32 @@ def test_an_op_lists_the_root_with_its_own_new_folders(base):
     tx = Tx(State(lanes.ctx.store, tree))
     tx.put("ports/feature.json", RECORD)
     assert tx.names("") == sorted({*State(lanes.ctx.store, tree).names(""), "ports"})
+
+
+def test_an_agent_acting_copies_neither_its_record_nor_its_read_position_and_changes_neither(repo, monkeypatch):
+    """`touch` (every op an agent makes) only looks at the agent's record and read position and writes a new
+    dict of its own where it changes one: a deep copy of each was most of what it cost an op. The records
+    the process keeps for later states stay as they were."""
+    from git_lanes.domain import agents
+    from git_lanes.ledger import state
+
+    lanes = Lanes(repo, clock=Clock())
+    lanes.claim_add(["src/**"], "lead")  # the first op: a checkpoint; the next ones are deltas
+    lanes.agent_heartbeat("coder-1")
+    lanes.board_post("hello", "coder-1")
+    store = lanes.ctx.store
+    head = ledger.head(store)
+    overlay = ledger.log.materialized(store, head).overlay
+    # both records are overlaid (a KeyError otherwise): the copies the old code made
+    kept = {path: json.dumps(overlay[path]) for path in (agents.agent_path("coder-1"), agents.reader_path("coder-1"))}
+    copies: list[object] = []
+    real = state._copy
+    monkeypatch.setattr(state, "_copy", lambda record: copies.append(record) or real(record))
+    tx = Tx(ledger.state_at(store, head))
+    record = agents.touch(tx, "coder-1", 5000.0)
+    assert copies == []
+    assert record["last_seen"] == 5000.0 and tx.edits[agents.agent_path("coder-1")]["last_seen"] == 5000.0
+    assert {path: json.dumps(overlay[path]) for path in kept} == kept  # what later states read is unchanged
 
 
 def test_a_record_read_from_a_state_is_its_own_and_changing_it_changes_no_later_state(repo):

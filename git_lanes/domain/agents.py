@@ -64,7 +64,9 @@ def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | N
     at the board's current end then, so old broadcasts do not flood in (directed posts still reach it).
     Calls that do not extend the lease (a post) leave an existing record untouched."""
     validate_agent_id(agent)
-    existing = tx.get(agent_path(agent))
+    # Looked at, not copied (`peek`): only top-level keys change, in a dict of its own, and the caller reads
+    # the record it gets. A deep copy of each record here was most of what this cost an op.
+    existing = tx.peek(agent_path(agent))
     record = dict(existing) if existing else {"id": agent, "kind": "agent", "lane": None, "registered": time,
                                               "last_seen": time, "lease_until": time + LEASE_SECONDS}
     if kind is not None:
@@ -76,10 +78,10 @@ def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | N
         record["last_seen"] = time
     if existing is None or record != existing:
         tx.put(agent_path(agent), record)
-    reader = tx.get(reader_path(agent)) or {"agent": agent, "cursor": None, "inbox": [], "own": []}
-    if reader.get("cursor") is None:
-        reader["cursor"] = current_seq(tx)
-        tx.put(reader_path(agent), reader)
+    reader = tx.peek(reader_path(agent))
+    if reader is None or reader.get("cursor") is None:
+        tx.put(reader_path(agent), {**(reader or {"agent": agent, "cursor": None, "inbox": [], "own": []}),
+                                    "cursor": current_seq(tx)})
     return record
 
 
