@@ -385,3 +385,17 @@ def test_git_lanes_gc_clears_a_keep_a_killed_writer_left_and_git_packs_what_it_k
     assert not left.exists() and users.exists()
     assert not left.with_suffix(".pack").exists()  # git repacked what it kept
     fsck_clean(repo)
+
+
+def test_a_name_or_prefix_libgit2_refuses_gets_libgit2_s_error_not_the_fallback_s(repo):
+    """The ledger's reads fall back to our reader only for a whole object id: a prefix, a name or a typo keeps
+    the error libgit2 gives it (ambiguous, invalid, not found), which callers tell apart."""
+    import pygit2
+
+    store = open_store(repo)
+    for name in ("abc", "zz", "HEAD", "0" * 40):
+        with pytest.raises(Exception) as ours:
+            store.commit_info(name)
+        with pytest.raises(Exception) as theirs:
+            pygit2.Repository(str(repo))[name]
+        assert type(ours.value) is type(theirs.value), name

@@ -169,6 +169,8 @@ class ObjectCache:
         packs that are there. Only called on a failure: reads cost what they did."""
         from git_lanes.errors import UnsupportedFormat
 
+        if len(oid) not in (40, 64) or oid.strip("0123456789abcdef"):
+            return None  # a prefix or a name: libgit2's own error says what is wrong with it
         if self._own is None:
             from git_lanes.store.objects import ObjectStore
 
