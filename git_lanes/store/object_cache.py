@@ -81,6 +81,7 @@ class ObjectCache:
         # a function is a few thousand instructions every call (sys.modules, then a failed `__path__`
         # look-up with its formatted AttributeError), and a ledger append wrote through four of them.
         self._objects: ModuleType | None = None
+        self._sha1: Any = None  # OpenSSL's SHA-1, loaded with it: object ids are most of what a write hashes
 
     # -- reading ---------------------------------------------------------------------------------------
     def tree(self, oid: str, path: str | None = None) -> TreeEntries:
@@ -253,9 +254,10 @@ class ObjectCache:
             self._shared = _shared_permissions(config)
             self._level = _loose_compression(config)
             self._packing = consolidates_packs(config)
+        objects = self._writer()  # loads `_sha1` too
+        oid: str = objects.object_id(kind, data, self._sha1)
         if self._batch is None:
-            return self._write_loose(kind, data)
-        oid: str = self._writer().object_id(kind, data)
+            return self._write_loose(kind, data, oid)
         self._batch[oid] = (kind, data)
         return oid
 
@@ -266,8 +268,10 @@ class ObjectCache:
 
     def _writer(self) -> ModuleType:
         if self._objects is None:
+            from git_lanes.model.digest import openssl_sha1
             from git_lanes.store import objects
 
+            self._sha1 = openssl_sha1()
             self._objects = objects
         return self._objects
 

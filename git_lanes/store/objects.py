@@ -19,6 +19,8 @@ from git_lanes.model.digest import sha1
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from git_lanes.store.packs import Pack
 
 
@@ -203,9 +205,11 @@ def fill(handle: int, data: bytes, *, shared: int, durable: bool) -> None:
         os.fsync(handle)
 
 
-def object_id(kind: bytes, content: bytes) -> str:
-    """The id git gives an object of `kind` holding `content`."""
-    return sha1(b"%s %d\0%s" % (kind, len(content), content)).hexdigest()
+def object_id(kind: bytes, content: bytes, hasher: Any = sha1) -> str:
+    """The id git gives an object of `kind` holding `content`; `hasher` a SHA-1 (model/digest.py: the builtin
+    one the agent-hook path loads, or OpenSSL's for a process that writes much)."""
+    oid: str = hasher(b"%s %d\0%s" % (kind, len(content), content)).hexdigest()
+    return oid
 
 
 def deflated(raw: bytes, level: int) -> bytes:

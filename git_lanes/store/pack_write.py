@@ -23,7 +23,7 @@ import struct
 import time
 import zlib
 
-from git_lanes.model.digest import sha1
+from git_lanes.model.digest import openssl_sha1
 from git_lanes.store.objects import deflated, fill
 
 TYPE_CHECKING = False
@@ -58,7 +58,7 @@ def write_pack(objects_dir: str, objects: Iterable[tuple[str, bytes, bytes, int]
         raise ValueError("too large for one small pack")
     chunks[0] = b"PACK" + struct.pack(">II", 2, len(entries))
     pack = b"".join(chunks)
-    checksum = sha1(pack).digest()
+    checksum = openssl_sha1()(pack).digest()
     pack += checksum
     entries.sort()
     index = _index(entries, checksum)
@@ -165,7 +165,7 @@ def _index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes
                       b"".join(raw for raw, _, _ in entries),
                       struct.pack(f">{count}I", *(crc for _, crc, _ in entries)),
                       struct.pack(f">{count}I", *(offset for _, _, offset in entries)), pack_checksum))
-    return index + sha1(index).digest()
+    return index + openssl_sha1()(index).digest()
 
 
 def _written(path: str, data: bytes, durable: bool, shared: int) -> str:
