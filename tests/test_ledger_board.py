@@ -267,3 +267,30 @@ def test_a_count_an_older_writer_carried_past_a_read_is_taken_again(lanes, repo)
     lanes.board_post("a's next", "a")  # nothing else unread? its cursor would jump past b's post
     assert [p["text"] for p in lanes.board_read("a", unread_only=True)["posts"]] == ["after the read"]
     assert "own_before" not in ledger_record(repo, "board/readers/a.json")
+
+
+def test_a_post_reads_the_boards_end_without_matching_the_paths_of_earlier_posts_again(lanes, monkeypatch):
+    """The board's end is found from the posts the overlay holds (up to CHECKPOINT_EVERY ops' edits): every
+    op matched each of their paths against the post pattern again. A path's key is a function of the path
+    alone, so it is matched once."""
+    from git_lanes.domain import board_index
+
+    lanes.claim_add(["src/**"], "lead")  # the first op: a checkpoint; the next ones are deltas
+    for n in range(4):
+        lanes.board_post(f"post {n}", "coder-1")
+    store = lanes.ctx.store
+    overlaid = [p for p in ledger.log.materialized(store, ledger.head(store)).overlay if p.startswith("board/0")]
+    assert len(overlaid) == 4  # the precondition: the posts are the overlay's
+
+    class Spy:
+        def __init__(self, pattern) -> None:
+            self.pattern, self.matched = pattern, []
+
+        def fullmatch(self, path: str):
+            self.matched.append(path)
+            return self.pattern.fullmatch(path)
+
+    spy = Spy(board_index._POST)
+    monkeypatch.setattr(board_index, "_POST", spy)
+    assert lanes.board_post("post 4", "coder-1").post == 5
+    assert spy.matched in ([], [board_index.post_path(4)])  # at most the one no op had read the end after

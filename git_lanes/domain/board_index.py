@@ -80,11 +80,28 @@ def _posts_written(edits: dict[str, Record | None]) -> list[Key] | None:
     for path, record in edits.items():
         if not path.startswith("board") or path.startswith("board/readers/"):
             continue
-        match = _POST.fullmatch(path)
-        if match is None or record is None:
+        key = _KEYS.get(path)
+        if key is None:
+            key = _post_key(path)
+        if not key or record is None:
             return None
-        keys.append(match.groups())
+        keys.append(key)
     return keys
+
+
+# Board path -> its key, () for a path that is no post's: a function of the path alone, kept because every op
+# looks again at the paths of the overlay it reads (the edits of up to CHECKPOINT_EVERY ops).
+_KEYS: dict[str, Key] = {}
+_KEYS_MAX = 4096
+
+
+def _post_key(path: str) -> Key:
+    match = _POST.fullmatch(path)
+    key: Key = match.groups() if match else ()
+    if len(_KEYS) >= _KEYS_MAX:
+        _KEYS.clear()
+    _KEYS[path] = key
+    return key
 
 
 def _tree_last(state: State) -> Key | None:
