@@ -67,8 +67,23 @@ def git(*args: str, cwd: Path, check: bool = True, input: str | None = None, env
                           env={**os.environ, **env} if env else None).stdout
 
 
+def rolled_up(path: Path, timeout: float = 120) -> None:
+    """Wait for a roll-up an append started in the background (`git repack --geometric`, detached, as `git gc
+    --auto` is) to finish: `git fsck` run while git removes packs reports the ones it listed and then missed
+    ("index not opened", objects missing), though nothing is lost."""
+    import time
+
+    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=path, capture_output=True,
+                            text=True).stdout.strip()
+    lock = path / (common or ".git") / "lanes-roll-up.lock"  # an absolute common dir replaces `path`
+    deadline = time.monotonic() + timeout
+    while lock.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def fsck_clean(path: Path) -> None:
-    """`git fsck` finds nothing wrong in the repository at `path`."""
+    """`git fsck` finds nothing wrong in the repository at `path` (once a background roll-up is done)."""
+    rolled_up(path)
     proc = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling"], cwd=path, capture_output=True,
                           text=True)
     assert proc.returncode == 0 and "error" not in proc.stderr, proc.stderr
