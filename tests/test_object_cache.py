@@ -239,7 +239,7 @@ def test_trees_are_parsed_as_git_spells_them_and_malformed_ones_refused_as_befor
     """The regular-expression parser reads every well-formed tree as the byte-by-byte one does (zero-padded
     modes, names with spaces, newlines, non-ASCII and none at all, 32-byte ids) and hands anything else to it,
     so a malformed tree gets the same answer or the same error."""
-    from git_lanes.store.object_cache import _parse_tree_slowly, encode_tree, item, parse_tree
+    from git_lanes.store.tree_bytes import encode_tree, item, parse_tree, parse_tree_slowly
 
     entries = {f"{n:02x}": item(f"{n:02x}", 0o040000, f"{n:040x}") for n in range(40)}
     for n, mode in enumerate((0o100644, 0o100755, 0o120000, 0o160000)):
@@ -249,7 +249,7 @@ def test_trees_are_parsed_as_git_spells_them_and_malformed_ones_refused_as_befor
     padded = tree.replace(b"40000 ", b"040000 ", 3).replace(b"100644 ", b"0100644 ", 1)
     wide = b"100644 a\0" + b"\0" * 32 + b"40000 b\0" + b"\n" * 32
     for data, width in ((tree, 20), (padded, 20), (wide, 32)):
-        assert parse_tree(data, width) == _parse_tree_slowly(data, width)
+        assert parse_tree(data, width) == parse_tree_slowly(data, width)
     assert parse_tree(padded)["00"][3] == b"40000 00\0" + bytes(20)  # written back as git writes it
     for bad in (tree[:-3], tree + b"x", b"", b"1x0 a\0" + b"a" * 20, b"100644 a" + b"b" * 20, b"8 a\0" + b"c" * 20):
         def outcome(parse) -> object:
@@ -258,7 +258,7 @@ def test_trees_are_parsed_as_git_spells_them_and_malformed_ones_refused_as_befor
             except ValueError as exc:
                 return repr(exc)
 
-        assert outcome(parse_tree) == outcome(_parse_tree_slowly), bad
+        assert outcome(parse_tree) == outcome(parse_tree_slowly), bad
 
 
 def test_a_compression_level_is_parsed_as_git_parses_it(repo):
@@ -292,7 +292,7 @@ def test_a_tree_parsed_against_the_last_version_at_its_path_is_parsed_as_a_whole
     chains of insertions, deletions, replacements and byte-level damage."""
     import random
 
-    from git_lanes.store.object_cache import TREE_MODE, _parse_near, _scan, encode_tree, item, parse_tree
+    from git_lanes.store.tree_bytes import TREE_MODE, encode_tree, item, parse_near, parse_tree, scan
 
     rng = random.Random(15)
     names = [f"{n:02x}" for n in range(256)] + ["a", "a.b", "a-c", "a b", "é", "z" * 40]
@@ -311,14 +311,14 @@ def test_a_tree_parsed_against_the_last_version_at_its_path_is_parsed_as_a_whole
         if step % 50 == 49:  # damaged bytes: whatever the middle holds, the answer is a whole parse's or none
             spot = rng.randrange(len(data))
             data = data[:spot] + bytes([data[spot] ^ rng.choice((0x01, 0x20, 0x40))]) + data[spot + 1:]
-        got = _parse_near(data, layout, 20)
+        got = parse_near(data, layout, 20)
         try:
             whole = parse_tree(data)
         except ValueError:
             assert got is None
             continue
         if got is None:
-            scanned = _scan(data, 20)
+            scanned = scan(data, 20)
             assert scanned is None or not scanned[1] or step % 50 == 49, step  # only damage defeats it
             layout = (data, whole, None)
             entries = dict(whole)
@@ -340,8 +340,8 @@ def test_another_process_reads_each_new_version_of_a_big_folder_as_git_lists_it(
     from git_lanes.store import object_cache
 
     near_parses = []
-    plain = object_cache._parse_near
-    monkeypatch.setattr(object_cache, "_parse_near", lambda *args: near_parses.append(plain(*args)) or near_parses[-1])
+    plain = object_cache.parse_near
+    monkeypatch.setattr(object_cache, "parse_near", lambda *args: near_parses.append(plain(*args)) or near_parses[-1])
     writer, reader = open_store(repo), open_store(repo)
     rng = random.Random(7)
     commit = writer.write_records(None, {f"tasks/{n:02x}/{n:016x}.json": b"{}\n" for n in range(256)}, [], "all\n")

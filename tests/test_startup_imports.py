@@ -54,6 +54,7 @@ PINNED = {
     ("board", "read", "--agent", "coder-1"): REPOSITORY | LEDGER | {"git_lanes.cli.board",
                                                                       "git_lanes.model.ledger_results",
                                                                       "git_lanes.store.object_cache",
+                                                                      "git_lanes.store.tree_bytes",
                                                                       "git_lanes.domain.wording"},
 }
 
