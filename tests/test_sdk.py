@@ -96,13 +96,22 @@ def _link(fd: Path) -> str:
 def test_a_session_used_with_with_gives_its_workspace_watcher_back(repo):
     """A session that snapshots its workspace twice watches it (an inotify instance, 128 per user by default);
     an orchestrator opening sessions one after another had no way to give that back but the garbage collector."""
-    before = _inotify_instances()
-    with AgentSession(repo, agent_id="coder-1", lane="feature/auth") as session:
-        for step in ("one", "two"):
-            with session.work(f"step {step}", auto_accept=True) as w:
-                (w.path / f"{step}.txt").write_text(f"{step}\n")
-        assert _inotify_instances() == before + 1  # the second snapshot watches the workspace
-    assert _inotify_instances() == before
+    import gc
+
+    # Sessions earlier tests in this worker left to the garbage collector must not close their watchers
+    # while this one counts: collect them now, and let no collection run until it has counted.
+    gc.collect()
+    gc.disable()
+    try:
+        before = _inotify_instances()
+        with AgentSession(repo, agent_id="coder-1", lane="feature/auth") as session:
+            for step in ("one", "two"):
+                with session.work(f"step {step}", auto_accept=True) as w:
+                    (w.path / f"{step}.txt").write_text(f"{step}\n")
+            assert _inotify_instances() == before + 1  # the second snapshot watches the workspace
+        assert _inotify_instances() == before
+    finally:
+        gc.enable()
     with session.work("after closing", auto_accept=True) as w:  # still usable: it watches again when it must
         (w.path / "three.txt").write_text("three\n")
     assert w.result["status"] == "accepted"
