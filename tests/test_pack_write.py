@@ -151,6 +151,20 @@ def test_upkeep_starts_git_gc_exactly_when_git_would_collect(repo, auto, due):
         assert sorted(sample.iterdir()) == sampled
 
 
+def test_no_roll_up_where_git_maintenance_keeps_a_multi_pack_index(repo):
+    """`git maintenance` (incremental-repack) packs through a multi-pack-index: the ledger leaves the packs
+    to it rather than remove packs the index names from under a held-open libgit2."""
+    objects_dir = str(repo / ".git" / "objects")
+    for n in range(ROLL_UP_AT + 1):
+        write_pack(objects_dir, _objects(2, f"pack {n}"), durable=False, shared=0)
+    assert upkeep_due(objects_dir, 6700, 50) == (True, False)  # the precondition: a roll-up is due
+    git("multi-pack-index", "write", cwd=repo)
+    assert upkeep_due(objects_dir, 6700, 50) == (False, False)
+    packs = _packs(repo)
+    open_store(repo).upkeep(gc=False, background=False)
+    assert _packs(repo) == packs
+
+
 def test_packs_past_git_limit_make_gc_due_whatever_the_loose_objects(repo):
     objects_dir = str(repo / ".git" / "objects")
     for n in range(3):

@@ -185,7 +185,7 @@ def upkeep_due(objects_dir: str, auto: int, pack_limit: int) -> tuple[bool, bool
     `need_to_gc`), so upkeep starts no git process (~10-60 ms) when neither would. `auto`: gc.auto (≤ 0:
     git's upkeep is off, and so is ours); `pack_limit`: gc.autoPackLimit. git counts local packs not kept
     by a `.keep` file against the limit, and estimates loose objects from `objects/17` alone. A `.keep` a
-    killed writer of ours left goes first (`stale_keeps`)."""
+    killed writer of ours left goes first (`stale_keeps`). No roll-up where a multi-pack-index is."""
     if auto <= 0:
         return False, False
     pack_dir = os.path.join(objects_dir, "pack")
@@ -197,7 +197,10 @@ def upkeep_due(objects_dir: str, auto: int, pack_limit: int) -> tuple[bool, bool
     release(stale)
     names.difference_update(os.path.basename(path) for path in stale)
     packs = sum(1 for name in names if name.endswith(".pack") and f"{name[:-5]}.keep" not in names)
-    roll = pack_limit > 0 and packs > ROLL_UP_AT
+    # A multi-pack-index means git's own maintenance packs here (`git maintenance`'s incremental-repack):
+    # leave the packs to it. Rolling up under it would remove packs the index names, which a held-open
+    # libgit2 (that keeps the index it loaded) then fails to read until it restarts.
+    roll = pack_limit > 0 and packs > ROLL_UP_AT and "multi-pack-index" not in names
     if pack_limit > 0 and packs > pack_limit:
         return roll, True
     threshold = -(-auto // 256)
