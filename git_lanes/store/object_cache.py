@@ -351,18 +351,21 @@ def _wants_durable_objects(config: pygit2.Config) -> tuple[bool, bool]:
 
 
 def consolidates_packs(config: pygit2.Config) -> bool:
-    """Whether git's automatic upkeep runs here (`gc.auto`, `gc.autoPackLimit`, neither set to 0): the packs
-    batches add are then consolidated by it and by the ledger's upkeep (`ledger.log.maintain`). Where the
-    user turned it off, batches stay loose objects, which cost readers nothing however many there are."""
-    for key in ("gc.auto", "gc.autoPackLimit"):
-        try:
-            if config.get_int(key) == 0:
-                return False
-        except KeyError:
-            continue
-        except (pygit2.GitError, ValueError):
-            return False  # a value git would refuse: not ours to guess
-    return True
+    """Whether git's automatic upkeep runs here (`gc.auto`, `gc.autoPackLimit`, neither 0 or below, as git
+    reads them): the packs batches add are then consolidated by it and by the ledger's upkeep
+    (`Store.upkeep`). Where the user turned it off, batches stay loose objects, which cost readers nothing
+    however many there are."""
+    return config_int(config, "gc.auto", 6700) > 0 and config_int(config, "gc.autoPackLimit", 50) > 0
+
+
+def config_int(config: pygit2.Config, key: str, default: int) -> int:
+    """An integer setting as git reads it (k, m, g suffixes); 0 (off) for a value git would refuse."""
+    try:
+        return int(config.get_int(key))
+    except KeyError:
+        return default
+    except (ValueError, pygit2.GitError):
+        return 0
 
 
 def _shared_permissions(config: pygit2.Config) -> int:

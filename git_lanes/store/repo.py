@@ -302,11 +302,12 @@ class Store(RefMoves, WorkspaceOps):
         background unless told not to), then `git gc --auto` (when `gc`), which packs loose objects in the
         background. Nothing where `gc.auto` is 0. libgit2 never runs either on its own."""
         from git_lanes.store.gitcli import run_git
+        from git_lanes.store.object_cache import config_int
         from git_lanes.store.pack_write import roll_up, upkeep_due
 
         config = self.repo.config
-        roll, collect = upkeep_due(str(self.common_dir / "objects"), _config_int(config, "gc.auto", 6700),
-                                   _config_int(config, "gc.autoPackLimit", 50))
+        roll, collect = upkeep_due(str(self.common_dir / "objects"), config_int(config, "gc.auto", 6700),
+                                   config_int(config, "gc.autoPackLimit", 50))
         if roll:
             roll_up(str(self.root), str(self.common_dir / "lanes-roll-up.lock"), background=background)
         if gc and collect:
@@ -387,12 +388,3 @@ def _now() -> tuple[int, int]:
     offset = -(time.altzone if time.daylight and time.localtime().tm_isdst else time.timezone) // 60
     return int(time.time()), offset
 
-
-def _config_int(config: pygit2.Config, key: str, default: int) -> int:
-    """An integer setting as git reads it (k, m, g suffixes); 0 (off) for a value git would refuse."""
-    try:
-        return int(config.get_int(key))
-    except KeyError:
-        return default
-    except (ValueError, pygit2.GitError):
-        return 0
