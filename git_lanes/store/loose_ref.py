@@ -20,6 +20,7 @@ import os
 import time
 
 from git_lanes.errors import Conflict
+from git_lanes.store.spare_refs import keep, recycles, reuse, spare_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,14 +51,17 @@ class LockTaken(Exception):
 
 
 def move(common_dir: str, name: str, new: str, old: str, message: str, identity: Callable[[], Identity],
-         log: bool, patience: Callable[[], int] | None = None) -> None:
+         log: bool, patience: Callable[[], int] | None = None, recycle: bool = False) -> None:
     """Move `name` from `old` to `new` under `<name>.lock`, appending a reflog line when `log`. Conflict
     (stale_ref, as the libgit2 path raises it) when the ref is not at `old`; LockTaken when the lock exists
     (for `patience()` milliseconds, asked only then: git's core.filesRefLockTimeout); Unusual when libgit2
-    should do it."""
+    should do it. `recycle`: keep the ref's displaced file for the next move's lock (spare_refs.py)."""
     path = os.path.join(common_dir, name)
     lock = path + ".lock"
-    fd = _take_patiently(lock, patience)
+    spare = spare_path(common_dir, name) if recycle and recycles(common_dir) else ""
+    fd, size = reuse(spare, lock) if spare else (-1, 0)
+    if fd < 0:
+        fd = _take_patiently(lock, patience)
     try:
         current = _read(common_dir, name, path)
         if current != old:
@@ -67,11 +71,16 @@ def move(common_dir: str, name: str, new: str, old: str, message: str, identity:
             return
         if log and _head_names(common_dir, name):
             raise Unusual("HEAD points to the ref: libgit2 logs HEAD's move too")
-        os.write(fd, f"{new}\n".encode())
+        value = f"{new}\n".encode()
+        os.pwrite(fd, value, 0)
+        if size > len(value):  # a reused file that held more (a hand-edited ref, say)
+            os.ftruncate(fd, len(value))
         if log:  # with the lock still open, as libgit2 logs: stale.py never takes an open lock for abandoned
             _append_log(common_dir, name, reflog_line(current, new, identity(), message))
         os.close(fd)
         fd = -1
+        if spare:
+            keep(path, spare)
         os.replace(lock, path)
         lock = ""  # it is the ref now
     finally:

@@ -136,7 +136,8 @@ class RefMoves:
             return False
         try:
             loose_ref.move(str(self.common_dir), update.name, update.new, update.old, update.message,
-                           self._reflog_identity, log=True, patience=self._ref_lock_timeout)
+                           self._reflog_identity, log=True, patience=self._ref_lock_timeout,
+                           recycle=update.name == refs.LEDGER)
         except loose_ref.Unusual:
             return False
         except (loose_ref.LockTaken, OSError) as exc:  # reported as libgit2's own failure is

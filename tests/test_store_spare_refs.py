@@ -1,0 +1,206 @@
+"""The ledger's ref file reused as its next lock (store/spare_refs.py): a move takes the file the previous
+move displaced, so it neither creates nor frees one, and never rewrites a file anyone may still read: one
+still open anywhere, one with another name (the ref itself, a hard-linked copy of .git), one whose lock is
+taken. What is written stays plain git, read alike by git and dulwich."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import fsck_clean, git
+from dulwich.repo import Repo as DulwichRepo
+
+from git_lanes.errors import Conflict
+from git_lanes.store import RefUpdate, open_store, spare_refs
+
+REF = "refs/lanes/ledger"
+
+
+@pytest.fixture
+def store(repo: Path, monkeypatch):
+    """A store whose ledger moves reuse files wherever the test's folder is (tmpfs would not by default)."""
+    opened = open_store(repo)
+    monkeypatch.setitem(spare_refs._RECYCLES, str(opened.common_dir), True)
+    return opened
+
+
+def _commits(repo: Path, count: int) -> list[str]:
+    tree = git("write-tree", cwd=repo).strip()
+    return [git("commit-tree", tree, "-m", f"c{i}", cwd=repo).strip() for i in range(count)]
+
+
+def _move(store, new: str) -> None:
+    store.update_refs([RefUpdate(REF, new, store.read_ref(REF), "test")])
+
+
+def _paths(repo: Path) -> tuple[Path, Path]:
+    return repo / ".git" / REF, Path(spare_refs.spare_path(str(repo / ".git"), REF))
+
+
+def test_a_move_reuses_the_file_the_move_before_displaced(store, repo):
+    one, two, three, four = _commits(repo, 4)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    first = ref.stat().st_ino
+    _move(store, two)
+    assert spare.stat().st_ino == first and ref.stat().st_ino != first  # kept, not freed
+    second = ref.stat().st_ino
+    _move(store, three)
+    assert ref.stat().st_ino == first and spare.stat().st_ino == second
+    assert ref.read_text() == f"{three}\n" and ref.stat().st_nlink == 1
+    _move(store, four)
+    assert ref.stat().st_ino == second and ref.read_text() == f"{four}\n"
+    assert git("rev-parse", REF, cwd=repo).strip() == four
+    assert DulwichRepo(str(repo)).refs[REF.encode()] == four.encode()
+    log = git("reflog", "show", "--format=%H", REF, cwd=repo).split()
+    assert log[:4] == [four, three, two, one]
+    assert not (repo / ".git" / f"{REF}.lock").exists()
+    fsck_clean(repo)
+
+
+def test_a_displaced_file_still_open_is_never_rewritten(store, repo):
+    """A reader that opened the ref before a move displaced it reads what it opened, however late: the kernel
+    refuses the lease while it is open, and the move takes a new lock instead."""
+    one, two, three = _commits(repo, 3)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    reader = os.open(ref, os.O_RDONLY)  # a `git rev-parse` that opened the ref and has not read it yet
+    try:
+        _move(store, two)
+        _move(store, three)
+        assert os.read(reader, 100) == f"{one}\n".encode()
+        assert os.fstat(reader).st_ino not in (ref.stat().st_ino, spare.stat().st_ino)
+    finally:
+        os.close(reader)
+    assert ref.read_text() == f"{three}\n"
+
+
+def test_a_spare_with_another_name_is_never_rewritten(store, repo):
+    """A hard-linked copy of .git (`cp -al`) names the same file: it keeps what it holds."""
+    one, two, three = _commits(repo, 3)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    _move(store, two)
+    copy = repo.parent / "copy-of-a-ref"
+    os.link(spare, copy)
+    _move(store, three)
+    assert copy.read_text() == f"{one}\n" and copy.stat().st_ino != ref.stat().st_ino
+    assert ref.read_text() == f"{three}\n"
+
+
+def test_a_spare_that_is_the_ref_itself_is_let_go(store, repo):
+    """A move killed between keeping the ref's file and renaming its lock leaves the spare naming the ref:
+    the next move must not write into the ref in place."""
+    one, two = _commits(repo, 2)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    spare.parent.mkdir(exist_ok=True)
+    spare.unlink(missing_ok=True)
+    os.link(ref, spare)
+    held = ref.stat().st_ino
+    _move(store, two)
+    assert ref.read_text() == f"{two}\n" and ref.stat().st_ino != held
+    assert spare.stat().st_ino == held and spare.read_text() == f"{one}\n"  # now truly displaced: kept
+
+
+def test_a_taken_lock_leaves_the_spare_and_the_ref_alone(store, repo, monkeypatch):
+    one, two, three = _commits(repo, 3)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    _move(store, two)
+    kept = spare.stat().st_ino
+    lock = repo / ".git" / f"{REF}.lock"
+    lock.write_text("held by someone\n")
+    monkeypatch.setattr("git_lanes.store.stale.clear_if_stale", lambda *args, **kwargs: False)
+    with pytest.raises(Conflict):
+        _move(store, three)
+    assert lock.read_text() == "held by someone\n" and spare.stat().st_ino == kept
+    assert ref.read_text() == f"{two}\n"
+
+
+def test_files_in_memory_are_not_reused_by_default(repo):
+    if spare_refs.file_system("/dev/shm") != "tmpfs":
+        pytest.skip("no tmpfs at /dev/shm")
+    assert not spare_refs.recycles("/dev/shm")
+    assert spare_refs.file_system(str(repo)) not in ("", "tmpfs") or not spare_refs.recycles(str(repo))
+    assert spare_refs.file_system("/no/such/folder") == ""
+
+
+WRITER = """
+import sys
+from git_lanes.errors import Conflict
+from git_lanes.store import RefUpdate, loose_ref, open_store, spare_refs
+
+store = open_store(sys.argv[1])
+spare_refs._RECYCLES[str(store.common_dir)] = True
+reused = 0
+original = loose_ref.reuse
+
+def counting(spare, lock):
+    global reused
+    fd, size = original(spare, lock)
+    reused += fd >= 0
+    return fd, size
+
+loose_ref.reuse = counting
+ref, me, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
+tree = store.empty_tree()
+done = 0
+while done < count:
+    head = store.read_ref(ref)
+    commit = store.write_commit(tree, [head], f"{me} {done}\\n")
+    try:
+        store.update_refs([RefUpdate(ref, commit, head, f"{me} {done}")])
+    except Conflict as exc:
+        assert exc.code in ("stale_ref", "locked", "ref_locked"), exc
+        continue
+    done += 1
+print(done, reused)
+"""
+
+READER = """
+import os, sys, time
+path, stop = sys.argv[1], sys.argv[2]
+seen = set()
+n = 0
+while not os.path.exists(stop):
+    fd = os.open(path, os.O_RDONLY)
+    if n % 7 == 0:
+        time.sleep(0.002)  # opened before a move, read after it
+    seen.add(os.read(fd, 100))
+    os.close(fd)
+    n += 1
+sys.stdout.write("\\n".join(sorted(value.decode().strip() for value in seen)))
+"""
+
+
+def test_readers_racing_reused_moves_only_ever_read_values_the_ref_had(store, repo):
+    """Three writer processes move the ledger's ref (reusing its files), while a reader opens and reads it
+    as git does, sometimes pausing between the two: every value it reads is one the ref held, whole."""
+    one, = _commits(repo, 1)
+    _move(store, one)
+    stop = repo.parent / "stop-reading"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(repo / ".git" / REF), str(stop)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(repo), REF, f"w{n}", "150"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(3)]
+    reused = 0
+    for writer in writers:
+        out, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err
+        done, count = map(int, out.split())
+        assert done == 150
+        reused += count
+    stop.touch()
+    out, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0, err
+    history = set(git("rev-list", "--first-parent", REF, cwd=repo).split())
+    seen = set(out.split())
+    assert seen and seen <= history, seen - history
+    assert len(history) == 451 and reused > 0
+    fsck_clean(repo)
