@@ -140,9 +140,9 @@ spare_refs._RECYCLES[str(store.common_dir)] = True
 reused = 0
 original = loose_ref.reuse
 
-def counting(spare, lock):
+def counting(common_dir, spare, lock):
     global reused
-    fd, size = original(spare, lock)
+    fd, size = original(common_dir, spare, lock)
     reused += fd >= 0
     return fd, size
 
@@ -204,3 +204,29 @@ def test_readers_racing_reused_moves_only_ever_read_values_the_ref_had(store, re
     assert seen and seen <= history, seen - history
     assert len(history) == 451 and reused > 0
     fsck_clean(repo)
+
+
+def test_a_file_system_without_leases_stops_trying(store, repo, monkeypatch):
+    """NFS and FUSE refuse leases (EINVAL): the move takes git's lock, and later moves there no longer try."""
+    import errno
+    import fcntl
+
+    one, two, three = _commits(repo, 3)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    _move(store, two)
+    tries = []
+    real = fcntl.fcntl
+
+    def no_leases(fd, command, *args):
+        if command == fcntl.F_SETLEASE:
+            tries.append(fd)
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(fd, command, *args)
+
+    monkeypatch.setattr(spare_refs.fcntl, "fcntl", no_leases)
+    _move(store, three)
+    assert ref.read_text() == f"{three}\n" and len(tries) == 1
+    assert not spare_refs.recycles(str(store.common_dir))
+    _move(store, one)
+    assert len(tries) == 1 and ref.read_text() == f"{one}\n"

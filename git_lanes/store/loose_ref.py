@@ -59,7 +59,7 @@ def move(common_dir: str, name: str, new: str, old: str, message: str, identity:
     path = os.path.join(common_dir, name)
     lock = path + ".lock"
     spare = spare_path(common_dir, name) if recycle and recycles(common_dir) else ""
-    fd, size = reuse(spare, lock) if spare else (-1, 0)
+    fd, size = reuse(common_dir, spare, lock) if spare else (-1, 0)
     if fd < 0:
         fd = _take_patiently(lock, patience)
     try:

@@ -8,6 +8,7 @@ ledger's time on such a disk. Reused, a move creates and frees nothing. The reus
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import stat
@@ -16,6 +17,7 @@ from _signal import SIGURG  # type: ignore[import-not-found]  # not `signal`: it
 SPARES = "lanes-spares"  # in the common dir, outside refs/: git never looks there
 _IN_MEMORY = frozenset({"tmpfs", "ramfs"})
 _RECYCLES: dict[str, bool] = {}  # common dir -> whether moves there reuse files (recycles)
+_NO_LEASES = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
 
 
 def spare_path(common_dir: str, name: str) -> str:
@@ -51,7 +53,7 @@ def file_system(path: str) -> str:
     return ""
 
 
-def reuse(spare: str, lock: str) -> tuple[int, int]:
+def reuse(common_dir: str, spare: str, lock: str) -> tuple[int, int]:
     """`lock` taken by giving it the file of an earlier value of the ref, kept at `spare`: its descriptor and
     size. -1 where that is not certainly safe, with the spare let go: the caller takes the lock the ordinary
     way.
@@ -73,7 +75,7 @@ def reuse(spare: str, lock: str) -> tuple[int, int]:
         os.unlink(spare)
         found = os.fstat(fd)
         # one name left (the lock): never a file the ref or a hard-linked copy of .git still names
-        if found.st_nlink == 1 and stat.S_ISREG(found.st_mode) and _unopened(fd):
+        if found.st_nlink == 1 and stat.S_ISREG(found.st_mode) and _unopened(fd, common_dir):
             return fd, found.st_size
     except OSError:
         pass
@@ -87,13 +89,16 @@ def reuse(spare: str, lock: str) -> tuple[int, int]:
     return -1, 0
 
 
-def _unopened(fd: int) -> bool:
+def _unopened(fd: int, common_dir: str) -> bool:
     """Whether `fd` is the only open file on its inode: a write lease is granted only then. The lease stays
-    until `fd` is closed (after the new value is written), so no one can open the file in between."""
+    until `fd` is closed (after the new value is written), so no one can open the file in between. Where
+    the file system has no leases (NFS, FUSE), its folder stops reusing files: every try would fail."""
     try:
         fcntl.fcntl(fd, fcntl.F_SETSIG, SIGURG)
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
-    except OSError:  # EAGAIN: open elsewhere; EACCES: another user's file; EINVAL: no leases here
+    except OSError as exc:  # EAGAIN: open elsewhere; EACCES: another user's file
+        if exc.errno in _NO_LEASES:
+            _RECYCLES[common_dir] = False
         return False
     return True
 
