@@ -82,6 +82,72 @@ def test_init_shape_and_idempotence(tmp_path):
     fails("init", "--trunk", "other", cwd=plain, code="trunk_set")
 
 
+def test_init_refuses_a_trunk_branch_that_does_not_exist(tmp_path):
+    """A mistyped --trunk used to become a new branch at HEAD's commit, silently: every promotion then went to
+    `mian` while the team looked at `main`. As `git switch mian` does, it is refused, with git's typo hint."""
+    project = tmp_path / "project"
+    git("init", "-q", "-b", "main", str(project), cwd=tmp_path)
+    git("commit", "-q", "--allow-empty", "-m", "one", cwd=project)
+    git("branch", "dev", cwd=project)
+    before = repository_state(project), git("config", "--list", "--local", cwd=project)
+    refused = fails("init", "--trunk", "mian", cwd=project, code="unknown_branch")
+    assert refused == {"error": "unknown_branch", "did_you_mean": ["main"],
+                       "message": "no branch 'mian' to be the trunk (branches here: dev, main)",
+                       "hint": "did you mean 'main'? to start a new trunk branch, create it first: `git branch mian`"}
+    text = run_cli("init", "--trunk", "mian", cwd=project)
+    assert text.code == 1 and text.out == ""
+    assert text.err == ("git-lanes: error: no branch 'mian' to be the trunk (branches here: dev, main)\n"
+                        "hint: did you mean 'main'? to start a new trunk branch, create it first: "
+                        "`git branch mian`\n")
+    assert (repository_state(project), git("config", "--list", "--local", cwd=project)) == before
+    # with HEAD detached the default trunk `main` must exist too; an existing branch is set up as before
+    git("switch", "-q", "--detach", cwd=project)
+    git("branch", "-q", "-m", "main", "master", cwd=project)
+    assert fails("init", cwd=project, code="unknown_branch")["hint"].startswith("name one of them as the trunk;")
+    assert ok("init", "--trunk", "dev", cwd=project)["trunk"] == "dev"
+    assert git("for-each-ref", "--format=%(refname:short)", "refs/heads", cwd=project).split() == ["dev", "master"]
+
+
+def test_init_names_the_trunk_of_a_repository_with_nothing_committed(tmp_path):
+    """No branch exists before the first commit: the trunk named is what HEAD becomes, as `git init -b`."""
+    empty = tmp_path / "empty"
+    git("init", "-q", "-b", "main", str(empty), cwd=tmp_path)
+    (empty / "a.txt").write_text("a\n")
+    report = ok("init", "--trunk", "trunk", cwd=empty)
+    assert report["trunk"] == "trunk" and report["checked_out"] == "trunk" and report["initial_state"]
+    assert git("symbolic-ref", "HEAD", cwd=empty).strip() == "refs/heads/trunk"
+    assert git("show", "trunk:a.txt", cwd=empty) == "a\n"
+    # an orphan branch checked out beside others is named by HEAD as well
+    git("switch", "-q", "--orphan", "fresh", cwd=empty)
+    other = tmp_path / "other"
+    git("init", "-q", "-b", "main", str(other), cwd=tmp_path)
+    git("commit", "-q", "--allow-empty", "-m", "one", cwd=other)
+    git("switch", "-q", "--orphan", "fresh", cwd=other)
+    assert ok("init", "--trunk", "fresh", cwd=other)["trunk"] == "fresh"
+
+
+def test_init_makes_a_trunk_only_the_remote_has_local_as_git_switch_does(tmp_path):
+    origin = tmp_path / "origin"
+    git("init", "-q", "-b", "main", str(origin), cwd=tmp_path)
+    git("commit", "-q", "--allow-empty", "-m", "one", cwd=origin)
+    git("switch", "-q", "-c", "develop", cwd=origin)
+    git("commit", "-q", "--allow-empty", "-m", "two", cwd=origin)
+    git("switch", "-q", "main", cwd=origin)
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(origin), str(clone), cwd=tmp_path)
+    assert ok("init", "--trunk", "develop", cwd=clone)["trunk"] == "develop"
+    assert git("rev-parse", "develop", cwd=clone) == git("rev-parse", "develop", cwd=origin)
+    assert git("rev-parse", "--abbrev-ref", "develop@{upstream}", cwd=clone).strip() == "origin/develop"
+    # two remotes with the branch: no guess, as git makes none
+    second = tmp_path / "second"
+    git("clone", "-q", str(origin), str(second), cwd=tmp_path)
+    git("remote", "add", "mirror", str(origin), cwd=second)
+    git("fetch", "-q", "mirror", cwd=second)
+    refused = fails("init", "--trunk", "develop", cwd=second, code="ambiguous_branch")
+    assert refused["message"] == "no branch 'develop' here, and 2 remotes have one: mirror, origin"
+    assert git("for-each-ref", "--format=%(refname:short)", "refs/heads", cwd=second).split() == ["main"]
+
+
 def test_lane_commands_shapes(repo):
     trunk = git("rev-parse", "main", cwd=repo).strip()
     created = ok("lane", "create", "feat/x", cwd=repo)

@@ -240,6 +240,7 @@ def test_a_trunk_the_main_worktree_is_not_on_is_said_at_init_and_when_committing
     (project / "a.txt").write_text("a\n")
     git("add", "a.txt", cwd=project)
     git("commit", "-q", "-m", "a", cwd=project)
+    git("branch", "main", cwd=project)  # a trunk must exist: init makes no branch of a --trunk it is given
     (project / "sub").mkdir()
     init = lanes("init", "--trunk", "main", cwd=project / "sub")
     assert init.code == 0, init.err

@@ -65,12 +65,12 @@ class CoreApi:
 
         directory = Path(path or os.getcwd()).resolve()
         gitfiles.require_utf8_place(str(directory))  # before `git init` makes a repository there
+        if trunk is not None:
+            lanes.validate_lane_name(trunk)
         created_repo = False
         try:
             store = open_store(directory)
         except NotARepository:
-            if trunk is not None:
-                lanes.validate_lane_name(trunk)
             directory.mkdir(parents=True, exist_ok=True)
             init_repository(directory, trunk or "main")
             store = open_store(directory)

@@ -10,7 +10,7 @@ from git_lanes.cli.output import json_option, run, short
 
 @click.command(cls=Command)
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
-@click.option("--trunk", metavar="NAME", help="The trunk lane's branch (default: the current branch, or main).")
+@click.option("--trunk", metavar="NAME", help="The trunk lane's branch, one that exists (default: the current branch, or main).")
 @json_option
 def init(directory: str | None, trunk: str | None, as_json: bool) -> None:
     """Set up a repository for lanes (running `git init` first in a plain directory). Idempotent.
@@ -18,9 +18,14 @@ def init(directory: str | None, trunk: str | None, as_json: bool) -> None:
     Sets lanes.trunk, core.logAllRefUpdates=always and notes.displayRef, excludes .lanes/, and gives an
     empty repository an initial state from its working tree.
 
+    The trunk must be a branch that exists, as for `git switch`: a mistyped --trunk is refused with the
+    branches there are. Before the first commit the trunk named is what HEAD becomes (as `git init -b`); a
+    branch only a remote has is made local from it (`git switch` does the same).
+
     \b
     Example:
       git lanes init --trunk main
+      git branch release && git lanes init --trunk release   # a new trunk branch
     """
     def action() -> dict:
         from git_lanes.api import Lanes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from git_lanes.domain import transitions
 from git_lanes.domain.context import Context
-from git_lanes.errors import Refused
+from git_lanes.errors import Ambiguous, NotFound, Refused
 from git_lanes.model import refs
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.store import RefUpdate, Store
@@ -20,7 +20,41 @@ def choose_trunk(store: Store, requested: str | None) -> str:
     if configured and requested and configured != requested:
         raise Refused(f"this repository's trunk is already {configured!r}", code="trunk_set",
                       hint="change it with `git config lanes.trunk NAME` if you really mean to")
-    return configured or requested or store.head_branch() or refs.DEFAULT_TRUNK
+    if configured:
+        return configured
+    trunk = requested or store.head_branch() or refs.DEFAULT_TRUNK
+    _require_branch(store, trunk)
+    return trunk
+
+
+def _require_branch(store: Store, trunk: str) -> None:
+    """The trunk must be a branch that exists, as `git switch` wants one: a mistyped `mian` would otherwise
+    become a new branch at HEAD's commit that every promotion then goes to, unnoticed. As in git, two cases
+    need none: a repository with nothing committed, whose unborn HEAD the trunk names (`git init -b`), and a
+    branch only one remote has, made local from it (`git switch` guesses so in a clone)."""
+    if store.read_ref(f"refs/heads/{trunk}") is not None:
+        return
+    remotes = store.remotes_with_branch(trunk)
+    if len(remotes) == 1:
+        store.branch_from_remote(remotes[0], trunk)
+        return
+    if remotes:
+        raise Ambiguous(f"no branch {trunk!r} here, and {len(remotes)} remotes have one: {', '.join(remotes)}",
+                        code="ambiguous_branch",
+                        hint=f"make it from one of them first: `git branch --track {trunk} {remotes[0]}/{trunk}`")
+    prefix = "refs/heads/"
+    branches = sorted(name[len(prefix):] for name in store.list_refs(prefix))
+    if not branches or trunk == store.head_branch():
+        return
+    import difflib  # only on this refusal
+
+    close = difflib.get_close_matches(trunk, branches, n=3, cutoff=0.6)
+    shown = ", ".join(branches[:10]) + (f" and {len(branches) - 10} more" if len(branches) > 10 else "")
+    create = f"to start a new trunk branch, create it first: `git branch {trunk}`"
+    raise NotFound(f"no branch {trunk!r} to be the trunk (branches here: {shown})", code="unknown_branch",
+                   hint=(f"did you mean {' or '.join(repr(c) for c in close)}? " if close else
+                         "name one of them as the trunk; ") + create,
+                   details={"did_you_mean": close})
 
 
 def initialize(store: Store, trunk: str, now: float) -> dict:

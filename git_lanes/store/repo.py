@@ -125,6 +125,9 @@ class Store(RefMoves, WorkspaceOps):
     def branch_from_remote(self, remote: str, branch: str) -> bool:
         return setup.branch_from_remote(self.root, self.repo, remote, branch)
 
+    def remotes_with_branch(self, branch: str) -> list[str]:
+        return setup.remotes_with_branch(self.repo, branch)
+
     def remote_branches(self, remote: str) -> list[str]:
         return setup.remote_branches(self.repo, remote)
 

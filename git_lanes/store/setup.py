@@ -62,6 +62,12 @@ def branch_from_remote(root: Path, repo: pygit2.Repository, remote: str, branch:
     return True
 
 
+def remotes_with_branch(repo: pygit2.Repository, branch: str) -> list[str]:
+    """The configured remotes that have a remote-tracking `branch`, as `git switch BRANCH` looks for them."""
+    return sorted(name for name in repo.remotes.names()
+                  if name and repo.references.get(f"refs/remotes/{name}/{branch}") is not None)
+
+
 def remote_branches(repo: pygit2.Repository, remote: str) -> list[str]:
     prefix = f"refs/remotes/{remote}/"
     return sorted(name[len(prefix):] for name in repo.references if name.startswith(prefix)
