@@ -15,6 +15,7 @@ import pytest
 from conftest import fsck_clean, git
 
 from git_lanes.api import Lanes
+from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
 from git_lanes.store import open_store
 from git_lanes.store.objects import ObjectStore, object_id, parse_commit
@@ -284,6 +285,53 @@ def test_our_reader_follows_packs_written_in_an_alternate_after_it_listed_them(r
     git("repack", "-d", "-q", cwd=repo)
     assert not (repo / ".git" / "objects" / blob[:2] / blob[2:]).exists()  # the precondition: only packed
     assert reader.read(blob) == (b"blob", b"packed in the alternate later\n")
+
+
+def _borrowing(tmp_path: Path, names: list[str]) -> list[Path]:
+    """Bare repositories `names`, each holding one blob of its own, each borrowing from the next (the last
+    borrows from none): their object folders."""
+    folders = []
+    for name in names:
+        git("init", "-q", "--bare", name, cwd=tmp_path)
+        folders.append(tmp_path / name / "objects")
+    for lender, borrower in zip(folders[1:], folders):
+        (borrower / "info" / "alternates").write_text(f"{lender}\n")
+    return folders
+
+
+def test_our_reader_ends_a_cycle_of_alternates_as_git_does(tmp_path):
+    """A names B as its alternate and B names A (`git clone --shared` made both ways): git lists each folder
+    once and never its own; our reader went round the cycle until Python's recursion limit."""
+    a, b = _borrowing(tmp_path, ["a.git", "b.git"])
+    (b / "info" / "alternates").write_text(f"{a}\n")
+    lent = git("hash-object", "-w", "--stdin", cwd=b.parent, input="in b\n").strip()
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    assert subprocess.run(["git", "cat-file", "-e", missing], cwd=a.parent).returncode == 1  # git: just missing
+    reader = ObjectStore(a)
+    assert reader.read(lent) == (b"blob", b"in b\n")
+    with pytest.raises(UnsupportedFormat, match="missing"):
+        reader.read(missing)
+
+
+def test_our_reader_follows_alternates_as_deep_as_git_does(tmp_path):
+    """A chain of alternates naming alternates: git reads six lists deep ("ignoring alternate object stores,
+    nesting too deep" past that) and so does our reader, object for object."""
+    folders = _borrowing(tmp_path, [f"r{n}.git" for n in range(9)])
+    blobs = [git("hash-object", "-w", "--stdin", cwd=folder.parent, input=f"only in {folder.parent.name}\n").strip()
+             for folder in folders]
+    gits = [subprocess.run(["git", "cat-file", "-e", blob], cwd=folders[0].parent, capture_output=True).returncode == 0
+            for blob in blobs]
+    assert gits == [True] * 7 + [False] * 2  # the precondition: the chain is deeper than git reads
+    reader = ObjectStore(folders[0])
+
+    def found(blob: str) -> bool:
+        try:
+            reader.read(blob)
+        except UnsupportedFormat:
+            return False
+        return True
+
+    assert [found(blob) for blob in blobs] == gits
 
 
 def test_listing_the_packs_again_costs_what_the_first_listing_did(tmp_path, monkeypatch):

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from git_lanes.store.packs import Pack
 
 
+# How deep git follows alternates that name alternates (link_alt_odb_entries: the repository's own list is at
+# depth 0, and a list at a depth past this is ignored); libgit2 stops at the same depth.
+ALTERNATES_DEPTH = 5
+
+
 class ObjectStore:
     """The objects of one repository (its common dir's `objects/`, plus alternates)."""
 
@@ -126,17 +131,12 @@ class ObjectStore:
         return self._packs
 
     def _alternate_list(self) -> list[ObjectStore]:
+        """The object folders this one borrows from, as git lists them: each alternate followed by the ones
+        it borrows from in turn, once each, never this folder itself, and no deeper than git reads. A cycle
+        (A names B, B names A: `git clone --shared` made both ways) ends where git ends it, not in a
+        recursion without end."""
         if self._alternates is None:
-            self._alternates = []
-            try:
-                with open(os.path.join(self.dir, "info", "alternates")) as handle:
-                    lines = handle.read().splitlines()
-            except FileNotFoundError:
-                lines = []
-            for line in lines:
-                line = line.strip()
-                if line and not line.startswith("#"):
-                    self._alternates.append(ObjectStore(os.path.realpath(os.path.join(self.dir, line))))
+            self._alternates = _linked_alternates(self.dir, 0, {os.path.realpath(self.dir)}, [])
         return self._alternates
 
     # -- writing ---------------------------------------------------------------------------------------
@@ -149,6 +149,30 @@ class ObjectStore:
             config = read_config_levels(os.path.dirname(self.dir))
             self._level = loose_compression(config.get("core.loosecompression"), config.get("core.compression"))
         return write_loose(self.dir, kind, content, level=self._level)
+
+
+def _linked_alternates(base: str, depth: int, seen: set[str], found: list[ObjectStore]) -> list[ObjectStore]:
+    """`found` with the alternates `base`'s list names, each followed by its own (read at `depth` + 1)."""
+    if depth > ALTERNATES_DEPTH:  # git says "ignoring alternate object stores, nesting too deep"
+        return found
+    try:
+        with open(os.path.join(base, "info", "alternates")) as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return found
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        place = os.path.realpath(os.path.join(base, line))
+        if place in seen or not os.path.isdir(place):  # git skips both (a missing one with an error)
+            continue
+        seen.add(place)
+        alternate = ObjectStore(place)
+        alternate._alternates = []  # its own alternates are listed here, after it, as git lists them
+        found.append(alternate)
+        _linked_alternates(place, depth + 1, seen, found)
+    return found
 
 
 def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool = False, shared: int = 0,
