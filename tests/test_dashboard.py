@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, run_cli, workspace
+from git_lanes.api import Lanes
 from dashboard_seed import seed
 from http_helpers import Server
 
@@ -158,3 +159,39 @@ def test_a_broken_workspace_is_shown_as_such_and_every_other_lane_as_usual(api, 
     assert broken.inner_text() == "workspace broken" and "symbolic link" in broken.get_attribute("title")
     assert page.locator('tr[data-lane="l7"] td.edits').inner_text().strip() == "clean"
     assert page.problems == []
+
+
+def test_two_dashboards_in_one_browser_both_keep_their_sign_in(api, repo, tmp_path, browser):
+    """A browser sends a host's cookies to every port of it: with one cookie name for every server, opening a
+    second repository's token link signed the first dashboard out of acting. Each server's cookie is its own."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_text("a\n")
+    other_api = Lanes.init(other, "main")[0]
+    proposals = {}
+    for lanes, root in ((api, repo), (other_api, other)):
+        lanes.lane_create("feat")
+        (workspace(root, "feat") / "f.txt").write_text("f\n")
+        proposals[root] = lanes.commit("Add f", "coder-1", lane="feat")
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    try:
+        with Server(repo) as first, Server(other) as second:
+            assert first.url.split(":")[:2] == second.url.split(":")[:2] and first.url != second.url
+            tabs = {}
+            for server, root in ((first, repo), (second, other)):
+                tabs[root] = context.new_page()
+                tabs[root].goto(server.url + f"/?token={server.token}")
+                tabs[root].wait_for_selector("#auth.pass", timeout=WAIT_MS)
+            for root, tab in tabs.items():
+                tab.reload()  # the first tab asks again after the second link was opened
+                tab.wait_for_selector("#auth.chip:is(.pass, .gone)", timeout=WAIT_MS)
+                assert tab.locator("#auth").inner_text() == "can act", root
+                button = tab.locator(f'[data-proposal="{proposals[root]["id"]}"] button.accept')
+                button.wait_for(timeout=WAIT_MS)
+                button.click()
+                tab.wait_for_selector(f'[data-proposal="{proposals[root]["id"]}"]', state="detached",
+                                      timeout=WAIT_MS)
+                assert git("rev-parse", "refs/lanes/heads/feat", cwd=root).strip() == proposals[root]["to"]
+            assert len({cookie["name"] for cookie in context.cookies()}) == 2
+    finally:
+        context.close()
