@@ -112,6 +112,72 @@ class InternalError(LanesError):
     code = "internal"
 
 
+class WriteFailed(LanesError):
+    """The file system refused a write: no space left (or no quota), no permission, or mounted read-only.
+    What was being written is not there at all (objects and refs are written whole or not), so the same
+    command succeeds once the cause is fixed. `details` carries the `path` and the `cause`: `no_space`,
+    `no_permission` or `read_only`."""
+
+    code = "repository_unwritable"
+
+
+# errno name -> (the cause, what to do), for the refusals a user fixes outside git-lanes; git reports the same
+# ones as "insufficient permission for adding an object to repository database" or "unable to write".
+_WRITE_CAUSES = {
+    "ENOSPC": ("no_space", "free space on its file system, then run the command again"),
+    "EDQUOT": ("no_space", "free space within your disk quota (or have it raised), then run the command again"),
+    "EROFS": ("read_only", "its file system is mounted read-only: remount it writable, or work in a writable clone"),
+    "EACCES": ("no_permission", "give your user write permission there (as git needs for its own writes), or "
+                                "run as the repository's owner"),
+    "EPERM": ("no_permission", "give your user write permission there (as git needs for its own writes), or run "
+                               "as the repository's owner"),
+}
+
+
+def write_failed(exc: BaseException, what: str | None = None, where: object = None) -> WriteFailed | None:
+    """`exc` as a WriteFailed when it is the file system refusing a write (see `_WRITE_CAUSES`), else None.
+    `what` (e.g. "add an object to the repository database") and `where` (a path) say what failed; without
+    them, the path the error names. libgit2's OSError carries no errno, only the reason's text at its end."""
+    import errno
+    import os
+
+    if not isinstance(exc, OSError):
+        return None
+    cause = errno.errorcode.get(exc.errno) if exc.errno is not None else write_cause(str(exc))
+    if cause not in _WRITE_CAUSES:
+        return None
+    place = os.fspath(where) if isinstance(where, (str, os.PathLike)) else exc.filename
+    if what is None and place is None and cause in ("EACCES", "EPERM"):
+        return None  # no path and no write named: a signal sent, say, not a file refused
+    reason = os.strerror(getattr(errno, cause))
+    if what is not None:
+        message = f"cannot {what}{f' {place}' if place else ''}: {reason}"
+    elif place:
+        message = f"cannot write {place}: {reason}"
+    else:
+        message = f"a write failed: {reason}"
+    return write_refused(message, cause, str(place) if place else None)
+
+
+def write_cause(text: str) -> str | None:
+    """The errno name in `_WRITE_CAUSES` whose reason ends `text` (git and libgit2 say why a write failed
+    so: "unable to write loose object file: No space left on device"), or that git's "insufficient
+    permission for adding an object to repository database" means; None for anything else."""
+    import errno
+    import os
+
+    if text.startswith("insufficient permission"):
+        return "EACCES"
+    text = text.rstrip(". ")
+    return next((name for name in _WRITE_CAUSES if hasattr(errno, name)
+                 and text.endswith(os.strerror(getattr(errno, name)))), None)
+
+
+def write_refused(message: str, cause: str, path: str | None = None) -> WriteFailed:
+    """The WriteFailed for `cause` (an errno name in `_WRITE_CAUSES`), with what to do about it."""
+    kind, hint = _WRITE_CAUSES[cause]
+    return WriteFailed(message, hint=hint, details={"cause": kind} | ({"path": path} if path else {}))
+
 def problem(exc: LanesError) -> dict[str, Any]:
     """What a result carries when its work is done but part of it needs a person (a diverged lane, a
     collision found by a dry run): the error's record with its exit code, so every face answers as it would

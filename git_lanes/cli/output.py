@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
-from git_lanes.errors import EXIT_USER, InternalError, LanesError, UserError
+from git_lanes.errors import EXIT_USER, InternalError, LanesError, UserError, write_failed
 
 
 # What to do with files a promotion changed while a worktree had unsaved edits there.
@@ -46,6 +46,11 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         from git_lanes.model.text import quoted
 
         fail(UserError(f"argument {quoted(garbled)} is not valid UTF-8", code="invalid_text"), as_json)
+    except OSError as exc:  # a full disk, no permission, a read-only file system: the user's to fix
+        refused = write_failed(exc)
+        if refused is None:
+            _internal(exc, as_json)
+        fail(refused, as_json)
     except Exception as exc:  # a bug or an environment failure still gets one line, not a traceback
         _internal(exc, as_json)
     # A listing (a list) that set records aside has no field to say so in its JSON: it warns in both modes.

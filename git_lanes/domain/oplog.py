@@ -18,6 +18,7 @@ from contextvars import ContextVar
 
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
+from git_lanes.errors import WriteFailed
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerSpan, LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
 from git_lanes.store import RefUpdate, journal
@@ -95,7 +96,10 @@ class Recorder:
     def observe(self, updates: list[RefUpdate]) -> None:
         self._observe(updates)
         if self.journal is not None and any(self.relevant(u) for u in updates):
-            self.journal.write({"applied": True, **self._meta()})
+            try:
+                self.journal.write({"applied": True, **self._meta()})
+            except WriteFailed:
+                pass  # the moves are made: without this line, `recover` reads what took effect from the refs
 
     def _observe(self, updates: list[RefUpdate]) -> None:
         for update in updates:
@@ -223,6 +227,12 @@ class Operation:
                             append(self.ctx, entry)
                 if recorder.journal is not None:
                     recorder.journal.close()  # after the entry: a kill in between leaves one recover finds logged
+            except WriteFailed:
+                # The operation is done (a lane made, say) but its entry cannot be written (a full disk): it
+                # is not undone for that, nor reported failed. Its journal is left as a killed process's is,
+                # and the next writer appends the entry from it (`recover`) once there is room.
+                if recorder.journal is not None:
+                    recorder.journal.release()
             except Exception:
                 if not failed:  # the operation's own error matters more than its record
                     raise

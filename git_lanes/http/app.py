@@ -22,7 +22,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from git_lanes import __version__
-from git_lanes.errors import Conflict, GateFailed, InternalError, LanesError, NotFound, RemoteFailed, UserError
+from git_lanes.errors import (Conflict, GateFailed, InternalError, LanesError, NotFound, RemoteFailed, UserError,
+                              WriteFailed, write_failed)
 from git_lanes.http import openapi, routes
 from git_lanes.http.events import Broadcaster
 from git_lanes.http.security import Guard
@@ -110,6 +111,8 @@ def status_of(exc: LanesError) -> int:
         return 409
     if isinstance(exc, RemoteFailed):
         return 502
+    if isinstance(exc, WriteFailed):
+        return 507  # Insufficient Storage: the server's file system refused (full, read-only, no permission)
     if isinstance(exc, InternalError):
         return 500
     return 400
@@ -167,6 +170,12 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                 result = await service.run(route.writes, lambda api: route.call(getattr(api, route.api), params))
             except LanesError as exc:
                 return lanes_error(exc)
+            except OSError as exc:  # a full disk, no permission: the user's to fix (else a bug, as below)
+                unwritable = write_failed(exc)
+                if unwritable is not None:
+                    return lanes_error(unwritable)
+                log.exception("%s %s failed", request.method, request.url.path)
+                return error(500, "internal", f"{type(exc).__name__}: {exc}")
             except Exception as exc:  # a bug still answers in JSON, and the log keeps the traceback
                 log.exception("%s %s failed", request.method, request.url.path)
                 return error(500, "internal", f"{type(exc).__name__}: {exc}")

@@ -18,7 +18,8 @@ from git_lanes.model.schema import result_schema
 ERROR_STATUSES = {"400": "user error or bad request (code `usage` for a malformed one)", "401": "token required",
                   "403": "wrong origin or host", "404": "not found", "409": "conflict: something moved, or a collision",
                   "422": "a required gate failed", "500": "an internal error (a bug)",
-                  "502": "the git remote was unreachable or refused"}
+                  "502": "the git remote was unreachable or refused",
+                  "507": "the server's file system refused a write: full, read-only, or no permission"}
 
 
 def _error_schema() -> dict:

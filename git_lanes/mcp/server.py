@@ -17,7 +17,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from git_lanes import __version__
-from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError
+from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError, write_failed
 from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, planning, publisher, workspaces
 from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
 from git_lanes.model.schema import result_schema
@@ -137,15 +137,15 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
         async def tool(**kwargs: Any) -> Any:
             try:
                 return result_of(await fn(**kwargs))
-            except LanesError as exc:
-                raise LanesToolError(error_payload(exc)) from exc
+            except (LanesError, OSError) as exc:
+                raise _tool_error(exc) from exc
     else:
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> Any:  # the SDK runs it on a worker thread
             try:
                 return result_of(call(kwargs))
-            except LanesError as exc:
-                raise LanesToolError(error_payload(exc)) from exc
+            except (LanesError, OSError) as exc:
+                raise _tool_error(exc) from exc
 
     returns = Annotated[CallToolResult, output_shape(signature.return_annotation)]
     tool.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
@@ -153,6 +153,13 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
     del tool.__wrapped__  # the SDK must read the signature above, not the spec function's
     return tool
 
+
+
+def _tool_error(exc: LanesError | OSError) -> Exception:
+    """A LanesError as the client's tool error; an OSError too where it is the file system refusing a write
+    (a full disk, no permission: errors.write_failed); any other as it is, a bug the SDK reports."""
+    found = exc if isinstance(exc, LanesError) else write_failed(exc)
+    return exc if found is None else LanesToolError(error_payload(found))
 
 def output_shape(returns: Any) -> Any:
     """The type the SDK derives a tool's output schema from (and checks its structured content against),

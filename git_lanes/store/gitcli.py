@@ -42,10 +42,27 @@ def run_git(args: list[str], cwd: Path | str, *, check: bool = True, env: dict[s
         lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
         # git puts the reason on its fatal:/error: line and advice after it ("remove the file manually…")
         reasons = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
+        refused = _write_refused(args[0], reasons)
+        if refused is not None:
+            raise refused
         detail = (reasons or lines or [f"exit {proc.returncode}"])[-1]
         raise GitCommandFailed(f"git {args[0]} failed: {detail}")
     return proc
 
+
+def _write_refused(command: str, reasons: list[str]) -> LanesError | None:
+    """git's own report of the file system refusing a write (a full disk, no permission, read-only) as the
+    error errors.write_failed makes of ours: from its first line that says so, which comes before the
+    summary git ends with ("error: insufficient permission for adding an object to repository database
+    .git/objects", then "fatal: adding files failed")."""
+    from git_lanes.errors import write_cause, write_refused
+
+    for line in reasons:
+        text = line.partition(":")[2].strip()
+        cause = write_cause(text)
+        if cause is not None:
+            return write_refused(f"git {command} failed: {text}", cause)
+    return None
 
 class Answer:
     """What a git command answered: `subprocess.CompletedProcess`'s fields, for what StartedGit runs."""

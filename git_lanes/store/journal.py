@@ -28,12 +28,23 @@ class Journal:
         self._fd: int | None = None
 
     def write(self, record: dict[str, Any]) -> None:
-        if self._fd is None:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)  # ours alone: nobody else opens this name
-            self._fd = fd
-        os.write(self._fd, (jsontext.dumps(record, separators=(",", ":")) + "\n").encode())
+        try:
+            if self._fd is None:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                fcntl.flock(fd, fcntl.LOCK_EX)  # ours alone: nobody else opens this name
+                self._fd = fd
+            os.write(self._fd, (jsontext.dumps(record, separators=(",", ":")) + "\n").encode())
+        except OSError as exc:  # a full disk: the line names no path of its own
+            from git_lanes.errors import write_failed
+
+            raise write_failed(exc, "write the journal", self.path) or exc from exc
+
+    def release(self) -> None:
+        """Not done: the journal stays, its lock let go, for the next writer to finish from (`orphans`)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def close(self) -> None:
         """Done: the journal goes (removed before its lock is let go, so nobody takes it for an orphan)."""

@@ -20,11 +20,10 @@ UNWRITABLE = ("Permission denied", "Operation not permitted", "Read-only file sy
 def unwritable(why: str, where: StrPath) -> Exception:
     """The error for a repository this process cannot write in (`why`: what the system said, at `where`):
     the user's to fix here, never the remote's."""
-    from git_lanes.errors import UserError  # here: the hook path loads the error classes only to raise one
+    from git_lanes.errors import write_cause, write_refused
 
-    return UserError(f"cannot write in this repository: {why} ({os.fspath(where)})", code="repository_unwritable",
-                     hint="git-lanes keeps its state under .git: check that you own it and may write there "
-                          "(`ls -ld .git .git/refs`) and that its file system is not read-only or full")
+    return write_refused(f"cannot write in this repository: {why} ({os.fspath(where)})",
+                         write_cause(why) or "EACCES", os.fspath(where))
 
 
 def _open(path: StrPath) -> int:

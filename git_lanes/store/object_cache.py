@@ -243,17 +243,27 @@ class ObjectCache:
 
     def _write(self, kind: bytes, data: bytes) -> str:
         if self._durable is None:
-            config = self.repo.config
-            self._durable, self._durable_packs = _wants_durable_objects(config)
-            self._shared = _shared_permissions(config)
-            self._level = _loose_compression(config)
-            self._packing = consolidates_packs(config)
+            self._configure()
         objects = self._writer()  # loads `_sha1` too
         oid: str = objects.object_id(kind, data, self._sha1)
         if self._batch is None:
             return self._write_loose(kind, data, oid)
         self._batch[oid] = (kind, data)
         return oid
+
+    def _configure(self) -> None:
+        config = self.repo.config
+        self._durable, self._durable_packs = _wants_durable_objects(config)
+        self._shared = _shared_permissions(config)
+        self._level = _loose_compression(config)
+        self._packing = consolidates_packs(config)
+
+    def write_now(self, kind: bytes, data: bytes) -> str:
+        """Write one object loose at once, inside a batch or not: one libgit2 failed to write, for the reason
+        our writer's OSError carries (objects.refused) where libgit2's carries none."""
+        if self._durable is None:
+            self._configure()
+        return self._write_loose(kind, data)
 
     def _write_loose(self, kind: bytes, data: bytes, oid: str | None = None) -> str:
         written: str = self._writer().write_loose(self.objects_dir, kind, data, durable=bool(self._durable),

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 # How deep git follows alternates that name alternates (link_alt_odb_entries: the repository's own list is at
 # depth 0, and a list at a depth past this is ignored); libgit2 stops at the same depth.
 ALTERNATES_DEPTH = 5
+# What a write into the object database does, in the words of git's own error for it.
+ADD_OBJECT = "add an object to the repository database"
 
 
 class ObjectStore:
@@ -192,29 +194,41 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
         oid = sha1(raw).hexdigest()
     directory = f"{objects_dir}/{oid[:2]}"  # not os.path.join: its generality is a measurable part of an op
     path = f"{directory}/{oid[2:]}"
-    handle, temporary = _temporary(directory, shared)
     try:
-        fill(handle, deflated(raw, level), shared=shared, durable=durable)
-    except BaseException:
-        os.close(handle)
-        os.unlink(temporary)
-        raise
-    os.close(handle)
-    try:
-        os.link(temporary, path)
-    except FileExistsError:
+        handle, temporary = _temporary(directory, shared)
         try:
-            os.utime(path)
-        except OSError:
-            pass  # someone else's object we may not touch: as git, we still use it
-        os.unlink(temporary)
-    except OSError:  # a file system without hard links: rename, as git falls back to
-        os.replace(temporary, path)
-    else:
-        os.unlink(temporary)
-    if durable:
-        _sync_folder(directory)
+            fill(handle, deflated(raw, level), shared=shared, durable=durable)
+        except BaseException:
+            os.close(handle)
+            os.unlink(temporary)
+            raise
+        os.close(handle)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            try:
+                os.utime(path)
+            except OSError:
+                pass  # someone else's object we may not touch: as git, we still use it
+            os.unlink(temporary)
+        except OSError:  # a file system without hard links: rename, as git falls back to
+            os.replace(temporary, path)
+        else:
+            os.unlink(temporary)
+        if durable:
+            _sync_folder(directory)
+    except OSError as exc:
+        raise refused(exc, objects_dir) from exc
     return oid
+
+
+def refused(exc: OSError, objects_dir: str) -> Exception:
+    """What to raise for `exc`, met adding an object to `objects_dir`: a full disk, a read-only file system
+    or no permission as one line naming the folder (git: "insufficient permission for adding an object to
+    repository database"), anything else as it is."""
+    from git_lanes.errors import write_failed
+
+    return write_failed(exc, ADD_OBJECT, objects_dir) or exc
 
 
 def fill(handle: int, data: bytes, *, shared: int, durable: bool) -> None:

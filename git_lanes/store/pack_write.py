@@ -24,7 +24,7 @@ import time
 import zlib
 
 from git_lanes.model.digest import openssl_sha1
-from git_lanes.store.objects import deflated, fill
+from git_lanes.store.objects import deflated, fill, refused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,6 +63,16 @@ def write_pack(objects_dir: str, objects: Iterable[tuple[str, bytes, bytes, int]
     entries.sort()
     index = _index(entries, checksum)
     name = f"pack-{checksum.hex()}"
+    try:
+        kept = _placed(objects_dir, name, pack, index, durable, shared, keep)
+    except OSError as exc:
+        raise refused(exc, objects_dir) from exc
+    return name, kept
+
+
+def _placed(objects_dir: str, name: str, pack: bytes, index: bytes, durable: bool, shared: int,
+            keep: bool) -> str | None:
+    """The pack and its index in place (and its `.keep` with `keep`: its path, as `write_pack` returns it)."""
     folder = os.path.join(objects_dir, "pack")
     os.makedirs(folder, exist_ok=True)
     serial = f"{os.getpid()}_{next(_serial)}"
@@ -91,7 +101,7 @@ def write_pack(objects_dir: str, objects: Iterable[tuple[str, bytes, bytes, int]
             os.fsync(handle)
         finally:
             os.close(handle)
-    return name, kept
+    return kept
 
 
 def release(keeps: Iterable[str]) -> None:

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pygit2
 
-from git_lanes.errors import Ambiguous, NotARepository, NotFound, UserError
+from git_lanes.errors import Ambiguous, NotARepository, NotFound, UserError, WriteFailed
 from git_lanes.store import lock, notes, setup, trees
 from git_lanes.model.entries import Change, Entry
 from git_lanes.model.text import quoted
@@ -168,7 +168,7 @@ class Store(RefMoves, WorkspaceOps):
         return _OBJECT_KINDS.get(int(kind))
 
     def write_blob(self, data: bytes) -> str:
-        return str(self.repo.create_blob(data))
+        return self._write_object(pygit2.GIT_OBJECT_BLOB, b"blob", data)
 
     def read_blob(self, oid: str) -> bytes:
         return cast(pygit2.Blob, self.repo[oid]).data
@@ -179,9 +179,30 @@ class Store(RefMoves, WorkspaceOps):
         author = committer if author_name is None and author_email is None else \
             pygit2.Signature(author_name or committer.name, author_email or committer.email, committer.time,
                              committer.offset)
-        oid = self.repo.create_commit(None, author, committer, message, pygit2.Oid(hex=tree),
-                                      [pygit2.Oid(hex=p) for p in parents])
-        return str(oid)
+        # Not `create_commit`: libgit2 1.9 answers it with an id even where writing the object failed (its
+        # commit.c drops git_odb_write's error), and a ref moved to that id names nothing (`git fsck`: "invalid
+        # sha1 pointer"). The text is made as `create_commit` makes it, checking the tree and parents exist.
+        text = cast(str, self.repo.create_commit_string(  # a str: pygit2's stub says Oid
+            author, committer, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=p) for p in parents]))
+        return self._write_object(pygit2.GIT_OBJECT_COMMIT, b"commit", text.encode())
+
+    def _write_object(self, kind: int, name: bytes, data: bytes) -> str:
+        try:
+            return str(self.repo.odb.write(kind, data))
+        except (OSError, pygit2.GitError):
+            # libgit2's error carries no errno, and for a full disk not even a reason ("no error"): our own
+            # writer writes it, or says what the file system refused (errors.WriteFailed)
+            return self._records.write_now(name, data)
+
+    def _refused(self, exc: Exception) -> Exception:
+        """What to raise for a write libgit2 failed that we cannot repeat with our own writer (a tree its
+        TreeBuilder made): the file system's reason, learnt by writing the smallest object ourselves, where
+        that fails too; else libgit2's error."""
+        try:
+            self._records.write_now(b"tree", b"")
+        except WriteFailed as found:
+            return found
+        return exc
 
     def commit_info(self, oid: str) -> CommitInfo:
         try:
@@ -198,10 +219,16 @@ class Store(RefMoves, WorkspaceOps):
         return str(self.repo[commit].peel(pygit2.Commit).tree_id)
 
     def empty_tree(self) -> str:
-        return str(self.repo.TreeBuilder().write())
+        try:
+            return str(self.repo.TreeBuilder().write())
+        except (OSError, pygit2.GitError):
+            return self._records.write_now(b"tree", b"")  # as `_write_object`
 
     def edit_tree(self, base: str | None, edits: dict[str, Entry | None]) -> str:
-        return trees.edit_tree(self.repo, base, edits)
+        try:
+            return trees.edit_tree(self.repo, base, edits)
+        except (OSError, pygit2.GitError) as exc:
+            raise self._refused(exc) from exc
 
     def diff_trees(self, old: str | None, new: str | None) -> list[Change]:
         return trees.diff_trees(self.repo, old, new)
@@ -378,7 +405,10 @@ class Store(RefMoves, WorkspaceOps):
         """Write a notes commit with `texts` (target -> note; None removes a note) set, returning the ref move
         for the caller to apply."""
         head = self.read_ref(notes_ref)
-        tree = notes.with_notes(self.repo, self.tree_of(head) if head else None, texts)
+        try:
+            tree = notes.with_notes(self.repo, self.tree_of(head) if head else None, texts)
+        except (OSError, pygit2.GitError) as exc:
+            raise self._refused(exc) from exc
         commit = self.write_commit(tree, [head] if head else [], message + "\n")
         return RefUpdate(notes_ref, commit, head, message)
 
