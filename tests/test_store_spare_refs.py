@@ -230,3 +230,108 @@ def test_a_file_system_without_leases_stops_trying(store, repo, monkeypatch):
     assert not spare_refs.recycles(str(store.common_dir))
     _move(store, one)
     assert len(tries) == 1 and ref.read_text() == f"{one}\n"
+
+
+@pytest.mark.parametrize("target", ["a file elsewhere", "the ref itself"])
+def test_a_symlink_at_the_spares_place_is_never_written_through(store, repo, target):
+    """A symlink where the spare goes (made by hand, or left by a tool that copies .git with symlinks) names
+    any file: the move takes its lock the ordinary way and writes neither that file nor the ref in place."""
+    one, two, three = _commits(repo, 3)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    _move(store, two)
+    victim = repo.parent / "someone-elses-file"
+    victim.write_text("not a ref, and longer than one\n" * 3)
+    spare.unlink()
+    spare.symlink_to(victim if target == "a file elsewhere" else ref)
+    _move(store, three)
+    assert victim.read_text() == "not a ref, and longer than one\n" * 3
+    assert not ref.is_symlink() and ref.read_text() == f"{three}\n"
+    assert git("rev-parse", REF, cwd=repo).strip() == three
+    assert not spare.is_symlink()  # let go: the next move keeps a file there again
+    fsck_clean(repo)
+
+
+def test_a_reader_opening_a_reused_file_mid_move_reads_the_ref_s_value(store, repo, monkeypatch):
+    """A reader that found the ref's file by its name before a move displaced it and opens it only while a
+    later move rewrites it (here: an O_PATH handle reopened, which makes that moment last) waits for the lease
+    and then reads the ref's new value, never one the ref does not hold yet."""
+    import threading
+
+    one, two, three = _commits(repo, 3)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    found = os.open(ref, os.O_PATH)  # the name resolved; the file opened later
+    _move(store, two)
+    assert spare.stat().st_ino == os.fstat(found).st_ino  # the file the next move rewrites
+    renaming, seen = threading.Event(), []
+    real_replace = os.replace
+
+    def slow_replace(source, target):
+        if str(target) == str(ref):
+            renaming.set()
+            threading.Event().wait(0.3)  # the move has written the value and is about to put it in place
+        real_replace(source, target)
+
+    def reader():
+        renaming.wait(10)
+        handle = os.open(f"/proc/self/fd/{found}", os.O_RDONLY)  # waits while the lease is held
+        seen.append((os.read(handle, 100).decode(), ref.read_text()))
+        os.close(handle)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    monkeypatch.setattr(os, "replace", slow_replace)
+    try:
+        _move(store, three)
+    finally:
+        monkeypatch.undo()
+        thread.join(10)
+        os.close(found)
+    assert renaming.is_set() and seen
+    read, held = seen[0]
+    assert read == held == f"{three}\n"
+
+
+def test_an_interrupted_reuse_leaves_no_lock_behind(store, repo, monkeypatch):
+    """Ctrl-C while a move takes the spare, in a session that lives on: the lock goes, the next move works."""
+    one, two, three = _commits(repo, 3)
+    ref, spare = _paths(repo)
+    _move(store, one)
+    _move(store, two)
+
+    def interrupted(*args: object) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spare_refs, "_unopened", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _move(store, three)
+    monkeypatch.undo()
+    assert not (repo / ".git" / f"{REF}.lock").exists()
+    _move(store, three)
+    assert ref.read_text() == f"{three}\n"
+
+
+NO_LEASES = """
+import fcntl, sys
+del fcntl.F_SETLEASE, fcntl.F_SETSIG  # as on macOS and the BSDs
+from git_lanes.store import RefUpdate, open_store
+
+store = open_store(sys.argv[1])
+for commit in sys.argv[2:]:
+    store.update_refs([RefUpdate("refs/lanes/ledger", commit, store.read_ref("refs/lanes/ledger"), "test")])
+"""
+
+
+def test_where_the_system_has_no_leases_nothing_is_reused(repo):
+    """Leases are Linux's: elsewhere the ledger's moves take their locks the ordinary way."""
+    if spare_refs.file_system(str(repo)) in ("tmpfs", "ramfs"):
+        pytest.skip("nothing is reused in memory anyway")
+    commits = _commits(repo, 4)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", NO_LEASES, str(repo), *commits], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    ref, spare = _paths(repo)
+    assert ref.read_text() == f"{commits[-1]}\n" and not spare.parent.exists()
+    assert not (repo / ".git" / f"{REF}.lock").exists()

@@ -71,16 +71,17 @@ def move(common_dir: str, name: str, new: str, old: str, message: str, identity:
             return
         if log and _head_names(common_dir, name):
             raise Unusual("HEAD points to the ref: libgit2 logs HEAD's move too")
+        if log:  # with the lock open, as libgit2 logs: stale.py never takes an open lock for abandoned
+            _append_log(common_dir, name, reflog_line(current, new, identity(), message))
+        if spare:
+            keep(path, spare)
+        # Written last and closed only once it is the ref: a reused file's lease makes an open of it that raced
+        # with the move (by a name resolved before the file was displaced) wait until then, so that reader
+        # reads the ref's value and never one it does not hold yet (or never will: a reflog that failed).
         value = f"{new}\n".encode()
         os.pwrite(fd, value, 0)
         if size > len(value):  # a reused file that held more (a hand-edited ref, say)
             os.ftruncate(fd, len(value))
-        if log:  # with the lock still open, as libgit2 logs: stale.py never takes an open lock for abandoned
-            _append_log(common_dir, name, reflog_line(current, new, identity(), message))
-        os.close(fd)
-        fd = -1
-        if spare:
-            keep(path, spare)
         os.replace(lock, path)
         lock = ""  # it is the ref now
     finally:

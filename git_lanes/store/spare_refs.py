@@ -18,6 +18,7 @@ SPARES = "lanes-spares"  # in the common dir, outside refs/: git never looks the
 _IN_MEMORY = frozenset({"tmpfs", "ramfs"})
 _RECYCLES: dict[str, bool] = {}  # common dir -> whether moves there reuse files (recycles)
 _NO_LEASES = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
+_LEASES = hasattr(fcntl, "F_SETLEASE") and hasattr(fcntl, "F_SETSIG")
 
 
 def spare_path(common_dir: str, name: str) -> str:
@@ -30,8 +31,8 @@ def recycles(common_dir: str) -> bool:
     costs more than the links and the lease (moves ran 1.7× as fast on ext4 with a journal, 5× without one);
     in memory (tmpfs) a third less fast. Looked up once per folder."""
     known = _RECYCLES.get(common_dir)
-    if known is None:
-        known = _RECYCLES[common_dir] = file_system(common_dir) not in _IN_MEMORY
+    if known is None:  # leases are Linux's (fcntl has no F_SETLEASE elsewhere): nothing is reused without them
+        known = _RECYCLES[common_dir] = _LEASES and file_system(common_dir) not in _IN_MEMORY
     return known
 
 
@@ -62,7 +63,8 @@ def reuse(common_dir: str, spare: str, lock: str) -> tuple[int, int]:
     once it is no ref (displaced by an earlier move's rename, reached only by `spare` and now the lock, names
     no reader opens), and only if no open file anywhere refers to it. The kernel grants a write lease only
     then (fcntl(2)), so a reader that opened the ref before it was displaced and has not yet closed it is
-    seen; the lease is held while the new value is written, so an open racing with the check waits for it.
+    seen; the lease is held until the file is the ref (loose_ref.move closes it then), so an open racing
+    with the check waits for that and reads the ref's new value.
     A lease broken meanwhile is signalled with SIGURG, ignored by default, instead of SIGIO, which would end
     the process. Where leases are refused (another user's file, NFS), nothing is reused."""
     try:
@@ -71,7 +73,8 @@ def reuse(common_dir: str, spare: str, lock: str) -> tuple[int, int]:
         return -1, 0
     fd = -1
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        # never through a symlink put at the spare's place: it would name any file, the ref itself even
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
         os.unlink(spare)
         found = os.fstat(fd)
         # one name left (the lock): never a file the ref or a hard-linked copy of .git still names
@@ -79,20 +82,28 @@ def reuse(common_dir: str, spare: str, lock: str) -> tuple[int, int]:
             return fd, found.st_size
     except OSError:
         pass
+    except BaseException:  # interrupted (Ctrl-C in a session that lives on): no lock left held open
+        _let_go(fd, spare, lock)
+        raise
+    _let_go(fd, spare, lock)
+    return -1, 0
+
+
+def _let_go(fd: int, spare: str, lock: str) -> None:
+    """Close `fd` and remove the spare (while we hold the lock no one else keeps one there) and our lock."""
     if fd >= 0:
         os.close(fd)
-    for leftover in (lock, spare):
+    for leftover in (spare, lock):
         try:
             os.unlink(leftover)
         except OSError:
             pass
-    return -1, 0
 
 
 def _unopened(fd: int, common_dir: str) -> bool:
     """Whether `fd` is the only open file on its inode: a write lease is granted only then. The lease stays
-    until `fd` is closed (after the new value is written), so no one can open the file in between. Where
-    the file system has no leases (NFS, FUSE), its folder stops reusing files: every try would fail."""
+    until `fd` is closed (once the file is the ref), so no one can open the file in between. Where the
+    file system has no leases (NFS, FUSE), its folder stops reusing files: every try would fail."""
     try:
         fcntl.fcntl(fd, fcntl.F_SETSIG, SIGURG)
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
