@@ -47,11 +47,12 @@ PINNED = {
                                              "git_lanes.model.records", "git_lanes.model.results"},
     ("history",): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.domain.trace",
                                               "git_lanes.model.results"},
-    ("task", "list"): REPOSITORY | LEDGER | {"git_lanes.cli.task", "git_lanes.domain.claims",
-                                             "git_lanes.domain.task_records", "git_lanes.domain.tasks",
-                                             "git_lanes.domain.tickets", "git_lanes.model.globs",
-                                             "git_lanes.model.names"},
+    ("task", "list"): REPOSITORY | LEDGER | {"git_lanes.cli.task", "git_lanes.api.tasks",
+                                             "git_lanes.domain.claims", "git_lanes.domain.task_records",
+                                             "git_lanes.domain.tasks", "git_lanes.domain.tickets",
+                                             "git_lanes.model.globs", "git_lanes.model.names"},
     ("board", "read", "--agent", "coder-1"): REPOSITORY | LEDGER | {"git_lanes.cli.board",
+                                                                      "git_lanes.api.board",
                                                                       "git_lanes.model.ledger_results",
                                                                       "git_lanes.store.object_cache",
                                                                       "git_lanes.store.tree_bytes",
@@ -277,7 +278,7 @@ del owners.OWNERS["_state"], Lanes._state  # a method added since owners.py was 
 owners.OWNERS["gone"] = "ledger"  # and one since removed
 Lanes.gone = api._Deferred("gone", "ledger")
 assert "git_lanes.api.ledger" not in sys.modules and "_state" not in vars(Lanes)
-assert Lanes.task_list.__module__ == "git_lanes.api.ledger"
+assert Lanes.agent_list.__module__ == "git_lanes.api.ledger"
 from git_lanes.api.ledger import LedgerApi
 assert vars(Lanes)["_state"] is vars(LedgerApi)["_state"]
 try:

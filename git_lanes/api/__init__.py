@@ -15,6 +15,7 @@ TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no t
 if TYPE_CHECKING:
     from typing import Any
 
+    from git_lanes.api.board import BoardApi
     from git_lanes.api.budgets import BudgetsApi
     from git_lanes.api.core import CoreApi
     from git_lanes.api.dispatch import DispatchApi
@@ -31,12 +32,13 @@ if TYPE_CHECKING:
     from git_lanes.api.spawn import SpawnApi
     from git_lanes.api.supervise import SuperviseApi
     from git_lanes.api.sync import SyncApi
+    from git_lanes.api.tasks import TasksApi
     from git_lanes.api.upkeep import UpkeepApi
     from git_lanes.api.worktrees import WorktreeApi
 
-    class Lanes(CoreApi, SyncApi, PromotionApi, IntegrationApi, LedgerApi, OverviewApi, WorktreeApi, RunsApi,
-                DoctorApi, SetupApi, SpawnApi, SuperviseApi, PipelineApi, BudgetsApi, PublishingApi, UpkeepApi,
-                OplogApi, DispatchApi):
+    class Lanes(CoreApi, SyncApi, PromotionApi, IntegrationApi, TasksApi, BoardApi, LedgerApi, OverviewApi,
+                WorktreeApi, RunsApi, DoctorApi, SetupApi, SpawnApi, SuperviseApi, PipelineApi, BudgetsApi,
+                PublishingApi, UpkeepApi, OplogApi, DispatchApi):
         """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 else:
     import _thread  # loaded with the interpreter: `threading` would cost the light sync an import

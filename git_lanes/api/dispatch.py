@@ -90,7 +90,7 @@ class DispatchApi:
                 **({"setup": made["setup"]["status"]} if made.get("setup") else {})}
 
     def _after_task_done(self, task_id: str) -> list[dict[str, Any]]:
-        """When a plan's task is done, the lanes of the tasks it made ready are created (LedgerApi.task_done)."""
+        """When a plan's task is done, the lanes of the tasks it made ready are created (TasksApi.task_done)."""
         from git_lanes.domain import plans, tasks
 
         state = self._state()

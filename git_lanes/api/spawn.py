@@ -42,8 +42,8 @@ def _plain(result: Any) -> dict[str, Any]:
 
 
 class SpawnApi:
-    """Mixed into `Lanes` beside RunsApi (`_runs`, `_run_state`), WorktreeApi (`assign_worktree`) and
-    LedgerApi (`_state`, `task_claim`)."""
+    """Mixed into `Lanes` beside RunsApi (`_runs`, `_run_state`), WorktreeApi (`assign_worktree`), LedgerApi
+    (`_state`) and TasksApi (`task_claim`)."""
 
     ctx: Context
     _runs: Callable[[], control.LightRepo]
