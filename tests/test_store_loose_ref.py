@@ -526,10 +526,10 @@ def test_the_configured_ref_lock_timeout_is_honoured(repo, ledger, monkeypatch, 
 
 @pytest.mark.parametrize("path", ["run log", "light store"])
 def test_the_hook_paths_wait_for_a_ref_lock_as_git_says_too(repo, ledger, path):
-    """The agent hooks' ref moves (a run's log, the light store's updates: store/gitfiles.py) waited a fixed
+    """The agent hooks' ref moves (a run's log, the light store's updates: store/ref_files.py) waited a fixed
     2 s for a taken lock, whatever core.filesRefLockTimeout said; they honour it now, as the ledger's do:
     0 fails at once, 3000 waits a 0.3 s holder out, unset is git's 100 ms."""
-    from git_lanes.store import gitfiles
+    from git_lanes.store import ref_files
     from git_lanes.store.light import open_light
 
     one, two, three = ledger
@@ -537,7 +537,7 @@ def test_the_hook_paths_wait_for_a_ref_lock_as_git_says_too(repo, ledger, path):
 
     def move(new: str, old: str) -> None:
         if path == "run log":
-            gitfiles.update_ref(common, REF, new, old, "hook", "Test <test@example.com>", time.time())
+            ref_files.update_ref(common, REF, new, old, "hook", "Test <test@example.com>", time.time())
         else:
             open_light(repo).update_refs([RefUpdate(REF, new, old, "light")])
 

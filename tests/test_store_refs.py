@@ -10,7 +10,7 @@ import pytest
 from conftest import git
 
 from git_lanes.errors import Conflict
-from git_lanes.store import RefUpdate, gitfiles, open_store
+from git_lanes.store import RefUpdate, open_store, ref_files
 
 
 @pytest.fixture
@@ -64,10 +64,10 @@ def test_a_ref_locked_by_another_git_command_is_ref_locked_and_left_alone(store,
 def test_the_hook_paths_writer_keeps_the_same_contract(store, repo):
     one, two = _commit(repo, "one"), _commit(repo, "two")
     common = repo / ".git"
-    gitfiles.update_ref(common, "refs/lanes/test/run", one, None, "start", "t <t@x>", 0.0)
+    ref_files.update_ref(common, "refs/lanes/test/run", one, None, "start", "t <t@x>", 0.0)
     with pytest.raises(Conflict) as raised:
-        gitfiles.update_ref(common, "refs/lanes/test/run", two, None, "again", "t <t@x>", 0.0)
+        ref_files.update_ref(common, "refs/lanes/test/run", two, None, "again", "t <t@x>", 0.0)
     assert raised.value.code == "stale_ref"
     assert not (common / "refs/lanes/test/run.lock").exists()
-    gitfiles.update_ref(common, "refs/lanes/test/run", two, one, "moves", "t <t@x>", 0.0)
+    ref_files.update_ref(common, "refs/lanes/test/run", two, one, "moves", "t <t@x>", 0.0)
     assert store.read_ref("refs/lanes/test/run") == two

@@ -19,7 +19,7 @@ from git_lanes.model.calls import HookEvent, Verdict, bounded
 from git_lanes.model.policy import CONFIG, Policy
 from git_lanes.model.refs import WORKSPACES_DIR
 from git_lanes.model.runs import RunEvent, RunState, validate_run_id
-from git_lanes.store import gitfiles
+from git_lanes.store import gitfiles, ref_files
 from git_lanes.store.objects import parse_commit, parse_tree
 from git_lanes.store.runlog import RunLog
 
@@ -97,7 +97,7 @@ def parsed_config(repo: LightRepo, blob: str, invalid: Callable[[str], Exception
 
 def trunk_tree(repo: LightRepo) -> dict | None:
     """The tree of the trunk's committed head, where the policy and the lane setup are read from."""
-    head = gitfiles.read_ref(repo.common_dir, f"refs/heads/{repo.trunk}")
+    head = ref_files.read_ref(repo.common_dir, f"refs/heads/{repo.trunk}")
     if head is None:
         return None
     headers, _ = parse_commit(repo.log.objects.read_typed(head, b"commit"))

@@ -15,7 +15,7 @@ from git_lanes.model import ledger_delta
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.refs import LEDGER
 from git_lanes.model.runs import RunEvent, RunState
-from git_lanes.store import gitfiles
+from git_lanes.store import ref_files
 from git_lanes.store.objects import parse_commit, parse_tree
 
 TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
@@ -48,7 +48,7 @@ class LedgerReader:
 
     def __init__(self, repo: Any) -> None:
         self.objects = repo.log.objects
-        head = gitfiles.read_ref(repo.common_dir, LEDGER)
+        head = ref_files.read_ref(repo.common_dir, LEDGER)
         self.root: str | None = None
         self._trees: dict[str, dict[str, tuple[int, str]]] = {}
         self._overlay: dict[str, Any] = {}

@@ -1,7 +1,7 @@
 """The storage layer: the only code that imports pygit2 or runs the git CLI.
 
-`Store` (pygit2) loads on first use, so the light modules the agent-hook path needs (`gitfiles`, `objects`,
-`runlog`) can be imported without paying for pygit2."""
+`Store` (pygit2) loads on first use, so the light modules the agent-hook path needs (`gitfiles`, `ref_files`,
+`objects`, `runlog`) can be imported without paying for pygit2."""
 
 from __future__ import annotations
 

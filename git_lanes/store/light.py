@@ -1,5 +1,5 @@
 """A store without pygit2, for a sync with nothing to replay (issue 15): the same methods the domain calls on
-`repo.Store`, answered from git's files (`gitfiles`, `objects`) and, for a history longer than a few commits,
+`repo.Store`, answered from git's files (`gitfiles`, `ref_files`, `objects`) and, for a history longer than a few commits,
 from one `git log`.
 
 It answers only what such a sync asks. Anything else (a commit graph with merges to reason about, a ref in
@@ -13,7 +13,7 @@ import os
 import time
 
 from git_lanes.errors import Conflict, UnsupportedFormat
-from git_lanes.store import gitfiles, light_log, reflogs, stale
+from git_lanes.store import gitfiles, light_log, ref_files, reflogs, stale
 from git_lanes.store.light_objects import NeedsFullStore, ObjectReads
 from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 
@@ -130,13 +130,13 @@ class LightStore(ObjectReads):
     # -- refs ----------------------------------------------------------------------------------------------
     def read_ref(self, name: str) -> str | None:
         try:
-            return gitfiles.read_ref(self.common_dir, name)
+            return ref_files.read_ref(self.common_dir, name)
         except UnsupportedFormat as exc:
             raise NeedsFullStore(exc.message) from None
 
     def list_refs(self, prefix: str) -> dict[str, str]:
         found = {}
-        for name in gitfiles.list_refs(self.common_dir, prefix):
+        for name in ref_files.list_refs(self.common_dir, prefix):
             oid = self.read_ref(name)
             if oid:
                 found[name] = oid
@@ -146,7 +146,7 @@ class LightStore(ObjectReads):
         """Apply every update, or none if any ref is not at its expected old value."""
         if not updates:
             return
-        packed = gitfiles.packed_refs(self.common_dir)
+        packed = ref_files.packed_refs(self.common_dir)
         if any(u.new is None and u.name in packed for u in updates):
             raise NeedsFullStore("deleting a packed ref rewrites packed-refs")
         for before in list(self._before):
@@ -158,7 +158,7 @@ class LightStore(ObjectReads):
                 if update.old is None and update.new is not None and stale.owned_ref(update.name):
                     reflogs.clear_orphans(self.common_dir, update.name, self.read_ref)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                handle = gitfiles.take_lock(f"{path}.lock", self.common_dir)
+                handle = ref_files.take_lock(f"{path}.lock", self.common_dir)
                 taken.append((update, f"{path}.lock"))  # ours to remove only once taken: never a holder's
                 with os.fdopen(handle, "w") as out:
                     if update.new is not None:
@@ -198,7 +198,7 @@ class LightStore(ObjectReads):
             return
         os.makedirs(os.path.dirname(log), exist_ok=True)
         with open(log, "a") as out:
-            out.write(f"{update.old or gitfiles.ZERO} {update.new} {identity.stamp()}\t"
+            out.write(f"{update.old or ref_files.ZERO} {update.new} {identity.stamp()}\t"
                       f"{' '.join(update.message.split())}\n")
 
     # -- objects (what is read: light_objects.py) ------------------------------------------------------------

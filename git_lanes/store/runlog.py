@@ -15,7 +15,7 @@ from pathlib import Path
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.refs import RUNS
-from git_lanes.store import gitfiles, lock
+from git_lanes.store import lock, ref_files
 from git_lanes.store.objects import ObjectStore, encode_commit, encode_tree, parse_commit, parse_tree
 
 TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
@@ -51,13 +51,13 @@ class RunLog:
 
     def runs(self) -> dict[str, str]:
         """run id -> head commit, for every run log here."""
-        return {name[len(RUNS):]: oid for name, oid in gitfiles.list_refs(self.common_dir, RUNS).items()}
+        return {name[len(RUNS):]: oid for name, oid in ref_files.list_refs(self.common_dir, RUNS).items()}
 
     def runs_touched_since(self, since: float) -> dict[str, str]:
         """Runs whose log may have grown at or after `since` (by the ref files' times): the others are
         known not to have changed since then without reading them."""
         return {name[len(RUNS):]: oid for name, oid in
-                gitfiles.refs_touched_since(self.common_dir, RUNS, since).items()}
+                ref_files.refs_touched_since(self.common_dir, RUNS, since).items()}
 
     def parsed_config(self, blob: str) -> dict[str, Any] | None:
         """The parsed `.lanes.toml` of blob `blob`, as a hook call saved it (`save_parsed_config`), or None.
@@ -91,7 +91,7 @@ class RunLog:
                 pass
 
     def head(self, run: str) -> str | None:
-        return gitfiles.read_ref(self.common_dir, self.ref(run))
+        return ref_files.read_ref(self.common_dir, self.ref(run))
 
     def state_at(self, commit: str) -> bytes:
         """The `state.json` blob of event commit `commit`."""
@@ -119,6 +119,6 @@ class RunLog:
         tree = self.objects.write(b"tree", encode_tree({STATE_FILE: (BLOB_MODE, blob)}))
         stamp = f"{identity} {int(when)} +0000"
         commit = self.objects.write(b"commit", encode_commit(tree, [old] if old else [], stamp, stamp, message))
-        gitfiles.update_ref(self.common_dir, self.ref(run), commit, old, message.split("\n", 1)[0],
+        ref_files.update_ref(self.common_dir, self.ref(run), commit, old, message.split("\n", 1)[0],
                             identity, when)
         return commit
