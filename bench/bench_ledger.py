@@ -95,14 +95,20 @@ def floor_ops(repo: str, ops: int) -> tuple[float, float]:
     from git_lanes.store import RefUpdate, loose_ref, open_store
 
     try:
-        from git_lanes.store.objects import write_loose
-    except ImportError:  # git-lanes before write_loose (when comparing versions): its hook-path writer
-        from git_lanes.store.objects import ObjectStore
+        from git_lanes.store.loose_write import write_loose
+    except ImportError:  # git-lanes before loose_write.py (when comparing versions)
+        try:
+            from git_lanes.store.objects import write_loose
+        except ImportError:  # before write_loose: its hook-path writer
+            from git_lanes.store.objects import ObjectStore
 
-        def write_loose(objects: str, kind: bytes, content: bytes) -> str:
-            return ObjectStore(Path(objects)).write(kind, content)
+            def write_loose(objects: str, kind: bytes, content: bytes) -> str:
+                return ObjectStore(Path(objects)).write(kind, content)
     try:
-        from git_lanes.store.objects import object_id
+        try:
+            from git_lanes.store.loose_write import object_id
+        except ImportError:  # before loose_write.py
+            from git_lanes.store.objects import object_id
         from git_lanes.store.pack_write import release, write_pack
 
         def checkpoint(objects: str, blobs: list[bytes]) -> None:  # its pack guarded by a `.keep` until the ref moved

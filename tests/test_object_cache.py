@@ -268,7 +268,7 @@ def test_a_compression_level_is_parsed_as_git_parses_it(repo):
     import subprocess
     import zlib
 
-    from git_lanes.store.objects import loose_compression
+    from git_lanes.store.loose_write import loose_compression
 
     objects = repo / ".git" / "objects"
     refused = 0

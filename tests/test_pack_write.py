@@ -18,7 +18,8 @@ from git_lanes.api import Lanes
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
 from git_lanes.store import open_store
-from git_lanes.store.objects import ObjectStore, object_id, parse_commit
+from git_lanes.store.loose_write import object_id
+from git_lanes.store.objects import ObjectStore, parse_commit
 from git_lanes.store.pack_write import ROLL_UP_AT, upkeep_due, write_pack
 
 
@@ -212,14 +213,14 @@ def test_a_batch_written_loose_hashes_each_object_once_with_openssls_sha1(repo, 
     a fiftieth of a held-open append's CPU."""
     import hashlib
 
-    from git_lanes.store import objects
+    from git_lanes.store import loose_write
 
     hashed: list[tuple[str, bytes]] = []
 
     def spy(name: str, real):  # a spy on the hash, not a stand-in: the ids are git's own
         return lambda data: hashed.append((name, data)) or real(data)
 
-    monkeypatch.setattr(objects, "sha1", spy("builtin", objects.sha1))
+    monkeypatch.setattr(loose_write, "sha1", spy("builtin", loose_write.sha1))
     monkeypatch.setattr(hashlib, "sha1", spy("openssl", hashlib.sha1))
     store = open_store(repo)
     with store._records.batched():

@@ -71,7 +71,7 @@ class ObjectCache:
         self._batch: dict[str, tuple[bytes, bytes]] | None = None  # id -> (kind, content), inside `batched`
         self._own: ObjectStore | None = None  # our own reader, for what libgit2 fails to read (`read_anyway`)
         self._keeps: list[str] = []  # `.keep` files guarding packs written here until a ref names them
-        # git_lanes.store.objects, loaded by the first write, not by readers; kept here because an import in
+        # git_lanes.store.loose_write, loaded by the first write, not by readers; kept here because an import in
         # a function is a few thousand instructions every call (sys.modules, then a failed `__path__`
         # look-up with its formatted AttributeError), and a ledger append wrote through four of them.
         self._objects: ModuleType | None = None
@@ -260,7 +260,7 @@ class ObjectCache:
 
     def write_now(self, kind: bytes, data: bytes) -> str:
         """Write one object loose at once, inside a batch or not: one libgit2 failed to write, for the reason
-        our writer's OSError carries (objects.refused) where libgit2's carries none."""
+        our writer's OSError carries (loose_write.refused) where libgit2's carries none."""
         if self._durable is None:
             self._configure()
         return self._write_loose(kind, data)
@@ -273,10 +273,10 @@ class ObjectCache:
     def _writer(self) -> ModuleType:
         if self._objects is None:
             from git_lanes.model.digest import openssl_sha1
-            from git_lanes.store import objects
+            from git_lanes.store import loose_write
 
             self._sha1 = openssl_sha1()
-            self._objects = objects
+            self._objects = loose_write
         return self._objects
 
     def _level_for(self, data: bytes) -> int:
@@ -345,7 +345,7 @@ class ObjectCache:
 
 def _wants_durable_objects(config: pygit2.Config) -> tuple[bool, bool]:
     """Whether new loose objects, and new packs, are to be synced to disk."""
-    from git_lanes.store.objects import durable_objects, durable_packs
+    from git_lanes.store.loose_write import durable_objects, durable_packs
 
     try:
         fsync_object_files = config.get_bool("core.fsyncObjectFiles")
@@ -379,7 +379,7 @@ def config_int(config: pygit2.Config, key: str, default: int) -> int:
 
 
 def _shared_permissions(config: pygit2.Config) -> int:
-    from git_lanes.store.objects import shared_permissions
+    from git_lanes.store.loose_write import shared_permissions
 
     try:
         return shared_permissions(config["core.sharedRepository"])
@@ -389,7 +389,7 @@ def _shared_permissions(config: pygit2.Config) -> int:
 
 def _loose_compression(config: pygit2.Config) -> int | None:
     """The level the config asks for, None when it sets neither key."""
-    from git_lanes.store.objects import loose_compression
+    from git_lanes.store.loose_write import loose_compression
 
     def value(key: str) -> str | None:
         try:

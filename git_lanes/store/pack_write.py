@@ -24,7 +24,7 @@ import time
 import zlib
 
 from git_lanes.model.digest import openssl_sha1
-from git_lanes.store.objects import deflated, fill, refused
+from git_lanes.store.loose_write import deflated, fill, refused
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def write_pack(objects_dir: str, objects: Iterable[tuple[str, bytes, bytes, int]
     return its name (`pack-<checksum>`) and, with `keep`, the path of the `.keep` file that guards it until
     `release` (None where one was already there: not ours to remove). `durable`: both files and the folder
     are synced before the pack is visible. `shared`: the modes `core.sharedRepository` asks for (see
-    `objects.shared_permissions`)."""
+    `loose_write.shared_permissions`)."""
     entries: list[tuple[bytes, int, int]] = []  # (raw id, crc32 of the packed entry, offset)
     chunks = [b""]  # the header, once the count is known
     offset = 12
