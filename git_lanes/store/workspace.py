@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING
 
 import pygit2
 
-from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Conflict, NotFound, UserError
 from git_lanes.store import stale
 from git_lanes.store.gitcli import GitCommandFailed, run_git, unredirected_env
 from git_lanes.store.values import Worktree
-from git_lanes.store.worktree_add import (add_detached_worktree, prune_worktrees, recorded_worktree, submodule_histories,
-                                         unfinished, worktree_admin_dir)
+from git_lanes.store.worktree_add import add_detached_worktree, submodule_histories, unfinished, worktree_admin_dir
 
 if TYPE_CHECKING:  # reading and carrying files load with the first command that does (not status, not lists)
     from collections.abc import Iterable
@@ -71,25 +70,12 @@ class WorkspaceOps:
     def forget_missing_worktree(self, path: Path) -> None:
         """Drop git's record of a worktree at `path` whose directory was deleted by hand (not locked with
         `git worktree lock`), so that making it again leaves one entry in `git worktree list`, not two."""
-        path = Path(path)
-        for admin in self._missing_worktree_admins(path):
-            self._require_no_histories(path, admin)
-            shutil.rmtree(admin, ignore_errors=True)
+        from git_lanes.store import worktree_remove
 
-    def _missing_worktree_admins(self, path: Path) -> list[Path]:
-        """The private git dirs git keeps for a worktree at `path` whose folder is gone (unless locked)."""
-        admins = self.common_dir / "worktrees"
-        if path.exists() or not admins.is_dir():
-            return []
-        target, found = path.resolve() / ".git", []
-        for admin in admins.iterdir():
-            try:
-                recorded = Path((admin / "gitdir").read_text().strip())
-            except OSError:
-                continue
-            if recorded == target and not (admin / "locked").exists():
-                found.append(admin)
-        return found
+        path = Path(path)
+        for admin in worktree_remove.missing_worktree_admins(self.common_dir, path):
+            worktree_remove.require_no_histories(path, admin)
+            shutil.rmtree(admin, ignore_errors=True)
 
     def add_worktree(self, path: Path, commit: str) -> None:
         # libgit2's add_worktree insists on creating a branch, and `git worktree add` leaves a HEAD fsck
@@ -97,24 +83,13 @@ class WorkspaceOps:
         add_detached_worktree(self.common_dir, path, commit, unredirected_env())
 
     def remove_worktree(self, path: Path) -> None:
-        """Remove a worktree and its private git dir. The files move out of the way in one rename first, so
-        a kill mid-removal never leaves a half-deleted directory that looks like, or blocks, a workspace."""
+        """Remove a worktree and its private git dir, refusing where that would lose anything (see
+        worktree_remove). The files move out of the way in one rename first, so a kill mid-removal never
+        leaves a half-deleted directory that looks like, or blocks, a workspace."""
+        from git_lanes.store import worktree_remove  # with the first removal, not at start-up
+
         path = Path(path)
-        if path.is_symlink():  # following it would remove another worktree, or files outside the repository
-            raise Refused(f"{path} is a symbolic link, not a worktree: nothing was removed", code="workspace_broken",
-                          hint=f"remove the link itself with `rm {path}` if it is yours")
-        nested = self.nested_repositories(path) if path.is_dir() else []
-        if nested:
-            raise Refused(f"{path} holds git repositories of its own ({', '.join(nested[:5])}): nothing was removed",
-                          code="nested_repository", details={"nested": nested},
-                          hint="move them out first; git-lanes never deletes a folder holding a .git")
-        admin = worktree_admin_dir(path)
-        self._require_no_histories(path, admin)
-        recorded = recorded_worktree(admin) if admin is not None else None
-        if recorded is not None and recorded.resolve() != (path / ".git").resolve():
-            # Its .git names another worktree's private dir: removing that would unregister the other one.
-            raise Refused(f"{path}/.git belongs to the worktree at {recorded.parent}: nothing was removed",
-                          code="workspace_broken", hint=f"move {path} away by hand if nothing in it is needed")
+        admin = worktree_remove.removable_admin(path)
         if admin is not None and path.is_dir():  # a `git commit` running there would lose its files under it
             self._require_unlocked(path.resolve(), admin / "index.lock")
         self._workspace_repos.pop(path.resolve(), None)
@@ -122,22 +97,7 @@ class WorkspaceOps:
         watched = self._watched_indexes.pop(path.resolve(), None)
         if watched is not None:
             watched.close()
-        admin = worktree_admin_dir(path)
-        trash = self.common_dir / "lanes-trash"
-        shutil.rmtree(trash, ignore_errors=True)  # what a killed removal left; we hold the writers' lock
-        if path.exists():
-            trash.mkdir(parents=True, exist_ok=True)
-            try:
-                os.rename(path, trash / "worktree")
-            except OSError:  # another file system: let git do it in place
-                run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=self.root, check=False)
-        if admin is not None and (self.common_dir / "worktrees") in admin.parents:
-            shutil.rmtree(admin, ignore_errors=True)
-        prune_worktrees(self.root, self.common_dir)
-        shutil.rmtree(trash, ignore_errors=True)
-        if path.exists():
-            shutil.rmtree(path)
-        _remove_empty_parents(path.parent, self.root / ".lanes")
+        worktree_remove.remove(self.root, self.common_dir, path)
 
     def main_worktree(self) -> Worktree:
         return self._describe(self.root, is_main=True)
@@ -364,32 +324,17 @@ class WorkspaceOps:
         """The repositories of the submodules of the worktree at `path` that git keeps in its private git
         dir: removing the worktree would delete them, whether or not their work trees are still there (or
         the worktree's folder itself: its private dir stays until it is forgotten)."""
+        from git_lanes.store.worktree_remove import missing_worktree_admins
+
         path = Path(path)
-        admins = [worktree_admin_dir(path)] if path.exists() else self._missing_worktree_admins(path)
+        admins = [worktree_admin_dir(path)] if path.exists() else missing_worktree_admins(self.common_dir, path)
         return [str(found) for admin in admins for found in submodule_histories(admin)]
 
-    def _require_no_histories(self, path: Path, admin: Path | None) -> None:
-        histories = [str(found) for found in submodule_histories(admin)]
-        if histories:  # `git worktree remove` refuses too ("working trees containing submodules cannot be ...")
-            raise Refused(f"the private git dir of the worktree at {path} holds the repositories of its submodules "
-                          f"({', '.join(histories[:5])}): nothing was removed", code="nested_repository",
-                          details={"histories": histories},
-                          hint="keep what you need of them, then remove them yourself; git-lanes never deletes "
-                               "a repository's history")
-
     def nested_repositories(self, path: Path) -> list[str]:
-        """Every folder inside the worktree at `path` that holds a `.git` of its own (a cloned dependency, a
-        submodule's work tree): the only copy of its history may be there, so it is never deleted."""
-        root = Path(path)
-        found = []
-        for current, dirs, names in os.walk(root):
-            here = Path(current)
-            if here != root and (".git" in dirs or ".git" in names):
-                found.append(here.relative_to(root).as_posix())
-                dirs[:] = []
-                continue
-            dirs[:] = sorted(d for d in dirs if d != ".git" and not (here / d).is_symlink())
-        return found
+        """Every folder inside the worktree at `path` that holds a `.git` of its own (see worktree_remove)."""
+        from git_lanes.store.worktree_remove import nested_repositories
+
+        return nested_repositories(path)
 
 
 _OPERATIONS = {
@@ -414,13 +359,3 @@ def _describe_status(flags: int) -> str:
     if flags & pygit2.GIT_STATUS_CONFLICTED:
         return "conflicted"
     return "modified"
-
-
-def _remove_empty_parents(directory: Path, stop: Path) -> None:
-    while directory != stop and stop in directory.parents:
-        try:
-            directory.rmdir()
-        except OSError:
-            return
-        directory = directory.parent
-
