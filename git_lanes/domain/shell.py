@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import posixpath
 
-from git_lanes.domain import shell_programs as programs
+from git_lanes.domain import shell_programs as programs, shell_writes
 from git_lanes.domain.shell_match import denies, matches
 from git_lanes.domain.shell_words import Word, word_of, words_of
 from git_lanes.errors import UserError
@@ -261,7 +261,7 @@ def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | No
                                   name in programs.TRANSPARENT,
                                   privileged=name in programs.PRIVILEGED,
                                   opaque=inner.opaque if inner is not None else None))
-    found.writes.extend(programs.writes(name, words, stdin))
+    found.writes.extend(shell_writes.writes(name, words, stdin))
     if name in ("cd", "pushd"):
         found.directories.append(programs.moved_to(name, words))
     moved = programs.wrapped_directory(name, words)

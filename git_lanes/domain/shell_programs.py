@@ -1,14 +1,12 @@
 """What well-known programs do with their arguments, for the shell-line analysis (`domain/shell.py`): which
 command a wrapper runs (`sudo -iu root CMD`, `env -S 'CMD'`, `flock F CMD`, `watch CMD`…), which script a
-shell, `su -c` or `eval` runs, which files a command writes (`cp`, `mv`, `sed -i`, `dd of=`, `git -C DIR
-commit`…), and where `cd` goes. Pure functions over a command's words; nothing here runs anything.
+shell, `su -c` or `eval` runs, and where `cd` goes; which files a command writes is `shell_writes.py`. Pure
+functions over a command's words; nothing here runs anything.
 
 A word is a `(text, dynamic)` pair: `dynamic` when the shell computes it at run time (an expansion, a
 substitution, or xargs' and find's `{}`), so that text is not what will run."""
 
 from __future__ import annotations
-
-import posixpath
 
 from git_lanes.domain import shell_git, shell_writes
 from git_lanes.domain.shell_words import options
@@ -197,7 +195,7 @@ def _wrapper(name: str, args: list[Word], stdin: Word | str | None) -> Runs | No
     spec = WRAPPERS[name]
     found, index = options(args, spec.valued)
     if spec.script:  # `su root -c CMD`, `flock FILE -c CMD`: options may follow the positional words
-        found = {**_permuted(args, spec.valued)[0], **found}
+        found = {**shell_writes.permuted(args, spec.valued)[0], **found}
     scripts = [value for option, value in found.items() if option in spec.script]
     rest = args[index:]
     if name == "command" and ("-v" in found or "-V" in found):
@@ -318,93 +316,3 @@ def _find(args: list[Word]) -> Runs | None:
     result = Runs(command=first)
     result.scripts = [(" ".join(t for t, _ in c), any(d for _, d in c)) for c in others]
     return result
-
-
-# -- files a command writes ---------------------------------------------------------------------------------
-LAST_OPERAND = {"cp": "-t --target-directory -S --suffix", "install": "-t --target-directory -m --mode -o --owner "
-                "-g --group -S --suffix", "ln": "-t --target-directory -S --suffix"}
-ALL_OPERANDS = {"rm": "", "rmdir": "", "unlink": "", "touch": "-d --date -r --reference -t", "mkdir": "-m --mode",
-                "truncate": "-s --size -r --reference", "shred": "-n --iterations -s --size --random-source",
-                "mv": "-t --target-directory -S --suffix", "mkfifo": "-m --mode", "mknod": "-m --mode"}
-AFTER_FIRST = {"chmod": "--reference", "chown": "--reference", "chgrp": "--reference", "chattr": "", "setfacl": ""}
-def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
-    """Files and directories `name words…` writes, as written (relative to where it runs)."""
-    args = words[1:]
-    if name in LAST_OPERAND or name in ALL_OPERANDS or name in AFTER_FIRST:
-        valued = LAST_OPERAND.get(name) or ALL_OPERANDS.get(name) or AFTER_FIRST.get(name) or ""
-        found, operands = _permuted(args, frozenset(valued.split()))
-        target = found.get("-t") or found.get("--target-directory")
-        # A link, hard or symbolic, to a file outside the workspace is a way to write there: it counts too.
-        links = name == "ln" or (name == "cp" and bool({"-l", "--link", "-s", "--symbolic-link"} & found.keys()))
-        # A symbolic link's target is read from the link's own directory (`ln -s ../../.. d/up` points d/up at
-        # what ../../.. is from d/, not from here), unless --relative has ln compute it from here.
-        symbolic = name == "ln" and bool({"-s", "--symbolic"} & found.keys()) and \
-            not {"-r", "--relative"} & found.keys()
-        if target is not None:
-            sources = _pointed(operands, [target[0]]) if symbolic else operands
-            return [target[0]] + (sources if name == "mv" or links else [])
-        if links and operands:
-            link = operands[-1] if len(operands) > 1 else posixpath.basename(operands[0])
-            sources = operands[:-1]
-            if symbolic and len(operands) > 1:
-                # LINK may name a directory that exists (the link is made inside it): both places count
-                sources = _pointed(sources, [link] if len(operands) > 2 else [posixpath.dirname(link) or ".", link])
-            return [link] + sources
-        if name == "install" and ("-d" in found or "--directory" in found):
-            return operands  # every operand is a directory it creates
-        if name in LAST_OPERAND:
-            return operands[-1:] if len(operands) > 1 else []
-        return operands[1:] if name in AFTER_FIRST else operands
-    if name == "tee":
-        return _permuted(args, frozenset())[1]
-    if name == "dd":
-        return [t[3:] for t, _ in args if t.startswith("of=")]
-    if name in ("sed", "perl") and any(_in_place_flag(name, t) for t, _ in args):
-        return _in_place(name, args)
-    if name in ("apply_patch", "applypatch"):
-        from git_lanes.model.patches import patch_paths
-
-        text = args[0][0] if args else stdin[0] if isinstance(stdin, tuple) else None
-        return list(patch_paths(text)) if text else []
-    if name == "git":
-        return shell_git.analyse(args).writes
-    writer = shell_writes.WRITERS.get(name)
-    return writer(args) if writer is not None else []
-
-
-def _pointed(targets: list[str], homes: list[str]) -> list[str]:
-    """Symbolic link targets as paths from where the command runs, for links made in each of `homes`."""
-    return [target if target.startswith(("/", "~", "$")) else posixpath.join(home, target)
-            for target in targets for home in homes]
-
-
-def _permuted(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, Word], list[str]]:
-    """Options (the last value of each) and operands of a GNU-style command, whose options may follow its
-    operands (`rm y -rf`)."""
-    found, operands = shell_writes.option_values(args, valued)
-    return {name: values[-1] for name, values in found.items()}, operands
-
-
-def _in_place_flag(name: str, text: str) -> bool:
-    if text.startswith("--in-place"):
-        return True
-    return text.startswith("-") and not text.startswith("--") and "i" in text[1:] and \
-        (name == "perl" or text.startswith("-i"))
-
-
-def _in_place(name: str, args: list[Word]) -> list[str]:
-    """The files `sed -i` or `perl -i` edit: its operands, less the script when no -e/-f gives one."""
-    operands, script_given, index = [], False, 0
-    while index < len(args):
-        text = args[index][0]
-        if text in ("-e", "-f", "--expression", "--file") or (name == "perl" and text.startswith("-") and
-                                                              text.rstrip("e").endswith("e") and len(text) > 1):
-            script_given = True
-            index += 2
-            continue
-        if text.startswith(("--expression=", "--file=")):
-            script_given = True
-        elif not text.startswith("-") or text == "-":
-            operands.append(text)
-        index += 1
-    return operands if script_given else operands[1:]

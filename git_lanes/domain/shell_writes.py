@@ -1,11 +1,17 @@
-"""Files and directories that archivers, downloaders, copiers and patchers write, for the shell-line analysis
-(`domain/shell_programs.writes`): `tar -x -C DIR`, `unzip -d DIR`, `zip A`, `gzip F`, `rsync SRC DEST`, `scp`,
-`patch -d DIR`, `find … -delete`, `sort -o F`, `uniq IN OUT`, `split IN PREFIX`, `rename`, `wget -O F`,
-`curl -o F`, `pip install -t DIR`. A command that writes into where it
-runs (an extraction or a download with no target named) writes `.`, so the write-gate places it in every
-directory the line may be in. Pure functions over a command's words (`(text, dynamic)` pairs)."""
+"""Files and directories a command writes, for the shell-line analysis (`domain/shell.py`, through `writes`):
+what the file tools write (`cp`, `mv`, `ln`, `rm`, `touch`, `tee`, `sed -i`, `dd of=`, `apply_patch`, and
+git's commands by `shell_git`), and what archivers, downloaders, copiers and patchers write: `tar -x -C DIR`,
+`unzip -d DIR`, `zip A`, `gzip F`, `rsync SRC DEST`, `scp`, `patch -d DIR`, `find … -delete`, `sort -o F`,
+`uniq IN OUT`, `split IN PREFIX`, `rename`, `wget -O F`, `curl -o F`, `pip install -t DIR`. A command that
+writes into where it runs (an extraction or a download with no target named) writes `.`, so the write-gate
+places it in every directory the line may be in. Pure functions over a command's words (`(text, dynamic)`
+pairs)."""
 
 from __future__ import annotations
+
+import posixpath
+
+from git_lanes.domain import shell_git
 
 TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
 if TYPE_CHECKING:
@@ -39,6 +45,13 @@ def option_values(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, l
         operands.append(text)
         index += 1
     return found, operands
+
+
+def permuted(args: list[Word], valued: frozenset[str]) -> tuple[dict[str, Word], list[str]]:
+    """Options (the last value of each) and operands of a GNU-style command, whose options may follow its
+    operands (`rm y -rf`)."""
+    found, operands = option_values(args, valued)
+    return {name: values[-1] for name, values in found.items()}, operands
 
 
 def _takes_next(text: str, valued: frozenset[str]) -> bool:
@@ -251,3 +264,88 @@ WRITERS: dict[str, Callable[[list[Word]], list[str]]] = {
     "go": go, "awk": awk, "gawk": awk, **{name: compiler for name in ("cc", "gcc", "g++", "c++", "clang", "clang++", "ld", "rustc")},
     **{name: compress for name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lzma",
                                    "unlzma", "lz4", "compress", "uncompress")}}
+
+
+# -- every command: the file tools here, the tables above, git's commands by shell_git ------------------------
+LAST_OPERAND = {"cp": "-t --target-directory -S --suffix", "install": "-t --target-directory -m --mode -o --owner "
+                "-g --group -S --suffix", "ln": "-t --target-directory -S --suffix"}
+ALL_OPERANDS = {"rm": "", "rmdir": "", "unlink": "", "touch": "-d --date -r --reference -t", "mkdir": "-m --mode",
+                "truncate": "-s --size -r --reference", "shred": "-n --iterations -s --size --random-source",
+                "mv": "-t --target-directory -S --suffix", "mkfifo": "-m --mode", "mknod": "-m --mode"}
+AFTER_FIRST = {"chmod": "--reference", "chown": "--reference", "chgrp": "--reference", "chattr": "", "setfacl": ""}
+
+
+def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
+    """Files and directories `name words…` writes, as written (relative to where it runs)."""
+    args = words[1:]
+    if name in LAST_OPERAND or name in ALL_OPERANDS or name in AFTER_FIRST:
+        valued = LAST_OPERAND.get(name) or ALL_OPERANDS.get(name) or AFTER_FIRST.get(name) or ""
+        found, operands = permuted(args, frozenset(valued.split()))
+        target = found.get("-t") or found.get("--target-directory")
+        # A link, hard or symbolic, to a file outside the workspace is a way to write there: it counts too.
+        links = name == "ln" or (name == "cp" and bool({"-l", "--link", "-s", "--symbolic-link"} & found.keys()))
+        # A symbolic link's target is read from the link's own directory (`ln -s ../../.. d/up` points d/up at
+        # what ../../.. is from d/, not from here), unless --relative has ln compute it from here.
+        symbolic = name == "ln" and bool({"-s", "--symbolic"} & found.keys()) and \
+            not {"-r", "--relative"} & found.keys()
+        if target is not None:
+            sources = _pointed(operands, [target[0]]) if symbolic else operands
+            return [target[0]] + (sources if name == "mv" or links else [])
+        if links and operands:
+            link = operands[-1] if len(operands) > 1 else posixpath.basename(operands[0])
+            sources = operands[:-1]
+            if symbolic and len(operands) > 1:
+                # LINK may name a directory that exists (the link is made inside it): both places count
+                sources = _pointed(sources, [link] if len(operands) > 2 else [posixpath.dirname(link) or ".", link])
+            return [link] + sources
+        if name == "install" and ("-d" in found or "--directory" in found):
+            return operands  # every operand is a directory it creates
+        if name in LAST_OPERAND:
+            return operands[-1:] if len(operands) > 1 else []
+        return operands[1:] if name in AFTER_FIRST else operands
+    if name == "tee":
+        return permuted(args, frozenset())[1]
+    if name == "dd":
+        return [t[3:] for t, _ in args if t.startswith("of=")]
+    if name in ("sed", "perl") and any(_in_place_flag(name, t) for t, _ in args):
+        return _in_place(name, args)
+    if name in ("apply_patch", "applypatch"):
+        from git_lanes.model.patches import patch_paths
+
+        text = args[0][0] if args else stdin[0] if isinstance(stdin, tuple) else None
+        return list(patch_paths(text)) if text else []
+    if name == "git":
+        return shell_git.analyse(args).writes
+    writer = WRITERS.get(name)
+    return writer(args) if writer is not None else []
+
+
+def _pointed(targets: list[str], homes: list[str]) -> list[str]:
+    """Symbolic link targets as paths from where the command runs, for links made in each of `homes`."""
+    return [target if target.startswith(("/", "~", "$")) else posixpath.join(home, target)
+            for target in targets for home in homes]
+
+
+def _in_place_flag(name: str, text: str) -> bool:
+    if text.startswith("--in-place"):
+        return True
+    return text.startswith("-") and not text.startswith("--") and "i" in text[1:] and \
+        (name == "perl" or text.startswith("-i"))
+
+
+def _in_place(name: str, args: list[Word]) -> list[str]:
+    """The files `sed -i` or `perl -i` edit: its operands, less the script when no -e/-f gives one."""
+    operands, script_given, index = [], False, 0
+    while index < len(args):
+        text = args[index][0]
+        if text in ("-e", "-f", "--expression", "--file") or (name == "perl" and text.startswith("-") and
+                                                              text.rstrip("e").endswith("e") and len(text) > 1):
+            script_given = True
+            index += 2
+            continue
+        if text.startswith(("--expression=", "--file=")):
+            script_given = True
+        elif not text.startswith("-") or text == "-":
+            operands.append(text)
+        index += 1
+    return operands if script_given else operands[1:]
