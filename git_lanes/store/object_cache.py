@@ -252,11 +252,13 @@ class ObjectCache:
         return oid
 
     def _configure(self) -> None:
+        from git_lanes.store import object_settings  # with the first write, not by readers
+
         config = self.repo.config
-        self._durable, self._durable_packs = _wants_durable_objects(config)
-        self._shared = _shared_permissions(config)
-        self._level = _loose_compression(config)
-        self._packing = consolidates_packs(config)
+        self._durable, self._durable_packs = object_settings.durable(config)
+        self._shared = object_settings.shared(config)
+        self._level = object_settings.compression(config)
+        self._packing = object_settings.consolidates_packs(config)
 
     def write_now(self, kind: bytes, data: bytes) -> str:
         """Write one object loose at once, inside a batch or not: one libgit2 failed to write, for the reason
@@ -341,65 +343,6 @@ class ObjectCache:
             else:
                 entries.pop(name, None)
         return entries
-
-
-def _wants_durable_objects(config: pygit2.Config) -> tuple[bool, bool]:
-    """Whether new loose objects, and new packs, are to be synced to disk."""
-    from git_lanes.store.loose_write import durable_objects, durable_packs
-
-    try:
-        fsync_object_files = config.get_bool("core.fsyncObjectFiles")
-    except KeyError:
-        fsync_object_files = False
-    except pygit2.GitError:
-        fsync_object_files = True  # a value git would refuse: the safer reading
-    try:
-        fsync: str | None = config["core.fsync"]
-    except KeyError:
-        fsync = None
-    return durable_objects(fsync_object_files, fsync), durable_packs(fsync_object_files, fsync)
-
-
-def consolidates_packs(config: pygit2.Config) -> bool:
-    """Whether git's automatic upkeep runs here (`gc.auto`, `gc.autoPackLimit`, neither 0 or below, as git
-    reads them): the packs batches add are then consolidated by it and by the ledger's upkeep
-    (`Store.upkeep`). Where the user turned it off, batches stay loose objects, which cost readers nothing
-    however many there are."""
-    return config_int(config, "gc.auto", 6700) > 0 and config_int(config, "gc.autoPackLimit", 50) > 0
-
-
-def config_int(config: pygit2.Config, key: str, default: int) -> int:
-    """An integer setting as git reads it (k, m, g suffixes); 0 (off) for a value git would refuse."""
-    try:
-        return int(config.get_int(key))
-    except KeyError:
-        return default
-    except (ValueError, pygit2.GitError):
-        return 0
-
-
-def _shared_permissions(config: pygit2.Config) -> int:
-    from git_lanes.store.loose_write import shared_permissions
-
-    try:
-        return shared_permissions(config["core.sharedRepository"])
-    except KeyError:
-        return 0
-
-
-def _loose_compression(config: pygit2.Config) -> int | None:
-    """The level the config asks for, None when it sets neither key."""
-    from git_lanes.store.loose_write import loose_compression
-
-    def value(key: str) -> str | None:
-        try:
-            found: str | None = config[key]  # None for a key without a value
-        except KeyError:
-            return None
-        return found
-
-    loose, core = value("core.looseCompression"), value("core.compression")
-    return None if loose is None and core is None else loose_compression(loose, core)
 
 
 def _signed(signature: pygit2.Signature) -> str:

@@ -332,7 +332,7 @@ class Store(RefMoves, WorkspaceOps):
         background unless told not to), then `git gc --auto` (when `gc`), which packs loose objects in the
         background. Nothing where `gc.auto` is 0. libgit2 never runs either on its own."""
         from git_lanes.store.gitcli import run_git
-        from git_lanes.store.object_cache import config_int
+        from git_lanes.store.object_settings import config_int
         from git_lanes.store.pack_write import roll_up, upkeep_due
 
         config = self.repo.config
