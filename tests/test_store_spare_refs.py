@@ -252,45 +252,35 @@ def test_a_symlink_at_the_spares_place_is_never_written_through(store, repo, tar
     fsck_clean(repo)
 
 
-def test_a_reader_opening_a_reused_file_mid_move_reads_the_ref_s_value(store, repo, monkeypatch):
-    """A reader that found the ref's file by its name before a move displaced it and opens it only while a
-    later move rewrites it (here: an O_PATH handle reopened, which makes that moment last) waits for the lease
-    and then reads the ref's new value, never one the ref does not hold yet."""
-    import threading
-
+def test_a_move_that_fails_before_its_rename_leaves_the_reused_file_as_it_was(store, repo):
+    """A reader that found the ref's file by its name before a move displaced it may open it late (here: an
+    O_PATH handle reopened). A later move that reuses the file but fails before its rename (its reflog cannot
+    be written) must not have written its value there: that reader would read a value the ref never held."""
     one, two, three = _commits(repo, 3)
     ref, spare = _paths(repo)
     _move(store, one)
-    found = os.open(ref, os.O_PATH)  # the name resolved; the file opened later
-    _move(store, two)
-    assert spare.stat().st_ino == os.fstat(found).st_ino  # the file the next move rewrites
-    renaming, seen = threading.Event(), []
-    real_replace = os.replace
-
-    def slow_replace(source, target):
-        if str(target) == str(ref):
-            renaming.set()
-            threading.Event().wait(0.3)  # the move has written the value and is about to put it in place
-        real_replace(source, target)
-
-    def reader():
-        renaming.wait(10)
-        handle = os.open(f"/proc/self/fd/{found}", os.O_RDONLY)  # waits while the lease is held
-        seen.append((os.read(handle, 100).decode(), ref.read_text()))
-        os.close(handle)
-
-    thread = threading.Thread(target=reader)
-    thread.start()
-    monkeypatch.setattr(os, "replace", slow_replace)
+    found = os.open(ref, os.O_PATH)  # the name resolved, the file opened later; no open file to refuse a lease
     try:
-        _move(store, three)
+        _move(store, two)
+        assert spare.stat().st_ino == os.fstat(found).st_ino  # the file the next move reuses
+        log = repo / ".git" / "logs" / REF
+        log.rename(log.with_name("ledger.saved"))
+        log.symlink_to(repo.parent / "no-such-folder" / "ledger")  # appending to it fails
+        with pytest.raises(Conflict):
+            _move(store, three)
+        late = os.open(f"/proc/self/fd/{found}", os.O_RDONLY)
+        try:
+            assert os.read(late, 100) == f"{one}\n".encode()
+        finally:
+            os.close(late)
     finally:
-        monkeypatch.undo()
-        thread.join(10)
         os.close(found)
-    assert renaming.is_set() and seen
-    read, held = seen[0]
-    assert read == held == f"{three}\n"
+    assert ref.read_text() == f"{two}\n"
+    log.unlink()
+    log.with_name("ledger.saved").rename(log)
+    _move(store, three)
+    assert ref.read_text() == f"{three}\n"
+    fsck_clean(repo)
 
 
 def test_an_interrupted_reuse_leaves_no_lock_behind(store, repo, monkeypatch):
@@ -335,3 +325,4 @@ def test_where_the_system_has_no_leases_nothing_is_reused(repo):
     ref, spare = _paths(repo)
     assert ref.read_text() == f"{commits[-1]}\n" and not spare.parent.exists()
     assert not (repo / ".git" / f"{REF}.lock").exists()
+

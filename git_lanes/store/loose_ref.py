@@ -75,13 +75,16 @@ def move(common_dir: str, name: str, new: str, old: str, message: str, identity:
             _append_log(common_dir, name, reflog_line(current, new, identity(), message))
         if spare:
             keep(path, spare)
-        # Written last and closed only once it is the ref: a reused file's lease makes an open of it that raced
-        # with the move (by a name resolved before the file was displaced) wait until then, so that reader
-        # reads the ref's value and never one it does not hold yet (or never will: a reflog that failed).
+        # The value last: a move that fails before the rename (a reflog it cannot write) leaves a reused file
+        # as it was, so a reader that found it by the ref's name before it was displaced and opens it late
+        # reads a value the ref held. Closed before the rename: a lease held on the ref would make its readers
+        # wait for this process (stopped there, for up to /proc/sys/fs/lease-break-time).
         value = f"{new}\n".encode()
         os.pwrite(fd, value, 0)
         if size > len(value):  # a reused file that held more (a hand-edited ref, say)
             os.ftruncate(fd, len(value))
+        os.close(fd)
+        fd = -1
         os.replace(lock, path)
         lock = ""  # it is the ref now
     finally:

@@ -63,8 +63,7 @@ def reuse(common_dir: str, spare: str, lock: str) -> tuple[int, int]:
     once it is no ref (displaced by an earlier move's rename, reached only by `spare` and now the lock, names
     no reader opens), and only if no open file anywhere refers to it. The kernel grants a write lease only
     then (fcntl(2)), so a reader that opened the ref before it was displaced and has not yet closed it is
-    seen; the lease is held until the file is the ref (loose_ref.move closes it then), so an open racing
-    with the check waits for that and reads the ref's new value.
+    seen; the lease is held while the new value is written, so an open racing with the check waits for it.
     A lease broken meanwhile is signalled with SIGURG, ignored by default, instead of SIGIO, which would end
     the process. Where leases are refused (another user's file, NFS), nothing is reused."""
     try:
@@ -102,8 +101,8 @@ def _let_go(fd: int, spare: str, lock: str) -> None:
 
 def _unopened(fd: int, common_dir: str) -> bool:
     """Whether `fd` is the only open file on its inode: a write lease is granted only then. The lease stays
-    until `fd` is closed (once the file is the ref), so no one can open the file in between. Where the
-    file system has no leases (NFS, FUSE), its folder stops reusing files: every try would fail."""
+    until `fd` is closed (after the new value is written), so no one can open the file in between. Where
+    the file system has no leases (NFS, FUSE), its folder stops reusing files: every try would fail."""
     try:
         fcntl.fcntl(fd, fcntl.F_SETSIG, SIGURG)
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
