@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import fsck_clean, git
+from conftest import fsck_clean, git, run_cli
 from dulwich.repo import Repo as DulwichRepo
 
 from git_lanes.errors import Conflict
@@ -326,3 +326,38 @@ def test_where_the_system_has_no_leases_nothing_is_reused(repo):
     assert ref.read_text() == f"{commits[-1]}\n" and not spare.parent.exists()
     assert not (repo / ".git" / f"{REF}.lock").exists()
 
+
+def _doctor_spares(repo: Path) -> dict:
+    result = run_cli("doctor", "--check", "spares", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    [check] = result.json["checks"]
+    return check
+
+
+@pytest.mark.parametrize("blocker", ["a file", "a symlink to nothing", "a folder at the spare's place"])
+def test_doctor_names_what_stops_the_ledger_reusing_its_files_and_leaves_it(repo, tmp_path, blocker):
+    """Where the spares cannot go, every append silently takes the slower way: doctor says so, and what is in
+    the way is someone's to move (as the append queue's folder)."""
+    if not spare_refs.recycles(str(repo / ".git")):
+        pytest.skip("nothing is reused on this file system")
+    for text in ("first", "second"):  # the first creates the ledger's ref, the second moves it
+        assert run_cli("board", "post", text, "--agent", "a", cwd=repo).code == 0
+    assert _doctor_spares(repo) == {"check": "spares", "status": "ok",
+                                    "message": "the ledger's ref files are reused on this disk"}
+    folder = repo / ".git" / spare_refs.SPARES
+    for leftover in folder.iterdir():
+        leftover.unlink()
+    if blocker == "a folder at the spare's place":
+        Path(spare_refs.spare_path(str(repo / ".git"), REF)).mkdir()
+        named = "lanes-spares/refs%lanes%ledger is a folder"
+    else:
+        folder.rmdir()
+        folder.write_text("someone's file\n") if blocker == "a file" else folder.symlink_to(tmp_path / "nowhere")
+        named = "lanes-spares in the git directory is not a folder"
+    for text in ("third", "fourth"):
+        assert run_cli("board", "post", text, "--agent", "a", cwd=repo).code == 0
+    check = _doctor_spares(repo)
+    assert check["status"] == "warn" and named in check["message"] and not check.get("fixable")
+    assert "move that away" in check["hint"]
+    run_cli("doctor", "--check", "spares", "--fix", cwd=repo)
+    assert folder.is_symlink() or (folder.read_text() == "someone's file\n" if folder.is_file() else folder.is_dir())

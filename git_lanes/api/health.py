@@ -203,6 +203,22 @@ def _queue(api: Any, where: Where) -> list[dict[str, Any]]:
                     repair=lambda: clear_queue(api.ctx.store))]
 
 
+@check("spares")
+def _spares(api: Any, where: Where) -> list[dict[str, Any]]:
+    from git_lanes.store import spare_refs
+
+    common_dir = str(api.ctx.store.common_dir)
+    if not spare_refs.recycles(common_dir):
+        return [finding("ok", "the ledger's ref files are not reused here (a file system in memory, or no leases)")]
+    problem = spare_refs.obstacle(common_dir, refs.LEDGER)
+    if problem is None:
+        return [finding("ok", "the ledger's ref files are reused on this disk")]
+    return [finding("warn", f"the ledger's appends cannot reuse the ref's files: {problem}, so each creates and "
+                            "frees one (on ext4 without a journal, about half as fast)",
+                    "the name is git-lanes' own: move that away (`git rev-parse --git-common-dir` says where it "
+                    "is); the next append makes the folder")]
+
+
 @check("workspaces")
 def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
     ctx = api.ctx

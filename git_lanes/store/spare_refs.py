@@ -26,6 +26,21 @@ def spare_path(common_dir: str, name: str) -> str:
     return os.path.join(common_dir, SPARES, name.replace("/", "%"))
 
 
+def obstacle(common_dir: str, name: str) -> str | None:
+    """What stops `name`'s moves from reusing files here for good, as `doctor` names it (a move just takes its
+    lock the ordinary way, slower on a disk): something not a folder where the spares go, a folder where the
+    spare goes. None when nothing does. Not a symlink or an unsafe spare: the next move lets that go."""
+    folder = os.path.join(common_dir, SPARES)
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        return f"{SPARES} in the git directory is not a folder"
+    if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+        return f"{SPARES} in the git directory cannot be written"
+    slot = spare_path(common_dir, name)
+    if os.path.isdir(slot) and not os.path.islink(slot):
+        return f"{SPARES}/{os.path.basename(slot)} is a folder"
+    return None
+
+
 def recycles(common_dir: str) -> bool:
     """Whether reusing a ref's files pays where `common_dir` is: on a disk, creating and freeing a file
     costs more than the links and the lease (moves ran 1.7× as fast on ext4 with a journal, 5× without one);
