@@ -7,6 +7,7 @@ agent-hook path, which import this package, pay for nothing they do not use.
 - `Lanes`: the API every face calls, for anything the session does not offer.
 - `LanesError` and its kinds `UserError`, `NotFound`, `Conflict` (a race lost, something moved: exit 3 in the
   CLI) and `GateFailed` (a required gate failed: exit 4); each has a stable `code` and a `hint`.
+  `RepositoryGone` (a UserError) says the repository a session held open was removed or moved since.
 """
 
 __version__ = "0.2.0"
@@ -20,6 +21,7 @@ _LAZY = {
     "NotFound": "git_lanes.errors",
     "Conflict": "git_lanes.errors",
     "GateFailed": "git_lanes.errors",
+    "RepositoryGone": "git_lanes.errors",
 }
 
 __all__ = ["__version__", *_LAZY]

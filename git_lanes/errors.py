@@ -65,6 +65,13 @@ class NotARepository(UserError):
     code = "not_a_repository"
 
 
+class RepositoryGone(NotARepository):
+    """The repository a long-lived holder (MCP server, dashboard, SDK session) opened was removed or moved
+    since: nothing more can be done with it there."""
+
+    code = "repository_gone"
+
+
 class Refused(UserError):
     """The request is well-formed but would lose work or break a rule."""
 

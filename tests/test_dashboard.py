@@ -195,3 +195,20 @@ def test_two_dashboards_in_one_browser_both_keep_their_sign_in(api, repo, tmp_pa
             assert len({cookie["name"] for cookie in context.cookies()}) == 2
     finally:
         context.close()
+
+
+def test_a_repository_removed_under_the_server_is_said_on_the_page(api, repo, server, page, tmp_path):
+    """The page stayed "live" on what it last read while every request behind it failed."""
+    page.goto(server.url + "/")
+    page.wait_for_selector("#live.on", timeout=WAIT_MS)
+    page.wait_for_selector('tr[data-lane="main"]', timeout=WAIT_MS)
+    repo.rename(tmp_path / "moved")
+    page.wait_for_function("() => document.querySelector('#live').textContent === 'repository gone'",
+                           timeout=WAIT_MS)
+    assert page.locator("#live").get_attribute("title") == \
+        f"the repository {repo} is gone: it was removed or moved after it was opened"
+    assert "a server holding it open must be restarted there" in page.locator("#toast").inner_text()
+    page.reload()  # a page opened afterwards says so too
+    page.wait_for_function("() => document.querySelector('#live').textContent === 'repository gone'",
+                           timeout=WAIT_MS)
+    assert page.problems == []

@@ -350,3 +350,24 @@ def test_a_gate_running_for_an_accept_freezes_neither_reads_nor_other_writes(api
             release.touch()
             accepting.join(timeout=120)
     assert api.show(proposal)["status"] == "accepted"
+
+
+def test_a_repository_removed_under_the_server_is_410_and_ends_the_live_updates(server, repo, tmp_path):
+    """Removed or moved while the server ran, the repository made every route a 500 ("FileNotFoundError: ...")
+    and the watcher log a traceback a second for as long as the server ran, while pages stayed "live"."""
+    received, listener = listen(server)
+    repo.rename(tmp_path / "moved")
+    listener.join(60)
+    assert not listener.is_alive(), "the stream went on"
+    gone = {"error": "repository_gone",
+            "message": f"the repository {repo} is gone: it was removed or moved after it was opened",
+            "hint": "open it again where it is now (a server holding it open must be restarted there)"}
+    assert received[-2:] == [{"kind": "gone", **gone}, {"kind": "end"}]
+    for method, path in (("GET", "/api/v1/status"), ("GET", "/api/v1/lanes"), ("POST", "/api/v1/lanes"),
+                         ("GET", "/api/v1/events")):
+        reply = server.request(method, path, {"name": "x"} if method == "POST" else None, token=server.token)
+        assert (reply.status, reply.json) == (410, gone), path
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=60) == 0
+    log = server.proc.stderr.read()
+    assert log.splitlines() == [f"{gone['message']}; live updates stop"]

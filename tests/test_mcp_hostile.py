@@ -102,3 +102,38 @@ def test_a_bad_agent_stops_the_server_at_start(repo):
     for result in (given, from_env):
         assert result.code == 1 and "invalid agent id" in result.err and result.out == ""
         assert "Traceback" not in result.err
+
+
+GONE = "is gone: it was removed or moved after it was opened"
+
+
+def test_a_repository_removed_under_the_server_is_said_to_be_gone(repo, tmp_path):
+    """Removed (or moved) while the server runs, the repository made every call an `internal` error ("status
+    failed: FileNotFoundError"), and a wait under way ran to its timeout as if nothing were wrong."""
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            await call(session, "register_agent")
+            assert (await call(session, "status"))["lanes"]
+            errors = {}
+
+            async def wait():
+                started = anyio.current_time()
+                errors["wait"] = await fails(session, "wait_for_unblock", timeout_s=60)
+                errors["waited"] = anyio.current_time() - started
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(wait)
+                await anyio.sleep(1)
+                repo.rename(tmp_path / "moved")
+            for tool, arguments in (("status", {}), ("list_tasks", {}), ("create_task", {"title": "t"}),
+                                    ("post_board", {"text": "hi"}), ("commit", {"prompt": "p", "lane": "main"})):
+                errors[tool] = await fails(session, tool, **arguments)
+            return errors
+
+    errors = anyio.run(scenario)
+    assert errors.pop("waited") < 50  # woken by the refs going, not by its timeout
+    for tool, error in errors.items():
+        assert error == {"code": "repository_gone", "reason": "repository_gone", "exit_code": 1,
+                         "message": f"the repository {repo} {GONE}",
+                         "hint": "open it again where it is now (a server holding it open must be restarted "
+                                 "there)"}, tool

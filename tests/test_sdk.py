@@ -223,3 +223,24 @@ def test_importing_the_package_stays_light_and_every_public_name_is_documented()
                 assert (member.__doc__ or "").strip(), f"{owner.__name__}.{name}"
     with pytest.raises(AttributeError):
         git_lanes.NoSuchThing  # noqa: B018
+
+
+def test_a_repository_removed_under_a_session_is_a_repository_gone_error(repo, tmp_path):
+    """The session's calls raised FileNotFoundError (a lock file's directory gone) from deep inside."""
+    from git_lanes import RepositoryGone
+
+    with AgentSession(repo, agent_id="coder-1") as session:
+        session.register()
+        repo.rename(tmp_path / "moved")
+        calls = {"post": lambda: session.post("hi"), "read_board": session.read_board,
+                 "wait": lambda: session.wait(timeout=30), "status": session.api.status,
+                 "lane_list": session.api.lane_list, "task_list": session.api.task_list}
+        for name, call in calls.items():
+            with pytest.raises(RepositoryGone) as gone:
+                call()
+            assert gone.value.code == "repository_gone", name
+            assert gone.value.message == f"the repository {repo} is gone: it was removed or moved after it was opened"
+        with pytest.raises(RepositoryGone):
+            with session.work("Add a"):
+                pass
+    assert issubclass(RepositoryGone, UserError)

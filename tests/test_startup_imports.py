@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.output", "git_lanes.errors"}
-# What opening the repository through the API costs any command: CoreApi (with the operation log's decorator)
-# and the table of where `Lanes` finds the rest; every other mixin loads with the first method of it called.
-API = {"git_lanes.api.core", "git_lanes.api.owners", "git_lanes.api.recording"}
+# What opening the repository through the API costs any command: CoreApi (with the operation log's decorator
+# and the check that the repository held open is still there) and the table of where `Lanes` finds the rest;
+# every other mixin loads with the first method of it called.
+API = {"git_lanes.api.core", "git_lanes.api.held", "git_lanes.api.owners", "git_lanes.api.recording"}
 STORE = {f"git_lanes.store.{name}" for name in ("gitcli", "lock", "ref_moves", "repo",
                                                   "notes", "setup", "stale", "trees", "values", "workspace",
                                                   "worktree_add")}

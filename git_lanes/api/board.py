@@ -8,6 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import gone, held
 from git_lanes.api.ledger import LedgerApi
 from git_lanes.errors import UserError
 from git_lanes.model.ids import AgentId
@@ -17,8 +18,10 @@ if TYPE_CHECKING:
 
 DEFAULT_WAIT = 60.0
 MAX_WAIT = 24 * 3600.0
+PRESENCE_SECONDS = 1.0  # how often a wait looks whether the repository is still there
 
 
+@held
 class BoardApi(LedgerApi):
     """Mixed into `Lanes`."""
 
@@ -105,9 +108,16 @@ class BoardApi(LedgerApi):
                 taken = self._take(agent, wakes, posts, time.monotonic() - started)
                 if taken is not None:
                     return taken
-            if not watch.wait(deadline, stop):
-                return self._nothing(agent, "cancelled" if stop is not None and stop.is_set() else "timeout",
-                                     started)
+            # A repository removed during the wait is said to be gone within a second: the removal wakes the
+            # watch as the ledger's ref goes, but may not have reached the rest yet, and a ledger that is not
+            # there reads as an empty one, with nothing to wake for.
+            while not watch.wait(min(deadline, time.monotonic() + PRESENCE_SECONDS), stop):
+                if stop is not None and stop.is_set():
+                    return self._nothing(agent, "cancelled", started)
+                if time.monotonic() >= deadline:
+                    return self._nothing(agent, "timeout", started)
+                if not self.ctx.store.present():
+                    raise gone(self.ctx.store)
 
     @staticmethod
     def _nothing(agent: str, reason: str, started: float) -> results.WaitResult:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, UnsupportedFormat, UserError
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from git_lanes.model.runs import RunState
 
 
+@held
 class BudgetsApi:
     """Mixed into `Lanes` beside LedgerApi (`_state`, `_append`, `_actor`) and RunsApi (`_runs`)."""
 

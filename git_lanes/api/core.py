@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from git_lanes.api.held import held, needs_no_repository
 from git_lanes.api.recording import first_line, recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, Refused, UserError
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from git_lanes.store.setup import init_repository
 
 
+@held
 class CoreApi:
     """A repository opened for lanes. Long-lived faces keep one open so start-up is paid once."""
 
@@ -42,10 +44,16 @@ class CoreApi:
                                  hint="run `git lanes init`")
         self.ctx = Context(store, trunk, clock)
 
+    @needs_no_repository
     def close(self) -> None:
         """Give back what holding the repository open took: the watchers of the workspaces this process
         snapshotted (inotify instances). The object stays usable; a later snapshot watches again."""
         self.ctx.store.stop_watching()
+
+    def another(self) -> Self:
+        """A second handle on this repository, for another thread (libgit2's objects are not shared between
+        threads). Unlike opening its path again, it says so when the repository has gone from there."""
+        return type(self)(self.root, clock=self.ctx.clock)
 
     def __enter__(self) -> Self:
         return self

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.api.recording import recorded
 from git_lanes.errors import LanesError, Refused
 from git_lanes.model import refs
@@ -17,6 +18,7 @@ if TYPE_CHECKING:  # the domain loads inside the methods that use it: every comm
     from git_lanes.model.results import LaneCreated
 
 
+@held
 class DispatchApi:
     """Mixed into `Lanes`, next to CoreApi (`lane_create`) and LedgerApi (`_state`, `_append`, `_actor`)."""
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, UserError
 from git_lanes.model.frozen import Frozen
@@ -47,6 +48,7 @@ def finding(status: str, message: str, hint: str | None = None, *, repair: Calla
             **({"repair": repair} if repair else {}), **details}
 
 
+@held
 class DoctorApi:
     ctx: Context
 

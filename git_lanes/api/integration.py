@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.api.tasks import TasksApi
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError, Refused
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from git_lanes.model import ledger_results as results
 
 
+@held
 class IntegrationApi(TasksApi):
     """Mixed into `Lanes` ahead of TasksApi, whose `task_done` it extends with integration, and next to
     PromotionApi, whose merge gate it goes through."""

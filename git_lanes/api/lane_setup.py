@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from git_lanes.model.lane_setup import Setup, SetupReport
 
 
+@held
 class SetupApi:
     """Mixed into `Lanes`, next to LedgerApi, which provides `_append`, `_state` and `_actor`."""
 

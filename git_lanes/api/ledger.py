@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import UnsupportedFormat, UserError
 from git_lanes.model.ids import Actor, AgentId
@@ -36,6 +37,7 @@ def _load_writing() -> tuple[ModuleType, Fold]:
     return _WRITING
 
 
+@held
 class LedgerApi:
     """Mixed into `Lanes`; TasksApi and BoardApi build on it, and the other ledger-writing mixins name what
     they use of it (`_state`, `_append`, `_actor`)."""

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 
 if TYPE_CHECKING:  # the domain loads inside the methods that use it
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # the domain loads inside the methods that use it
 WINDOW = 500
 
 
+@held
 class OplogApi:
     """Mixed into `Lanes`, next to CoreApi (`ctx`, `_writing`)."""
 

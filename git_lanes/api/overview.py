@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, UserError
 
@@ -20,6 +21,7 @@ MAX_OPS_PER_EVENT = 50
 MAX_FEED_WAIT = 3600.0
 
 
+@held
 class OverviewApi:
     ctx: Context
 
@@ -41,6 +43,7 @@ class OverviewApi:
         return ChangeFeed(self.ctx)
 
 
+@held
 class ChangeFeed:
     """What moved since the last look, as domain events: `{"kind": "lane", "lane", "old", "new"}`,
     `proposal`/`rejected` (id), `ledger` (the ops appended, oldest first), `run`, `notes`, `ref`.

@@ -101,6 +101,7 @@ OWNERS = {
     "agent_lane": "worktrees",
     "agent_list": "ledger",
     "agent_register": "ledger",
+    "another": "core",
     "assign_worktree": "worktrees",
     "board_answer": "board",
     "board_post": "board",

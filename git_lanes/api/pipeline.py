@@ -9,6 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.api.supervise import OUTPUT_CHARS, Outcome
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError
@@ -26,6 +27,7 @@ def _plain(result: Any) -> dict[str, Any]:
     return result.to_dict() if hasattr(result, "to_dict") else dict(result or {})
 
 
+@held
 class PipelineApi:
     ctx: Context
     _read: Callable[[control.LightRepo, str], RunState]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
+from git_lanes.api.held import held
 from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, Refused, problem
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 MAX_ATTEMPTS = 5
 
 
+@held
 class PromotionApi:
     """Mixed into `Lanes`, next to CoreApi, which provides `ctx` and `_writing`."""
 

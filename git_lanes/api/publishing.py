@@ -10,6 +10,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.model import refs
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 PUBLISHABLE = ("ready", "published")
 
 
+@held
 class PublishingApi:
     """Mixed into `Lanes`, next to CoreApi (`ctx`, `_writing`), LedgerApi (`_state`, `_append`, `_actor`) and
     SyncApi (`_remote`)."""

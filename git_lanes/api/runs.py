@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError, NotFound, Refused, UnsupportedFormat, UserError
 from git_lanes.model.ids import AgentId, random_hex
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 FOLLOW_POLL_SECONDS = 0.05
 
 
+@held
 class RunsApi:
     ctx: Context
     commit: Callable[..., Any]  # from CoreApi, beside it in Lanes

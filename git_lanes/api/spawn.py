@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, LanesError, Refused, UserError
 from git_lanes.model.ids import random_hex
@@ -41,6 +42,7 @@ def _plain(result: Any) -> dict[str, Any]:
     return result.to_dict() if hasattr(result, "to_dict") else dict(result)
 
 
+@held
 class SpawnApi:
     """Mixed into `Lanes` beside RunsApi (`_runs`, `_run_state`), WorktreeApi (`assign_worktree`), LedgerApi
     (`_state`) and TasksApi (`task_claim`)."""

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, problem
 from git_lanes.model.frozen import Frozen
@@ -42,6 +43,7 @@ class Outcome(Frozen):
     error: str | None = None
 
 
+@held
 class SuperviseApi:
     ctx: Context
     _runs: Callable[[], control.LightRepo]

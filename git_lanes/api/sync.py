@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from git_lanes.api.held import held
 from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
 from git_lanes.errors import NotARepository, UserError
@@ -27,6 +28,7 @@ def _sync_line(arguments: dict[str, Any]) -> str:
     return sync.describe(arguments["remote"])
 
 
+@held
 class SyncApi:
     ctx: Context
 

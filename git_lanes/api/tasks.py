@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.api.ledger import LedgerApi, R
 from git_lanes.model.ids import AgentId, LedgerId
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from git_lanes.model.coordination import TaskDetail, TaskView, TicketDetail, TicketView
 
 
+@held
 class TasksApi(LedgerApi):
     """Mixed into `Lanes` behind IntegrationApi, which extends `task_done` with the merge gate."""
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from typing import TYPE_CHECKING, Any
 
+from git_lanes.api.held import held
 from git_lanes.domain.context import Context
 from git_lanes.errors import LanesError
 from git_lanes.model import refs
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from git_lanes.store.queue_leftovers import Leftovers
 
 
+@held
 class UpkeepApi:
     """Mixed into `Lanes`, next to CoreApi (`ctx`, `_writing`) and LedgerApi (`_append`)."""
 

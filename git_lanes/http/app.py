@@ -22,8 +22,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from git_lanes import __version__
-from git_lanes.errors import (Conflict, GateFailed, InternalError, LanesError, NotFound, RemoteFailed, UserError,
-                              WriteFailed, write_failed)
+from git_lanes.errors import (Conflict, GateFailed, InternalError, LanesError, NotFound, RemoteFailed, RepositoryGone,
+                              UserError, WriteFailed, write_failed)
 from git_lanes.http import openapi, routes
 from git_lanes.http.events import Broadcaster
 from git_lanes.http.security import Guard
@@ -58,7 +58,6 @@ class Service:
     WRITERS = 4  # writes at once; a fifth waits for one of them
 
     def __init__(self, open_api: Callable[[], Any]) -> None:
-        self._open_api = open_api
         self.reader = open_api()
         self._read_lock = threading.Lock()
         self._writers = threading.local()
@@ -79,7 +78,7 @@ class Service:
     def write(self, action: Callable[[Any], Any]) -> Any:
         api = getattr(self._writers, "api", None)
         if api is None:
-            api = self._writers.api = self._open_api()
+            api = self._writers.api = self.reader.another()
         return action(api)
 
     def poll(self) -> list[dict]:
@@ -103,6 +102,8 @@ def render(value: Any) -> Any:
 
 
 def status_of(exc: LanesError) -> int:
+    if isinstance(exc, RepositoryGone):
+        return 410
     if isinstance(exc, NotFound):
         return 404
     if isinstance(exc, GateFailed):
@@ -209,6 +210,8 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
         denied = refused(request)
         if denied is not None:
             return denied
+        if broadcaster.gone is not None:  # a status the browser's EventSource does not retry
+            return lanes_error(broadcaster.gone)
         return StreamingResponse(broadcaster.stream(), media_type="text/event-stream",
                                  headers={"x-accel-buffering": "no"})
 

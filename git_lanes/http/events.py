@@ -11,6 +11,8 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from git_lanes.errors import RepositoryGone
+
 POLL_SECONDS = 0.1
 DIRTY_EVERY = 1.0
 DIRTY_SHARE = 0.1  # of the time, at most, spent comparing workspaces
@@ -28,6 +30,7 @@ class Broadcaster:
         self._closed = False
         self._task: asyncio.Task | None = None
         self.batches = 0
+        self.gone: RepositoryGone | None = None  # the repository went: nothing more to watch
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -72,6 +75,14 @@ class Broadcaster:
                     if dirty_seen is not None and dirty_now != dirty_seen:
                         events.append({"kind": "workspace"})
                     dirty_seen = dirty_now
+            except RepositoryGone as exc:
+                # Said once, to the log and to every page, which then stops listening; not a traceback a
+                # second for as long as the server runs.
+                log.warning("%s; live updates stop", exc.message)
+                self.gone = exc
+                self.publish([{"kind": "gone", **exc.to_dict()}])
+                self.close()
+                return
             except Exception:  # noqa: BLE001 - one bad look (a damaged index, a ref mid-repair) must not end
                 log.exception("watching the repository failed; still watching")  # every page's live updates
                 events = [{"kind": "ref"}]  # something changed that could not be read: pages reload what they show
@@ -97,7 +108,8 @@ class Broadcaster:
                     continue
                 if events is None:
                     return
-                yield f"event: change\ndata: {json.dumps({'events': events}, default=str)}\n\n".encode()
+                kind = "gone" if events[0]["kind"] == "gone" else "change"
+                yield f"event: {kind}\ndata: {json.dumps({'events': events}, default=str)}\n\n".encode()
         finally:
             self._listeners.discard(queue)
 

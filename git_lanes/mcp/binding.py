@@ -53,13 +53,14 @@ class Binding:
         # A bad --agent (or GIT_LANES_AGENT) stops the server at start, rather than failing every call.
         self.default_agent = validate_agent_id(agent) if agent else None
         self._local = threading.local()
-        self.api  # opened now, so a path that is not a lanes repository fails at start, not on a call
+        # opened now, so a path that is not a lanes repository fails at start, not on a call
+        self._first = self._local.api = Lanes(self.path)
 
     @property
     def api(self) -> Lanes:
         api = getattr(self._local, "api", None)
         if api is None:
-            api = self._local.api = Lanes(self.path)
+            api = self._local.api = self._first.another()
         return api
 
     def agent(self, given: str | None) -> str:

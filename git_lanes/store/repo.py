@@ -64,6 +64,9 @@ class Store(RefMoves, WorkspaceOps):
     def __init__(self, repo: pygit2.Repository, discovered_git_dir: Path | None = None) -> None:
         self.repo = repo
         self.common_dir = Path(repo.path).resolve()
+        # What a repository cannot be without (git replaces HEAD by rename: never absent while it is there); the
+        # three, since a removal under way takes the repository's files in no particular order.
+        self._essentials = tuple(str(self.common_dir / name) for name in ("HEAD", "objects", "refs"))
         if repo.is_bare or not repo.workdir:
             raise UserError("git-lanes needs a repository with a working tree", code="bare_repository")
         self.root = Path(repo.workdir).resolve()
@@ -81,6 +84,11 @@ class Store(RefMoves, WorkspaceOps):
         self._lock_path = str(self.common_dir / "lanes.lock")  # taken on every append: built once
         self._identity_read: tuple[pygit2.Signature | None, float] = (None, -IDENTITY_REUSE_SECONDS)
         self._queue: AppendQueue | None = None  # the append queue, made on the first append
+
+    def present(self) -> bool:
+        """Whether the repository opened is still there, not removed or moved away: three stats. (Not whether
+        it is the same directory: inode numbers, which would tell, change under overlay file systems.)"""
+        return all(os.path.exists(path) for path in self._essentials)
 
     # -- locking ---------------------------------------------------------------------------------------
     # lock.py's own context managers, handed out as they are: a generator wrapped around each was one more

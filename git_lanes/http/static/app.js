@@ -12,7 +12,10 @@ const $ = (id) => document.getElementById(id);
 
 async function getJSON(path) {
   const reply = await fetch(API + path, { credentials: "same-origin", headers: { Accept: "application/json" } });
-  if (!reply.ok) throw Object.assign(new Error(`${path}: ${reply.status}`), { status: reply.status });
+  if (!reply.ok) {
+    const record = await reply.json().catch(() => ({}));
+    throw Object.assign(new Error(`${path}: ${reply.status}`), { status: reply.status, record });
+  }
   return reply.json();
 }
 
@@ -62,6 +65,18 @@ async function load() {
   const ran = results[names.length + 1];
   state.runs = ran.status === "fulfilled" ? ran.value : undefined;
   state.openQuestions = (state.board?.posts || []).filter((p) => p.kind === "question" && !p.resolved);
+  const gone = results.find((r) => r.status === "rejected" && r.reason.status === 410);
+  if (gone) showGone(gone.reason.record);
+}
+
+// The repository was removed or moved under the server: what the page shows is the last it could read.
+function showGone(error) {
+  const dot = $("live");
+  if (dot.dataset.gone) return;
+  dot.dataset.gone = "1";
+  dot.textContent = "repository gone"; dot.className = "live off"; dot.title = error.message || "";
+  toast(`${error.message || "the repository is gone"}${error.hint ? " — " + error.hint : ""}`, "error");
+  clearTimeout(toast.timer);  // it stays: nothing on the page will change any more
 }
 
 function tiles() {
@@ -129,7 +144,12 @@ function live() {
   const stream = new EventSource(API + "/events");
   stream.addEventListener("hello", () => { dot.textContent = "live"; dot.className = "live on"; soon(); });
   stream.addEventListener("change", soon);
-  stream.onerror = () => { dot.textContent = "reconnecting"; dot.className = "live off"; };
+  stream.onerror = () => {
+    if (dot.dataset.gone) return;
+    dot.textContent = stream.readyState === EventSource.CLOSED ? "not live" : "reconnecting";
+    dot.className = "live off";
+  };
+  stream.addEventListener("gone", (event) => { stream.close(); showGone(JSON.parse(event.data).events[0]); });
 }
 
 function toggles() {
