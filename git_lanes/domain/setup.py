@@ -46,6 +46,11 @@ def _require_branch(store: Store, trunk: str) -> None:
     branches = sorted(name[len(prefix):] for name in store.list_refs(prefix))
     if not branches or trunk == store.head_branch():
         return
+    for remote, branch in _remote_and_branch(trunk):
+        if remote in store.remotes_with_branch(branch):  # `origin/main`: `git switch` refuses it too
+            raise NotFound(f"{trunk!r} is a remote-tracking branch of {remote}, not a branch to be the trunk",
+                           code="unknown_branch", hint=f"name the branch: {branch!r} (made from {trunk} if it is "
+                                                       "not here yet)", details={"did_you_mean": [branch]})
     import difflib  # only on this refusal
 
     close = difflib.get_close_matches(trunk, branches, n=3, cutoff=0.6)
@@ -55,6 +60,11 @@ def _require_branch(store: Store, trunk: str) -> None:
                    hint=(f"did you mean {' or '.join(repr(c) for c in close)}? " if close else
                          "name one of them as the trunk; ") + create,
                    details={"did_you_mean": close})
+
+
+def _remote_and_branch(name: str) -> list[tuple[str, str]]:
+    """Every way `name` reads as REMOTE/BRANCH (a remote's name may hold a `/` too)."""
+    return [(name[:at], name[at + 1:]) for at, char in enumerate(name) if char == "/"]
 
 
 def initialize(store: Store, trunk: str, now: float) -> dict:
