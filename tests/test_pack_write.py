@@ -467,3 +467,76 @@ def test_a_name_or_prefix_libgit2_refuses_gets_libgit2_s_error_not_the_fallback_
         with pytest.raises(Exception) as theirs:
             pygit2.Repository(str(repo))[name]
         assert type(ours.value) is type(theirs.value), name
+
+
+def _two_lanes_packed_apart(repo: Path) -> str:
+    """Lanes `feat` and `other`, each with an accepted state; `other`'s state and note in a pack of their own,
+    and a multi-pack-index naming both packs. Returns `other`'s transition id."""
+    api = Lanes(repo)
+    api.lane_create("feat")
+    api.lane_create("other")
+    (repo / ".lanes" / "workspaces" / "feat" / "feat.txt").write_text("feat\n")
+    api.commit("on feat", "coder-1", lane="feat", auto_accept=True)
+    git("repack", "-a", "-d", "-q", cwd=repo)
+    (repo / ".lanes" / "workspaces" / "other" / "other.txt").write_text("other\n")
+    made: str = api.commit("on other", "coder-1", lane="other", auto_accept=True)["id"]
+    git("repack", "-d", "-q", cwd=repo)
+    git("multi-pack-index", "write", cwd=repo)
+    return made
+
+
+def _repack_leaving_the_index(repo: Path) -> str:
+    """What `git repack -a -d` does where git reads no multi-pack-index: the index stays, naming the packs the
+    repack removed. Returns `other`'s state."""
+    git("-c", "core.multiPackIndex=false", "repack", "-a", "-d", "-q", cwd=repo)
+    state = git("rev-parse", "refs/lanes/heads/other", cwd=repo).strip()
+    assert (repo / ".git" / "objects" / "pack" / "multi-pack-index").exists()  # the precondition: it stayed
+    assert subprocess.run(["git", "cat-file", "-e", state], cwd=repo).returncode == 0  # and git reads on
+    return state
+
+
+def test_a_process_held_open_reads_lane_states_and_notes_after_a_repack_left_a_stale_multi_pack_index(repo):
+    """A multi-pack-index left naming packs a repack removed (`git -c core.multiPackIndex=false repack -a -d`,
+    or `gc`, or a `multi-pack-index write` racing a repack): libgit2 keeps the index it loaded, and its own
+    refresh on a miss keeps it too (the file did not change), so a held-open Lanes (SDK, MCP, serve) found
+    neither a lane's state ("refs/lanes/heads/other points at a missing object, not a state") nor its
+    transition (KeyError) where git and a new process read them. The store has libgit2 load the folder
+    afresh, once per change of it, and reads again."""
+    made = _two_lanes_packed_apart(repo)
+    held = Lanes(repo)
+    trunk = git("rev-parse", "main", cwd=repo).strip()
+    assert held.ctx.store.commit_info(trunk).tree  # libgit2 has loaded the multi-pack-index
+    state = _repack_leaving_the_index(repo)
+    with pytest.raises(KeyError):  # the precondition: libgit2 held open cannot read on by itself
+        held.ctx.store.repo[state]
+    assert held.lane_show("other").to_dict()["head"] == state
+    assert held.show(made).to_dict()["intent"]["prompt"] == "on other"
+    assert [t["intent"]["prompt"] for t in held.history(lane="other").to_dict()["transitions"]] == ["on other"]
+    assert "other.txt" in held.diff("main", "other")["patch"]
+    assert [step["prompt"] for step in held.trace("other")["steps"]][:1] == ["on other"]
+
+
+def test_the_mcp_server_reads_on_after_a_repack_left_a_stale_multi_pack_index(repo):
+    """The MCP server holds a repository open per worker thread, and libgit2 keeps one copy of each pack per
+    process, shared by all of them: a thread loading its folder afresh read the removed pack's stale copy
+    that the others still held. Every store in the process lets go of it."""
+    import anyio
+    from mcp_helpers import call, mcp_session
+
+    made = _two_lanes_packed_apart(repo)
+
+    async def scenario() -> list[dict]:
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            for _ in range(2):  # several worker threads, each with the multi-pack-index loaded
+                async with anyio.create_task_group() as group:
+                    for _ in range(6):
+                        group.start_soon(call, session, "list_tasks")
+            _repack_leaving_the_index(repo)
+            return [await call(session, "show", transition_id=made),
+                    await call(session, "history", lane="other"),
+                    await call(session, "diff", a="main", b="other")]
+
+    shown, listed, diff = anyio.run(scenario)
+    assert shown["intent"]["prompt"] == "on other"
+    assert [t["intent"]["prompt"] for t in listed["transitions"]] == ["on other"]
+    assert "other.txt" in diff["patch"]

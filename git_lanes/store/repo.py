@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import time
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import pygit2
 
@@ -31,6 +34,26 @@ if TYPE_CHECKING:
     from git_lanes.store.watched_index import WatchedIndex
 
 Signatures = tuple[pygit2.Signature, pygit2.Signature]  # (author, committer)
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The stores this process holds open, and for each repository's pack folder its state when libgit2 was last
+# made to load it (`Store._reloaded`).
+_OPEN: weakref.WeakSet[Store] = weakref.WeakSet()
+_PACKS_SEEN: dict[str, tuple[object, ...]] = {}
+
+
+def _rereading(read: F) -> F:
+    """`read`, tried once more where libgit2 failed it and the pack folder changed since libgit2 last loaded
+    it (`Store._reloaded`): a read that fails for good costs one listing of that folder more."""
+    @functools.wraps(read)
+    def again(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return read(self, *args, **kwargs)
+        except (KeyError, pygit2.GitError):
+            if not self._reloaded():
+                raise
+        return read(self, *args, **kwargs)
+    return cast(F, again)
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:
@@ -84,6 +107,8 @@ class Store(RefMoves, WorkspaceOps):
         self._lock_path = str(self.common_dir / "lanes.lock")  # taken on every append: built once
         self._identity_read: tuple[pygit2.Signature | None, float] = (None, -IDENTITY_REUSE_SECONDS)
         self._queue: AppendQueue | None = None  # the append queue, made on the first append
+        self._walking = 0  # revision walks under way (libgit2 reads in them with the GIL let go)
+        _OPEN.add(self)
 
     def present(self) -> bool:
         """Whether the repository opened is still there, not removed or moved away: three stats. (Not whether
@@ -166,18 +191,57 @@ class Store(RefMoves, WorkspaceOps):
         return str(commit.id)
 
     # -- objects ---------------------------------------------------------------------------------------
+    def _reloaded(self) -> bool:
+        """Make libgit2 load the object folder afresh where its pack folder changed since it last did (True:
+        the caller reads again). libgit2 keeps the multi-pack-index it loaded, and where that index names packs
+        a repack removed (`git -c core.multiPackIndex=false repack -a -d`, `gc` alike, or a `multi-pack-index
+        write` racing a repack), a held-open process (SDK, MCP, serve) failed to find lane states, notes and
+        commits ("invalid packfile", or not found) that git and a new process read; its own refresh on a miss
+        keeps that index, since the file did not change. libgit2 keeps one copy of each pack per process,
+        shared by every repository that loaded it, so every store here on this repository lets go (the MCP
+        server and `serve` hold one per worker thread), but for one in a revision walk, which reads on its
+        own; once per change of the folder."""
+        pack_dir = os.path.join(self.common_dir, "objects", "pack")
+        try:
+            folder = os.stat(pack_dir)
+            seen: tuple[object, ...] = (folder.st_mtime_ns, folder.st_ino)
+        except OSError:
+            seen = ()
+        try:
+            index = os.stat(os.path.join(pack_dir, "multi-pack-index"))
+            seen += (index.st_mtime_ns, index.st_size, index.st_ino)
+        except OSError:
+            pass
+        if _PACKS_SEEN.get(pack_dir) == seen:
+            return False
+        _PACKS_SEEN[pack_dir] = seen
+        for store in list(_OPEN):
+            if store is self or (store.common_dir == self.common_dir and not store._walking):
+                store.repo.free()  # libgit2 opens its object database again on the next read
+                for workspace_repo in store._workspace_repos.values():
+                    workspace_repo.free()
+        return True
+
     def object_kind(self, oid: str) -> str | None:
         """"commit", "tree", "blob" or "tag" for object `oid`; None when it is not here. Reads only its
         header, so a huge blob costs nothing."""
         try:
             kind, _ = self.repo.odb.read_header(pygit2.Oid(hex=oid))
-        except (KeyError, ValueError, pygit2.GitError):
+        except ValueError:
             return None
+        except (KeyError, pygit2.GitError):
+            if not self._reloaded():
+                return None
+            try:
+                kind, _ = self.repo.odb.read_header(pygit2.Oid(hex=oid))
+            except (KeyError, ValueError, pygit2.GitError):
+                return None
         return _OBJECT_KINDS.get(int(kind))
 
     def write_blob(self, data: bytes) -> str:
         return self._write_object(pygit2.GIT_OBJECT_BLOB, b"blob", data)
 
+    @_rereading
     def read_blob(self, oid: str) -> bytes:
         return cast(pygit2.Blob, self.repo[oid]).data
 
@@ -223,6 +287,7 @@ class Store(RefMoves, WorkspaceOps):
         return CommitInfo(str(commit.id), str(commit.tree_id), tuple(str(p) for p in commit.parent_ids),
                           commit.message, f"{commit.author.name} <{commit.author.email}>", commit.commit_time)
 
+    @_rereading
     def tree_of(self, commit: str) -> str:
         return str(self.repo[commit].peel(pygit2.Commit).tree_id)
 
@@ -238,12 +303,15 @@ class Store(RefMoves, WorkspaceOps):
         except (OSError, pygit2.GitError) as exc:
             raise self._refused(exc) from exc
 
+    @_rereading
     def diff_trees(self, old: str | None, new: str | None) -> list[Change]:
         return trees.diff_trees(self.repo, old, new)
 
+    @_rereading
     def entry_at(self, tree: str, path: str) -> Entry | None:
         return trees.entry_at(self.repo, tree, path)
 
+    @_rereading
     def read_path(self, tree: str, path: str) -> bytes | None:
         entry = trees.entry_at(self.repo, tree, path)
         return None if entry is None else cast(pygit2.Blob, self.repo[entry.oid]).data
@@ -253,16 +321,20 @@ class Store(RefMoves, WorkspaceOps):
         try:
             node = self.repo[tree] if not path else cast(pygit2.Tree, self.repo[tree])[path]
         except KeyError:
-            return {}
+            if not self._reloaded():  # `path` is not in `tree`, or `tree` is not here
+                return {}
+            return self.list_tree(tree, path)
         if node.type != pygit2.GIT_OBJECT_TREE:
             return {}
         folder = cast(pygit2.Tree, self.repo[node.id])
         return {cast(str, item.name): Entry(str(item.id), item.filemode) for item in folder}
 
+    @_rereading
     def patch(self, old_tree: str, new_tree: str, *, paths: list[str] | None = None) -> str:
         diff = cast(pygit2.Tree, self.repo[old_tree]).diff_to_tree(cast(pygit2.Tree, self.repo[new_tree]))
         return diff.patch or ""
 
+    @_rereading
     def diff_stat(self, old_tree: str, new_tree: str) -> tuple[str, int, int, int]:
         diff = cast(pygit2.Tree, self.repo[old_tree]).diff_to_tree(cast(pygit2.Tree, self.repo[new_tree]))
         stats = diff.stats
@@ -360,38 +432,60 @@ class Store(RefMoves, WorkspaceOps):
             return self._records.edit(base, edits)
 
     # -- ancestry --------------------------------------------------------------------------------------
+    @_rereading
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         if ancestor == descendant:
             return True
         return self.repo.descendant_of(pygit2.Oid(hex=descendant), pygit2.Oid(hex=ancestor))
 
+    @_rereading
     def merge_base(self, a: str, b: str) -> str | None:
         base = self.repo.merge_base(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
         return str(base) if base else None
 
+    @_rereading
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
         """(commits reachable from `a` and not `b`, commits reachable from `b` and not `a`)."""
         ahead, behind = self.repo.ahead_behind(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
         return ahead, behind
 
+    @_rereading
     def count_between(self, ancestor: str | None, head: str) -> int:
         """How many commits `head` has that `ancestor` (None: nothing) has not."""
         walker = self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.NONE)
         if ancestor is not None:
             walker.hide(pygit2.Oid(hex=ancestor))
-        return sum(1 for _ in walker)
+        self._walking += 1
+        try:
+            return sum(1 for _ in walker)
+        finally:
+            self._walking -= 1
 
     def walk(self, head: str, limit: int | None = None) -> Iterator[CommitInfo]:
-        for count, commit in enumerate(self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)):
-            if limit is not None and count >= limit:
-                return
-            yield self.commit_info(str(commit.id))
+        walked = 0
+        self._walking += 1
+        try:
+            while True:
+                try:
+                    walker = self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)
+                    for commit in itertools.islice(walker, walked, limit):  # read again: on from where it failed
+                        info = self.commit_info(str(commit.id))
+                        walked += 1
+                        yield info
+                    return
+                except (KeyError, pygit2.GitError):  # as `_rereading`
+                    if not self._reloaded():
+                        raise
+        finally:
+            self._walking -= 1
 
     # -- notes -----------------------------------------------------------------------------------------
+    @_rereading
     def read_note_at(self, tree: str | None, target: str) -> str | None:
         """The note for `target` in notes tree `tree`, whatever its fanout."""
         return notes.read_note(self.repo, tree, target)
 
+    @_rereading
     def read_note(self, notes_ref: str, target: str) -> str | None:
         head = self.read_ref(notes_ref)
         return notes.read_note(self.repo, self.tree_of(head), target) if head else None
@@ -400,8 +494,13 @@ class Store(RefMoves, WorkspaceOps):
         """(annotated object id, note text) for every note, in any fanout git may have written."""
         head = self.read_ref(notes_ref)
         if head is not None:
-            yield from notes.walk(self.repo, self.tree_of(head))
+            yield from self._notes_in(self.tree_of(head))
 
+    @_rereading
+    def _notes_in(self, tree: str) -> list[tuple[str, str]]:
+        return list(notes.walk(self.repo, tree))  # whole, so that a read again starts from the first
+
+    @_rereading
     def note_blob(self, notes_ref: str, target: str) -> str | None:
         """The blob holding `target`'s note (None when it has none): what the operation log keeps."""
         head = self.read_ref(notes_ref)
