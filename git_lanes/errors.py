@@ -144,16 +144,23 @@ _WRITE_CAUSES = {
 def write_failed(exc: BaseException, what: str | None = None, where: object = None) -> WriteFailed | None:
     """`exc` as a WriteFailed when it is the file system refusing a write (see `_WRITE_CAUSES`), else None.
     `what` (e.g. "add an object to the repository database") and `where` (a path) say what failed; without
-    them, the path the error names. libgit2's OSError carries no errno, only the reason's text at its end."""
+    them, the path the error names. libgit2's errors carry no errno, only the reason's text at their end (an
+    OSError, or a pygit2.GitError: "failed to write out file: No space left on device")."""
     import errno
     import os
 
-    if not isinstance(exc, OSError):
+    if isinstance(exc, OSError):
+        cause = errno.errorcode.get(exc.errno) if exc.errno is not None else write_cause(str(exc))
+        filename = exc.filename
+    elif type(exc).__name__ == "GitError":  # by name: errors.py loads no pygit2 (the agent-hook path)
+        cause, filename = write_cause(str(exc)), None
+        if what is None and cause in _WRITE_CAUSES:
+            return write_refused(str(exc), cause)  # libgit2's own words say what failed
+    else:
         return None
-    cause = errno.errorcode.get(exc.errno) if exc.errno is not None else write_cause(str(exc))
     if cause not in _WRITE_CAUSES:
         return None
-    place = os.fspath(where) if isinstance(where, (str, os.PathLike)) else exc.filename
+    place = os.fspath(where) if isinstance(where, (str, os.PathLike)) else filename
     if what is None and place is None and cause in ("EACCES", "EPERM"):
         return None  # no path and no write named: a signal sent, say, not a file refused
     reason = os.strerror(getattr(errno, cause))

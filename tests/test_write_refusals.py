@@ -184,6 +184,23 @@ def test_a_full_disk_is_said_so_and_a_retry_after_freeing_space_succeeds(small_d
     fsck_clean(root)
 
 
+def test_init_on_a_full_disk_is_said_so_and_a_retry_after_freeing_space_succeeds(small_disk):
+    """libgit2 reports the config write's refusal as a GitError ("failed to write out file: No space left on
+    device"), which was exit 6."""
+    root = small_disk / "repo"
+    root.mkdir()
+    git("init", "--quiet", "--initial-branch=main", cwd=root)
+    (root / "README.md").write_text("# project\n")
+    git("add", "README.md", cwd=root)
+    git("commit", "--quiet", "-m", "first", cwd=root)
+    fill(small_disk)
+    refused(lanes("init", "--json", cwd=root), "no_space")
+    free(small_disk)
+    assert lanes("init", cwd=root).returncode == 0
+    assert lanes("lane", "create", "feat", cwd=root).returncode == 0
+    fsck_clean(root)
+
+
 def test_a_sync_that_cannot_store_what_it_fetched_on_a_full_disk_does_not_blame_the_remote(small_disk, tmp_path):
     """git's fetch says only "couldn't write '….lock'" for a full disk: that was exit 5 with "check the
     remote's URL and your access to it"."""

@@ -46,13 +46,11 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         from git_lanes.model.text import quoted
 
         fail(UserError(f"argument {quoted(garbled)} is not valid UTF-8", code="invalid_text"), as_json)
-    except OSError as exc:  # a full disk, no permission, a read-only file system: the user's to fix
-        refused = write_failed(exc)
+    except Exception as exc:  # a bug or an environment failure still gets one line, not a traceback
+        refused = write_failed(exc)  # a full disk, no permission, a read-only file system: the user's to fix
         if refused is None:
             _internal(exc, as_json)
         fail(refused, as_json)
-    except Exception as exc:  # a bug or an environment failure still gets one line, not a traceback
-        _internal(exc, as_json)
     # A listing (a list) that set records aside has no field to say so in its JSON: it warns in both modes.
     listed = [u.to_dict() for u in getattr(result, "unreadable", ())] if isinstance(result, list) else []
     result = plain(result)

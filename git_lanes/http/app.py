@@ -171,13 +171,10 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                 result = await service.run(route.writes, lambda api: route.call(getattr(api, route.api), params))
             except LanesError as exc:
                 return lanes_error(exc)
-            except OSError as exc:  # a full disk, no permission: the user's to fix (else a bug, as below)
-                unwritable = write_failed(exc)
+            except Exception as exc:  # a bug still answers in JSON, and the log keeps the traceback
+                unwritable = write_failed(exc)  # a full disk, no permission: the user's to fix, not a bug
                 if unwritable is not None:
                     return lanes_error(unwritable)
-                log.exception("%s %s failed", request.method, request.url.path)
-                return error(500, "internal", f"{type(exc).__name__}: {exc}")
-            except Exception as exc:  # a bug still answers in JSON, and the log keeps the traceback
                 log.exception("%s %s failed", request.method, request.url.path)
                 return error(500, "internal", f"{type(exc).__name__}: {exc}")
             # A listing (an array) that left records out says so where an array has room: a header.

@@ -137,15 +137,21 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
         async def tool(**kwargs: Any) -> Any:
             try:
                 return result_of(await fn(**kwargs))
-            except (LanesError, OSError) as exc:
-                raise _tool_error(exc) from exc
+            except Exception as exc:
+                found = _lanes_error(exc)
+                if found is None:
+                    raise
+                raise LanesToolError(error_payload(found)) from exc
     else:
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> Any:  # the SDK runs it on a worker thread
             try:
                 return result_of(call(kwargs))
-            except (LanesError, OSError) as exc:
-                raise _tool_error(exc) from exc
+            except Exception as exc:
+                found = _lanes_error(exc)
+                if found is None:
+                    raise
+                raise LanesToolError(error_payload(found)) from exc
 
     returns = Annotated[CallToolResult, output_shape(signature.return_annotation)]
     tool.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
@@ -154,12 +160,11 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
     return tool
 
 
+def _lanes_error(exc: Exception) -> LanesError | None:
+    """The LanesError the client gets for `exc`: itself, or the file system refusing a write (a full disk, no
+    permission: errors.write_failed); None for any other exception, a bug the SDK reports as one."""
+    return exc if isinstance(exc, LanesError) else write_failed(exc)
 
-def _tool_error(exc: LanesError | OSError) -> Exception:
-    """A LanesError as the client's tool error; an OSError too where it is the file system refusing a write
-    (a full disk, no permission: errors.write_failed); any other as it is, a bug the SDK reports."""
-    found = exc if isinstance(exc, LanesError) else write_failed(exc)
-    return exc if found is None else LanesToolError(error_payload(found))
 
 def output_shape(returns: Any) -> Any:
     """The type the SDK derives a tool's output schema from (and checks its structured content against),
