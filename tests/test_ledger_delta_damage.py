@@ -26,3 +26,17 @@ def test_a_delta_whose_parent_is_missing_fails_reads_clearly_and_doctor_names_it
         assert result.code not in (0, 6) and missing[:8] in result.err and "KeyError" not in result.err, result.err
     doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
     assert doctor.code == 1 and missing[:8] in doctor.out and "fsck" in doctor.out, doctor.out + doctor.err
+
+
+def test_a_ledger_ref_at_a_missing_commit_fails_reads_clearly_and_doctor_names_it(repo):
+    """A ref written by hand (or by a libgit2 that dropped a failed write) names a commit this repository
+    lacks: doctor's ledger check says so, as every reader does, instead of failing internally."""
+    assert run_cli("agent", "register", "a", cwd=repo).code == 0
+    missing = "1234567890" * 4
+    (repo / ".git" / "refs" / "lanes" / "ledger").write_text(f"{missing}\n")
+    for args in (["task", "list"], ["board", "read", "--agent", "a"], ["doctor", "--check", "ledger"]):
+        result = run_cli(*args, cwd=repo)
+        said = result.out + result.err
+        assert result.code == 1 and missing[:8] in said and "fsck" in said and "KeyError" not in said, said
+    listed = run_cli("doctor", "--check", "ledger", "--json", cwd=repo)
+    assert listed.code == 1 and "cannot be read: it is missing" in listed.out and "internal" not in listed.out

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from git_lanes.ledger.state import Record
     from git_lanes.store import Store
+    from git_lanes.store.values import CommitInfo
     from git_lanes.store.repo import Signatures
 else:
     Protocol = object  # Fold below is a protocol for the type checker; at run time a plain name to import
@@ -71,11 +72,7 @@ def state_at(store: Store, commit: str | None) -> State:
 
 def materialized(store: Store, commit: str | None) -> Materialized:
     def read(oid: str) -> tuple[str, str | None, str]:
-        try:
-            info = store.commit_info(oid)
-        except KeyError:  # a delta's way back to its checkpoint runs through a commit this repository lacks
-            raise UnsupportedFormat(f"ledger commit {oid[:8]} cannot be read: it is missing", code=MISSING,
-                                    hint="run `git fsck`; the repository may be damaged") from None
+        info = _commit(store, oid)
         return info.tree, info.parents[0] if info.parents else None, info.message
 
     return ledger_delta.materialize(commit, read)
@@ -133,8 +130,17 @@ def unaware_checkpoints(store: Store, head_commit: str, limit: int = 2_000) -> l
 def read_op(store: Store, commit: str) -> Op:
     """Parse ledger commit `commit` into its Op (id, type, actor, time, args, and the result recorded there).
 
-    Raises UnsupportedFormat for a commit that holds no op or an op in an unknown major format."""
-    return decode_message(store.commit_info(commit).message, commit)
+    Raises UnsupportedFormat for a commit that holds no op or an op in an unknown major format, or that this
+    repository lacks."""
+    return decode_message(_commit(store, commit).message, commit)
+
+
+def _commit(store: Store, oid: str) -> CommitInfo:
+    try:
+        return store.commit_info(oid)
+    except KeyError:  # a ref or a delta's way back to its checkpoint names a commit this repository lacks
+        raise UnsupportedFormat(f"ledger commit {oid[:8]} cannot be read: it is missing", code=MISSING,
+                                hint="run `git fsck`; the repository may be damaged") from None
 
 
 def ops_between(store: Store, ancestor: str | None, head_commit: str) -> list[Op]:
