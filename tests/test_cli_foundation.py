@@ -138,6 +138,7 @@ def test_init_makes_a_trunk_only_the_remote_has_local_as_git_switch_does(tmp_pat
     named = fails("init", "--trunk", "origin/develop", cwd=clone, code="unknown_branch")
     assert named["message"] == "'origin/develop' is a remote-tracking branch of origin, not a branch to be the trunk"
     assert named["hint"] == "name the branch: 'develop' (made from origin/develop if it is not here yet)"
+    assert fails("init", "--trunk", "devlop", cwd=clone, code="unknown_branch")["did_you_mean"] == ["develop"]
     assert ok("init", "--trunk", "develop", cwd=clone)["trunk"] == "develop"
     assert git("rev-parse", "develop", cwd=clone) == git("rev-parse", "develop", cwd=origin)
     assert git("rev-parse", "--abbrev-ref", "develop@{upstream}", cwd=clone).strip() == "origin/develop"

@@ -53,7 +53,10 @@ def _require_branch(store: Store, trunk: str) -> None:
                                                        "not here yet)", details={"did_you_mean": [branch]})
     import difflib  # only on this refusal
 
-    close = difflib.get_close_matches(trunk, branches, n=3, cutoff=0.6)
+    # a remote's branches too: `develop` is what was meant in a clone that has it only as origin/develop
+    remote_prefix = "refs/remotes/"
+    tracked = {name[len(remote_prefix):].partition("/")[2] for name in store.list_refs(remote_prefix)} - {"HEAD", ""}
+    close = difflib.get_close_matches(trunk, sorted(set(branches) | tracked), n=3, cutoff=0.6)
     shown = ", ".join(branches[:10]) + (f" and {len(branches) - 10} more" if len(branches) > 10 else "")
     create = f"to start a new trunk branch, create it first: `git branch {trunk}`"
     raise NotFound(f"no branch {trunk!r} to be the trunk (branches here: {shown})", code="unknown_branch",
