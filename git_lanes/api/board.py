@@ -116,7 +116,7 @@ class BoardApi(LedgerApi):
                     return self._nothing(agent, "cancelled", started)
                 if time.monotonic() >= deadline:
                     return self._nothing(agent, "timeout", started)
-                if not self.ctx.store.present():
+                if not self.ctx.store.present(entirely=True):
                     raise gone(self.ctx.store)
 
     @staticmethod

@@ -24,8 +24,9 @@ CO_GENERATOR = 0x20  # inspect.CO_GENERATOR, without importing inspect at start-
 
 def held(cls: T) -> T:
     """Make every public method `cls` defines raise RepositoryGone when the repository is gone: checked before
-    the call (a read of a removed repository could otherwise answer "nothing there") and after a failure (it
-    went during the call). Generators and class-level attributes are left as they are."""
+    the call (a read of a removed repository could otherwise answer "nothing there"; one stat) and after a
+    failure (it went during the call, or is going). Generators and class-level attributes are left as they
+    are."""
     for name, value in list(vars(cls).items()):
         if name.startswith("_") or not isinstance(value, FunctionType) or value.__code__.co_flags & CO_GENERATOR \
                 or getattr(value, "needs_no_repository", False):
@@ -51,7 +52,7 @@ def _checked(method: Callable[..., Any]) -> Callable[..., Any]:
         except RepositoryGone:
             raise
         except Exception as exc:
-            if store.present():
+            if store.present(entirely=True):
                 raise
             raise gone(store) from exc
     return call

@@ -110,10 +110,11 @@ class Store(RefMoves, WorkspaceOps):
         self._walking = 0  # revision walks under way (libgit2 reads in them with the GIL let go)
         _OPEN.add(self)
 
-    def present(self) -> bool:
-        """Whether the repository opened is still there, not removed or moved away: three stats. (Not whether
-        it is the same directory: inode numbers, which would tell, change under overlay file systems.)"""
-        return all(os.path.exists(path) for path in self._essentials)
+    def present(self, *, entirely: bool = False) -> bool:
+        """Whether the repository opened is still there, not removed or moved away: its HEAD, one stat, or
+        with `entirely` its objects and refs too, which a removal under way may have taken first. (Not
+        whether it is the same directory: inode numbers, which would tell, change under overlay file systems.)"""
+        return all(os.path.exists(path) for path in (self._essentials if entirely else self._essentials[:1]))
 
     # -- locking ---------------------------------------------------------------------------------------
     # lock.py's own context managers, handed out as they are: a generator wrapped around each was one more
