@@ -14,6 +14,8 @@ import pytest
 from conftest import fsck_clean, git, run_cli
 from dulwich.repo import Repo as DulwichRepo
 
+from test_store_loose_ref import WRITER as PLAIN_WRITER
+
 from git_lanes.errors import Conflict
 from git_lanes.store import RefUpdate, open_store, spare_refs
 
@@ -39,6 +41,16 @@ def _move(store, new: str) -> None:
 
 def _paths(repo: Path) -> tuple[Path, Path]:
     return repo / ".git" / REF, Path(spare_refs.spare_path(str(repo / ".git"), REF))
+
+
+@pytest.fixture
+def displaced(store, repo):
+    """The ledger's ref moved to `one` then `two`: `one`'s file waits at the spare's place. Returns three
+    commits to move to and the ref's and the spare's paths."""
+    one, two, three = _commits(repo, 3)
+    _move(store, one)
+    _move(store, two)
+    return (one, two, three, *_paths(repo))
 
 
 def test_a_move_reuses_the_file_the_move_before_displaced(store, repo):
@@ -79,12 +91,9 @@ def test_a_displaced_file_still_open_is_never_rewritten(store, repo):
     assert ref.read_text() == f"{three}\n"
 
 
-def test_a_spare_with_another_name_is_never_rewritten(store, repo):
+def test_a_spare_with_another_name_is_never_rewritten(store, repo, displaced):
     """A hard-linked copy of .git (`cp -al`) names the same file: it keeps what it holds."""
-    one, two, three = _commits(repo, 3)
-    ref, spare = _paths(repo)
-    _move(store, one)
-    _move(store, two)
+    one, two, three, ref, spare = displaced
     copy = repo.parent / "copy-of-a-ref"
     os.link(spare, copy)
     _move(store, three)
@@ -107,11 +116,8 @@ def test_a_spare_that_is_the_ref_itself_is_let_go(store, repo):
     assert spare.stat().st_ino == held and spare.read_text() == f"{one}\n"  # now truly displaced: kept
 
 
-def test_a_taken_lock_leaves_the_spare_and_the_ref_alone(store, repo, monkeypatch):
-    one, two, three = _commits(repo, 3)
-    ref, spare = _paths(repo)
-    _move(store, one)
-    _move(store, two)
+def test_a_taken_lock_leaves_the_spare_and_the_ref_alone(store, repo, monkeypatch, displaced):
+    one, two, three, ref, spare = displaced
     kept = spare.stat().st_ino
     lock = repo / ".git" / f"{REF}.lock"
     lock.write_text("held by someone\n")
@@ -130,13 +136,11 @@ def test_files_in_memory_are_not_reused_by_default(repo):
     assert spare_refs.file_system("/no/such/folder") == ""
 
 
+# The plain writer of test_store_loose_ref, its moves reusing files wherever the test runs and counted.
 WRITER = """
-import sys
-from git_lanes.errors import Conflict
-from git_lanes.store import RefUpdate, loose_ref, open_store, spare_refs
+import atexit
+from git_lanes.store import loose_ref
 
-store = open_store(sys.argv[1])
-spare_refs._RECYCLES[str(store.common_dir)] = True
 reused = 0
 original = loose_ref.reuse
 
@@ -147,20 +151,10 @@ def counting(common_dir, spare, lock):
     return fd, size
 
 loose_ref.reuse = counting
-ref, me, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
-tree = store.empty_tree()
-done = 0
-while done < count:
-    head = store.read_ref(ref)
-    commit = store.write_commit(tree, [head], f"{me} {done}\\n")
-    try:
-        store.update_refs([RefUpdate(ref, commit, head, f"{me} {done}")])
-    except Conflict as exc:
-        assert exc.code in ("stale_ref", "locked", "ref_locked"), exc
-        continue
-    done += 1
-print(done, reused)
-"""
+loose_ref.recycles = lambda common_dir: True
+atexit.register(lambda: print(reused))
+""" + PLAIN_WRITER
+
 
 READER = """
 import os, sys, time
@@ -193,7 +187,7 @@ def test_readers_racing_reused_moves_only_ever_read_values_the_ref_had(store, re
     for writer in writers:
         out, err = writer.communicate(timeout=300)
         assert writer.returncode == 0, err
-        done, count = map(int, out.split())
+        done, count = map(int, out.split())  # the plain writer's count, then the reuses
         assert done == 150
         reused += count
     stop.touch()
@@ -206,15 +200,12 @@ def test_readers_racing_reused_moves_only_ever_read_values_the_ref_had(store, re
     fsck_clean(repo)
 
 
-def test_a_file_system_without_leases_stops_trying(store, repo, monkeypatch):
+def test_a_file_system_without_leases_stops_trying(store, repo, monkeypatch, displaced):
     """NFS and FUSE refuse leases (EINVAL): the move takes git's lock, and later moves there no longer try."""
     import errno
     import fcntl
 
-    one, two, three = _commits(repo, 3)
-    ref, spare = _paths(repo)
-    _move(store, one)
-    _move(store, two)
+    one, two, three, ref, spare = displaced
     tries = []
     real = fcntl.fcntl
 
@@ -233,13 +224,10 @@ def test_a_file_system_without_leases_stops_trying(store, repo, monkeypatch):
 
 
 @pytest.mark.parametrize("target", ["a file elsewhere", "the ref itself"])
-def test_a_symlink_at_the_spares_place_is_never_written_through(store, repo, target):
+def test_a_symlink_at_the_spares_place_is_never_written_through(store, repo, target, displaced):
     """A symlink where the spare goes (made by hand, or left by a tool that copies .git with symlinks) names
     any file: the move takes its lock the ordinary way and writes neither that file nor the ref in place."""
-    one, two, three = _commits(repo, 3)
-    ref, spare = _paths(repo)
-    _move(store, one)
-    _move(store, two)
+    one, two, three, ref, spare = displaced
     victim = repo.parent / "someone-elses-file"
     victim.write_text("not a ref, and longer than one\n" * 3)
     spare.unlink()
@@ -283,12 +271,9 @@ def test_a_move_that_fails_before_its_rename_leaves_the_reused_file_as_it_was(st
     fsck_clean(repo)
 
 
-def test_an_interrupted_reuse_leaves_no_lock_behind(store, repo, monkeypatch):
+def test_an_interrupted_reuse_leaves_no_lock_behind(store, repo, monkeypatch, displaced):
     """Ctrl-C while a move takes the spare, in a session that lives on: the lock goes, the next move works."""
-    one, two, three = _commits(repo, 3)
-    ref, spare = _paths(repo)
-    _move(store, one)
-    _move(store, two)
+    one, two, three, ref, spare = displaced
 
     def interrupted(*args: object) -> bool:
         raise KeyboardInterrupt
