@@ -124,9 +124,11 @@ def floor_ops(repo: str, ops: int) -> tuple[float, float]:
     objects = str(store.common_dir / "objects")
     ref = "refs/lanes/bench-floor"
 
+    reuses = "recycle" in signature(loose_ref.move).parameters
+
     def move(new: str, old: str | None) -> None:
         """As the ledger's ref moves: reusing its displaced file where the code under test does."""
-        if old is not None and "recycle" in signature(loose_ref.move).parameters:
+        if old is not None and reuses:
             loose_ref.move(str(store.common_dir), ref, new, old, "bench: the floor", store._reflog_identity,
                            log=True, recycle=True)
         else:
