@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from git_lanes.ledger.log import Fold
     from git_lanes.store import Store
     from git_lanes.store.append_queue import AppendQueue, Listener
-    from git_lanes.store.repo import Signatures
+    from git_lanes.store.records import Signatures
 
 # A holder's turn ends after this many ops, or this long, or once no op came during a pause of PAUSE_SECONDS:
 # its own caller waits for the turn to end, and every other waiter is served within it.

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from git_lanes.ledger.state import Record
     from git_lanes.store import Store
     from git_lanes.store.values import CommitInfo
-    from git_lanes.store.repo import Signatures
+    from git_lanes.store.records import Signatures
 else:
     Protocol = object  # Fold below is a protocol for the type checker; at run time a plain name to import
 
