@@ -128,16 +128,16 @@ class WriteFailed(LanesError):
     code = "repository_unwritable"
 
 
+_PERMISSION_HINT = ("give your user write permission there (as git needs for its own writes), or run as the "
+                    "repository's owner")
 # errno name -> (the cause, what to do), for the refusals a user fixes outside git-lanes; git reports the same
 # ones as "insufficient permission for adding an object to repository database" or "unable to write".
 _WRITE_CAUSES = {
     "ENOSPC": ("no_space", "free space on its file system, then run the command again"),
     "EDQUOT": ("no_space", "free space within your disk quota (or have it raised), then run the command again"),
     "EROFS": ("read_only", "its file system is mounted read-only: remount it writable, or work in a writable clone"),
-    "EACCES": ("no_permission", "give your user write permission there (as git needs for its own writes), or "
-                                "run as the repository's owner"),
-    "EPERM": ("no_permission", "give your user write permission there (as git needs for its own writes), or run "
-                               "as the repository's owner"),
+    "EACCES": ("no_permission", _PERMISSION_HINT),
+    "EPERM": ("no_permission", _PERMISSION_HINT),
 }
 
 
@@ -191,6 +191,7 @@ def write_refused(message: str, cause: str, path: str | None = None) -> WriteFai
     """The WriteFailed for `cause` (an errno name in `_WRITE_CAUSES`), with what to do about it."""
     kind, hint = _WRITE_CAUSES[cause]
     return WriteFailed(message, hint=hint, details={"cause": kind} | ({"path": path} if path else {}))
+
 
 def problem(exc: LanesError) -> dict[str, Any]:
     """What a result carries when its work is done but part of it needs a person (a diverged lane, a

@@ -225,17 +225,15 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
         """"commit", "tree", "blob" or "tag" for object `oid`; None when it is not here. Reads only its
         header, so a huge blob costs nothing."""
         try:
-            kind, _ = self.repo.odb.read_header(pygit2.Oid(hex=oid))
-        except ValueError:
+            kind = self._header_kind(oid)
+        except (KeyError, ValueError, pygit2.GitError):
             return None
-        except (KeyError, pygit2.GitError):
-            if not self._reloaded():
-                return None
-            try:
-                kind, _ = self.repo.odb.read_header(pygit2.Oid(hex=oid))
-            except (KeyError, ValueError, pygit2.GitError):
-                return None
-        return _OBJECT_KINDS.get(int(kind))
+        return _OBJECT_KINDS.get(kind)
+
+    @_rereading
+    def _header_kind(self, oid: str) -> int:
+        kind, _ = self.repo.odb.read_header(pygit2.Oid(hex=oid))
+        return int(kind)
 
     def write_blob(self, data: bytes) -> str:
         return self._write_object(pygit2.GIT_OBJECT_BLOB, b"blob", data)
