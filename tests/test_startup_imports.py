@@ -19,8 +19,8 @@ CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.out
 # every other mixin loads with the first method of it called.
 API = {"git_lanes.api.core", "git_lanes.api.held", "git_lanes.api.owners", "git_lanes.api.recording"}
 STORE = {f"git_lanes.store.{name}" for name in ("gitcli", "lock", "records", "ref_moves", "repo",
-                                                  "notes", "setup", "stale", "trees", "values", "workspace",
-                                                  "worktree_add")}
+                                                  "notes", "rereading", "setup", "stale", "trees", "values",
+                                                  "workspace", "worktree_add")}
 # What reading a worktree's files costs (what needs attention after a promotion, which `status` shows)
 FILES = {"git_lanes.store.filters", "git_lanes.store.worktree_files"}
 REPOSITORY = CLI | API | STORE | {

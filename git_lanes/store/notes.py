@@ -1,16 +1,20 @@
 """Notes trees, walked in one place: where the note for an object sits whatever fanout git wrote (`ab/cdef…`
-or flat), every note of a tree, and a tree with some notes set. The notes refs are pushed and pulled as
-they are, so a note may hold any bytes: text that is not UTF-8 reads with replacement characters (and so as
-no record), never as a crash."""
+or flat), every note of a tree, and a tree with some notes set; and Store's notes methods (NoteOps), which
+read a notes ref's head and write its next commit. The notes refs are pushed and pulled as they are, so a
+note may hold any bytes: text that is not UTF-8 reads with replacement characters (and so as no record),
+never as a crash."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import cast
 
 import pygit2
 
 from git_lanes.model.entries import Entry
+from git_lanes.store.rereading import rereading
 from git_lanes.store.trees import edit_tree
+from git_lanes.store.values import RefUpdate
 
 OID_LENGTH = 40
 
@@ -74,3 +78,52 @@ def _text(repo: pygit2.Repository, entry: pygit2.Object) -> str:
     if entry.filemode not in (pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE):
         return ""
     return repo[entry.id].peel(pygit2.Blob).data.decode(errors="replace")
+
+
+class NoteOps:
+    """Mixed into Store: the notes under a notes ref, read and written."""
+
+    repo: pygit2.Repository
+    read_ref: Callable[[str], str | None]  # RefMoves'
+    tree_of: Callable[[str], str]  # Store's
+    write_commit: Callable[..., str]
+    _refused: Callable[[Exception], Exception]
+
+    @rereading
+    def read_note_at(self, tree: str | None, target: str) -> str | None:
+        """The note for `target` in notes tree `tree`, whatever its fanout."""
+        return read_note(self.repo, tree, target)
+
+    @rereading
+    def read_note(self, notes_ref: str, target: str) -> str | None:
+        head = self.read_ref(notes_ref)
+        return read_note(self.repo, self.tree_of(head), target) if head else None
+
+    def iter_notes(self, notes_ref: str) -> Iterator[tuple[str, str]]:
+        """(annotated object id, note text) for every note, in any fanout git may have written."""
+        head = self.read_ref(notes_ref)
+        if head is not None:
+            yield from self._notes_in(self.tree_of(head))
+
+    @rereading
+    def _notes_in(self, tree: str) -> list[tuple[str, str]]:
+        return list(walk(self.repo, tree))  # whole, so that a read again starts from the first
+
+    @rereading
+    def note_blob(self, notes_ref: str, target: str) -> str | None:
+        """The blob holding `target`'s note (None when it has none): what the operation log keeps."""
+        head = self.read_ref(notes_ref)
+        tree = self.tree_of(head) if head else None
+        path = note_path(self.repo, tree, target)
+        return str(cast(pygit2.Tree, self.repo[tree])[path].id) if path and tree else None
+
+    def write_notes(self, notes_ref: str, texts: dict[str, str | None], message: str) -> RefUpdate:
+        """Write a notes commit with `texts` (target -> note; None removes a note) set, returning the ref move
+        for the caller to apply."""
+        head = self.read_ref(notes_ref)
+        try:
+            tree = with_notes(self.repo, self.tree_of(head) if head else None, texts)
+        except (OSError, pygit2.GitError) as exc:
+            raise self._refused(exc) from exc
+        commit = self.write_commit(tree, [head] if head else [], message + "\n")
+        return RefUpdate(notes_ref, commit, head, message)

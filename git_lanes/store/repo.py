@@ -1,26 +1,27 @@
-"""The repository: refs moved only by compare-and-swap, objects, notes, and the local writers' lock."""
+"""The repository: refs moved only by compare-and-swap, objects, and the local writers' lock; notes in
+notes.py (NoteOps), records in records.py (RecordOps)."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 import time
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import cast
 
 import pygit2
 
 from git_lanes.errors import Ambiguous, NotARepository, NotFound, UserError, WriteFailed
-from git_lanes.store import lock, notes, setup, trees
+from git_lanes.store import lock, setup, trees
 from git_lanes.model.entries import Change, Entry
 from git_lanes.model.text import quoted
+from git_lanes.store.notes import NoteOps
 from git_lanes.store.records import RecordOps
 from git_lanes.store.ref_moves import IDENTITY_REUSE_SECONDS, RefMoves
-from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
+from git_lanes.store.rereading import OPEN, reloaded, rereading
+from git_lanes.store.values import CommitInfo, Worktree
 from git_lanes.store.workspace import WorkspaceOps
 
 FALLBACK_NAME = "git-lanes"
@@ -31,27 +32,6 @@ if TYPE_CHECKING:
     from git_lanes.store.append_queue import AppendQueue
     from git_lanes.store.object_cache import ObjectCache
     from git_lanes.store.watched_index import WatchedIndex
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-# The stores this process holds open, and for each repository's pack folder its state when libgit2 was last
-# made to load it (`Store._reloaded`).
-_OPEN: weakref.WeakSet[Store] = weakref.WeakSet()
-_PACKS_SEEN: dict[str, tuple[object, ...]] = {}
-
-
-def _rereading(read: F) -> F:
-    """`read`, tried once more where libgit2 failed it and the pack folder changed since libgit2 last loaded
-    it (`Store._reloaded`): a read that fails for good costs one listing of that folder more."""
-    @functools.wraps(read)
-    def again(self: Store, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return read(self, *args, **kwargs)
-        except (KeyError, pygit2.GitError):
-            if not self._reloaded():
-                raise
-        return read(self, *args, **kwargs)
-    return cast(F, again)
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:
@@ -79,7 +59,7 @@ def _common_dir(git_dir: Path) -> str:
     return str(git_dir)
 
 
-class Store(RecordOps, RefMoves, WorkspaceOps):
+class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
     """One repository's object database and refs, seen from its common git dir."""
 
     def __init__(self, repo: pygit2.Repository, discovered_git_dir: Path | None = None) -> None:
@@ -106,7 +86,7 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
         self._identity_read: tuple[pygit2.Signature | None, float] = (None, -IDENTITY_REUSE_SECONDS)
         self._queue: AppendQueue | None = None  # the append queue, made on the first append
         self._walking = 0  # revision walks under way (libgit2 reads in them with the GIL let go)
-        _OPEN.add(self)
+        OPEN.add(self)
 
     def present(self, *, entirely: bool = False) -> bool:
         """Whether the repository opened is still there, not removed or moved away: its HEAD, one stat, or
@@ -190,37 +170,6 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
         return str(commit.id)
 
     # -- objects ---------------------------------------------------------------------------------------
-    def _reloaded(self) -> bool:
-        """Make libgit2 load the object folder afresh where its pack folder changed since it last did (True:
-        the caller reads again). libgit2 keeps the multi-pack-index it loaded, and where that index names packs
-        a repack removed (`git -c core.multiPackIndex=false repack -a -d`, `gc` alike, or a `multi-pack-index
-        write` racing a repack), a held-open process (SDK, MCP, serve) failed to find lane states, notes and
-        commits ("invalid packfile", or not found) that git and a new process read; its own refresh on a miss
-        keeps that index, since the file did not change. libgit2 keeps one copy of each pack per process,
-        shared by every repository that loaded it, so every store here on this repository lets go (the MCP
-        server and `serve` hold one per worker thread), but for one in a revision walk, which reads on its
-        own; once per change of the folder."""
-        pack_dir = os.path.join(self.common_dir, "objects", "pack")
-        try:
-            folder = os.stat(pack_dir)
-            seen: tuple[object, ...] = (folder.st_mtime_ns, folder.st_ino)
-        except OSError:
-            seen = ()
-        try:
-            index = os.stat(os.path.join(pack_dir, "multi-pack-index"))
-            seen += (index.st_mtime_ns, index.st_size, index.st_ino)
-        except OSError:
-            pass
-        if _PACKS_SEEN.get(pack_dir) == seen:
-            return False
-        _PACKS_SEEN[pack_dir] = seen
-        for store in list(_OPEN):
-            if store is self or (store.common_dir == self.common_dir and not store._walking):
-                store.repo.free()  # libgit2 opens its object database again on the next read
-                for workspace_repo in store._workspace_repos.values():
-                    workspace_repo.free()
-        return True
-
     def object_kind(self, oid: str) -> str | None:
         """"commit", "tree", "blob" or "tag" for object `oid`; None when it is not here. Reads only its
         header, so a huge blob costs nothing."""
@@ -230,7 +179,7 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
             return None
         return _OBJECT_KINDS.get(kind)
 
-    @_rereading
+    @rereading
     def _header_kind(self, oid: str) -> int:
         kind, _ = self.repo.odb.read_header(pygit2.Oid(hex=oid))
         return int(kind)
@@ -238,7 +187,7 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
     def write_blob(self, data: bytes) -> str:
         return self._write_object(pygit2.GIT_OBJECT_BLOB, b"blob", data)
 
-    @_rereading
+    @rereading
     def read_blob(self, oid: str) -> bytes:
         return cast(pygit2.Blob, self.repo[oid]).data
 
@@ -284,7 +233,7 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
         return CommitInfo(str(commit.id), str(commit.tree_id), tuple(str(p) for p in commit.parent_ids),
                           commit.message, f"{commit.author.name} <{commit.author.email}>", commit.commit_time)
 
-    @_rereading
+    @rereading
     def tree_of(self, commit: str) -> str:
         return str(self.repo[commit].peel(pygit2.Commit).tree_id)
 
@@ -300,15 +249,15 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
         except (OSError, pygit2.GitError) as exc:
             raise self._refused(exc) from exc
 
-    @_rereading
+    @rereading
     def diff_trees(self, old: str | None, new: str | None) -> list[Change]:
         return trees.diff_trees(self.repo, old, new)
 
-    @_rereading
+    @rereading
     def entry_at(self, tree: str, path: str) -> Entry | None:
         return trees.entry_at(self.repo, tree, path)
 
-    @_rereading
+    @rereading
     def read_path(self, tree: str, path: str) -> bytes | None:
         entry = trees.entry_at(self.repo, tree, path)
         return None if entry is None else cast(pygit2.Blob, self.repo[entry.oid]).data
@@ -318,7 +267,7 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
         try:
             node = self.repo[tree] if not path else cast(pygit2.Tree, self.repo[tree])[path]
         except KeyError:
-            if not self._reloaded():  # `path` is not in `tree`, or `tree` is not here
+            if not reloaded(self):  # `path` is not in `tree`, or `tree` is not here
                 return {}
             return self.list_tree(tree, path)
         if node.type != pygit2.GIT_OBJECT_TREE:
@@ -326,12 +275,12 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
         folder = cast(pygit2.Tree, self.repo[node.id])
         return {cast(str, item.name): Entry(str(item.id), item.filemode) for item in folder}
 
-    @_rereading
+    @rereading
     def patch(self, old_tree: str, new_tree: str, *, paths: list[str] | None = None) -> str:
         diff = cast(pygit2.Tree, self.repo[old_tree]).diff_to_tree(cast(pygit2.Tree, self.repo[new_tree]))
         return diff.patch or ""
 
-    @_rereading
+    @rereading
     def diff_stat(self, old_tree: str, new_tree: str) -> tuple[str, int, int, int]:
         diff = cast(pygit2.Tree, self.repo[old_tree]).diff_to_tree(cast(pygit2.Tree, self.repo[new_tree]))
         stats = diff.stats
@@ -339,24 +288,24 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
                 stats.deletions)
 
     # -- ancestry --------------------------------------------------------------------------------------
-    @_rereading
+    @rereading
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         if ancestor == descendant:
             return True
         return self.repo.descendant_of(pygit2.Oid(hex=descendant), pygit2.Oid(hex=ancestor))
 
-    @_rereading
+    @rereading
     def merge_base(self, a: str, b: str) -> str | None:
         base = self.repo.merge_base(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
         return str(base) if base else None
 
-    @_rereading
+    @rereading
     def ahead_behind(self, a: str, b: str) -> tuple[int, int]:
         """(commits reachable from `a` and not `b`, commits reachable from `b` and not `a`)."""
         ahead, behind = self.repo.ahead_behind(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
         return ahead, behind
 
-    @_rereading
+    @rereading
     def count_between(self, ancestor: str | None, head: str) -> int:
         """How many commits `head` has that `ancestor` (None: nothing) has not."""
         walker = self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.NONE)
@@ -380,51 +329,11 @@ class Store(RecordOps, RefMoves, WorkspaceOps):
                         walked += 1
                         yield info
                     return
-                except (KeyError, pygit2.GitError):  # as `_rereading`
-                    if not self._reloaded():
+                except (KeyError, pygit2.GitError):  # as `rereading`
+                    if not reloaded(self):
                         raise
         finally:
             self._walking -= 1
-
-    # -- notes -----------------------------------------------------------------------------------------
-    @_rereading
-    def read_note_at(self, tree: str | None, target: str) -> str | None:
-        """The note for `target` in notes tree `tree`, whatever its fanout."""
-        return notes.read_note(self.repo, tree, target)
-
-    @_rereading
-    def read_note(self, notes_ref: str, target: str) -> str | None:
-        head = self.read_ref(notes_ref)
-        return notes.read_note(self.repo, self.tree_of(head), target) if head else None
-
-    def iter_notes(self, notes_ref: str) -> Iterator[tuple[str, str]]:
-        """(annotated object id, note text) for every note, in any fanout git may have written."""
-        head = self.read_ref(notes_ref)
-        if head is not None:
-            yield from self._notes_in(self.tree_of(head))
-
-    @_rereading
-    def _notes_in(self, tree: str) -> list[tuple[str, str]]:
-        return list(notes.walk(self.repo, tree))  # whole, so that a read again starts from the first
-
-    @_rereading
-    def note_blob(self, notes_ref: str, target: str) -> str | None:
-        """The blob holding `target`'s note (None when it has none): what the operation log keeps."""
-        head = self.read_ref(notes_ref)
-        tree = self.tree_of(head) if head else None
-        path = notes.note_path(self.repo, tree, target)
-        return str(cast(pygit2.Tree, self.repo[tree])[path].id) if path and tree else None
-
-    def write_notes(self, notes_ref: str, texts: dict[str, str | None], message: str) -> RefUpdate:
-        """Write a notes commit with `texts` (target -> note; None removes a note) set, returning the ref move
-        for the caller to apply."""
-        head = self.read_ref(notes_ref)
-        try:
-            tree = notes.with_notes(self.repo, self.tree_of(head) if head else None, texts)
-        except (OSError, pygit2.GitError) as exc:
-            raise self._refused(exc) from exc
-        commit = self.write_commit(tree, [head] if head else [], message + "\n")
-        return RefUpdate(notes_ref, commit, head, message)
 
 
 _OBJECT_KINDS = {pygit2.GIT_OBJECT_COMMIT: "commit", pygit2.GIT_OBJECT_TREE: "tree",
