@@ -7,6 +7,7 @@ still pass. One workspace per test, many calls in it: a repository costs more th
 from __future__ import annotations
 
 import pytest
+from conftest import run_cli
 from hook_helpers import bash, decision, hook, hook_in_process, lane, set_policy
 
 # A wall that denies only by command: no read-only phase, a budget no test here can spend.
@@ -265,3 +266,29 @@ def test_the_path_fields_of_unknown_tools_include_a_move_s_source_and_a_git_serv
     reads = claude("PreToolUse", ws, tool_name="mcp__git__git_status", tool_input={"repo_path": str(repo)},
                    tool_use_id="toolu_pr")
     assert decision(hook_in_process("claude", "PreToolUse", reads))[0] == "allow"
+
+
+def test_git_lanes_commands_that_rewrite_another_workspace_are_writes_there(repo, ws):
+    """`git lanes` itself writes files: `restore` into the workspace it names with -w (else the one it runs
+    in), `lane reset` and `lane delete` into their lane's. Every `git lanes` command passed as a read, so an
+    agent confined to its lane could overwrite the main worktree (`cd ../../.. && git lanes restore main
+    --force`) or another lane's workspace (`git lanes lane reset other --force`)."""
+    assert run_cli("lane", "create", "other", cwd=repo).code == 0
+    lines = [(f"git -C {repo} lanes restore main --force", "main worktree"),
+             ("cd ../../.. && git lanes restore main --force", "main worktree"),
+             ("git lanes restore main -w main --force", "lane main"),
+             ("git lanes restore main --workspace=other", "lane other"),
+             ("git lanes restore -wother main", "lane other"),
+             ("git lanes lane reset other --force", "lane other"),
+             ("git lanes lane reset --reason x --onto main other", "lane other"),
+             ("git lanes lane delete other --force", "lane other"),
+             ('git lanes lane delete "$LANE"', "lane $LANE"),
+             ("/opt/bin/git-lanes restore main -w other --force", "lane other"),
+             ("cd .. && git-lanes restore main --force", "another lane's workspace")]
+    assert not_denied(ws, lines, "gl") == []
+    for number, line in enumerate(["git lanes restore main", "git lanes restore main -w feature --force",
+                                   "git lanes lane reset feature --onto main", "git lanes commit -m wip",
+                                   "git lanes promote feature", "git lanes task list", "git lanes lane delete feature",
+                                   f"git -C {repo} lanes status", "git lanes commit -w main -m x"]):
+        assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_gli{number}")))[0] \
+            == "allow", line

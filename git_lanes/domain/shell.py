@@ -63,6 +63,7 @@ class ShellLine(Frozen):
     writes: tuple[str, ...]  # files written (redirections, cp/mv/tee/sed -i/…), as written
     directories: tuple[str, ...] = ()  # where `cd`/`pushd` move, in order: relative writes may land there
     sets: frozenset[str] = frozenset()  # of SHELL_VARIABLES, those the line assigns
+    lanes: tuple[str, ...] = ()  # lanes whose workspaces a `git lanes` command rewrites (restore -w, lane reset…)
 
 
 def unparsable(line: str, why: str) -> UserError:
@@ -116,13 +117,14 @@ def _binding(package: str):
 
 
 class _Found:
-    __slots__ = ("commands", "writes", "directories", "sets")
+    __slots__ = ("commands", "writes", "directories", "sets", "lanes")
 
     def __init__(self) -> None:
         self.commands: list[Command] = []
         self.writes: list[str] = []
         self.directories: list[str] = []
         self.sets: set[str] = set()
+        self.lanes: list[str] = []
 
 
 def parse(line: str, depth: int = 0) -> ShellLine:
@@ -133,7 +135,8 @@ def parse(line: str, depth: int = 0) -> ShellLine:
         _parse_into(line, depth, found)
     except RecursionError:
         raise unparsable(line, "it nests too deeply to check") from None
-    return ShellLine(tuple(found.commands), tuple(found.writes), tuple(found.directories), frozenset(found.sets))
+    return ShellLine(tuple(found.commands), tuple(found.writes), tuple(found.directories), frozenset(found.sets),
+                     tuple(found.lanes))
 
 
 def _parse_into(line: str, depth: int, found: _Found) -> None:
@@ -262,6 +265,7 @@ def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | No
                                   privileged=name in programs.PRIVILEGED,
                                   opaque=inner.opaque if inner is not None else None))
     found.writes.extend(shell_writes.writes(name, words, stdin))
+    found.lanes.extend(shell_writes.lanes(name, words))
     if name in ("cd", "pushd"):
         found.directories.append(programs.moved_to(name, words))
     moved = programs.wrapped_directory(name, words)

@@ -49,13 +49,14 @@ class GitLine:
     """What one git command does beyond itself: scripts it runs (words to parse as shell lines), a git
     command an alias stands for, why what it runs cannot be known (`opaque`), and the files it writes."""
 
-    __slots__ = ("scripts", "command", "opaque", "writes")
+    __slots__ = ("scripts", "command", "opaque", "writes", "lanes")
 
     def __init__(self) -> None:
         self.scripts: list[Word] = []
         self.command: list[Word] | None = None
         self.opaque: str | None = None
         self.writes: list[str] = []
+        self.lanes: list[str] = []  # lanes whose workspaces a `git lanes` command rewrites, by name
 
 
 def analyse(args: list[Word]) -> GitLine:
@@ -114,12 +115,61 @@ def analyse(args: list[Word]) -> GitLine:
         found.writes += shared if remote == "." else [remote]
     elif subcommand in SHARED and not _lists(subcommand, rest) or _moves_refs(subcommand, rest):
         found.writes += shared
+    elif subcommand == "lanes":
+        found.lanes += lanes_rewritten(rest)
+        if _restores_here(rest):
+            found.writes += places or ["."]
     elif subcommand == "clone":
         operands = [t for t, _ in rest if not t.startswith("-")]
         found.writes += operands[1:2] or ["."]
     elif subcommand not in READS and not _lists(subcommand, rest):
         found.writes += places or ["."]
     return found
+
+
+# `git lanes` commands that write a workspace's files: `restore` the one -w names (else the one it runs in),
+# `lane reset` and `lane delete` their lane's. Their options that take a value, so a value is no operand.
+LANES_VALUED = {"-w", "--workspace", "--onto", "--reason", "--agent"}
+
+
+def _lanes_words(rest: list[Word]) -> tuple[list[str], list[str]]:
+    """(operands, the lanes named by -w/--workspace) of `git lanes …`."""
+    operands: list[str] = []
+    named: list[str] = []
+    index = 0
+    while index < len(rest):
+        text = rest[index][0]
+        name, equals, value = text.partition("=")
+        if name in LANES_VALUED and not equals:
+            if name in ("-w", "--workspace") and index + 1 < len(rest):
+                named.append(rest[index + 1][0])
+            index += 2
+            continue
+        if name in ("-w", "--workspace"):
+            named.append(value)
+        elif text.startswith("-w") and len(text) > 2:  # click's -wLANE
+            named.append(text[2:])
+        elif not text.startswith("-"):
+            operands.append(text)
+        index += 1
+    return operands, named
+
+
+def lanes_rewritten(rest: list[Word]) -> list[str]:
+    """The lanes (by name) whose workspace files `git lanes rest…` rewrites: a restore's -w, a lane reset's
+    or delete's NAME. They are lanes other than the caller's as often as not, so they count as writes there."""
+    operands, named = _lanes_words(rest)
+    if operands[:1] == ["restore"]:
+        return named
+    if operands[:2] in (["lane", "reset"], ["lane", "delete"]):
+        return operands[2:3]
+    return []
+
+
+def _restores_here(rest: list[Word]) -> bool:
+    """`git lanes restore` without -w: it rewrites the workspace it runs in."""
+    operands, named = _lanes_words(rest)
+    return operands[:1] == ["restore"] and not named
 
 
 def _setting(word: Word, found: GitLine, aliases: dict[str, Word]) -> None:

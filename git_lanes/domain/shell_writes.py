@@ -316,8 +316,19 @@ def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
         return list(patch_paths(text)) if text else []
     if name == "git":
         return shell_git.analyse(args).writes
+    if name == "git-lanes":  # the subcommand's own program, as `git lanes` runs it
+        return shell_git.analyse([("lanes", False), *args]).writes
     writer = WRITERS.get(name)
     return writer(args) if writer is not None else []
+
+
+def lanes(name: str, words: list[Word]) -> list[str]:
+    """Lanes whose workspaces `name words…` rewrites, by name (`git lanes restore -w L`, `lane reset L`)."""
+    if name == "git":
+        return shell_git.analyse(words[1:]).lanes
+    if name == "git-lanes":
+        return shell_git.lanes_rewritten(words[1:])
+    return []
 
 
 def _pointed(targets: list[str], homes: list[str]) -> list[str]:
