@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from git_lanes.api.pipeline import PipelineApi
     from git_lanes.api.promotion import PromotionApi
     from git_lanes.api.publishing import PublishingApi
+    from git_lanes.api.running import RunningApi
     from git_lanes.api.runs import RunsApi
     from git_lanes.api.spawn import SpawnApi
     from git_lanes.api.supervise import SuperviseApi
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from git_lanes.api.worktrees import WorktreeApi
 
     class Lanes(CoreApi, SyncApi, PromotionApi, IntegrationApi, TasksApi, BoardApi, LedgerApi, OverviewApi,
-                WorktreeApi, RunsApi, DoctorApi, SetupApi, SpawnApi, SuperviseApi, PipelineApi, BudgetsApi,
-                PublishingApi, UpkeepApi, OplogApi, DispatchApi):
+                WorktreeApi, RunsApi, DoctorApi, SetupApi, SpawnApi, RunningApi, SuperviseApi, PipelineApi,
+                BudgetsApi, PublishingApi, UpkeepApi, OplogApi, DispatchApi):
         """A repository opened for lanes: the CLI, MCP server, SDK, hooks and HTTP faces all call this."""
 else:
     import _thread  # loaded with the interpreter: `threading` would cost the light sync an import

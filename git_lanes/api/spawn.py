@@ -1,17 +1,18 @@
 """Running agents, not only watching them: spawn an agent CLI in a lane (hooks wired in, a run started, a
-supervisor process driving it), list the live ones, stop one, tell one something, read its output.
+supervisor process driving it), a plan's ready tasks at once, or a stopped run again.
 
 The supervisor is a process of its own (the face passes in how to start one), so `spawn` returns while the
 agent works; it records every agent process it starts and how each ended in the run's log, where `ps`,
-`stop` and `run show` read them."""
+`stop` (api/running.py) and `run show` read them."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
+from git_lanes.api.running import AGENT_LOG, POLL_SECONDS, current_state
 from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, LanesError, Refused, UserError
 from git_lanes.model.ids import random_hex
@@ -19,38 +20,29 @@ from git_lanes.model.text import quoted
 
 if TYPE_CHECKING:
     from git_lanes import ledger
-    from git_lanes.domain import control, lanes, pipeline, runs, spawning, tasks
-    from git_lanes.domain.agents import validate_agent_id
-    from git_lanes.domain.board import validate_text
-    from git_lanes.model.calls import bounded
-    from git_lanes.model.launch import check_cli
-    from git_lanes.model.runs import RunEvent, RunState
-    from git_lanes.store import processes
-    from git_lanes.store.gitcli import unredirected_env
+    from git_lanes.domain import control
+    from git_lanes.model.runs import RunState
 
 # How long `spawn` waits for its supervisor to report that the agent started (or is queued for a slot).
 REPORT_SECONDS = 60.0
-POLL_SECONDS = 0.05
 PROMPT_CHARS = 20_000
-AGENT_LOG = "agent.log"
 SUPERVISOR_LOG = "supervisor.log"
 
 Supervisor = Callable[[str], list[str]]
 
 
-def _plain(result: Any) -> dict[str, Any]:
-    return result.to_dict() if hasattr(result, "to_dict") else dict(result)
-
-
 @held
 class SpawnApi:
-    """Mixed into `Lanes` beside RunsApi (`_runs`, `_run_state`), WorktreeApi (`assign_worktree`), LedgerApi
-    (`_state`) and TasksApi (`task_claim`)."""
+    """Mixed into `Lanes` beside RunsApi (`_runs`, `_run_state`), RunningApi (`_states`, `_live_runs`, `_row`),
+    WorktreeApi (`assign_worktree`), LedgerApi (`_state`) and TasksApi (`task_claim`)."""
 
     ctx: Context
     _runs: Callable[[], control.LightRepo]
     _run_state: Callable[[control.LightRepo, str], tuple[str, str, RunState]]
     _state: Callable[[], ledger.State]
+    _states: Callable[[control.LightRepo], list[RunState]]
+    _live_runs: Callable[[control.LightRepo], list[RunState]]
+    _row: Callable[[RunState, str], dict[str, Any]]
     assign_worktree: Callable[..., Any]  # a WorktreeAssigned, read like its JSON
     task_claim: Callable[..., Any]
     run_resume: Callable[[str], dict[str, Any]]
@@ -123,7 +115,7 @@ class SpawnApi:
         if supervisor is not None:
             self._start_supervisor(repo, run, supervisor)
         report = self._report(repo, run, waiting=supervisor is not None)
-        refused = spawning.refused_slot(_current(repo, run))
+        refused = spawning.refused_slot(current_state(repo, run))
         if refused is not None:  # lost the last slot to a concurrent spawn: neither task nor lane is kept
             if claimed is not None and not claimed.already and claimed.op:
                 self.undo(claimed.op, actor=agent)  # type: ignore[attr-defined]  # OplogApi's
@@ -194,182 +186,14 @@ class SpawnApi:
         deadline = time.monotonic() + REPORT_SECONDS
         boss = getattr(self, "_supervisor_started", None)
         while waiting:
-            state = _current(repo, run)
+            state = current_state(repo, run)
             if _settled(state) or (boss is not None and boss.process is not None and boss.process.poll() is not None):
                 break
             if time.monotonic() >= deadline:
                 break
             time.sleep(POLL_SECONDS)
-        state = _current(repo, run)
+        state = current_state(repo, run)
         return self._row(state, processes.hostname())
-
-    # -- looking at agents ----------------------------------------------------------------------------
-    def _states(self, repo: control.LightRepo) -> list[RunState]:
-        from git_lanes.domain import control
-
-        found = []
-        for run in repo.log.runs():
-            try:
-                _, state = control.read_state(repo, run)
-            except LanesError:
-                continue
-            if state is not None:
-                found.append(state)
-        return found
-
-    def _live_runs(self, repo: control.LightRepo) -> list[RunState]:
-        from git_lanes.domain import spawning
-        from git_lanes.store import processes
-
-        host = processes.hostname()
-        return [s for s in self._states(repo) if spawning.is_live(s, host, processes.running)]
-
-    def _row(self, state: RunState, host: str) -> dict[str, Any]:
-        from git_lanes.domain import runs, spawning
-        from git_lanes.store import processes
-
-        view = runs.view(state)
-        live = spawning.is_live(state, host, processes.running)
-        supervised = spawning.supervised(state, host, processes.running)
-        status = spawning.condition(state, host, processes.running)
-        return view | {"run": state.id, "live": live, "supervised": supervised, "state": status,
-                       "pid": (state.process or {}).get("pid"), "log": state.launch.get("log"),
-                       "stage": (state.pipeline or {}).get("stage"), "pipeline_status": (state.pipeline or {}).get("status")}
-
-    def ps(self, *, everything: bool = False) -> list[dict[str, Any]]:
-        """Live agent processes (with `everything`, every spawned run): run, pid, lane, task, stage and phase,
-        step budget, the money budgets over its lane, task and ticket, cost, and the last event."""
-        from git_lanes.domain import runs
-        from git_lanes.store import processes
-
-        repo = self._runs()
-        policy = repo.policy()
-        host = processes.hostname()
-        rows = []
-        for state in self._states(repo):
-            if not state.launch:
-                continue
-            row = self._row(state, host)
-            if not everything and not (row["live"] or row["supervised"]):
-                continue
-            head = repo.log.head(state.id)
-            summary = next(repo.log.commits(head))[1].split("\n", 1)[0] if head else ""
-            budget = runs.budgets(state, policy).get(state.phase, {})
-            rows.append(row | {"step_budget": budget, "last_event": summary.split(": ", 1)[-1],
-                               "last_event_at": state.updated_at})
-        over = self.budgets_over([(r["lane"], r["task"]) for r in rows])
-        rows = [r | {"budgets": found} for r, found in zip(rows, over)]
-        return sorted(rows, key=lambda r: r["created_at"])
-
-    def logs(self, run: str) -> str:
-        """What the agent of spawned run `run` has written to its output so far."""
-        from git_lanes.store import processes
-
-        repo = self._runs()
-        run_id, _, state = self._run_state(repo, run)
-        data, _ = processes.read_from(repo.log.files(run_id) / AGENT_LOG, 0)
-        return data.decode("utf-8", "replace")
-
-    def logs_follow(self, run: str, timeout: float | None = None) -> Iterator[str]:
-        """The run's agent output so far, then what is appended, until no agent or supervisor of it runs."""
-        from git_lanes.domain import spawning
-        from git_lanes.store import processes
-
-        repo = self._runs()
-        run_id, _, _ = self._run_state(repo, run)
-        path = repo.log.files(run_id) / AGENT_LOG
-        offset = 0
-        host = processes.hostname()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            state = _current(repo, run_id)
-            running = spawning.supervised(state, host, processes.running) or \
-                spawning.is_live(state, host, processes.running)
-            data, offset = processes.read_from(path, offset)
-            if data:
-                yield data.decode("utf-8", "replace")
-            if not running or (deadline is not None and time.monotonic() >= deadline):
-                data, offset = processes.read_from(path, offset)
-                if data:
-                    yield data.decode("utf-8", "replace")
-                return
-            time.sleep(POLL_SECONDS * 4)
-
-    # -- steering ------------------------------------------------------------------------------------
-    def tell(self, run: str, message: str, sender: str | None = None) -> dict[str, Any]:
-        """Queue `message` for the run's model; its hooks deliver it at the next tool call or stop (a Stop
-        hook blocks with it, so the model carries on with it as its instruction)."""
-        from git_lanes.domain import control, spawning
-        from git_lanes.domain.board import validate_text
-        from git_lanes.model.runs import RunEvent, RunState
-        from git_lanes.store import processes
-
-        validate_text(message)
-        sender = sender or self.ctx.store.signature().name
-        repo = self._runs()
-        run_id = control.resolve_run(repo, run)
-        message_id = random_hex(4)
-
-        def step(head: str | None, state: RunState | None) -> list[RunEvent]:
-            if state is None:
-                raise LanesError(f"no run {run!r}", code="unknown_run")
-            if state.status == "ended":
-                raise Refused(f"run {run_id[:8]} has ended: nobody would read it", code="run_ended")
-            return [RunEvent("message", self.ctx.now(), {"id": message_id, "text": message, "from": sender})]
-
-        state, _ = control.transact(repo, run_id, step)
-        assert state is not None
-        live = spawning.is_live(state, processes.hostname(), processes.running)
-        return {"run": run_id, "message": message_id, "queued": len(state.inbox), "live": live}
-
-    def stop(self, run: str, reason: str | None = None, *, grace: float | None = None,
-             by: str | None = None) -> dict[str, Any]:
-        """End the run's agent: its whole process group gets SIGTERM, then SIGKILL after `grace` seconds
-        (`[agent] stop_grace`); its supervisor goes too. Why is recorded in the run's log."""
-        from git_lanes.domain import spawning
-        from git_lanes.model.runs import RunEvent
-        from git_lanes.model.text import check_reason
-        from git_lanes.store import processes
-
-        reason = check_reason(reason)
-        repo = self._runs()
-        run_id, _, state = self._run_state(repo, run)
-        host = processes.hostname()
-        grace = spawning.load_launch(self.ctx).stop_grace if grace is None else grace
-        if grace < 0:
-            raise UserError("--grace must not be negative", code="invalid_grace")
-        if not (spawning.is_live(state, host, processes.running) or spawning.supervised(state, host, processes.running)):
-            where = (state.process or state.supervisor).get("host")
-            if where and where != host:
-                raise Refused(f"run {run_id[:8]} runs on {where}, not here", code="elsewhere",
-                              hint=f"stop it on {where}")
-            return self._row(state, host) | {"stopped": False, "message": f"run {run_id[:8]} is not running"}
-        reason = reason or "stopped by a person"
-        by = by or self.ctx.store.signature().name
-        self._append_run(repo, run_id, RunEvent("stop_requested", self.ctx.now(), {"reason": reason, "by": by}))
-        how = "gone"
-        for _ in range(3):  # a supervisor may have started a stage's agent just before it saw the stop
-            state = _current(repo, run_id)
-            if spawning.is_live(state, host, processes.running):
-                how = processes.end_group(int(state.process["pgid"]), grace)
-            boss = state.supervisor or {}
-            if spawning.supervised(state, host, processes.running) and \
-                    not processes.wait_gone(int(boss["pid"]), grace):
-                processes.end_group(int(boss["pid"]), grace)
-            state = _current(repo, run_id)
-            if not spawning.is_live(state, host, processes.running):
-                break
-        self._append_run(repo, run_id, RunEvent("stopped", self.ctx.now(), {"reason": reason, "by": by,
-                                                                           "signal": how}))
-        state = _current(repo, run_id)
-        return self._row(state, host) | {"stopped": True, "signal": how, "reason": reason}
-
-    def _append_run(self, repo: control.LightRepo, run: str, *events: RunEvent) -> RunState:
-        from git_lanes.domain import control
-
-        state, _ = control.transact(repo, run, lambda head, current: list(events))
-        assert state is not None
-        return state
 
 
 def _settled(state: RunState) -> bool:
@@ -390,12 +214,3 @@ def _settled(state: RunState) -> bool:
 def _writable(policy: Any) -> str:
     """The first phase an agent may write in: where a spawn without the pipeline starts."""
     return str(next((name for name in policy.phase_names if name not in policy.read_only), policy.first_phase))
-
-
-def _current(repo: control.LightRepo, run: str) -> RunState:
-    from git_lanes.domain import control
-
-    _, state = control.read_state(repo, run)
-    assert state is not None
-    return state
-
