@@ -292,3 +292,26 @@ def test_git_lanes_commands_that_rewrite_another_workspace_are_writes_there(repo
                                    f"git -C {repo} lanes status", "git lanes commit -w main -m x"]):
         assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_gli{number}")))[0] \
             == "allow", line
+
+
+def test_git_lanes_own_mcp_restore_of_another_lane_is_a_write_there(repo, ws):
+    """The MCP server git-lanes installs (`lanes`) restores any lane's workspace it is told to: through it,
+    as through `git lanes restore -w`, an agent confined to its lane rewrote the main worktree."""
+    from hook_helpers import claude
+
+    assert run_cli("lane", "create", "other", cwd=repo).code == 0
+    for number, (tool, lane) in enumerate([("mcp__lanes__restore", "main"), ("mcp__lanes__restore", "other"),
+                                           ("mcp__plugin_git-lanes_lanes__restore", "other")]):
+        verdict, reason = decision((hook if number == 0 else hook_in_process)("claude", "PreToolUse", claude(
+            "PreToolUse", ws, tool_name=tool, tool_input={"state": "main", "lane": lane, "force": True},
+            tool_use_id=f"toolu_mr{number}")))
+        assert verdict == "deny" and f"lane {lane}" in reason, (tool, reason)
+    gemini = {"session_id": "g1", "transcript_path": None, "cwd": str(ws), "hook_event_name": "BeforeTool",
+              "timestamp": "2026-01-01T10:30:00Z", "tool_name": "mcp_lanes_restore",
+              "tool_input": {"state": "main", "lane": "main"}}
+    answer = hook_in_process("gemini", "BeforeTool", gemini)
+    assert '"decision": "deny"' in answer.out and "lane main" in answer.out
+    for number, tool_input in enumerate([{"state": "main"}, {"state": "main", "lane": "feature"}]):
+        assert decision(hook_in_process("claude", "PreToolUse", claude(
+            "PreToolUse", ws, tool_name="mcp__lanes__restore", tool_input=tool_input,
+            tool_use_id=f"toolu_mri{number}")))[0] == "allow"

@@ -176,7 +176,7 @@ def _writes(check: _Check, line: ShellLine | None) -> str | None:
             way = f"when the plan is ready, run `git lanes run phase {state.id[:8]} {following}`" if following \
                 else "ask the person to move the run to a phase that allows writes"
             return f"phase {state.phase} is read-only: {os.path.relpath(path, workspace)} is a project file; {way}"
-    for lane in line.lanes if line is not None else ():
+    for lane in (*check.call.lanes, *(line.lanes if line is not None else ())):
         if lane != state.lane:
             return (f"`git lanes` would rewrite the workspace of lane {lane[:100]}, outside this run's lane "
                     f"{state.lane or '(none)'}: agents write only to their own lane's workspace")

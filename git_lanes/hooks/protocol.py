@@ -152,11 +152,29 @@ def unknown_tool(tool: str, data: dict, call_id: str) -> ToolCall:
     own: the write gate on its path fields, and, when it takes a command, the command policy on that line as
     on a shell tool's. Without this an MCP server that runs commands was a way around the deny and allow lists."""
     paths = guessed_paths(tool, data)
+    lanes = restored_lanes(tool, data)
     command = guessed_command(tool, data)
     if command is None:
-        return ToolCall(tool, tool, "exec", call_id, summary_of(data), paths=paths)
+        return ToolCall(tool, tool, "exec", call_id, summary_of(data), paths=paths, lanes=lanes)
     where = next((data[key] for key in DIRECTORY_KEYS if isinstance(data.get(key), str) and data[key]), None)
-    return ToolCall(tool, tool, "exec", call_id, summary_of(data), command=command, paths=paths, cwd=where)
+    return ToolCall(tool, tool, "exec", call_id, summary_of(data), command=command, paths=paths, cwd=where,
+                    lanes=lanes)
+
+
+# How each CLI names the tools of git-lanes' own MCP server (`lanes`, as `git lanes install` and the Claude Code
+# plugin add it): Claude Code and Codex `mcp__lanes__TOOL`, the plugin's `mcp__plugin_git-lanes_lanes__TOOL`,
+# Gemini CLI `mcp_lanes_TOOL` (`mcp__lanes__TOOL` before March 2026).
+OWN_TOOL_PREFIXES = ("mcp__lanes__", "mcp_lanes_", "mcp__plugin_git-lanes_lanes__")
+
+
+def restored_lanes(tool: str, data: dict) -> tuple[str, ...]:
+    """The lane whose workspace git-lanes' own `restore` tool rewrites, when the call names one: like
+    `git lanes restore -w LANE`, a write there (without `lane` it restores the agent's own)."""
+    prefix = next((p for p in OWN_TOOL_PREFIXES if tool.startswith(p)), None)
+    if prefix is None or tool[len(prefix):] != "restore":
+        return ()
+    lane = data.get("lane")
+    return (lane,) if isinstance(lane, str) and lane else ()
 
 
 def guessed_command(tool: str, data: dict) -> str | None:

@@ -29,6 +29,7 @@ class ToolCall(Frozen):
     paths: tuple[str, ...] = ()  # files the call writes, absolute or relative to the session's cwd
     plan: tuple[dict[str, Any], ...] | None = None  # the agent's plan steps, for plan tools
     cwd: str | None = None  # where a shell command runs, when not in the session's directory
+    lanes: tuple[str, ...] = ()  # lanes whose workspaces the call rewrites, by name (git-lanes' own restore tool)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -37,6 +38,7 @@ class ToolCall(Frozen):
             raise UnsupportedFormat("a tool call needs a tool name and an id")
         object.__setattr__(self, "summary", bounded(self.summary))
         object.__setattr__(self, "paths", tuple(self.paths))
+        object.__setattr__(self, "lanes", tuple(self.lanes))
 
     @property
     def changes_things(self) -> bool:
