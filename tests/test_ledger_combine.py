@@ -50,8 +50,9 @@ def reflog(repo: Path) -> list[str]:
 
 
 def queue_files(repo: Path) -> list[str]:
+    """What the queue holds but the files it keeps for reuse (spares: tests/test_queue_spares.py)."""
     folder = repo / ".git" / FOLDER
-    return sorted(os.listdir(folder)) if folder.exists() else []
+    return sorted(name for name in os.listdir(folder) if not name.endswith(".spare")) if folder.exists() else []
 
 
 def test_the_holder_applies_queued_ops_each_its_own_commit_in_one_move(repo):
@@ -142,6 +143,16 @@ HOLDER = textwrap.dedent("""
     store = api.ctx.store
     if die == "after-move":  # killed with the ledger moved and no outcome left
         AppendQueue.finish_all = lambda self, outcomes: os._exit(9) if outcomes else None
+    elif die == "mid-outcome":  # killed rewriting an entry's file as its outcome, its name already given up
+        from git_lanes.store import append_queue
+        taking = append_queue._reused
+        def _reused(spare, temporary, size):
+            fd = taking(spare, temporary, size)
+            if spare.endswith(".taken"):
+                os.write(fd, b'{"commit":')
+                os._exit(9)
+            return fd
+        append_queue._reused = _reused
     else:  # killed with the round journaled and the ledger not moved
         plain = Store.update_refs
         def update_refs(self, updates):
@@ -159,7 +170,7 @@ HOLDER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("die", ["after-move", "before-move"])
+@pytest.mark.parametrize("die", ["after-move", "mid-outcome", "before-move"])
 def test_a_holder_killed_mid_round_leaves_each_queued_op_applied_exactly_once(repo, tmp_path, die):
     go = tmp_path / "go"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(repo), die, str(go)], stdout=subprocess.PIPE,

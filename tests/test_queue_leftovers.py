@@ -17,7 +17,7 @@ import pytest
 from conftest import git, run_cli
 
 from git_lanes.api import Lanes
-from git_lanes.store.append_queue import STALE_SECONDS
+from git_lanes.store.append_queue import JOURNAL_SPARE, STALE_SECONDS
 
 HINT = ("killed git-lanes processes left them: --fix (or `git lanes gc`) removes them, as the next ledger "
         "append would, settling a journal's ops first")
@@ -69,7 +69,9 @@ KEPT = {"00000000000000000003-live.op", "00000000000000000005-new.done", "000000
 
 
 def kept(live: int) -> set[str]:
-    return {name.format(live) for name in KEPT}
+    """What is left once the leftovers are gone: the live processes' files, and the settled journal's file,
+    kept for the next round's journal."""
+    return {name.format(live) for name in KEPT} | {JOURNAL_SPARE}
 
 
 def test_doctor_reports_what_no_live_process_owns_and_fix_removes_it(repo: Path, live_pid: int):

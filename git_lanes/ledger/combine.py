@@ -123,7 +123,7 @@ def _wait(store: Store, queue: AppendQueue, op: Op, fold: Fold, signed: Signatur
                     settled = True
                     if found is not None:
                         return _appended(op, found)
-                    queue.drop(name)
+                    queue.take_back(name)
                     return _lead(store, queue, op, fold, signed, alone=False)
             listener.wait(RECHECK_SECONDS)
     except BaseException:

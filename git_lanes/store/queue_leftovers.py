@@ -62,9 +62,9 @@ def clear(common_dir: str | os.PathLike[str]) -> Leftovers:
     `waiting`, over the whole queue), and return what went. Call with the writers' lock held. The journal is
     not removed here: the ledger settles it (`ledger.combine.recover`), giving its ops' waiters their outcomes."""
     found = survey(common_dir, holder_gone=False)
+    queue = AppendQueue(common_dir)
+    queue.waiting(sys.maxsize)  # spares of processes that are gone go too, unreported: kept files, not leftovers
     if not (found.dead or found.stale):
         return Leftovers()
-    queue = AppendQueue(common_dir)
-    queue.waiting(sys.maxsize)
     left = set(os.listdir(queue.folder)) if os.path.isdir(queue.folder) else set()
     return Leftovers(tuple(f for f in found.dead if f not in left), tuple(f for f in found.stale if f not in left))
