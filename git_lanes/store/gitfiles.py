@@ -221,6 +221,39 @@ def read_config_levels(common_dir: StrPath) -> dict[str, str]:
     return merged
 
 
+# git_config_int's range (a C int): what git allows the settings read here (`git config --type=int` reads an
+# int64: pass 2 ** 63 - 1 to match it)
+INT_MAX = 2 ** 31 - 1
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def config_int(value: str | None, maximum: int = INT_MAX) -> int | None:
+    """An integer config value as git parses one (git_parse_signed: strtoimax in base 0, then a unit):
+    leading white space, a sign, `0x` hex, `0` octal or decimal digits, then nothing or one of k, m, g in
+    either case, within -maximum..maximum once scaled. None where git refuses it ("bad numeric config
+    value", and so refuses to run): the caller falls back to its default, since a setting only tunes."""
+    if value is None:
+        return None
+    text = value.lstrip(" \t\n\v\f\r")
+    sign = text[:1] if text[:1] in ("+", "-") else ""
+    rest = text[len(sign):]
+    if rest[:2] in ("0x", "0X"):
+        base, allowed, rest = 16, "0123456789abcdefABCDEF", rest[2:]
+    elif rest[:1] == "0":
+        base, allowed = 8, "01234567"
+    else:
+        base, allowed = 10, "0123456789"
+    unit = rest.lstrip(allowed)  # what strtoimax leaves: "" or the unit, else git refuses the value
+    digits = rest[:len(rest) - len(unit)]
+    factor = _UNITS.get(unit.lower())
+    if not digits or factor is None:
+        return None
+    found = int(sign + digits, base)
+    if abs(found) > maximum // factor:  # git's check: it truncates towards zero on either side
+        return None
+    return found * factor
+
+
 def config_files_beneath_home() -> list[str]:
     """The global config files git reads when `GIT_CONFIG_GLOBAL` is not set: the XDG one, then ~/.gitconfig."""
     home = os.path.expanduser(os.environ.get("HOME", "~")) or "."
@@ -264,7 +297,7 @@ def parse_config(text: str) -> dict[str, str]:
 
 
 def _config_value(raw: str) -> str:
-    out, quoted, index = [], False, 0
+    out, quoted, index, kept = [], False, 0, 0  # kept: up to where white space is not an unquoted tail
     raw = raw.strip()
     while index < len(raw):
         char = raw[index]
@@ -273,9 +306,14 @@ def _config_value(raw: str) -> str:
         elif char == "\\" and index + 1 < len(raw):
             index += 1
             out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[index], raw[index]))
+            kept = len(out)
         elif char in "#;" and not quoted:
             break
         else:
             out.append(char)
+            if quoted or not char.isspace():
+                kept = len(out)
         index += 1
-    return "".join(out).strip() if not quoted else "".join(out)
+    # git drops white space at the end only outside quotes: `"1k "` keeps its space (and git refuses it as
+    # a number), `1k  # note` does not
+    return "".join(out[:kept])

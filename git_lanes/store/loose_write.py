@@ -12,6 +12,7 @@ import stat
 import zlib
 
 from git_lanes.model.digest import sha1
+from git_lanes.store.gitfiles import config_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,27 +128,9 @@ def loose_compression(loose: str | None, core: str | None) -> int:
     number, or outside -1..9) is read as the default: it only trades speed for size."""
     for value in (loose, core):
         if value is not None:
-            level = _config_int(value)
+            level = config_int(value)
             return level if level is not None and -1 <= level <= 9 else 1
     return 1
-
-
-def _config_int(value: str) -> int | None:
-    """An integer config value as git parses one (strtoimax, base 0): leading white space, a sign, `0x` hex,
-    `0` octal or decimal digits, then an optional unit k, m or g and nothing else (None: git refuses it)."""
-    text = value.lstrip(" \t\n\v\f\r")
-    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:].lower(), 1)
-    number = text[:-1] if scale > 1 else text
-    digits = number[1:] if number[:1] in "+-" else number
-    if digits[:2] in ("0x", "0X"):
-        base, allowed, digits = 16, "0123456789abcdefABCDEF", digits[2:]
-    elif digits[:1] == "0":
-        base, allowed = 8, "01234567"
-    else:
-        base, allowed = 10, "0123456789"
-    if not digits or digits.strip(allowed):  # int() would take what git does not: "1_0", "9 ", other digits
-        return None
-    return int(number[:1] + digits if number[:1] in "+-" else digits, base) * scale
 
 
 # What `core.fsync` may name that includes loose objects (git's default leaves them out).

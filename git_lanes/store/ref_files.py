@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from git_lanes.errors import Conflict, UnsupportedFormat
-from git_lanes.store.gitfiles import read_config, read_config_levels, read_text
+from git_lanes.store.gitfiles import config_int, read_config, read_config_levels, read_text
 
 TYPE_CHECKING = False  # not `from typing import …`: neither the hook path nor the light sync loads typing
 if TYPE_CHECKING:
@@ -128,8 +128,8 @@ def take_lock(lock: StrPath, common_dir: StrPath) -> int:
         pass
     from git_lanes.store.loose_ref import REF_LOCK_TIMEOUT_MS, Backoff
 
-    backoff = Backoff(_config_int(read_config_levels(common_dir).get("core.filesreflocktimeout"),
-                                  REF_LOCK_TIMEOUT_MS))
+    timeout = config_int(read_config_levels(common_dir).get("core.filesreflocktimeout"))
+    backoff = Backoff(REF_LOCK_TIMEOUT_MS if timeout is None else timeout)
     cleared = False
     while True:
         if backoff.again():
@@ -150,18 +150,6 @@ def take_lock(lock: StrPath, common_dir: StrPath) -> int:
             return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             continue
-
-
-def _config_int(value: str | None, default: int) -> int:
-    """A git integer setting (`100`, `1k`, `-1`), or `default` when unset or one git would refuse."""
-    if not value:
-        return default
-    text = value.strip().lower()
-    scale = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}.get(text[-1:], 1)
-    try:
-        return int(text[:-1] if scale != 1 else text) * scale
-    except ValueError:
-        return default
 
 
 def _logs_all(common_dir: StrPath) -> bool:
