@@ -42,6 +42,22 @@ def test_a_killed_session_is_briefed_with_its_in_flight_call_and_the_file_it_cha
     assert [f["path"] for f in briefing["disk"]["files"]] == ["src/greet.py"]
 
 
+def test_a_session_resumed_on_an_ended_run_is_told_the_run_ended_not_to_move_on(repo):
+    """Every tool call of an ended run is denied; its briefing told the resumed session to carry on (`Move on
+    with git lanes run phase`, the calls in flight to reconcile), so the model set off into a wall."""
+    ws = lane(repo)
+    run = run_cli("run", "start", "--agent", "coder-1", "--goal", "Add a greeting", "--phase", "execute",
+                  cwd=ws).out.strip()
+    env = {"GIT_LANES_RUN": run}
+    assert decision(hook("claude", "PreToolUse", write(ws, ws / "a.py", "toolu_01LEFT"), env=env))[0] == "allow"
+    assert run_cli("run", "end", run, cwd=ws).code == 0
+    resumed = hook("claude", "SessionStart", claude("SessionStart", ws, "sess-2", source="resume"), env=env)
+    text = json.loads(resumed.out)["hookSpecificOutput"]["additionalContext"]
+    assert "has ended" in text and "Move on" not in text, text
+    assert "Goal: Add a greeting" in text and "toolu_01LEFT" in text  # still what the person needs to see
+    assert "has ended" in run_cli("run", "resume", run, cwd=ws).out
+
+
 def test_the_briefing_shows_the_trunk_moving_and_colliding_paths(repo):
     ws = lane(repo)
     run = run_cli("run", "start", "--agent", "a1", "--phase", "execute", cwd=ws).out.strip()

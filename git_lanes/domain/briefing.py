@@ -26,6 +26,7 @@ def build(ctx: Context, state: RunState, policy: Policy, now: float) -> dict[str
     """The briefing as a record (each section) and as the text injected into the new session."""
     record: dict[str, Any] = {
         "run": state.id, "agent": state.agent, "lane": state.lane, "goal": state.goal, "phase": state.phase,
+        "status": state.status,
         "budget": runs.budgets(state, policy),
         "plan": list(state.plan),
         "in_flight": [{"id": k, **v} for k, v in sorted((state.in_flight or state.interrupted).items(),
@@ -113,8 +114,13 @@ def render(record: dict[str, Any]) -> str:
         lines.append(f"Task {task['id'][:8]}: {task.get('title', task.get('error'))} "
                      f"[{task.get('status', '?')}]; depends on: {deps}")
     budget = record["budget"].get(record["phase"], {})
-    lines.append(f"Phase {record['phase']}: {budget.get('spent', 0):g} of {budget.get('budget')} step units used, "
-                 f"{budget.get('left')} left. Move on with `git lanes run phase {run} NEXT`.")
+    if record["status"] == "ended":
+        # Every tool call of an ended run is denied: the session is to report, not to carry on.
+        lines.append(f"Run {run} has ended (`git lanes run end`): this session may run no tools. Tell the person "
+                     "what was left (below); they can start a new run for it (`git lanes run start`).")
+    else:
+        lines.append(f"Phase {record['phase']}: {budget.get('spent', 0):g} of {budget.get('budget')} step units "
+                     f"used, {budget.get('left')} left. Move on with `git lanes run phase {run} NEXT`.")
     if record["plan"]:
         lines.append("Plan:")
         lines += [f"  [{s.get('status', '?')}] {s.get('step', '')}" for s in record["plan"]]
