@@ -271,3 +271,97 @@ def test_a_file_vanishing_during_a_full_scan_never_breaks_the_snapshot(held: Hel
         worker.join()
     assert snapshots > 0
     held.snapshot()  # once the churn stopped, the next snapshot equals a full scan
+
+
+def _writes(held: Held) -> tuple[int, int]:
+    """(index writes that spliced only the changed entries, index writes libgit2 made whole)."""
+    watched = held.store._watched_indexes[held.ws.resolve()]
+    return watched.image_writes, watched.libgit2_writes
+
+
+def test_a_followed_snapshot_splices_the_changed_entries_into_the_index_as_libgit2_writes_it(held: Held) -> None:
+    """libgit2 serializes all of the index again and hashes it with its slow SHA-1 on every write: a snapshot
+    that followed the watcher writes only the changed entries into the file's bytes, and the file is byte for
+    byte the one libgit2 writes from the same entries (stat data, flags, cached tree)."""
+    ws = held.ws
+    index_file = Path(held.store.workspace_repo(ws).path) / "index"
+    for round_ in range(3):
+        (ws / "src" / "app.py").write_text(f"changed {round_}\n")  # an entry replaced in place
+        (ws / "lib" / f"deep{round_}").mkdir(parents=True)  # a folder the cached tree does not know yet
+        (ws / "lib" / f"deep{round_}" / "mod.py").write_text("new\n")
+        (ws / "docs" / f"n{round_}.md").write_text("inserted\n")  # an entry inserted among others
+        if round_:
+            (ws / "docs" / f"n{round_ - 1}.md").unlink()  # and one removed
+            os.chmod(ws / "docs" / "guide.md", 0o755 if round_ == 1 else 0o644)
+        before = _writes(held)
+        tree = held.store.snapshot(ws)
+        assert held.store.snapshot_scan(ws) is None
+        assert _writes(held) == (before[0] + 1, before[1])
+        ours = index_file.read_bytes()
+        held.store.workspace_repo(ws).index.write()  # libgit2, from the entries in memory
+        assert index_file.read_bytes() == ours
+        assert git("write-tree", cwd=ws).strip() == tree == held.store.content_tree(ws)
+        held.watched()  # nothing changed since; git's reading of the file is checked too
+    unchanged = _writes(held)
+    held.store.snapshot(ws)
+    assert _writes(held) == unchanged, "nothing changed, yet the index was written"
+
+
+def test_an_index_only_libgit2_writes_is_left_to_libgit2(held: Held) -> None:
+    """An index of version 4 (prefix-compressed paths) or with an extension other than the cached tree (the
+    untracked cache) is not spliced: libgit2 writes it, and the snapshot still equals a full scan."""
+    ws = held.ws
+    git("update-index", "--index-version", "4", cwd=ws)
+    (ws / "src" / "app.py").write_text("under version 4\n")
+    before = _writes(held)
+    held.watched()
+    assert _writes(held) == (before[0], before[1] + 1)
+    git("update-index", "--index-version", "2", cwd=ws)
+    git("-c", "core.untrackedCache=true", "status", "--short", cwd=ws)
+    assert b"UNTR" in (Path(held.store.workspace_repo(ws).path) / "index").read_bytes()
+    (ws / "src" / "app.py").write_text("with an untracked cache\n")
+    before = _writes(held)
+    held.watched()
+    assert _writes(held) == (before[0], before[1] + 1)
+    (ws / "src" / "app.py").write_text("spliced again\n")
+    before = _writes(held)
+    held.watched()
+    assert _writes(held) == (before[0] + 1, before[1])
+
+
+def test_checking_a_held_workspace_for_conflicts_does_not_read_its_own_index_again(held: Held) -> None:
+    """After this process wrote the index, libgit2's copy in memory is the file's: reading the file again
+    before a commit would cost a parse and a hash of all of it (libgit2 sees a checksum it did not write)."""
+    ws = held.ws
+    (ws / "src" / "app.py").write_text("changed\n")
+    held.store.snapshot(ws)
+    index = held.store.workspace_repo(ws).index
+    index.remove("README.md")  # in memory only: reading the file again would bring it back
+    assert held.store.unmerged_paths(ws) == []
+    assert "README.md" not in index, "the index file was read again"
+    git("rm", "-q", "--cached", "src/app.py", cwd=ws)  # another command wrote it: then it is read
+    assert held.store.unmerged_paths(ws) == []
+    assert "README.md" in index and "src/app.py" not in index
+
+
+def test_the_spliced_write_takes_the_index_lock_as_git_does(held: Held) -> None:
+    """A lock a killed process left is cleared, as for libgit2's writes; one a live process holds refuses
+    the snapshot, naming it, and leaves the index as it was."""
+    from git_lanes.errors import Conflict
+
+    ws = held.ws
+    lock = Path(held.store.workspace_repo(ws).path) / "index.lock"
+    lock.write_text("left by a killed process\n")
+    (ws / "src" / "app.py").write_text("past a stale lock\n")
+    before = _writes(held)
+    held.watched()
+    assert _writes(held) == (before[0] + 1, before[1]) and not lock.exists()
+    index = lock.with_name("index").read_bytes()
+    (ws / "src" / "app.py").write_text("while a live process holds the lock\n")
+    with open(lock, "w"):
+        with pytest.raises(Conflict) as refused:
+            held.store.snapshot(ws)
+        assert refused.value.code == "locked" and str(lock) in refused.value.message
+    assert lock.with_name("index").read_bytes() == index
+    lock.unlink()
+    held.snapshot()

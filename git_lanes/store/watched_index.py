@@ -1,6 +1,7 @@
 """Snapshots in a process that stays open (MCP server, SDK, dashboard): the workspace's index is brought up
-to date for the paths a watcher heard of, and the new tree is the last one with only those paths' subtrees
-rewritten, so a snapshot costs what changed rather than what exists.
+to date for the paths a watcher heard of, the new tree is the last one with only those paths' subtrees
+rewritten, and the index file gets only their entries spliced in (see index_image), so a snapshot costs what
+changed rather than what exists (but for writing the whole file, which git's format requires).
 
 The result must be exactly what a full scan (`git add -A && git write-tree`) gives. Whenever that cannot be
 vouched for, the snapshot scans every file instead: the first time, after the watcher lost events or died,
@@ -14,10 +15,12 @@ import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pygit2
 
 from git_lanes.model.entries import Entry
+from git_lanes.store.index_image import IndexImage, Unsupported
 from git_lanes.store.trees import edit_tree
 from git_lanes.store.watcher import Unwatchable, Watcher
 
@@ -46,10 +49,16 @@ class WatchedIndex:
         self._signature: tuple[object, ...] | None = None  # index and rule files as this process left them
         self._lock = threading.Lock()
         self._ignores_case = False
+        self._index_path = Path(repo.path) / "index"
+        self._image: IndexImage | None = None  # the index file's bytes, kept to rewrite only what changed
+        self._memory_stamp: tuple[int, int, int, int] | None = None  # the file libgit2's index in memory holds
         self.last_scan: str | None = "not snapshotted yet"  # why the last snapshot scanned every file
+        self.image_writes = self.libgit2_writes = 0  # how the index was written (counted for the tests)
 
-    def snapshot(self, write_index: Callable[[pygit2.Index], None], scan_with_git: Callable[[], str]) -> str:
-        """Stage the workspace's files as they are and return the tree's id; `write_index` saves the index,
+    def snapshot(self, save: Callable[[Callable[[], None], type[Exception]], None],
+                 scan_with_git: Callable[[], str]) -> str:
+        """Stage the workspace's files as they are and return the tree's id. `save(write, failure)` runs a
+        write of the index file, clearing a lock a dead process left when it fails with `failure`;
         `scan_with_git` stages every file with git (and writes the index) where libgit2 refuses to."""
         with self._lock:
             signature, self._signature = self._signature, None  # a snapshot that fails trusts nothing after
@@ -59,19 +68,25 @@ class WatchedIndex:
                 # libgit2 reads core.excludesFile once per repository object: open it again to see a new one
                 self.repo = pygit2.Repository(str(self.root))
                 index = self.repo.index
-            tree = None
+            tree, touched = None, None
             if reason is None:
                 try:
-                    tree = self._follow(index)
+                    tree, touched = self._follow(index)
                 except (Rescan, Unwatchable) as why:
                     reason = str(why)
                 except (OSError, ValueError, pygit2.GitError) as error:
                     reason = f"following the watcher failed: {error}"
             if tree is None:
                 tree = self._scan(index, scan_with_git)
-            write_index(index)
+            self._save(index, touched, save)
             self._tree, self._signature, self.last_scan = tree, self._current_signature(), reason
             return tree
+
+    def index_is_current(self) -> bool:
+        """Whether the index file is still as this process's last snapshot left it, so that libgit2's index
+        in memory holds what the file does (reading it again would only cost a parse and a hash)."""
+        with self._lock:
+            return self._signature is not None and _stamp(self._index_path) == self._signature[0]
 
     def close(self) -> None:
         if self._watcher is not None:
@@ -87,10 +102,13 @@ class WatchedIndex:
         current = self._current_signature()
         if current[1:] != signature[1:]:
             return _RULES_CHANGED
+        self._memory_stamp = cast("tuple[int, int, int, int] | None", signature[0])
         if current[0] != signature[0]:
             # `git status` and `git diff` rewrite the index to refresh its stat data: what it records is
             # unchanged when its tree is, and then the watcher's names still tell what changed since.
             index.read(True)
+            read = _stamp(self._index_path)
+            self._memory_stamp = read if read == current[0] else None  # None: it changed while being read
             try:
                 if str(index.write_tree()) == self._tree:
                     return None
@@ -100,7 +118,7 @@ class WatchedIndex:
         return None
 
     def _current_signature(self) -> tuple[object, ...]:
-        return tuple(_stamp(path) for path in (Path(self.repo.path) / "index", *self._rule_files))
+        return tuple(_stamp(path) for path in (self._index_path, *self._rule_files))
 
     # -- scanning everything ---------------------------------------------------------------------------
     def _scan(self, index: pygit2.Index, scan_with_git: Callable[[], str]) -> str:
@@ -134,14 +152,15 @@ class WatchedIndex:
         return self.repo.path_is_ignored(folder) and not _entries_under(index, folder)
 
     # -- following the watcher -------------------------------------------------------------------------
-    def _follow(self, index: pygit2.Index) -> str:
+    def _follow(self, index: pygit2.Index) -> tuple[str, set[str]]:
+        """The new tree and the paths whose index entries were set again. libgit2's index in memory is not
+        read again: `_why_rescan` found it to hold what the file does."""
         assert self._watcher is not None and self._tree is not None
         changes = self._watcher.drain()
         if changes.rescan:
             raise Rescan(changes.rescan)
         if self._ignores_case:
             raise Rescan("the index ignores case: its order is not the one bisection assumes")
-        index.read(False)
         touched: set[str] = set()
         folders = _outermost(changes.folders)
         for path in folders:  # whatever each now is: a folder is walked whole
@@ -150,12 +169,47 @@ class WatchedIndex:
             if not any(path.startswith(f"{folder}/") for folder in folders):
                 self._reconcile(index, path, touched)
         if not touched:
-            return self._tree
+            return self._tree, touched
         edits = {}
         for path in touched:
             found = index[path] if path in index else None
             edits[path] = Entry(str(found.id), found.mode) if found is not None else None
-        return edit_tree(self.repo, self._tree, edits)
+        return edit_tree(self.repo, self._tree, edits), touched
+
+    # -- writing the index -----------------------------------------------------------------------------
+    def _save(self, index: pygit2.Index, touched: set[str] | None,
+              save: Callable[[Callable[[], None], type[Exception]], None]) -> None:
+        """Write the index: after following the watcher, only the entries of `touched` are spliced into the
+        file's bytes (see index_image); after a scan, or wherever that cannot be done, libgit2 writes it."""
+        if touched is not None:
+            if not touched:
+                return  # nothing was set again: the file already holds what memory does
+            try:
+                image = self._image_of_memory()
+                image.apply(index, touched)
+                save(image.write, FileExistsError)
+            except (Unsupported, OSError):  # OSError: not a live lock (that is a Conflict); libgit2 then
+                pass  # fails as it always did, and says why
+            except BaseException:
+                self._image = None  # edited but not written
+                raise
+            else:
+                self.image_writes += 1
+                return
+        self._image = None
+        save(index.write, pygit2.GitError)
+        self.libgit2_writes += 1
+
+    def _image_of_memory(self) -> IndexImage:
+        """The bytes of the index file that libgit2's index in memory holds (read again only when another
+        command wrote the file)."""
+        self._image, image = None, self._image  # until it is known to be right again
+        if image is None or image.stamp != self._memory_stamp:
+            image = IndexImage.load(self._index_path)
+        if image.stamp is None or image.stamp != self._memory_stamp:
+            raise Unsupported("the index file is not the one in memory")
+        self._image = image
+        return image
 
     def _reconcile(self, index: pygit2.Index, path: str, touched: set[str]) -> None:
         """Make the index's entries at and under `path` match the file system."""

@@ -171,9 +171,9 @@ class WorkspaceOps:
             from git_lanes.store.watched_index import WatchedIndex
 
             watched = self._watched_indexes[path] = WatchedIndex(self.workspace_repo(path), path, self.common_dir)
-        return watched.snapshot(lambda index: stale.retrying(index.write, locks, pygit2.GitError,
-                                                             "could not write the workspace's index",
-                                                             worktree=path),
+        return watched.snapshot(lambda write, failure: stale.retrying(write, locks, failure,
+                                                                      "could not write the workspace's index",
+                                                                      worktree=path),
                                 lambda: self._scan_with_git(path, locks))
 
     def _scan_with_git(self, path: Path, locks: list[Path]) -> str:
@@ -211,7 +211,9 @@ class WorkspaceOps:
         path = Path(path).resolve()
         if path in self._warm_indexes:
             index = self.workspace_repo(path).index
-            index.read(False)
+            watched = self._watched_indexes.get(path)
+            if watched is None or not watched.index_is_current():
+                index.read(False)  # after this process's own write, it would only parse and hash it again
             conflicts = index.conflicts
             if conflicts is None:
                 return []
