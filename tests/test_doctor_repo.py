@@ -1,5 +1,5 @@
-"""`git lanes doctor [--fix]` on the repository's own state: refs, notes, the ledger and workspaces (missing,
-moved, orphaned, locked). --fix repairs what is safe and leaves the rest, named, for a person."""
+"""`git lanes doctor [--fix]` on the repository's own state: refs, notes, the ledger, the operation log and
+workspaces (missing, moved, orphaned, locked). --fix repairs what is safe and leaves the rest, named, for a person."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from conftest import git, run_cli, workspace
 
 from git_lanes.api import Lanes
 
-CHECKS = ("refs", "notes", "ledger", "workspaces")
+CHECKS = ("refs", "notes", "ledger", "oplog", "workspaces")
 
 
 def findings(result: dict, check: str) -> list[dict]:
@@ -176,3 +176,55 @@ def test_old_lock_files_on_the_trunk_and_other_refs_are_reported(repo: Path):
     left = [c for c in findings(fixed.json, "refs") if c["status"] != "ok" and c["status"] != "fixed"]
     assert [str(other) in c["message"] for c in left] == [True] and "delete" in left[0]["hint"]
     git("update-ref", "refs/heads/main", "HEAD", cwd=repo)  # git can move the trunk again
+
+
+def _oplog_check(repo: Path):
+    result = run_cli("doctor", "--check", "oplog", "--json", cwd=repo)
+    (found,) = result.json["checks"]
+    return result.code, found
+
+
+def _drop_object(repo: Path, oid: str) -> None:
+    """Lose a commit as a copy of the git directory that left objects out would: its loose file goes."""
+    (repo / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+    assert git("cat-file", "-t", oid, cwd=repo, check=False) == ""
+
+
+def test_an_operation_log_naming_a_missing_commit_fails_its_check(repo: Path):
+    api = Lanes(repo)
+    api.lane_create("feature/a")
+    api.lane_create("feature/b")
+    assert _oplog_check(repo) == (0, {"check": "oplog", "status": "ok",
+                                      "message": "2 operation log entries readable"})
+    head = git("rev-parse", "refs/lanes/oplog", cwd=repo).strip()
+    _drop_object(repo, head)
+    code, found = _oplog_check(repo)
+    assert code == 1 and found["status"] == "fail"
+    assert found["message"] == ("the operation log cannot be read: refs/lanes/oplog names commit "
+                                f"{head[:8]}, which is not in the repository")
+    assert "git reflog refs/lanes/oplog" in found["hint"]
+
+
+def test_an_operation_log_whose_chain_breaks_fails_its_check(repo: Path):
+    api = Lanes(repo)
+    for lane in ("feature/a", "feature/b", "feature/c"):
+        api.lane_create(lane)
+    newest, lost = git("rev-parse", "refs/lanes/oplog", "refs/lanes/oplog~1", cwd=repo).split()
+    _drop_object(repo, lost)
+    code, found = _oplog_check(repo)
+    assert code == 1 and found["message"] == (
+        f"the operation log cannot be read: its chain breaks at entry {newest[:8]} (number 1 from the newest): "
+        f"its parent is commit {lost[:8]}, which is not in the repository")
+    everything = run_cli("doctor", "--json", cwd=repo)  # the whole doctor fails with it, as with any check
+    assert everything.code == 1 and not everything.json["ok"]
+
+
+def test_an_operation_log_entry_that_cannot_be_read_fails_its_check(repo: Path):
+    Lanes(repo).lane_create("feature/a")
+    head = git("rev-parse", "refs/lanes/oplog", cwd=repo).strip()
+    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
+    junk = git("commit-tree", tree, "-p", head, "-m", "not an entry", cwd=repo).strip()
+    git("update-ref", "refs/lanes/oplog", junk, head, cwd=repo)
+    code, found = _oplog_check(repo)
+    assert code == 1 and found["message"] == (f"the operation log cannot be read: entry {junk[:8]}: operation "
+                                              f"log commit {junk[:8]} holds no entry")

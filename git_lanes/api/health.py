@@ -1,5 +1,6 @@
-"""`doctor`'s checks of the repository's own state: refs, notes, the ledger and workspaces. Each finding that
-is safe to repair carries its repair, which `doctor --fix` runs; the rest are left for a person, with a hint.
+"""`doctor`'s checks of the repository's own state: refs, notes, the ledger, the operation log and
+workspaces. Each finding that is safe to repair carries its repair, which `doctor --fix` runs; the rest are
+left for a person, with a hint.
 
 Safe means nothing is lost: an abandoned lock file no process holds, a decision a killed process left half
 made (finished as the next writer would), the note of a state that no longer exists, git's record of a
@@ -201,6 +202,35 @@ def _queue(api: Any, where: Where) -> list[dict[str, Any]]:
                     "killed git-lanes processes left them: --fix (or `git lanes gc`) removes them, as the next "
                     "ledger append would, settling a journal's ops first",
                     repair=lambda: clear_queue(api.ctx.store))]
+
+
+@check("oplog")
+def _oplog(api: Any, where: Where) -> list[dict[str, Any]]:
+    """The operation log `undo` and `op log` read: each entry a commit whose first parent is the one before,
+    back to the first; a commit gone (lost by hand, or by a copy of the git directory that left objects
+    out) leaves every entry below it unreachable to undo."""
+    from git_lanes.model.oplog import OpEntry
+
+    store = api.ctx.store
+    commit, child, count = store.read_ref(refs.OPLOG), None, 0
+    while commit is not None:
+        kind = store.object_kind(commit)
+        if kind != "commit":
+            what = f"commit {commit[:8]}, which is not in the repository" if kind is None else f"a {kind}"
+            problem = f"{refs.OPLOG} names {what}" if child is None else \
+                f"its chain breaks at entry {child[:8]} (number {count} from the newest): its parent is {what}"
+            return [finding("fail", f"the operation log cannot be read: {problem}",
+                            f"undo cannot reach past it. `git reflog {refs.OPLOG}` names earlier heads to set the "
+                            f"ref back to; `git update-ref -d {refs.OPLOG}` starts the log afresh (lanes, notes "
+                            "and the ledger stay as they are)")]
+        info = store.commit_info(commit)
+        try:
+            OpEntry.from_message(info.message, commit)
+        except LanesError as exc:
+            return [finding("fail", f"the operation log cannot be read: entry {commit[:8]}: {exc.message}",
+                            f"see `git log -1 {commit}`; a newer git-lanes may have written it")]
+        commit, child, count = (info.parents[0] if info.parents else None), commit, count + 1
+    return [finding("ok", f"{count} operation log entries readable" if count else "the operation log is empty")]
 
 
 @check("spares")

@@ -155,9 +155,10 @@ def uninstall(agent_cli: str, scope: str, dry_run: bool, no_mcp: bool, as_json: 
 @click.option("--fix", is_flag=True, help="Repair what is safe to repair; list what is left for a person.")
 @json_option
 def doctor(only: tuple[str, ...], fix: bool, as_json: bool) -> None:
-    """Check the setup: refs, notes, the ledger, its append queue and its ref's spare files, workspaces
-    (missing, moved, orphaned, locked), each agent CLI's hooks (installed, complete, runnable), the trunk's policy, and that every run
-    log replays to its state. With --fix, repair what is safe (abandoned lock files, decisions a killed
+    """Check the setup: refs, notes, the ledger, its append queue and its ref's spare files, the operation
+    log undo reads (every entry there and readable), workspaces (missing, moved, orphaned, locked), each
+    agent CLI's hooks (installed, complete, runnable), the trunk's policy, and that every run log replays to
+    its state. With --fix, repair what is safe (abandoned lock files, decisions a killed
     process left half made, what killed processes left in the append queue, notes of states that are gone,
     workspaces deleted or moved by hand, clean workspaces of deleted lanes) and say what is left for a person.
     Exits 1 when a check fails.
@@ -167,6 +168,7 @@ def doctor(only: tuple[str, ...], fix: bool, as_json: bool) -> None:
       git lanes doctor
       git lanes doctor --fix
       git lanes doctor --check hooks.claude --json
+      git lanes doctor --check oplog
     """
     from git_lanes.cli.output import open_api
 
