@@ -29,3 +29,30 @@ def test_a_zero_padded_folder_mode_is_the_same_folder(repo: Path) -> None:
     assert git("diff-tree", "-r", "--name-only", canonical, padded, cwd=repo).split() == ["a"]
     changes = diff_trees(pygit2.Repository(str(repo)), canonical, padded)
     assert [(change.path, change.kind) for change in changes] == [("a", "modified")]
+
+
+def test_a_held_open_commit_parses_each_tree_it_diffs_once(repo: Path) -> None:
+    """A commit diffs its new state against the lane head for exclusive paths and again for protected ones,
+    and the operation log diffs the notes trees it moved: each tree is parsed once, and the next commit's
+    diffs start from trees already parsed."""
+    from git_lanes.api import Lanes
+    from git_lanes.store import trees
+
+    api = Lanes(repo)
+    api.lane_create("a")
+    ws = repo / ".lanes" / "workspaces" / "a"
+    parsed = []
+    for round_ in range(4):
+        (ws / "src" / "app.py").write_text(f"round {round_}\n")
+        before = trees.parses
+        api.commit(f"round {round_}", "tester", lane="a", auto_accept=True)
+        parsed.append(trees.parses - before)
+    # Only the new trees: the state's root and src/, the notes' root and fan-out folder after the proposal
+    # and after the decision.
+    assert parsed[-1] <= 6, parsed
+    store = api.ctx.store
+    head = store.tree_of(store.read_ref("refs/lanes/heads/a") or "")
+    first = store.tree_of(store.read_ref("refs/heads/main") or "")
+    store.diff_trees(first, head)
+    before = trees.parses
+    assert store.diff_trees(first, head) and trees.parses == before

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import os
+import weakref
+from collections import OrderedDict
 from typing import cast
 
 import pygit2
 
 from git_lanes.model.entries import Change, Entry
+
+# Trees parsed for diffing, per repository object, by raw id. A held-open process diffs each new state
+# against the last several times (the snapshot's exclusive paths, its protected paths, the operation log's
+# notes), so every root tree was parsed 4-8 times, ~0.4 ms each at 500 entries. An id names content, so a
+# kept parse is never stale; only small trees are kept, the last few.
+_KEPT_TREES = 64
+_KEPT_TREE_BYTES = 1 << 20
+_parsed: weakref.WeakKeyDictionary[pygit2.Repository, OrderedDict[bytes, dict[bytes, tuple[int, bytes]]]] = \
+    weakref.WeakKeyDictionary()
+parses = 0  # trees parsed so far in this process (the tests count them)
 
 FILE_MODES = {pygit2.GIT_FILEMODE_BLOB, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE, pygit2.GIT_FILEMODE_LINK}
 TREE_MODE = pygit2.GIT_FILEMODE_TREE
@@ -84,6 +96,14 @@ def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple
     """A tree's entries, name -> (mode, raw id), read from the object's bytes: building pygit2's entry
     objects (each mode an enum) costs more than the comparison they are for. The mode is compared as a
     number, since other tools write some zero-padded (`040000`), which git reads as the same mode."""
+    global parses
+    kept = _parsed.get(repo)
+    if kept is None:
+        kept = _parsed[repo] = OrderedDict()
+    entries = kept.get(tree.raw)
+    if entries is not None:
+        kept.move_to_end(tree.raw)
+        return entries
     data = repo[tree].read_raw()
     width = len(tree.raw)
     entries = {}
@@ -93,6 +113,11 @@ def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple
         end = data.index(b"\0", space)
         entries[data[space + 1:end]] = (int(data[position:space], 8), data[end + 1:end + 1 + width])
         position = end + 1 + width
+    parses += 1
+    if len(data) <= _KEPT_TREE_BYTES:
+        kept[tree.raw] = entries
+        if len(kept) > _KEPT_TREES:
+            kept.popitem(last=False)
     return entries
 
 
