@@ -66,6 +66,20 @@ def test_heartbeat_keeps_the_lease_and_blocked_tasks_stay_put(lanes):
     assert raised.value.code == "not_blocked"
 
 
+def test_a_block_reason_that_is_blank_or_not_text_is_refused_as_a_reason_not_a_title(lanes, repo):
+    """`block_task` with reason "" answered `empty_title` (and a control character `invalid_title`): the
+    codes an agent keys on named a title the call never had."""
+    task = lanes.task_create("one", actor="lead")["task"]
+    lanes.task_claim(task, "a")
+    head = ledger_head(repo)
+    for reason, code in (("", "empty_reason"), ("   ", "empty_reason"), ("bad\x01", "invalid_reason"),
+                         ("x" * 3000, "invalid_reason")):
+        with pytest.raises(UserError) as raised:
+            lanes.task_block(task, reason, actor="a")
+        assert raised.value.code == code, (reason, raised.value.code)
+    assert ledger_head(repo) == head
+
+
 def test_dependencies_refuse_cycles_and_self_and_unknown_ids(lanes, repo):
     a = lanes.task_create("a", actor="lead")["task"]
     b = lanes.task_create("b", actor="lead", depends=(a,))["task"]

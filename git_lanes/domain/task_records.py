@@ -88,11 +88,12 @@ def get_ticket(state: Reader, ticket_id: object) -> dict[str, Any]:
     return _get(state, path, "ticket", ticket_id, TICKETS_HINT)
 
 
-def validate_title(title: object, limit: int = MAX_TITLE, what: str = "the title") -> str:
-    """A task's or ticket's title (or a block reason, `what`): one line of text, at most `limit` characters."""
+def validate_title(title: object, limit: int = MAX_TITLE, what: str = "the title", kind: str = "title") -> str:
+    """A task's or ticket's title (or a block reason: `what`, refused as `empty_reason`/`invalid_reason` with
+    kind "reason"): one line of text, at most `limit` characters."""
     if not isinstance(title, str) or not title.strip():
-        raise UserError(f"{what} must not be empty", code="empty_title")
-    return check_text(title.strip(), what, code="invalid_title", max_chars=limit)
+        raise UserError(f"{what} must not be empty", code=f"empty_{kind}")
+    return check_text(title.strip(), what, code=f"invalid_{kind}", max_chars=limit)
 
 
 def save_task(tx: Tx, op: Op, task: dict[str, Any]) -> dict[str, Any]:

@@ -172,7 +172,7 @@ def done(tx: Tx, op: Op) -> dict:
 
 def block(tx: Tx, op: Op) -> dict:
     task = get_task(tx, op.args.get("task"))
-    reason = validate_title(op.args.get("reason"), MAX_REASON, "the reason") \
+    reason = validate_title(op.args.get("reason"), MAX_REASON, "the reason", "reason") \
         if op.args.get("reason") is not None else None
     if not reason:
         raise UserError("say why the task is blocked (--reason)", code="empty_reason")
