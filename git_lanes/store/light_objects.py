@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from git_lanes.errors import UnsupportedFormat
-from git_lanes.model.entries import Change, Entry
+from git_lanes.model.entries import Change, Entry, tree_changes
 from git_lanes.store.values import CommitInfo
 
 TYPE_CHECKING = False
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from git_lanes.store.objects import ObjectStore
 
 TREE_MODE = 0o040000
-LINK_MODE, GITLINK_MODE = 0o120000, 0o160000
 
 
 class NeedsFullStore(Exception):
@@ -129,31 +128,8 @@ class ObjectReads:
         return {name: entry.mode == TREE_MODE for name, entry in self.list_tree(tree, path).items()}
 
     def diff_trees(self, old: str | None, new: str | None) -> list[Change]:
-        """As `trees.diff_trees`: paths that differ, descending only into subtrees whose ids differ."""
-        changes: list[Change] = []
-        self._diff(old, new, "", changes)
-        changes.sort(key=lambda change: change.path)
-        return changes
-
-    def _diff(self, old: str | None, new: str | None, prefix: str, changes: list[Change]) -> None:
-        if old == new:
-            return
-        before = self._tree(old) if old is not None else {}
-        after = self._tree(new) if new is not None else {}
-        for name in before.keys() | after.keys():
-            was, now = before.get(name), after.get(name)
-            if was == now:
-                continue
-            path = prefix + name
-            was_tree = was is not None and was[0] == TREE_MODE
-            now_tree = now is not None and now[0] == TREE_MODE
-            if was_tree or now_tree:
-                self._diff(was[1] if was is not None and was_tree else None,
-                           now[1] if now is not None and now_tree else None, f"{path}/", changes)
-            old_leaf = Entry(was[1], was[0]) if was is not None and not was_tree else None
-            new_leaf = Entry(now[1], now[0]) if now is not None and not now_tree else None
-            if old_leaf is not None or new_leaf is not None:
-                changes.append(Change(path, _kind(old_leaf, new_leaf), old_leaf, new_leaf))
+        """As `trees.diff_trees`, with trees read by our own reader."""
+        return tree_changes(self._tree, old, new, str, str)
 
     def read_note_at(self, tree: str | None, target: str) -> str | None:
         """The note for `target` in notes tree `tree`, whatever its fanout."""
@@ -181,15 +157,3 @@ def _commit_info(oid: str, data: bytes) -> CommitInfo:
     committer = headers.get("committer", [""])[0].rpartition("> ")[2].split()
     return CommitInfo(oid, headers["tree"][0], tuple(headers.get("parent", [])), message,
                       ident + ">" if ident else author, int(committer[0]) if committer else int(when))
-
-
-def _kind(old: Entry | None, new: Entry | None) -> str:
-    if old is None:
-        return "added"
-    if new is None:
-        return "deleted"
-    if (old.mode == LINK_MODE) != (new.mode == LINK_MODE) or (old.mode == GITLINK_MODE) != (new.mode == GITLINK_MODE):
-        return "type"
-    if old.oid == new.oid:
-        return "mode"
-    return "modified"

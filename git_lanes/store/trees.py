@@ -9,7 +9,7 @@ from typing import cast
 
 import pygit2
 
-from git_lanes.model.entries import Change, Entry
+from git_lanes.model.entries import Change, Entry, tree_changes
 
 # Trees parsed for diffing, per repository object, by raw id. A held-open process diffs each new state
 # against the last several times (the snapshot's exclusive paths, its protected paths, the operation log's
@@ -60,52 +60,25 @@ def edit_tree(repo: pygit2.Repository, base: str | None, edits: dict[str, Entry 
 
 
 def diff_trees(repo: pygit2.Repository, old: str | None, new: str | None) -> list[Change]:
-    """Paths that differ between two trees, descending only into subtrees whose ids differ, so the cost
-    follows what changed (libgit2's tree diff walks every entry of both trees: ~10 ms at 50,000 files for a
-    one-file change). A file on one side and a folder on the other is the file deleted (or added) and every
-    file beneath the folder added (or deleted), as git reports it."""
-    changes: list[Change] = []
-    _diff(repo, pygit2.Oid(hex=old) if old else None, pygit2.Oid(hex=new) if new else None, "", changes)
-    changes.sort(key=lambda change: change.path)
-    return changes
+    """Paths that differ between two trees (model/entries.py's `tree_changes`), read as raw bytes."""
+    return tree_changes(lambda tree: _raw_entries(repo, tree), bytes.fromhex(old) if old else None,
+                        bytes.fromhex(new) if new else None, os.fsdecode, bytes.hex)  # names as pygit2 gives them
 
 
-def _diff(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str,
-          changes: list[Change]) -> None:
-    if old == new:
-        return
-    before = _raw_entries(repo, old) if old is not None else {}
-    after = _raw_entries(repo, new) if new is not None else {}
-    for name in before.keys() | after.keys():
-        was, now = before.get(name), after.get(name)
-        if was == now:
-            continue
-        path = prefix + os.fsdecode(name)  # as pygit2 names paths
-        was_tree = was is not None and was[0] == TREE_MODE
-        now_tree = now is not None and now[0] == TREE_MODE
-        if was_tree or now_tree:
-            _diff(repo, pygit2.Oid(raw=was[1]) if was is not None and was_tree else None,
-                  pygit2.Oid(raw=now[1]) if now is not None and now_tree else None, f"{path}/", changes)
-        old_leaf = Entry(was[1].hex(), was[0]) if was is not None and not was_tree else None
-        new_leaf = Entry(now[1].hex(), now[0]) if now is not None and not now_tree else None
-        if old_leaf is not None or new_leaf is not None:
-            changes.append(Change(path, _kind(old_leaf, new_leaf), old_leaf, new_leaf))
-
-
-def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple[int, bytes]]:
-    """A tree's entries, name -> (mode, raw id), read from the object's bytes: building pygit2's entry
+def _raw_entries(repo: pygit2.Repository, tree: bytes) -> dict[bytes, tuple[int, bytes]]:
+    """Tree `tree`'s (a raw id) entries, name -> (mode, raw id), read from the object's bytes: building pygit2's entry
     objects (each mode an enum) costs more than the comparison they are for. The mode is compared as a
     number, since other tools write some zero-padded (`040000`), which git reads as the same mode."""
     global parses
     kept = _parsed.get(repo)
     if kept is None:
         kept = _parsed[repo] = OrderedDict()
-    entries = kept.get(tree.raw)
+    entries = kept.get(tree)
     if entries is not None:
-        kept.move_to_end(tree.raw)
+        kept.move_to_end(tree)
         return entries
-    data = repo[tree].read_raw()
-    width = len(tree.raw)
+    data = repo[pygit2.Oid(raw=tree)].read_raw()
+    width = len(tree)
     entries = {}
     position = 0
     while position < len(data):
@@ -115,7 +88,7 @@ def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple
         position = end + 1 + width
     parses += 1
     if len(data) <= _KEPT_TREE_BYTES:
-        kept[tree.raw] = entries
+        kept[tree] = entries
         if len(kept) > _KEPT_TREES:
             kept.popitem(last=False)
     return entries
@@ -123,19 +96,6 @@ def _raw_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[bytes, tuple
 
 def _entry(diff_file: pygit2.DiffFile) -> Entry:
     return Entry(str(diff_file.id), diff_file.mode)
-
-
-def _kind(old: Entry | None, new: Entry | None) -> str:
-    if old is None:
-        return "added"
-    if new is None:
-        return "deleted"
-    if (old.mode == pygit2.GIT_FILEMODE_LINK) != (new.mode == pygit2.GIT_FILEMODE_LINK) or \
-            (old.mode == pygit2.GIT_FILEMODE_COMMIT) != (new.mode == pygit2.GIT_FILEMODE_COMMIT):
-        return "type"
-    if old.oid == new.oid:
-        return "mode"
-    return "modified"
 
 
 def entry_at(repo: pygit2.Repository, tree: str, path: str) -> Entry | None:
