@@ -315,3 +315,25 @@ def test_git_lanes_own_mcp_restore_of_another_lane_is_a_write_there(repo, ws):
         assert decision(hook_in_process("claude", "PreToolUse", claude(
             "PreToolUse", ws, tool_name="mcp__lanes__restore", tool_input=tool_input,
             tool_use_id=f"toolu_mri{number}")))[0] == "allow"
+
+
+def test_git_dir_checkout_prefix_init_and_find_s_found_files_count_where_they_write(repo, ws):
+    """`git --git-dir=MAIN/.git reset --hard HEAD~1` moved the trunk from inside a lane (its index and HEAD are
+    git's own files there), `git checkout-index --prefix=DIR/` and `git init DIR` write DIR, and `{}` in a
+    `find ROOT -exec` command is a file under ROOT: all passed as writes in the lane itself."""
+    lines = [(f"git --git-dir={repo}/.git reset --hard HEAD~1", "git's own files"),
+             (f"git --git-dir {repo}/.git checkout -- .", "git's own files"),
+             ("git checkout-index --prefix=../../../ -a", "main worktree"),
+             (f"git checkout-index -a --prefix={repo}/", "main worktree"),
+             ("git init ../../../newrepo", "main worktree"),
+             (f"git init -q --separate-git-dir={repo}/x.git sub", "main worktree"),
+             ("find ../../.. -name a.txt -exec sed -i s/a/b/ {} +", "main worktree"),
+             (f"find -L {repo} -name '*.txt' -execdir rm {{}} \\;", "main worktree"),
+             (f"find . {repo}/src -exec touch {{}}.bak \\;", "main worktree")]
+    assert not_denied(ws, lines, "gd") == []
+    for number, line in enumerate(["find . -name '*.py' -exec sed -i s/a/b/ {} +", "find src -exec touch {} +",
+                                   "git checkout-index -a --prefix=build/", "git init sub", "git --git-dir=.git status",
+                                   "find . -name '*.pyc' -exec ls {} \\;"]):
+        assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_gdi{number}")))[0] \
+            == "allow", line
+    assert not (repo / "newrepo").exists()

@@ -32,7 +32,7 @@ def commands(line: str) -> list[str]:
     ("sudo -u root rm -rf y", "rm -rf y"),
     ("xargs -n1 rm -rf < list", "rm -rf"),
     ("nohup timeout 5 curl x &", "curl x"),
-    ("find . -exec rm -rf {} +", "rm -rf {}"),
+    ("find . -exec rm -rf {} +", "rm -rf ."),  # `{}`: the files found beneath the start points
     ("/bin/rm -rf y", "rm -rf y"),
     ("if true; then rm -rf y; fi", "rm -rf y"),
     ("for f in a b; do curl $f; done", "curl $f"),

@@ -122,8 +122,12 @@ def analyse(args: list[Word]) -> GitLine:
     elif subcommand == "clone":
         operands = [t for t, _ in rest if not t.startswith("-")]
         found.writes += operands[1:2] or ["."]
+    elif subcommand == "init":
+        operands = [t for t, _ in rest if not t.startswith("-")]
+        found.writes += operands[:1] or places or ["."]
     elif subcommand not in READS and not _lists(subcommand, rest):
-        found.writes += places or ["."]
+        # With --git-dir it also writes that repository's index, HEAD and refs (`reset --hard` moves its branch).
+        found.writes += (places or ["."]) + git_dirs
     return found
 
 
@@ -234,10 +238,13 @@ def _options(rest: list[Word]) -> list[tuple[str, Word]]:
 
 
 def _outputs(subcommand: str, rest: list[Word]) -> list[str]:
-    """Files git writes besides the worktree: `--output`, `-o` of archive and format-patch, a bundle."""
+    """Files git writes besides the worktree: `--output`, `-o` of archive and format-patch, a bundle,
+    checkout-index's `--prefix` (where it checks the files out), a separate git dir."""
     written = [word[0] for option, word in _options(rest)
                if option in ("--output", "--output-directory") or
-               (option == "-o" and subcommand in ("archive", "format-patch"))]
+               (option == "-o" and subcommand in ("archive", "format-patch")) or
+               (option == "--prefix" and subcommand == "checkout-index") or
+               (option == "--separate-git-dir" and subcommand in ("init", "clone"))]
     if subcommand == "bundle" and len(rest) > 1 and rest[0][0] == "create":
         written.append(rest[1][0])
     if subcommand == "format-patch" and not written and "--stdout" not in [t for t, _ in rest]:

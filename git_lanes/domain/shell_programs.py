@@ -306,10 +306,16 @@ def _stdin_script(stdin: Word | str | None) -> Runs | None:
 
 def _find(args: list[Word]) -> Runs | None:
     commands = []
+    starts, _ = shell_writes.find_starts(args)
     for index, (word, _) in enumerate(args):
         if word in ("-exec", "-execdir", "-ok", "-okdir"):
             end = next((i for i in range(index + 1, len(args)) if args[i][0] in (";", "\\;", "+")), len(args))
-            commands.append([(t, d or "{}" in t) for t, d in args[index + 1:end]])
+            words = args[index + 1:end]
+            # `{}` is each file found, beneath the start points: a write to it is a write there. A word holding
+            # it stays computed at run time (a file's name in a script or as the program is not known now).
+            commands.append([(t, d or "{}" in t) for t, d in words[:1]] +
+                            [(t.replace("{}", start), d or "{}" in t) for t, d in words[1:]
+                             for start in (starts if "{}" in t else [t])])
     if not commands:
         return None
     first, *others = commands

@@ -141,7 +141,8 @@ def patch(args: list[Word]) -> list[str]:
 FIND_FILE_ACTIONS = {"-fprint": 1, "-fprint0": 1, "-fprintf": 1, "-fls": 1}
 
 
-def find(args: list[Word]) -> list[str]:
+def find_starts(args: list[Word]) -> tuple[list[str], int]:
+    """(the start points of `find args…`, "." when none is given; where its expression begins)."""
     starts: list[str] = []
     index = 0
     while index < len(args) and args[index][0] in ("-H", "-L", "-P", "-D") or \
@@ -150,9 +151,14 @@ def find(args: list[Word]) -> list[str]:
     while index < len(args) and not args[index][0].startswith(("-", "(", ")", "!", ",")):
         starts.append(args[index][0])
         index += 1
+    return starts or ["."], index
+
+
+def find(args: list[Word]) -> list[str]:
+    starts, index = find_starts(args)
     texts = [t for t, _ in args[index:]]
     written = [texts[i + 1] for i, t in enumerate(texts[:-1]) if t in FIND_FILE_ACTIONS]
-    return ([*(starts or ["."])] if "-delete" in texts else []) + written
+    return (starts if "-delete" in texts else []) + written
 
 
 def sort(args: list[Word]) -> list[str]:
