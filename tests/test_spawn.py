@@ -4,6 +4,7 @@ processes, real hooks, never a model."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -162,3 +163,16 @@ def test_spawns_racing_for_the_last_slot_are_refused_not_queued_and_keep_nothing
     retried = run_cli("spawn", losers[0], "--queue", "--json", cwd=repo)  # nothing of the refusal holds it back
     assert retried.code == 0, retried.err
     wait_for(lambda: finished(repo, retried.json["run"]), "the retry to finish")
+
+
+def test_whether_a_process_runs_is_told_the_same_way_with_or_without_proc(monkeypatch, tmp_path):
+    """stale.alive is the one answer without /proc (and for worktree drafts, gate scratch and publish locks):
+    a live process runs, one that exited and was reaped does not."""
+    from git_lanes.store import stale
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    for proc in (processes.PROC, tmp_path / "no-proc"):
+        monkeypatch.setattr(processes, "PROC", proc)
+        assert processes.running(os.getpid()) and not processes.running(child.pid), proc
+    assert stale.alive(os.getpid()) and not stale.alive(child.pid)

@@ -15,7 +15,7 @@ from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.model import refs
 from git_lanes.model.ids import Actor, random_hex
-from git_lanes.store.worktree_add import alive
+from git_lanes.store.stale import alive
 
 if TYPE_CHECKING:
     # The domain and the network load inside the methods: most commands never publish (test_startup_imports).

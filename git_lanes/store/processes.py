@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from git_lanes.errors import LanesError
+from git_lanes.store.stale import alive
 
 PROC = Path("/proc")
 POLL_SECONDS = 0.05
@@ -58,13 +59,7 @@ def running(pid: int | None, ticks: int | None = None) -> bool:
     if not pid:
         return False
     if not PROC.is_dir():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return alive(pid)
     fields = _stat(pid)
     if fields is None or fields[0] in ("Z", "X"):
         return False

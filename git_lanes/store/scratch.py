@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import IO
 
 from git_lanes.store.gitcli import run_git, unredirected_env
-from git_lanes.store.worktree_add import add_detached_worktree, alive, prune_worktrees
+from git_lanes.store.stale import alive
+from git_lanes.store.worktree_add import add_detached_worktree, prune_worktrees
 
 PREFIX = "git-lanes-gate-"
 TAIL_BYTES = 4000

@@ -42,6 +42,19 @@ ABANDONED_AFTER_SECONDS = 600.0
 OWNED_NOTES = "refs/notes/lanes"
 
 
+def alive(pid: int) -> bool:
+    """Whether a process `pid` runs on this machine: a file a process named after itself (a worktree draft,
+    a publish lock, an agent on a system without /proc) is left alone while it does. Another user's process
+    counts as alive: we may not signal it, but it is there."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def owned_ref(name: str) -> bool:
     """Refs only git-lanes writes, so a leftover lock on them is ours to clear."""
     return name.startswith("refs/lanes/") or name == OWNED_NOTES

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from git_lanes.model.ids import random_hex
 from git_lanes.store.gitcli import run_git
+from git_lanes.store.stale import alive
 
 
 def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[str, str]) -> None:
@@ -107,16 +108,6 @@ def _sweep_drafts(staging: Path) -> None:
         pid = draft.name.partition("-")[0]
         if not pid.isdigit() or not alive(int(pid)):
             shutil.rmtree(draft, ignore_errors=True)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _free_name(worktrees: Path, base: str) -> Path:
