@@ -92,17 +92,23 @@ def is_ours(handler: Any) -> bool:
 
 
 # -- documents ------------------------------------------------------------------------------------------
-def load(path: Path) -> dict[str, Any]:
-    """A settings document; {} when the file does not exist. A file we cannot read is never overwritten."""
+def settings_text(path: Path) -> str | None:
+    """An agent CLI's settings file (JSON here, TOML for Codex: mcp_settings.py); None when it does not
+    exist. One we cannot read is refused, so that it is never overwritten."""
     try:
-        text = path.read_text()
+        return path.read_text()
     except FileNotFoundError:
-        return {}
+        return None
     except (OSError, UnicodeDecodeError) as exc:  # a folder in its place, no permission, not UTF-8
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise UserError(f"cannot read {path} ({reason}); nothing was changed", code="invalid_settings",
                         hint="fix or move it by hand, then run the command again") from None
-    if not text.strip():
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A settings document; {} when the file does not exist. A file we cannot read is never overwritten."""
+    text = settings_text(path)
+    if text is None or not text.strip():
         return {}
     try:
         data = json.loads(text)

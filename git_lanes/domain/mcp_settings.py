@@ -127,14 +127,9 @@ def _write(path: Path, cli: str, server: dict[str, Any] | None) -> None:
 
 # -- Codex: config.toml ------------------------------------------------------------------------------------
 def _read_toml(path: Path) -> dict[str, Any]:
+    text = hook_settings.settings_text(path)
     try:
-        return tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:  # a folder in its place, no permission, not UTF-8
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UserError(f"cannot read {path} ({reason}); nothing was changed", code="invalid_settings",
-                        hint="fix or move it by hand, then run the command again") from None
+        return tomllib.loads(text) if text is not None else {}
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path} is not valid TOML ({exc}); nothing was changed", code="invalid_settings",
                         hint="fix the file by hand, then run the command again") from None
@@ -156,11 +151,7 @@ TABLE = re.compile(rf"(?ms)^\[mcp_servers\.{SERVER}\][ \t]*\n.*?(?=^\[|\Z)")
 
 
 def _write_toml(path: Path, server: dict[str, Any] | None) -> None:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        text = ""
-    text = TABLE.sub("", text).rstrip("\n")  # an older entry of ours goes; only ours reaches here
+    text = TABLE.sub("", hook_settings.settings_text(path) or "").rstrip("\n")  # an older entry of ours goes; only ours reaches here
     if server is not None:
         text = (text + "\n\n" if text else "") + _toml_table(server)
     elif text:
