@@ -61,7 +61,7 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
         else:
             os.unlink(temporary)
         if durable:
-            _sync_folder(directory)
+            sync_folder(directory)
     except OSError as exc:
         raise refused(exc, objects_dir) from exc
     return oid
@@ -113,7 +113,8 @@ def deflated(raw: bytes, level: int) -> bytes:
     return b"".join(blocks)
 
 
-def _sync_folder(directory: str) -> None:
+def sync_folder(directory: str) -> None:
+    """Make the names just linked or renamed into `directory` durable (the files' own data is synced apart)."""
     handle = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(handle)

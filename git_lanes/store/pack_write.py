@@ -24,7 +24,7 @@ import time
 import zlib
 
 from git_lanes.model.digest import openssl_sha1
-from git_lanes.store.loose_write import deflated, fill, refused
+from git_lanes.store.loose_write import deflated, fill, refused, sync_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,11 +96,7 @@ def _placed(objects_dir: str, name: str, pack: bytes, index: bytes, durable: boo
     os.replace(pack_temporary, os.path.join(folder, f"{name}.pack"))
     os.replace(index_temporary, os.path.join(folder, f"{name}.idx"))
     if durable:
-        handle = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(handle)
-        finally:
-            os.close(handle)
+        sync_folder(folder)
     return kept
 
 
