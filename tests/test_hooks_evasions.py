@@ -337,3 +337,16 @@ def test_git_dir_checkout_prefix_init_and_find_s_found_files_count_where_they_wr
         assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_gdi{number}")))[0] \
             == "allow", line
     assert not (repo / "newrepo").exists()
+
+
+def test_a_write_through_a_symbolic_link_and_up_lands_where_the_file_system_puts_it(repo, ws):
+    """`echo x > linked/../f`, where `linked` (say, from an archive extracted in the lane) points into the main
+    worktree, opens the main worktree's file: the target was normalised as text (`linked/..` is the lane)
+    before links were resolved. `cd linked/..` is still the lane: bash's cd goes up as text."""
+    (repo / "src").mkdir(exist_ok=True)
+    (ws / "linked").symlink_to(repo / "src")
+    lines = [("echo x > linked/../f", "main worktree"), ("cp a.txt linked/../g", "main worktree"),
+             ("cd linked && echo x > ../f", "outside this run")]
+    assert not_denied(ws, lines, "sl") == []
+    assert decision(hook_in_process("claude", "PreToolUse", bash(ws, "cd linked/.. && echo x > f", "toolu_sli")))[0] \
+        == "allow"

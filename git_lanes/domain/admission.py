@@ -139,10 +139,12 @@ def write_targets(check: _Check, line: ShellLine | None) -> tuple[list[str], str
             continue
         places.append(moved)
     pwd_known = line is None or "PWD" not in line.sets
-    for raw in [*check.call.paths, *(line.writes if line is not None else ())]:
+    shell = line.writes if line is not None else ()
+    for number, raw in enumerate([*check.call.paths, *shell]):
         relative = not raw.startswith(("/", "~", "$HOME", "${HOME}"))
         for base in places if relative else places[:1]:
-            path = resolve(raw, base, home) if base and (pwd_known or "PWD" not in raw) else None
+            path = resolve(raw, base, home, physical=number >= len(check.call.paths)) \
+                if base and (pwd_known or "PWD" not in raw) else None
             if path is None:
                 return [], f"cannot tell where `{raw}` is before the command runs; write to a plain path"
             targets.append(_real(path))
@@ -263,10 +265,12 @@ def _budget(check: _Check, weight: float) -> str | None:
             f"{check.call.tool} costs {weight:g}). {way}")
 
 
-def resolve(target: str, cwd: str, home: str | None) -> str | None:
+def resolve(target: str, cwd: str, home: str | None, physical: bool = False) -> str | None:
     """An absolute, normalised path for a write target, or None when it depends on the run-time
     environment (a variable other than HOME or PWD, a command substitution). `$PWD` is where the command
-    runs, so it is `cwd`."""
+    runs, so it is `cwd`. `physical`: left for the file system to resolve (`_real`), as a shell's open()
+    does: `link/..` is the link target's parent, where bash's `cd link/..` and a file tool's path go up as
+    text."""
     path = target
     if path == "~" or path.startswith("~/"):
         if not home:
@@ -277,7 +281,8 @@ def resolve(target: str, cwd: str, home: str | None) -> str | None:
             path = path.replace("${" + name + "}", value).replace("$" + name, value)
     if "$" in path or "`" in path or path.startswith("~"):
         return None
-    return os.path.normpath(os.path.join(cwd, path))
+    joined = os.path.join(cwd, path)
+    return joined if physical else os.path.normpath(joined)
 
 
 def _real(path: str) -> str:
