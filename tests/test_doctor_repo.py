@@ -203,6 +203,10 @@ def test_an_operation_log_naming_a_missing_commit_fails_its_check(repo: Path):
     assert found["message"] == ("the operation log cannot be read: refs/lanes/oplog names commit "
                                 f"{head[:8]}, which is not in the repository")
     assert "git reflog refs/lanes/oplog" in found["hint"]
+    for command in (("op", "log"), ("undo",)):  # they name the lost commit and the check, not a bare KeyError
+        told = run_cli(*command, "--json", cwd=repo)
+        assert told.code == 1 and told.json["error"] == "oplog_broken", told.err
+        assert head[:8] in told.json["message"] and "doctor --check oplog" in told.json["hint"]
 
 
 def test_an_operation_log_whose_chain_breaks_fails_its_check(repo: Path):

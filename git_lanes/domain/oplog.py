@@ -18,7 +18,7 @@ from contextvars import ContextVar
 
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
-from git_lanes.errors import WriteFailed
+from git_lanes.errors import LanesError, WriteFailed
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerSpan, LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
 from git_lanes.store import RefUpdate, journal
@@ -283,7 +283,12 @@ def entries(ctx: Context, limit: int | None = None) -> Iterator[OpEntry]:
     commit = ctx.store.read_ref(refs.OPLOG)
     count = 0
     while commit is not None and (limit is None or count < limit):
-        info = ctx.store.commit_info(commit)
+        try:
+            info = ctx.store.commit_info(commit)
+        except KeyError:  # lost from the object database: say so, not the bare id (doctor's `oplog` check)
+            raise LanesError(f"the operation log cannot be read: its commit {commit[:8]} is not in the repository",
+                             code="oplog_broken", hint="`git lanes doctor --check oplog` says where its chain "
+                                                       "breaks and how to go on") from None
         yield OpEntry.from_message(info.message, commit)
         count += 1
         commit = info.parents[0] if info.parents else None
