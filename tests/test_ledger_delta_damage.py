@@ -40,3 +40,17 @@ def test_a_ledger_ref_at_a_missing_commit_fails_reads_clearly_and_doctor_names_i
         assert result.code == 1 and missing[:8] in said and "fsck" in said and "KeyError" not in said, said
     listed = run_cli("doctor", "--check", "ledger", "--json", cwd=repo)
     assert listed.code == 1 and "cannot be read: it is missing" in listed.out and "internal" not in listed.out
+
+
+def test_a_ledger_ref_at_an_object_that_is_no_commit_fails_reads_clearly_and_doctor_names_it(repo):
+    """refs/lanes/ledger set by hand to a blob or a tree: every ledger reader (the CLI, and every ledger tool
+    of the MCP server) failed `internal` with libgit2's InvalidSpecError, and so did doctor."""
+    assert run_cli("agent", "register", "a", cwd=repo).code == 0
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input="junk\n").strip()
+    tree = git("rev-parse", "HEAD^{tree}", cwd=repo).strip()
+    for oid in (blob, tree):
+        git("update-ref", "refs/lanes/ledger", oid, cwd=repo)
+        for args in (["task", "list"], ["board", "read", "--agent", "a"], ["doctor", "--check", "ledger"]):
+            result = run_cli(*args, cwd=repo)
+            said = result.out + result.err
+            assert result.code == 1 and oid[:8] in said and "not a commit" in said and "InvalidSpec" not in said, said

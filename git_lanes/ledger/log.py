@@ -42,6 +42,7 @@ else:
 MAINTENANCE_EVERY = 500
 CAS_ATTEMPTS = 5
 MISSING = "missing_object"  # the code of a state that cannot be read for a commit the repository lacks
+NOT_A_COMMIT = "not_a_commit"  # ... and for an object there that is no commit
 AGENT_EMAIL = "agent@lanes"  # a ledger commit's author is the op's actor
 
 
@@ -141,6 +142,10 @@ def _commit(store: Store, oid: str) -> CommitInfo:
     except KeyError:  # a ref or a delta's way back to its checkpoint names a commit this repository lacks
         raise UnsupportedFormat(f"ledger commit {oid[:8]} cannot be read: it is missing", code=MISSING,
                                 hint="run `git fsck`; the repository may be damaged") from None
+    except ValueError:  # the store's word for an object that is no commit (a ref set by hand to a blob or tree)
+        raise UnsupportedFormat(f"ledger commit {oid[:8]} cannot be read: it is not a commit", code=NOT_A_COMMIT,
+                                hint="refs/lanes/ledger was set by hand; point it back at a ledger commit "
+                                     "(`git reflog refs/lanes/ledger` lists its earlier values)") from None
 
 
 def ops_between(store: Store, ancestor: str | None, head_commit: str) -> list[Op]:
