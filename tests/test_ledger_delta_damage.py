@@ -54,3 +54,23 @@ def test_a_ledger_ref_at_an_object_that_is_no_commit_fails_reads_clearly_and_doc
             result = run_cli(*args, cwd=repo)
             said = result.out + result.err
             assert result.code == 1 and oid[:8] in said and "not a commit" in said and "InvalidSpec" not in said, said
+
+
+def test_a_notes_ref_at_an_object_that_is_no_commit_fails_clearly(repo):
+    """refs/notes/lanes set by hand to a blob: history, show, doctor (and MCP's history) failed `internal`
+    with InvalidSpecError."""
+    ws = repo / ".lanes" / "workspaces" / "l1"
+    assert run_cli("lane", "create", "l1", cwd=repo).code == 0
+    (ws / "n.txt").write_text("n\n")
+    assert run_cli("commit", "-m", "n", "--agent-id", "a", cwd=ws).code == 0
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input="junk\n").strip()
+    git("update-ref", "refs/notes/lanes", blob, cwd=repo)
+    refs = git("for-each-ref", cwd=repo)
+    (ws / "m.txt").write_text("m\n")
+    for args in (["history"], ["lane", "show", "l1"], ["doctor", "--check", "notes"],
+                 ["commit", "-w", "l1", "-m", "m", "--agent-id", "a"]):
+        result = run_cli(*args, cwd=repo)
+        said = result.out + result.err
+        assert result.code == 1 and "refs/notes/lanes" in said and "not a commit" in said \
+            and "InvalidSpec" not in said, (args, said)
+    assert git("for-each-ref", cwd=repo) == refs  # the refused commit moved nothing

@@ -11,6 +11,7 @@ from typing import cast
 
 import pygit2
 
+from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.entries import Entry
 from git_lanes.store.rereading import rereading
 from git_lanes.store.trees import edit_tree
@@ -94,16 +95,32 @@ class NoteOps:
         """The note for `target` in notes tree `tree`, whatever its fanout."""
         return read_note(self.repo, tree, target)
 
+    def _head_tree(self, notes_ref: str) -> str | None:
+        return self._head(notes_ref)[1]
+
+    def _head(self, notes_ref: str) -> tuple[str | None, str | None]:
+        """`notes_ref`'s head and its notes tree (None, None without one); refused clearly when the ref was
+        set by hand to an object that is no commit, where libgit2 raises InvalidSpecError."""
+        head = self.read_ref(notes_ref)
+        if head is None:
+            return None, None
+        try:
+            return head, self.tree_of(head)
+        except ValueError:
+            raise UnsupportedFormat(f"{notes_ref} points at {head[:12]}, which is not a commit", code="not_a_commit",
+                                    hint=f"it was set by hand; `git reflog {notes_ref}` lists its earlier "
+                                         "values") from None
+
     @rereading
     def read_note(self, notes_ref: str, target: str) -> str | None:
-        head = self.read_ref(notes_ref)
-        return read_note(self.repo, self.tree_of(head), target) if head else None
+        tree = self._head_tree(notes_ref)
+        return read_note(self.repo, tree, target) if tree else None
 
     def iter_notes(self, notes_ref: str) -> Iterator[tuple[str, str]]:
         """(annotated object id, note text) for every note, in any fanout git may have written."""
-        head = self.read_ref(notes_ref)
-        if head is not None:
-            yield from self._notes_in(self.tree_of(head))
+        tree = self._head_tree(notes_ref)
+        if tree is not None:
+            yield from self._notes_in(tree)
 
     @rereading
     def _notes_in(self, tree: str) -> list[tuple[str, str]]:
@@ -112,17 +129,16 @@ class NoteOps:
     @rereading
     def note_blob(self, notes_ref: str, target: str) -> str | None:
         """The blob holding `target`'s note (None when it has none): what the operation log keeps."""
-        head = self.read_ref(notes_ref)
-        tree = self.tree_of(head) if head else None
+        tree = self._head_tree(notes_ref)
         path = note_path(self.repo, tree, target)
         return str(cast(pygit2.Tree, self.repo[tree])[path].id) if path and tree else None
 
     def write_notes(self, notes_ref: str, texts: dict[str, str | None], message: str) -> RefUpdate:
         """Write a notes commit with `texts` (target -> note; None removes a note) set, returning the ref move
         for the caller to apply."""
-        head = self.read_ref(notes_ref)
+        head, base = self._head(notes_ref)
         try:
-            tree = with_notes(self.repo, self.tree_of(head) if head else None, texts)
+            tree = with_notes(self.repo, base, texts)
         except (OSError, pygit2.GitError) as exc:
             raise self._refused(exc) from exc
         commit = self.write_commit(tree, [head] if head else [], message + "\n")
