@@ -89,6 +89,14 @@ def test_cost_comes_from_the_transcript_once_per_response_and_the_spend_gate_hol
     read = claude("PreToolUse", ws, tool_name="Read", tool_use_id="t3", transcript_path=str(transcript),
                   tool_input={"file_path": str(ws / "README.md")})
     assert decision(hook("claude", "PreToolUse", read))[0] == "allow"
+    # `git lanes run …` passes free so the model can move on, but starting an agent is no way to move on: past
+    # the limit, `run resume --spawn` (which starts an agent CLI) is denied like any command; the briefing is not
+    run = run_id(ws)
+    spawn = bash(ws, f"git lanes run resume {run[:8]} --spawn", "t4") | {"transcript_path": str(transcript)}
+    verdict, reason = decision(hook("claude", "PreToolUse", spawn))
+    assert verdict == "deny" and "spend limit" in reason
+    brief = bash(ws, f"git lanes run resume {run[:8]}", "t5") | {"transcript_path": str(transcript)}
+    assert decision(hook("claude", "PreToolUse", brief))[0] == "allow"
 
 
 def test_a_transcript_line_too_deep_for_json_still_counts_and_stops_nothing(repo):

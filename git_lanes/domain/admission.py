@@ -2,10 +2,10 @@
 Pure decisions over the policy, the run's state and where the call writes; the caller reads and charges.
 
 Checks, in order: a run that ended admits nothing; `git lanes run …` itself always passes (the model must be
-able to move on when a budget is spent); shell lines are parsed and every command judged; writes are
-confined to the run's own lane workspace, and to nothing in a read-only phase; past a spend limit nothing
-that writes or runs passes; a write into another agent's claim warns or is denied; last, the step budget of
-the run's phase must hold the call's weight."""
+able to move on when a budget is spent), but `run resume --spawn`, which starts an agent; shell lines are
+parsed and every command judged; writes are confined to the run's own lane workspace, and to nothing in a
+read-only phase; past a spend limit nothing that writes or runs passes; a write into another agent's claim
+warns or is denied; last, the step budget of the run's phase must hold the call's weight."""
 
 from __future__ import annotations
 
@@ -106,7 +106,8 @@ def _is_control(line: ShellLine) -> bool:
             words = words[1:]
         else:
             return False
-        return words[:1] == ["run"] and len(words) > 1 and words[1] in CONTROL_COMMANDS
+        # `run resume --spawn` starts an agent CLI: no way to move on, but work (and spend) of its own
+        return words[:1] == ["run"] and len(words) > 1 and words[1] in CONTROL_COMMANDS and "--spawn" not in words
 
     return bool(line.commands) and not line.writes and all(control(c.argv) for c in line.commands)
 
