@@ -119,6 +119,8 @@ def analyse(args: list[Word]) -> GitLine:
         found.lanes += lanes_rewritten(rest)
         if _restores_here(rest):
             found.writes += places or ["."]
+        if _lanes_shared(rest):
+            found.writes += shared
     elif subcommand == "clone":
         operands = [t for t, _ in rest if not t.startswith("-")]
         found.writes += operands[1:2] or ["."]
@@ -168,6 +170,16 @@ def lanes_rewritten(rest: list[Word]) -> list[str]:
     if operands[:2] in (["lane", "reset"], ["lane", "delete"]):
         return operands[2:3]
     return []
+
+
+def _lanes_shared(rest: list[Word]) -> bool:
+    """`git lanes undo`, `gc` and `doctor --fix`: they move, prune and repair refs every lane shares (an undo
+    of a promotion moves the trunk back), as `update-ref` does; their dry runs and plain doctor only read."""
+    operands, _ = _lanes_words(rest)
+    words = {t for t, _ in rest}
+    if operands[:1] in (["undo"], ["gc"]):
+        return "--dry-run" not in words
+    return operands[:1] == ["doctor"] and "--fix" in words
 
 
 def _restores_here(rest: list[Word]) -> bool:
