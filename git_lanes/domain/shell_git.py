@@ -174,12 +174,14 @@ def lanes_rewritten(rest: list[Word]) -> list[str]:
 
 def _lanes_shared(rest: list[Word]) -> bool:
     """`git lanes undo`, `gc` and `doctor --fix`: they move, prune and repair refs every lane shares (an undo
-    of a promotion moves the trunk back), as `update-ref` does; their dry runs and plain doctor only read."""
+    of a promotion moves the trunk back), as `update-ref` does; `budget set|clear` change the limits a person
+    sets on agents. Their dry runs, plain doctor and `budget show` only read."""
     operands, _ = _lanes_words(rest)
     words = {t for t, _ in rest}
     if operands[:1] in (["undo"], ["gc"]):
         return "--dry-run" not in words
-    return operands[:1] == ["doctor"] and "--fix" in words
+    return (operands[:1] == ["doctor"] and "--fix" in words) or operands[:2] in (["budget", "set"],
+                                                                                   ["budget", "clear"])
 
 
 def _restores_here(rest: list[Word]) -> bool:
