@@ -355,13 +355,18 @@ def test_a_write_through_a_symbolic_link_and_up_lands_where_the_file_system_puts
 def test_git_lanes_undo_gc_doctor_fix_and_budgets_are_writes_into_what_every_lane_shares(repo, ws):
     """`git lanes undo` run in a lane undid the trunk's last promotion (the trunk moved back, its files left
     the main worktree), gc and doctor --fix prune and repair refs every lane shares, and `budget set|clear`
-    let an agent raise the budget a person gave its lane ("a person can raise it"): all passed as reads."""
+    let an agent raise the budget a person gave its lane ("a person can raise it"), and `uninstall` run in the
+    main worktree took the hooks out of its settings: all passed as reads."""
     lines = [(line, "git's own files") for line in (
         "git lanes undo", "git lanes undo 05fb521d --json", "git lanes gc --older-than 0", "git lanes doctor --fix",
         f"git -C {repo} lanes undo", "git lanes budget set --lane feature --usd 1000",
-        "git lanes budget clear --lane feature")]
+        "git lanes budget clear --lane feature", "git lanes init")]
+    # install and uninstall write the settings of the worktree they run in
+    lines += [(f"git -C {repo} lanes uninstall claude", "main worktree"),
+              (f"cd {repo} && git lanes install codex --no-mcp", "main worktree")]
     assert not_denied(ws, lines, "un") == []
     for number, line in enumerate(["git lanes undo --dry-run", "git lanes op log", "git lanes doctor",
-                                   "git lanes gc --dry-run", "git lanes status", "git lanes budget show"]):
+                                   "git lanes gc --dry-run", "git lanes status", "git lanes budget show",
+                                   f"git -C {repo} lanes uninstall claude --dry-run", "git lanes install claude"]):
         assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_uni{number}")))[0] \
             == "allow", line

@@ -117,7 +117,7 @@ def analyse(args: list[Word]) -> GitLine:
         found.writes += shared
     elif subcommand == "lanes":
         found.lanes += lanes_rewritten(rest)
-        if _restores_here(rest):
+        if _restores_here(rest) or _installs_here(rest):
             found.writes += places or ["."]
         if _lanes_shared(rest):
             found.writes += shared
@@ -180,8 +180,17 @@ def _lanes_shared(rest: list[Word]) -> bool:
     words = {t for t, _ in rest}
     if operands[:1] in (["undo"], ["gc"]):
         return "--dry-run" not in words
-    return (operands[:1] == ["doctor"] and "--fix" in words) or operands[:2] in (["budget", "set"],
-                                                                                   ["budget", "clear"])
+    return (operands[:1] == ["doctor"] and "--fix" in words) or operands[:1] == ["init"] or \
+        operands[:2] in (["budget", "set"], ["budget", "clear"])
+
+
+def _installs_here(rest: list[Word]) -> bool:
+    """`git lanes install|uninstall`: they write the settings of the worktree they run in (with --scope user,
+    the home's, which the wall leaves alone)."""
+    operands, _ = _lanes_words(rest)
+    words = [t for t, _ in rest]
+    user = "--scope=user" in words or any(a == "--scope" and b == "user" for a, b in zip(words, words[1:]))
+    return operands[:1] in (["install"], ["uninstall"]) and "--dry-run" not in words and not user
 
 
 def _restores_here(rest: list[Word]) -> bool:
