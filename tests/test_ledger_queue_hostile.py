@@ -206,6 +206,42 @@ def test_a_writer_interrupted_whose_holder_died_before_the_ledger_took_its_op_is
     assert entries_left(repo) == []
 
 
+def test_a_stopped_writers_outcome_waits_for_it_however_old_and_its_op_is_applied_once(repo):
+    """A waiting writer stopped (Ctrl-Z, a machine asleep, a clock stepped forward) past the stale age: its
+    outcome stays for it, for the next holder, doctor and gc alike. Before, the next holder dropped it as
+    nobody's, and the writer, finding none when it ran again, applied its op a second time."""
+    api = Lanes(repo)
+    store = api.ctx.store
+    queue = store.append_queue()
+    api.board_post("first", "holder")
+    with store.locked():
+        waiter, listed = queued_post(repo, queue, "late")
+        [(name, entry)] = listed
+        waiter.send_signal(signal.SIGSTOP)
+        try:
+            assert queue.take(name)
+            op = ledger.Op.from_dict(entry["op"])
+            combine._round(store, queue, FOLD, [(name, op, store.imported_signatures(entry["signed"]))])
+            done = repo / ".git" / FOLDER / f"{name}.done"
+            old(done)
+            assert time.time() - done.stat().st_mtime > STALE_SECONDS and waiter.poll() is None  # old; its writer lives
+        except BaseException:
+            waiter.kill()
+            raise
+    try:
+        doctor = run_cli("doctor", "--check", "queue", cwd=repo)
+        assert doctor.code == 0 and "holds nothing a killed process left" in doctor.out, doctor.out
+        assert run_cli("gc", cwd=repo).code == 0
+        api.board_post("another", "holder")  # a holder whose listing holds the outcome
+        assert done.exists()
+    finally:
+        waiter.send_signal(signal.SIGCONT)
+    out, err = waiter.communicate(timeout=60)
+    assert (waiter.returncode, err, out) == (0, "", "posted #2 (note to everyone)\n"), f"exit {waiter.returncode}: {err}"
+    assert posts(repo) == ["first", "late", "another"]
+    assert entries_left(repo) == []
+
+
 def test_a_file_where_the_queue_folder_goes_slows_appends_but_fails_none(repo):
     """Something not a folder named like the queue (not ours to delete): a lone append and one that finds the
     lock taken both land, the latter by waiting for the lock as it would without sockets; before, every

@@ -50,7 +50,7 @@ FOLDER = "lanes-queue"
 JOURNAL = "batch"
 JOURNAL_SPARE = "batch.spare"
 # An outcome nobody came for (its waiter was interrupted after its op was read) is removed by a holder once it
-# is this old; a waiter that is alive reads its outcome as soon as it is woken.
+# is this old and its waiter no longer listens; a waiter that runs reads its outcome as soon as it is woken.
 STALE_SECONDS = 600.0
 _PREFIXES: dict[str, bytes] = {}
 
@@ -259,13 +259,20 @@ class AppendQueue:
             return False
         return True
 
-    def _drop_stale(self, file: str, now: float) -> None:
-        path = self._path(file)
+    def stale(self, file: str, now: float) -> bool:
+        """Whether `file` (an outcome, a `.tmp`) is a leftover: older than the stale age and, for an outcome,
+        its waiter not listening. A waiter stopped (Ctrl-Z) or a machine asleep for longer, or a clock stepped
+        forward, leaves a live waiter's outcome that old: dropped, the waiter would apply its op again itself."""
         try:
-            if now - os.stat(path).st_mtime > STALE_SECONDS:
-                os.unlink(path)
-        except OSError:  # gone, or not ours to remove (see `_remove`)
-            pass
+            if now - os.stat(self._path(file)).st_mtime <= STALE_SECONDS:
+                return False
+        except OSError:  # gone
+            return False
+        return not (file.endswith(".done") and self._wake(file[:-5]))
+
+    def _drop_stale(self, file: str, now: float) -> None:
+        if self.stale(file, now):
+            _remove(self._path(file))  # or not ours to remove (see `_remove`)
 
     def finish(self, name: str, outcome: dict[str, Any]) -> None:
         """Leave entry `name` (taken) its outcome and take it off the queue; its waiter is woken by `wake`."""

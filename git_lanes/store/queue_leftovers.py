@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 # The queue's own rules, not copies of them: its liveness test and its stale age.
-from git_lanes.store.append_queue import JOURNAL, STALE_SECONDS, AppendQueue
+from git_lanes.store.append_queue import JOURNAL, AppendQueue
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,9 @@ def survey(common_dir: str | os.PathLike[str], holder_gone: bool) -> Leftovers:
     now = time.time()
     dead, stale = [], []
     for file in files:
-        path = os.path.join(queue.folder, file)
         if file.endswith((".done", ".tmp")):
-            try:
-                if now - os.stat(path).st_mtime > STALE_SECONDS:
-                    stale.append(file)
-            except OSError:
-                continue
+            if queue.stale(file, now):
+                stale.append(file)
         elif file.endswith((".op", ".taken")) and queue.live_entry(file) is None:
             dead.append(file)
     return Leftovers(tuple(dead), tuple(stale), holder_gone and JOURNAL in files)
