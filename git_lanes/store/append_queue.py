@@ -42,6 +42,8 @@ import stat
 import threading
 import time
 
+from git_lanes.store.stale import alive
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -390,12 +392,5 @@ def _sender() -> socket.socket:
 
 
 def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
+    """Whether `pid`, as an entry names it (any JSON), is a process that runs."""
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and alive(pid)
