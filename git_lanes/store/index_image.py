@@ -26,7 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pygit2
-from pygit2.ffi import C, ffi
+
+try:  # libgit2's own entries, stat data and all, which pygit2's IndexEntry leaves out
+    from pygit2.ffi import C, ffi
+except ImportError:  # a pygit2 without its cffi module: libgit2 writes every index
+    C = ffi = None
 
 _SIGNATURE = b"DIRC"
 _HEADER = struct.Struct(">4sII")
@@ -86,6 +90,9 @@ class IndexImage:
 
     def apply(self, index: pygit2.Index, paths: Iterable[str]) -> None:
         """Make each of `paths` what libgit2's `index` in memory holds for it (absent: removed)."""
+        pointer = getattr(index, "_index", None)
+        if C is None or pointer is None:
+            raise Unsupported("this pygit2 does not give libgit2's entries")
         offsets, data = self._offsets, self._data
         # From the last path down, so that the entries still to be found keep their offsets: `high` is the
         # lowest entry edited so far and `edge` where it starts; the offsets from there on are made again.
@@ -95,7 +102,7 @@ class IndexImage:
             present = number < high and self._path_at(offsets[number]) == encoded
             start = offsets[number] if number < high else edge
             end = start + _size(len(encoded)) if present else start
-            entry = C.git_index_get_bypath(index._index, encoded, 0)
+            entry = C.git_index_get_bypath(pointer, encoded, 0)
             new = _entry_bytes(entry, encoded) if entry != ffi.NULL else b""
             data[start:end] = new
             resized |= len(new) != end - start
@@ -130,7 +137,9 @@ class IndexImage:
                 total = sum(len(part) for part in parts)
                 written = os.writev(descriptor, parts)
                 if written != total:  # a short write (a signal, a full disk): finish it plainly
-                    os.write(descriptor, b"".join(bytes(part) for part in parts)[written:])
+                    rest = memoryview(b"".join(parts))[written:]
+                    while rest:
+                        rest = rest[os.write(descriptor, rest):]
             finally:
                 os.close(descriptor)
             os.replace(lock, self.path)
@@ -188,7 +197,11 @@ class _CachedTree:
         self._parts: list[bytes] = []  # one per node, in the order written
         self._names: list[bytes] = []
         self._children: list[dict[bytes, int]] = []
-        position = self._read(data, 0)
+        self._subtrees: list[int] = []
+        try:
+            position = self._read(data, 0)
+        except RecursionError:
+            raise Unsupported("a cached tree nested deeper than Python recurses") from None
         if position != len(data):
             raise Unsupported("a cached tree with bytes after its root")
 
@@ -206,6 +219,7 @@ class _CachedTree:
         self._parts.append(data[position:end])
         self._names.append(data[position:name_end])
         self._children.append({})
+        self._subtrees.append(subtrees)
         position = end
         for _ in range(subtrees):
             child = len(self._parts)
@@ -226,7 +240,7 @@ class _CachedTree:
             self._mark(node)
 
     def _mark(self, node: int) -> None:
-        self._parts[node] = b"%s\0-1 %d\n" % (self._names[node], len(self._children[node]))
+        self._parts[node] = b"%s\0-1 %d\n" % (self._names[node], self._subtrees[node])
 
     def serialized(self) -> bytes:
         return b"".join(self._parts)
