@@ -326,6 +326,7 @@ def test_git_dir_checkout_prefix_init_and_find_s_found_files_count_where_they_wr
              ("git checkout-index --prefix=../../../ -a", "main worktree"),
              (f"git checkout-index -a --prefix={repo}/", "main worktree"),
              ("git init ../../../newrepo", "main worktree"),
+             ("git init -b main --template /tmp/t ../../../newrepo", "main worktree"),
              (f"git init -q --separate-git-dir={repo}/x.git sub", "main worktree"),
              ("find ../../.. -name a.txt -exec sed -i s/a/b/ {} +", "main worktree"),
              (f"find -L {repo} -name '*.txt' -execdir rm {{}} \\;", "main worktree"),

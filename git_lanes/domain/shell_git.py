@@ -125,7 +125,9 @@ def analyse(args: list[Word]) -> GitLine:
         operands = [t for t, _ in rest if not t.startswith("-")]
         found.writes += operands[1:2] or ["."]
     elif subcommand == "init":
-        operands = [t for t, _ in rest if not t.startswith("-")]
+        valued = {"-b", "--initial-branch", "--template", "--separate-git-dir", "--object-format", "--ref-format"}
+        operands = [t for index, (t, _) in enumerate(rest)
+                    if not t.startswith("-") and (index == 0 or rest[index - 1][0] not in valued)]
         found.writes += operands[:1] or places or ["."]
     elif subcommand not in READS and not _lists(subcommand, rest):
         # With --git-dir it also writes that repository's index, HEAD and refs (`reset --hard` moves its branch).
