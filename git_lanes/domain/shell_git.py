@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import posixpath
 
+from git_lanes.domain import shell_lanes
+
 Word = tuple[str, bool]
 
 # git subcommands that change neither the worktree nor the repository (run with -C DIR, they may go anywhere).
@@ -116,10 +118,10 @@ def analyse(args: list[Word]) -> GitLine:
     elif subcommand in SHARED and not _lists(subcommand, rest) or _moves_refs(subcommand, rest):
         found.writes += shared
     elif subcommand == "lanes":
-        found.lanes += lanes_rewritten(rest)
-        if _restores_here(rest) or _installs_here(rest):
+        found.lanes += shell_lanes.rewritten(rest)
+        if shell_lanes.writes_here(rest):
             found.writes += places or ["."]
-        if _lanes_shared(rest):
+        if shell_lanes.writes_shared(rest):
             found.writes += shared
     elif subcommand == "clone":
         operands = [t for t, _ in rest if not t.startswith("-")]
@@ -133,72 +135,6 @@ def analyse(args: list[Word]) -> GitLine:
         # With --git-dir it also writes that repository's index, HEAD and refs (`reset --hard` moves its branch).
         found.writes += (places or ["."]) + git_dirs
     return found
-
-
-# `git lanes` commands that write a workspace's files: `restore` the one -w names (else the one it runs in),
-# `lane reset` and `lane delete` their lane's. Their options that take a value, so a value is no operand.
-LANES_VALUED = {"-w", "--workspace", "--onto", "--reason", "--agent"}
-
-
-def _lanes_words(rest: list[Word]) -> tuple[list[str], list[str]]:
-    """(operands, the lanes named by -w/--workspace) of `git lanes …`."""
-    operands: list[str] = []
-    named: list[str] = []
-    index = 0
-    while index < len(rest):
-        text = rest[index][0]
-        name, equals, value = text.partition("=")
-        if name in LANES_VALUED and not equals:
-            if name in ("-w", "--workspace") and index + 1 < len(rest):
-                named.append(rest[index + 1][0])
-            index += 2
-            continue
-        if name in ("-w", "--workspace"):
-            named.append(value)
-        elif text.startswith("-w") and len(text) > 2:  # click's -wLANE
-            named.append(text[2:])
-        elif not text.startswith("-"):
-            operands.append(text)
-        index += 1
-    return operands, named
-
-
-def lanes_rewritten(rest: list[Word]) -> list[str]:
-    """The lanes (by name) whose workspace files `git lanes rest…` rewrites: a restore's -w, a lane reset's
-    or delete's NAME. They are lanes other than the caller's as often as not, so they count as writes there."""
-    operands, named = _lanes_words(rest)
-    if operands[:1] == ["restore"]:
-        return named
-    if operands[:2] in (["lane", "reset"], ["lane", "delete"]):
-        return operands[2:3]
-    return []
-
-
-def _lanes_shared(rest: list[Word]) -> bool:
-    """`git lanes undo`, `gc` and `doctor --fix`: they move, prune and repair refs every lane shares (an undo
-    of a promotion moves the trunk back), as `update-ref` does; `budget set|clear` change the limits a person
-    sets on agents. Their dry runs, plain doctor and `budget show` only read."""
-    operands, _ = _lanes_words(rest)
-    words = {t for t, _ in rest}
-    if operands[:1] in (["undo"], ["gc"]):
-        return "--dry-run" not in words
-    return (operands[:1] == ["doctor"] and "--fix" in words) or operands[:1] == ["init"] or \
-        operands[:2] in (["budget", "set"], ["budget", "clear"])
-
-
-def _installs_here(rest: list[Word]) -> bool:
-    """`git lanes install|uninstall`: they write the settings of the worktree they run in (with --scope user,
-    the home's, which the wall leaves alone)."""
-    operands, _ = _lanes_words(rest)
-    words = [t for t, _ in rest]
-    user = "--scope=user" in words or any(a == "--scope" and b == "user" for a, b in zip(words, words[1:]))
-    return operands[:1] in (["install"], ["uninstall"]) and "--dry-run" not in words and not user
-
-
-def _restores_here(rest: list[Word]) -> bool:
-    """`git lanes restore` without -w: it rewrites the workspace it runs in."""
-    operands, named = _lanes_words(rest)
-    return operands[:1] == ["restore"] and not named
 
 
 def _setting(word: Word, found: GitLine, aliases: dict[str, Word]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 
-from git_lanes.domain import shell_git
+from git_lanes.domain import shell_git, shell_lanes
 
 TYPE_CHECKING = False  # names for annotations only: the hook path loads nothing for them
 if TYPE_CHECKING:
@@ -333,7 +333,7 @@ def lanes(name: str, words: list[Word]) -> list[str]:
     if name == "git":
         return shell_git.analyse(words[1:]).lanes
     if name == "git-lanes":
-        return shell_git.lanes_rewritten(words[1:])
+        return shell_lanes.rewritten(words[1:])
     return []
 
 
