@@ -3,7 +3,8 @@
 Run: .venv/bin/python bench/bench_snapshot.py [--sizes 5000,50000] [--trials 15]
 
 Prints medians and ratios for (a) the API held open in one process, which from its third snapshot on stages
-only what its inotify watcher heard of (how many snapshots did is printed), (b) a `git lanes commit
+only what its inotify watcher heard of and splices only those entries into the index file (how many
+snapshots followed the watcher is printed; the others scanned every file and are in the median too), (b) a `git lanes commit
 --auto-accept` process per snapshot, the fixed start-up cost of that process, and (c) `lane create` against
 `git worktree add`. Wall time and CPU time (this process's and its children's) are both compared. Every
 figure is measured in the same run as the git baseline it is compared with."""
