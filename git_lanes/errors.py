@@ -16,6 +16,21 @@ EXIT_GATE = 4
 EXIT_REMOTE = 5
 EXIT_INTERNAL = 6
 
+# What a face tells its user once, beside the result, about a problem the operation went on past (a lost
+# operation log head it started afresh): the lower layers never print, and the CLI writes each on stderr.
+_NOTICES: list[str] = []
+
+
+def notice(message: str) -> None:
+    _NOTICES.append(message)
+
+
+def take_notices() -> list[str]:
+    """The notices given since the last call, oldest first."""
+    taken = _NOTICES[:]
+    del _NOTICES[:]
+    return taken
+
 
 class LanesError(Exception):
     """A failure a user can act on. `code` is stable across releases; `hint` says what to do next."""

@@ -208,7 +208,9 @@ def _queue(api: Any, where: Where) -> list[dict[str, Any]]:
 def _oplog(api: Any, where: Where) -> list[dict[str, Any]]:
     """The operation log `undo` and `op log` read: each entry a commit whose first parent is the one before,
     back to the first; a commit gone (lost by hand, or by a copy of the git directory that left objects
-    out) leaves every entry below it unreachable to undo."""
+    out) leaves every entry below it unreachable to undo. What is lost cannot come back: --fix ends the log
+    where it breaks, keeping the entries above (the next operation would start it afresh anyway)."""
+    from git_lanes.domain import oplog
     from git_lanes.model.oplog import OpEntry
 
     store = api.ctx.store
@@ -216,13 +218,16 @@ def _oplog(api: Any, where: Where) -> list[dict[str, Any]]:
     while commit is not None:
         kind = store.object_kind(commit)
         if kind != "commit":
-            what = f"commit {commit[:8]}, which is not in the repository" if kind is None else f"a {kind}"
+            what = oplog.unreadable(commit, kind)
             problem = f"{refs.OPLOG} names {what}" if child is None else \
                 f"its chain breaks at entry {child[:8]} (number {count} from the newest): its parent is {what}"
+            above = "the entry" if count == 1 else f"the {count} entries"
+            kept = "starts it afresh" if child is None else f"ends it there, keeping {above} above"
             return [finding("fail", f"the operation log cannot be read: {problem}",
-                            f"undo cannot reach past it. `git reflog {refs.OPLOG}` names earlier heads to set the "
-                            f"ref back to; `git update-ref -d {refs.OPLOG}` starts the log afresh (lanes, notes "
-                            "and the ledger stay as they are)")]
+                            f"undo cannot reach past it; --fix {kept} (lanes, notes and the ledger stay as they "
+                            f"are). If the lost commits can be had again, `git reflog {refs.OPLOG}` names "
+                            "earlier heads to set the ref back to instead",
+                            repair=lambda: oplog.restart(api.ctx))]
         info = store.commit_info(commit)
         try:
             OpEntry.from_message(info.message, commit)

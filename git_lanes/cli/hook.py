@@ -160,15 +160,15 @@ def doctor(only: tuple[str, ...], fix: bool, as_json: bool) -> None:
     agent CLI's hooks (installed, complete, runnable), the trunk's policy, and that every run log replays to
     its state. With --fix, repair what is safe (abandoned lock files, decisions a killed
     process left half made, what killed processes left in the append queue, notes of states that are gone,
-    workspaces deleted or moved by hand, clean workspaces of deleted lanes) and say what is left for a person.
-    Exits 1 when a check fails.
+    an operation log broken by a lost commit, ended where it breaks, workspaces deleted or moved by hand,
+    clean workspaces of deleted lanes) and say what is left for a person. Exits 1 when a check fails.
 
     \b
     Example:
       git lanes doctor
       git lanes doctor --fix
       git lanes doctor --check hooks.claude --json
-      git lanes doctor --check oplog
+      git lanes doctor --check oplog --fix
     """
     from git_lanes.cli.output import open_api
 

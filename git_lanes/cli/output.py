@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
-from git_lanes.errors import EXIT_USER, InternalError, LanesError, UserError, write_failed
+from git_lanes.errors import EXIT_USER, InternalError, LanesError, UserError, take_notices, write_failed
 
 
 # What to do with files a promotion changed while a worktree had unsaved edits there.
@@ -30,7 +30,10 @@ def open_api(path: str | None = None) -> Any:
 def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | None]) -> None:
     """Run `action`, print its result, and exit with the error's code if it raised."""
     try:
-        result = action()
+        try:
+            result = action()
+        finally:
+            warn_notices()
     except LanesError as exc:
         fail(exc, as_json)
     except KeyboardInterrupt:
@@ -70,6 +73,13 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
     found = result.get("problem") if isinstance(result, dict) else None
     if found:
         sys.exit(found["exit_code"])
+
+
+def warn_notices() -> None:
+    """What the action went on past (a lost operation log head it started afresh), one line each on stderr
+    in both modes: --json has no one field every command's record carries, and stdout stays the record."""
+    for message in take_notices():
+        click.echo(f"warning: {message}", err=True)
 
 
 def warn_unreadable(found: list[dict[str, Any]]) -> None:

@@ -9,7 +9,12 @@ Nothing has to remember to report: an operation observes the store's single comp
 A process killed between moving refs and appending its entry must not leave moves nobody can undo: just
 before each of its ref transactions, an operation writes the moves to its own journal (`lanes-oplog/<id>` in
 the git directory, git_lanes/store/journal.py), and `recover` (the next writer, `op log`, `undo`) appends the
-entry of a dead process's journal from the moves that took effect."""
+entry of a dead process's journal from the moves that took effect.
+
+A log whose head commit is gone from the object database (or that names a blob or tree) cannot be built on,
+and what it held cannot be recovered: like git's reflog, whose damage never stops a ref update, the next entry
+starts the log afresh (no parent; the ref moves by compare-and-swap from the unreadable value) and a notice
+says once that undo cannot reach before it. Its readers stop where a chain breaks below the head."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from contextvars import ContextVar
 
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
-from git_lanes.errors import LanesError, WriteFailed
+from git_lanes.errors import LanesError, WriteFailed, notice
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerSpan, LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
 from git_lanes.store import RefUpdate, journal
@@ -273,25 +278,68 @@ def append(ctx: Context, entry: OpEntry) -> str:
 def _append(ctx: Context, entry: OpEntry) -> str:
     store = ctx.store
     head = store.read_ref(refs.OPLOG)
-    commit = store.write_commit(store.empty_tree(), [head] if head else [], entry.message())
-    store.update_refs([RefUpdate(refs.OPLOG, commit, head, f"lanes oplog: {entry.description}"[:200])])
+    kind = store.object_kind(head) if head else "commit"  # one header read: the entry's parent must exist
+    message = f"lanes oplog: {entry.description}"
+    if kind != "commit":
+        # The operation is done: losing its entry, or failing it now, would leave it half reported; the entries
+        # below the lost head are gone either way (`git reflog` keeps the value the ref had).
+        message = f"lanes oplog: restarted ({head} unreadable): {entry.description}"
+        notice(f"{refs.OPLOG} named {unreadable(head, kind)}: the operation log starts afresh with this "
+               "operation, and undo cannot reach the operations before it")
+    commit = store.write_commit(store.empty_tree(), [head] if head and kind == "commit" else [], entry.message())
+    store.update_refs([RefUpdate(refs.OPLOG, commit, head, message[:200])])
     return commit
 
 
-def entries(ctx: Context, limit: int | None = None) -> Iterator[OpEntry]:
-    """The log, newest first."""
-    commit = ctx.store.read_ref(refs.OPLOG)
-    count = 0
+def unreadable(oid: str | None, kind: str | None) -> str:
+    """What an operation log commit that cannot be read is, in a message."""
+    return f"commit {(oid or '')[:8]}, which is not in the repository" if kind is None else f"a {kind}"
+
+
+def entries(ctx: Context, limit: int | None = None, *, told: bool = True) -> Iterator[OpEntry]:
+    """The log, newest first, down to where its chain breaks (an entry whose parent is gone): the entries
+    past it cannot be read, which a notice says (unless not `told`). A head that cannot be read is an error:
+    there is nothing to show."""
+    store = ctx.store
+    commit, child, count = store.read_ref(refs.OPLOG), None, 0
     while commit is not None and (limit is None or count < limit):
         try:
-            info = ctx.store.commit_info(commit)
-        except KeyError:  # lost from the object database: say so, not the bare id (doctor's `oplog` check)
-            raise LanesError(f"the operation log cannot be read: its commit {commit[:8]} is not in the repository",
-                             code="oplog_broken", hint="`git lanes doctor --check oplog` says where its chain "
-                                                       "breaks and how to go on") from None
+            info = store.commit_info(commit)
+        except (KeyError, ValueError):  # lost from the object database, or not a commit
+            kind = store.object_kind(commit)
+            if kind == "commit":
+                raise
+            if child is None:
+                raise LanesError(f"the operation log cannot be read: {refs.OPLOG} names {unreadable(commit, kind)}",
+                                 code="oplog_broken", hint=BROKEN_HINT) from None
+            if told:
+                notice(f"the operation log stops at entry {child[:8]} ({count} from the newest): its parent is "
+                       f"{unreadable(commit, kind)}, so undo cannot reach the operations before it "
+                       "(`git lanes doctor --check oplog --fix` ends the log there)")
+            return
         yield OpEntry.from_message(info.message, commit)
         count += 1
-        commit = info.parents[0] if info.parents else None
+        commit, child = (info.parents[0] if info.parents else None), commit
+
+
+BROKEN_HINT = ("undo cannot reach the operations it held; the next operation starts the log afresh, "
+               "`git lanes doctor --check oplog --fix` does it now")
+
+
+def restart(ctx: Context) -> int:
+    """End the log where its chain breaks: the entries still readable from its head are written again as a
+    chain of their own (none when the head itself is lost: the ref goes), moved by compare-and-swap from the
+    broken head. Returns how many entries it kept."""
+    store = ctx.store
+    with store.locked():
+        head = store.read_ref(refs.OPLOG)
+        kept = list(entries(ctx, told=False)) if head and store.object_kind(head) == "commit" else []
+        commit = None
+        for entry in reversed(kept):
+            commit = store.write_commit(store.empty_tree(), [commit] if commit else [], entry.message())
+        store.update_refs([RefUpdate(refs.OPLOG, commit, head,
+                                     f"lanes oplog: restarted, {len(kept)} readable entries kept")])
+    return len(kept)
 
 
 def journal_folder(ctx: Context) -> str:
@@ -349,4 +397,9 @@ def _replay(ctx: Context, records: list[dict]) -> OpEntry | None:
 def _logged(ctx: Context, entry: OpEntry) -> bool:
     """Whether the log holds `entry` already (its process died after appending it, before removing the
     journal, and the next writer came right after: it is among the newest)."""
-    return any(logged.id == entry.id for logged in entries(ctx, 100))
+    try:
+        return any(logged.id == entry.id for logged in entries(ctx, 100, told=False))
+    except LanesError as exc:
+        if exc.code != "oplog_broken":
+            raise
+        return False  # its head is lost: nothing there holds the entry, which starts the log afresh
