@@ -135,3 +135,20 @@ def test_doctor_fix_starts_a_log_whose_head_is_lost_afresh(repo: Path):
     assert checked.json["checks"][0]["message"] == "the operation log is empty"
     made = _create(repo, "feature/b")  # nothing left to warn about
     assert made.err == "" and _descriptions(repo) == ["create lane feature/b"]
+
+
+def test_doctor_fix_sets_a_lost_head_back_to_the_newest_earlier_one_still_there(repo: Path):
+    """Objects packed earlier survive a copy that left the loose ones out: the reflog names the head before the
+    lost one, and --fix makes the log end there, every entry below it kept and undoable."""
+    for lane in ("feature/a", "feature/b", "feature/c"):
+        _create(repo, lane)
+    lost, earlier = git("rev-parse", OPLOG, f"{OPLOG}~1", cwd=repo).split()
+    _drop_object(repo, lost)
+    checked = run_cli("doctor", "--check", "oplog", "--json", cwd=repo)
+    assert "--fix sets it back to the newest earlier head" in checked.json["checks"][0]["hint"]
+    fixed = run_cli("doctor", "--check", "oplog", "--fix", "--json", cwd=repo)
+    assert fixed.code == 0 and fixed.json["checks"][0]["status"] == "fixed", fixed.out
+    assert git("rev-parse", OPLOG, cwd=repo).strip() == earlier  # the intact chain as it was, not rewritten
+    assert _descriptions(repo) == ["create lane feature/b", "create lane feature/a"]
+    assert run_cli("undo", "--json", cwd=repo).code == 0  # reaches what is left: lane b goes
+    assert _lanes(repo) == ["refs/lanes/heads/feature/a", "refs/lanes/heads/feature/c"]

@@ -209,7 +209,8 @@ def _oplog(api: Any, where: Where) -> list[dict[str, Any]]:
     """The operation log `undo` and `op log` read: each entry a commit whose first parent is the one before,
     back to the first; a commit gone (lost by hand, or by a copy of the git directory that left objects
     out) leaves every entry below it unreachable to undo. What is lost cannot come back: --fix ends the log
-    where it breaks, keeping the entries above (the next operation would start it afresh anyway)."""
+    where it breaks, keeping every entry still readable (oplog.restart); the next operation would start it
+    afresh anyway, keeping none."""
     from git_lanes.domain import oplog
     from git_lanes.model.oplog import OpEntry
 
@@ -222,11 +223,11 @@ def _oplog(api: Any, where: Where) -> list[dict[str, Any]]:
             problem = f"{refs.OPLOG} names {what}" if child is None else \
                 f"its chain breaks at entry {child[:8]} (number {count} from the newest): its parent is {what}"
             above = "the entry" if count == 1 else f"the {count} entries"
-            kept = "starts it afresh" if child is None else f"ends it there, keeping {above} above"
+            kept = (f"sets it back to the newest earlier head `git reflog {refs.OPLOG}` names that is still here, "
+                    "else starts it afresh") if child is None else f"ends it there, keeping {above} above"
             return [finding("fail", f"the operation log cannot be read: {problem}",
                             f"undo cannot reach past it; --fix {kept} (lanes, notes and the ledger stay as they "
-                            f"are). If the lost commits can be had again, `git reflog {refs.OPLOG}` names "
-                            "earlier heads to set the ref back to instead",
+                            "are)",
                             repair=lambda: oplog.restart(api.ctx))]
         info = store.commit_info(commit)
         try:

@@ -30,7 +30,7 @@ from git_lanes.store import RefUpdate, journal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager
     from contextvars import Token
     from types import TracebackType
@@ -300,45 +300,68 @@ def entries(ctx: Context, limit: int | None = None, *, told: bool = True) -> Ite
     """The log, newest first, down to where its chain breaks (an entry whose parent is gone): the entries
     past it cannot be read, which a notice says (unless not `told`). A head that cannot be read is an error:
     there is nothing to show."""
+    head = ctx.store.read_ref(refs.OPLOG)
+
+    def broke(child: str | None, commit: str, kind: str | None, count: int) -> None:
+        if child is None:
+            raise LanesError(f"the operation log cannot be read: {refs.OPLOG} names {unreadable(commit, kind)}",
+                             code="oplog_broken", hint=BROKEN_HINT)
+        if told:
+            notice(f"the operation log stops at entry {child[:8]} ({count} from the newest): its parent is "
+                   f"{unreadable(commit, kind)}, so undo cannot reach the operations before it "
+                   "(`git lanes doctor --check oplog --fix` ends the log there)")
+
+    return _walk(ctx, head, limit, broke)
+
+
+def _walk(ctx: Context, commit: str | None, limit: int | None,
+          broke: Callable[[str | None, str, str | None, int], None]) -> Iterator[OpEntry]:
+    """The entries from `commit` down, first parent by first parent; where the next cannot be read (lost
+    from the object database, or not a commit), `broke(the entry above or None, it, its kind, count)` and
+    stop."""
     store = ctx.store
-    commit, child, count = store.read_ref(refs.OPLOG), None, 0
+    child, count = None, 0
     while commit is not None and (limit is None or count < limit):
         try:
             info = store.commit_info(commit)
-        except (KeyError, ValueError):  # lost from the object database, or not a commit
+        except (KeyError, ValueError):
             kind = store.object_kind(commit)
             if kind == "commit":
                 raise
-            if child is None:
-                raise LanesError(f"the operation log cannot be read: {refs.OPLOG} names {unreadable(commit, kind)}",
-                                 code="oplog_broken", hint=BROKEN_HINT) from None
-            if told:
-                notice(f"the operation log stops at entry {child[:8]} ({count} from the newest): its parent is "
-                       f"{unreadable(commit, kind)}, so undo cannot reach the operations before it "
-                       "(`git lanes doctor --check oplog --fix` ends the log there)")
+            broke(child, commit, kind, count)
             return
         yield OpEntry.from_message(info.message, commit)
         count += 1
         commit, child = (info.parents[0] if info.parents else None), commit
 
 
-BROKEN_HINT = ("undo cannot reach the operations it held; the next operation starts the log afresh, "
-               "`git lanes doctor --check oplog --fix` does it now")
+BROKEN_HINT = ("`git lanes doctor --check oplog --fix` keeps what of it is still in the repository; else the "
+               "next operation starts the log afresh, and undo cannot reach the operations it held")
 
 
 def restart(ctx: Context) -> int:
-    """End the log where its chain breaks: the entries still readable from its head are written again as a
-    chain of their own (none when the head itself is lost: the ref goes), moved by compare-and-swap from the
-    broken head. Returns how many entries it kept."""
+    """End the log where its chain breaks, keeping every entry still readable: from its head down to the
+    break or, when the head itself is lost, from the newest earlier head its reflog names that is still here
+    (what lies between is what was lost). An intact chain from there is the log again as it is; a broken one
+    is written again as a chain of its own, ending at the break. Nothing readable: the ref goes. The ref
+    moves by compare-and-swap from the broken head. Returns how many entries the log keeps."""
+    from git_lanes.store import reflogs
+
     store = ctx.store
     with store.locked():
         head = store.read_ref(refs.OPLOG)
-        kept = list(entries(ctx, told=False)) if head and store.object_kind(head) == "commit" else []
-        commit = None
-        for entry in reversed(kept):
-            commit = store.write_commit(store.empty_tree(), [commit] if commit else [], entry.message())
-        store.update_refs([RefUpdate(refs.OPLOG, commit, head,
-                                     f"lanes oplog: restarted, {len(kept)} readable entries kept")])
+        heads = ([head] if head else []) + reflogs.values(store.common_dir, refs.OPLOG)
+        start = next((oid for oid in heads if store.object_kind(oid) == "commit"), None)
+        broken: list[str] = []
+        kept = list(_walk(ctx, start, None, lambda child, commit, kind, count: broken.append(commit)))
+        new = start
+        if broken:
+            new = None
+            for entry in reversed(kept):
+                new = store.write_commit(store.empty_tree(), [new] if new else [], entry.message())
+        if new != head:
+            store.update_refs([RefUpdate(refs.OPLOG, new, head,
+                                         f"lanes oplog: restarted, {len(kept)} readable entries kept")])
     return len(kept)
 
 

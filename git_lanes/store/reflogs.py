@@ -46,3 +46,19 @@ def remove(common_dir: StrPath, name: str) -> None:
         except OSError:
             break
         parent = os.path.dirname(parent)
+
+
+def values(common_dir: StrPath, name: str) -> list[str]:
+    """The values `name` was set to, by its reflog, newest first (none without one): where to look for an
+    earlier value still in the repository when the current one is lost."""
+    try:
+        with open(os.path.join(common_dir, "logs", name), "rb") as file:
+            lines = file.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in reversed(lines):
+        fields = line.split(b" ", 2)  # "<old> <new> <identity>\t<message>"
+        if len(fields) == 3 and len(fields[1]) == 40 and fields[1].strip(b"0"):
+            found.append(fields[1].decode("ascii", "replace"))
+    return found
