@@ -281,6 +281,8 @@ def test_git_lanes_commands_that_rewrite_another_workspace_are_writes_there(repo
              ("git lanes restore -wother main", "lane other"),
              ("git lanes lane reset other --force", "lane other"),
              ("git lanes lane reset --reason x --onto main other", "lane other"),
+             # --agent-id (--agent's hidden alias) takes a value too: it named the agent's own lane as the one reset
+             ("git lanes lane reset --agent-id feature other --force", "lane other"),
              ("git lanes lane delete other --force", "lane other"),
              ('git lanes lane delete "$LANE"', "lane $LANE"),
              ("/opt/bin/git-lanes restore main -w other --force", "lane other"),

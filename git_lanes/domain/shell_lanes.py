@@ -9,8 +9,9 @@ from __future__ import annotations
 Word = tuple[str, bool]
 
 
-# The options of `git lanes` commands that take a value, so a value is no operand.
-VALUED = {"-w", "--workspace", "--onto", "--reason", "--agent"}
+# The options of `git lanes` commands that take a value, so a value is no operand (`--agent-id` is --agent's
+# hidden alias: missing here, its value passed for the lane `lane reset` rewrites).
+VALUED = {"-w", "--workspace", "--onto", "--reason", "--agent", "--agent-id"}
 
 
 def _words(rest: list[Word]) -> tuple[list[str], list[str]]:
