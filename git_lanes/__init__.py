@@ -8,6 +8,7 @@ agent-hook path, which import this package, pay for nothing they do not use.
 - `LanesError` and its kinds `UserError`, `NotFound`, `Conflict` (a race lost, something moved: exit 3 in the
   CLI) and `GateFailed` (a required gate failed: exit 4); each has a stable `code` and a `hint`.
   `RepositoryGone` (a UserError) says the repository a session held open was removed or moved since.
+- `LanesWarning`: what a session's call went on past (the CLI's `warning:` lines), given to `warnings`.
 """
 
 __version__ = "0.2.0"
@@ -15,6 +16,7 @@ __version__ = "0.2.0"
 _LAZY = {
     "AgentSession": "git_lanes.sdk",
     "Work": "git_lanes.sdk",
+    "LanesWarning": "git_lanes.sdk",
     "Lanes": "git_lanes.api",
     "LanesError": "git_lanes.errors",
     "UserError": "git_lanes.errors",

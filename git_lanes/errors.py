@@ -3,6 +3,8 @@ result in MCP, a deny in a hook, a status in HTTP."""
 
 from __future__ import annotations
 
+from _thread import _local  # threading.local itself, without loading threading on the agent-hook path
+
 TYPE_CHECKING = False  # not `from typing import …`: the agent-hook path never loads typing
 if TYPE_CHECKING:
     from typing import Any
@@ -17,19 +19,29 @@ EXIT_REMOTE = 5
 EXIT_INTERNAL = 6
 
 # What a face tells its user once, beside the result, about a problem the operation went on past (a lost
-# operation log head it started afresh): the lower layers never print, and the CLI writes each on stderr.
-_NOTICES: list[str] = []
+# operation log head it started afresh): the lower layers never print; each face takes them per call (the
+# CLI writes each on stderr). Per thread: the long-lived faces run each call on a pooled worker thread, and
+# one call's notices must neither wait for the next call nor reach another caller.
+_LOCAL = _local()
 
 
 def notice(message: str) -> None:
-    _NOTICES.append(message)
+    _pending().append(message)
 
 
 def take_notices() -> list[str]:
-    """The notices given since the last call, oldest first."""
-    taken = _NOTICES[:]
-    del _NOTICES[:]
+    """The notices this thread was given since its last call, oldest first."""
+    pending = _pending()
+    taken = pending[:]
+    del pending[:]
     return taken
+
+
+def _pending() -> list[str]:
+    pending: list[str] | None = getattr(_LOCAL, "notices", None)
+    if pending is None:
+        pending = _LOCAL.notices = []
+    return pending
 
 
 class LanesError(Exception):

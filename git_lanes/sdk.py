@@ -13,18 +13,35 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from git_lanes.api import Lanes
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
-from git_lanes.errors import GateFailed, LanesError, UserError
+from git_lanes.errors import GateFailed, LanesError, UserError, take_notices
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.model.workspace_results import Decided, Unchanged
 
 # Metadata names that are fields of the intent itself rather than free-form metadata.
 INTENT_FIELDS = ("model", "agent_type")
+
+
+class LanesWarning(UserWarning):
+    """What a call went on past (a lost operation log head it started afresh): the CLI's `warning:` lines,
+    given to Python's `warnings` so that a script sees them once and can filter or raise them."""
+
+
+def told(call: Callable[[], Any]) -> Any:
+    """`call()`, then each notice it gave (errors.notice) as a LanesWarning pointing at the caller's line,
+    whether the call returned or raised, so none waits for a later call."""
+    try:
+        return call()
+    finally:
+        for message in take_notices():
+            warnings.warn(message, LanesWarning, stacklevel=3)
 
 
 class AgentSession:
@@ -68,7 +85,7 @@ class AgentSession:
     def workspace(self) -> Path:
         """The session's workspace directory, made (with its lane) if missing, and the lane assigned to the
         agent. Refused (`Conflict`) when another live agent works in that lane."""
-        assigned = self.api.assign_worktree(self.agent_id, self._lane)
+        assigned = told(lambda: self.api.assign_worktree(self.agent_id, self._lane))
         self._lane = assigned["lane"]
         self._made = True
         return Path(assigned["workspace"])
@@ -92,39 +109,39 @@ class AgentSession:
 
     def register(self, kind: str | None = None) -> dict:
         """Register the agent (kind: `kind`, else the session's agent_type) and start its lease."""
-        return self.api.agent_register(self.agent_id, kind or self.agent_type, self._named_lane())
+        return told(lambda: self.api.agent_register(self.agent_id, kind or self.agent_type, self._named_lane()))
 
     def heartbeat(self) -> dict:
         """Extend the agent's lease; report its unread posts, pending wakes and refused ops."""
-        return self.api.agent_heartbeat(self.agent_id)
+        return told(lambda: self.api.agent_heartbeat(self.agent_id))
 
     def claim_task(self, task_id: str, version: int | None = None) -> dict:
         """Claim a task for this agent (in the session's lane, if one is set). Exactly one of several
         claimers wins; the others get `Conflict` at once and can take another task."""
-        return self.api.task_claim(task_id, self.agent_id, version, self._named_lane())
+        return told(lambda: self.api.task_claim(task_id, self.agent_id, version, self._named_lane()))
 
     def claim_files(self, *globs: str | list[str] | tuple[str, ...], task_id: str | None = None) -> dict:
         """Claim the files this agent means to change (globs, given one by one or as a list); overlaps with
         others are returned, never blocking."""
         flat = [g for given in globs for g in (given if isinstance(given, (list, tuple)) else [given])]
-        return self.api.claim_add(flat, self.agent_id, task_id)
+        return told(lambda: self.api.claim_add(flat, self.agent_id, task_id))
 
     def post(self, text: str, kind: str = "note", to: str | None = None) -> dict:
         """Post on the board (kind note, question or handoff), to one agent or to everyone else."""
-        return self.api.board_post(text, self.agent_id, kind, to)
+        return told(lambda: self.api.board_post(text, self.agent_id, kind, to))
 
     def read_board(self, unread_only: bool = False) -> dict:
         """This agent's unread posts and recent ones; what is returned is marked read."""
-        return self.api.board_read(self.agent_id, unread_only=unread_only)
+        return told(lambda: self.api.board_read(self.agent_id, unread_only=unread_only))
 
     def wait(self, timeout: float = 60.0) -> dict:
         """Block until a task of this agent's becomes ready, another agent steps into its files, a post for
         it arrives, or `timeout` seconds pass; the result says which (`reason`)."""
-        return self.api.wait(self.agent_id, timeout)
+        return told(lambda: self.api.wait(self.agent_id, timeout))
 
     def done(self, task_id: str) -> dict:
         """Mark a task done, waking the owners of the tasks it makes ready."""
-        return self.api.task_done(task_id, self.agent_id)
+        return told(lambda: self.api.task_done(task_id, self.agent_id))
 
 
 class Work:
@@ -172,9 +189,9 @@ class Work:
         try:
             attempt = self._record(False)
             if attempt.get("status") == "proposed":
-                attempt = self.session.api.reject(attempt["id"], f"{type(error).__name__}: {error}")
+                attempt = told(lambda: self.session.api.reject(attempt["id"], f"{type(error).__name__}: {error}"))
                 # The next block starts from the lane head; the attempt stays under refs/lanes/rejected/.
-                self.session.api.restore(self.session.lane, lane=self.session.lane)
+                told(lambda: self.session.api.restore(self.session.lane, lane=self.session.lane))
             self.result = attempt
         except LanesError as failure:
             # The block's own error matters more; say on it why its attempt was not recorded.
@@ -185,7 +202,7 @@ class Work:
         session = self.session
         metadata = {k: v for k, v in self.metadata.items() if k not in INTENT_FIELDS}
         wall = Cost(wall_time=round(time.monotonic() - self._started, 3))
-        return session.api.commit(self.prompt, session.agent_id, lane=session.lane,
-                                  agent_type=self.metadata.get("agent_type", session.agent_type),
-                                  model=self.metadata.get("model", session.model), tags=self.tags,
-                                  cost=self.cost + wall, auto_accept=auto_accept, metadata=metadata)
+        return told(lambda: session.api.commit(self.prompt, session.agent_id, lane=session.lane,
+                                               agent_type=self.metadata.get("agent_type", session.agent_type),
+                                               model=self.metadata.get("model", session.model), tags=self.tags,
+                                               cost=self.cost + wall, auto_accept=auto_accept, metadata=metadata))

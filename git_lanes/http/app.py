@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from git_lanes import __version__
 from git_lanes.errors import (Conflict, GateFailed, InternalError, LanesError, NotFound, RemoteFailed, RepositoryGone,
-                              UserError, WriteFailed, write_failed)
+                              UserError, WriteFailed, take_notices, write_failed)
 from git_lanes.http import openapi, routes
 from git_lanes.http.events import Broadcaster
 from git_lanes.http.security import Guard
@@ -33,6 +33,7 @@ API = "/api/v1"
 MAX_BODY = 1 << 20
 # On a listing's reply: the stored records it left out because they cannot be read (JSON, ASCII).
 UNREADABLE_HEADER = "X-Lanes-Unreadable"
+WARNINGS_HEADER = "X-Lanes-Warnings"
 log = logging.getLogger("git_lanes.http")
 
 # The page loads only its own files; nothing inline runs, so injected markup could not run even if some
@@ -70,6 +71,20 @@ class Service:
         if limiter is None:  # made on the event loop, where it is used
             limiter = self._limiters[writes] = anyio.CapacityLimiter(self.WRITERS if writes else 1)
         return await anyio.to_thread.run_sync(self.write if writes else self.read, action, limiter=limiter)
+
+    async def told(self, writes: bool, action: Callable[[Any], Any]) -> tuple[Any, list[str]]:
+        """`run`, and what the action went on past (errors.notice), taken on its own worker thread (which a
+        pool reuses) so that no notice waits for a later request; an error carries them as `notices`."""
+        def noticed(api: Any) -> tuple[Any, list[str]]:
+            take_notices()  # what an earlier request on this thread left is not this one's to tell
+            try:
+                result = action(api)
+            except BaseException as exc:
+                exc.notices = take_notices()  # type: ignore[attr-defined]
+                raise
+            return result, take_notices()
+
+        return await self.run(writes, noticed)
 
     def read(self, action: Callable[[Any], Any]) -> Any:
         with self._read_lock:
@@ -148,6 +163,26 @@ class Headers:
         await self.app(scope, receive, send_with_headers)
 
 
+def failed(exc: Exception, request: Request) -> JSONResponse:
+    """The answer to a request whose action raised `exc`."""
+    if isinstance(exc, LanesError):
+        return lanes_error(exc)
+    unwritable = write_failed(exc)  # a full disk, no permission: the user's to fix, not a bug
+    if unwritable is not None:
+        return lanes_error(unwritable)
+    # a bug still answers in JSON, and the log keeps the traceback
+    log.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return error(500, "internal", f"{type(exc).__name__}: {exc}")
+
+
+def warned(response: JSONResponse, notices: list[str]) -> JSONResponse:
+    """`response` with what the request went on past (the CLI's `warning:` lines), as a JSON array in a
+    header: every answer has room for one, whatever shape its body is."""
+    if notices:
+        response.headers[WARNINGS_HEADER] = json.dumps(notices)
+    return response
+
+
 def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | None = None) -> Starlette:
     """The app for the repository `open_api()` opens, served on `port`, requiring `token` as security.py
     describes."""
@@ -168,19 +203,14 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                 return denied
             try:
                 params = await _params(route, request)
-                result = await service.run(route.writes, lambda api: route.call(getattr(api, route.api), params))
-            except LanesError as exc:
-                return lanes_error(exc)
-            except Exception as exc:  # a bug still answers in JSON, and the log keeps the traceback
-                unwritable = write_failed(exc)  # a full disk, no permission: the user's to fix, not a bug
-                if unwritable is not None:
-                    return lanes_error(unwritable)
-                log.exception("%s %s failed", request.method, request.url.path)
-                return error(500, "internal", f"{type(exc).__name__}: {exc}")
+                result, notices = await service.told(route.writes,
+                                                     lambda api: route.call(getattr(api, route.api), params))
+            except Exception as exc:
+                return warned(failed(exc, request), getattr(exc, "notices", []))
             # A listing (an array) that left records out says so where an array has room: a header.
             set_aside = getattr(result, "unreadable", ()) if isinstance(result, list) else ()
             headers = {UNREADABLE_HEADER: json.dumps(render(list(set_aside)))} if set_aside else None
-            return JSONResponse(render(result), headers=headers)
+            return warned(JSONResponse(render(result), headers=headers), notices)
         return handle
 
     async def index(request: Request) -> Response:

@@ -8,7 +8,7 @@ import functools
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, TypedDict, get_origin
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -17,7 +17,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from git_lanes import __version__
-from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError, write_failed
+from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError, take_notices, write_failed
 from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, planning, publisher, workspaces
 from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
 from git_lanes.model.schema import result_schema
@@ -111,14 +111,23 @@ def _payload(code: str, reason: str, message: str, exit_code: int, hint: str | N
     return {"error": {"code": code, "reason": reason, "message": message, "hint": hint, "exit_code": exit_code}}
 
 
-def result_of(value: Any) -> CallToolResult:
-    """A tool's result: the CLI's `--json` text as content, the same data as structured content."""
+def result_of(value: Any, notices: Sequence[str] = ()) -> CallToolResult:
+    """A tool's result: the CLI's `--json` text as content, the same data as structured content; what the
+    call went on past (errors.notice: the CLI's `warning:` lines) as `warnings` there and one more text each."""
     text = cli_json(value)
     data = json.loads(text)
     structured = data if isinstance(data, dict) else {"result": data}
     if isinstance(value, list) and getattr(value, "unreadable", ()):  # a listing that left records out
         structured["unreadable"] = [u.to_dict() for u in value.unreadable]  # type: ignore[attr-defined]
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+    if notices:
+        structured["warnings"] = list(notices)
+    warned = [TextContent(type="text", text=f"warning: {message}") for message in notices]
+    return CallToolResult(content=[TextContent(type="text", text=text), *warned], structured_content=structured)
+
+
+def told(payload: dict, notices: list[str]) -> dict:
+    """An error payload with what the failed call went on past before it failed, as `warnings`."""
+    return {**payload, "warnings": notices} if notices else payload
 
 
 def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
@@ -144,14 +153,17 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
                 raise LanesToolError(error_payload(found)) from exc
     else:
         @functools.wraps(fn)
-        def tool(**kwargs: Any) -> Any:  # the SDK runs it on a worker thread
+        def tool(**kwargs: Any) -> Any:  # the SDK runs it on a worker thread, which a pool reuses
+            take_notices()  # what an earlier call on this thread left is not this call's to tell
             try:
-                return result_of(call(kwargs))
+                value = call(kwargs)
             except Exception as exc:
+                notices = take_notices()
                 found = _lanes_error(exc)
                 if found is None:
                     raise
-                raise LanesToolError(error_payload(found)) from exc
+                raise LanesToolError(told(error_payload(found), notices)) from exc
+            return result_of(value, take_notices())
 
     returns = Annotated[CallToolResult, output_shape(signature.return_annotation)]
     tool.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]

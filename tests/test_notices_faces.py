@@ -1,0 +1,79 @@
+"""The notices an operation gives about a problem it went on past (a lost operation log head it starts
+afresh, errors.notice) reach the user of every long-lived face as the CLI's `warning:` lines do: `warnings`
+in an MCP result, an `X-Lanes-Warnings` header in REST, a LanesWarning in the SDK. Each is told once, to the
+call that gave it, and none waits in the process for a later call or another thread."""
+
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import git
+from http_helpers import Server
+from mcp_helpers import mcp_session
+from test_oplog_broken import OPLOG, STARTS_AFRESH, _create, _drop_object
+
+from git_lanes import AgentSession, LanesWarning
+from git_lanes.errors import notice, take_notices
+
+
+def _lose_log_head(repo: Path) -> str:
+    _create(repo, "feature/a")
+    lost = git("rev-parse", OPLOG, cwd=repo).strip()
+    _drop_object(repo, lost)
+    return f"{OPLOG} named commit {lost[:8]}, which is not in the repository: {STARTS_AFRESH}"
+
+
+def test_notices_are_per_thread_and_taken_once():
+    notice("mine")
+    seen: list[list[str]] = []
+    other = threading.Thread(target=lambda: seen.append(take_notices()))
+    other.start()
+    other.join()
+    assert seen == [[]]  # another thread (another caller of a long-lived face) never gets this one's
+    assert take_notices() == ["mine"]
+    assert take_notices() == []
+
+
+def test_mcp_results_carry_the_notices_of_their_own_call(repo: Path):
+    expected = _lose_log_head(repo)
+
+    async def scenario() -> tuple:
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            first = await session.call_tool("assign_worktree", {"lane": "feature/b"})
+            second = await session.call_tool("assign_worktree", {"lane": "feature/c"})
+            return first, second
+
+    first, second = anyio.run(scenario)
+    assert not first.is_error, first.content[0].text
+    assert first.structured_content["warnings"] == [expected]
+    assert [c.text for c in first.content[1:]] == [f"warning: {expected}"]  # seen by a client reading text
+    assert "warnings" not in json.loads(first.content[0].text)  # the text stays the CLI's --json
+    assert not second.is_error and "warnings" not in second.structured_content and len(second.content) == 1
+
+
+def test_rest_answers_carry_the_notices_of_their_own_request(repo: Path):
+    expected = _lose_log_head(repo)
+    with Server(repo) as server:
+        made = server.post("/api/v1/lanes", {"name": "feature/b"})
+        again = server.post("/api/v1/lanes", {"name": "feature/c"})
+    assert made.status == 200, made.body
+    headers = {key.lower(): value for key, value in made.headers.items()}
+    assert json.loads(headers["x-lanes-warnings"]) == [expected]
+    assert again.status == 200 and "x-lanes-warnings" not in {key.lower() for key in again.headers}
+
+
+def test_the_sdk_warns_once_at_the_callers_line(repo: Path):
+    expected = _lose_log_head(repo)
+    session = AgentSession(repo, agent_id="coder-1", lane="feature/b")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        session.workspace()
+        session.heartbeat()
+    assert [(w.category, str(w.message)) for w in caught] == [(LanesWarning, expected)]
+    assert caught[0].filename == __file__
+    assert take_notices() == []
