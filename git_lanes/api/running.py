@@ -92,7 +92,7 @@ class RunningApi:
         from git_lanes.store import processes
 
         repo = self._runs()
-        run_id, _, state = self._run_state(repo, run)
+        run_id, _, _ = self._run_state(repo, run)
         data, _ = processes.read_from(repo.log.files(run_id) / AGENT_LOG, 0)
         return data.decode("utf-8", "replace")
 
@@ -196,8 +196,6 @@ class RunningApi:
         state, _ = control.transact(repo, run, lambda head, current: list(events))
         assert state is not None
         return state
-
-
 
 
 def current_state(repo: control.LightRepo, run: str) -> RunState:

@@ -21,7 +21,7 @@ from git_lanes.store.notes import NoteOps
 from git_lanes.store.records import RecordOps
 from git_lanes.store.ref_moves import IDENTITY_REUSE_SECONDS, RefMoves
 from git_lanes.store.rereading import OPEN, reloaded, rereading
-from git_lanes.store.values import CommitInfo, Worktree
+from git_lanes.store.values import CommitInfo
 from git_lanes.store.workspace import WorkspaceOps
 
 FALLBACK_NAME = "git-lanes"

@@ -23,6 +23,7 @@ class Store(Protocol):
     _walking: int  # revision walks under way, which read on their own
     _workspace_repos: dict[Path, pygit2.Repository]
 
+
 # The stores this process holds open, and for each repository's pack folder its state when libgit2 was last
 # made to load it (`reloaded`).
 OPEN: weakref.WeakSet[Store] = weakref.WeakSet()
