@@ -209,33 +209,32 @@ def _oplog(api: Any, where: Where) -> list[dict[str, Any]]:
     """The operation log `undo` and `op log` read: each entry a commit whose first parent is the one before,
     back to the first; a commit gone (lost by hand, or by a copy of the git directory that left objects
     out) leaves every entry below it unreachable to undo. What is lost cannot come back: --fix ends the log
-    where it breaks, keeping every entry still readable (oplog.restart); the next operation would start it
-    afresh anyway, keeping none."""
-    from git_lanes.domain import oplog
+    where it breaks, keeping every entry still readable (oplog_chain.restart); the next operation would start
+    it afresh anyway, keeping none."""
+    from git_lanes.domain import oplog_chain
     from git_lanes.model.oplog import OpEntry
 
-    store = api.ctx.store
-    commit, child, count = store.read_ref(refs.OPLOG), None, 0
-    while commit is not None:
-        kind = store.object_kind(commit)
-        if kind != "commit":
-            what = oplog.unreadable(commit, kind)
-            problem = f"{refs.OPLOG} names {what}" if child is None else \
-                f"its chain breaks at entry {child[:8]} (number {count} from the newest): its parent is {what}"
-            above = "the entry" if count == 1 else f"the {count} entries"
-            kept = (f"sets it back to the newest earlier head `git reflog {refs.OPLOG}` names that is still here, "
-                    "else starts it afresh") if child is None else f"ends it there, keeping {above} above"
-            return [finding("fail", f"the operation log cannot be read: {problem}",
-                            f"undo cannot reach past it; --fix {kept} (lanes, notes and the ledger stay as they "
-                            "are)",
-                            repair=lambda: oplog.restart(api.ctx))]
-        info = store.commit_info(commit)
+    breaks: list[tuple[str | None, str, str | None, int]] = []
+    count = 0
+    for commit, info in oplog_chain.commits(api.ctx, api.ctx.store.read_ref(refs.OPLOG), None,
+                                            lambda *at: breaks.append(at)):
         try:
             OpEntry.from_message(info.message, commit)
         except LanesError as exc:
             return [finding("fail", f"the operation log cannot be read: entry {commit[:8]}: {exc.message}",
                             f"see `git log -1 {commit}`; a newer git-lanes may have written it")]
-        commit, child, count = (info.parents[0] if info.parents else None), commit, count + 1
+        count += 1
+    if breaks:
+        (child, commit, kind, count), = breaks
+        what = oplog_chain.unreadable(commit, kind)
+        problem = f"{refs.OPLOG} names {what}" if child is None else \
+            f"its chain breaks at entry {child[:8]} (number {count} from the newest): its parent is {what}"
+        above = "the entry" if count == 1 else f"the {count} entries"
+        kept = (f"sets it back to the newest earlier head `git reflog {refs.OPLOG}` names that is still here, "
+                "else starts it afresh") if child is None else f"ends it there, keeping {above} above"
+        return [finding("fail", f"the operation log cannot be read: {problem}",
+                        f"undo cannot reach past it; --fix {kept} (lanes, notes and the ledger stay as they are)",
+                        repair=lambda: oplog_chain.restart(api.ctx))]
     return [finding("ok", f"{count} operation log entries readable" if count else "the operation log is empty")]
 
 

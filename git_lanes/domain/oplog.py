@@ -14,7 +14,8 @@ entry of a dead process's journal from the moves that took effect.
 A log whose head commit is gone from the object database (or that names a blob or tree) cannot be built on,
 and what it held cannot be recovered: like git's reflog, whose damage never stops a ref update, the next entry
 starts the log afresh (no parent; the ref moves by compare-and-swap from the unreadable value) and a notice
-says once that undo cannot reach before it. Its readers stop where a chain breaks below the head."""
+says once that undo cannot reach before it. Its readers stop where a chain breaks below the head
+(domain/oplog_chain.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from contextvars import ContextVar
 
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
+from git_lanes.domain.oplog_chain import BROKEN_HINT, commits, unreadable
 from git_lanes.errors import LanesError, WriteFailed, notice
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerSpan, LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
@@ -30,7 +32,7 @@ from git_lanes.store import RefUpdate, journal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
     from contextlib import AbstractContextManager
     from contextvars import Token
     from types import TracebackType
@@ -291,11 +293,6 @@ def _append(ctx: Context, entry: OpEntry) -> str:
     return commit
 
 
-def unreadable(oid: str | None, kind: str | None) -> str:
-    """What an operation log commit that cannot be read is, in a message."""
-    return f"commit {(oid or '')[:8]}, which is not in the repository" if kind is None else f"a {kind}"
-
-
 def entries(ctx: Context, limit: int | None = None, *, told: bool = True) -> Iterator[OpEntry]:
     """The log, newest first, down to where its chain breaks (an entry whose parent is gone): the entries
     past it cannot be read, which a notice says (unless not `told`). A head that cannot be read is an error:
@@ -311,58 +308,7 @@ def entries(ctx: Context, limit: int | None = None, *, told: bool = True) -> Ite
                    f"{unreadable(commit, kind)}, so undo cannot reach the operations before it "
                    "(`git lanes doctor --check oplog --fix` ends the log there)")
 
-    return _walk(ctx, head, limit, broke)
-
-
-def _walk(ctx: Context, commit: str | None, limit: int | None,
-          broke: Callable[[str | None, str, str | None, int], None]) -> Iterator[OpEntry]:
-    """The entries from `commit` down, first parent by first parent; where the next cannot be read (lost
-    from the object database, or not a commit), `broke(the entry above or None, it, its kind, count)` and
-    stop."""
-    store = ctx.store
-    child, count = None, 0
-    while commit is not None and (limit is None or count < limit):
-        try:
-            info = store.commit_info(commit)
-        except (KeyError, ValueError):
-            kind = store.object_kind(commit)
-            if kind == "commit":
-                raise
-            broke(child, commit, kind, count)
-            return
-        yield OpEntry.from_message(info.message, commit)
-        count += 1
-        commit, child = (info.parents[0] if info.parents else None), commit
-
-
-BROKEN_HINT = ("`git lanes doctor --check oplog --fix` keeps what of it is still in the repository; else the "
-               "next operation starts the log afresh, and undo cannot reach the operations it held")
-
-
-def restart(ctx: Context) -> int:
-    """End the log where its chain breaks, keeping every entry still readable: from its head down to the
-    break or, when the head itself is lost, from the newest earlier head its reflog names that is still here
-    (what lies between is what was lost). An intact chain from there is the log again as it is; a broken one
-    is written again as a chain of its own, ending at the break. Nothing readable: the ref goes. The ref
-    moves by compare-and-swap from the broken head. Returns how many entries the log keeps."""
-    from git_lanes.store import reflogs
-
-    store = ctx.store
-    with store.locked():
-        head = store.read_ref(refs.OPLOG)
-        heads = ([head] if head else []) + reflogs.values(store.common_dir, refs.OPLOG)
-        start = next((oid for oid in heads if store.object_kind(oid) == "commit"), None)
-        broken: list[str] = []
-        kept = list(_walk(ctx, start, None, lambda child, commit, kind, count: broken.append(commit)))
-        new = start
-        if broken:
-            new = None
-            for entry in reversed(kept):
-                new = store.write_commit(store.empty_tree(), [new] if new else [], entry.message())
-        if new != head:
-            store.update_refs([RefUpdate(refs.OPLOG, new, head,
-                                         f"lanes oplog: restarted, {len(kept)} readable entries kept")])
-    return len(kept)
+    return (OpEntry.from_message(info.message, commit) for commit, info in commits(ctx, head, limit, broke))
 
 
 def journal_folder(ctx: Context) -> str:
