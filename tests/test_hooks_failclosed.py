@@ -203,3 +203,26 @@ def test_a_deadline_that_is_no_number_of_seconds_falls_back_to_the_default(repo)
         result = hook("claude", "PreToolUse", bash(ws, "rm -rf x", f"t{given}"), env={"GIT_LANES_HOOK_DEADLINE": given})
         verdict, reason = decision(result)
         assert verdict == "deny" and "command policy" in reason and result.err == "", (given, result.err)
+
+
+def test_a_transcript_that_cannot_be_read_denies_the_call_naming_it(repo, tmp_path):
+    """Usage cannot be metered from a transcript path that is a directory or a FIFO (whose open would block
+    the call past the CLI's timeout), so the call is denied, saying which path and why, never an internal
+    error; a transcript not written yet meters nothing and stops nothing."""
+    ws = lane(repo)
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    cases = [(tmp_path, "it is a directory"), (fifo, "it is not a regular file"),
+             (tmp_path / "file" / "t.jsonl", "Not a directory")]
+    (tmp_path / "file").write_text("a file where the payload names a directory\n")
+    missed = []
+    for number, (path, why) in enumerate(cases):
+        payload = bash(ws, "ls", f"t{number}") | {"transcript_path": str(path)}
+        result = (hook if number == 0 else hook_in_process)("claude", "PreToolUse", payload)
+        verdict, reason = decision(result)
+        said = f"cannot read the transcript {path} the hook payload names: {why}"
+        if verdict != "deny" or said not in (reason or "") or "internal error" in (reason or ""):
+            missed.append((str(path), verdict, reason))
+    assert missed == []
+    assert decision(hook_in_process("claude", "PreToolUse", bash(ws, "ls", "t9") | {
+        "transcript_path": str(tmp_path / "not-yet.jsonl")}))[0] == "allow"

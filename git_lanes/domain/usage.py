@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 from git_lanes.model.format import MAX_TOKENS
 from git_lanes.model.policy import Policy
@@ -28,19 +29,38 @@ def refresh(cli: str | None, path: str | None, cursor: dict[str, Any], policy: P
         return None
     path = os.path.expanduser(path)
     try:
-        size = os.path.getsize(path)
-    except OSError:
-        return None
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None  # not written yet: nothing to meter
+    except OSError as exc:
+        raise _unreadable(path, exc.strerror or type(exc).__name__) from None
+    if not stat.S_ISREG(found.st_mode):  # a directory cannot be read, and a FIFO's open would block the call
+        raise _unreadable(path, "it is a directory" if stat.S_ISDIR(found.st_mode) else "it is not a regular file")
+    size = found.st_size
     if cursor.get("path") != path:
         cursor = {"path": path}
     if size == cursor.get("size") and cursor.get("offset", 0) >= size:
         return None
     reader = {"codex": _codex, "gemini": _gemini}.get(cli or "", _claude)
-    delta, following = reader(path, cursor, policy)
+    try:
+        delta, following = reader(path, cursor, policy)
+    except FileNotFoundError:
+        return None  # replaced while read: the next call reads it
+    except OSError as exc:  # no permission, an I/O error
+        raise _unreadable(path, exc.strerror or type(exc).__name__) from None
     following = {**following, "path": path, "size": size}
     if not delta.messages and not delta.tokens and following == cursor:
         return None
     return delta, following
+
+
+def _unreadable(path: str, why: str) -> Exception:
+    """The usage cannot be metered, so neither can the spend gate hold: the call is denied (hooks fail
+    closed) with what is wrong with the transcript rather than an internal error."""
+    from git_lanes.errors import UserError  # the failure path only: the hook path loads no more than it needs
+
+    return UserError(f"cannot read the transcript {path} the hook payload names: {why}", code="transcript_unreadable",
+                     hint="the agent CLI's transcript_path must be its session's transcript file, readable by you")
 
 
 def _new_lines(path: str, offset: int) -> tuple[list[bytes], int]:
@@ -148,11 +168,8 @@ def _codex(path: str, cursor: dict, policy: Policy) -> tuple[Usage, dict]:
 
 
 def _gemini(path: str, cursor: dict, policy: Policy) -> tuple[Usage, dict]:
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return Usage(), dict(cursor)
+    with open(path, "rb") as handle:  # refresh turns a failure into a clear deny
+        raw = handle.read()
     document = _json(raw)
     if document is None:
         return Usage(), dict(cursor)  # being rewritten: the next read gets it
@@ -169,7 +186,7 @@ def _gemini(path: str, cursor: dict, policy: Policy) -> tuple[Usage, dict]:
         cost = policy.price(message.get("model")).cost(tokens)
         latest = latest + Usage(**tokens, cost_usd=round(cost, 6), messages=1)
     before = Usage.from_dict(cursor.get("total"))
-    return latest.minus(before), {"offset": os.path.getsize(path), "total": latest.to_dict()}
+    return latest.minus(before), {"offset": len(raw), "total": latest.to_dict()}
 
 
 def _int(value: Any) -> int:
