@@ -373,3 +373,17 @@ def test_git_lanes_undo_gc_doctor_fix_and_budgets_are_writes_into_what_every_lan
                                    f"git -C {repo} lanes uninstall claude --dry-run", "git lanes install claude"]):
         assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_uni{number}")))[0] \
             == "allow", line
+
+
+def test_removing_a_symbolic_link_is_a_write_to_the_link_not_to_what_it_points_at(repo, ws):
+    """`rm link` and `unlink link` remove the link itself (neither rm nor unlink(2) follows it), so a link in the
+    lane pointing into the main worktree may be removed; a removal that goes through the link (`rm link/x`,
+    `rm link/`, `rm -r link` that may walk into it) is still a write there."""
+    (ws / "out").symlink_to(repo / "src")
+    (ws / "outfile").symlink_to(repo / "src" / "app.py")
+    for number, line in enumerate(["rm out", "rm -f outfile", "unlink out", "rm -- ./out outfile", "rm -v out"]):
+        verdict, reason = decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_rml{number}")))
+        assert (line, verdict) == (line, "allow"), reason
+    lines = [(line, "main worktree") for line in ("rm out/app.py", "rm out/", "rm -r out", "rm -r out/",
+                                                  "rm --rec out", "rm out/app.py/..", "rm out/..", "rm outfile out/x")]
+    assert not_denied(ws, lines, "rmo") == []

@@ -109,7 +109,7 @@ def _is_control(line: ShellLine) -> bool:
         # `run resume --spawn` starts an agent CLI: no way to move on, but work (and spend) of its own
         return words[:1] == ["run"] and len(words) > 1 and words[1] in CONTROL_COMMANDS and "--spawn" not in words
 
-    return bool(line.commands) and not line.writes and all(control(c.argv) for c in line.commands)
+    return bool(line.commands) and not line.writes and not line.unlinks and all(control(c.argv) for c in line.commands)
 
 
 def _commands(check: _Check, line: ShellLine | None) -> str | None:
@@ -141,14 +141,18 @@ def write_targets(check: _Check, line: ShellLine | None) -> tuple[list[str], str
         places.append(moved)
     pwd_known = line is None or "PWD" not in line.sets
     shell = line.writes if line is not None else ()
-    for number, raw in enumerate([*check.call.paths, *shell]):
+    unlinked = line.unlinks if line is not None else ()
+    given = [*check.call.paths, *shell]
+    for number, raw in enumerate([*given, *unlinked]):
         relative = not raw.startswith(("/", "~", "$HOME", "${HOME}"))
         for base in places if relative else places[:1]:
             path = resolve(raw, base, home, physical=number >= len(check.call.paths)) \
                 if base and (pwd_known or "PWD" not in raw) else None
             if path is None:
                 return [], f"cannot tell where `{raw}` is before the command runs; write to a plain path"
-            targets.append(_real(path))
+            # `rm link` removes the link, an entry of its directory: the directory is what is written
+            targets.append(_real(path) if number < len(given) else
+                           os.path.join(_real(os.path.dirname(path)), os.path.basename(path)))
     return list(dict.fromkeys(targets)), None
 
 

@@ -64,6 +64,7 @@ class ShellLine(Frozen):
     directories: tuple[str, ...] = ()  # where `cd`/`pushd` move, in order: relative writes may land there
     sets: frozenset[str] = frozenset()  # of SHELL_VARIABLES, those the line assigns
     lanes: tuple[str, ...] = ()  # lanes whose workspaces a `git lanes` command rewrites (restore -w, lane reset…)
+    unlinks: tuple[str, ...] = ()  # entries removed without following a symbolic link (`rm link`), as written
 
 
 def unparsable(line: str, why: str) -> UserError:
@@ -117,7 +118,7 @@ def _binding(package: str):
 
 
 class _Found:
-    __slots__ = ("commands", "writes", "directories", "sets", "lanes")
+    __slots__ = ("commands", "writes", "directories", "sets", "lanes", "unlinks")
 
     def __init__(self) -> None:
         self.commands: list[Command] = []
@@ -125,6 +126,7 @@ class _Found:
         self.directories: list[str] = []
         self.sets: set[str] = set()
         self.lanes: list[str] = []
+        self.unlinks: list[str] = []
 
 
 def parse(line: str, depth: int = 0) -> ShellLine:
@@ -136,7 +138,7 @@ def parse(line: str, depth: int = 0) -> ShellLine:
     except RecursionError:
         raise unparsable(line, "it nests too deeply to check") from None
     return ShellLine(tuple(found.commands), tuple(found.writes), tuple(found.directories), frozenset(found.sets),
-                     tuple(found.lanes))
+                     tuple(found.lanes), tuple(found.unlinks))
 
 
 def _parse_into(line: str, depth: int, found: _Found) -> None:
@@ -265,6 +267,7 @@ def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | No
                                   privileged=name in programs.PRIVILEGED,
                                   opaque=inner.opaque if inner is not None else None))
     found.writes.extend(shell_writes.writes(name, words, stdin))
+    found.unlinks.extend(shell_writes.unlinks(name, words))
     found.lanes.extend(shell_writes.lanes(name, words))
     if name in ("cd", "pushd"):
         found.directories.append(programs.moved_to(name, words))

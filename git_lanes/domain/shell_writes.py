@@ -281,6 +281,25 @@ ALL_OPERANDS = {"rm": "", "rmdir": "", "unlink": "", "touch": "-d --date -r --re
 AFTER_FIRST = {"chmod": "--reference", "chown": "--reference", "chgrp": "--reference", "chattr": "", "setfacl": ""}
 
 
+UNLINKING = ("rm", "unlink")
+
+
+def unlinks(name: str, words: list[Word]) -> list[str]:
+    """The directory entries `name words…` removes without following them, as written: `rm link` and
+    `unlink link` remove a symbolic link itself, never what it points to. Where the removal goes through
+    the name (`rm link/`, `rm link/x`, and `rm -r`, kept with what it may walk into) it is a write."""
+    if name not in UNLINKING:
+        return []
+    found, operands = permuted(words[1:], frozenset())
+    return [o for o in operands if _unlinked(name, found, o)]
+
+
+def _unlinked(name: str, found: dict[str, Word], operand: str) -> bool:
+    recursive = name == "rm" and any(o in ("-r", "-R") or (len(o) > 2 and "--recursive".startswith(o))
+                                     for o in found)
+    return not recursive and not operand.endswith("/") and posixpath.basename(operand) not in ("", ".", "..")
+
+
 def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
     """Files and directories `name words…` writes, as written (relative to where it runs)."""
     args = words[1:]
@@ -304,6 +323,8 @@ def writes(name: str, words: list[Word], stdin: Word | str | None) -> list[str]:
                 # LINK may name a directory that exists (the link is made inside it): both places count
                 sources = _pointed(sources, [link] if len(operands) > 2 else [posixpath.dirname(link) or ".", link])
             return [link] + sources
+        if name in UNLINKING:
+            return [o for o in operands if not _unlinked(name, found, o)]
         if name == "install" and ("-d" in found or "--directory" in found):
             return operands  # every operand is a directory it creates
         if name in LAST_OPERAND:
