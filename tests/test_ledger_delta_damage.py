@@ -74,3 +74,24 @@ def test_a_notes_ref_at_an_object_that_is_no_commit_fails_clearly(repo):
         assert result.code == 1 and "refs/notes/lanes" in said and "not a commit" in said \
             and "InvalidSpec" not in said, (args, said)
     assert git("for-each-ref", cwd=repo) == refs  # the refused commit moved nothing
+
+
+def test_a_notes_ref_whose_commit_is_lost_fails_clearly(repo):
+    """refs/notes/lanes naming a commit the object database lost (a copy of the git directory that left
+    objects out): show, doctor and the next commit failed `internal` with a bare `KeyError: '<oid>'`."""
+    ws = repo / ".lanes" / "workspaces" / "l1"
+    assert run_cli("lane", "create", "l1", cwd=repo).code == 0
+    (ws / "n.txt").write_text("n\n")
+    assert run_cli("commit", "-m", "n", "--agent-id", "a", cwd=ws).code == 0
+    lost = git("rev-parse", "refs/notes/lanes", cwd=repo).strip()
+    (repo / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    assert git("cat-file", "-t", lost, cwd=repo, check=False) == ""  # the precondition: it is gone
+    refs = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=repo)
+    (ws / "m.txt").write_text("m\n")
+    for args in (["lane", "show", "l1"], ["doctor", "--check", "notes"],
+                 ["commit", "-w", "l1", "-m", "m", "--agent-id", "a"]):
+        result = run_cli(*args, cwd=repo)
+        said = result.out + result.err
+        assert result.code == 1 and f"refs/notes/lanes points at {lost[:12]}, which is not in the repository" \
+            in said and "KeyError" not in said, (args, result.code, said)
+    assert git("for-each-ref", "--format=%(refname) %(objectname)", cwd=repo) == refs  # the refused commit moved nothing

@@ -100,7 +100,8 @@ class NoteOps:
 
     def _head(self, notes_ref: str) -> tuple[str | None, str | None]:
         """`notes_ref`'s head and its notes tree (None, None without one); refused clearly when the ref was
-        set by hand to an object that is no commit, where libgit2 raises InvalidSpecError."""
+        set by hand to an object that is no commit, where libgit2 raises InvalidSpecError, or names one the
+        repository lost, where it raises a bare KeyError."""
         head = self.read_ref(notes_ref)
         if head is None:
             return None, None
@@ -110,6 +111,11 @@ class NoteOps:
             raise UnsupportedFormat(f"{notes_ref} points at {head[:12]}, which is not a commit", code="not_a_commit",
                                     hint=f"it was set by hand; `git reflog {notes_ref}` lists its earlier "
                                          "values") from None
+        except KeyError:  # tree_of read it again already, should a repack have moved it
+            raise UnsupportedFormat(f"{notes_ref} points at {head[:12]}, which is not in the repository",
+                                    code="missing_object",
+                                    hint=f"run `git fsck`; `git reflog {notes_ref}` lists its earlier values, "
+                                         "one of which may still be here") from None
 
     @rereading
     def read_note(self, notes_ref: str, target: str) -> str | None:
