@@ -37,7 +37,9 @@ _HEADER = struct.Struct(">4sII")
 _STAT = struct.Struct(">10I")
 _PATH_AT = 62  # an entry's path follows 40 bytes of stat data, a 20-byte id and 2 bytes of flags
 _NAME_MASK = 0x0FFF
-_STAGE_OR_EXTENDED = 0x7000
+_STAGE = 0x3000  # an entry's merge stage: not 0 only in a conflict
+_HAS_EXTENDED = 0x4000  # a version 3 entry: extended flags follow the flags
+_STAGE_OR_EXTENDED = _STAGE | _HAS_EXTENDED
 _EXTENDED_FLAGS = (1 << 13) | (1 << 14)  # libgit2's INTENT_TO_ADD and SKIP_WORKTREE: a version 3 entry
 _TREE = b"TREE"
 _ID_SIZE = 20
@@ -179,12 +181,12 @@ def _entry_bytes(entry: Any, path: bytes) -> bytes:
         raise Unsupported("an entry with extended flags (intent to add, skip worktree)")
     if len(path) >= _NAME_MASK:
         raise Unsupported("a path of 4,095 bytes or more")
-    if entry.flags & 0x3000:
+    if entry.flags & _STAGE:
         raise Unsupported("a conflict")
     head = _STAT.pack(entry.ctime.seconds & 0xFFFFFFFF, entry.ctime.nanoseconds, entry.mtime.seconds & 0xFFFFFFFF,
                       entry.mtime.nanoseconds, entry.dev, entry.ino, entry.mode, entry.uid, entry.gid,
                       entry.file_size & 0xFFFFFFFF)
-    flags: int = entry.flags & ~0x4000  # libgit2 sets the extended bit as it writes, from flags_extended
+    flags: int = entry.flags & ~_HAS_EXTENDED  # libgit2 sets it as it writes, from flags_extended
     raw = bytes(ffi.buffer(ffi.addressof(entry, "id"))[:_ID_SIZE])
     body: bytes = head + raw + flags.to_bytes(2, "big") + path
     return body + b"\0" * (_size(len(path)) - len(body))
