@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 
 from git_lanes.errors import UnsupportedFormat
-from git_lanes.model.entries import Change, Entry, tree_changes
+from git_lanes.model.entries import TREE, Change, Entry, tree_changes
 from git_lanes.store.values import CommitInfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from git_lanes.store.objects import ObjectStore
-
-TREE_MODE = 0o040000
 
 
 class NeedsFullStore(Exception):
@@ -99,7 +97,7 @@ class ObjectReads:
                 return None
             if index == len(rest) - 1:
                 return Entry(found[1], found[0])
-            if found[0] != TREE_MODE:
+            if found[0] != TREE:
                 return None
             entries = self._tree(found[1])
         return None
@@ -111,7 +109,7 @@ class ObjectReads:
     def list_tree(self, tree: str, path: str = "") -> dict[str, Entry]:
         if path:
             entry = self.entry_at(tree, path)
-            if entry is None or entry.mode != TREE_MODE:
+            if entry is None or entry.mode != TREE:
                 return {}
             tree = entry.oid
         return {name: Entry(oid, mode) for name, (mode, oid) in self._tree(tree).items()}
@@ -122,10 +120,10 @@ class ObjectReads:
 
     def read_record(self, tree: str, path: str) -> bytes | None:
         entry = self.entry_at(tree, path)
-        return None if entry is None or entry.mode == TREE_MODE else self._read(entry.oid)[1]
+        return None if entry is None or entry.mode == TREE else self._read(entry.oid)[1]
 
     def record_names(self, tree: str, path: str = "") -> dict[str, bool]:
-        return {name: entry.mode == TREE_MODE for name, entry in self.list_tree(tree, path).items()}
+        return {name: entry.mode == TREE for name, entry in self.list_tree(tree, path).items()}
 
     def diff_trees(self, old: str | None, new: str | None) -> list[Change]:
         """As `trees.diff_trees`, with trees read by our own reader."""
@@ -140,7 +138,7 @@ class ObjectReads:
                 mode, oid = entries[rest]
                 return self._read(oid)[1].decode(errors="replace") if mode in (0o100644, 0o100755) else ""
             head = entries.get(rest[:2])
-            tree = head[1] if head is not None and head[0] == TREE_MODE else None
+            tree = head[1] if head is not None and head[0] == TREE else None
             prefix, rest = prefix + rest[:2] + "/", rest[2:]
         return None
 
