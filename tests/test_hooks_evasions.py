@@ -319,6 +319,25 @@ def test_git_lanes_own_mcp_restore_of_another_lane_is_a_write_there(repo, ws):
             tool_use_id=f"toolu_mri{number}")))[0] == "allow"
 
 
+def test_git_lanes_own_mcp_undo_and_gc_are_writes_into_what_every_lane_shares(repo, ws):
+    """Through the `lanes` MCP server an agent confined to its lane could undo the trunk's last promotion or
+    prune shared refs, which `git lanes undo` and `gc` in its shell may not; their dry runs still pass."""
+    from hook_helpers import claude
+
+    for number, (tool, tool_input) in enumerate([("mcp__lanes__undo", {}), ("mcp__lanes__undo", {"dry_run": False}),
+                                                 ("mcp__lanes__gc", {"older_than": "1d"}),
+                                                 ("mcp_lanes_undo", {"operation": "abc"}),
+                                                 ("mcp__plugin_git-lanes_lanes__gc", {"dry_run": "yes"})]):
+        verdict, reason = decision(hook_in_process("claude", "PreToolUse", claude(
+            "PreToolUse", ws, tool_name=tool, tool_input=tool_input, tool_use_id=f"toolu_mu{number}")))
+        assert verdict == "deny" and "git's own files" in reason, (tool, tool_input, reason)
+    for number, (tool, tool_input) in enumerate([("mcp__lanes__undo", {"dry_run": True}),
+                                                 ("mcp__lanes__gc", {"dry_run": True}), ("mcp__lanes__op_log", {})]):
+        assert decision(hook_in_process("claude", "PreToolUse", claude(
+            "PreToolUse", ws, tool_name=tool, tool_input=tool_input, tool_use_id=f"toolu_mui{number}")))[0] \
+            == "allow", (tool, tool_input)
+
+
 def test_git_dir_checkout_prefix_init_and_find_s_found_files_count_where_they_write(repo, ws):
     """`git --git-dir=MAIN/.git reset --hard HEAD~1` moved the trunk from inside a lane (its index and HEAD are
     git's own files there), `git checkout-index --prefix=DIR/` and `git init DIR` write DIR, and `{}` in a

@@ -151,7 +151,7 @@ def unknown_tool(tool: str, data: dict, call_id: str) -> ToolCall:
     """A tool the hooks do not know (an MCP server's, a CLI's newer one), held to the same wall as the CLI's
     own: the write gate on its path fields, and, when it takes a command, the command policy on that line as
     on a shell tool's. Without this an MCP server that runs commands was a way around the deny and allow lists."""
-    paths = guessed_paths(tool, data)
+    paths = guessed_paths(tool, data) + shared_writes(tool, data)
     lanes = restored_lanes(tool, data)
     command = guessed_command(tool, data)
     if command is None:
@@ -165,6 +165,20 @@ def unknown_tool(tool: str, data: dict, call_id: str) -> ToolCall:
 # plugin add it): Claude Code and Codex `mcp__lanes__TOOL`, the plugin's `mcp__plugin_git-lanes_lanes__TOOL`,
 # Gemini CLI `mcp_lanes_TOOL` (`mcp__lanes__TOOL` before March 2026).
 OWN_TOOL_PREFIXES = ("mcp__lanes__", "mcp_lanes_", "mcp__plugin_git-lanes_lanes__")
+
+
+# git-lanes' own tools that change what every lane shares, as `git lanes undo` and `gc` do (shell_lanes.py):
+# undo moves back whatever the last operation moved (the trunk after a promotion), gc prunes shared refs.
+_SHARED_TOOLS = frozenset({"undo", "gc"})
+
+
+def shared_writes(tool: str, data: dict) -> tuple[str, ...]:
+    """git's own files (`.git`), when git-lanes' own MCP tool changes refs every lane shares and is no dry run:
+    the write gate then holds it as it holds `git lanes undo` run in a shell."""
+    prefix = next((p for p in OWN_TOOL_PREFIXES if tool.startswith(p)), None)
+    if prefix is None or tool[len(prefix):] not in _SHARED_TOOLS or data.get("dry_run") is True:
+        return ()
+    return (".git",)
 
 
 def restored_lanes(tool: str, data: dict) -> tuple[str, ...]:
