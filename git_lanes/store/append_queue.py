@@ -98,7 +98,9 @@ class AppendQueue:
             prefix = _PREFIXES[self.folder] = b"\0git-lanes-queue/" + digest.encode()
         self._prefix = prefix
         self._served: list[str] = []  # outcomes left outside a round (`finish`): woken by `wake`
-        self._parked: dict[int, float] = {}  # thread id: when it left its spare (`outcome`), monotonic
+        # Thread id: when it left its spare (`outcome`), monotonic. A thread that ends leaves its row; ids are
+        # reused by the threads that follow, so there are never more rows than threads ever ran at once.
+        self._parked: dict[int, float] = {}
 
     # -- files -------------------------------------------------------------------------------------------
     def _path(self, name: str, suffix: str = "") -> str:
@@ -108,7 +110,7 @@ class AppendQueue:
     # the write itself, and each queued op writes two files and reads three.
     def _write(self, path: str, data: dict[str, Any], reuse: str | None = None) -> None:
         """Put `data` at `path` whole, in the file at `reuse` if it can be taken (see the module's notes)."""
-        temporary = f"{path}.{os.getpid()}.tmp"
+        temporary = f"{path}.{os.getpid()}.tmp"  # per process: no two threads write one entry's file
         content = json.dumps(data, separators=(",", ":")).encode()
         fd = _reused(reuse, temporary, len(content)) if reuse is not None else None
         if fd is None:
