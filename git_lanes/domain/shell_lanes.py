@@ -9,9 +9,11 @@ from __future__ import annotations
 Word = tuple[str, bool]
 
 
-# The options of `git lanes` commands that take a value, so a value is no operand (`--agent-id` is --agent's
-# hidden alias: missing here, its value passed for the lane `lane reset` rewrites).
-VALUED = {"-w", "--workspace", "--onto", "--reason", "--agent", "--agent-id"}
+# The options of the `git lanes` commands read here that take a value, so a value is no operand (`--agent-id`
+# is --agent's hidden alias: missing here, its value passed for the lane `lane reset` rewrites). Kept by hand,
+# as the hook must not load click's command tree; tests/test_shell_lanes_options.py checks it against the tree.
+VALUED = {"-w", "--workspace", "--onto", "--reason", "--agent", "--agent-id", "--older-than", "--trunk", "--check",
+          "--lane", "--task", "--ticket", "--tokens", "--usd", "--command", "--scope"}
 
 
 def _words(rest: list[Word]) -> tuple[list[str], list[str]]:
