@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import fsck_clean, git, run_cli
 
 OPLOG = "refs/lanes/oplog"
@@ -152,3 +154,44 @@ def test_doctor_fix_sets_a_lost_head_back_to_the_newest_earlier_one_still_there(
     assert _descriptions(repo) == ["create lane feature/b", "create lane feature/a"]
     assert run_cli("undo", "--json", cwd=repo).code == 0  # reaches what is left: lane b goes
     assert _lanes(repo) == ["refs/lanes/heads/feature/a", "refs/lanes/heads/feature/c"]
+
+
+DAMAGED = "which is damaged (`git fsck` names it; a copy from another clone mends it)"
+
+
+def _damage_object(repo: Path, oid: str, content: bytes) -> None:
+    """Damage a commit on disk: its loose file stays, holding zlib data that is not that commit."""
+    import zlib
+
+    path = repo / ".git" / "objects" / oid[:2] / oid[2:]
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(content))
+    assert git("cat-file", "-e", oid, cwd=repo, check=False) == ""  # git cannot read it either
+
+
+@pytest.mark.parametrize("content", [b"junk that is not an object", b"commit 30\0not a commit body at all......"])
+def test_a_damaged_log_commit_is_a_failed_check_and_a_clear_error_not_an_internal_one(repo: Path, content: bytes):
+    for lane in ("feature/a", "feature/b", "feature/c"):
+        _create(repo, lane)
+    newest, damaged = git("rev-parse", OPLOG, f"{OPLOG}~1", cwd=repo).split()
+    _damage_object(repo, damaged, content)
+    checked = run_cli("doctor", "--check", "oplog", "--json", cwd=repo)  # was: exit 6, "GitError: … invalid header"
+    assert checked.code == 1, checked.err
+    (check,) = checked.json["checks"]
+    assert (check["status"], check["fixable"]) == ("fail", True)
+    assert check["message"] == (f"the operation log cannot be read: its chain breaks at entry {newest[:8]} "
+                                f"(number 1 from the newest): its parent is commit {damaged[:8]}, {DAMAGED}")
+    listed = run_cli("op", "log", "--json", cwd=repo)  # what is above it, and a line saying where it breaks
+    assert listed.code == 0, listed.err
+    assert [r["description"] for r in listed.json if r["kind"] == "lanes"] == ["create lane feature/c"]
+    assert f"its parent is commit {damaged[:8]}, {DAMAGED}, so undo cannot reach" in listed.err
+    (repo / ".git" / OPLOG).write_text(damaged + "\n")  # the head itself damaged (update-ref refuses it)
+    for args in (("op", "log", "--json"), ("undo", "--json")):
+        told = run_cli(*args, cwd=repo)
+        assert told.code == 1 and told.json["error"] == "oplog_broken", told.err
+        assert told.json["message"] == f"the operation log cannot be read: {OPLOG} names commit {damaged[:8]}, {DAMAGED}"
+    # --fix goes back to the newest head the reflog names that can be read, and ends the log above the damage
+    fixed = run_cli("doctor", "--check", "oplog", "--fix", "--json", cwd=repo)
+    assert fixed.code == 0 and fixed.json["checks"][0]["status"] == "fixed", fixed.out
+    assert _descriptions(repo) == ["create lane feature/c"] and len(_chain(repo)) == 1
+    assert run_cli("doctor", "--check", "oplog", cwd=repo).code == 0

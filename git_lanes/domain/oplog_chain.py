@@ -11,6 +11,7 @@ from git_lanes.domain.context import Context
 from git_lanes.model import refs
 from git_lanes.model.oplog import OpEntry
 from git_lanes.store import RefUpdate
+from git_lanes.store.values import CorruptObject
 
 TYPE_CHECKING = False  # not `from typing import …`, as in domain/oplog.py
 if TYPE_CHECKING:
@@ -22,12 +23,17 @@ if TYPE_CHECKING:
     # not in the repository), how many entries came before it)
     Broke = Callable[[str | None, str, str | None, int], None]
 
+# The kind `broke(…)` is told of a commit whose file is here but cannot be read (store.values.CorruptObject)
+CORRUPT = "damaged commit"
+
 BROKEN_HINT = ("`git lanes doctor --check oplog --fix` keeps what of it is still in the repository; else the "
                "next operation starts the log afresh, and undo cannot reach the operations it held")
 
 
 def unreadable(oid: str | None, kind: str | None) -> str:
     """What an operation log commit that cannot be read is, in a message."""
+    if kind == CORRUPT:
+        return f"commit {(oid or '')[:8]}, which is damaged (`git fsck` names it; a copy from another clone mends it)"
     return f"commit {(oid or '')[:8]}, which is not in the repository" if kind is None else f"a {kind}"
 
 
@@ -39,6 +45,9 @@ def commits(ctx: Context, commit: str | None, limit: int | None, broke: Broke) -
     while commit is not None and (limit is None or count < limit):
         try:
             info = store.commit_info(commit)
+        except CorruptObject:
+            broke(child, commit, CORRUPT, count)
+            return
         except (KeyError, ValueError):
             kind = store.object_kind(commit)
             if kind == "commit":
@@ -48,6 +57,17 @@ def commits(ctx: Context, commit: str | None, limit: int | None, broke: Broke) -
         yield commit, info
         count += 1
         commit, child = (info.parents[0] if info.parents else None), commit
+
+
+def _readable(ctx: Context, oid: str) -> bool:
+    """Whether `oid` is a commit that can be read (neither lost, another kind, nor damaged)."""
+    if ctx.store.object_kind(oid) != "commit":
+        return False
+    try:
+        ctx.store.commit_info(oid)
+    except CorruptObject:
+        return False
+    return True
 
 
 def restart(ctx: Context) -> int:
@@ -62,7 +82,7 @@ def restart(ctx: Context) -> int:
     with store.locked():
         head = store.read_ref(refs.OPLOG)
         heads = ([head] if head else []) + reflogs.values(store.common_dir, refs.OPLOG)
-        start = next((oid for oid in heads if store.object_kind(oid) == "commit"), None)
+        start = next((oid for oid in heads if _readable(ctx, oid)), None)
         broken: list[str] = []
         kept = [OpEntry.from_message(info.message, commit) for commit, info in
                 commits(ctx, start, None, lambda child, commit, kind, count: broken.append(commit))]

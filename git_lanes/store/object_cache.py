@@ -198,9 +198,12 @@ class ObjectCache:
         if found is None or found[0] != b"commit":
             return None
         headers, message = parse_commit(found[1])
-        author = headers["author"][0].rsplit(" ", 2)[0]  # "name <email>", without its time and zone
-        return CommitInfo(oid, headers["tree"][0], tuple(headers.get("parent", ())), message, author,
-                          int(headers["committer"][0].rsplit(" ", 2)[1]))
+        try:
+            author = headers["author"][0].rsplit(" ", 2)[0]  # "name <email>", without its time and zone
+            return CommitInfo(oid, headers["tree"][0], tuple(headers.get("parent", ())), message, author,
+                              int(headers["committer"][0].rsplit(" ", 2)[1]))
+        except (KeyError, IndexError, ValueError):
+            return None  # damaged: not a commit ours can read either
 
     # -- writing ---------------------------------------------------------------------------------------
     @contextmanager

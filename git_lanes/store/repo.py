@@ -21,7 +21,7 @@ from git_lanes.store.notes import NoteOps
 from git_lanes.store.records import RecordOps
 from git_lanes.store.ref_moves import IDENTITY_REUSE_SECONDS, RefMoves
 from git_lanes.store.rereading import OPEN, reloaded, rereading
-from git_lanes.store.values import CommitInfo
+from git_lanes.store.values import CommitInfo, CorruptObject
 from git_lanes.store.workspace import WorkspaceOps
 
 FALLBACK_NAME = "git-lanes"
@@ -179,6 +179,13 @@ class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
             return None
         return _OBJECT_KINDS.get(kind)
 
+    def object_present(self, oid: str) -> bool:
+        """Whether object `oid`'s file is here, readable or not (a damaged one is, a lost one is not)."""
+        try:
+            return pygit2.Oid(hex=oid) in self.repo.odb
+        except (ValueError, pygit2.GitError):
+            return False
+
     @rereading
     def _header_kind(self, oid: str) -> int:
         kind, _ = self.repo.odb.read_header(pygit2.Oid(hex=oid))
@@ -225,9 +232,12 @@ class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
     def commit_info(self, oid: str) -> CommitInfo:
         try:
             commit = self.repo[oid].peel(pygit2.Commit)
-        except (KeyError, OSError, pygit2.GitError):
+        except (KeyError, OSError, pygit2.GitError) as exc:
             found = self._records.commit_anyway(oid)  # a pack libgit2's multi-pack-index named went away
             if found is None:
+                if isinstance(exc, pygit2.GitError) and self.object_kind(oid) in (None, "commit") and \
+                        self.object_present(oid):  # not another kind, nor lost: damaged
+                    raise CorruptObject(f"object {oid} cannot be read: {exc}") from exc
                 raise
             return found
         return CommitInfo(str(commit.id), str(commit.tree_id), tuple(str(p) for p in commit.parent_ids),

@@ -10,6 +10,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+class CorruptObject(ValueError):
+    """An object whose file is in the repository but whose content cannot be read (damaged on disk): unlike a
+    lost one, `git fsck` names it and a copy from another clone can mend it."""
+
+
 class RefUpdate(Frozen):
     """Move `name` from `old` to `new`. `old=None` means the ref must not exist; `new=None` deletes it."""
 
