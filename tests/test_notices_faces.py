@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import git
+from conftest import git, run_cli, workspace
 from http_helpers import Server
 from mcp_helpers import mcp_session
 from test_oplog_broken import OPLOG, STARTS_AFRESH, _create, _drop_object
@@ -26,6 +26,17 @@ def _lose_log_head(repo: Path) -> str:
     lost = git("rev-parse", OPLOG, cwd=repo).strip()
     _drop_object(repo, lost)
     return f"{OPLOG} named commit {lost[:8]}, which is not in the repository: {STARTS_AFRESH}"
+
+
+def _lose_log_head_before_a_failing_gate(repo: Path) -> str:
+    """A lane with an edit the trunk's required gate will reject, then the log's head lost: committing it
+    with auto-accept records the rejection (starting the log afresh, the notice) and then fails."""
+    (repo / ".lanes.toml").write_text('[[gate]]\nname = "no"\ncommand = "exit 1"\n')
+    declared = run_cli("commit", "-m", "declare gates", "--agent", "lead", "--json", cwd=repo)
+    assert run_cli("accept", declared.json["id"], cwd=repo).code == 0
+    _create(repo, "feature/g")
+    (workspace(repo, "feature/g") / "g.txt").write_text("g\n")
+    return _lose_log_head(repo)
 
 
 def test_notices_are_per_thread_and_taken_once():
@@ -54,6 +65,35 @@ def test_mcp_results_carry_the_notices_of_their_own_call(repo: Path):
     assert [c.text for c in first.content[1:]] == [f"warning: {expected}"]  # seen by a client reading text
     assert "warnings" not in json.loads(first.content[0].text)  # the text stays the CLI's --json
     assert not second.is_error and "warnings" not in second.structured_content and len(second.content) == 1
+
+
+def test_a_failed_mcp_call_carries_the_notices_it_went_on_past_before_failing(repo: Path):
+    expected = _lose_log_head_before_a_failing_gate(repo)
+
+    async def scenario() -> tuple:
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            failed = await session.call_tool("commit", {"prompt": "Add g", "lane": "feature/g", "auto_accept": True})
+            again = await session.call_tool("status", {})
+            return failed, again
+
+    failed, again = anyio.run(scenario)
+    assert failed.is_error, failed.content[0].text
+    payload = json.loads(failed.content[0].text)
+    assert payload["error"]["code"] == "gate_failed" and payload["warnings"] == [expected]
+    assert payload == failed.structured_content
+    assert not again.is_error and "warnings" not in again.structured_content  # told once, to the failed call
+
+
+def test_a_failed_rest_request_carries_the_notices_it_went_on_past_before_failing(repo: Path):
+    expected = _lose_log_head_before_a_failing_gate(repo)
+    with Server(repo) as server:
+        failed = server.post("/api/v1/lanes/feature%2Fg/commit", {"prompt": "Add g", "agent_id": "coder-1",
+                                                                  "auto_accept": True})
+        again = server.get("/api/v1/lanes")
+    assert (failed.status, failed.json["error"]) == (422, "gate_failed"), failed.body
+    headers = {key.lower(): value for key, value in failed.headers.items()}
+    assert json.loads(headers["x-lanes-warnings"]) == [expected]
+    assert again.status == 200 and "x-lanes-warnings" not in {key.lower() for key in again.headers}
 
 
 def test_rest_answers_carry_the_notices_of_their_own_request(repo: Path):
