@@ -114,6 +114,9 @@ def test_the_sdk_warns_once_at_the_callers_line(repo: Path):
         warnings.simplefilter("always")
         session.workspace()
         session.heartbeat()
-    assert [(w.category, str(w.message)) for w in caught] == [(LanesWarning, expected)]
-    assert caught[0].filename == __file__
+    # only ours: "always" also records a ResourceWarning for a file an earlier test in this process left to
+    # the garbage collector, whenever the collector happens to run inside this block
+    ours = [w for w in caught if issubclass(w.category, LanesWarning)]
+    assert [(w.category, str(w.message)) for w in ours] == [(LanesWarning, expected)]
+    assert ours[0].filename == __file__
     assert take_notices() == []
