@@ -195,3 +195,14 @@ def test_a_damaged_log_commit_is_a_failed_check_and_a_clear_error_not_an_interna
     assert fixed.code == 0 and fixed.json["checks"][0]["status"] == "fixed", fixed.out
     assert _descriptions(repo) == ["create lane feature/c"] and len(_chain(repo)) == 1
     assert run_cli("doctor", "--check", "oplog", cwd=repo).code == 0
+
+
+def test_an_operation_on_a_log_head_whose_file_is_junk_says_it_is_damaged_not_lost(repo: Path):
+    _create(repo, "feature/a")
+    head = git("rev-parse", OPLOG, cwd=repo).strip()
+    _damage_object(repo, head, b"junk that is not an object")
+    made = run_cli("lane", "create", "feature/b", cwd=repo)
+    assert made.code == 0, made.err
+    assert made.err == (f"warning: {OPLOG} named commit {head[:8]}, {DAMAGED}: the operation log starts afresh "
+                        "with this operation, and undo cannot reach the operations before it\n")
+    assert _descriptions(repo) == ["create lane feature/b"]

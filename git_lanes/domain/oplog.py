@@ -24,7 +24,7 @@ from contextvars import ContextVar
 
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
-from git_lanes.domain.oplog_chain import BROKEN_HINT, commits, unreadable
+from git_lanes.domain.oplog_chain import BROKEN_HINT, CORRUPT, commits, unreadable
 from git_lanes.errors import LanesError, WriteFailed, notice
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerSpan, LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
@@ -283,6 +283,8 @@ def _append(ctx: Context, entry: OpEntry) -> str:
     kind = store.object_kind(head) if head else "commit"  # one header read: the entry's parent must exist
     message = f"lanes oplog: {entry.description}"
     if kind != "commit":
+        if kind is None and head and store.object_present(head):
+            kind = CORRUPT  # its file is here, but not even its header reads: damaged, not lost
         # The operation is done: losing its entry, or failing it now, would leave it half reported; the entries
         # below the lost head are gone either way (`git reflog` keeps the value the ref had).
         message = f"lanes oplog: restarted ({head} unreadable): {entry.description}"
