@@ -167,6 +167,13 @@ def unknown_tool(tool: str, data: dict, call_id: str) -> ToolCall:
 OWN_TOOL_PREFIXES = ("mcp__lanes__", "mcp_lanes_", "mcp__plugin_git-lanes_lanes__")
 
 
+def own_tool(tool: str) -> str | None:
+    """The name of `tool` in git-lanes' own MCP server (`restore` for `mcp__lanes__restore`), or None for
+    another server's tool."""
+    prefix = next((p for p in OWN_TOOL_PREFIXES if tool.startswith(p)), None)
+    return None if prefix is None else tool[len(prefix):]
+
+
 # git-lanes' own tools that change what every lane shares, as `git lanes undo` and `gc` do (shell_lanes.py):
 # undo moves back whatever the last operation moved (the trunk after a promotion), gc prunes shared refs.
 _SHARED_TOOLS = frozenset({"undo", "gc"})
@@ -175,8 +182,7 @@ _SHARED_TOOLS = frozenset({"undo", "gc"})
 def shared_writes(tool: str, data: dict) -> tuple[str, ...]:
     """git's own files (`.git`), when git-lanes' own MCP tool changes refs every lane shares and is no dry run:
     the write gate then holds it as it holds `git lanes undo` run in a shell."""
-    prefix = next((p for p in OWN_TOOL_PREFIXES if tool.startswith(p)), None)
-    if prefix is None or tool[len(prefix):] not in _SHARED_TOOLS or data.get("dry_run") is True:
+    if own_tool(tool) not in _SHARED_TOOLS or data.get("dry_run") is True:
         return ()
     return (".git",)
 
@@ -184,8 +190,7 @@ def shared_writes(tool: str, data: dict) -> tuple[str, ...]:
 def restored_lanes(tool: str, data: dict) -> tuple[str, ...]:
     """The lane whose workspace git-lanes' own `restore` tool rewrites, when the call names one: like
     `git lanes restore -w LANE`, a write there (without `lane` it restores the agent's own)."""
-    prefix = next((p for p in OWN_TOOL_PREFIXES if tool.startswith(p)), None)
-    if prefix is None or tool[len(prefix):] != "restore":
+    if own_tool(tool) != "restore":
         return ()
     lane = data.get("lane")
     return (lane,) if isinstance(lane, str) and lane else ()
