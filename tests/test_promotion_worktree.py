@@ -124,3 +124,27 @@ def api_cost():
     from git_lanes.model.records import Cost
 
     return Cost()
+
+
+def test_a_folder_the_lane_replaced_by_a_file_is_replaced_in_the_clean_trunk_worktree(api, repo):
+    # The trunk worktree holds src/ untouched; the lane turns src/ into a file. Noting "src" while it was
+    # still a folder must not make the file look written since: the worktree follows, nothing needs attention.
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {"src": None})
+    edit(workspace(repo, "a"), {"src": "now a file\n"})
+    api.commit("src becomes a file", "agent-a", lane="a", auto_accept=True)
+    result = api.promote("a", None, auto_accept=True)
+    assert result["worktree"]["attention"] == []
+    assert (repo / "src").read_text() == "now a file\n"
+    assert git("status", "--porcelain", cwd=repo) == ""
+
+
+def test_a_folder_holding_an_untracked_file_stays_when_the_lane_replaced_it_by_a_file(api, repo):
+    edit(repo, {"src/mine.txt": "typed by a person\n"})
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {"src": None})
+    edit(workspace(repo, "a"), {"src": "now a file\n"})
+    api.commit("src becomes a file", "agent-a", lane="a", auto_accept=True)
+    result = api.promote("a", None, auto_accept=True)
+    assert result["worktree"]["attention"] == ["src"]
+    assert (repo / "src" / "mine.txt").read_text() == "typed by a person\n"

@@ -119,6 +119,11 @@ class WorktreeFiles:
             info = os.lstat(self.root / path)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        if stat.S_ISDIR(info.st_mode):
+            # A folder where a file is to come is no file a person wrote, and its times change as soon as the
+            # files beneath it are removed, which would make that file look edited since. What the folder
+            # still holds is guarded anyway: a file cannot replace a folder that is not empty.
+            return None
         return [info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino]
 
     def index_entry(self, path: str) -> Entry | None:
