@@ -102,3 +102,11 @@ def test_claims_dirty_and_board_render_for_people(repo):
     assert posted == "posted #1 (note to everyone)"
     board = run_cli("board", "read", "--agent", "b", cwd=repo).out
     assert "#1" in board and "note a" in board
+
+
+def test_registering_again_to_set_a_lane_keeps_the_agents_kind(repo):
+    ok("agent", "register", "coder-1", "--kind", "claude", cwd=repo)
+    ok("lane", "create", "feature/auth", cwd=repo)
+    again = ok("agent", "register", "coder-1", "--lane", "feature/auth", cwd=repo)
+    assert (again["kind"], again["lane"], again["registered"]) == ("claude", "feature/auth", False)
+    assert ok("agent", "register", "coder-2", cwd=repo)["kind"] == "agent"  # the default, for a new one

@@ -115,10 +115,12 @@ def take_wakes(tx: Tx, agent: str, ids: set[str]) -> list[dict]:
 
 def register(tx: Tx, op: Op) -> dict:
     agent = validate_agent_id(op.args.get("agent"))
-    kind = op.args.get("kind") or "agent"
+    existing = tx.get(agent_path(agent))
+    existed = existing is not None
+    # Registering again to set a lane (or to renew) names no kind: the one it was registered with stays.
+    kind = op.args.get("kind") or (existing or {}).get("kind") or "agent"
     if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", kind):
         raise UserError(f"invalid agent kind {quoted(kind)}", code="invalid_kind")
-    existed = tx.get(agent_path(agent)) is not None
     record = touch(tx, agent, op.time, kind=kind, lane=op.args.get("lane"))
     return {"agent": agent, "registered": not existed, "kind": record["kind"], "lane": record["lane"],
             "lease_until": record["lease_until"]}
