@@ -16,8 +16,12 @@ from git_lanes.model import refs
 from git_lanes.store import stale
 from git_lanes.store.values import RefUpdate
 
-# How long the identity a commit was signed with stays the one its ref move's reflog line names: libgit2
-# copies the whole configuration to read it (~17 µs), and a ledger append needs it twice, a moment apart.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from git_lanes.store.identity import Identity
+
+# How long the identity a commit was signed with stays the one its ref move's reflog line names: a ledger
+# append needs it twice, a moment apart, and each read stats every configuration file (store/identity.py).
 IDENTITY_REUSE_SECONDS = 1.0
 
 # Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
@@ -36,6 +40,7 @@ class RefMoves:
     common_dir: Path
     _logs_always: bool | None
     _identity_read: tuple[pygit2.Signature | None, float]
+    _identity: Identity | None
 
     def read_ref(self, name: str) -> str | None:
         try:
@@ -148,10 +153,12 @@ class RefMoves:
         """git's configured identity (user.name, user.email) as libgit2 reads it now, None when there is none;
         its time is when it was read. Remembered, with that moment, for the reflog line of the ref move that
         follows (`_reflog_identity`)."""
-        try:
-            who: pygit2.Signature | None = self.repo.default_signature
-        except (KeyError, pygit2.GitError):
-            who = None
+        identity = self._identity
+        if identity is None:
+            from git_lanes.store.identity import Identity  # a command that moves no ref never needs it
+
+            identity = self._identity = Identity(self.repo)
+        who = identity.read()
         self._identity_read = (who, time.monotonic())
         return who
 

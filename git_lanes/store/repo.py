@@ -30,6 +30,7 @@ FALLBACK_EMAIL = "git-lanes@localhost"
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from git_lanes.store.append_queue import AppendQueue
+    from git_lanes.store.identity import Identity
     from git_lanes.store.object_cache import ObjectCache
     from git_lanes.store.watched_index import WatchedIndex
 
@@ -84,6 +85,7 @@ class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
         self._logs_always: bool | None = None  # core.logAllRefUpdates=always, read on the first ref move
         self._lock_path = str(self.common_dir / "lanes.lock")  # taken on every append: built once
         self._identity_read: tuple[pygit2.Signature | None, float] = (None, -IDENTITY_REUSE_SECONDS)
+        self._identity: Identity | None = None  # git's identity, read through on the first commit or ref move
         self._queue: AppendQueue | None = None  # the append queue, made on the first append
         self._walking = 0  # revision walks under way (libgit2 reads in them with the GIL let go)
         OPEN.add(self)
