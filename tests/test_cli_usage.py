@@ -83,3 +83,27 @@ def test_publish_refuses_a_ticket_that_matches_nothing_as_ticket_show_does(repo,
     assert cli("publish", word, "--json", cwd=repo).json["error"] == "unknown_ticket"
     typo = cli("publish", "stauts", cwd=repo)  # a mistyped subcommand is still a usage error, with advice
     assert typo.code == 2 and "Did you mean 'status'?" in typo.err
+
+
+def test_publish_help_and_man_page_show_the_ticket_form_and_its_options(repo, cli):
+    """`git lanes publish TICKET [--remote] [--branch] [--base]` is the command issue 13 names, but its
+    options lived on a hidden `ticket` subcommand: `publish --help` and the man page listed none of them, and
+    a usage error told the user to try `git lanes publish ticket --help`, a command they never typed."""
+    from git_lanes.cli.manpage import generate
+
+    shown = cli("publish", "--help", cwd=repo)
+    assert shown.code == 0
+    assert "Usage: git lanes publish [OPTIONS] TICKET | status | sync" in shown.out
+    for option in ("--remote REMOTE", "--branch NAME", "--base BRANCH", "--agent ID", "--json"):
+        assert option in shown.out, option
+    section = generate().partition('.SS "git lanes publish"')[2].partition(".SS ")[0]
+    for option in ("\\-\\-remote REMOTE", "\\-\\-branch NAME", "\\-\\-base BRANCH", "\\-\\-json"):
+        assert option in section, option
+    for args in (("publish", "91c0", "--bogus"), ("publish", "--json")):
+        result = cli(*args, cwd=repo)
+        assert result.code == 2 and "publish ticket" not in result.err + result.out, result.err
+        assert "Try 'git lanes publish --help' for help." in result.err
+    assert "Missing argument 'TICKET'" in cli("publish", "--json", cwd=repo).json["message"]
+    # an option of the ticket form is not silently dropped before a subcommand
+    misplaced = cli("publish", "--remote", "origin", "sync", cwd=repo)
+    assert misplaced.code == 2 and "--remote" in misplaced.err

@@ -10,19 +10,37 @@ from git_lanes.cli.agent import agent_option
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
 HEX = set("0123456789abcdefABCDEF")
+TICKET_KEY = "lanes_publish_ticket"
 
 
 class TicketOrCommand(SuggestingGroup):
-    """`publish TICKET …` publishes; `publish status` and `publish sync` are subcommands. A first word that
-    could be a ticket id (hex) or an option goes to the hidden `ticket` command, and so does any other word
-    but a mistyped subcommand: a ticket id that matches nothing is refused as every command refuses one
-    ("no ticket matches", exit 1), not as a usage error."""
+    """`publish TICKET …` publishes; `publish status` and `publish sync` are subcommands. The ticket form's
+    options are the group's own, so `publish --help`, the man page and usage errors show the command as it
+    is typed. The first word that is neither an option (nor an option's value) nor a subcommand is the ticket,
+    so options may come before or after it; a word that is not hex and is near a subcommand's name is left
+    to click as a mistyped subcommand (a usage error with advice). Any other word is a ticket id, refused as
+    every command refuses one that matches nothing ("no ticket matches", exit 1)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        first = args[0] if args else None
-        if first is not None and first not in self.commands and first not in ctx.help_option_names \
-                and (first.startswith("-") or set(first) <= HEX or not self._near_a_command(ctx, first)):
-            args = ["ticket", *args]
+        valued = {name for param in self.params if isinstance(param, click.Option) and not param.is_flag
+                  for name in param.opts}
+        index = 0
+        while index < len(args):
+            arg = args[index]
+            if arg == "--":
+                if index + 1 < len(args):
+                    ctx.meta[TICKET_KEY] = args[index + 1]
+                    args = args[:index] + args[index + 2:]
+                break
+            if arg.startswith("-"):
+                index += 2 if arg in valued else 1
+                continue
+            if arg not in self.commands and (set(arg) <= HEX or not self._near_a_command(ctx, arg)):
+                ctx.meta[TICKET_KEY] = arg
+                args = args[:index] + args[index + 1:]
+            break
+        if not args and TICKET_KEY in ctx.meta:
+            args = ["--"]  # a ticket and nothing else: not the bare `publish` that shows the help
         return super().parse_args(ctx, args)
 
     def _near_a_command(self, ctx: click.Context, word: str) -> bool:
@@ -35,8 +53,16 @@ remote_option = click.option("--remote", metavar="REMOTE",
                              help="The remote (default: the ticket's, else lanes.remote, else origin).")
 
 
-@click.group(cls=TicketOrCommand)
-def publish() -> None:
+@click.group(cls=TicketOrCommand, invoke_without_command=True, no_args_is_help=True,
+             subcommand_metavar="TICKET | status | sync")
+@remote_option
+@click.option("--branch", metavar="NAME", help="The branch to push (default: lanes/ticket/<short-id>).")
+@click.option("--base", metavar="BRANCH", help="The branch the pull request merges into (default: the trunk).")
+@agent_option(required=False, help_text="Who publishes (default: your git user name).")
+@json_option
+@click.pass_context
+def publish(ctx: click.Context, remote: str | None, branch: str | None, base: str | None, agent: str | None,
+            as_json: bool) -> None:
     """Publish a ticket's integration lane for review: `git lanes publish TICKET [--remote origin]
     [--branch NAME] [--base main]`.
 
@@ -55,23 +81,21 @@ def publish() -> None:
       git lanes publish status
       git lanes publish sync
     """
+    ticket_id = ctx.meta.get(TICKET_KEY)
+    if ctx.invoked_subcommand is not None:
+        if ticket_id is not None:
+            raise click.UsageError(f"Got unexpected extra argument ({ctx.invoked_subcommand})")
+        given = [param.opts[0] for param in ctx.command.params
+                 if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            # before a subcommand they would be the ticket form's, and dropped without a word
+            raise click.UsageError(f"{', '.join(given)} before `{ctx.invoked_subcommand}` belongs to `git lanes "
+                                   f"publish TICKET`; put options after the subcommand: `git lanes publish "
+                                   f"{ctx.invoked_subcommand} --help` lists them")
+        return
+    if ticket_id is None:
+        raise click.UsageError("Missing argument 'TICKET'.")
 
-
-@publish.command(name="ticket", hidden=True)
-@click.argument("ticket_id", metavar="TICKET")
-@remote_option
-@click.option("--branch", metavar="NAME", help="The branch to push (default: lanes/ticket/<short-id>).")
-@click.option("--base", metavar="BRANCH", help="The branch the pull request merges into (default: the trunk).")
-@agent_option(required=False, help_text="Who publishes (default: your git user name).")
-@json_option
-def publish_ticket(ticket_id: str, remote: str | None, branch: str | None, base: str | None, agent: str | None,
-                   as_json: bool) -> None:
-    """Publish TICKET: push its integration lane and open (or update) its pull request.
-
-    \b
-    Example:
-      git lanes publish 91c0 --remote origin
-    """
     def render(r: dict) -> str:
         if r["status"] == "unchanged":
             return f"{r['branch']} on {r['remote']} is already at {short(r['head'])}" + \
