@@ -256,3 +256,15 @@ def test_releasing_a_publish_lock_with_another_token_changes_nothing(api):
     after = api.ledger_log(limit=1)[0]["commit"]
     assert api.release_publish_lock(ticket, lock["token"], "pub-1") == {"ticket": ticket, "released": False}
     assert api.ledger_log(limit=1)[0]["commit"] == after  # nor for one with no lock left to release
+
+
+def test_a_held_publish_lock_says_until_when_as_a_time_a_person_reads(api):
+    """The second publisher's one-line error named the lock's end as raw epoch seconds ("held until
+    1796164746"); it now says the UTC time, while `details["until"]` keeps the number for programs."""
+    ticket = api.ticket_open("ship it", actor="pub-1")["ticket"]
+    lock = api.acquire_publish_lock(ticket, "pub-1", ttl=120)
+    with pytest.raises(Conflict) as refused:
+        api.acquire_publish_lock(ticket, "pub-2")
+    until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(lock["until"]))
+    assert refused.value.code == "publish_locked" and refused.value.details["until"] == lock["until"]
+    assert f"lock held until {until}," in str(refused.value), str(refused.value)

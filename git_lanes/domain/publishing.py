@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from dataclasses import dataclass
 
 from git_lanes.domain import integration, lanes, tickets
@@ -169,8 +170,9 @@ def lock(tx: Tx, op: Op) -> dict:
         raise UserError(f"the lock's ttl must be between 0 and {MAX_TTL:.0f} seconds", code="invalid_ttl")
     held = current_lock(tx, ticket["id"], op.time)
     if held is not None and held["token"] not in (token, op.args.get("takeover")):
+        until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(held["until"]))
         raise Conflict(f"ticket {ticket['id'][:8]} is being published by {held['holder']} (lock held until "
-                       f"{held['until']:.0f}, process {held.get('pid')} on {held.get('host')})",
+                       f"{until}, process {held.get('pid')} on {held.get('host')})",
                        code="publish_locked", details={"ticket": ticket["id"], "holder": held["holder"],
                                                        "until": held["until"], "host": held.get("host"),
                                                        "pid": held.get("pid")},
