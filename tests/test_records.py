@@ -198,3 +198,62 @@ def test_a_prompt_with_a_nul_is_refused_before_anything_is_written(api, repo):
         api.commit("fix\x00", "ag1", lane="l1")
     assert caught.value.code == "invalid_prompt"
     assert git("for-each-ref", cwd=repo) == before
+
+
+# Malformed tasks, each with the error a record of a class not yet compiled gives (`compiled` below).
+MALFORMED_TASKS = [{**TASK, "owner": "Jane Doe"}, {**TASK, "version": "1"}, {**TASK, "version": 0},
+                   {**TASK, "title": "a\x00b"}, {**TASK, "title": 5}, {**TASK, "id": "XYZ"}, {**TASK, "id": None},
+                   {**TASK, "created_by": "<x>"}, {**TASK, "status": "finished"}, {**TASK, "files": ["a", 5]},
+                   {**TASK, "depends": "0123456789abcdef"}, {**TASK, "lane": "a..b"}, {**TASK, "created": True},
+                   {**TASK, "integrated": []}, {**TASK, "exclusive": 1}]
+
+
+def _outcome(cls: type[Record], data: dict) -> object:
+    try:
+        return cls.from_dict(data).to_dict()
+    except UserError as exc:
+        return (exc.code, exc.message)
+
+
+def test_a_record_class_built_often_checks_its_fields_as_before_in_one_compiled_function():
+    """Once a class has built FIRST_USES records its field checks run as one compiled function (a held-open
+    ledger append decodes three records and builds one each op): every value it refuses is refused with the
+    same error as before, everything it keeps is the same, and a field whose value has the exact type its
+    check returns as it is (a text, an id already made) calls no check at all."""
+    import sys
+
+    from git_lanes.model import field_types, ids
+    from git_lanes.model.frozen import FIRST_USES
+    from git_lanes.model.record import _VALIDATORS
+
+    class Fresh(Task):  # a class of its own, so what other tests built does not count
+        pass
+
+    first = [_outcome(Fresh, bad) for bad in MALFORMED_TASKS] + [_outcome(Fresh, TASK)]
+    assert Fresh not in _VALIDATORS
+    for _ in range(FIRST_USES):
+        Fresh.from_dict(TASK)
+    assert Fresh in _VALIDATORS
+    assert [_outcome(Fresh, bad) for bad in MALFORMED_TASKS] + [_outcome(Fresh, TASK)] == first
+    assert all(isinstance(outcome, tuple) for outcome in first[:-1])
+    built = Fresh.from_dict(TASK)
+    assert isinstance(built.created_by, Actor) and built.files == ("src/**",) \
+        and built.to_dict() == Task.from_dict(TASK).to_dict()
+
+    calls: list[str] = []
+
+    def count(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename in (field_types.__file__, ids.__file__):
+            calls.append(frame.f_code.co_name)
+
+    exact = Fresh.from_dict({**TASK, "owner": "agent-1", "lane": "feature/x", "blocked_reason": "why"})
+    sys.setprofile(count)
+    try:
+        Fresh(**{f: getattr(exact, f) for f in ("id", "title", "created", "created_by", "updated", "description",
+                                                 "depends", "dependents", "ticket", "files", "status", "owner",
+                                                 "lane", "version", "blocked_reason", "done_at")})
+    finally:
+        sys.setprofile(None)
+    # left: the bounded fields (the title's and description's texts, the times, the version), the literal and
+    # the tuples; no id, and no other text (`blocked_reason`)
+    assert "__new__" not in calls and calls.count("_str") == 2, calls

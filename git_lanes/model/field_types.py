@@ -150,6 +150,8 @@ def _union_coercer(tp: Any) -> Coercer:
             raise problems[0]
         raise _fail(owner, where, expected, value)
 
+    if len(choices) == 1 and choices[0] in _AS_IS:  # `X | None`: a value of X's exact type is X's, as it is
+        _AS_IS[coerce] = _AS_IS[choices[0]]
     return coerce
 
 
@@ -206,7 +208,11 @@ def _class_coercer(tp: type) -> Coercer:
     if callable(getattr(tp, "from_dict", None)):  # a record, or a class of its own that reads itself
         return _record_coercer(tp)
     if issubclass(tp, ValidatedStr):
-        return lambda value, where, owner: tp(value)
+        def coerce(value: Any, where: str, owner: type) -> Any:
+            return tp(value)
+
+        _AS_IS[coerce] = tp  # an instance of `tp` was checked when it was built: `tp(value)` is `value`
+        return coerce
     return _PRIMITIVE_COERCERS.get(tp) or _unsupported(tp)
 
 
@@ -249,6 +255,13 @@ def _str(value: Any, where: str, owner: type) -> Any:
 _PRIMITIVE_COERCERS: dict[type, Coercer] = {bool: _bool, int: _int, float: _float, str: _str}
 # The coercers that return a value of exactly this type as it is, and accept no other value of it.
 _EXACT_TYPES: dict[Coercer, type] = {_bool: bool, _int: int, _str: str}
+# The coercers that return a value of exactly this type as it is: the primitives', and each id class's.
+_AS_IS: dict[Coercer, type] = dict(_EXACT_TYPES)
+
+
+def exact_type(coerce: Coercer) -> type | None:
+    """The type whose every value `coerce` returns unchanged (so a caller need not call it for one), if any."""
+    return _AS_IS.get(coerce)
 
 
 def _describe(tp: Any) -> str:

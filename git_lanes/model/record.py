@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextvars
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
 from git_lanes.errors import MalformedRecord, UserError
-from git_lanes.model.field_types import Coercer, admits_null, coercer
-from git_lanes.model.frozen import MISSING, Frozen, dataclass_transform, field, fields
+from git_lanes.model.field_types import Coercer, admits_null, coercer, exact_type
+from git_lanes.model.frozen import FIRST_USES, MISSING, Frozen, dataclass_transform, field, fields
 
 R = TypeVar("R", bound="Record")
 Omit = Literal["none", "empty"]
@@ -68,6 +68,51 @@ def _plan(cls: type) -> tuple[tuple[str, str, Coercer, bool], ...]:
     return plan
 
 
+# Per record class: its fields' checks compiled into one function (`_compiled`), once the class has been built
+# FIRST_USES times through the plan's loop: a long-lived process (a held-open ledger append decodes three
+# records and builds one per op) pays no loop, no `getattr` and no call per field whose value is of its exact
+# type already; a short command compiles none.
+_VALIDATORS: dict[type, Callable[[Any], None]] = {}
+_USES: dict[type, int] = {}
+
+
+def _compiled(cls: type) -> Callable[[Any], None] | None:
+    """What `Record.__post_init__` does for an instance of exactly `cls`, as one function: the same coercers
+    in the same order, so the same values and the same errors; a field whose value has the type its
+    coercer returns as it is (`exact_type`) is not passed to it. None where the fields are not plain
+    entries of the instance's dict (a class with __slots__ or a descriptor for a field)."""
+    plan = _PLANS.get(cls) or _plan(cls)
+    if any("__slots__" in k.__dict__ for k in cls.__mro__) or any(
+            hasattr(k.__dict__.get(name), "__set__") for name, *_ in plan for k in cls.__mro__):
+        return None
+    namespace: dict[str, Any] = {"__owner": cls}
+    body = ["  __fields = self.__dict__"]
+    for number, (name, where, coerce, nullable) in enumerate(plan):
+        namespace[f"__coerce_{number}"] = coerce
+        exact = exact_type(coerce)
+        test = []
+        if nullable:
+            test.append("__value is not None")
+        if exact is not None:
+            namespace[f"__exact_{number}"] = exact
+            test.append(f"type(__value) is not __exact_{number}")
+        body.append(f"  __value = __fields[{name!r}]")
+        indent = "  "
+        if test:
+            body.append(f"  if {' and '.join(test)}:")
+            indent = "    "
+        body.append(f"{indent}__coerced = __coerce_{number}(__value, {where!r}, __owner)")
+        body.append(f"{indent}if __coerced is not __value:")
+        body.append(f"{indent}  __fields[{name!r}] = __coerced")
+    if getattr(cls, "check") is not Record.check:
+        body.append("  self.check()")
+    source = "def __validate(self):\n" + "\n".join(body) + "\n"
+    exec(source, namespace)  # noqa: S102 - source built from the class's own field names
+    validate: Callable[[Any], None] = namespace["__validate"]
+    validate.__qualname__ = f"{cls.__qualname__}.__post_init__"
+    return validate
+
+
 def _specs(cls: type) -> tuple[_Spec, ...]:
     found = _SPECS.get(cls)
     if found is None:
@@ -92,6 +137,15 @@ class Record(Frozen):
 
     def __post_init__(self) -> None:
         owner = type(self)
+        validate = _VALIDATORS.get(owner)
+        if validate is not None:
+            validate(self)
+            return
+        uses = _USES[owner] = _USES.get(owner, 0) + 1
+        if uses >= FIRST_USES:
+            validate = _compiled(owner)
+            if validate is not None:
+                _VALIDATORS[owner] = validate
         plan = _PLANS.get(owner) or _plan(owner)
         for name, where, coerce, nullable in plan:
             value = getattr(self, name)
