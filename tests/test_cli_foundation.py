@@ -361,6 +361,21 @@ def test_an_ambiguous_revision_prefix_is_called_ambiguous_not_unknown(repo):
     fails("diff", oid, "main", cwd=repo, code="not_found")  # a blob is no state, as before
 
 
+def test_a_short_transition_prefix_names_a_state_for_diff_and_restore_as_for_show(api, repo):
+    """`show 15d` found the transition; `diff 15d main` and `restore 15d` passed the prefix to libgit2, which
+    calls any prefix under 4 digits "ambiguous: an id prefix of several objects". A prefix that names one
+    transition names its state in every command."""
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "n.txt").write_text("one\n")
+    record = api.commit("n", "a", lane="feat", auto_accept=True)
+    others = [t["id"] for t in api.history()["transitions"] if t["id"] != record["id"]]
+    prefix = next(record["id"][:n] for n in (1, 2, 3) if not any(o.startswith(record["id"][:n]) for o in others))
+    assert ok("show", prefix, cwd=repo)["id"] == record["id"]  # the precondition: show takes it
+    assert ok("diff", prefix, "main", cwd=repo)["from"] == record["to"]
+    restored = ok("restore", prefix, "-w", "feat", cwd=repo)
+    assert restored["state"] == record["to"], restored
+
+
 def test_a_state_name_too_long_for_a_ref_is_an_unknown_revision_not_an_internal_error(repo):
     """`diff`, `restore` and every face resolving a state asked libgit2 for refs/lanes/heads/NAME first; a name
     over about a thousand characters made it raise ValueError ("the provided buffer is too short"), an
