@@ -64,6 +64,27 @@ def test_spawn_refuses_what_it_cannot_do_and_makes_nothing(repo, tmp_path):
     assert run_cli("run", "list", "--json", cwd=repo).json == []
 
 
+def test_spawn_refuses_an_agent_program_that_is_not_there_and_makes_nothing(repo, tmp_path):
+    """A spawn whose agent command names a program not on PATH (Claude Code not installed, a typo in
+    `[agent.custom] command`) said "exited", exit 0, and left a lane, a claimed task and a run behind; the
+    reason was only in `git lanes logs`. It is refused first, in one line, exit 1, and nothing is made."""
+    from hook_helpers import set_policy
+
+    set_policy(repo, '[agent.custom]\ncommand = ["no-such-agent-cli", "-p", "{prompt}"]\n')
+    lanes_before = run_cli("lane", "list", "--json", cwd=repo).json
+    task = run_cli("task", "create", "Add login", cwd=repo).out.strip()
+    for args in (("--prompt", "x"), (task[:6],)):
+        result = run_cli("spawn", *args, "--cli", "custom", cwd=repo)
+        assert result.code == 1, (result.out, result.err)
+        assert result.err.splitlines()[0] == "git-lanes: error: cannot start the custom agent: " \
+                                             "no-such-agent-cli is not on PATH", result.err
+        assert "Traceback" not in result.err and "[agent.custom]" in result.err
+    assert run_cli("spawn", "--prompt", "x", "--cli", "custom", "--json", cwd=repo).json["error"] == "agent_not_found"
+    assert run_cli("lane", "list", "--json", cwd=repo).json == lanes_before
+    assert run_cli("run", "list", "--json", cwd=repo).json == []
+    assert run_cli("task", "show", task, "--json", cwd=repo).json["status"] == "open"
+
+
 def test_stop_ends_the_whole_process_group_and_the_supervisor(repo, tmp_path):
     path = use_fake_agent(repo, tmp_path, {"default": [{"read": "README.md"},
                                                        {"hang": {"ignore_term": True, "child": True}}]})

@@ -21,6 +21,7 @@ from git_lanes.model.text import quoted
 if TYPE_CHECKING:
     from git_lanes import ledger
     from git_lanes.domain import control
+    from git_lanes.model.launch import Launch
     from git_lanes.model.runs import RunState
 
 # How long `spawn` waits for its supervisor to report that the agent started (or is queued for a slot).
@@ -98,6 +99,7 @@ class SpawnApi:
                                                      "hand it over with `git lanes task handoff`")
         if not queue:
             spawning.check_slot(launch, len(self._live_runs(repo)))
+        _check_program(launch, cli)  # its program missing: refused before anything is made
         place = self.assign_worktree(agent, lane)
         workspace = place["workspace"]
         claimed = self.task_claim(record["id"], agent, lane=lane) if record is not None else None
@@ -194,6 +196,22 @@ class SpawnApi:
             time.sleep(POLL_SECONDS)
         state = current_state(repo, run)
         return self._row(state, processes.hostname())
+
+
+def _check_program(launch: Launch, cli: str) -> None:
+    """Refuse a spawn whose agent program is not there (the CLI not installed, a typo in its command): the
+    supervisor would only find out after the lane, the task's claim and the run were made, and say so in
+    the run's log alone."""
+    from git_lanes.store import processes
+    from git_lanes.store.gitcli import unredirected_env
+
+    program = launch.command(cli)[0]
+    search_path = launch.env.get(cli, {}).get("PATH", unredirected_env().get("PATH"))
+    problem = None if "{" in program else processes.missing_program(program, search_path)
+    if problem is not None:
+        raise UserError(f"cannot start the {cli} agent: {problem}", code="agent_not_found",
+                        hint=f"install it, or name the program to run in [agent.{cli}] command of .lanes.toml and "
+                             "commit that on the trunk")
 
 
 def _settled(state: RunState) -> bool:

@@ -8,6 +8,7 @@ yet reaped by its parent) counts as gone: it runs nothing and holds nothing."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -82,6 +83,17 @@ def group_members(pgid: int) -> list[int]:
         if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
             members.append(int(entry.name))
     return sorted(members)
+
+
+def missing_program(program: str, search_path: str | None) -> str | None:
+    """Why `program`, the first word of a command `launch` is to start, cannot run (None when it may): a bare
+    name on no directory of `search_path` (the PATH the process will get), or an absolute path that is not an
+    executable file. A relative path with a slash names a file of the workspace, which may not exist yet."""
+    if "/" not in program:
+        return None if shutil.which(program, path=search_path) else f"{program} is not on PATH"
+    if os.path.isabs(program) and not (os.path.isfile(program) and os.access(program, os.X_OK)):
+        return f"{program} is not an executable file"
+    return None
 
 
 def launch(argv: list[str], cwd: Path, env: dict[str, str], log: Path, header: str = "") -> Started:
