@@ -86,6 +86,7 @@ def test_cost_comes_from_the_transcript_once_per_response_and_the_spend_gate_hol
         out.write(assistant_line("msg_2", "req_2", 400) + "\n")
     verdict, reason = decision(hook("claude", "PreToolUse", bash(ws, "ls", "t2") | {"transcript_path": str(transcript)}))
     assert verdict == "deny" and "spend limit" in reason and "usd_per_run" in reason
+    assert "this run cost $0.0120 of $0.01 " in reason, reason  # not "$0.01 of $0.01": cents hid the overshoot
     read = claude("PreToolUse", ws, tool_name="Read", tool_use_id="t3", transcript_path=str(transcript),
                   tool_input={"file_path": str(ws / "README.md")})
     assert decision(hook("claude", "PreToolUse", read))[0] == "allow"

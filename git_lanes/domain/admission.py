@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from git_lanes.domain.wording import dollars
 from git_lanes.errors import LanesError
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.policy import Policy
@@ -197,11 +198,11 @@ def _spend(check: _Check, spend: Spend) -> str | None:
         return None
     policy = check.policy
     if policy.usd_per_run is not None and spend.run_usd >= policy.usd_per_run - EPSILON:
-        return (f"the spend limit is reached: this run cost ${spend.run_usd:.2f} of ${policy.usd_per_run:.2f} "
+        return (f"the spend limit is reached: this run cost {dollars(spend.run_usd)} of {dollars(policy.usd_per_run)} "
                 "(usd_per_run); no more writes or commands. Summarize where you are for the person")
     if policy.usd_per_day is not None and spend.day_usd >= policy.usd_per_day - EPSILON:
-        return (f"the daily spend limit is reached: runs cost ${spend.day_usd:.2f} today of "
-                f"${policy.usd_per_day:.2f} (usd_per_day); no more writes or commands today")
+        return (f"the daily spend limit is reached: runs cost {dollars(spend.day_usd)} today of "
+                f"{dollars(policy.usd_per_day)} (usd_per_day); no more writes or commands today")
     return None
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from git_lanes.domain import hook_settings, lanes
 from git_lanes.domain.context import Context
+from git_lanes.domain.wording import dollars
 from git_lanes.errors import Conflict, Refused
 from git_lanes.model import config
 from git_lanes.model.launch import Launch, invalid
@@ -90,8 +91,8 @@ def check_spend(policy: Policy, day_usd: float, exhausted: list[dict]) -> None:
     """The spend gate in front of a spawn: today's spend against `[spend] usd_per_day`, and the budgets of
     the lane, task and ticket it would work on. Waiting does not help here, so it refuses."""
     if policy.usd_per_day is not None and day_usd >= policy.usd_per_day - 1e-9:
-        raise Refused(f"the daily spend limit is reached: runs cost ${day_usd:.2f} today of "
-                      f"${policy.usd_per_day:.2f} (usd_per_day); nothing is spawned", code="spend_limit",
+        raise Refused(f"the daily spend limit is reached: runs cost {dollars(day_usd)} today of "
+                      f"{dollars(policy.usd_per_day)} (usd_per_day); nothing is spawned", code="spend_limit",
                       hint="raise [spend] usd_per_day in .lanes.toml on the trunk, or wait for tomorrow (UTC)")
     if exhausted:
         spent = "; ".join(f"{b['scope']} {b['key']}: {b['detail']}" for b in exhausted)
