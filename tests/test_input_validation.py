@@ -284,3 +284,43 @@ def test_agent_ids_and_lane_characters_follow_their_published_patterns_exactly()
     for _ in range(20_000):
         value = "".join(chooser.choice(alphabet) for _ in range(chooser.choice((1, 2, 5, 63, 64, 65))))
         assert (AgentId.problem(value) is None) == (bool(agent.fullmatch(value)) and not value.endswith(".json")), value
+
+
+def test_an_id_of_a_stricter_class_is_taken_as_it_is_and_every_subclass_is_stricter():
+    """Building an id from an instance of its class or of a subclass checks nothing (an op's actor is the
+    agent id the face checked, and the fold asks for an agent id again): so every subclass's rule must imply
+    its base's, for every character alone and for random strings. A base's instance is still checked by the
+    stricter class."""
+    import random
+
+    from git_lanes.model import ids
+    from git_lanes.model.ids import Actor, AgentId, HexId, LedgerId, TransitionId, ValidatedStr
+
+    agent = AgentId("coder-1")
+    checks: list[str] = []
+    original = Actor.problem.__func__  # type: ignore[attr-defined]
+    try:
+        Actor.problem = classmethod(lambda cls, value: checks.append(value) or original(cls, value))  # type: ignore[method-assign]
+        assert Actor(agent) is agent and AgentId(agent) is agent and checks == []
+    finally:
+        Actor.problem = classmethod(original)  # type: ignore[method-assign]
+    person = Actor("Jane Doe")
+    with pytest.raises(UserError) as caught:
+        AgentId(person)
+    assert caught.value.code == "invalid_agent"
+    assert type(AgentId(Actor("coder-2"))) is AgentId
+    with pytest.raises(UserError):
+        LedgerId(TransitionId("0123456789abcdef") + "0")  # a str made of one, not one
+    assert type(LedgerId(TransitionId("0123456789abcdef"))) is LedgerId  # siblings: checked, not taken
+
+    pairs = [(sub, base) for sub in vars(ids).values() if isinstance(sub, type) and issubclass(sub, ValidatedStr)
+             for base in sub.__mro__[1:] if issubclass(base, ValidatedStr) and base is not ValidatedStr]
+    assert (AgentId, Actor) in pairs and (LedgerId, HexId) in pairs
+    alphabet = [chr(code) for code in range(0x80)] + ["é", "\u00a0", "\u2028", "\udcff", "٣", "Ａ"]
+    chooser = random.Random(16)
+    samples = [chr(code) for code in range(0x3000)] + [
+        "".join(chooser.choice(alphabet) for _ in range(chooser.choice((1, 2, 16, 63, 64, 65, 100, 101))))
+        for _ in range(20_000)] + ["0123456789abcdef", "a" * 100, "a" * 64]
+    for sub, base in pairs:
+        for value in samples:
+            assert not sub.valid(value) or base.valid(value), (sub.__name__, base.__name__, value)

@@ -32,12 +32,15 @@ RESERVED_LANE_NAMES = frozenset({"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"
 
 
 class ValidatedStr(str):
-    """A string checked once, when built; building one from an instance of its own class checks nothing."""
+    """A string checked once, when built; building one from an instance of its own class, or of a subclass,
+    checks nothing and gives that instance. So a subclass's rule must be at least as strict as its base's
+    (every agent id is a valid actor): an op's actor, made from the agent id a face checked, and checked as an
+    agent id again by the fold, is checked once."""
 
     JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string"}
 
     def __new__(cls, value: object) -> ValidatedStr:
-        if type(value) is cls:
+        if isinstance(value, cls):
             return value
         problem = cls.problem(value)
         if problem is not None:
