@@ -343,3 +343,27 @@ def test_a_held_open_append_goes_through_no_import_of_the_write_path(lanes, monk
                   "git_lanes.store.objects", "git_lanes.store.append_queue", "git_lanes.store.reflogs"}
     assert write_path.isdisjoint(imported)
     assert "git_lanes" not in imported  # `from git_lanes import ledger`, for every op
+
+
+def test_an_op_given_its_result_is_not_checked_again():
+    """`with_result` changes only the result: the id, type, actor and time were checked when the op was made
+    (every append makes one and records it with its result)."""
+    import sys
+
+    from git_lanes.model import ids, text
+
+    op = make_op("task.claim", "coder-1", {"task": "0123456789abcdef"}, 1_800_000_000.25)
+    calls: list[str] = []
+
+    def count(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename in (ids.__file__, text.__file__):
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(count)
+    try:
+        recorded = op.with_result({"task": "0123456789abcdef", "version": 2})
+    finally:
+        sys.setprofile(None)
+    assert calls == []
+    assert recorded == Op(op.id, "task.claim", op.actor, op.time, op.args, {"task": "0123456789abcdef", "version": 2})
+    assert op.result is None and recorded.to_dict() == {**op.to_dict(), "result": recorded.result}

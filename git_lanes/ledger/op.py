@@ -12,7 +12,7 @@ import math
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
-from git_lanes.model.frozen import Frozen, field, replace
+from git_lanes.model.frozen import Frozen, field
 from git_lanes.model import jsontext
 from git_lanes.model.ids import Actor, LedgerId, random_hex
 from git_lanes.model.ledger_delta import EDITS
@@ -45,7 +45,10 @@ class Op(Frozen):
             raise UnsupportedFormat(f"ledger op {self.id} has no valid time")
 
     def with_result(self, result: dict[str, Any]) -> Op:
-        return replace(self, result=result)
+        """This op with `result`: its other fields were checked when it was built, and are not again."""
+        recorded: Op = object.__new__(type(self))
+        recorded.__dict__.update(self.__dict__, result=result)
+        return recorded
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "id": self.id, "type": self.type, "actor": self.actor, "time": self.time,
