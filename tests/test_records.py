@@ -257,3 +257,33 @@ def test_a_record_class_built_often_checks_its_fields_as_before_in_one_compiled_
     # left: the bounded fields (the title's and description's texts, the times, the version), the literal and
     # the tuples; no id, and no other text (`blocked_reason`)
     assert "__new__" not in calls and calls.count("_str") == 2, calls
+
+
+def test_a_record_class_that_read_often_reads_a_mapping_as_before_in_one_compiled_function():
+    """`from_dict` of a class that has read FIRST_USES records runs compiled (no loop over its specs): what
+    it refuses (no mapping, a key lacking, a key not declared) it refuses with the same error, a stored
+    record's newer keys are still ignored, and a mapping that is not a dict still reads."""
+    from types import MappingProxyType
+
+    from git_lanes.model.frozen import FIRST_USES
+    from git_lanes.model.record import _READERS
+
+    class Fresh(Task):
+        pass
+
+    lacking = {key: value for key, value in TASK.items() if key != "title"}
+    cases = [[], "task", None, lacking, {**TASK, "colour": "red"}, {**TASK, "format": 1}, {**TASK, 5: "five"},
+             MappingProxyType(TASK), TASK]
+
+    def outcomes() -> list[object]:
+        found = [_outcome(Fresh, case) for case in cases]  # type: ignore[arg-type]
+        found.append(Fresh.from_stored({**TASK, "colour": "red"}).to_dict())
+        return found
+
+    first = outcomes()
+    assert Fresh not in _READERS
+    for _ in range(FIRST_USES):
+        Fresh.from_dict(TASK)
+    assert Fresh in _READERS
+    assert outcomes() == first
+    assert [isinstance(outcome, tuple) for outcome in first] == [True] * 5 + [False, True, False, False, False]

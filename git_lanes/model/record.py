@@ -188,19 +188,22 @@ class Record(Frozen):
     def from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
         """The record `to_dict` gave. A key it does not declare is refused (UserError), not dropped: a value
         our own code added to a result reaches no face unless its record says so."""
+        read = _READERS.get(cls)
+        if read is not None:
+            return read(data)  # type: ignore[no-any-return]
+        uses = _READS[cls] = _READS.get(cls, 0) + 1
+        if uses >= FIRST_USES:
+            _READERS[cls] = _reader(cls)
         if not isinstance(data, Mapping):
-            raise UserError(f"{cls.__name__} must be a JSON object, got {type(data).__name__}", code=cls.INVALID)
+            _refused(cls, data)
         kwargs: dict[str, Any] = {}
-        specs = _specs(cls)
-        for spec in specs:
+        for spec in _specs(cls):
             if spec.key in data:
                 kwargs[spec.name] = data[spec.key]
             elif spec.required:
-                raise UserError(f"{cls.__name__} lacks {spec.key!r}", code=cls.INVALID)
+                _refused(cls, data, lacks=spec.key)
         if len(kwargs) != len(data) and not _STORED.get():
-            unknown = sorted(set(data) - {spec.key for spec in specs} - cls.IGNORED, key=str)
-            if unknown:
-                raise UserError(f"{cls.__name__} has no field {', '.join(map(repr, unknown))}", code=cls.INVALID)
+            _refused(cls, data, undeclared=True)
         return cls(**kwargs)
 
     @classmethod
@@ -249,6 +252,48 @@ class Record(Frozen):
         doc = (cls.__doc__ or "").strip().split("\n\n")[0]
         return {"type": "object", "title": cls.__name__, **({"description": " ".join(doc.split())} if doc else {}),
                 "properties": properties, "required": required}
+
+
+# Per record class: `from_dict` compiled into one function (`_reader`) once the class has read FIRST_USES
+# records, as its checks are (`_compiled`): no loop over its specs, and a dict checked as one by its type.
+_READERS: dict[type, Callable[[Any], Any]] = {}
+_READS: dict[type, int] = {}
+
+
+def _reader(cls: type) -> Callable[[Any], Any]:
+    """What `Record.from_dict` does for `cls`, as one function: the same keys taken in the same order, the same
+    errors for a value that is no mapping, a key lacking and a key not declared."""
+    namespace: dict[str, Any] = {"__cls": cls, "__Mapping": Mapping, "__stored": _STORED.get,
+                                 "__refused": _refused}
+    body = ["  if type(data) is not dict and not isinstance(data, __Mapping):",
+            "    __refused(__cls, data)",
+            "  kwargs = {}"]
+    for spec in _specs(cls):
+        body.append(f"  if {spec.key!r} in data:")
+        body.append(f"    kwargs[{spec.name!r}] = data[{spec.key!r}]")
+        if spec.required:
+            body.append("  else:")
+            body.append(f"    __refused(__cls, data, lacks={spec.key!r})")
+    body.append("  if len(kwargs) != len(data) and not __stored():")
+    body.append("    __refused(__cls, data, undeclared=True)")
+    body.append("  return __cls(**kwargs)")
+    source = "def from_dict(data):\n" + "\n".join(body) + "\n"
+    exec(source, namespace)  # noqa: S102 - source built from the class's own field names and keys
+    read: Callable[[Any], Any] = namespace["from_dict"]
+    read.__qualname__ = f"{cls.__qualname__}.from_dict"
+    return read
+
+
+def _refused(cls: Any, data: Any, lacks: str | None = None, undeclared: bool = False) -> None:
+    """The error of `from_dict` for `data`: not a mapping, lacking key `lacks`, or holding keys `cls` does not
+    declare (`undeclared`: when there are none, nothing is refused)."""
+    if lacks is not None:
+        raise UserError(f"{cls.__name__} lacks {lacks!r}", code=cls.INVALID)
+    if not undeclared:
+        raise UserError(f"{cls.__name__} must be a JSON object, got {type(data).__name__}", code=cls.INVALID)
+    unknown = sorted(set(data) - {spec.key for spec in _specs(cls)} - cls.IGNORED, key=str)
+    if unknown:
+        raise UserError(f"{cls.__name__} has no field {', '.join(map(repr, unknown))}", code=cls.INVALID)
 
 
 class Unreadable(Record):
