@@ -135,3 +135,19 @@ def test_an_unreachable_remote_and_an_internal_error_have_codes_of_their_own(rep
     with pytest.raises(SystemExit) as info:
         run(bug, False, str)
     assert info.value.code == EXIT_INTERNAL == 6
+
+
+def test_a_stale_promotion_proposal_says_to_promote_again(repo):
+    """A promotion proposed, then left while the target moved, is refused as stale (3); the way on is to promote
+    the lane again (a fresh merge onto the target's new head), not to "redo its change" by hand as for a commit."""
+    assert run_cli("lane", "create", "a", cwd=repo).code == 0
+    _commit(repo, "a", {"feature.py": "x = 1\n"}, "agent-a")
+    proposal = run_cli("promote", "a", "--json", cwd=repo).json["transition"]
+    edit(repo, {"notes.txt": "the trunk moves\n"})
+    assert run_cli("commit", "-m", "trunk moves", "--agent-id", "h", "--auto-accept", cwd=repo).code == 0
+    refused = run_cli("accept", proposal["id"][:8], "--json", cwd=repo)
+    assert (refused.code, refused.json["error"]) == (3, "stale_proposal")
+    assert "git lanes promote a --into main" in refused.json["hint"], refused.json["hint"]
+    again = run_cli("promote", "a", "--into", "main", "--auto-accept", "--json", cwd=repo)
+    assert again.code == 0 and again.json["status"] == "accepted"
+    assert run_cli("show", proposal["id"], "--json", cwd=repo).json["status"] == "rejected"  # superseded, as said

@@ -196,10 +196,15 @@ def accept(ctx: Context, record: Transition) -> Transition:
                        code="stale_proposal", hint=f"reject it with `git lanes reject {record.id[:8]}`; its "
                                                    f"state stays at refs/lanes/rejected/ as signal")
     if current != record.base:
+        promoted = record.promotion
+        # A promotion is redone by promoting again (a fresh merge onto the new head), not by hand.
+        way = (f"promote it again: `git lanes promote {promoted.promoted_lane} --into {record.lane}` (this one "
+               f"is then superseded)" if promoted is not None else
+               f"reject it with `git lanes reject {record.id[:8]}` and redo its change on the lane's new head "
+               f"(`git lanes diff {str(record.base)[:8]} {record.id[:8]}` shows it)")
         raise Conflict(f"lane {record.lane!r} moved since {record.id[:8]} was proposed "
                        f"(proposed on {str(record.base)[:8]}, now {str(current)[:8]})", code="stale_proposal",
-                       hint=f"reject it with `git lanes reject {record.id[:8]}` and redo its change on the "
-                            f"lane's new head (`git lanes diff {str(record.base)[:8]} {record.id[:8]}` shows it)")
+                       hint=way)
     accepted = record.decided("accepted", ctx.now())
     # libgit2 commits a transaction's refs one at a time, so a kill can land between any two. The decision
     # (record and lane) goes first; the proposal ref goes last, so while it exists `recover` sees the
