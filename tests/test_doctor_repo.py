@@ -86,6 +86,33 @@ def test_fix_repairs_what_is_safe_and_leaves_the_rest_for_a_person(tmp_path: Pat
     assert len(remaining) == 3, remaining  # the blob ref, the dirty orphan, the locked workspace
 
 
+def test_a_workspace_moved_away_with_git_worktree_move_is_found_and_put_back(tmp_path: Path, repo: Path):
+    """`git worktree move` of a lane's workspace out of .lanes/workspaces left the lane with no workspace
+    (`lane list` shows "-", `lane path` refuses) while doctor said every workspace was "where git expects
+    it", and the moved folder, unsaved edits and all, was named nowhere. doctor now names it, and --fix
+    moves it back (with git, so nothing in it is lost)."""
+    api = Lanes(repo)
+    api.lane_create("feature/a")
+    home = workspace(repo, "feature/a")
+    (home / "wip.txt").write_text("unsaved\n")
+    away = tmp_path / "somewhere" / "a"
+    away.parent.mkdir()
+    git("worktree", "move", str(home), str(away), cwd=repo)
+    # a person's own detached worktree elsewhere, at the trunk's head, is none of doctor's business
+    git("worktree", "add", "-q", "--detach", str(tmp_path / "mine"), "main", cwd=repo)
+
+    found = [c for c in findings(doctor(repo).json, "workspaces") if c["status"] != "ok"]
+    assert len(found) == 1, found
+    assert found[0]["status"] == "warn" and str(away) in found[0]["message"] and "feature/a" in found[0]["message"]
+    assert str(home) in found[0]["message"] and found[0].get("fixable") is True, found
+
+    fixed = findings(doctor(repo, "--fix").json, "workspaces")
+    assert [c["status"] for c in fixed if "feature/a" in c["message"]] == ["fixed"], fixed
+    assert not away.exists() and (home / "wip.txt").read_text() == "unsaved\n"
+    assert run_cli("lane", "path", "feature/a", cwd=repo).out.strip() == str(home)
+    assert all(c["status"] == "ok" for c in findings(doctor(repo).json, "workspaces"))
+
+
 def test_notes_of_states_that_are_gone_are_dropped_by_fix(repo: Path):
     api = Lanes(repo)
     fake = "ab" * 20

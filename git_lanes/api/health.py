@@ -268,6 +268,7 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                              "--fix reconnects it (`git worktree repair`)",
                              repair=partial(housekeeping.repair_worktree, store, str(path))))
     left_behind = {old for _, old in moved}
+    found += _moved_away(api, records, base)
     broken = _broken(api, {path for path, _ in moved}, found)
     for record in records[1:]:
         path = Path(record.path)
@@ -317,6 +318,39 @@ def _broken(api: Any, moved: set[Path], found: list[dict[str, Any]]) -> set[Path
         found.append(finding("warn", f"the workspace of lane {name!r} is broken: {problem}", hint,
                              repair=partial(housekeeping.repair_worktree, ctx.store, str(path)) if recorded else None))
     return paths
+
+
+def _moved_away(api: Any, records: list[housekeeping.GitWorktree], base: Path) -> list[dict[str, Any]]:
+    """A lane with no workspace whose worktree a person moved out of .lanes/workspaces (`git worktree move`):
+    git records it elsewhere, detached at the lane's head, and its git state still bears the name git-lanes
+    gave it (the lane's last part, a number added on a clash; git keeps that name when a worktree moves). A
+    person's own detached worktrees have names of their own and are left alone."""
+    import re
+
+    ctx = api.ctx
+    outside = [r for r in records[1:] if r.detached and r.head and not r.prunable
+               and base not in Path(r.path).resolve().parents]
+    found = []
+    for name in lanes.lane_names(ctx):
+        if name == ctx.trunk or not outside or lanes.workspace_state(ctx, name) != (None, None):
+            continue
+        head = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk))
+        leaf = re.escape(name.rsplit("/", 1)[-1])
+        for record in outside:
+            path = Path(record.path)
+            admin = housekeeping.admin_name(path) if record.head == head else None
+            if admin is None or not re.fullmatch(leaf + r"\d*", admin):
+                continue
+            home = lanes.default_workspace(ctx, name)
+            found.append(finding("warn", f"the workspace of lane {name!r} was moved to {path}: git-lanes looks "
+                                         f"for it at {home}",
+                                 f"--fix moves it back (`git worktree move {path} {home}`), unsaved edits and all"
+                                 if not record.locked else f"it is locked ({record.locked}): unlock it, then "
+                                 f"`git worktree move {path} {home}`",
+                                 repair=None if record.locked else
+                                 partial(housekeeping.move_worktree, ctx.store, path, home)))
+            break
+    return found
 
 
 def _moved_here(base: Path, registered: set[Path]) -> list[tuple[Path, Path]]:

@@ -47,6 +47,7 @@ class GitWorktree(Frozen):
     head: str | None = None
     locked: str | None = None
     prunable: str | None = None
+    detached: bool = False  # HEAD names a commit, as in a lane's workspace, not a branch
 
 
 def worktree_records(store: Store) -> list[GitWorktree]:
@@ -55,6 +56,7 @@ def worktree_records(store: Store) -> list[GitWorktree]:
     found: list[GitWorktree] = []
     for block in proc.stdout.strip().split("\n\n"):
         fields: dict[str, str] = {}
+        detached = False
         for line in block.splitlines():
             key, _, value = line.partition(" ")
             if key == "worktree":
@@ -63,9 +65,28 @@ def worktree_records(store: Store) -> list[GitWorktree]:
                 fields["head"] = value
             elif key in ("locked", "prunable"):
                 fields[key] = value or key
+            elif key == "detached":
+                detached = True
         if fields.get("path"):
-            found.append(GitWorktree(**fields))
+            found.append(GitWorktree(**fields, detached=detached))
     return found
+
+
+def admin_name(path: Path) -> str | None:
+    """The name of the folder under <common dir>/worktrees/ holding the git state of the worktree at `path`
+    (git keeps it when the worktree moves); None when `path` holds no linked worktree."""
+    try:
+        text = (path / ".git").read_text(errors="replace")
+    except OSError:
+        return None
+    return Path(text[len("gitdir:"):].strip()).name if text.startswith("gitdir:") else None
+
+
+def move_worktree(store: Store, source: Path, target: Path) -> None:
+    """`git worktree move SOURCE TARGET`: the worktree's files, unsaved edits included, and git's record of it
+    go to TARGET (whose parent folders are made)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    run_git(["worktree", "move", str(source), str(target)], cwd=store.root)
 
 
 def reconnectable(store: Store, path: Path) -> Path | None:
