@@ -130,6 +130,17 @@ def test_history_through_the_cli_reports_the_note_it_left_out_without_a_tracebac
     fsck_clean(repo)
 
 
+def test_a_note_that_is_an_object_but_no_record_is_not_called_not_a_json_object(api, repo):
+    """A note on a lanes state that holds a JSON object lacking the record's id was reported as "not a JSON
+    object", sending the person to look for a syntax error that is not there."""
+    _, bad = _lane_with_two_states(api, repo)
+    _rewrite_note(repo, bad, lambda r: {"format": 1, "lane": 5})
+    reason = run_cli("history", "--json", cwd=repo).json["unreadable"][0]["reason"]
+    assert "not a JSON object" not in reason and "format and an id" in reason, reason
+    _rewrite_note(repo, bad, lambda r: "[1, 2]")
+    assert "format and an id" in run_cli("history", "--json", cwd=repo).json["unreadable"][0]["reason"]
+
+
 def test_a_note_people_add_to_their_own_commit_is_not_reported(api, repo, tmp_path):
     tree = git("write-tree", cwd=repo).strip()
     theirs = git("commit-tree", tree, "-m", "not a lanes state", cwd=repo).strip()

@@ -19,7 +19,7 @@ from git_lanes.store import RefUpdate
 
 
 TRAILER = "Lanes-Transition: "
-NO_RECORD = "the note on this lanes state holds no transition record (not a JSON object)"
+NO_RECORD = "the note on this lanes state holds no transition record (no JSON object with a format and an id)"
 
 
 def new_id() -> str:
