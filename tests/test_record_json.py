@@ -67,3 +67,39 @@ def test_a_record_nested_as_deep_as_json_writes_is_written_or_refused_as_json_do
     else:
         assert depth < 1000  # the precondition: json wrote it, at a depth past our own frames' reach
         assert encode_record(record) == expected
+
+
+def test_a_flat_record_is_encoded_in_one_call_of_the_c_encoder_as_json_dumps_encodes_it():
+    """A record whose values are all leaves or empty containers (most of the ledger's: a post, a read position,
+    an agent, a task without dependencies or files) is written by the standard library's C encoder in one
+    call, no Python function per value: byte for byte json's indented text, for every kind of leaf."""
+    import random
+    import sys
+
+    from git_lanes.ledger import record_json
+    from git_lanes.model.ids import AgentId
+
+    leaves = ["", "plain", "ünïcode ✓ \u2028", "\"quoted\" back\\slash\ttab\nnew\x00line\x7f", "🦊", AgentId("coder-1"),
+              0, -1, 10 ** 30, True, False, None, 1.5, -0.0, 1796165732.276, 1e-7, float("nan"), float("inf"),
+              float("-inf"), Level.HIGH, [], (), {}]
+    keys = ["a", "b", "format", "ünï", "", "z" * 40, "\x01"]
+    chooser = random.Random(15)
+    records = [{key: chooser.choice(leaves) for key in chooser.sample(keys, chooser.randint(1, len(keys)))}
+               for _ in range(2000)]
+    records += [{3: "int key", 2.5: "float key", True: "bool key", -7: "negative"}, {None: "null key"}]
+    calls: list[str] = []
+
+    def count(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == record_json.__file__:
+            calls.append(frame.f_code.co_name)
+
+    for record in records:
+        sys.setprofile(count)
+        try:
+            encoded = encode_record(record)
+        finally:
+            sys.setprofile(None)
+        assert encoded == reference(record), record
+    assert set(calls) == {"encode_record", "_flat"}
+    nested = {"files": ["src/**"], "format": 1}
+    assert encode_record(nested) == reference(nested)  # not flat: the recursive encoder's
