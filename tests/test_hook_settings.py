@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
+from conftest import git, run_cli
 
 USER_HOOK = {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "/path/to/lint-check.sh"}]}
 
@@ -49,7 +49,27 @@ def test_install_on_a_missing_file_and_uninstall_leaves_no_trace(repo):
                                   "PostToolUseFailure", "PreCompact", "Stop", "SubagentStop", "SessionEnd"}
     assert data["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] == 60
     assert run_cli("uninstall", "claude", cwd=repo).code == 0
-    assert json.loads(path.read_text()) == {}
+    assert not path.exists() and not path.parent.exists()  # install made them; an empty `{}` was a trace
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])
+def test_install_then_uninstall_leaves_the_worktree_as_it_was(repo, cli):
+    """Install made the settings files (and the MCP entry's file) and their folders; uninstall left them
+    behind holding `{}` or nothing, untracked files in `git status` that were never the person's."""
+    before = git("status", "--porcelain", "--untracked-files=all", cwd=repo)
+    assert run_cli("install", cli, cwd=repo).code == 0
+    assert git("status", "--porcelain", cwd=repo) != before  # the precondition: install wrote files here
+    assert run_cli("uninstall", cli, cwd=repo).code == 0
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=repo) == before
+
+
+def test_uninstall_keeps_a_file_that_holds_anything_else(repo):
+    path = settings_file(repo, "claude")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"model": "opus"}\n')
+    assert run_cli("install", "claude", cwd=repo).code == 0
+    assert run_cli("uninstall", "claude", cwd=repo).code == 0
+    assert json.loads(path.read_text()) == {"model": "opus"}
 
 
 def test_gemini_timeouts_are_milliseconds(repo):

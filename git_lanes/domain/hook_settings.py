@@ -135,6 +135,35 @@ def save_text(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
+def save_or_remove(path: Path, data: dict[str, Any]) -> None:
+    """After removing our entries: write what is left, or remove the file when nothing is (see
+    `save_text_or_remove`)."""
+    if data:
+        save(path, data)
+    else:
+        remove_emptied(path)
+
+
+def save_text_or_remove(path: Path, text: str) -> None:
+    if text.strip():
+        save_text(path, text)
+    else:
+        remove_emptied(path)
+
+
+def remove_emptied(path: Path) -> None:
+    """Remove a settings file our removal left empty, and its folder if that is empty now: install made them
+    (or they held nothing), and a `{}` left behind is an untracked file the person never had."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    try:
+        path.parent.rmdir()  # only ever an empty folder (`.claude/`, `.codex/`): a project or home holds more
+    except OSError:
+        pass
+
+
 def merge_entries(data: dict[str, Any], wanted: dict[str, dict[str, Any]], same: Callable[[dict], bool] | None = None,
                   key: str = "hooks") -> tuple[dict[str, Any], list[str]]:
     """`data` with each event's handler present (in a matcher group of its own, matching every tool), and
@@ -221,7 +250,7 @@ def uninstall(path: Path, cli: str, *, dry_run: bool = False) -> dict[str, Any]:
     before = load(path)
     after, removed = remove_entries(before, is_ours)
     if removed and not dry_run:
-        save(path, after)
+        save_or_remove(path, after)
     return {"cli": cli, "settings": str(path), "removed": removed, "changed": bool(removed), "dry_run": dry_run}
 
 

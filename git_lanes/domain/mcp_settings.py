@@ -122,7 +122,7 @@ def _write(path: Path, cli: str, server: dict[str, Any] | None) -> None:
         data["mcpServers"] = servers
     else:
         data.pop("mcpServers", None)
-    hook_settings.save(path, data)
+    hook_settings.save_or_remove(path, data)
 
 
 # -- Codex: config.toml ------------------------------------------------------------------------------------
@@ -165,4 +165,4 @@ def _write_toml(path: Path, server: dict[str, Any] | None) -> None:
     if server is not None and parsed.get("mcp_servers", {}).get(SERVER) != server:
         raise UserError(f"{path} holds mcp_servers.{SERVER} in a form this command does not edit; nothing was "
                         "changed", code="invalid_settings", hint="edit the entry by hand")
-    hook_settings.save_text(path, text)
+    hook_settings.save_text_or_remove(path, text)
