@@ -75,6 +75,10 @@ def test_a_pipeline_whose_verify_fails_once_is_fixed_with_the_gate_output_in_the
                                     ("verify", "started"), ("verify", "passed"), ("ship", "started"), ("ship", "done")]
     fix = [r for r in journal(path, run, "session_start") if r["stage"] == "fix"]
     assert len(fix) == 1 and "Fix attempt 1 of 2" in fix[0]["prompt"]
+    # `run show` says where the pipeline stands and how it got there (it once showed it in --json only)
+    text = run_cli("run", "show", run[:6], cwd=repo).out.splitlines()
+    assert "pipeline: ship done, after 1 fix attempt" in text, text
+    assert "  plan done -> execute done -> verify failed -> fix done -> verify passed -> ship done" in text, text
     assert "greet.py is wrong: it must say correct" in fix[0]["prompt"]
     assert run_cli("task", "show", task, "--json", cwd=repo).json["status"] == "done"
     rejected = run_cli("history", "--status", "rejected", "--json", cwd=repo).json["transitions"]

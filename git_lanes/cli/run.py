@@ -48,6 +48,7 @@ def render_run(r: dict) -> str:
     lines.append(f"calls {r['calls']} (blocked {r['blocked']}, completed {r['completed']}, failed {r['failed']}); "
                  f"tokens {sum(r['tokens'].values())} (in {r['tokens']['input']}, out {r['tokens']['output']}, "
                  f"cache {r['tokens']['cache_read']}+{r['tokens']['cache_write']}); cost ${r['cost_usd']:.4f}")
+    lines += _pipeline_lines(r.get("pipeline") or {})
     if r["plan"]:
         lines.append("plan:")
         lines += [f"  [{s.get('status', '?')}] {s.get('step', '')}" for s in r["plan"]]
@@ -56,6 +57,20 @@ def render_run(r: dict) -> str:
             lines.append(f"{label}:")
             lines += [f"  {f['tool']} {f['input']} ({f['id']})" for f in r[key]]
     return "\n".join(lines)
+
+
+def _pipeline_lines(pipeline: dict) -> list[str]:
+    """Where a spawned pipeline stands (stage and status, fix attempts, why it stopped) and the stages it
+    went through, each as it ended."""
+    if not pipeline:
+        return []
+    fixes = int(pipeline.get("fixes") or 0)
+    where = f"{pipeline['stage']} {pipeline.get('status')}" if pipeline.get("stage") else pipeline.get("status")
+    line = f"pipeline: {where}" + (f", after {fixes} fix attempt{'s' if fixes != 1 else ''}" if fixes else "")
+    if pipeline.get("status") in ("blocked", "error", "stopped") and pipeline.get("reason"):
+        line += f": {pipeline['reason']}"
+    path = [f"{h['stage']} {h['status']}" for h in pipeline.get("history") or () if h.get("status") != "started"]
+    return [line] + (["  " + " -> ".join(path)] if path else [])
 
 
 @run_group.command()
@@ -99,7 +114,8 @@ def list_(active: bool, as_json: bool) -> None:
 @click.argument("run_id", metavar="RUN")
 @json_option
 def show(run_id: str, as_json: bool) -> None:
-    """Show a run: goal, task, lane, phase, budget per phase, plan, in-flight calls, tokens and cost.
+    """Show a run: goal, task, lane, phase, budget per phase, where its pipeline stands (spawn --pipeline),
+    plan, in-flight calls, tokens and cost.
 
     \b
     Example:
