@@ -3,7 +3,7 @@ transitions, promotions and resets that led to a state, across lanes, with promp
 
 from __future__ import annotations
 
-from conftest import run_cli, workspace
+from conftest import git, run_cli, workspace
 
 
 def commit(ws, message: str, *extra: str) -> str:
@@ -70,3 +70,22 @@ def test_trace_follows_the_chain_across_lanes_through_promotions_and_resets(repo
     text = run_cli("trace", "main", "-n", "3", cwd=repo)
     assert text.code == 0 and "main <- feature" in text.out and "Ship login" in text.out
     assert run_cli("trace", "no-such-state", cwd=repo).code == 1
+
+
+def test_trace_lists_transition_ids_that_show_and_history_take(repo):
+    """`trace` printed each step's state commit in its first column, while `history`, `status` and `show`
+    speak of transition ids: an id copied from `trace` into `git lanes show` was "no transition matches".
+    A step with a transition now shows its id; a plain git commit, which has none, shows the commit."""
+    (repo / "plain.txt").write_text("by hand\n")
+    git("add", "plain.txt", cwd=repo)
+    git("commit", "-qm", "A plain commit", cwd=repo)
+    assert run_cli("lane", "create", "feature", cwd=repo).code == 0
+    ws = workspace(repo, "feature")
+    (ws / "login.py").write_text("login\n")
+    made = commit(ws, "Add the login form")
+    lines = run_cli("trace", "feature", cwd=repo).out.splitlines()
+    step = next(line for line in lines if "Add the login form" in line)
+    assert step.split()[0] == made[:8], lines
+    assert run_cli("show", step.split()[0], cwd=repo).code == 0
+    plain = next(line for line in lines if "A plain commit" in line)
+    assert plain.split()[:2] == [git("rev-parse", "--short=8", "main", cwd=repo).strip(), "git"], lines

@@ -99,8 +99,9 @@ def trace(state: str, limit: int | None, as_json: bool) -> None:
     """Show the chain of transitions, promotions and resets that led to STATE (a lane, a transition id or
     any git revision), across lanes, newest first, with their prompts and cost.
 
-    A promotion names the lane it brought in; that lane's steps follow beneath it. A reset says which lane
-    was moved onto the state. Plain git commits with no transition show as `git`.
+    Each step shows its transition id (as `history` and `show` take it). A promotion names the lane it
+    brought in; that lane's steps follow beneath it. A reset says which lane was moved onto the state. Plain
+    git commits with no transition show as `git`, with their commit id.
 
     \b
     Example:
@@ -116,7 +117,8 @@ def trace(state: str, limit: int | None, as_json: bool) -> None:
                 where += f" <- {s.get('from_lane')}"
             elif s["kind"] == "reset":
                 where += f" onto {s.get('onto')}"
-            rows.append([short(s["state"]), s["kind"], where, s.get("status") or "", s.get("agent") or "", cost,
+            # the transition's id, as history, status and show name it; a plain git commit has only its own
+            rows.append([short(s.get("id") or s["state"]), s["kind"], where, s.get("status") or "", s.get("agent") or "", cost,
                          (s.get("prompt") or "")[:60]])
         t = r["totals"]
         return "\n".join(filter(None, [table(rows), f"{len(r['steps'])} steps across {len(r['lanes'])} lanes, "
