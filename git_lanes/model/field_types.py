@@ -9,6 +9,7 @@ for bounds. model/schema.py describes the same grammar as JSON schemas."""
 from __future__ import annotations
 
 import math
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -69,7 +70,7 @@ def coercer(tp: Any) -> Coercer:
     if not checks:
         return coerce_base
 
-    def coerce(value: Any, where: str, owner: type) -> Any:
+    def checked(value: Any, where: str, owner: type) -> Any:
         value = coerce_base(value, where, owner)
         if value is None:
             return value
@@ -86,7 +87,44 @@ def coercer(tp: Any) -> Coercer:
                            max_chars=extra.max_chars, max_bytes=extra.max_bytes)
         return value
 
-    return coerce
+    return _passing(coerce_base, checks, checked) or checked
+
+
+def _passing(coerce_base: Coercer, checks: tuple[Range | Text, ...], checked: Coercer) -> Coercer | None:
+    """`checked` behind a test that passes the common value at once: a float or int of its exact type within
+    its bounds, a printable text within its length. Whatever the test does not pass (including every value
+    `checked` refuses) goes to `checked` itself, for its answer or its error. None for other bounds."""
+    if len(checks) != 1:
+        return None
+    extra = checks[0]
+    if isinstance(extra, Range) and coerce_base in (_int, _float):
+        exact = int if coerce_base is _int else float
+        # a float past the largest finite one (inf) or no number at all (nan) fails the test: _float's to refuse
+        low = -sys.float_info.max if extra.minimum is None else extra.minimum
+        high = sys.float_info.max if extra.maximum is None else extra.maximum
+
+        def in_range(value: Any, where: str, owner: type) -> Any:
+            if type(value) is exact and low <= value <= high:
+                return value
+            return checked(value, where, owner)
+
+        return in_range
+    if isinstance(extra, Text) and coerce_base is _str:
+        chars = sys.maxsize if extra.max_chars is None else extra.max_chars
+        # a character is at most four bytes in UTF-8: a text this short is within `max_bytes` whatever it holds
+        short = sys.maxsize if extra.max_bytes is None else extra.max_bytes // 4
+        limit = min(chars, short)
+        nonblank = extra.nonblank
+
+        def printable(value: Any, where: str, owner: type) -> Any:
+            # printable: no control character, no lone surrogate, no line break (check_text's own first test)
+            if type(value) is str and len(value) <= limit and value.isprintable() \
+                    and (not nonblank or value.strip()):
+                return value
+            return checked(value, where, owner)
+
+        return printable
+    return None
 
 
 def admits_null(tp: Any) -> bool:
