@@ -324,3 +324,29 @@ def test_an_id_of_a_stricter_class_is_taken_as_it_is_and_every_subclass_is_stric
     for sub, base in pairs:
         for value in samples:
             assert not sub.valid(value) or base.valid(value), (sub.__name__, base.__name__, value)
+
+
+def test_a_text_an_id_class_found_valid_is_not_checked_again_and_what_it_keeps_is_bounded():
+    """Whether a text is a valid id depends on the text alone: a long-lived process that reads the same agent
+    in record after record checks it once per class. A text refused is refused every time, a text valid for
+    one class is still checked by another, and what a class keeps is bounded (a peer may name any number)."""
+    from git_lanes.model import ids
+    from git_lanes.model.ids import Actor, AgentId
+
+    checked: list[object] = []
+    original = AgentId.problem.__func__  # type: ignore[attr-defined]
+    try:
+        AgentId.problem = classmethod(lambda cls, value: checked.append(value) or original(cls, value))  # type: ignore[method-assign]
+        first = AgentId("reader-" + "x")  # a text of its own, made at run time, as a parsed record's is
+        again = AgentId("reader-x")
+        assert again is first and type(again) is AgentId and checked == ["reader-x"]
+        for _ in range(2):
+            with pytest.raises(UserError):
+                AgentId("not an agent")
+        assert checked == ["reader-x", "not an agent", "not an agent"]
+    finally:
+        AgentId.problem = classmethod(original)  # type: ignore[method-assign]
+    assert type(Actor("reader-x")) is Actor and "reader-x" in Actor._known
+    for number in range(3 * ids._KNOWN_MAX):
+        AgentId(f"agent-{number}")
+    assert len(AgentId._known) <= ids._KNOWN_MAX and AgentId(f"agent-{3 * ids._KNOWN_MAX - 1}") in AgentId._known.values()

@@ -38,14 +38,33 @@ class ValidatedStr(str):
     agent id again by the fold, is checked once."""
 
     JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string"}
+    # Texts this class found valid, each with the instance made of it (per class: `__init_subclass__`). Whether
+    # a text is valid depends on the text alone, and a long-lived process reads the same few agents and actors
+    # in record after record (an op's actor, a post's sender, a task's owner), each checked afresh before.
+    _known: ClassVar[dict[str, ValidatedStr]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._known = {}
 
     def __new__(cls, value: object) -> ValidatedStr:
         if isinstance(value, cls):
             return value
+        if type(value) is str:
+            found = cls._known.get(value)
+            if found is not None:
+                return found
         problem = cls.problem(value)
         if problem is not None:
             raise cls.error(value, problem)
-        return super().__new__(cls, str(value))
+        made = super().__new__(cls, str(value))
+        if type(value) is str:
+            known = cls._known
+            if len(known) >= _KNOWN_MAX:  # a peer's records may name any number: bounded, the oldest half let go
+                for old in list(known)[:_KNOWN_MAX // 2]:
+                    known.pop(old, None)
+            known[value] = made
+        return made
 
     @classmethod
     def problem(cls, value: object) -> str | None:  # pragma: no cover - every subclass says
@@ -58,6 +77,9 @@ class ValidatedStr(str):
     @classmethod
     def valid(cls, value: object) -> bool:
         return cls.problem(value) is None
+
+
+_KNOWN_MAX = 1024
 
 
 class LaneName(ValidatedStr):
