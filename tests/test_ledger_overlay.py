@@ -120,3 +120,37 @@ def test_a_record_read_from_a_state_is_its_own_and_changing_it_changes_no_later_
     tx.put(path, {**tx.get(path), "files": ["a"]})
     tx.get(path)["files"].append("b")
     assert tx.peek(path)["files"] == ["a"]
+
+
+@pytest.mark.parametrize("found, outcome", [
+    (1, "read"), (1.0, "read"), (1.5, "read"), (True, "malformed"), ("1", "malformed"), (0, "malformed"),
+    (None, "malformed"), (float("nan"), "malformed"), (float("inf"), "malformed"), (2, "unsupported"),
+    (2.0, "unsupported")])
+def test_a_record_of_this_format_is_read_on_one_test_and_any_other_format_as_before(found, outcome):
+    """Every record an op reads is checked for its format: `format: 1`, what every writer of this format
+    writes, passes on one test (no call to check_format); any other value is judged as before."""
+    import sys
+
+    from git_lanes.errors import MalformedRecord, UnsupportedFormat
+    from git_lanes.model import format as formats
+
+    record = {"format": found, "note": "laid over"}
+    state = State(None, at=Materialized(None, {X: record}, 1))  # type: ignore[arg-type]
+    calls: list[str] = []
+
+    def count(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == formats.__file__:
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(count)
+    try:
+        read = state.peek(X)
+    except MalformedRecord:
+        read = "malformed"
+    except UnsupportedFormat:
+        read = "unsupported"
+    finally:
+        sys.setprofile(None)
+    assert read == (record if outcome == "read" else outcome)
+    if outcome == "read":  # format 1 on the one test; 1.0 or a minor version 1.5 through check_format
+        assert (calls == []) == (type(found) is int)

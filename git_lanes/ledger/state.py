@@ -120,6 +120,8 @@ class State:
         if not isinstance(record, dict):
             raise MalformedRecord(f"ledger record {path} is not a JSON object", hint=MALFORMED_HINT)
         found = record.get("format")
+        if type(found) is int and found == FORMAT:  # what every git-lanes of this format writes
+            return record
         if isinstance(found, bool) or not isinstance(found, (int, float)) or not FORMAT <= found < float("inf"):
             raise MalformedRecord(f"ledger record {path} has format {found!r}", hint=MALFORMED_HINT)
         check_format(record, f"ledger record {path}")

@@ -27,6 +27,8 @@ def check_format(record: Mapping[str, Any], what: str, version: int = FORMAT_VER
     """Raise UnsupportedFormat unless `record["format"]` is a number whose major version is `version`
     (1 and 1.2 read as format 1; a minor version only adds what an older reader may ignore)."""
     found = record.get("format")
+    if type(found) is int and found == version:  # what every writer of this format writes
+        return
     if isinstance(found, bool) or not isinstance(found, (int, float)) or found != found \
             or found in (float("inf"), float("-inf")) or int(found) != version:
         raise UnsupportedFormat(f"{what} has format {found!r}; this git-lanes reads format {version}",
