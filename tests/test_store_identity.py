@@ -107,3 +107,26 @@ def test_a_name_that_is_not_utf8_or_has_no_value_is_libgit2s_to_read(repo):
     config.write_bytes(original + b"[user]\n\tname\n\temail = novalue@example.com\n")
     ours, theirs = _both(repo)
     assert ours == theirs
+
+
+def test_threads_sharing_one_store_read_the_identity_each_their_own(repo):
+    """libgit2 looks the keys up with the GIL let go: threads sharing one store (a server's) each get the
+    identity whole, never another thread's half of a look-up."""
+    import threading
+
+    git("config", "user.name", "Shared", cwd=repo)
+    git("config", "user.email", "shared@example.com", cwd=repo)
+    identity = Identity(pygit2.Repository(str(repo)))
+    seen: list[tuple[str, str]] = []
+
+    def read() -> None:
+        for _ in range(300):
+            who = identity.read()
+            seen.append((who.name, who.email) if who is not None else ("", ""))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 1200 and set(seen) == {("Shared", "shared@example.com")}

@@ -32,7 +32,7 @@ class Identity:
 
     def __init__(self, repo: pygit2.Repository) -> None:
         self.repo = repo
-        self._live: tuple[Any, Any] | None = None  # (pygit2.Config, git_config_entry **), made on first use
+        self._config: Any = None  # the repository's pygit2.Config, taken on first use
 
     def read(self) -> pygit2.Signature | None:
         """What `repo.default_signature` gives now (its time: now), None where it raises (unset, empty, with
@@ -62,11 +62,12 @@ class Identity:
         """(user.name, user.email) as bytes; None when either is not set."""
         if C is None:
             raise _Unusual
-        if self._live is None:
+        if self._config is None:
             # The repository's own configuration, held: libgit2 keeps one per repository and refreshes it from
             # its files at each look-up, so it stays current even once the repository lets go of it (`free`).
-            self._live = (self.repo.config, ffi.new("git_config_entry **"))
-        config, entry = self._live
+            self._config = self.repo.config
+        config = self._config
+        entry = ffi.new("git_config_entry **")  # per call: libgit2 runs with the GIL let go, threads may share us
         found = []
         for key in _KEYS:
             error = C.git_config_get_entry(entry, config._c_config, key)
