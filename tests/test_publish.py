@@ -268,3 +268,34 @@ def test_a_held_publish_lock_says_until_when_as_a_time_a_person_reads(api):
     until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(lock["until"]))
     assert refused.value.code == "publish_locked" and refused.value.details["until"] == lock["until"]
     assert f"lock held until {until}," in str(refused.value), str(refused.value)
+
+
+def test_publish_takes_a_full_branch_ref_and_a_new_base_on_a_re_publish(tmp_path, repo):
+    """`--branch refs/heads/feature/login` pushed a branch literally named `refs/heads/feature/login`
+    (refs/heads/refs/heads/… on the forge, and that name in the PR command), and a re-publish with another
+    `--base` said "already at" and kept the old base. The first is the branch feature/login; the second
+    records the new base and updates the pull request."""
+    from integration_helpers import claimed_task, work
+
+    forge = tmp_path / "forge.git"
+    git("init", "-q", "--bare", str(forge), cwd=tmp_path)
+    git("remote", "add", "origin", str(forge), cwd=repo)
+    git("push", "-q", "origin", "main", "main:release", cwd=repo)
+    api = Lanes(repo)
+    ticket = api.ticket_open("Login")["ticket"]
+    task, ws = claimed_task(api, "coder-1", "one", "Login", ticket)
+    work(api, "coder-1", ws, {"login.py": "login\n"})
+    api.task_done(task, "coder-1")
+
+    first = run_cli("publish", ticket[:6], "--branch", "refs/heads/feature/login", "--json", cwd=repo)
+    assert first.code == 0, first.err
+    assert (first.json["branch"], first.json["status"]) == ("feature/login", "pr_opened")
+    assert git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=forge).split() == \
+        ["refs/heads/feature/login", "refs/heads/main", "refs/heads/release"]
+    again = run_cli("publish", ticket[:6], "--base", "release", "--json", cwd=repo)
+    assert again.code == 0, again.err
+    assert (again.json["status"], again.json["base"]) == ("pr_updated", "release")
+    assert api.publish_status()["published"][0]["publication"]["base"] == "release"
+    assert run_cli("publish", ticket[:6], "--json", cwd=repo).json["status"] == "unchanged"
+    tag = run_cli("publish", ticket[:6], "--branch", "refs/tags/v1", cwd=repo)
+    assert tag.code == 1 and "refs/tags/v1" in tag.err and "Traceback" not in tag.err

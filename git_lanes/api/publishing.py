@@ -110,7 +110,8 @@ class PublishingApi:
             pushed = self._push(remote, branch, head)
             values = {"branch": branch, "base": base, "remote": remote, "ticket": ticket_id,
                       "title": record["title"]}
-            if not pushed and previous.get("head") == head and previous.get("branch") == branch:
+            if not pushed and (previous.get("head"), previous.get("branch"), previous.get("base")) == \
+                    (head, branch, base):
                 return {"ticket": ticket_id, "status": "unchanged", "branch": branch, "base": base,
                         "remote": remote, "head": head, "url": previous.get("url"), "pushed": False,
                         "command": None, "post": None}

@@ -89,7 +89,14 @@ def default_branch(ticket_id: str) -> str:
 
 
 def validate_branch(name: str) -> str:
-    """A branch name git accepts (the lane-name rules are git's ref-name rules)."""
+    """A branch name git accepts (the lane-name rules are git's ref-name rules). A full ref name
+    `refs/heads/NAME` is the branch NAME, as git takes it; any other ref (a tag, say) is no branch, where a
+    push would make a branch literally named `refs/...`."""
+    if name.startswith("refs/heads/"):
+        name = name[len("refs/heads/"):]
+    elif name.startswith("refs/"):
+        raise UserError(f"invalid branch name {name!r}: a full ref name that is not under refs/heads/",
+                        code="invalid_branch", hint="name a branch, e.g. feature/login")
     try:
         return validate_lane_name(name)
     except UserError as exc:
