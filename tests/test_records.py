@@ -326,3 +326,29 @@ def test_a_bounded_number_or_text_passes_on_one_test_and_anything_else_is_judged
             assert got == expected, (tp, value)
             if got[0] == "kept":
                 assert got[1] is value or got[1] == expected[1]
+
+
+def test_an_id_field_read_back_takes_the_instance_its_class_already_made_and_still_refuses_a_bad_one():
+    """A compiled record takes an id its class found valid before as that instance, without a call; a text it
+    has not seen is checked, and one that is no id refused, as before; a list read back empty is its empty
+    tuple."""
+    from git_lanes.model.frozen import FIRST_USES
+    from git_lanes.model.ids import AgentId
+
+    class Fresh(Task):
+        pass
+
+    for _ in range(FIRST_USES):
+        Fresh.from_dict(TASK)
+    owner = AgentId("owner-of-" + "fresh")
+    read = Fresh.from_dict({**TASK, "owner": "owner-of-fresh"})
+    assert read.owner is owner and read.depends == () and read.files == ("src/**",)
+    for bad in ("Jane Doe", 5, ["a1"]):
+        with pytest.raises(UserError) as expected:
+            AgentId(bad)
+        with pytest.raises(UserError) as caught:
+            Fresh.from_dict({**TASK, "owner": bad})
+        assert (caught.value.code, caught.value.message) == (expected.value.code, expected.value.message)
+    with pytest.raises(UserError) as caught:
+        Fresh.from_dict({**TASK, "depends": {}})
+    assert caught.value.code == "invalid_record"

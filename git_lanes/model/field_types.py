@@ -210,6 +210,8 @@ def _list_coercer(item: Coercer, as_tuple: bool) -> Coercer:
     exact = _EXACT_TYPES.get(item)
 
     def coerce(value: Any, where: str, owner: type) -> Any:
+        if not value and type(value) is list:  # most lists of a record read back are empty
+            return () if as_tuple else []
         if not isinstance(value, (list, tuple)):
             raise _fail(owner, where, "a list", value)
         if exact is not None and all(type(v) is exact for v in value):

@@ -67,6 +67,11 @@ class ValidatedStr(str):
         return made
 
     @classmethod
+    def known_texts(cls) -> dict[str, ValidatedStr]:
+        """The texts this class found valid, each with its instance (for a caller that looks one up itself)."""
+        return cls._known
+
+    @classmethod
     def problem(cls, value: object) -> str | None:  # pragma: no cover - every subclass says
         raise NotImplementedError
 

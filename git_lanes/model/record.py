@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from git_lanes.errors import MalformedRecord, UserError
 from git_lanes.model.field_types import Coercer, admits_null, coercer, exact_type
 from git_lanes.model.frozen import FIRST_USES, MISSING, Frozen, dataclass_transform, field, fields
+from git_lanes.model.ids import ValidatedStr
 
 R = TypeVar("R", bound="Record")
 Omit = Literal["none", "empty"]
@@ -101,9 +102,18 @@ def _compiled(cls: type) -> Callable[[Any], None] | None:
         if test:
             body.append(f"  if {' and '.join(test)}:")
             indent = "    "
+        if exact is not None and issubclass(exact, ValidatedStr):
+            # an id read back: a text its class already found valid is its instance, without a call
+            namespace[f"__known_{number}"] = exact.known_texts()
+            body.append(f"{indent}__coerced = __known_{number}.get(__value) if type(__value) is str else None")
+            body.append(f"{indent}if __coerced is None:")
+            indent += "  "
         body.append(f"{indent}__coerced = __coerce_{number}(__value, {where!r}, __owner)")
         body.append(f"{indent}if __coerced is not __value:")
         body.append(f"{indent}  __fields[{name!r}] = __coerced")
+        if exact is not None and issubclass(exact, ValidatedStr):
+            body.append(f"{indent[:-2]}else:")
+            body.append(f"{indent}__fields[{name!r}] = __coerced")
     if getattr(cls, "check") is not Record.check:
         body.append("  self.check()")
     source = "def __validate(self):\n" + "\n".join(body) + "\n"
