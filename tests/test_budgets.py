@@ -70,6 +70,17 @@ def test_bad_budgets_are_refused_with_one_line(repo):
     assert run_cli("budget", "clear", "--lane", "feature", cwd=repo).code == 1
 
 
+def test_a_zero_budget_shows_as_used_up_not_as_a_billion_percent(repo):
+    """`budget set --usd 0` (nothing may be spent) is reached at once; `budget show` printed its use as
+    "100000000000%" and --json as 1e9, the cap of an infinite ratio. It is 100%, and exhausted."""
+    assert run_cli("lane", "create", "frozen", cwd=repo).code == 0
+    assert run_cli("budget", "set", "--lane", "frozen", "--usd", "0", cwd=repo).code == 0
+    row = run_cli("budget", "show", "--json", cwd=repo).json[0]
+    assert (row["used"], row["level"]) == (1.0, "exhausted")
+    line = run_cli("budget", "show", cwd=repo).out.splitlines()[1]
+    assert line.split()[-2:] == ["100%", "exhausted"], line
+
+
 def test_the_hooks_warn_at_80_percent_and_block_writes_at_100_blocking_the_task(repo, tmp_path):
     ws = lane(repo)
     task = task_in_lane(repo, ws)

@@ -111,6 +111,8 @@ def spend(state: Reader, scope: str, key: str, runs: list[RunState], transitions
 
 
 def view(budget: Budget, spent: Spend) -> dict[str, Any]:
+    used = ratio(budget, spent.usd, spent.tokens)
+    # a zero limit is reached at once (an infinite ratio): shown as used up, not as the ratio's cap
     return budget.to_dict() | {"spent": spent.to_dict(), "level": level(budget, spent.usd, spent.tokens),
-                               "used": round(min(ratio(budget, spent.usd, spent.tokens), 1e9), 4),
+                               "used": 1.0 if used == float("inf") else round(min(used, 1e9), 4),
                                "detail": describe(budget, spent.usd, spent.tokens)}
