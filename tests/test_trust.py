@@ -101,6 +101,16 @@ def test_a_lane_that_neuters_a_gate_script_is_held_for_a_person(api, repo):
     fsck_clean(repo)
 
 
+def test_a_lane_loosening_lanes_toml_is_held_saying_it_is_always_protected(api, repo):
+    """With no [policy] at all, a change to .lanes.toml was held "…; [policy] protected in the trunk's
+    .lanes.toml names them": it names nothing here; .lanes.toml protects itself."""
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {".lanes.toml": "[budget]\nphases = { plan = 999 }\n"})
+    result = run_cli("commit", "-m", "loosen", "--auto-accept", "--json", cwd=workspace(repo, "a"), env=AGENT)
+    reason = result.json["extra"]["held"]["reason"]
+    assert result.json["status"] == "proposed" and ".lanes.toml protects itself" in reason, reason
+
+
 def test_a_gate_can_run_the_trunks_copy_of_its_script_whatever_the_lane_did_to_it(api, repo, tmp_path):
     """`from_trunk` (opt-in per gate): the named paths are the trunk's in the scratch checkout, so replacing,
     adding beside, or symlinking away the gate's script changes nothing the gate runs."""

@@ -56,5 +56,5 @@ def touched(ctx: Context, record: Transition) -> list[str]:
 def hold(paths: list[str]) -> dict:
     """What a held transition records (in its note's `extra`) and says."""
     return {"reason": f"it changes protected paths ({some(paths)}), which a person accepts with "
-                      f"`git lanes accept`; [policy] protected in the trunk's {CONFIG} names them",
+                      f"`git lanes accept`; the trunk's {CONFIG} protects itself and what its [policy] protected names",
             "paths": paths}
