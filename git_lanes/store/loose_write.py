@@ -12,6 +12,7 @@ import stat
 import zlib
 
 from git_lanes.model.digest import sha1
+from git_lanes.store import spare_objects
 from git_lanes.store.gitfiles import config_int
 
 TYPE_CHECKING = False
@@ -28,7 +29,8 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     to that name, so a reader sees the whole object or none and an object already there is never written
     over. One already there is touched instead, as git "freshens" it, so a `git gc` running now does not
     prune it as old before the commit that names it again lands. Six system calls; libgit2 makes about
-    fourteen (it also rescans the pack folder for every new object). `durable` (the repository asked for it,
+    fourteen (it also rescans the pack folder for every new object). A process that writes many objects
+    writes them into files made ahead instead (spare_objects): three calls, and no file to create. `durable` (the repository asked for it,
     see `durable_objects`): the file and its folder are synced before the id is returned, as libgit2 does,
     so a power cut cannot leave a ref naming an empty object. `shared` is `core.sharedRepository` as
     `shared_permissions` reads it: the folder and file get the modes git gives its own. `level` is the zlib
@@ -40,9 +42,13 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     directory = f"{objects_dir}/{oid[:2]}"  # not os.path.join: its generality is a measurable part of an op
     path = f"{directory}/{oid[2:]}"
     try:
+        data = deflated(raw, level)
+        handle = spare_objects.take(objects_dir)
+        if handle >= 0 and _into_spare(handle, data, objects_dir, directory, path, shared, durable):
+            return oid
         handle, temporary = _temporary(directory, shared)
         try:
-            fill(handle, deflated(raw, level), shared=shared, durable=durable)
+            fill(handle, data, shared=shared, durable=durable)
         except BaseException:
             os.close(handle)
             os.unlink(temporary)
@@ -51,10 +57,7 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
         try:
             os.link(temporary, path)
         except FileExistsError:
-            try:
-                os.utime(path)
-            except OSError:
-                pass  # someone else's object we may not touch: as git, we still use it
+            _freshen(path)
             os.unlink(temporary)
         except OSError:  # a file system without hard links: rename, as git falls back to
             os.replace(temporary, path)
@@ -65,6 +68,39 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     except OSError as exc:
         raise refused(exc, objects_dir) from exc
     return oid
+
+
+def _into_spare(handle: int, data: bytes, objects_dir: str, directory: str, path: str, shared: int,
+                durable: bool) -> bool:
+    """Write `data` into the anonymous file `handle` made ahead (spare_objects) and name it `path`, closing
+    it: whether that was done. A failed write (a full disk) is raised, as the ordinary way would fail the
+    same; a failed naming answers False, for the caller to write the object the ordinary way, which
+    reports what stops it as git would."""
+    try:
+        fill(handle, data, shared=shared, durable=durable)
+        try:
+            try:
+                spare_objects.link(handle, path, objects_dir)
+            except FileNotFoundError:  # the object's folder is new
+                _make_folder(directory, shared)
+                spare_objects.link(handle, path, objects_dir)
+        except FileExistsError:
+            _freshen(path)
+        except OSError:
+            return False
+    finally:
+        os.close(handle)
+    if durable:
+        sync_folder(directory)
+    return True
+
+
+def _freshen(path: str) -> None:
+    """An object already stored: touched, as git "freshens" it (see `write_loose`)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # someone else's object we may not touch: as git, we still use it
 
 
 def refused(exc: OSError, objects_dir: str) -> Exception:

@@ -15,7 +15,7 @@ import stat
 from _signal import SIGURG  # type: ignore[import-not-found]  # not `signal`: it imports enum
 
 SPARES = "lanes-spares"  # in the common dir, outside refs/: git never looks there
-_IN_MEMORY = frozenset({"tmpfs", "ramfs"})
+IN_MEMORY = frozenset({"tmpfs", "ramfs"})
 _RECYCLES: dict[str, bool] = {}  # common dir -> whether moves there reuse files (recycles)
 _NO_LEASES = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})
 _LEASES = hasattr(fcntl, "F_SETLEASE") and hasattr(fcntl, "F_SETSIG")
@@ -47,7 +47,7 @@ def recycles(common_dir: str) -> bool:
     in memory (tmpfs) a third less fast. Looked up once per folder."""
     known = _RECYCLES.get(common_dir)
     if known is None:  # leases are Linux's (fcntl has no F_SETLEASE elsewhere): nothing is reused without them
-        known = _RECYCLES[common_dir] = _LEASES and file_system(common_dir) not in _IN_MEMORY
+        known = _RECYCLES[common_dir] = _LEASES and file_system(common_dir) not in IN_MEMORY
     return known
 
 

@@ -1,0 +1,183 @@
+"""Files for new loose objects, made ahead by a thread for a process that writes many (a held-open ledger
+appender: an MCP server, an SDK session, the dashboard).
+
+Creating a file is the one step of a loose object's write whose cost nobody bounds: ext4 without a journal
+scans past every inode its group freed in the last minutes before it hands out one (`recently_deleted` in
+fs/ext4/ialloc.c), so on this VM one create took from 25 to 500 us, most of a ledger append, and more the
+more the rest of the machine had deleted. Here the files are made before they are needed, by a thread of
+their own, as anonymous files (O_TMPFILE) in the objects folder: an object is written into one and linked
+to its name through /proc/self/fd, as the kernel lets an anonymous file be named once. A write then waits
+on no create and makes one system call fewer (no temporary name to remove), and since an anonymous file
+nobody linked vanishes with its process, none is ever left behind, even by kill -9.
+
+Only for a folder this process has already written `AHEAD_AFTER` objects to (a command that writes a few
+never starts the thread), one folder at a time, at most `AHEAD` files held; not on a file system in memory,
+where a create costs less than the thread's hand-over. Linux only: elsewhere `take` always answers -1 and
+the writer creates its file as git does."""
+
+from __future__ import annotations
+
+import _thread
+import os
+
+AHEAD = 16  # files kept ready: more than one lock holder's batch of appends needs
+REFILL_BELOW = 8  # the thread is woken when fewer are ready
+AHEAD_AFTER = 16  # objects a process writes to one folder before files are made ahead for it
+_OPEN = os.O_WRONLY | os.O_CLOEXEC | getattr(os, "O_TMPFILE", 0)
+_COUNTED = 64  # folders counted at most (a long test session opens many)
+
+
+class _Spares:
+    def __init__(self) -> None:
+        self.lock = _thread.allocate_lock()
+        self.folder: str | None = None  # the objects folder files are made ahead for
+        self.ready: list[int] = []  # descriptors of anonymous files in `folder`
+        self.counts: dict[str, int] = {}  # objects written per folder before any is made ahead
+        self.refused: set[str] = set()  # folders where anonymous files cannot be made or linked
+        self.wanted = _thread.allocate_lock()  # released to wake the thread
+        self.wanted.acquire()
+        self.running = False
+        self.used = 0  # objects written into a file made ahead (for tests)
+
+    def take(self, objects_dir: str) -> int:
+        """A descriptor of an anonymous file in `objects_dir` to write an object into, for the caller to
+        close; -1 when none is ready (the caller creates one)."""
+        if objects_dir != self.folder:
+            self._count(objects_dir)
+            return -1
+        with self.lock:
+            if objects_dir != self.folder or not self.ready:
+                handle, left = -1, 0
+            else:
+                handle, left = self.ready.pop(), len(self.ready) - 1
+        if left < REFILL_BELOW:
+            self._wake()
+        if handle >= 0:
+            self.used += 1
+        return handle
+
+    def _count(self, objects_dir: str) -> None:
+        count = self.counts.get(objects_dir, 0) + 1
+        if count < AHEAD_AFTER:
+            if len(self.counts) >= _COUNTED:
+                self.counts.clear()
+            self.counts[objects_dir] = count
+            return
+        self.counts.pop(objects_dir, None)
+        if objects_dir in self.refused or not _worth_it(objects_dir):
+            self.refused.add(objects_dir)
+            return
+        with self.lock:  # from now on files are made for this folder, and those of the last one go
+            stale, self.ready, self.folder = self.ready, [], objects_dir
+            start, self.running = not self.running, True
+        _close(stale)
+        if start:
+            _thread.start_new_thread(self._fill, ())
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self.wanted.release()
+        except RuntimeError:
+            pass  # already woken
+
+    def _fill(self) -> None:
+        try:
+            while True:
+                self.wanted.acquire()
+                while True:
+                    folder = self.folder
+                    if folder is None or len(self.ready) >= AHEAD:
+                        break
+                    try:
+                        handle = os.open(folder, _OPEN, 0o444)
+                    except OSError:  # no O_TMPFILE there, the folder is gone, no descriptors left
+                        with self.lock:
+                            if self.folder == folder:
+                                self.refused.add(folder)
+                                self.folder = None
+                                stale, self.ready = self.ready, []
+                            else:
+                                stale = []
+                        _close(stale)
+                        break
+                    with self.lock:
+                        if self.folder == folder:
+                            self.ready.append(handle)
+                            handle = -1
+                    if handle >= 0:  # the process moved on to another folder meanwhile
+                        os.close(handle)
+        except BaseException:  # never a traceback from a helper thread: writers just create files again
+            with self.lock:
+                stale, self.ready, self.folder, self.running = self.ready, [], None, False
+            _close(stale)
+
+    def refuse(self, objects_dir: str) -> None:
+        """A file made ahead in `objects_dir` could not be linked there (its objects are on another file
+        system, say): make no more for it."""
+        with self.lock:
+            self.refused.add(objects_dir)
+            stale = []
+            if self.folder == objects_dir:
+                stale, self.ready, self.folder = self.ready, [], None
+        _close(stale)
+
+
+def _close(handles: list[int]) -> None:
+    for handle in handles:
+        try:
+            os.close(handle)
+        except OSError:
+            pass
+
+
+def _worth_it(objects_dir: str) -> bool:
+    if not hasattr(os, "O_TMPFILE") or not os.path.isdir("/proc/self/fd"):
+        return False
+    from git_lanes.store.spare_refs import IN_MEMORY, file_system
+
+    return file_system(objects_dir) not in IN_MEMORY
+
+
+_spares = _Spares()
+# /, opened once: only a call given a folder's descriptor reaches linkat, which can follow the /proc link
+_root = -1
+
+
+def take(objects_dir: str) -> int:
+    """An anonymous file made ahead in `objects_dir` (see the module's text), or -1."""
+    return _spares.take(objects_dir)
+
+
+def link(handle: int, path: str, objects_dir: str) -> None:
+    """Give the anonymous file `handle` the name `path`, as `os.link` would a named one (FileExistsError
+    where an object is there already, FileNotFoundError where its folder is missing). Any other failure
+    stops files being made ahead for `objects_dir` and is raised for the caller to write the object anew."""
+    global _root
+    if _root < 0:
+        _root = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(f"/proc/self/fd/{handle}", path, src_dir_fd=_root)
+    except (FileExistsError, FileNotFoundError):
+        raise
+    except OSError:
+        _spares.refuse(objects_dir)
+        raise
+
+
+def used() -> int:
+    """How many objects this process wrote into files made ahead."""
+    return _spares.used
+
+
+def _forked() -> None:
+    """A child shares its parent's descriptors: it must never write into the parent's files (both would
+    write one file), and has no thread. Its copies are closed; it starts counting afresh."""
+    global _spares
+    old = _spares
+    _spares = _Spares()
+    _close(old.ready)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
