@@ -250,3 +250,30 @@ def test_a_held_open_ledger_appends_through_files_made_ahead(api, repo, spares):
     assert '"text": "more 9"' in out and '"seq": 50' in out  # all fifty posts, the last one last
     assert _stray_files(repo) == []
     fsck_clean(repo)
+
+
+def _fan_out(repo: Path) -> set[str]:
+    return {entry.name for entry in os.scandir(_objects(repo)) if len(entry.name) == 2 and entry.is_dir()}
+
+
+def test_the_fan_out_folders_are_made_ahead_too(repo, spares):
+    _started(repo, spares)
+    deadline = time.monotonic() + 60
+    while len(_fan_out(repo)) < 256:  # made by the thread once it has its files: nothing here is timed
+        assert time.monotonic() < deadline, f"{len(_fan_out(repo))} fan-out folders"
+        time.sleep(0.01)
+    assert _stray_files(repo) == []
+    assert "garbage: 0" in git("count-objects", "-v", cwd=repo)
+    fsck_clean(repo)
+
+
+def test_a_shared_repository_gets_no_fan_out_folder_made_ahead(repo, spares):
+    git("config", "core.sharedRepository", "group", cwd=repo)
+    written = []
+    for i in range(spare_objects.AHEAD_AFTER):
+        written.append(loose_write.write_loose(_objects(repo), b"blob", b"shared %d" % i, shared=0o660))
+    _ready(spares)
+    folders = _fan_out(repo)
+    for i in range(4):
+        written.append(loose_write.write_loose(_objects(repo), b"blob", b"more %d" % i, shared=0o660))
+    assert _fan_out(repo) == folders | {oid[:2] for oid in written}

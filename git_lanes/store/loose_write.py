@@ -43,7 +43,7 @@ def write_loose(objects_dir: str, kind: bytes, content: bytes, *, durable: bool 
     path = f"{directory}/{oid[2:]}"
     try:
         data = deflated(raw, level)
-        handle = spare_objects.take(objects_dir)
+        handle = spare_objects.take(objects_dir, shared)
         if handle >= 0 and _into_spare(handle, data, objects_dir, directory, path, shared, durable):
             return oid
         handle, temporary = _temporary(directory, shared)

@@ -37,26 +37,29 @@ class _Spares:
         self.wanted = _thread.allocate_lock()  # released to wake the thread
         self.wanted.acquire()
         self.running = False
+        self.folders: list[str] | None = []  # fan-out folders to make (None: not listed yet)
         self.used = 0  # objects written into a file made ahead (for tests)
 
-    def take(self, objects_dir: str) -> int:
+    def take(self, objects_dir: str, shared: int) -> int:
         """A descriptor of an anonymous file in `objects_dir` to write an object into, for the caller to
-        close; -1 when none is ready (the caller creates one)."""
+        close; -1 when none is ready (the caller creates one). `shared`: core.sharedRepository, as
+        loose_write reads it."""
         if objects_dir != self.folder:
-            self._count(objects_dir)
+            self._count(objects_dir, shared)
             return -1
         with self.lock:
             if objects_dir != self.folder or not self.ready:
                 handle, left = -1, 0
             else:
-                handle, left = self.ready.pop(), len(self.ready) - 1
+                handle = self.ready.pop()
+                left = len(self.ready)
         if left < REFILL_BELOW:
             self._wake()
         if handle >= 0:
             self.used += 1
         return handle
 
-    def _count(self, objects_dir: str) -> None:
+    def _count(self, objects_dir: str, shared: int) -> None:
         count = self.counts.get(objects_dir, 0) + 1
         if count < AHEAD_AFTER:
             if len(self.counts) >= _COUNTED:
@@ -69,6 +72,7 @@ class _Spares:
             return
         with self.lock:  # from now on files are made for this folder, and those of the last one go
             stale, self.ready, self.folder = self.ready, [], objects_dir
+            self.folders = [] if shared else None  # fan-out folders still to make: listed by the thread
             start, self.running = not self.running, True
         _close(stale)
         if start:
@@ -87,7 +91,11 @@ class _Spares:
                 self.wanted.acquire()
                 while True:
                     folder = self.folder
-                    if folder is None or len(self.ready) >= AHEAD:
+                    if folder is None:
+                        break
+                    if len(self.ready) >= AHEAD:
+                        if self._make_folder(folder):
+                            continue
                         break
                     try:
                         handle = os.open(folder, _OPEN, 0o444)
@@ -111,6 +119,27 @@ class _Spares:
             with self.lock:
                 stale, self.ready, self.folder, self.running = self.ready, [], None, False
             _close(stale)
+
+    def _make_folder(self, folder: str) -> bool:
+        """Make one of the 256 fan-out folders `folder` lacks, while no file is wanted: an object that
+        finds its folder missing would make it on the write path, which costs what a file's create costs
+        (most of a fresh repository's first few thousand objects). Whether one was made. Not in a shared
+        repository, whose folders get the modes the writer gives them."""
+        if self.folders is None:
+            try:
+                present = set(os.listdir(folder))
+            except OSError:
+                present = {f"{number:02x}" for number in range(256)}
+            self.folders = [name for name in (f"{number:02x}" for number in range(256)) if name not in present]
+        while self.folders and folder == self.folder:
+            try:
+                os.mkdir(f"{folder}/{self.folders.pop()}")
+                return True
+            except FileExistsError:
+                continue
+            except OSError:
+                self.folders = []
+        return False
 
     def refuse(self, objects_dir: str) -> None:
         """A file made ahead in `objects_dir` could not be linked there (its objects are on another file
@@ -144,9 +173,10 @@ _spares = _Spares()
 _root = -1
 
 
-def take(objects_dir: str) -> int:
-    """An anonymous file made ahead in `objects_dir` (see the module's text), or -1."""
-    return _spares.take(objects_dir)
+def take(objects_dir: str, shared: int = 0) -> int:
+    """An anonymous file made ahead in `objects_dir` (see the module's text), or -1. `shared`:
+    core.sharedRepository as loose_write reads it."""
+    return _spares.take(objects_dir, shared)
 
 
 def link(handle: int, path: str, objects_dir: str) -> None:
