@@ -277,3 +277,27 @@ def test_a_shared_repository_gets_no_fan_out_folder_made_ahead(repo, spares):
     for i in range(4):
         written.append(loose_write.write_loose(_objects(repo), b"blob", b"more %d" % i, shared=0o660))
     assert _fan_out(repo) == folders | {oid[:2] for oid in written}
+
+
+def test_threads_writing_at_once_each_get_files_of_their_own(repo, spares):
+    import threading
+
+    _started(repo, spares)
+    written: dict[str, bytes] = {}
+
+    def write(thread: int) -> None:
+        for i in range(60):
+            content = b"thread %d object %d\n" % (thread, i)
+            written[loose_write.write_loose(_objects(repo), b"blob", content)] = content
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(written) == 240 and spares.used > 0
+    dulwich = DulwichRepo(str(repo))
+    for oid, content in written.items():
+        assert dulwich[oid.encode()].data == content
+    assert _stray_files(repo) == []
+    fsck_clean(repo)
