@@ -49,6 +49,16 @@ def _ready(spares, count: int = spare_objects.AHEAD) -> None:
         time.sleep(0.01)
 
 
+def _settled(spares) -> None:
+    """Wait until the thread has made its files and the fan-out folders, and sleeps."""
+    _ready(spares)
+    deadline = time.monotonic() + 60
+    while spares.folders is None or spares.folders:
+        assert time.monotonic() < deadline, "the fan-out folders were not made"
+        time.sleep(0.01)
+    time.sleep(0.05)  # from its last folder back to waiting: nothing asserted depends on this being enough
+
+
 def _started(repo: Path, spares) -> list[str]:
     """Enough objects written for files to be made ahead for `repo`, and the thread done making them."""
     written = [_write(repo, f"warm-up {i}\n") for i in range(spare_objects.AHEAD_AFTER)]
@@ -84,8 +94,9 @@ def _stray_files(repo: Path) -> list[str]:
 def test_objects_written_into_files_made_ahead_are_plain_git(repo, spares):
     _started(repo, spares)
     before = spares.used
-    written = {_write(repo, f"object {i}\n"): f"object {i}\n" for i in range(10)}
-    assert spares.used - before == 10  # every one of them went into a file made ahead
+    count = spare_objects.AHEAD  # as many as were made ahead: the test does not wait on the thread
+    written = {_write(repo, f"object {i}\n"): f"object {i}\n" for i in range(count)}
+    assert spares.used - before == count  # every one of them went into a file made ahead
     dulwich = DulwichRepo(str(repo))
     for oid, text in written.items():
         assert git("cat-file", "-p", oid, cwd=repo) == text
@@ -109,7 +120,7 @@ def test_an_object_already_stored_is_freshened_and_its_file_made_ahead_let_go(re
     oid = _write(repo, "twice\n")
     path = Path(_objects(repo)) / oid[:2] / oid[2:]
     os.utime(path, (1_000_000, 1_000_000))
-    _ready(spares, spare_objects.AHEAD - 1)
+    _settled(spares)
     held = _anonymous_files()
     used = spares.used
     assert _write(repo, "twice\n") == oid
@@ -176,8 +187,10 @@ def test_files_are_made_ahead_for_one_folder_at_a_time(tmp_path, spares):
     for repo in (first, second):
         git("init", "-q", str(repo), cwd=tmp_path)
     _started(first, spares)
+    _settled(spares)
     held = _anonymous_files()
     _started(second, spares)
+    _settled(spares)
     assert spares.folder == _objects(second)
     assert _anonymous_files() <= held  # the first folder's files were let go, not kept beside
     oid = _write(second, "in the second\n")
@@ -301,3 +314,76 @@ def test_threads_writing_at_once_each_get_files_of_their_own(repo, spares):
         assert dulwich[oid.encode()].data == content
     assert _stray_files(repo) == []
     fsck_clean(repo)
+
+
+def _pack_objects(tag: str) -> list[tuple[str, bytes, bytes, int]]:
+    blobs = [b"%s blob %d\n" % (tag.encode(), n) for n in range(9)]
+    return [(loose_write.object_id(b"blob", data), b"blob", data, n % 2) for n, data in enumerate(blobs)]
+
+
+def test_a_pack_is_written_into_files_made_ahead_with_its_keep_first(repo, spares):
+    from git_lanes.store.pack_write import release, write_pack
+
+    _started(repo, spares)
+    used = spares.used
+    objects = _pack_objects("ahead")
+    name, kept = write_pack(_objects(repo), objects, durable=False, shared=0, keep=True)
+    assert spares.used - used == 3  # the pack, its index and its .keep: no file created meanwhile
+    pack_dir = Path(_objects(repo)) / "pack"
+    assert kept == str(pack_dir / f"{name}.keep") and Path(kept).read_bytes().startswith(b"git-lanes")
+    assert git("verify-pack", str(pack_dir / f"{name}.idx"), cwd=repo) == ""
+    assert {entry.name for entry in pack_dir.iterdir()} == {f"{name}.pack", f"{name}.idx", f"{name}.keep"}
+    assert (pack_dir / f"{name}.pack").stat().st_mode & 0o222 == 0
+    dulwich = DulwichRepo(str(repo))
+    for oid, _, data, _ in objects:
+        assert dulwich[oid.encode()].data == data
+    release([kept])
+    # the same objects again make the same pack, already there: it stays, as its twin would replace it
+    assert write_pack(_objects(repo), objects, durable=False, shared=0) == (name, None)
+    assert {entry.name for entry in pack_dir.iterdir()} == {f"{name}.pack", f"{name}.idx"}
+    fsck_clean(repo)
+
+
+def test_a_pack_folder_on_another_file_system_gets_its_pack_the_ordinary_way(repo, spares, tmp_path):
+    from git_lanes.store.pack_write import write_pack
+
+    elsewhere = Path("/dev/shm")
+    if not elsewhere.is_dir() or elsewhere.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs a second file system")
+    _started(repo, spares)
+    pack_dir = Path(_objects(repo)) / "pack"
+    target = Path(os.path.realpath(elsewhere)) / f"lanes-packs-{os.getpid()}-{tmp_path.name}"
+    target.mkdir()
+    try:
+        for name in os.listdir(pack_dir):
+            os.rename(pack_dir / name, target / name)
+        pack_dir.rmdir()
+        pack_dir.symlink_to(target)
+        objects = _pack_objects("elsewhere")
+        name, kept = write_pack(_objects(repo), objects, durable=False, shared=0, keep=True)
+        assert sorted(os.listdir(target)) == [f"{name}.idx", f"{name}.keep", f"{name}.pack"]
+        assert kept == str(pack_dir / f"{name}.keep")
+        assert git("verify-pack", str(pack_dir / f"{name}.idx"), cwd=repo) == ""
+        assert _objects(repo) in spares.refused
+    finally:
+        for name in os.listdir(target):
+            os.chmod(target / name, 0o644)
+            os.unlink(target / name)
+        target.rmdir()
+
+
+def test_a_pack_needing_more_files_than_are_ready_leaves_them_ready(repo, spares, monkeypatch):
+    from git_lanes.store.pack_write import write_pack
+
+    _started(repo, spares)
+    _settled(spares)
+    monkeypatch.setattr(spares, "_wake", lambda: None)  # and not woken to make more
+    with spares.lock:  # all but two taken away
+        extra, spares.ready = spares.ready[2:], spares.ready[:2]
+    for handle in extra:
+        os.close(handle)
+    ready = list(spares.ready)
+    name, kept = write_pack(_objects(repo), _pack_objects("short"), durable=False, shared=0, keep=True)
+    assert kept is not None and git("verify-pack", str(Path(_objects(repo)) / "pack" / f"{name}.idx"),
+                                    cwd=repo) == ""
+    assert set(ready) <= set(spares.ready)  # given back, not closed

@@ -24,6 +24,7 @@ import time
 import zlib
 
 from git_lanes.model.digest import openssl_sha1
+from git_lanes.store import spare_objects
 from git_lanes.store.loose_write import deflated, fill, refused, sync_folder
 
 TYPE_CHECKING = False
@@ -75,6 +76,9 @@ def _placed(objects_dir: str, name: str, pack: bytes, index: bytes, durable: boo
     """The pack and its index in place (and its `.keep` with `keep`: its path, as `write_pack` returns it)."""
     folder = os.path.join(objects_dir, "pack")
     os.makedirs(folder, exist_ok=True)
+    placed = _placed_ahead(objects_dir, folder, name, pack, index, durable, shared, keep)
+    if placed is not None:
+        return placed[0]
     serial = f"{os.getpid()}_{next(_serial)}"
     pack_temporary = _written(os.path.join(folder, f"tmp_pack_{serial}"), pack, durable, shared)
     try:
@@ -98,6 +102,55 @@ def _placed(objects_dir: str, name: str, pack: bytes, index: bytes, durable: boo
     if durable:
         sync_folder(folder)
     return kept
+
+
+def _placed_ahead(objects_dir: str, folder: str, name: str, pack: bytes, index: bytes, durable: bool, shared: int,
+                  keep: bool) -> tuple[str | None] | None:
+    """As `_placed`, into files made ahead (spare_objects), so a pack written while the ledger's lock is
+    held creates no file: `_placed`'s answer, in a tuple; None where there were not enough files or one
+    could not be named (nothing of ours is left in place then: the caller writes the pack the ordinary
+    way). A failed write (a full disk) is raised, as the ordinary way would fail the same. In git's order:
+    the `.keep` first, the pack, then its index, which is what readers look for."""
+    wanted = 3 if keep else 2
+    handles: list[int] = []
+    try:
+        while len(handles) < wanted:
+            handle = spare_objects.take(objects_dir, shared)
+            if handle < 0:
+                break
+            handles.append(handle)
+        if len(handles) < wanted:
+            for handle in handles:
+                spare_objects.give_back(objects_dir, handle)
+            handles = []
+            return None
+        fill(handles[0], pack, shared=shared, durable=durable)
+        fill(handles[1], index, shared=shared, durable=durable)
+        if keep:
+            fill(handles[2], _keep_note(), shared=shared, durable=False)
+        kept = None
+        try:
+            if keep:
+                try:
+                    spare_objects.link(handles[2], os.path.join(folder, f"{name}.keep"), objects_dir)
+                    kept = os.path.join(folder, f"{name}.keep")
+                except FileExistsError:
+                    pass  # someone else's: not ours to remove
+            for handle, suffix in ((handles[0], "pack"), (handles[1], "idx")):
+                try:
+                    spare_objects.link(handle, os.path.join(folder, f"{name}.{suffix}"), objects_dir)
+                except FileExistsError:
+                    pass  # its twin: the same objects in the same order make the same bytes
+        except OSError:
+            if kept is not None:
+                os.unlink(kept)
+            return None
+    finally:
+        for handle in handles:
+            os.close(handle)
+    if durable:
+        sync_folder(folder)
+    return (kept,)
 
 
 def release(keeps: Iterable[str]) -> None:
