@@ -110,3 +110,28 @@ def test_registering_again_to_set_a_lane_keeps_the_agents_kind(repo):
     again = ok("agent", "register", "coder-1", "--lane", "feature/auth", cwd=repo)
     assert (again["kind"], again["lane"], again["registered"]) == ("claude", "feature/auth", False)
     assert ok("agent", "register", "coder-2", cwd=repo)["kind"] == "agent"  # the default, for a new one
+
+
+def test_plain_git_shows_any_record_at_the_ledgers_head_and_at_every_commit(repo):
+    """Issue 4: `git show refs/lanes/ledger:<path>` shows any record, whatever commit of its 32-op window the
+    ledger stands at (a delta's op carries its records in its message; its tree holds the whole state too)."""
+    ok("agent", "register", "coder-1", "--kind", "claude", cwd=repo)
+    tasks = [ok("task", "create", f"Task {n}", cwd=repo)["task"] for n in range(3)]
+    for task in tasks:
+        path = f"refs/lanes/ledger:tasks/{task[:2]}/{task}.json"
+        shown = json.loads(git("show", path, cwd=repo))
+        assert shown["title"].startswith("Task") and shown["status"] == "open"
+    ok("task", "claim", tasks[0][:6], "--agent", "coder-1", cwd=repo)
+    claimed = json.loads(git("show", f"refs/lanes/ledger:tasks/{tasks[0][:2]}/{tasks[0]}.json", cwd=repo))
+    assert (claimed["owner"], claimed["version"]) == ("coder-1", 2)
+    posted = ok("board", "post", "hello", "--agent", "coder-1", cwd=repo)
+    listing = git("ls-tree", "-r", "--name-only", "refs/lanes/ledger", cwd=repo).split()
+    assert any(name.startswith("board/") and name.endswith(".json") and "readers" not in name for name in listing)
+    assert "agents/coder-1.json" in listing and posted
+    # every commit's tree is its whole state: the record as the op left it, read by plain git alone
+    commits = git("rev-list", "refs/lanes/ledger", cwd=repo).split()
+    for commit in commits:
+        names = git("ls-tree", "-r", "--name-only", commit, cwd=repo).split()
+        created = [task for task in tasks if f"tasks/{task[:2]}/{task}.json" in names]
+        assert created == tasks[:len(created)]  # created in order, never missing once made
+    assert len(commits) > 2

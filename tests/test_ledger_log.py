@@ -39,7 +39,23 @@ def test_each_op_is_one_commit_whose_message_names_actor_and_op(lanes, repo):
     assert op["edits"][f"tasks/{task[:2]}/{task}.json"] == record  # a delta: the record rides in the message
 
 
-def test_an_append_writes_its_commit_alone_and_carries_its_records(lanes, repo):
+@pytest.fixture
+def apart(monkeypatch):
+    """Appends as an agent makes them, each its own (no two close enough to make a burst)."""
+    from git_lanes.ledger import log
+
+    monkeypatch.setattr(log, "BURST", 0.0)
+
+
+@pytest.fixture
+def burst(monkeypatch):
+    """Appends in a burst, however slowly the machine runs them."""
+    from git_lanes.ledger import log
+
+    monkeypatch.setattr(log, "BURST", float("inf"))
+
+
+def test_an_append_in_a_burst_writes_its_commit_alone_and_carries_its_records(lanes, repo, burst):
     lanes.agent_register("coder-1")
     lanes.task_create("one", actor="coder-1")
     before = git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip()
@@ -52,14 +68,35 @@ def test_an_append_writes_its_commit_alone_and_carries_its_records(lanes, repo):
     assert sorted(op["edits"]) == ["board/00/00/00/00000001.json", "board/readers/coder-1.json"]
 
 
-def test_every_checkpoint_rewrites_only_the_subtrees_its_window_touched(lanes, repo):
+def test_an_append_writes_its_commit_and_what_it_changed_and_carries_its_records(lanes, repo, apart):
+    lanes.agent_register("coder-1")
+    lanes.task_create("one", actor="coder-1")
+    before = git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip()
+    objects = _object_count(repo)
+    lanes.ctx.clock.advance(1)
+    lanes.board_post("hello", "coder-1")
+    op = ledger_op(repo)
+    assert sorted(op["edits"]) == ["board/00/00/00/00000001.json", "board/readers/coder-1.json"]
+    # its tree is the whole state: its parent's with exactly the records the op wrote
+    changed = git("diff-tree", "-r", "--name-only", before, "refs/lanes/ledger^{tree}", cwd=repo).split()
+    assert changed == sorted(op["edits"])
+    for path, record in op["edits"].items():
+        assert ledger_record(repo, path) == record
+    # the commit, the two records and the folders on their paths (board/00/00/00 up to the root): no more
+    assert _object_count(repo) == objects + 1 + 2 + 6
+
+
+def test_every_checkpoint_rewrites_only_the_subtrees_its_window_touched(lanes, repo, apart):
     from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
 
     lanes.agent_register("coder-1")  # the first op: a checkpoint
     first = git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip()
     for i in range(CHECKPOINT_EVERY - 1):
         lanes.board_post(f"post {i}", "coder-1")
-    assert git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip() == first
+    assert "edits" in ledger_op(repo)  # the last delta: its tree already holds the window's records
+    changed = git("diff-tree", "-r", "--name-only", first, "refs/lanes/ledger^{tree}", cwd=repo).split()
+    assert sorted(changed) == [f"board/00/00/00/{n:08d}.json" for n in range(1, CHECKPOINT_EVERY)] + \
+        ["board/readers/coder-1.json"]
     lanes.board_post("the checkpoint", "coder-1")
     assert "edits" not in ledger_op(repo)
     changed = git("diff-tree", "-r", "--name-only", first, "refs/lanes/ledger^{tree}", cwd=repo).split()

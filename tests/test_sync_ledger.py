@@ -312,9 +312,10 @@ def test_ops_a_force_push_cut_from_the_remote_come_back_once_not_once_per_machin
     Lanes(machines[1]).sync()
     for machine in machines:
         Lanes(machine).sync()
-    # someone with plain git rewrites the remote's ledger: its last ops give way to one commit of their own
+    # someone with plain git rewrites the remote's ledger: its last ops give way to one commit of their own,
+    # with the state as it stood where they cut
     head = git("rev-parse", "refs/lanes/ledger", cwd=remote).strip()
-    rogue = git("commit-tree", f"{head}~1^{{tree}}", "-p", f"{head}~{cut}", "-m", "rewritten by hand",
+    rogue = git("commit-tree", f"{head}~{cut}^{{tree}}", "-p", f"{head}~{cut}", "-m", "rewritten by hand",
                 cwd=remote).strip()
     git("update-ref", "refs/lanes/ledger", rogue, head, cwd=remote)
 

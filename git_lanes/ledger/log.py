@@ -1,7 +1,9 @@
 """The ledger: `refs/lanes/ledger`, a chain of commits, one per op. Every `CHECKPOINT_EVERY`-th commit's tree is
-the materialized state after its op; the commits between carry the records their op wrote in their message
-and keep their parent's tree (model/ledger_delta.py), so an append writes one object, and reading any state is
-one tree and at most `CHECKPOINT_EVERY - 1` messages, never a replay of the fold.
+the materialized state after its op; the commits between (deltas) carry the records their op wrote in their
+message (model/ledger_delta.py), so reading any state is one tree and at most `CHECKPOINT_EVERY - 1` messages,
+never a replay of the fold. A delta's tree is the whole state too, so plain git shows any record at any commit
+(`git show refs/lanes/ledger:PATH`), except within a burst (`BURST`): there a delta keeps its parent's tree
+and an append writes one object, its commit, instead of the five to eight the whole tree costs.
 
 These functions are the contract the sync layer builds on:
 
@@ -17,6 +19,8 @@ or the environment, so replaying the same op on the same state gives the same re
 its commit is a checkpoint depends only on the base's distance from its own."""
 
 from __future__ import annotations
+
+from time import monotonic
 
 from git_lanes.errors import LanesError, UnsupportedFormat, problem
 from git_lanes.ledger.op import Op, decode_message, encode_message
@@ -216,8 +220,10 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signature
     parents = [base] if base else []
     author = op.actor
     if at.tree is not None and at.depth + 1 < CHECKPOINT_EVERY:
-        # A delta: the records ride in the message, the tree is the parent's; one object written
-        commit = store.write_records(at.tree, {}, parents, encode_message(recorded, summary, edits),
+        # A delta: the records ride in the message, which is all a reader of ours needs; its tree is the
+        # whole state too, for plain git, unless this process appends in a burst
+        tree, records = (at.tree, {}) if _in_burst() else _whole(store, base, at, edits)
+        commit = store.write_records(tree, records, parents, encode_message(recorded, summary, edits),
                                      author_name=author, author_email=AGENT_EMAIL, signed=signed)
         ledger_delta.remember(commit, at.then(edits))
         return commit, recorded
@@ -226,6 +232,32 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signature
                                  signed=signed)
     ledger_delta.remember(commit, Materialized(store.record_tree(commit), {}, 0))
     return commit, recorded
+
+
+# Seconds between two appends of one process that make them a burst (a script or a bench appending in a
+# loop), whose deltas keep their parent's tree: the whole tree costs five to eight objects an op, which
+# halved a loop's appends. An agent's appends (a CLI process each, an MCP tool call, a hook) come further
+# apart, so what they write plain git shows.
+BURST = 0.05
+_last_append = -1.0  # time.monotonic() of this process's last delta
+
+
+def _in_burst() -> bool:
+    global _last_append
+    now = monotonic()
+    burst, _last_append = now - _last_append < BURST and _last_append >= 0, now
+    return burst
+
+
+def _whole(store: Store, base: str | None, at: Materialized,
+           edits: dict[str, Record | None]) -> tuple[str | None, dict[str, bytes | None]]:
+    """What a delta's tree is written from: its parent's tree and the op's records, or, where the parent's
+    tree is its checkpoint's (the parent is the checkpoint, or a delta an older git-lanes wrote with its
+    checkpoint's tree), that tree and every record since."""
+    parent_tree = store.record_tree(base) if base is not None else None
+    if parent_tree is not None and (parent_tree != at.tree or not at.overlay):
+        return parent_tree, _encoded(edits)
+    return at.tree, _encoded({**at.overlay, **edits})
 
 
 def roll_up_after(store: Store, ops: int) -> None:
