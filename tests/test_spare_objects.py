@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -223,26 +225,22 @@ def _blob_under(prefix: str) -> bytes:
     raise AssertionError("no blob found")
 
 
-def test_an_object_folder_on_another_file_system_gets_its_object_the_ordinary_way(repo, spares, tmp_path):
+@contextmanager
+def _moved_to_another_file_system(folder: Path, tmp_path: Path) -> Iterator[Path]:
+    """`folder` (its files moved along) made a symlink to a folder on another file system, for the test's
+    span: a file made in the objects folder cannot be linked there. Skips where there is no second one."""
     elsewhere = Path("/dev/shm")
     if not elsewhere.is_dir() or elsewhere.stat().st_dev == tmp_path.stat().st_dev:
         pytest.skip("needs a second file system")
-    _started(repo, spares)
-    target = Path(os.path.realpath(elsewhere)) / f"lanes-test-{os.getpid()}-{tmp_path.name}"
+    target = Path(os.path.realpath(elsewhere)) / f"lanes-test-{os.getpid()}-{tmp_path.name}-{folder.name}"
     target.mkdir()
     try:
-        folder = Path(_objects(repo)) / "e7"
         if folder.exists():
             for name in os.listdir(folder):
                 os.rename(folder / name, target / name)
             folder.rmdir()
         folder.symlink_to(target)
-        content = _blob_under("e7")
-        oid = loose_write.write_loose(_objects(repo), b"blob", content)
-        assert oid.startswith("e7")
-        assert git("cat-file", "-p", oid, cwd=repo).encode() == content
-        assert _objects(repo) in spares.refused  # a file made here cannot be named there: none made ahead
-        assert [name for name in os.listdir(target) if len(name) != 38] == []
+        yield target
     finally:
         for name in os.listdir(target):
             os.chmod(target / name, 0o644)
@@ -250,70 +248,15 @@ def test_an_object_folder_on_another_file_system_gets_its_object_the_ordinary_wa
         target.rmdir()
 
 
-def test_a_held_open_ledger_appends_through_files_made_ahead(api, repo, spares):
-    for i in range(40):
-        api.board_post(f"post {i}", "a1")
-    _ready(spares, spare_objects.REFILL_BELOW)  # the thread tops the files up once fewer are left
-    used = spares.used
-    for i in range(10):
-        api.board_post(f"more {i}", "a1")
-    assert spares.used > used
-    out = subprocess.run([sys.executable, "-m", "git_lanes", "board", "read", "--json"], cwd=repo,
-                         capture_output=True, text=True, check=True).stdout
-    assert '"text": "more 9"' in out and '"seq": 50' in out  # all fifty posts, the last one last
-    assert _stray_files(repo) == []
-    fsck_clean(repo)
-
-
-def _fan_out(repo: Path) -> set[str]:
-    return {entry.name for entry in os.scandir(_objects(repo)) if len(entry.name) == 2 and entry.is_dir()}
-
-
-def test_the_fan_out_folders_are_made_ahead_too(repo, spares):
+def test_an_object_folder_on_another_file_system_gets_its_object_the_ordinary_way(repo, spares, tmp_path):
     _started(repo, spares)
-    deadline = time.monotonic() + 60
-    while len(_fan_out(repo)) < 256:  # made by the thread once it has its files: nothing here is timed
-        assert time.monotonic() < deadline, f"{len(_fan_out(repo))} fan-out folders"
-        time.sleep(0.01)
-    assert _stray_files(repo) == []
-    assert "garbage: 0" in git("count-objects", "-v", cwd=repo)
-    fsck_clean(repo)
-
-
-def test_a_shared_repository_gets_no_fan_out_folder_made_ahead(repo, spares):
-    git("config", "core.sharedRepository", "group", cwd=repo)
-    written = []
-    for i in range(spare_objects.AHEAD_AFTER):
-        written.append(loose_write.write_loose(_objects(repo), b"blob", b"shared %d" % i, shared=0o660))
-    _ready(spares)
-    folders = _fan_out(repo)
-    for i in range(4):
-        written.append(loose_write.write_loose(_objects(repo), b"blob", b"more %d" % i, shared=0o660))
-    assert _fan_out(repo) == folders | {oid[:2] for oid in written}
-
-
-def test_threads_writing_at_once_each_get_files_of_their_own(repo, spares):
-    import threading
-
-    _started(repo, spares)
-    written: dict[str, bytes] = {}
-
-    def write(thread: int) -> None:
-        for i in range(60):
-            content = b"thread %d object %d\n" % (thread, i)
-            written[loose_write.write_loose(_objects(repo), b"blob", content)] = content
-
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(written) == 240 and spares.used > 0
-    dulwich = DulwichRepo(str(repo))
-    for oid, content in written.items():
-        assert dulwich[oid.encode()].data == content
-    assert _stray_files(repo) == []
-    fsck_clean(repo)
+    with _moved_to_another_file_system(Path(_objects(repo)) / "e7", tmp_path) as target:
+        content = _blob_under("e7")
+        oid = loose_write.write_loose(_objects(repo), b"blob", content)
+        assert oid.startswith("e7")
+        assert git("cat-file", "-p", oid, cwd=repo).encode() == content
+        assert _objects(repo) in spares.refused  # a file made here cannot be named there: none made ahead
+        assert [name for name in os.listdir(target) if len(name) != 38] == []
 
 
 def _pack_objects(tag: str) -> list[tuple[str, bytes, bytes, int]]:
@@ -347,29 +290,14 @@ def test_a_pack_is_written_into_files_made_ahead_with_its_keep_first(repo, spare
 def test_a_pack_folder_on_another_file_system_gets_its_pack_the_ordinary_way(repo, spares, tmp_path):
     from git_lanes.store.pack_write import write_pack
 
-    elsewhere = Path("/dev/shm")
-    if not elsewhere.is_dir() or elsewhere.stat().st_dev == tmp_path.stat().st_dev:
-        pytest.skip("needs a second file system")
     _started(repo, spares)
     pack_dir = Path(_objects(repo)) / "pack"
-    target = Path(os.path.realpath(elsewhere)) / f"lanes-packs-{os.getpid()}-{tmp_path.name}"
-    target.mkdir()
-    try:
-        for name in os.listdir(pack_dir):
-            os.rename(pack_dir / name, target / name)
-        pack_dir.rmdir()
-        pack_dir.symlink_to(target)
-        objects = _pack_objects("elsewhere")
-        name, kept = write_pack(_objects(repo), objects, durable=False, shared=0, keep=True)
+    with _moved_to_another_file_system(pack_dir, tmp_path) as target:
+        name, kept = write_pack(_objects(repo), _pack_objects("elsewhere"), durable=False, shared=0, keep=True)
         assert sorted(os.listdir(target)) == [f"{name}.idx", f"{name}.keep", f"{name}.pack"]
         assert kept == str(pack_dir / f"{name}.keep")
         assert git("verify-pack", str(pack_dir / f"{name}.idx"), cwd=repo) == ""
         assert _objects(repo) in spares.refused
-    finally:
-        for name in os.listdir(target):
-            os.chmod(target / name, 0o644)
-            os.unlink(target / name)
-        target.rmdir()
 
 
 def test_a_pack_needing_more_files_than_are_ready_leaves_them_ready(repo, spares, monkeypatch):

@@ -162,6 +162,42 @@ class SuggestingGroup(_Lean, click.Group):
         return super().resolve_command(ctx, args)
 
 
+class OperandGroup(SuggestingGroup):
+    """A group that takes one operand of its own besides its subcommands (`dispatch PLAN.toml`, `publish
+    TICKET`): the first word that is neither an option of the group (nor an option's value) nor a subcommand
+    (`is_operand`) is the operand, kept in `ctx.meta[operand_key]`, so options may come before or after it;
+    after `--` the next word is the operand, whatever it is."""
+
+    operand_key = "lanes_operand"
+
+    def is_operand(self, ctx: click.Context, word: str) -> bool:
+        return word not in self.commands
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        valued = {name for param in self.params if isinstance(param, click.Option) and not param.is_flag
+                  for name in param.opts}
+        index = 0
+        while index < len(args):
+            arg = args[index]
+            if arg == "--":
+                if index + 1 < len(args):
+                    ctx.meta[self.operand_key] = args[index + 1]
+                    args = args[:index] + args[index + 2:]
+                break
+            if arg.startswith("-"):
+                index += 2 if arg in valued else 1
+                continue
+            if self.is_operand(ctx, arg):
+                ctx.meta[self.operand_key] = arg
+                args = args[:index] + args[index + 1:]
+            break
+        return super().parse_args(ctx, self.operand_taken(ctx, args))
+
+    def operand_taken(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """The arguments left once the operand is taken, as click is to parse them."""
+        return args
+
+
 class LazyGroup(SuggestingGroup):
     def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -4,36 +4,18 @@ from __future__ import annotations
 
 import click
 
-from git_lanes.cli import SuggestingGroup
+from git_lanes.cli import OperandGroup
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
 PLAN_KEY = "lanes_plan"
 
 
-class PlanGroup(SuggestingGroup):
+class PlanGroup(OperandGroup):
     """`dispatch PLAN.toml` runs a plan; `dispatch status PLAN` is a subcommand. The first word that is neither
     an option of the group (nor an option's value) nor a subcommand is the plan file, so options may come
     before or after it: `dispatch --dry-run PLAN.toml` and `dispatch PLAN.toml --dry-run` are the same."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        valued = {name for param in self.params if isinstance(param, click.Option) and not param.is_flag
-                  for name in param.opts}
-        index = 0
-        while index < len(args):
-            arg = args[index]
-            if arg == "--":
-                if index + 1 < len(args):
-                    ctx.meta[PLAN_KEY] = args[index + 1]
-                    args = args[:index] + args[index + 2:]
-                break
-            if arg.startswith("-"):
-                index += 2 if arg in valued else 1
-                continue
-            if arg not in self.commands:
-                ctx.meta[PLAN_KEY] = arg
-                args = args[:index] + args[index + 1:]
-            break
-        return super().parse_args(ctx, args)
+    operand_key = PLAN_KEY
 
 
 @click.group(cls=PlanGroup, invoke_without_command=True, subcommand_metavar="PLAN.toml | status PLAN")

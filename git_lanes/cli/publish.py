@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from git_lanes.cli import SuggestingGroup
+from git_lanes.cli import OperandGroup
 from git_lanes.cli.agent import agent_option
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
@@ -13,7 +13,7 @@ HEX = set("0123456789abcdefABCDEF")
 TICKET_KEY = "lanes_publish_ticket"
 
 
-class TicketOrCommand(SuggestingGroup):
+class TicketOrCommand(OperandGroup):
     """`publish TICKET …` publishes; `publish status` and `publish sync` are subcommands. The ticket form's
     options are the group's own, so `publish --help`, the man page and usage errors show the command as it
     is typed. The first word that is neither an option (nor an option's value) nor a subcommand is the ticket,
@@ -21,27 +21,15 @@ class TicketOrCommand(SuggestingGroup):
     to click as a mistyped subcommand (a usage error with advice). Any other word is a ticket id, refused as
     every command refuses one that matches nothing ("no ticket matches", exit 1)."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        valued = {name for param in self.params if isinstance(param, click.Option) and not param.is_flag
-                  for name in param.opts}
-        index = 0
-        while index < len(args):
-            arg = args[index]
-            if arg == "--":
-                if index + 1 < len(args):
-                    ctx.meta[TICKET_KEY] = args[index + 1]
-                    args = args[:index] + args[index + 2:]
-                break
-            if arg.startswith("-"):
-                index += 2 if arg in valued else 1
-                continue
-            if arg not in self.commands and (set(arg) <= HEX or not self._near_a_command(ctx, arg)):
-                ctx.meta[TICKET_KEY] = arg
-                args = args[:index] + args[index + 1:]
-            break
+    operand_key = TICKET_KEY
+
+    def is_operand(self, ctx: click.Context, word: str) -> bool:
+        return word not in self.commands and (set(word) <= HEX or not self._near_a_command(ctx, word))
+
+    def operand_taken(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and TICKET_KEY in ctx.meta:
-            args = ["--"]  # a ticket and nothing else: not the bare `publish` that shows the help
-        return super().parse_args(ctx, args)
+            return ["--"]  # a ticket and nothing else: not the bare `publish` that shows the help
+        return args
 
     def _near_a_command(self, ctx: click.Context, word: str) -> bool:
         import difflib
