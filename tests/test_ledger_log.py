@@ -86,6 +86,24 @@ def test_an_append_writes_its_commit_and_what_it_changed_and_carries_its_records
     assert _object_count(repo) == objects + 1 + 2 + 6
 
 
+def test_a_delta_after_a_burst_holds_the_whole_state_again(lanes, repo, monkeypatch):
+    from git_lanes.ledger import log
+
+    lanes.agent_register("coder-1")  # a checkpoint
+    monkeypatch.setattr(log, "BURST", 0.0)
+    lanes.board_post("apart 1", "coder-1")  # the whole state
+    monkeypatch.setattr(log, "BURST", float("inf"))
+    lanes.board_post("burst 1", "coder-1")
+    lanes.board_post("burst 2", "coder-1")  # its checkpoint's tree: plain git lacks this burst's posts
+    monkeypatch.setattr(log, "BURST", 0.0)
+    lanes.board_post("apart 2", "coder-1")  # the whole state again, the burst's posts included
+    texts = {json.loads(git("show", f"refs/lanes/ledger:{path}", cwd=repo))["text"]
+             for path in git("ls-tree", "-r", "--name-only", "refs/lanes/ledger", "board/00", cwd=repo).split()}
+    assert texts == {"apart 1", "burst 1", "burst 2", "apart 2"}
+    reader = json.loads(git("show", "refs/lanes/ledger:board/readers/coder-1.json", cwd=repo))
+    assert reader == ledger_op(repo)["edits"]["board/readers/coder-1.json"]
+
+
 def test_every_checkpoint_rewrites_only_the_subtrees_its_window_touched(lanes, repo, apart):
     from git_lanes.model.ledger_delta import CHECKPOINT_EVERY
 

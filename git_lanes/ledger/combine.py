@@ -25,7 +25,8 @@ from contextlib import contextmanager
 
 from git_lanes import errors
 from git_lanes.errors import Conflict, InternalError, LanesError
-from git_lanes.ledger.log import AGENT_EMAIL, CAS_ATTEMPTS, MAINTENANCE_EVERY, Appended, _build, head, maintain
+from git_lanes.ledger.log import (AGENT_EMAIL, CAS_ATTEMPTS, MAINTENANCE_EVERY, Appended, _build, head, in_burst,
+                                  maintain)
 from git_lanes.ledger.op import Op, op_identity
 from git_lanes.model.refs import LEDGER
 from git_lanes.store import RefUpdate
@@ -229,7 +230,7 @@ def _round(store: Store, queue: AppendQueue, fold: Fold, ops: Queued) -> dict[st
         applied: list[Op] = []
         for name, each, each_signed in ops:
             try:
-                commit, recorded = _build(store, tip, each, fold, each_signed)
+                commit, recorded = _build(store, tip, each, fold, each_signed, burst=in_burst())
             except LanesError as exc:
                 if name:
                     outcomes[name] = {"refused": _refusal(exc)}

@@ -2,8 +2,8 @@
 the materialized state after its op; the commits between (deltas) carry the records their op wrote in their
 message (model/ledger_delta.py), so reading any state is one tree and at most `CHECKPOINT_EVERY - 1` messages,
 never a replay of the fold. A delta's tree is the whole state too, so plain git shows any record at any commit
-(`git show refs/lanes/ledger:PATH`), except within a burst (`BURST`): there a delta keeps its parent's tree
-and an append writes one object, its commit, instead of the five to eight the whole tree costs.
+(`git show refs/lanes/ledger:PATH`), except within a burst (`BURST`): there a delta keeps its checkpoint's
+tree and an append writes one object, its commit, instead of the five to eight the whole tree costs.
 
 These functions are the contract the sync layer builds on:
 
@@ -200,7 +200,8 @@ def apply_op(store: Store, base_head: str | None, op: Op, fold: Fold) -> tuple[s
     `base_head`, whose tree is the state after the op, and whose message records the op with this result.
     Returns `(None, refusal)` when the fold refuses it; `refusal` is the error record (`error` code,
     `message`, optional `hint`, plus `exit_code`: 3 for a lost race or version conflict, 1 for bad input).
-    Nothing is written for a refusal. Deterministic: the same (state, op) gives the same tree and result."""
+    Nothing is written for a refusal. Deterministic: the same (state, op) gives the same tree and result (a
+    replay's delta holds the whole state, however fast the ops come)."""
     try:
         commit, recorded = _build(store, base_head, op, fold)
     except LanesError as exc:
@@ -212,7 +213,10 @@ def refusal(exc: LanesError) -> dict[str, Any]:
     return problem(exc)
 
 
-def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signatures | None = None) -> tuple[str, Op]:
+def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signatures | None = None, *,
+           burst: bool = False) -> tuple[str, Op]:
+    """`op` applied on `base` as a new commit (see `apply_op`); `burst`: the local append of a process
+    appending in a burst (`in_burst`), whose delta keeps its checkpoint's tree."""
     at = materialized(store, base)
     edits, result = fold.apply(State(store, at=at), op)
     recorded = op.with_result(result)
@@ -222,7 +226,7 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signature
     if at.tree is not None and at.depth + 1 < CHECKPOINT_EVERY:
         # A delta: the records ride in the message, which is all a reader of ours needs; its tree is the
         # whole state too, for plain git, unless this process appends in a burst
-        tree, records = (at.tree, {}) if _in_burst() else _whole(store, base, at, edits)
+        tree, records = (at.tree, {}) if burst else _whole(store, base, at, edits)
         commit = store.write_records(tree, records, parents, encode_message(recorded, summary, edits),
                                      author_name=author, author_email=AGENT_EMAIL, signed=signed)
         ledger_delta.remember(commit, at.then(edits))
@@ -235,14 +239,15 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signature
 
 
 # Seconds between two appends of one process that make them a burst (a script or a bench appending in a
-# loop), whose deltas keep their parent's tree: the whole tree costs five to eight objects an op, which
+# loop), whose deltas keep their checkpoint's tree: the whole tree costs five to eight objects an op, which
 # halved a loop's appends. An agent's appends (a CLI process each, an MCP tool call, a hook) come further
 # apart, so what they write plain git shows.
 BURST = 0.05
-_last_append = -1.0  # time.monotonic() of this process's last delta
+_last_append = -1.0  # time.monotonic() of this process's last local append
 
 
-def _in_burst() -> bool:
+def in_burst() -> bool:
+    """Whether this local append comes less than `BURST` after this process's last one."""
     global _last_append
     now = monotonic()
     burst, _last_append = now - _last_append < BURST and _last_append >= 0, now
@@ -252,8 +257,8 @@ def _in_burst() -> bool:
 def _whole(store: Store, base: str | None, at: Materialized,
            edits: dict[str, Record | None]) -> tuple[str | None, dict[str, bytes | None]]:
     """What a delta's tree is written from: its parent's tree and the op's records, or, where the parent's
-    tree is its checkpoint's (the parent is the checkpoint, or a delta an older git-lanes wrote with its
-    checkpoint's tree), that tree and every record since."""
+    tree is its checkpoint's (the parent is the checkpoint, or a delta written in a burst or by an older
+    git-lanes), that tree and every record since."""
     parent_tree = store.record_tree(base) if base is not None else None
     if parent_tree is not None and (parent_tree != at.tree or not at.overlay):
         return parent_tree, _encoded(edits)

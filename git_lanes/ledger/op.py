@@ -75,8 +75,8 @@ def make_op(op_type: str, actor: str, args: dict[str, Any], time: float) -> Op:
 
 
 def encode_message(op: Op, summary: str, edits: dict[str, Any] | None = None) -> str:
-    """The commit message of `op`; `edits` (path -> record, None: deleted) for a delta commit, whose tree is
-    its parent's (model/ledger_delta.py)."""
+    """The commit message of `op`; `edits` (path -> record, None: deleted) for a delta commit
+    (model/ledger_delta.py)."""
     line = " ".join(summary.split()) or f"{op.actor}: {op.type}"
     if not line.isprintable():
         # The summary repeats the op's text. Whatever slipped past the model's text rule, a NUL must not cut

@@ -1,12 +1,13 @@
 """How a ledger commit holds the state after its op (DESIGN.md §2, as amended for issue 15).
 
-A *checkpoint* commit's tree is the whole state after its op. Every other commit is a *delta*: its tree is
-its parent's (no object written for it), and its op's JSON carries `"edits"`: each record path the op
-changed, with the record it wrote, or null where it deleted one. The state after a delta commit is its
+A *checkpoint* commit's tree is the whole state after its op. Every other commit is a *delta*: its op's
+JSON carries `"edits"`: each record path the op changed, with the record it wrote, or null where it deleted
+one; its tree is the whole state too, for plain git, or its checkpoint's within a burst (ledger/log.py
+`BURST`), and readers of ours never use it. The state after a delta commit is its
 parent's state with those edits laid over it. A writer makes a checkpoint of the first op and of every
 `CHECKPOINT_EVERY`-th after it, so any state is one tree plus the edits of at most `CHECKPOINT_EVERY - 1`
-commits: reading cost stays flat however long the log grows, and an append writes one object, the commit,
-instead of a blob per record and a tree per folder on its path.
+commits: reading cost stays flat however long the log grows, and an append in a burst writes one object,
+the commit, instead of a blob per record and a tree per folder on its path.
 
 A commit whose message holds no `edits` key (a checkpoint, every commit of an older git-lanes, a commit cut
 short) is read by its tree, as before. Pure: the readers pass a function that reads one commit, so the
