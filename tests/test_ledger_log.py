@@ -55,28 +55,27 @@ def burst(monkeypatch):
     monkeypatch.setattr(log, "BURST", float("inf"))
 
 
-def test_an_append_in_a_burst_writes_its_commit_alone_and_carries_its_records(lanes, repo, burst):
+def _post_after_a_task(lanes, repo) -> tuple[str, int, dict]:
+    """A post appended after a task was created: the ledger's tree and object count before it, and its op."""
     lanes.agent_register("coder-1")
     lanes.task_create("one", actor="coder-1")
     before = git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip()
     objects = _object_count(repo)
     lanes.ctx.clock.advance(1)
     lanes.board_post("hello", "coder-1")
-    assert _object_count(repo) == objects + 1  # the commit: its tree is its parent's
-    assert git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip() == before
     op = ledger_op(repo)
     assert sorted(op["edits"]) == ["board/00/00/00/00000001.json", "board/readers/coder-1.json"]
+    return before, objects, op
+
+
+def test_an_append_in_a_burst_writes_its_commit_alone_and_carries_its_records(lanes, repo, burst):
+    before, objects, _ = _post_after_a_task(lanes, repo)
+    assert _object_count(repo) == objects + 1  # the commit: its tree is its parent's
+    assert git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip() == before
 
 
 def test_an_append_writes_its_commit_and_what_it_changed_and_carries_its_records(lanes, repo, apart):
-    lanes.agent_register("coder-1")
-    lanes.task_create("one", actor="coder-1")
-    before = git("rev-parse", "refs/lanes/ledger^{tree}", cwd=repo).strip()
-    objects = _object_count(repo)
-    lanes.ctx.clock.advance(1)
-    lanes.board_post("hello", "coder-1")
-    op = ledger_op(repo)
-    assert sorted(op["edits"]) == ["board/00/00/00/00000001.json", "board/readers/coder-1.json"]
+    before, objects, op = _post_after_a_task(lanes, repo)
     # its tree is the whole state: its parent's with exactly the records the op wrote
     changed = git("diff-tree", "-r", "--name-only", before, "refs/lanes/ledger^{tree}", cwd=repo).split()
     assert changed == sorted(op["edits"])
