@@ -33,7 +33,9 @@ def gc(dry_run: bool, older_than: str, as_json: bool) -> None:
     kept and listed. `--older-than 0` prunes unreferenced objects at once: do not run it while agents write.
     gc also removes what killed processes left in the ledger's append queue (.git/lanes-queue), by the
     queue's own rules whatever AGE says: entries of writers that are gone, outcomes nobody came for and
-    half-written files after 10 minutes; a dead holder's round journal is settled first.
+    half-written files after 10 minutes; a dead holder's round journal is settled first. The ledger itself
+    is never shortened: every op stays in `refs/lanes/ledger`'s history (git packs it; reads cost the same
+    at any length).
 
     \b
     Example:
