@@ -174,6 +174,22 @@ def test_the_claude_plugin_wires_the_same_hooks_as_install():
         hook_settings.handlers("claude", "git lanes")
 
 
+def test_every_shipped_manifest_names_the_package_version():
+    """The plugin manifest, the package metadata and the man page each state a version of their own; a
+    release that bumps one and not the others tells `claude plugin` users they run an older build."""
+    import re
+    from pathlib import Path
+
+    import git_lanes
+
+    root = Path(__file__).resolve().parent.parent
+    manifest = json.loads((root / "contrib" / "claude-plugin" / ".claude-plugin" / "plugin.json").read_text())
+    project = re.search(r'^version = "([^"]+)"$', (root / "pyproject.toml").read_text(), re.MULTILINE)
+    man = re.search(r'^\.TH .*"git-lanes ([^"]+)"', (root / "man" / "git-lanes.1").read_text(), re.MULTILINE)
+    assert project and man
+    assert {manifest["version"], project.group(1), man.group(1)} == {git_lanes.__version__}
+
+
 def test_doctor_fails_a_hook_that_is_there_but_does_not_hold(repo):
     """A handler that runs another event than the one it sits under, a matcher that lets some tools past,
     and hooks switched off are each a wall with a hole, not an installed hook."""
