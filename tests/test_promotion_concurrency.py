@@ -21,14 +21,40 @@ pytestmark = pytest.mark.slow
 
 
 def _start(repo, *args):
+    # A session of its own, so that what it started (git children, which a SIGKILL of it leaves running) can be
+    # waited for as a group.
     return subprocess.Popen([sys.executable, "-m", "git_lanes", *args], cwd=repo, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "GIT_LANES_AGENT": "lead"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "GIT_LANES_AGENT": "lead"},
+                            start_new_session=True)
 
 
-def fsck_clean(repo) -> bool:
+def _wait_for_group(group: int, timeout: float = 120) -> None:
+    """Wait until no process of `group` still runs: a git child of a killed promotion finishes its own step
+    (git's `worktree remove` deletes a private dir file by file), and `git fsck` run meanwhile would report
+    that step half-done, as it would for any git command still running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = []
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rpartition(")")[2].split()
+            except (OSError, ValueError):
+                continue
+            if entry.isdigit() and fields[0] != "Z" and int(fields[2]) == group:
+                running.append(entry)
+        if not running:
+            return
+        assert time.monotonic() < deadline, f"processes of the killed promotion still run: {running}"
+        time.sleep(0.01)
+
+
+def fsck_problems(repo) -> str:
+    """What `git fsck --strict` reports (empty when the repository is clean)."""
     proc = subprocess.run(["git", "fsck", "--no-progress", "--no-dangling", "--strict"], cwd=repo,
                           capture_output=True, text=True)
-    return proc.returncode == 0 and not proc.stdout.strip() and "error" not in proc.stderr
+    clean = proc.returncode == 0 and not proc.stdout.strip() and "error" not in proc.stderr
+    return "" if clean else f"exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
 
 
 def _first_parent_merges(repo, since):
@@ -68,7 +94,7 @@ def test_n_processes_promoting_at_once_each_land_once_or_report_a_collision(api,
     assert sorted(second for _, _, second in merges) == sorted(heads[lane] for lane in landed)
     for lane in landed:
         assert git("show", f"main:{lane}.txt", cwd=repo)
-    assert fsck_clean(repo)
+    assert not fsck_problems(repo)
 
 
 def test_a_target_that_moves_while_the_gates_run_is_recomputed(api, repo, tmp_path):
@@ -115,12 +141,13 @@ def test_sigkill_at_any_instant_of_a_promotion_leaves_the_target_before_or_after
         time.sleep(rng.uniform(0.0, duration * 1.2))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
+        _wait_for_group(proc.pid)
         after = head(repo, "main")
         outcomes.append(after != before)
         if after != before:
             assert git("rev-parse", f"{after}^1", f"{after}^2", cwd=repo).split() == [before, lane_head]
             assert git("show", f"{after}:{lane}.txt", cwd=repo) == f"{trial}\n"
-        assert fsck_clean(repo)
+        assert not fsck_problems(repo)
         # the next writer finishes whatever the killed one decided
         with api._writing():
             pass
