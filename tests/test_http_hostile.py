@@ -56,3 +56,14 @@ def test_a_query_parameter_the_route_does_not_take_is_refused_not_ignored(server
     bound = server.get("/api/v1/transitions?limit=-1")
     assert (bound.status, bound.json["message"]) == (400, "limit must be at least 0")
     assert server.get("/api/v1/transitions?status=accepted&limit=3").status == 200
+
+
+@pytest.mark.parametrize("path", ["/api/v1/events", "/api/v1/session", "/api/openapi.json"])
+def test_the_routes_that_take_no_query_refuse_one_too(server, path):
+    """The event stream, the session and the API document answered `?since=42` as if it had been heeded
+    (the stream from now, not from 42), where every other route names what it does not take."""
+    reply = server.get(path + "?since=42")
+    assert (reply.status, reply.json["error"]) == (400, "usage"), reply.body
+    assert reply.json["message"] == "unknown query parameter(s) since; this route takes none"
+    if path != "/api/v1/events":  # the stream itself stays open: the API tests read it
+        assert server.get(path).status == 200

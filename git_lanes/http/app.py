@@ -225,7 +225,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
         return response
 
     async def session(request: Request) -> Response:
-        denied = refused(request)
+        denied = refused(request) or _no_query(request)
         if denied is not None:
             return denied
         signed_in = guard.authenticated(dict(request.headers), request.cookies)
@@ -234,7 +234,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                              "version": __version__, "runs": any(r.tag == "runs" for r in served)})
 
     async def events(request: Request) -> Response:
-        denied = refused(request)
+        denied = refused(request) or _no_query(request)
         if denied is not None:
             return denied
         if broadcaster.gone is not None:  # a status the browser's EventSource does not retry
@@ -243,7 +243,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                                  headers={"x-accel-buffering": "no"})
 
     async def spec(request: Request) -> Response:
-        return JSONResponse(document)
+        return _no_query(request) or JSONResponse(document)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
@@ -270,17 +270,32 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
     return app
 
 
+def _unknown_query(request: Request, takes: list[str]) -> UserError | None:
+    """A misspelt filter would otherwise answer as if none had been asked for (`?stauts=accepted`:
+    everything), so every /api route names the query parameters it does not take."""
+    unknown = sorted(set(request.query_params) - set(takes))
+    if not unknown:
+        return None
+    return UserError(f"unknown query parameter(s) {', '.join(unknown)}; this route takes "
+                     f"{', '.join(takes) or 'none'}", code="usage")
+
+
+def _no_query(request: Request) -> JSONResponse | None:
+    """The answer for a query parameter sent to a route that takes none (the event stream, the session,
+    the API document), or None."""
+    refusal = _unknown_query(request, [])
+    return lanes_error(refusal) if refusal is not None else None
+
+
 async def _params(route: routes.Route, request: Request) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name, value in request.path_params.items():
         if name in routes.INTEGER_PATH_PARAMS:
             value = routes.Param(name, "integer", minimum=None).convert(value, from_text=True)
         params[name] = value
-    # A misspelt filter would otherwise answer as if none had been asked for (`?stauts=accepted`: everything).
-    unknown = sorted(set(request.query_params) - {param.name for param in route.query})
-    if unknown:
-        raise UserError(f"unknown query parameter(s) {', '.join(unknown)}; this route takes "
-                        f"{', '.join(param.name for param in route.query) or 'none'}", code="usage")
+    refusal = _unknown_query(request, [param.name for param in route.query])
+    if refusal is not None:
+        raise refusal
     for param in route.query:
         if param.name in request.query_params:
             params[param.name] = param.convert(request.query_params[param.name], from_text=True)
