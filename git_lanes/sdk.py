@@ -22,6 +22,8 @@ from typing import Any
 from git_lanes.api import Lanes
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
 from git_lanes.errors import GateFailed, LanesError, UserError, take_notices
+from git_lanes.model.ledger_results import (AgentRegistered, BoardRead, ClaimsAdded, Heartbeat, Posted, TaskClaimed,
+                                            TaskDone, WaitResult)
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.model.workspace_results import Decided, Unchanged
 
@@ -107,39 +109,39 @@ class AgentSession:
             self.workspace()
         return self._lane
 
-    def register(self, kind: str | None = None) -> dict:
+    def register(self, kind: str | None = None) -> AgentRegistered:
         """Register the agent (kind: `kind`, else the session's agent_type) and start its lease."""
         return told(lambda: self.api.agent_register(self.agent_id, kind or self.agent_type, self._named_lane()))
 
-    def heartbeat(self) -> dict:
+    def heartbeat(self) -> Heartbeat:
         """Extend the agent's lease; report its unread posts, pending wakes and refused ops."""
         return told(lambda: self.api.agent_heartbeat(self.agent_id))
 
-    def claim_task(self, task_id: str, version: int | None = None) -> dict:
+    def claim_task(self, task_id: str, version: int | None = None) -> TaskClaimed:
         """Claim a task for this agent (in the session's lane, if one is set). Exactly one of several
         claimers wins; the others get `Conflict` at once and can take another task."""
         return told(lambda: self.api.task_claim(task_id, self.agent_id, version, self._named_lane()))
 
-    def claim_files(self, *globs: str | list[str] | tuple[str, ...], task_id: str | None = None) -> dict:
+    def claim_files(self, *globs: str | list[str] | tuple[str, ...], task_id: str | None = None) -> ClaimsAdded:
         """Claim the files this agent means to change (globs, given one by one or as a list); overlaps with
         others are returned, never blocking."""
         flat = [g for given in globs for g in (given if isinstance(given, (list, tuple)) else [given])]
         return told(lambda: self.api.claim_add(flat, self.agent_id, task_id))
 
-    def post(self, text: str, kind: str = "note", to: str | None = None) -> dict:
+    def post(self, text: str, kind: str = "note", to: str | None = None) -> Posted:
         """Post on the board (kind note, question or handoff), to one agent or to everyone else."""
         return told(lambda: self.api.board_post(text, self.agent_id, kind, to))
 
-    def read_board(self, unread_only: bool = False) -> dict:
+    def read_board(self, unread_only: bool = False) -> BoardRead:
         """This agent's unread posts and recent ones; what is returned is marked read."""
         return told(lambda: self.api.board_read(self.agent_id, unread_only=unread_only))
 
-    def wait(self, timeout: float = 60.0) -> dict:
+    def wait(self, timeout: float = 60.0) -> WaitResult:
         """Block until a task of this agent's becomes ready, another agent steps into its files, a post for
         it arrives, or `timeout` seconds pass; the result says which (`reason`)."""
         return told(lambda: self.api.wait(self.agent_id, timeout))
 
-    def done(self, task_id: str) -> dict:
+    def done(self, task_id: str) -> TaskDone:
         """Mark a task done, waking the owners of the tasks it makes ready."""
         return told(lambda: self.api.task_done(task_id, self.agent_id))
 

@@ -143,6 +143,24 @@ def test_agent_bound_coordination_calls(repo):
     assert one.lane == "agent/one" and (repo / ".lanes" / "workspaces" / "agent" / "one").is_dir()
 
 
+def test_each_coordination_call_returns_the_record_its_annotation_names(repo):
+    """The calls were annotated `-> dict` and returned records (mapping-like, but no dict): a script that
+    type-checks `isinstance(r, dict)` or passes one to `json.dumps` went wrong where mypy said all was well."""
+    import typing
+
+    one = AgentSession(repo, agent_id="one")
+    task = run_cli("task", "create", "first", "--json", cwd=repo).json["task"]
+    calls = {"register": lambda: one.register(kind="claude"), "heartbeat": one.heartbeat,
+             "claim_task": lambda: one.claim_task(task), "claim_files": lambda: one.claim_files("src/**"),
+             "post": lambda: one.post("hello"), "read_board": one.read_board,
+             "wait": lambda: one.wait(timeout=0), "done": lambda: one.done(task)}
+    for name, call in calls.items():
+        promised = typing.get_type_hints(getattr(AgentSession, name))["return"]
+        result = call()
+        assert isinstance(result, promised), (name, type(result), promised)
+        assert json.loads(json.dumps(result.to_dict())) == result.to_dict()
+
+
 def test_a_named_lane_is_made_on_first_use_by_a_claim_too(repo):
     """`lane=` names a lane "created on first use": a session whose first call claims a task (or registers)
     works in it, rather than failing on a lane no one has made yet."""
