@@ -34,6 +34,7 @@ def test_setup_copies_ignored_files_runs_its_command_and_fills_in_the_variables(
     assert report["status"] == "ok" and report["ports"] == [31000, 31001]
     assert report["copied"] == [".env", "local/a.yml", "local/b.yml"] and report["absent"] == ["absent.txt"]
     assert report["present"] == ["README.md"]  # tracked: the checkout's version, not the main worktree's edit
+    assert report["tracked"] == ["README.md"]
     assert (ws / ".env").read_text() == "SECRET=1\n" and (ws / "README.md").read_text() == "# project\n"
     assert (ws / "ran.txt").read_text() == "31001"
     assert report["env"] == {"PORT": "31001", "DB": "postgres://localhost/app_feature_auth_2", "AT": str(ws)}
@@ -44,6 +45,25 @@ def test_setup_copies_ignored_files_runs_its_command_and_fills_in_the_variables(
     plain = run_cli("lane", "env", "feature/Auth-2", cwd=repo)
     assert "PORT=31001" in plain.out.splitlines()
     assert run_cli("lane", "env", "feature/Auth-2", "--json", cwd=repo).json["ports"] == [31000, 31001]
+
+
+def test_setup_says_which_copy_entries_it_did_not_copy_and_why(api, repo):
+    """`lane create` said only what it copied: a `copy` entry matching nothing in the main worktree (a typo
+    like `.evn`), one naming a tracked file (never copied: the lane has its own version) and one already in
+    the workspace on a re-run were skipped without a word. stdout stays the workspace's path."""
+    edit(repo, {".gitignore": ".env\n", ".env": "SECRET=1\n"})
+    declare(api, repo, '[setup]\ncopy = [".env", ".evn", "README.md"]\n')
+    made = run_cli("lane", "create", "a", cwd=repo)
+    assert made.code == 0, made.err
+    assert made.out.strip() == str(workspace(repo, "a"))
+    assert made.err.splitlines() == [
+        "copied .env from the main worktree",
+        "not copied, not in the main worktree: .evn",
+        "warning: [setup] copy names files git tracks, which the lane has in its own version and which are never "
+        "copied: README.md"]
+    again = run_cli("lane", "setup", "a", cwd=repo)
+    assert again.code == 0, again.err
+    assert "not copied, already in the workspace (left as it is): .env" in again.err.splitlines()
 
 
 def test_two_lanes_created_at_once_get_disjoint_ports(api, repo):

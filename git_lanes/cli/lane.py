@@ -34,8 +34,8 @@ def create(name: str, source: str | None, no_setup: bool, as_json: bool) -> None
 
     For a lane that exists without a workspace here (after a clone, say), only the workspace is made. Then
     the [setup] of .lanes.toml at the trunk's head is applied (outside the writers' lock): ports reserved in
-    the ledger, ignored files copied from the main worktree, its command run in the workspace with a
-    timeout. A failing setup command is reported on stderr (`setup.status: failed` in --json) and the lane
+    the ledger, ignored files copied from the main worktree (stderr names each `copy` entry not copied, and
+    why), its command run in the workspace with a timeout. A failing setup command is reported on stderr (`setup.status: failed` in --json) and the lane
     is kept, ready to use; `git lanes lane setup NAME` runs it again.
 
     \b
@@ -59,6 +59,15 @@ def report_setup(report: dict | None) -> None:
         lines.append(f"ports {' '.join(map(str, report['ports']))} reserved for {report['lane']}")
     if report["copied"]:
         lines.append(f"copied {', '.join(report['copied'])} from the main worktree")
+    if report["absent"]:
+        lines.append(f"not copied, not in the main worktree: {', '.join(report['absent'])}")
+    tracked = report.get("tracked") or []
+    kept = [path for path in report["present"] if path not in tracked]
+    if kept:
+        lines.append(f"not copied, already in the workspace (left as it is): {', '.join(kept)}")
+    if tracked:
+        lines.append(f"warning: [setup] copy names files git tracks, which the lane has in its own version and "
+                     f"which are never copied: {', '.join(tracked)}")
     if report["run"] and report["run"]["passed"]:
         lines.append(f"setup command passed ({report['run']['duration']:.1f}s; output in {report['run']['log']})")
     if report["status"] == "failed":

@@ -53,4 +53,13 @@ def apply(ctx: Context, setup: Setup, lane: str, workspace: Path, ports: tuple[i
                 f"exited {result.exit_code}" if result.exit_code is not None else "could not start"
             problems.append(f"the setup command {why}; its output is in {log}")
     return SetupReport(lane, "failed" if problems else "ok", ports, env, tuple(copied.copied), tuple(copied.absent),
-                       tuple(copied.present), run, "; ".join(problems) or None)
+                       tuple(copied.present), run, "; ".join(problems) or None, tracked(ctx, lane, copied.present))
+
+
+def tracked(ctx: Context, lane: str, paths: list[str]) -> tuple[str, ...]:
+    """Which of the paths `copy` found already in the workspace git tracks in the lane: never copied (the
+    lane's own version stays), so a `copy` entry naming one is a mistake the person is told of."""
+    if not paths:
+        return ()
+    tree = ctx.store.tree_of(lanes.lane_head(ctx, lane))
+    return tuple(path for path in paths if ctx.store.entry_at(tree, path) is not None)

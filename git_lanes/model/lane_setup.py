@@ -201,8 +201,10 @@ class SetupReport(Frozen):
     present: tuple[str, ...] = ()
     run: SetupRun | None = None
     message: str | None = None
+    tracked: tuple[str, ...] = ()  # those of `present` that git tracks in the lane: not files to copy
 
     def to_dict(self) -> dict[str, Any]:
         return {"lane": self.lane, "status": self.status, "ports": list(self.ports), "env": dict(self.env),
                 "copied": list(self.copied), "absent": list(self.absent), "present": list(self.present),
-                "run": self.run.to_dict() if self.run else None, "message": self.message}
+                "tracked": list(self.tracked), "run": self.run.to_dict() if self.run else None,
+                "message": self.message}
