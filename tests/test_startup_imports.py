@@ -18,7 +18,7 @@ CLI = {"git_lanes", "git_lanes.cli", "git_lanes.cli.options", "git_lanes.cli.out
 # and the check that the repository held open is still there) and the table of where `Lanes` finds the rest;
 # every other mixin loads with the first method of it called.
 API = {"git_lanes.api.core", "git_lanes.api.held", "git_lanes.api.owners", "git_lanes.api.recording"}
-STORE = {f"git_lanes.store.{name}" for name in ("gitcli", "lock", "records", "ref_moves", "repo",
+STORE = {f"git_lanes.store.{name}" for name in ("clock", "gitcli", "lock", "records", "ref_moves", "repo",
                                                   "notes", "rereading", "setup", "stale", "trees", "values",
                                                   "workspace", "worktree_add")}
 # What reading a worktree's files costs (what needs attention after a promotion, which `status` shows)

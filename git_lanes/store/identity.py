@@ -35,8 +35,9 @@ class Identity:
         self._config: Any = None  # the repository's pygit2.Config, taken on first use
 
     def read(self) -> pygit2.Signature | None:
-        """What `repo.default_signature` gives now (its time: now), None where it raises (unset, empty, with
-        angle brackets: libgit2 refuses such a signature)."""
+        """The name and email `repo.default_signature` gives now, None where it raises (unset, empty, with
+        angle brackets: libgit2 refuses such a signature). Its time means nothing: a commit or reflog line takes
+        its own from clock.py."""
         try:
             values = self._values()
         except _Unusual:
@@ -45,7 +46,10 @@ class Identity:
             return None
         name, email = values
         try:
-            return pygit2.Signature(name.decode(), email.decode())  # git_signature_now, as libgit2's is made
+            # git_signature_new checks name and email as git_signature_now (which default_signature calls)
+            # does, without its clock: the callers take the time from clock.py, and libgit2's `mktime` stats
+            # the zone file on every call.
+            return pygit2.Signature(name.decode(), email.decode(), 0, 0)
         except UnicodeDecodeError:
             return self._default()
         except (KeyError, pygit2.GitError):  # what git_signature_now refuses, as default_signature does

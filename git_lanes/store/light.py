@@ -10,10 +10,9 @@ taken first, each ref's value checked under its lock (compare-and-swap), then th
 from __future__ import annotations
 
 import os
-import time
 
 from git_lanes.errors import Conflict, UnsupportedFormat
-from git_lanes.store import gitfiles, light_log, ref_files, reflogs, stale
+from git_lanes.store import clock, gitfiles, light_log, ref_files, reflogs, stale
 from git_lanes.store.light_objects import NeedsFullStore, ObjectReads
 from git_lanes.store.values import CommitInfo, RefUpdate, Worktree
 
@@ -124,8 +123,8 @@ class LightStore(ObjectReads):
         base_name, base_email = self.config_get("user.name"), self.config_get("user.email")
         if not base_name or not base_email:
             base_name, base_email = FALLBACK_NAME, FALLBACK_EMAIL
-        seconds = time.localtime()
-        return Signature(name or base_name, email or base_email, int(time.time()), seconds.tm_gmtoff // 60)
+        when, offset = clock.now()
+        return Signature(name or base_name, email or base_email, when, offset)
 
     # -- refs ----------------------------------------------------------------------------------------------
     def read_ref(self, name: str) -> str | None:

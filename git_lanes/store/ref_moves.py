@@ -13,7 +13,7 @@ import pygit2
 
 from git_lanes.errors import Conflict
 from git_lanes.model import refs
-from git_lanes.store import stale
+from git_lanes.store import clock, stale
 from git_lanes.store.values import RefUpdate
 
 TYPE_CHECKING = False
@@ -150,9 +150,9 @@ class RefMoves:
         return True
 
     def configured_identity(self) -> pygit2.Signature | None:
-        """git's configured identity (user.name, user.email) as libgit2 reads it now, None when there is none;
-        its time is when it was read. Remembered, with that moment, for the reflog line of the ref move that
-        follows (`_reflog_identity`)."""
+        """git's configured identity (user.name, user.email) as libgit2 reads it now, None when there is none
+        (its time means nothing: clock.py tells the time). Remembered, with that moment, for the reflog line
+        of the ref move that follows (`_reflog_identity`)."""
         identity = self._identity
         if identity is None:
             from git_lanes.store.identity import Identity  # a command that moves no ref never needs it
@@ -197,14 +197,15 @@ class RefMoves:
     def _reflog_identity(self) -> tuple[bytes, bytes, int, int]:
         """Who libgit2 names in a reflog line: the configured identity, else "unknown" (as
         `git_reference__log_signature` does), at this moment. The identity is the one read for the commit
-        being landed (`configured_identity`, under a second ago), else read now; the time is libgit2's now."""
+        being landed (`configured_identity`, under a second ago), else read now; the time and offset are now's
+        as the commit's own are taken (clock.py)."""
         who, read_at = self._identity_read
         if time.monotonic() - read_at > IDENTITY_REUSE_SECONDS:
             who = self.configured_identity()
-        now = pygit2.Signature("unknown", "unknown")  # git_signature_now: libgit2's clock and UTC offset
+        when, offset = clock.now()  # the commit's clock, without libgit2's stat of the zone file (clock.py)
         if who is None:
-            who = now
-        return who.raw_name, who.raw_email, now.time, now.offset
+            return b"unknown", b"unknown", when, offset
+        return who.raw_name, who.raw_email, when, offset
 
     def _transact(self, updates: list[RefUpdate]) -> None:
         with self.repo.transaction() as tx:

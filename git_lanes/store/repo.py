@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import cast
 import pygit2
 
 from git_lanes.errors import Ambiguous, NotARepository, NotFound, UserError, WriteFailed
-from git_lanes.store import lock, setup, trees
+from git_lanes.store import clock, lock, setup, trees
 from git_lanes.model.entries import Change, Entry
 from git_lanes.model.text import quoted
 from git_lanes.store.notes import NoteOps
@@ -153,7 +152,7 @@ class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
         except UnicodeDecodeError:  # git writes such bytes as they are; our records are UTF-8 text
             raise UserError("user.name or user.email in git config is not UTF-8",
                             hint='set it again in UTF-8: git config user.name "Your Name"') from None
-        when, offset = _now()
+        when, offset = clock.now()
         return pygit2.Signature(name or base_name, email or base_email, when, offset)
 
     # -- refs: reading and moving them in store/ref_moves.py (RefMoves) -------------------------------
@@ -350,9 +349,3 @@ class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
 
 _OBJECT_KINDS = {pygit2.GIT_OBJECT_COMMIT: "commit", pygit2.GIT_OBJECT_TREE: "tree",
                  pygit2.GIT_OBJECT_BLOB: "blob", pygit2.GIT_OBJECT_TAG: "tag"}
-
-
-def _now() -> tuple[int, int]:
-    offset = -(time.altzone if time.daylight and time.localtime().tm_isdst else time.timezone) // 60
-    return int(time.time()), offset
-
