@@ -651,3 +651,41 @@ def test_appends_while_git_expires_reflogs_and_packs_refs_all_succeed(repo):
     acknowledged = {op for out, _ in results for op in out.split()}
     assert len(acknowledged) == each * processes and acknowledged <= ops
     fsck_clean(repo)
+
+
+def test_the_ledger_is_read_as_libgit2_reads_it_and_a_plain_one_without_libgit2(store, repo, ledger, monkeypatch):
+    """The ledger's ref, read on every append, is read from its file where git wrote it plainly; whatever else
+    is there (packed, symbolic, written by hand) is libgit2's to read, and reads as it always did."""
+    one, two, _ = ledger
+    asked: list[str] = []
+    original = pygit2.repository.References.get
+
+    def spy(self, name):
+        asked.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(pygit2.repository.References, "get", spy)
+    assert store.read_ref(REF) == one and asked == []  # as git writes it: no libgit2
+    path = repo / ".git" / REF
+    git("pack-refs", "--all", cwd=repo)  # no loose file
+    assert not path.exists() and store.read_ref(REF) == one and asked == [REF]
+    def outcome(read):
+        try:
+            return read()
+        except (ValueError, pygit2.GitError) as exc:  # a damaged file: raised, as libgit2 raises it
+            return type(exc).__name__
+
+    def libgit2s():
+        fresh = original(pygit2.Repository(str(repo)).references, REF)
+        return None if fresh is None else str(fresh.resolve().target)
+
+    main = git("rev-parse", "refs/heads/main", cwd=repo).strip()
+    seen = []
+    for text in (f"{two}", f"{two}\r\n", f"{two.upper()}\n", f"{two}\n\n", "ref: refs/heads/main\n", f"{two[:39]}\n"):
+        path.write_text(text)
+        theirs = outcome(libgit2s)
+        asked.clear()
+        assert outcome(lambda: store.read_ref(REF)) == theirs, text
+        assert asked == [REF], text  # not as git writes it: libgit2 read it
+        seen.append(theirs)
+    assert seen == [two, two, two, two, main, "GitError"]

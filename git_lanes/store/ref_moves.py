@@ -3,6 +3,7 @@ each ref compared with its expected old value; the operation log hears of each (
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 # How long the identity a commit was signed with stays the one its ref move's reflog line names: a ledger
 # append needs it twice, a moment apart, and each read stats every configuration file (store/identity.py).
 IDENTITY_REUSE_SECONDS = 1.0
+_HEX = frozenset("0123456789abcdef")
 
 # Who wants to hear of every ref move this thread (or task) makes, per repository: the operation log records
 # each lanes operation's moves through here, so no call site has to remember to report its own.
@@ -41,8 +43,13 @@ class RefMoves:
     _logs_always: bool | None
     _identity_read: tuple[pygit2.Signature | None, float]
     _identity: Identity | None
+    _ledger_file: str  # the ledger's loose ref file
 
     def read_ref(self, name: str) -> str | None:
+        if name == refs.LEDGER:  # read by every append and every read of the ledger
+            oid = _plain(self._ledger_file)
+            if oid is not None:
+                return oid
         try:
             ref = self.repo.references.get(name)
         except ValueError:  # a name libgit2 refuses (over its ~1 KB buffer, or malformed): no such ref exists
@@ -223,6 +230,27 @@ class RefMoves:
                 else:
                     # pygit2 cannot pass a signature here; libgit2 uses the configured identity
                     tx.set_target(update.name, pygit2.Oid(hex=update.new), None, update.message)
+
+
+def _plain(path: str) -> str | None:
+    """The object id the loose ref file at `path` holds, where it holds one as git writes it (40 lowercase hex
+    digits and a newline); None for anything else (no loose file, a packed ref, a symbolic ref, a damaged or
+    unreadable file), for libgit2 to read as it reads it. Three system calls where libgit2 makes four,
+    without its reference objects."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 64)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(text) != 41 or text[40:] != b"\n":
+        return None
+    oid = text[:40].decode("ascii", "replace")
+    return oid if _HEX.issuperset(oid) else None
 
 
 def _short(oid: str | None) -> str:

@@ -14,6 +14,7 @@ import pygit2
 
 from git_lanes.errors import Ambiguous, NotARepository, NotFound, UserError, WriteFailed
 from git_lanes.store import clock, lock, setup, trees
+from git_lanes.model import refs
 from git_lanes.model.entries import Change, Entry
 from git_lanes.model.text import quoted
 from git_lanes.store.notes import NoteOps
@@ -83,6 +84,7 @@ class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
         self._record_cache: ObjectCache | None = None
         self._logs_always: bool | None = None  # core.logAllRefUpdates=always, read on the first ref move
         self._lock_path = str(self.common_dir / "lanes.lock")  # taken on every append: built once
+        self._ledger_file = os.path.join(self.common_dir, refs.LEDGER)  # read on every append
         self._identity_read: tuple[pygit2.Signature | None, float] = (None, -IDENTITY_REUSE_SECONDS)
         self._identity: Identity | None = None  # git's identity, read through on the first commit or ref move
         self._queue: AppendQueue | None = None  # the append queue, made on the first append
