@@ -212,6 +212,39 @@ def test_a_lock_held_open_by_a_live_process_is_left_alone(repo):
         os.unlink(lock)
 
 
+class Killed(BaseException):
+    """Where a SIGKILL would have stopped the process."""
+
+
+def test_a_kill_while_a_workspace_s_private_git_dir_is_deleted_leaves_fsck_clean(repo, monkeypatch):
+    """The sweep below rarely lands in it (a few unlinks): deleted in place, the private dir lost its HEAD
+    before its `gitdir`, and git listed a worktree with no HEAD, which `git fsck` reports as an error."""
+    import shutil
+
+    from git_lanes.api import Lanes
+
+    assert run_cli("lane", "create", "gone", cwd=repo).code == 0
+    ws = workspace(repo, "gone")
+    admin = Path(git("rev-parse", "--absolute-git-dir", cwd=ws).strip())
+    deleting = shutil.rmtree
+
+    def killed_midway(path, *args, **kwargs):  # the HEAD goes first, then the process dies
+        if (Path(path) / "HEAD").is_file() and (Path(path) / "gitdir").is_file():
+            (Path(path) / "HEAD").unlink()
+            raise Killed
+        deleting(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", killed_midway)
+    with pytest.raises(Killed):
+        Lanes(repo).ctx.store.remove_worktree(ws)
+    monkeypatch.undo()
+    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stderr
+    assert not admin.exists()
+    assert str(ws) not in git("worktree", "list", cwd=repo)
+    again = run_cli("lane", "delete", "gone", "--force", "--json", cwd=repo)
+    assert again.code == 0, again.err
+
 def test_kill_during_lane_delete(repo):
     duration = None
     interrupted = 0  # a sweep where every run finished before its kill proves nothing

@@ -75,7 +75,7 @@ class WorkspaceOps:
         path = Path(path)
         for admin in worktree_remove.missing_worktree_admins(self.common_dir, path):
             worktree_remove.require_no_histories(path, admin)
-            shutil.rmtree(admin, ignore_errors=True)
+            worktree_remove.discard_admin(self.common_dir, admin)
 
     def add_worktree(self, path: Path, commit: str) -> None:
         # libgit2's add_worktree insists on creating a branch, and `git worktree add` leaves a HEAD fsck

@@ -50,12 +50,35 @@ def remove(root: Path, common_dir: Path, path: Path) -> None:
         except OSError:  # another file system: let git do it in place
             run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=root, check=False)
     if admin is not None and (common_dir / "worktrees") in admin.parents:
-        shutil.rmtree(admin, ignore_errors=True)
+        discard_admin(common_dir, admin)
     prune_worktrees(root, common_dir)
     shutil.rmtree(trash, ignore_errors=True)
     if path.exists():
         shutil.rmtree(path)
     _remove_empty_parents(path.parent, root / ".lanes")
+
+
+def discard_admin(common_dir: Path, admin: Path) -> None:
+    """Delete a worktree's private git dir (`worktrees/<name>`) whole or not at all, as git sees it: it leaves
+    `worktrees/` in one rename before anything in it is deleted. Deleted in place, a kill between its HEAD
+    and its `gitdir` left a worktree git still lists with no HEAD, which `git fsck` reports as an error
+    ("detached HEAD points at nothing") until something prunes it. Safe without the writers' lock (gates
+    remove their scratch checkouts outside it): each private dir has a name of its own in the trash, and a
+    removal that empties the trash meanwhile only makes this one try again."""
+    trash = common_dir / "lanes-trash"
+    moved = trash / f"admin-{admin.name}"
+    for _ in range(3):
+        trash.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(moved, ignore_errors=True)  # what a killed removal of a worktree of that name left
+        try:
+            os.rename(admin, moved)
+            break
+        except FileNotFoundError:
+            if not admin.exists():
+                return
+    else:
+        moved = admin  # the trash kept vanishing under it: deleted in place, as before
+    shutil.rmtree(moved, ignore_errors=True)
 
 
 def missing_worktree_admins(common_dir: Path, path: Path) -> list[Path]:
