@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import git, run_cli, workspace
@@ -239,6 +240,44 @@ def test_a_scratch_checkout_left_by_a_killed_gate_is_swept(api, repo, tmp_path):
     listed = git("worktree", "list", "--porcelain", cwd=repo)
     assert "git-lanes-gate-" not in listed and not holder.exists()
 
+
+class Killed(BaseException):
+    """Where a SIGKILL would have stopped the process."""
+
+
+def test_a_scratch_checkout_leaves_the_worktrees_in_one_rename_so_a_kill_never_half_removes_it(repo, tmp_path,
+                                                                                               monkeypatch):
+    """Removed by `git worktree remove`, a gate's checkout outlived a kill of its process: git went on deleting
+    the private dir file by file, and a `git fsck` meanwhile (or after a kill of the whole process group)
+    found a worktree with no HEAD. The process removes it itself now, its private dir leaving `worktrees/`
+    in one rename before anything in it is deleted."""
+    import shutil
+
+    from git_lanes.store import scratch
+
+    calls = tmp_path / "git-calls"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    deleting = shutil.rmtree
+
+    def killed_midway(path, *args, **kwargs):  # the HEAD goes first, then the process dies
+        if (Path(path) / "HEAD").is_file() and (Path(path) / "gitdir").is_file():
+            (Path(path) / "HEAD").unlink()
+            raise Killed
+        deleting(path, *args, **kwargs)
+
+    with pytest.raises(Killed):
+        with scratch.checkout(repo, repo / ".git", git("rev-parse", "HEAD", cwd=repo).strip()) as path:
+            assert (path / "README.md").exists()
+            monkeypatch.setattr(shutil, "rmtree", killed_midway)
+    monkeypatch.setattr(shutil, "rmtree", deleting)
+    assert "worktree remove" not in calls.read_text()  # no git process left to go on deleting after a kill
+    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stderr
+    assert not path.parent.exists() and scratch.PREFIX not in git("worktree", "list", cwd=repo)
 
 def test_a_gate_checkout_killed_midway_is_swept_and_leaves_fsck_clean(repo):
     """A scratch checkout whose creator died (even before its files were written) is removed by the next

@@ -21,7 +21,7 @@ from typing import IO
 
 from git_lanes.store.gitcli import run_git, unredirected_env
 from git_lanes.store.stale import alive
-from git_lanes.store.worktree_add import add_detached_worktree, prune_worktrees
+from git_lanes.store.worktree_add import add_detached_worktree, prune_worktrees, worktree_admin_dir
 
 PREFIX = "git-lanes-gate-"
 TAIL_BYTES = 4000
@@ -48,8 +48,20 @@ def checkout(root: Path, common_dir: Path, commit: str) -> Iterator[Path]:
         add_detached_worktree(common_dir, path, commit, unredirected_env())
         yield path
     finally:
-        run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=root, check=False)
-        shutil.rmtree(holder, ignore_errors=True)
+        _remove(common_dir, holder, path)
+
+
+def _remove(common_dir: Path, holder: Path, path: Path) -> None:
+    """Remove a scratch checkout: its files, then its private git dir in one rename (`discard_admin`). Not
+    `git worktree remove`: a process killed while it ran left git deleting the private dir file by file,
+    and a `git fsck` meanwhile saw a worktree without its HEAD. Killed between the two, the checkout is a
+    worktree whose folder is gone, which git accepts and the next checkout's sweep prunes."""
+    from git_lanes.store.worktree_remove import discard_admin
+
+    admin = worktree_admin_dir(path)
+    shutil.rmtree(holder, ignore_errors=True)
+    if admin is not None and (common_dir / "worktrees") in admin.parents:
+        discard_admin(common_dir, admin)
 
 
 def inside(checkout: Path, relative: str) -> tuple[Path, str | None]:
