@@ -70,16 +70,18 @@ def git(*args: str, cwd: Path, check: bool = True, input: str | None = None, env
 
 
 def rolled_up(path: Path, timeout: float = 120) -> None:
-    """Wait for a roll-up an append started in the background (`git repack --geometric`, detached, as `git gc
-    --auto` is) to finish: `git fsck` run while git removes packs reports the ones it listed and then missed
-    ("index not opened", objects missing), though nothing is lost."""
+    """Wait for a roll-up an append started in the background (`git repack --geometric`, detached) and for
+    a `git gc --auto` its upkeep started (which detaches too, holding `gc.pid` while it runs) to finish:
+    `git fsck` run while git removes packs reports the ones it listed and then missed ("index not opened",
+    objects missing), though nothing is lost."""
     import time
 
     common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=path, capture_output=True,
                             text=True).stdout.strip()
-    lock = path / (common or ".git") / "lanes-roll-up.lock"  # an absolute common dir replaces `path`
+    git_dir = path / (common or ".git")  # an absolute common dir replaces `path`
     deadline = time.monotonic() + timeout
-    while lock.exists() and time.monotonic() < deadline:
+    while ((git_dir / "lanes-roll-up.lock").exists() or (git_dir / "gc.pid").exists()) \
+            and time.monotonic() < deadline:
         time.sleep(0.02)
 
 
