@@ -35,6 +35,14 @@ SESSION = str(uuid.uuid4())
 counter = {"tool": 0, "message": 0}
 
 
+def whole_lines(path: Path) -> list[str]:
+    """The lines of a file the agents append to under an exclusive lock, read under a shared one: read
+    without it, a line another agent was writing could come half (a write crossing a page boundary)."""
+    with open(path) as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        return handle.read().splitlines()
+
+
 def load_hooks() -> dict[str, list[str]]:
     commands: dict[str, list[str]] = {}
     for name in (".claude/settings.json", ".claude/settings.local.json"):
@@ -171,7 +179,7 @@ class Agent:
             time.sleep(0.1)
 
     def count_told(self) -> int:
-        lines = Path(self.script["journal"]).read_text().splitlines()
+        lines = whole_lines(Path(self.script["journal"]))
         return sum(1 for line in lines if json.loads(line)["event"] == "told" and json.loads(line)["run"] == RUN)
 
     def rendezvous(self, spec: dict) -> None:
@@ -181,7 +189,7 @@ class Agent:
             fcntl.flock(out, fcntl.LOCK_EX)
             out.write(f"start {RUN}\n")
         deadline = time.monotonic() + float(spec.get("timeout", 60))
-        while time.monotonic() < deadline and path.read_text().count("start ") < int(spec["count"]):
+        while time.monotonic() < deadline and sum(line.startswith("start ") for line in whole_lines(path)) < int(spec["count"]):
             time.sleep(0.05)
         self.end_marker = path
 

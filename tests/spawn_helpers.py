@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conftest import run_cli
+from fake_agent import whole_lines
 from hook_helpers import set_policy
 
 FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
@@ -36,7 +37,7 @@ def most_at_once(sessions: Path) -> tuple[int, int]:
     """From the agents' own start/end lines (written in order under a lock): the most sessions that ran at
     once, and how many ran in all."""
     live = most = total = 0
-    for line in sessions.read_text().splitlines():
+    for line in whole_lines(sessions):
         live += 1 if line.startswith("start ") else -1
         total += line.startswith("start ")
         most = max(most, live)
@@ -45,7 +46,7 @@ def most_at_once(sessions: Path) -> tuple[int, int]:
 
 
 def journal(path: Path, run: str | None = None, event: str | None = None) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in whole_lines(path) if line.strip()]
     return [r for r in rows if (run is None or r["run"] == run) and (event is None or r["event"] == event)]
 
 
