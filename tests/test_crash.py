@@ -21,8 +21,9 @@ ROUNDS = 14
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen:
+    """The command in a process group of its own, so the git processes it starts can be told apart."""
     return subprocess.Popen([sys.executable, "-m", "git_lanes", *args, "--json"], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def kill_after(proc: subprocess.Popen, delay: float) -> bool:
@@ -32,8 +33,39 @@ def kill_after(proc: subprocess.Popen, delay: float) -> bool:
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        children_ended(proc.pid)
         return True
     proc.communicate()
+    return False
+
+
+def children_ended(group: int) -> None:
+    """Wait for the git processes a killed command started (`git add -A` in the workspace, `git reset`,
+    `git worktree prune`): a SIGKILL reaches the command alone, and they run on. Checked at once, the
+    repository is one they are still writing, and the next command there finds the workspace's index
+    taken by a live git and rightly refuses (exit 3), which is not what a sweep of kills tests."""
+    deadline = time.monotonic() + 120
+    while _group_alive(group):
+        assert time.monotonic() < deadline, "a killed command's git processes never ended"
+        time.sleep(0.01)
+
+
+def _group_alive(group: int) -> bool:
+    """Whether a process of process group `group` runs (a zombie waiting for init to reap it does not)."""
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for pid in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text() if pid.isdigit() else ""
+        except OSError:
+            continue  # it ended meanwhile
+        fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] != "Z":
+            return True
     return False
 
 
