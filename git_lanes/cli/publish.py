@@ -57,9 +57,8 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
     Pushes the integration lane tickets/<short-id> as an ordinary branch (default lanes/ticket/<short-id>)
     with a fast-forward-only push, then runs `[publish] pr_command` from .lanes.toml at the trunk's head
     ({branch}, {base}, {remote}, {ticket}, {title} are filled in) and posts pr_opened with the URL it printed
-    (pr_updated on a re-publish, which runs `update_command` if set). With no command no pull request is
-    opened and none is posted: it prints where to open one (status `published`), and a later publish with a
-    command configured opens it. A ticket's publishers take turns under a lock in the ledger (TTL `[publish] lock_ttl`,
+    (pr_updated on a re-publish, which runs `update_command` if set). With no command it prints where to open
+    the pull request. A ticket's publishers take turns under a lock in the ledger (TTL `[publish] lock_ttl`,
     default 300 s): a second one exits 3 naming the holder; the lock of a holder that died lapses.
     `publish sync` closes tickets whose branch reached the base, merged any way (squash included).
 
@@ -91,9 +90,7 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
                 (f": {r['url']}" if r["url"] else "")
         pushed = f"pushed {r['branch']} to {r['remote']} at {short(r['head'])}" if r["pushed"] else \
             f"{r['branch']} on {r['remote']} was already at {short(r['head'])}"
-        opened = f"{r['status']}: {r['url'] or 'no pull request address printed'}" if r["status"] != "published" \
-            else "no pull request opened: no [publish] pr_command is configured"
-        lines = [pushed, opened]
+        lines = [pushed, f"{r['status']}: {r['url'] or 'no pull request address printed'}"]
         if r.get("hint"):
             lines.append(r["hint"])
         return "\n".join(lines)

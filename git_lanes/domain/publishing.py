@@ -210,34 +210,21 @@ def unlock(tx: Tx, op: Op) -> dict:
     return {"ticket": ticket_id, "released": record is not None}
 
 
-def has_pull_request(publication: dict | None) -> bool:
-    """Whether a pull request was opened for this publication: a `pr_command` ran for it once. A record
-    from before the flag was kept says nothing, and those publishers always posted `pr_opened`."""
-    return publication is not None and bool(publication) and publication.get("pull_request", True) is not False
-
-
 def publish(tx: Tx, op: Op) -> dict:
-    """`ticket.publish`: the integration lane was pushed as `branch`; the ticket is published. When the PR
-    command ran (`pr_command` true) a `pr_opened` post records the pull request with its address, and a
-    re-publish of a ticket that has one posts `pr_updated`. With no command nothing was opened, so no
-    post claims it: the result's kind is `published`, and the person opens the pull request."""
+    """`ticket.publish`: the integration lane was pushed as `branch`; the ticket is published, and a
+    `pr_opened` post (`pr_updated` on a re-publish) records it with the pull request's address."""
     ticket = tickets.get_ticket(tx, op.args.get("ticket"))
     if ticket["status"] == "closed":
         raise Refused(f"ticket {ticket['id'][:8]} is closed", code="ticket_closed")
     previous = ticket.get("publication") or {}
     url = op.args.get("url") or previous.get("url")
-    had = has_pull_request(previous)
-    opened = had or op.args.get("pr_command", True) is not False  # an op from before the flag ran a command
+    kind = "pr_updated" if previous else "pr_opened"
     publication = {key: op.args.get(key) for key in ("remote", "branch", "base", "head")}
     publication.update(url=url, published_at=previous.get("published_at", op.time), updated_at=op.time,
                        by=op.actor, times=int(previous.get("times", 0)) + 1)
-    if not opened:
-        publication["pull_request"] = False
     ticket.update(status="published", publication=publication)
     tx.put(tickets.ticket_path(ticket["id"]), ticket)
-    if not opened:
-        return {"ticket": ticket["id"], "kind": "published", "url": url, "post": None, "publication": publication}
-    kind, verb = ("pr_updated", "updated") if had else ("pr_opened", "opened")
+    verb = "updated" if previous else "opened"
     text = (f"ticket {ticket['id'][:8]} \"{ticket['title']}\": pull request {verb} from {publication['branch']} "
             f"into {publication['base']} at {str(publication['head'])[:8]}" + (f": {url}" if url else ""))
     post = add_post(tx, op, SYSTEM, kind, text, None)

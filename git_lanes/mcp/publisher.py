@@ -28,8 +28,7 @@ def tools(face: Binding) -> list[ToolSpec]:
                                                                      "(default: the trunk).")] = None,
                        agent_id: AgentId = None) -> dict:
         """Push a ready ticket's integration lane as a branch (fast-forward only) and open its pull request
-        with the configured command (pr_opened; pr_updated on a re-publish; `published`, no post, when no
-        pr_command is configured). Another publisher at work on the
+        with the configured command (pr_opened; pr_updated on a re-publish). Another publisher at work on the
         ticket is `conflict` (reason publish_locked)."""
         return face.api.publish(ticket_id, remote=remote, branch=branch, base=base, actor=face.actor(agent_id))
 
