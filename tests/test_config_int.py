@@ -75,3 +75,21 @@ def test_string_values_read_as_git_config_get_reads_them(repo):
     for value in ["x ", " x", "x  y", "end\t", "a#b", "a;b", '"q"', "back\\slash", "1k "]:
         git("config", "test.text", value, cwd=repo)
         assert read_config(repo / ".git")["test.text"] == git("config", "--get", "test.text", cwd=repo)[:-1] == value
+
+
+def test_a_config_file_rewritten_within_one_tick_of_the_clock_is_read_again(tmp_path):
+    """git rewrites a config file by renaming a new one into place; two rewrites in the same tick of the file
+    system's clock (a few ms) leave the same mtime, and a reader keyed on it kept the first one's values."""
+    import os
+
+    from git_lanes.store.gitfiles import read_config
+
+    config = tmp_path / "config"
+    config.write_text("[core]\n\tcompression = 1\n")
+    first = config.stat()
+    assert read_config(tmp_path)["core.compression"] == "1"
+    rewritten = tmp_path / "config.lock"
+    rewritten.write_text("[core]\n\tcompression = 9\n")  # the same size
+    os.utime(rewritten, ns=(first.st_atime_ns, first.st_mtime_ns))  # the same tick
+    os.replace(rewritten, config)
+    assert read_config(tmp_path)["core.compression"] == "9"

@@ -190,7 +190,9 @@ def worktree_problem(root: str, common_dir: str, path: str) -> str | None:
 
 
 # -- config -----------------------------------------------------------------------------------------------
-_config_cache: dict[str, tuple[float, dict[str, str]]] = {}
+# Keyed on the file's identity, not its mtime alone: git rewrites a config file by renaming a new one into
+# place, and two rewrites within one tick of the file system's clock keep the same mtime.
+_config_cache: dict[str, tuple[tuple[int, int, int, int], dict[str, str]]] = {}
 
 
 def read_config(common_dir: StrPath) -> dict[str, str]:
@@ -263,9 +265,10 @@ def config_files_beneath_home() -> list[str]:
 
 def _read_config_file(path: str) -> dict[str, str]:
     try:
-        stamp = os.stat(path).st_mtime
+        found = os.stat(path)
     except FileNotFoundError:
         return {}
+    stamp = (found.st_mtime_ns, found.st_ctime_ns, found.st_size, found.st_ino)
     cached = _config_cache.get(path)
     if cached and cached[0] == stamp:
         return cached[1]
