@@ -80,9 +80,32 @@ def rolled_up(path: Path, timeout: float = 120) -> None:
                             text=True).stdout.strip()
     git_dir = path / (common or ".git")  # an absolute common dir replaces `path`
     deadline = time.monotonic() + timeout
-    while ((git_dir / "lanes-roll-up.lock").exists() or (git_dir / "gc.pid").exists()) \
-            and time.monotonic() < deadline:
+    while ((git_dir / "lanes-roll-up.lock").exists() or (git_dir / "gc.pid").exists()
+           or _upkeep_running(path.resolve())) and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+UPKEEP_COMMANDS = {b"gc", b"repack", b"pack-objects", b"prune", b"prune-packed", b"multi-pack-index"}
+
+
+def _upkeep_running(root: Path) -> bool:
+    """Whether a git process that packs or prunes runs in `root` (its working directory): a detached `git gc
+    --auto` lets go of gc.pid before it forks and takes it again in the child, so for a moment neither lock
+    says it is coming."""
+    inside = str(root)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                args = cmdline.read().split(b"\0")
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:  # gone, or a zombie
+            continue
+        if os.path.basename(args[0]) == b"git" and UPKEEP_COMMANDS & set(args[1:5]) \
+                and (cwd == inside or cwd.startswith(inside + os.sep)):
+            return True
+    return False
 
 
 def fsck_clean(path: Path) -> None:
