@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, run_cli, workspace
+from kill_helpers import Killed, children_ended, killed_once_head_went
 
 pytestmark = pytest.mark.slow
 
@@ -36,36 +37,6 @@ def kill_after(proc: subprocess.Popen, delay: float) -> bool:
         children_ended(proc.pid)
         return True
     proc.communicate()
-    return False
-
-
-def children_ended(group: int) -> None:
-    """Wait for the git processes a killed command started (`git add -A` in the workspace, `git reset`,
-    `git worktree prune`): a SIGKILL reaches the command alone, and they run on. Checked at once, the
-    repository is one they are still writing, and the next command there finds the workspace's index
-    taken by a live git and rightly refuses (exit 3), which is not what a sweep of kills tests."""
-    deadline = time.monotonic() + 120
-    while _group_alive(group):
-        assert time.monotonic() < deadline, "a killed command's git processes never ended"
-        time.sleep(0.01)
-
-
-def _group_alive(group: int) -> bool:
-    """Whether a process of process group `group` runs (a zombie waiting for init to reap it does not)."""
-    if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for pid in os.listdir("/proc"):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text() if pid.isdigit() else ""
-        except OSError:
-            continue  # it ended meanwhile
-        fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
-        if len(fields) > 2 and fields[2] == str(group) and fields[0] != "Z":
-            return True
     return False
 
 
@@ -244,10 +215,6 @@ def test_a_lock_held_open_by_a_live_process_is_left_alone(repo):
         os.unlink(lock)
 
 
-class Killed(BaseException):
-    """Where a SIGKILL would have stopped the process."""
-
-
 def test_a_kill_while_a_workspace_s_private_git_dir_is_deleted_leaves_fsck_clean(repo, monkeypatch):
     """The sweep below rarely lands in it (a few unlinks): deleted in place, the private dir lost its HEAD
     before its `gitdir`, and git listed a worktree with no HEAD, which `git fsck` reports as an error."""
@@ -258,15 +225,7 @@ def test_a_kill_while_a_workspace_s_private_git_dir_is_deleted_leaves_fsck_clean
     assert run_cli("lane", "create", "gone", cwd=repo).code == 0
     ws = workspace(repo, "gone")
     admin = Path(git("rev-parse", "--absolute-git-dir", cwd=ws).strip())
-    deleting = shutil.rmtree
-
-    def killed_midway(path, *args, **kwargs):  # the HEAD goes first, then the process dies
-        if (Path(path) / "HEAD").is_file() and (Path(path) / "gitdir").is_file():
-            (Path(path) / "HEAD").unlink()
-            raise Killed
-        deleting(path, *args, **kwargs)
-
-    monkeypatch.setattr(shutil, "rmtree", killed_midway)
+    monkeypatch.setattr(shutil, "rmtree", killed_once_head_went(shutil.rmtree))
     with pytest.raises(Killed):
         Lanes(repo).ctx.store.remove_worktree(ws)
     monkeypatch.undo()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, run_cli, workspace
+from kill_helpers import Killed, killed_once_head_went
 from promotion_fixtures import edit, head, land
 
 from git_lanes.domain.gates import Gate, parse
@@ -241,10 +242,6 @@ def test_a_scratch_checkout_left_by_a_killed_gate_is_swept(api, repo, tmp_path):
     assert "git-lanes-gate-" not in listed and not holder.exists()
 
 
-class Killed(BaseException):
-    """Where a SIGKILL would have stopped the process."""
-
-
 def test_a_scratch_checkout_leaves_the_worktrees_in_one_rename_so_a_kill_never_half_removes_it(repo, tmp_path,
                                                                                                monkeypatch):
     """Removed by `git worktree remove`, a gate's checkout outlived a kill of its process: git went on deleting
@@ -263,16 +260,10 @@ def test_a_scratch_checkout_leaves_the_worktrees_in_one_rename_so_a_kill_never_h
     monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
     deleting = shutil.rmtree
 
-    def killed_midway(path, *args, **kwargs):  # the HEAD goes first, then the process dies
-        if (Path(path) / "HEAD").is_file() and (Path(path) / "gitdir").is_file():
-            (Path(path) / "HEAD").unlink()
-            raise Killed
-        deleting(path, *args, **kwargs)
-
     with pytest.raises(Killed):
         with scratch.checkout(repo, repo / ".git", git("rev-parse", "HEAD", cwd=repo).strip()) as path:
             assert (path / "README.md").exists()
-            monkeypatch.setattr(shutil, "rmtree", killed_midway)
+            monkeypatch.setattr(shutil, "rmtree", killed_once_head_went(deleting))
     monkeypatch.setattr(shutil, "rmtree", deleting)
     assert "worktree remove" not in calls.read_text()  # no git process left to go on deleting after a kill
     fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True)

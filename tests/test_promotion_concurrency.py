@@ -13,6 +13,7 @@ import time
 
 import pytest
 from conftest import git, run_cli
+from kill_helpers import children_ended
 from promotion_fixtures import head, land
 
 from git_lanes.model.records import Transition
@@ -26,27 +27,6 @@ def _start(repo, *args):
     return subprocess.Popen([sys.executable, "-m", "git_lanes", *args], cwd=repo, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "GIT_LANES_AGENT": "lead"},
                             start_new_session=True)
-
-
-def _wait_for_group(group: int, timeout: float = 120) -> None:
-    """Wait until no process of `group` still runs: a git child of a killed promotion finishes its own step
-    (git's `worktree remove` deletes a private dir file by file), and `git fsck` run meanwhile would report
-    that step half-done, as it would for any git command still running."""
-    deadline = time.monotonic() + timeout
-    while True:
-        running = []
-        for entry in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rpartition(")")[2].split()
-            except (OSError, ValueError):
-                continue
-            if entry.isdigit() and fields[0] != "Z" and int(fields[2]) == group:
-                running.append(entry)
-        if not running:
-            return
-        assert time.monotonic() < deadline, f"processes of the killed promotion still run: {running}"
-        time.sleep(0.01)
 
 
 def fsck_problems(repo) -> str:
@@ -141,7 +121,7 @@ def test_sigkill_at_any_instant_of_a_promotion_leaves_the_target_before_or_after
         time.sleep(rng.uniform(0.0, duration * 1.2))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
-        _wait_for_group(proc.pid)
+        children_ended(proc.pid)
         after = head(repo, "main")
         outcomes.append(after != before)
         if after != before:
