@@ -294,3 +294,17 @@ def test_a_gate_checkout_killed_midway_is_swept_and_leaves_fsck_clean(repo):
     listing = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True).stdout
     assert scratch.PREFIX not in listing
     assert subprocess.run(["git", "fsck", "--strict"], cwd=repo, capture_output=True).returncode == 0
+
+
+def test_a_gate_that_repoints_its_checkout_s_git_file_cannot_have_another_worktree_s_git_dir_deleted(api, repo):
+    """The scratch checkout's private git dir is the one made for it: its `.git` file, which the gate may
+    rewrite, names nothing the removal then deletes (a lane's workspace would lose its private dir)."""
+    api.lane_create("victim")
+    victim = workspace(repo, "victim")
+    victim_admin = git("rev-parse", "--absolute-git-dir", cwd=victim).strip()
+    repoint = f"open('.git', 'w').write('gitdir: {victim_admin}\\n')"
+    declare(api, repo, gate("repoint", repoint))
+    land(api, repo, "a", {"a.txt": "a\n"})
+    assert os.path.isdir(victim_admin)
+    assert git("status", "--porcelain", cwd=victim) == ""
+    assert "git-lanes-gate-" not in git("worktree", "list", "--porcelain", cwd=repo)

@@ -21,7 +21,7 @@ from typing import IO
 
 from git_lanes.store.gitcli import run_git, unredirected_env
 from git_lanes.store.stale import alive
-from git_lanes.store.worktree_add import add_detached_worktree, prune_worktrees, worktree_admin_dir
+from git_lanes.store.worktree_add import add_detached_worktree, prune_worktrees
 
 PREFIX = "git-lanes-gate-"
 TAIL_BYTES = 4000
@@ -42,25 +42,28 @@ def checkout(root: Path, common_dir: Path, commit: str) -> Iterator[Path]:
     holder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
     # The worktree's admin entry is named after its directory: a unique name keeps concurrent gates apart.
     path = holder / holder.name
+    admin: Path | None = None
     try:
         # Drafted and renamed into place, as lane workspaces are, so a gate killed mid-checkout never leaves
         # a worktree `git fsck` rejects; and it runs no post-checkout hook on the scratch copy.
-        add_detached_worktree(common_dir, path, commit, unredirected_env())
+        admin = add_detached_worktree(common_dir, path, commit, unredirected_env())
         yield path
     finally:
-        _remove(common_dir, holder, path)
+        _remove(root, common_dir, holder, path, admin)
 
 
-def _remove(common_dir: Path, holder: Path, path: Path) -> None:
+def _remove(root: Path, common_dir: Path, holder: Path, path: Path, admin: Path | None) -> None:
     """Remove a scratch checkout: its files, then its private git dir in one rename (`discard_admin`). Not
     `git worktree remove`: a process killed while it ran left git deleting the private dir file by file,
     and a `git fsck` meanwhile saw a worktree without its HEAD. Killed between the two, the checkout is a
-    worktree whose folder is gone, which git accepts and the next checkout's sweep prunes."""
+    worktree whose folder is gone, which git accepts and the next checkout's sweep prunes. The private dir
+    is the one made for it, never what its `.git` file names: the gate may have rewritten that file."""
     from git_lanes.store.worktree_remove import discard_admin
 
-    admin = worktree_admin_dir(path)
+    if admin is None:  # made part-way (no gate has run in it): git finds what there is of it
+        run_git(["worktree", "remove", "--force", "--force", str(path)], cwd=root, check=False)
     shutil.rmtree(holder, ignore_errors=True)
-    if admin is not None and (common_dir / "worktrees") in admin.parents:
+    if admin is not None:
         discard_admin(common_dir, admin)
 
 

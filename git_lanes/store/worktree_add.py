@@ -17,8 +17,8 @@ from git_lanes.store.gitcli import run_git
 from git_lanes.store.stale import alive
 
 
-def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[str, str]) -> None:
-    """Safe without the writers' lock too (gates make scratch checkouts outside it): each call drafts in a
+def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[str, str]) -> Path:
+    """The new worktree's private git dir. Safe without the writers' lock too (gates make scratch checkouts outside it): each call drafts in a
     directory of its own, and renaming a draft onto an admin dir another caller just took fails, never
     replaces it, since neither is empty."""
     from git_lanes.store.gitfiles import INITIALIZING, POINTER_DRAFT  # with the first worktree made, not at start-up
@@ -42,6 +42,7 @@ def add_detached_worktree(common_dir: Path, path: Path, commit: str, env: dict[s
     os.rename(draft, admin)
     run_git(["reset", "--hard", "--quiet", "--no-recurse-submodules"], cwd=path, env=env)
     (admin / "locked").unlink()
+    return admin
 
 
 def worktree_admin_dir(path: Path) -> Path | None:
