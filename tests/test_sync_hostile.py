@@ -283,8 +283,11 @@ def test_a_fresh_clone_refuses_a_trunk_name_a_peer_wrote_that_names_no_branch(pa
                           capture_output=True, check=True).stdout.decode().strip()
     git("update-index", "--add", "--cacheinfo", f"100644,{blob},trunk", cwd=bare, env=index)
     tree = git("write-tree", cwd=bare, env=index).strip()
-    plant(bare, "refs/lanes/meta/trunk", git("commit-tree", "-p", "refs/lanes/meta/trunk", "-m", "renamed", tree,
-                                             cwd=bare).strip())
+    # The peer's history of the name starts at its own commit (plain git, the pinned date): the clone's own
+    # naming of main below is then never that very commit, as it was when both fell in the same second.
+    named_main = git("rev-parse", "refs/lanes/meta/trunk^{tree}", cwd=bare).strip()
+    start = git("commit-tree", "-m", "lanes: the trunk is main", named_main, cwd=bare).strip()
+    plant(bare, "refs/lanes/meta/trunk", git("commit-tree", "-p", start, "-m", "renamed", tree, cwd=bare).strip())
     clone = tmp_path / "clone"
     git("clone", "--quiet", "--no-checkout", str(bare), str(clone), cwd=tmp_path)
     for command in ("pull", "sync"):
