@@ -326,6 +326,19 @@ def test_unknown_transition_id(repo, command):
     assert repository_state(repo) == before
 
 
+@pytest.mark.parametrize("command", ["accept", "reject", "show"])
+@pytest.mark.parametrize("blank", ["", " "])
+def test_a_blank_id_never_picks_the_only_pending_proposal(api, repo, command, blank):
+    """An empty id is a prefix of every id: with one proposal pending, `accept ""` (a shell variable that
+    was never set) once accepted it."""
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "n.txt").write_text("n\n")
+    api.commit("pending", "a", lane="feat")
+    before = repository_state(repo)
+    fails(command, blank, cwd=repo, code="invalid_id")
+    assert repository_state(repo) == before
+
+
 def test_ambiguous_id_lists_candidates(api, repo):
     api.lane_create("feat")
     ws = workspace(repo, "feat")

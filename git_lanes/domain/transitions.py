@@ -8,7 +8,7 @@ from pathlib import Path
 from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Refused, UnsupportedFormat
+from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Refused, UnsupportedFormat, UserError
 from git_lanes.model import refs
 from git_lanes.model.ids import random_hex
 from git_lanes.model.names import id_text, resolve_prefix
@@ -110,6 +110,8 @@ def find(ctx: Context, prefix: str) -> Transition:
     One whose note cannot be read is an error saying why (MalformedRecord, or UnsupportedFormat for a newer
     format), not "no such transition"."""
     prefix = id_text(prefix, "transition")
+    if not prefix.strip():  # a prefix of every id: with one proposal pending it would pick that one
+        raise UserError("empty transition id", code="invalid_id")
     pending = {ref[len(refs.PROPOSALS):]: oid for ref, oid in ctx.store.list_refs(refs.PROPOSALS).items()}
     matches = [tid for tid in pending if tid.startswith(prefix.strip())]
     if len(matches) == 1:
