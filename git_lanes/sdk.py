@@ -25,6 +25,7 @@ from git_lanes.errors import GateFailed, LanesError, UserError, take_notices
 from git_lanes.model.ledger_results import (AgentRegistered, BoardRead, ClaimsAdded, Heartbeat, Posted, TaskClaimed,
                                             TaskDone, WaitResult)
 from git_lanes.model.records import Cost, Intent, Transition
+from git_lanes.model.text import as_reason
 from git_lanes.model.workspace_results import Decided, Unchanged
 
 # Metadata names that are fields of the intent itself rather than free-form metadata.
@@ -191,7 +192,8 @@ class Work:
         try:
             attempt = self._record(False)
             if attempt.get("status") == "proposed":
-                attempt = told(lambda: self.session.api.reject(attempt["id"], f"{type(error).__name__}: {error}"))
+                reason = as_reason(f"{type(error).__name__}: {error}")  # whatever the exception's text holds
+                attempt = told(lambda: self.session.api.reject(attempt["id"], reason))
                 # The next block starts from the lane head; the attempt stays under refs/lanes/rejected/.
                 told(lambda: self.session.api.restore(self.session.lane, lane=self.session.lane))
             self.result = attempt

@@ -62,6 +62,22 @@ def test_an_exception_in_the_block_rejects_the_attempt_and_is_re_raised(session,
     assert [t["id"] for t in rejected] == [w.result["id"]]  # the attempt is kept as signal
 
 
+@pytest.mark.parametrize("message", ["\x1b[31mFAILED\x1b[0m tests/test_x.py", "x" * 20_000, "bad byte \udcff"],
+                         ids=["terminal-colours", "long", "lone-surrogate"])
+def test_an_exception_whose_text_is_no_valid_reason_still_rejects_the_attempt(session, repo, message):
+    """An exception's text is anything a tool printed: colour codes, a whole traceback, bytes that are not
+    UTF-8. The reason refused it, so the attempt was left proposed and the workspace was not put back."""
+    with pytest.raises(RuntimeError) as raised, session.work("Try something") as w:
+        (w.path / "half.txt").write_text("half done\n")
+        raise RuntimeError(message)
+    assert not getattr(raised.value, "__notes__", None)  # nothing to say about a failure to record it
+    assert w.result["status"] == "rejected" and w.result["reason"].startswith("RuntimeError: ")
+    shown = run_cli("show", w.result["id"], "--json", cwd=repo).json
+    assert shown["status"] == "rejected" and shown["reason"] == w.result["reason"]
+    assert run_cli("status", "--json", cwd=repo).json["proposals"] == []
+    assert not (w.path / "half.txt").exists()  # the next block starts from the lane head
+
+
 def test_an_exception_with_nothing_changed_is_re_raised_untouched(session):
     with pytest.raises(KeyError), session.work("Nothing yet") as w:
         raise KeyError("x")

@@ -58,6 +58,20 @@ def check_reason(value: object, what: str = "the reason") -> str | None:
                                                  max_chars=MAX_REASON)
 
 
+def as_reason(value: str) -> str:
+    """`value`, text from anywhere (an exception's message: terminal colours, a whole traceback, bytes that are
+    not UTF-8), made a reason `check_reason` accepts, for a face that writes the reason itself rather than
+    passing on one a person gave: each control character (but tab and line breaks) and each lone surrogate
+    is written as its escape (`\\x1b`), and what is past MAX_REASON characters is cut, saying so."""
+    import re
+
+    text = re.sub(f"{_CONTROL}|{_SURROGATE}", lambda found: ascii(found.group())[1:-1], value)
+    if len(text) <= MAX_REASON:
+        return text
+    cut = f"… (cut: {len(text)} characters)"
+    return text[:MAX_REASON - len(cut)] + cut
+
+
 def quoted(value: object) -> str:
     """`value` quoted for an error message. Bytes that are not UTF-8 (lone surrogates, as Python reads them
     from argv or a file name) are shown as the bytes they are, '\\xff', never as a surrogate escape. A long
