@@ -394,6 +394,24 @@ def test_git_lanes_undo_gc_doctor_fix_and_budgets_are_writes_into_what_every_lan
             == "allow", line
 
 
+def test_python_m_git_lanes_is_held_to_the_same_wall_as_git_lanes(repo, ws):
+    """`python -m git_lanes` is a documented spelling of `git lanes`: an agent whose `git lanes budget set`
+    was denied raised its own budget, undid the trunk's promotion or rewrote another lane's workspace by
+    spelling the same command that way."""
+    assert run_cli("lane", "create", "other", cwd=repo).code == 0
+    lines = [("python -m git_lanes budget set --lane feature --usd 1000", "git's own files"),
+             ("python3 -m git_lanes undo", "git's own files"),
+             ("/usr/bin/python3.12 -I -m git_lanes gc", "git's own files"),
+             ("python3 -mgit_lanes lane reset other --force", "lane other"),
+             ("python -X dev -m git_lanes restore main -w other --force", "lane other"),
+             (f"cd {repo} && python -m git_lanes restore main --force", "main worktree")]
+    assert not_denied(ws, lines, "pym") == []
+    for number, line in enumerate(["python -m git_lanes status", "python3 -m git_lanes budget show",
+                                   "python -m pytest -q", "python script.py -m git_lanes undo"]):
+        assert decision(hook_in_process("claude", "PreToolUse", bash(ws, line, f"toolu_pyok{number}")))[0] \
+            == "allow", line
+
+
 def test_removing_a_symbolic_link_is_a_write_to_the_link_not_to_what_it_points_at(repo, ws):
     """`rm link` and `unlink link` remove the link itself (neither rm nor unlink(2) follows it), so a link in the
     lane pointing into the main worktree may be removed; a removal that goes through the link (`rm link/x`,

@@ -143,6 +143,44 @@ def runs(name: str, words: list[Word], stdin: Word | str | None) -> Runs | None:
         line = shell_git.analyse(args)
         if line.command or line.scripts or line.opaque:
             return Runs(command=line.command, scripts=line.scripts, opaque=line.opaque)
+    if _python(name):
+        rest = _module_run(args, "git_lanes")
+        return Runs(command=[("git-lanes", False), *rest]) if rest is not None else None
+    return None
+
+
+def _python(name: str) -> bool:
+    """`python`, `python3`, `python3.12`."""
+    return name.startswith("python") and name[6:].replace(".", "").isdigit() or name == "python"
+
+
+# Python's options that take a value (`-X dev`, `-W error`, `--check-hash-based-pycs always`).
+PYTHON_VALUED = frozenset("XW")
+
+
+def _module_run(args: list[Word], module: str) -> list[Word] | None:
+    """The arguments after `-m MODULE` of a Python command line (`python -I -m git_lanes undo`: `undo`), or None
+    when it runs another module, a script or code. `python -m git_lanes` is a documented spelling of `git lanes`,
+    so it meets the same wall."""
+    index = 0
+    while index < len(args):
+        text, _ = args[index]
+        if text == "--check-hash-based-pycs":
+            index += 2
+            continue
+        if not text.startswith("-") or text in ("-", "--") or text.startswith("--"):
+            return None  # a script, standard input, or an option we do not read
+        for at, flag in enumerate(text[1:], start=1):
+            if flag == "c":
+                return None
+            if flag == "m":
+                given = text[at + 1:] or (args[index + 1][0] if index + 1 < len(args) else "")
+                after = index + 1 if text[at + 1:] else index + 2
+                return args[after:] if given in (module, f"{module}.__main__") else None
+            if flag in PYTHON_VALUED:
+                index += 0 if text[at + 1:] else 1  # its value is the next word
+                break
+        index += 1
     return None
 
 
