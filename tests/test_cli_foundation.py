@@ -339,6 +339,20 @@ def test_a_blank_id_never_picks_the_only_pending_proposal(api, repo, command, bl
     assert repository_state(repo) == before
 
 
+def test_a_transition_id_in_capitals_is_the_same_id(api, repo):
+    """git takes an abbreviated object name in either case, and so did every other git-lanes id (runs, tasks,
+    tickets, operations): a transition id typed or pasted in capitals matched nothing."""
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "n.txt").write_text("n\n")
+    first = api.commit("first", "a", lane="feat", auto_accept=True)["id"]
+    (workspace(repo, "feat") / "n.txt").write_text("m\n")
+    pending = api.commit("pending", "a", lane="feat")["id"]
+    assert ok("show", pending[:8].upper(), cwd=repo)["id"] == pending
+    assert ok("diff", first[:8].upper(), pending[:8].upper(), cwd=repo)["changes"] == \
+        [{"path": "n.txt", "kind": "modified"}]
+    assert ok("accept", pending[:8].upper(), cwd=repo)["status"] == "accepted"
+
+
 def test_ambiguous_id_lists_candidates(api, repo):
     api.lane_create("feat")
     ws = workspace(repo, "feat")

@@ -99,7 +99,7 @@ def resolve_state(ctx: Context, spec: str) -> str:
     if _could_be_lane(spec) and ctx.store.read_ref(refs.lane_ref(spec, ctx.trunk)):
         return lanes.lane_head(ctx, spec)  # refusing a head that is no commit
     # Any length, as `show` and `accept` take it: libgit2 calls every prefix under 4 digits ambiguous.
-    if all(c in "0123456789abcdef" for c in spec):
+    if all(c in "0123456789abcdefABCDEF" for c in spec):
         try:
             return transitions.find(ctx, spec).state
         except NotFound:

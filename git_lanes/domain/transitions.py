@@ -109,11 +109,12 @@ def find(ctx: Context, prefix: str) -> Transition:
     """A transition by unique id prefix; pending proposals are searched first, as they are what one decides.
     One whose note cannot be read is an error saying why (MalformedRecord, or UnsupportedFormat for a newer
     format), not "no such transition"."""
-    prefix = id_text(prefix, "transition")
-    if not prefix.strip():  # a prefix of every id: with one proposal pending it would pick that one
+    # Ids are lowercase hex; git takes an abbreviated name in either case, as every other id here does.
+    prefix = id_text(prefix, "transition").strip().lower()
+    if not prefix:  # a prefix of every id: with one proposal pending it would pick that one
         raise UserError("empty transition id", code="invalid_id")
     pending = {ref[len(refs.PROPOSALS):]: oid for ref, oid in ctx.store.list_refs(refs.PROPOSALS).items()}
-    matches = [tid for tid in pending if tid.startswith(prefix.strip())]
+    matches = [tid for tid in pending if tid.startswith(prefix)]
     if len(matches) == 1:
         record = load(ctx, pending[matches[0]])
         if record is not None:
