@@ -89,6 +89,15 @@ def test_agent_commands_take_the_agent_from_the_environment(repo: Path):
     assert missing.code == 2
 
 
+@pytest.mark.parametrize("command", ["register", "heartbeat"])
+def test_an_empty_agent_id_given_is_refused_not_taken_from_the_environment(repo: Path, command: str):
+    """`agent heartbeat ""` (a variable that was never set) renewed the lease of whichever agent
+    GIT_LANES_AGENT named, where `--agent ""` is refused: an id given is judged as given."""
+    ok("agent", "register", "coder-9", cwd=repo)
+    result = run_cli("agent", command, "", "--json", cwd=repo, env={"GIT_LANES_AGENT": "coder-9"})
+    assert result.code == 1 and result.json["error"] == "invalid_agent", result.err
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
 @pytest.mark.parametrize("args", [("budget", "set", "--lane", "main", "--usd"),
                                   ("commit", "-m", "m", "--agent", "a1", "--cost-usd"),

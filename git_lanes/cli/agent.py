@@ -39,8 +39,8 @@ def agent() -> None:
 
 def _which(agent_id: str | None, agent: str | None) -> str:
     """ID as an argument, or --agent / GIT_LANES_AGENT like every other command that acts as an agent."""
-    chosen = agent_id or agent
-    if not chosen:
+    chosen = agent_id if agent_id is not None else agent  # an empty ID given is refused as given, not replaced
+    if chosen is None:
         raise click.UsageError("name the agent: ID, --agent ID or GIT_LANES_AGENT")
     return chosen
 
