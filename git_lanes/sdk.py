@@ -54,8 +54,9 @@ class AgentSession:
 
     def __init__(self, repo_path: str | os.PathLike = ".", agent_id: str | None = None, *,
                  agent_type: str | None = None, lane: str | None = None, model: str | None = None) -> None:
-        agent_id = agent_id or os.environ.get("GIT_LANES_AGENT")
-        if not agent_id:
+        if agent_id is None:  # an empty one is refused below, as the CLI refuses `--agent ""`
+            agent_id = os.environ.get("GIT_LANES_AGENT") or None  # set empty is unset, as for the CLI
+        if agent_id is None:
             raise UserError("no agent_id given, and GIT_LANES_AGENT is not set", code="no_agent",
                             hint="pass agent_id, e.g. AgentSession(path, agent_id=\"coder-1\")")
         self.agent_id = validate_agent_id(agent_id)

@@ -199,3 +199,19 @@ def test_a_number_that_is_not_finite_is_invalid_arguments(repo):
 
     for refused in anyio.run(scenario):
         assert (refused["code"], refused["reason"], refused["exit_code"]) == ("usage", "invalid_arguments", 2)
+
+
+def test_an_empty_agent_id_is_refused_as_the_cli_refuses_it(repo):
+    """`agent_id: ""` acted as the server's agent without a word, where the CLI refuses `--agent ""` whatever
+    GIT_LANES_AGENT says."""
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            return (await fails(session, "post_board", text="hello", agent_id=""),
+                    await fails(session, "heartbeat", agent_id=""))
+
+    posted, beat = anyio.run(scenario)
+    cli = run_cli("board", "post", "hello", "--agent", "", "--json", cwd=repo, env={"GIT_LANES_AGENT": "coder-1"})
+    assert posted["reason"] == beat["reason"] == cli.json["error"] == "invalid_agent"
+    assert posted["message"] == beat["message"] == cli.json["message"]
+    assert run_cli("board", "read", "--all", "--json", cwd=repo).json["posts"] == []
+    assert run_cli("agent", "list", "--json", cwd=repo).json == []  # nobody's lease was taken or extended

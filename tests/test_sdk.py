@@ -196,6 +196,16 @@ def test_errors_are_typed_and_share_one_base(repo):
     assert all(issubclass(kind, LanesError) for kind in (Conflict, GateFailed, NotFound, UserError))
 
 
+def test_an_empty_agent_id_is_refused_not_taken_from_the_environment(repo, monkeypatch):
+    # `agent_id=""` acted as $GIT_LANES_AGENT without a word, where the CLI refuses `--agent ""`.
+    monkeypatch.setenv("GIT_LANES_AGENT", "coder-1")
+    with pytest.raises(UserError) as refused:
+        AgentSession(repo, agent_id="")
+    cli = run_cli("board", "post", "hello", "--agent", "", "--json", cwd=repo)
+    assert (refused.value.code, refused.value.message) == (cli.json["error"], cli.json["message"])
+    assert AgentSession(repo).agent_id == "coder-1"  # none given: the environment's
+
+
 def test_every_error_from_bad_input_is_a_user_error(repo, tmp_path, monkeypatch):
     session = AgentSession(repo, agent_id="coder-1")
     made = [session.api.task_create(f"task {n}")["task"] for n in range(40)]  # 40 ids: two share a first digit

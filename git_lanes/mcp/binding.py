@@ -64,8 +64,11 @@ class Binding:
         return api
 
     def agent(self, given: str | None) -> str:
-        """The acting agent: the call's `agent_id`, else the server's."""
-        agent = given or self.default_agent
+        """The acting agent: the call's `agent_id`, else the server's. An empty one is refused, as the CLI
+        refuses `--agent ""`, rather than taken for none."""
+        if given is not None:
+            return validate_agent_id(given)
+        agent = self.default_agent
         if not agent:
             raise UserError("no agent_id given, and the server was started without one", code="no_agent",
                             hint="pass agent_id, or start the server with `git lanes mcp --agent ID` (or "
@@ -73,8 +76,10 @@ class Binding:
         return agent
 
     def actor(self, given: str | None) -> str | None:
-        """Who acts where acting anonymously is allowed (the API then uses git's user name)."""
-        return given or self.default_agent
+        """Who acts where acting anonymously is allowed (the API then uses git's user name). A given
+        `agent_id` goes to the API as given, an empty one too: the API decides what it means, as for the
+        CLI's `--agent ""`."""
+        return given if given is not None else self.default_agent
 
     def lane(self, given: str | None, agent: str | None) -> str:
         """The named lane, else the lane assigned to the agent."""
@@ -84,7 +89,7 @@ class Binding:
 
     def touched(self, agent: str | None, call: Callable[[], Any]) -> Any:
         """Run `call` as `agent`, extending its lease first (Lockage: any tool call from an agent does)."""
-        agent = agent or self.default_agent
+        agent = self.actor(agent)
         if agent:
             self.api.touch_agent(agent)
         return call()
