@@ -93,6 +93,24 @@ def test_promote_bad_input_is_one_line_and_exit_1(repo):
     assert same.code == 1 and "into itself" in same.err
 
 
+def test_an_empty_target_or_agent_given_is_refused_not_replaced_by_the_default(repo):
+    """`promote L --into "$TARGET"` with TARGET unset promoted into the trunk, `lane reset L --onto ""` reset
+    onto it, and `--agent ""` recorded the git user, where every other command refuses an empty lane name
+    or agent id: a value given is judged as given."""
+    run_cli("lane", "create", "a", cwd=repo)
+    _commit(repo, "a", {"a.txt": "a\n"}, "coder")
+    before = git("for-each-ref", cwd=repo)
+    for args, code in ((("promote", "a", "--into", ""), "invalid_lane_name"),
+                       (("promote", "a", "--agent", "", "--auto-accept"), "invalid_agent"),
+                       (("lane", "reset", "a", "--onto", ""), "invalid_lane_name"),
+                       (("lane", "reset", "a", "--agent", ""), "invalid_agent")):
+        result = run_cli(*args, "--json", cwd=repo)
+        assert result.code == 1, (args, result.err)
+        assert "Traceback" not in result.err and result.err.startswith("git-lanes: error: "), result.err
+        assert result.json["error"] == code, (args, result.json)
+    assert git("for-each-ref", cwd=repo) == before
+
+
 def test_lane_reset_command(repo):
     run_cli("lane", "create", "a", cwd=repo)
     _commit(repo, "a", {"a.txt": "a\n"}, "coder")

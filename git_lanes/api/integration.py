@@ -72,7 +72,7 @@ class IntegrationApi(TasksApi):
             created = integration.ensure_lane(ctx, target)
         try:
             report = self.promote(lane, target, prompt=f"Integrate task {task_id[:8]}: {record['title']}",
-                                  agent_id=actor, auto_accept=True)
+                                  agent_id=actor or None, auto_accept=True)  # as _actor reads it
         except Conflict as exc:
             if exc.code != "collision":
                 raise

@@ -46,7 +46,7 @@ class PromotionApi:
         from git_lanes.model.records import Cost, Intent
         from git_lanes.store import merge_gate
 
-        target = into or self.ctx.trunk
+        target = self.ctx.trunk if into is None else into  # an empty name given is refused, not defaulted
         if dry_run:
             plan = promotion.plan(self.ctx, lane, target)
             status = "up_to_date" if plan.up_to_date else "collision" if plan.comparison.collisions else "clean"
@@ -56,7 +56,7 @@ class PromotionApi:
                 {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
                  **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {}),
                  "problem": problem(promotion.collision_error(plan)) if stops else None})
-        who = AgentId(agent_id) if agent_id else Actor(self._human())
+        who = AgentId(agent_id) if agent_id is not None else Actor(self._human())
         intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=who,
                         agent_type=agent_type, model=model, tags=tags)
         with merge_gate.serialized(self.ctx.store.common_dir, target):
@@ -161,8 +161,9 @@ class PromotionApi:
         from git_lanes.model.workspace_results import LaneReset
 
         with self._writing() as ctx:
-            return LaneReset.from_dict(reset.reset(ctx, name, onto or ctx.trunk, force=force, reason=reason,
-                                                   agent_id=AgentId(agent_id) if agent_id else None))
+            return LaneReset.from_dict(reset.reset(ctx, name, ctx.trunk if onto is None else onto, force=force,
+                                                   reason=reason,
+                                                   agent_id=AgentId(agent_id) if agent_id is not None else None))
 
     def _human(self) -> str:
         """Who promotes when no agent id is given: the person in git's configured identity."""
