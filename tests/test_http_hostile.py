@@ -67,3 +67,14 @@ def test_the_routes_that_take_no_query_refuse_one_too(server, path):
     assert reply.json["message"] == "unknown query parameter(s) since; this route takes none"
     if path != "/api/v1/events":  # the stream itself stays open: the API tests read it
         assert server.get(path).status == 200
+
+
+def test_a_query_parameter_given_twice_is_refused_not_half_taken(server):
+    # `?status=accepted&status=rejected` listed only the rejected ones (the last value won, the first was
+    # dropped without a word), and `?limit=1&limit=50` fifty.
+    for query in ("status=accepted&status=rejected", "limit=1&limit=50"):
+        reply = server.get(f"/api/v1/transitions?{query}")
+        name = query.split("=")[0]
+        assert (reply.status, reply.json["error"]) == (400, "usage"), reply.body
+        assert reply.json["message"] == f"query parameter {name} given more than once; give it once"
+    assert server.get("/api/v1/transitions?status=accepted&limit=3").status == 200

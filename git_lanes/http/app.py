@@ -272,12 +272,17 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
 
 def _unknown_query(request: Request, takes: list[str]) -> UserError | None:
     """A misspelt filter would otherwise answer as if none had been asked for (`?stauts=accepted`:
-    everything), so every /api route names the query parameters it does not take."""
+    everything), so every /api route names the query parameters it does not take, or takes only once."""
     unknown = sorted(set(request.query_params) - set(takes))
-    if not unknown:
-        return None
-    return UserError(f"unknown query parameter(s) {', '.join(unknown)}; this route takes "
-                     f"{', '.join(takes) or 'none'}", code="usage")
+    if unknown:
+        return UserError(f"unknown query parameter(s) {', '.join(unknown)}; this route takes "
+                         f"{', '.join(takes) or 'none'}", code="usage")
+    # Nor is one given twice half taken (`?status=accepted&status=rejected` listed the rejected ones only).
+    twice = sorted({name for name, _ in request.query_params.multi_items()
+                    if len(request.query_params.getlist(name)) > 1})
+    if twice:
+        return UserError(f"query parameter {', '.join(twice)} given more than once; give it once", code="usage")
+    return None
 
 
 def _no_query(request: Request) -> JSONResponse | None:
