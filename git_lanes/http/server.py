@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +73,15 @@ def serve(app: Any, bound: Bound, on_stop: Callable[[], None]) -> None:
             await send(message)
 
         if scope["type"] != "lifespan":
-            await app(scope, receive, send)
+            try:
+                await app(scope, receive, send)
+            except asyncio.CancelledError:
+                # A request still open when the grace after the first signal ran out (a client that never
+                # sent its whole body, say) is cancelled by uvicorn, which printed that as a traceback. The
+                # stop was asked for: the client is told so, if its answer has not begun.
+                if not server.should_exit:
+                    raise
+                await _answer_stopping(send)
             return
         try:
             await app(scope, receive, send_quietly)
@@ -85,3 +93,15 @@ def serve(app: Any, bound: Bound, on_stop: Callable[[], None]) -> None:
                             timeout_graceful_shutdown=GRACE_SECONDS, lifespan="on", ws="none")
     server = Server(config)
     server.run(sockets=[bound.sock])
+
+
+async def _answer_stopping(send: Callable[[Any], Awaitable[None]]) -> None:
+    body = b'{"error": "server_stopping", "message": "the server stopped before this request was answered"}'
+    try:
+        await send({"type": "http.response.start", "status": 503,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+    except Exception:  # noqa: BLE001 - its answer had begun, or the connection is gone: nothing more to say
+        pass
+
