@@ -37,3 +37,15 @@ def test_mcp_words_an_unknown_whole_task_id_as_the_cli_does(repo):
     for refused, task in ((claimed, WHOLE), (shown, WHOLE[:8])):
         assert (refused["reason"], refused["message"], refused["hint"]) == (
             "unknown_task", f"no task matches '{task}'", HINT), refused
+
+
+@pytest.mark.parametrize("ticket", ["", " ", "zzzz"])
+def test_task_create_with_a_ticket_that_names_none_is_refused_and_writes_nothing(repo, ticket):
+    """`task create T --ticket "$TICKET"` with TICKET unset made a task in no ticket, where `--depends ""`
+    and `ticket show ""` are refused: an id given is judged as given."""
+    from conftest import git
+
+    before = git("for-each-ref", cwd=repo)
+    result = run_cli("task", "create", "t", "--ticket", ticket, "--json", cwd=repo)
+    assert result.code == 1 and result.json["error"] == "unknown_ticket", result.err
+    assert git("for-each-ref", cwd=repo) == before

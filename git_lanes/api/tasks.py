@@ -42,7 +42,7 @@ class TasksApi(LedgerApi):
         state = self._state()
         args = {"title": title, "description": description or "",
                 "depends": [tasks.resolve_task(state, d) for d in depends],
-                "ticket": tickets.resolve_ticket(state, ticket) if ticket else None, "files": list(files)}
+                "ticket": tickets.resolve_ticket(state, ticket) if ticket is not None else None, "files": list(files)}
         tasks.validate_title(title)
         claims.validate_globs(list(files))
         return self._append_as(results.TaskCreated, "task.create", self._actor(actor), args)
