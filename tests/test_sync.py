@@ -247,6 +247,20 @@ def test_file_remote_and_unknown_remote(tmp_path):
     assert broken.code == 5 and broken.json["error"] == "remote_failed"
 
 
+@pytest.mark.parametrize("command", ["sync", "pull", "push"])
+def test_an_empty_remote_name_is_refused_not_taken_for_origin(tmp_path, command):
+    """`git lanes sync "$REMOTE"` with REMOTE unset synced with origin, where `git push ""` and `git fetch ""`
+    refuse: only a remote not given defaults."""
+    bare = tmp_path / "bare.git"
+    git("init", "--quiet", "--bare", str(bare), cwd=tmp_path)
+    origin = make_origin(tmp_path, f"file://{bare}")
+    edit_and_accept(origin, "feat", "f.txt", "f\n")
+    before = synced_refs(bare), synced_refs(origin)
+    result = run_cli(command, "", "--json", cwd=origin)
+    assert result.code == 1 and result.json["error"] == "invalid_remote", result.err
+    assert (synced_refs(bare), synced_refs(origin)) == before
+
+
 def test_a_lane_recreated_after_its_deletion_travels_and_a_diverged_marker_is_only_reported(machines):
     origin, other, server = machines
     mine = Lanes.open_for_sync(other)[0]

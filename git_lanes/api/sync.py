@@ -59,7 +59,8 @@ class SyncApi:
         return SyncReport.from_dict(sync.run(self.ctx, self._remote(remote), "sync"))
 
     def _remote(self, remote: str | None) -> str:
-        return remote or self.ctx.store.config_get("lanes.remote") or DEFAULT_REMOTE
+        # Only a remote not given defaults: an empty name is refused, as `git push ""` is.
+        return remote if remote is not None else self.ctx.store.config_get("lanes.remote") or DEFAULT_REMOTE
 
     @classmethod
     def open_for_sync(cls, path: str | os.PathLike[str] | None = None, trunk: str | None = None,
@@ -75,7 +76,7 @@ class SyncApi:
             if exc.code != "not_initialized":
                 raise
         store = open_store(path)
-        remote = remote or store.config_get("lanes.remote") or DEFAULT_REMOTE
+        remote = remote if remote is not None else store.config_get("lanes.remote") or DEFAULT_REMOTE
         transport.check_remote(store, remote)  # a mistyped remote sets nothing up
         branch = trunk or _remote_trunk(store, remote) or store.head_branch()
         if branch and store.read_ref(f"refs/heads/{branch}") is None:

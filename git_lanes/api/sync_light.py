@@ -64,7 +64,7 @@ class LightSync:
         store, trunk = self.store, self.trunk
         gate = _Gate(store)
         try:
-            chosen = remote or store.config_get("lanes.remote") or transport.DEFAULT_REMOTE
+            chosen = remote if remote is not None else store.config_get("lanes.remote") or transport.DEFAULT_REMOTE
             if not _nothing_to_send(store, trunk, chosen):
                 return None  # decided before the domain loads: the ordinary path pays little for the try
             # The fetch the sync starts with runs while the domain loads (~10 ms of imports): sync.run's
