@@ -211,3 +211,25 @@ def test_bad_plans_are_one_clear_line(repo, tmp_path):
     missing = run_cli("dispatch", str(tmp_path / "none.toml"), cwd=repo)
     assert missing.code == 1 and "cannot read plan" in missing.err
     assert run_cli("dispatch", cwd=repo).code == 2
+
+
+def test_a_plan_whose_lane_would_be_a_folder_of_an_existing_lane_is_refused_before_anything_exists(repo, tmp_path):
+    # Lane `login` is there already: git cannot hold refs/lanes/heads/login beside .../login/foundation.
+    assert run_cli("lane", "create", "login", "--no-setup", cwd=repo).code == 0
+    assert run_cli("lane", "create", "other/api/v1", "--no-setup", cwd=repo).code == 0
+    (tmp_path / "plan.toml").write_text(PLAN)
+    before = refs_and_ledger(repo)
+    dry = run_cli("dispatch", str(tmp_path / "plan.toml"), "--dry-run", "--json", cwd=repo)
+    assert dry.code == 1 and dry.json["error"] == "lane_name_clash", dry.out
+    assert "login/foundation" in dry.json["message"] and "'login'" in dry.json["message"]
+    real = run_cli("dispatch", str(tmp_path / "plan.toml"), cwd=repo)
+    assert real.code == 1 and real.err.startswith("git-lanes: error: lane 'login/foundation' cannot exist beside")
+    assert "Traceback" not in real.err
+    assert refs_and_ledger(repo) == before
+    assert run_cli("task", "list", "--json", cwd=repo).json == []
+    # A lane beneath one the plan would make clashes the same way.
+    deeper = PLAN.replace('name = "login"', 'name = "other"\nlane_prefix = "other"')
+    (tmp_path / "deeper.toml").write_text(deeper)
+    below = run_cli("dispatch", str(tmp_path / "deeper.toml"), "--dry-run", "--json", cwd=repo)
+    assert below.code == 1 and below.json["error"] == "lane_name_clash", below.out
+    assert "'other/api' cannot exist beside lane 'other/api/v1'" in below.json["message"]

@@ -32,10 +32,11 @@ class DispatchApi:
     def dispatch(self, text: str | bytes, *, source: str | None = None, dry_run: bool = False,
                  actor: str | None = None) -> dict[str, Any]:
         """Dispatch the plan `text` (TOML, see model/plan.py). Overlapping ownership (glob overlap included),
-        an unknown start or a plan lane that exists already refuse it before anything is created. Dispatching
-        the same plan again creates what is missing (lanes whose tasks became ready) and changes nothing else."""
+        an unknown start, or a plan lane that exists already or could not exist beside a lane here (`a` beside
+        `a/b`), refuse it before anything is created. Dispatching the same plan again creates what is missing
+        (lanes whose tasks became ready) and changes nothing else."""
         from git_lanes import ledger
-        from git_lanes.domain import inspect, plans
+        from git_lanes.domain import inspect, lanes, plans
         from git_lanes.domain.coordination import FOLD
         from git_lanes.model.plan import DispatchPlan
 
@@ -49,6 +50,8 @@ class DispatchApi:
         if taken:
             raise Refused(f"lane {taken[0]} already exists; a plan's lanes are its own", code="lane_exists",
                           hint="name other lanes (lane_prefix, or lane = ... per task), or delete that lane first")
+        for task in plan.tasks:  # else the plan would stand with a lane that can never be made
+            lanes.refuse_name_clash(self.ctx, task.lane)
         args = {"plan": plan.to_dict()}
         who = self._actor(actor)
         if dry_run:

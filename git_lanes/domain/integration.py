@@ -39,8 +39,7 @@ def ensure_lane(ctx: Context, name: str) -> bool:
     if ctx.store.read_ref(ref) is not None:
         lanes.lane_head(ctx, name)  # a ref git-lanes never wrote says so here
         return False
-    clash = next((other for other in lanes.lane_names(ctx) if other != ctx.trunk
-                  and (other.startswith(name + "/") or name.startswith(other + "/"))), None)
+    clash = lanes.name_clash(ctx, name)
     if clash is not None:
         raise Refused(f"the integration lane {name!r} cannot exist beside lane {clash!r}", code="lane_name_clash",
                       hint=f"rename lane {clash} (`git lanes lane create NEW --from {clash}`, then delete it)")

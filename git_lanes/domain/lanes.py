@@ -193,13 +193,7 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
     if existing is not None and (name == ctx.trunk or workspace_path(ctx, name) is not None):
         raise Refused(f"lane {name!r} already exists", code="lane_exists",
                       hint=f"its workspace is at `git lanes lane path {name}`")
-    clash = next((other for other in lane_names(ctx) if other != ctx.trunk
-                  and (other.startswith(name + "/") or name.startswith(other + "/"))), None)
-    if clash is not None:
-        # Lane names are ref and directory paths: `a` and `a/b` cannot both exist, in git or on disk.
-        raise Refused(f"lane {name!r} cannot exist beside lane {clash!r}: one name is a folder of the other",
-                      code="lane_name_clash",
-                      hint="choose a name that is not a folder of, or inside, another lane's")
+    refuse_name_clash(ctx, name)
     created = existing is None
     # an existing head git-lanes never wrote (a blob, a tag: plain git or an older sync) is refused as such
     head = lane_head(ctx, name) if existing else start_point(ctx, source)
@@ -216,6 +210,21 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
         ctx.store.update_refs([RefUpdate(ref, head, None, f"lanes: create lane {name}")])
     ctx.store.add_worktree(path, head)
     return Lane(name, ref, head, False, path), created
+
+
+def name_clash(ctx: Context, name: str) -> str | None:
+    """The lane that lane `name` could not exist beside: lane names are ref and directory paths, so `a` and
+    `a/b` cannot both exist, in git or on disk."""
+    return next((other for other in lane_names(ctx) if other != ctx.trunk
+                 and (other.startswith(name + "/") or name.startswith(other + "/"))), None)
+
+
+def refuse_name_clash(ctx: Context, name: str) -> None:
+    clash = name_clash(ctx, name)
+    if clash is not None:
+        raise Refused(f"lane {name!r} cannot exist beside lane {clash!r}: one name is a folder of the other",
+                      code="lane_name_clash",
+                      hint="choose a name that is not a folder of, or inside, another lane's")
 
 
 def _in_the_way(ctx: Context, path: Path) -> Path | None:
