@@ -308,3 +308,27 @@ def test_a_gate_that_repoints_its_checkout_s_git_file_cannot_have_another_worktr
     assert os.path.isdir(victim_admin)
     assert git("status", "--porcelain", cwd=victim) == ""
     assert "git-lanes-gate-" not in git("worktree", "list", "--porcelain", cwd=repo)
+
+
+def test_a_trunk_whose_gates_cannot_be_read_refuses_before_anything_is_proposed(api, repo):
+    """`commit --auto-accept` and `promote` proposed first and read the gates after: each retry of an agent
+    (an MCP client looping on the error) left one more pending proposal of the same content behind."""
+    git("checkout", "-q", "-b", "side", cwd=repo)
+    edit(repo, {"side.txt": "side\n"})
+    git("add", "side.txt", cwd=repo)
+    git("commit", "-qm", "side work", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    edit(repo, {".lanes.toml": "[[gate]\n"})  # broken, committed with plain git (lanes would hold it)
+    git("add", ".lanes.toml", cwd=repo)
+    git("commit", "-qm", "break the gates", cwd=repo)
+    api.lane_create("a", setup=False)
+    api.lane_create("b", "side", setup=False)
+    edit(workspace(repo, "a"), {"a.txt": "a\n"})
+    for _ in range(2):
+        with pytest.raises(UserError) as committing:
+            api.commit("Try it", "coder", lane="a", auto_accept=True)
+        with pytest.raises(UserError) as promoting:
+            api.promote("b", agent_id="coder")
+        assert committing.value.code == promoting.value.code == "invalid_gates"
+    assert api.history(status="proposed")["transitions"] == []
+    assert api.commit("Propose it for a person", "coder", lane="a")["status"] == "proposed"  # no gate asked

@@ -222,6 +222,10 @@ class CoreApi:
                         metadata=metadata or {})
         cost = cost or Cost()
         name, path = self._workspace(lane, cwd)
+        if auto_accept:
+            # Trunk gates that cannot be read refuse before anything is proposed: after, every retry left
+            # one more pending proposal of the same content behind.
+            gates.load(self.ctx)
         with self._writing() as ctx:
             record = transitions.propose(ctx, name, path, intent, cost)
             if record is None:

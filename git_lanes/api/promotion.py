@@ -41,7 +41,7 @@ class PromotionApi:
         unless `force`; a failing required gate rejects the attempt and raises GateFailed (exit 4). With
         `dry_run`, only the plan (PromotionPreview, its `problem` the Conflict the real run would raise):
         nothing is written."""
-        from git_lanes.domain import promotion
+        from git_lanes.domain import gates, promotion
         from git_lanes.model.promotion_results import Promoted, PromotionPreview, UpToDate
         from git_lanes.model.records import Cost, Intent
         from git_lanes.store import merge_gate
@@ -59,6 +59,7 @@ class PromotionApi:
         who = AgentId(agent_id) if agent_id is not None else Actor(self._human())
         intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=who,
                         agent_type=agent_type, model=model, tags=tags)
+        gates.load(self.ctx)  # trunk gates that cannot be read refuse before a merge is proposed, as for commit
         with merge_gate.serialized(self.ctx.store.common_dir, target):
             for attempt in range(1, MAX_ATTEMPTS + 1):
                 # The cost was spent once, whatever number of attempts a moving target forces.
