@@ -187,3 +187,32 @@ def test_the_daily_limit_counts_every_run(repo):
     assert result[0] == "deny" and "daily spend limit" in result[1]
     stats = run_cli("run", "stats", "--json", cwd=repo).json
     assert stats["totals"]["cost_usd"] == 0.012 and stats["totals"]["blocked"] == 1
+
+
+def test_a_session_id_that_is_no_agent_id_still_records_its_turns(repo):
+    """A run a hook starts is its session's, and its agent defaulted to the session id, whatever it held: a
+    session id that is no agent id (a space, a slash, too long) made a run whose every turn's snapshot failed
+    ("invalid agent id"), so the work done in it never became a transition. Such a run's agent is named as
+    spawn names one (`<cli>-<run>`)."""
+    ws = lane(repo)
+    session = "chat 7/" + "x" * 80
+    hook("claude", "UserPromptSubmit", claude("UserPromptSubmit", ws, session, prompt="Add a greeting module"))
+    (ws / "greet.py").write_text("print('hi')\n")
+    result = hook("claude", "Stop", claude("Stop", ws, session, stop_hook_active=False))
+    assert result.code == 0 and "failed" not in result.out, result.out
+    run = run_id(ws)
+    turn = run_cli("history", "--lane", "feature", "--json", cwd=repo).json["transitions"][0]
+    assert turn["intent"]["prompt"] == "Add a greeting module"
+    assert turn["intent"]["agent_id"] == f"claude-{run[:8]}"
+    assert run_cli("run", "show", run, "--json", cwd=ws).json["agent"] == f"claude-{run[:8]}"
+
+
+def test_an_agent_id_from_the_environment_that_is_no_agent_id_denies_before_anything_runs(repo):
+    """GIT_LANES_AGENT="Jane Doe" passed the hooks (their run started with it) while every command refuses it:
+    the tools ran and each turn's snapshot failed. The wall holds instead, saying why."""
+    ws = lane(repo)
+    read = claude("PreToolUse", ws, tool_name="Read", tool_input={"file_path": str(ws / "README.md")},
+                  tool_use_id="toolu_read")
+    verdict, reason = decision(hook("claude", "PreToolUse", read, env={"GIT_LANES_AGENT": "Jane Doe"}))
+    assert verdict == "deny" and "invalid agent id 'Jane Doe'" in reason
+    assert run_cli("run", "list", "--json", cwd=ws).json == []

@@ -249,8 +249,19 @@ def implicit_start(hc: HookContext, state: RunState | None) -> list[RunEvent]:
     if state is not None:
         return []
     lane, _ = lane_at(hc.repo, hc.event.cwd)
-    agent = hc.event.agent or hc.event.session
-    return [start_event(hc.repo, hc.now, agent=agent, lane=lane, cli=hc.event.cli, session=hc.event.session)]
+    return [start_event(hc.repo, hc.now, agent=run_agent(hc), lane=lane, cli=hc.event.cli,
+                        session=hc.event.session)]
+
+
+def run_agent(hc: HookContext) -> str:
+    """The agent of a run a hook starts. One named by GIT_LANES_AGENT must be an agent id, as on every command
+    (refused, so the call is denied, rather than a run whose every turn's snapshot fails); without one, the
+    session id, or where that is no agent id, `<cli>-<run>` as spawn names an agent."""
+    from git_lanes.model.ids import AgentId  # once per session: the hook path does not load it otherwise
+
+    if hc.event.agent is not None:
+        return AgentId(hc.event.agent)
+    return hc.event.session if AgentId.problem(hc.event.session) is None else f"{hc.event.cli}-{hc.run[:8]}"
 
 
 def usage_events(hc: HookContext, state: RunState | None) -> list[RunEvent]:
