@@ -325,3 +325,25 @@ def test_ops_a_force_push_cut_from_the_remote_come_back_once_not_once_per_machin
     texts = board_texts(machines[0])
     assert len(texts) == len(set(texts)) and {f"post {n}" for n in range(posts - cut, posts)} <= set(texts)
     assert all(board_texts(machine) == board_texts(machines[0]) for machine in machines)
+
+
+def test_a_machine_whose_cut_ops_another_brought_back_reports_nothing_going_out(tmp_path, server):  # noqa: F811
+    machines = start_machines(tmp_path, server, 3)
+    remote = server.path("project")
+    for n in range(3):
+        Lanes(machines[1]).board_post(f"post {n}", "agent-b")
+    for machine in (machines[1], machines[0], machines[2]):
+        Lanes(machine).sync()
+    head = git("rev-parse", "refs/lanes/ledger", cwd=remote).strip()
+    rogue = git("commit-tree", f"{head}~2^{{tree}}", "-p", f"{head}~2", "-m", "rewritten by hand", cwd=remote).strip()
+    git("update-ref", "refs/lanes/ledger", rogue, head, cwd=remote)
+    Lanes(machines[0]).sync()  # brings the cut ops back
+    brought_back = git("rev-parse", "refs/lanes/ledger", cwd=remote).strip()
+
+    result = run_cli("sync", "--json", cwd=machines[2])
+    assert result.code == 0, result.err
+    report = result.json
+    assert report["went_out"] == [] and report["ledger"]["went_out"] == 0, report
+    assert [m["ref"] for m in report["came_in"]] == ["refs/lanes/ledger"]
+    assert git("rev-parse", "refs/lanes/ledger", cwd=machines[2]).strip() == brought_back
+    assert git("rev-parse", "refs/lanes/ledger", cwd=remote).strip() == brought_back

@@ -315,7 +315,8 @@ class _Planner:
         self.plan.refused.extend(replay.refused)
         self.tombstones = op_log.state_at(self.store, replay.head)
         self._move("local", "ledger", "ledger", ref, mine, replay.head, "replayed")
-        self._move("remote", "ledger", "ledger", ref, theirs, replay.head, "replayed")
+        if replay.head != theirs:  # every local op was there already (another machine put it back first)
+            self._move("remote", "ledger", "ledger", ref, theirs, replay.head, "replayed")
 
 
 def _hold_back(plan: Plan, local: dict[str, str]) -> None:
