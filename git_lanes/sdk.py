@@ -105,6 +105,13 @@ class AgentSession:
         return Work(self, intent.prompt, intent.tags, auto_accept)
 
     # -- coordination, bound to the session's agent ---------------------------------------------------
+    def _acting(self, call: Callable[[], Any]) -> Any:
+        """`call()` as the session's agent, its lease extended first (at most one ledger write a minute), as
+        the MCP server does on any call an agent makes: calls whose own op does not extend it (a post, a
+        read, a wait, a commit) would otherwise let a busy agent lapse, its lane free for another to take."""
+        told(lambda: self.api.touch_agent(self.agent_id))
+        return told(call)
+
     def _named_lane(self) -> str | None:
         """The lane the session was given, made (with its workspace) on this first use; None if none was."""
         if self._lane is not None and not self._made:
@@ -132,20 +139,20 @@ class AgentSession:
 
     def post(self, text: str, kind: str = "note", to: str | None = None) -> Posted:
         """Post on the board (kind note, question or handoff), to one agent or to everyone else."""
-        return told(lambda: self.api.board_post(text, self.agent_id, kind, to))
+        return self._acting(lambda: self.api.board_post(text, self.agent_id, kind, to))
 
     def read_board(self, unread_only: bool = False) -> BoardRead:
         """This agent's unread posts and recent ones; what is returned is marked read."""
-        return told(lambda: self.api.board_read(self.agent_id, unread_only=unread_only))
+        return self._acting(lambda: self.api.board_read(self.agent_id, unread_only=unread_only))
 
     def wait(self, timeout: float = 60.0) -> WaitResult:
         """Block until a task of this agent's becomes ready, another agent steps into its files, a post for
         it arrives, or `timeout` seconds pass; the result says which (`reason`)."""
-        return told(lambda: self.api.wait(self.agent_id, timeout))
+        return self._acting(lambda: self.api.wait(self.agent_id, timeout))
 
     def done(self, task_id: str) -> TaskDone:
         """Mark a task done, waking the owners of the tasks it makes ready."""
-        return told(lambda: self.api.task_done(task_id, self.agent_id))
+        return self._acting(lambda: self.api.task_done(task_id, self.agent_id))
 
 
 class Work:
@@ -207,7 +214,8 @@ class Work:
         session = self.session
         metadata = {k: v for k, v in self.metadata.items() if k not in INTENT_FIELDS}
         wall = Cost(wall_time=round(time.monotonic() - self._started, 3))
-        return told(lambda: session.api.commit(self.prompt, session.agent_id, lane=session.lane,
-                                               agent_type=self.metadata.get("agent_type", session.agent_type),
-                                               model=self.metadata.get("model", session.model), tags=self.tags,
-                                               cost=self.cost + wall, auto_accept=auto_accept, metadata=metadata))
+        return session._acting(lambda: session.api.commit(
+            self.prompt, session.agent_id, lane=session.lane,
+            agent_type=self.metadata.get("agent_type", session.agent_type),
+            model=self.metadata.get("model", session.model), tags=self.tags, cost=self.cost + wall,
+            auto_accept=auto_accept, metadata=metadata))

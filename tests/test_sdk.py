@@ -288,3 +288,32 @@ def test_a_repository_removed_under_a_session_is_a_repository_gone_error(repo, t
             with session.work("Add a"):
                 pass
     assert issubclass(RepositoryGone, UserError)
+
+
+def test_every_call_of_a_session_extends_its_agent_s_lease(repo):
+    """The MCP server extends an agent's lease on any call it makes, as Lockage does; a session did so only on
+    register, heartbeat and claims. An agent that worked, posted, read and waited for a quarter of an hour
+    lapsed: its lane could be taken by another agent and its tasks showed as lapsed."""
+    from test_worktrees import Clock
+
+    from git_lanes.domain.agents import LEASE_SECONDS
+
+    clock = Clock()
+    session = AgentSession(repo, agent_id="coder-1", lane="feature/auth")
+    session.api = Lanes(repo, clock=clock)  # the same session, on a clock the test moves
+    session.register()
+    task = run_cli("task", "create", "first", "--json", cwd=repo).json["task"]
+    session.claim_task(task)
+
+    def work() -> None:
+        with session.work("Keep going", auto_accept=True) as w:
+            (w.path / "more.txt").write_text(f"{clock.now}\n")
+
+    for call in (lambda: session.post("still at it"), lambda: session.read_board(), lambda: session.wait(0),
+                 work, lambda: session.done(task)):
+        clock.now += LEASE_SECONDS - 60  # each call comes just before the lease the last one left would end
+        call()
+        [row] = [a for a in session.api.agent_list() if a["id"] == "coder-1"]
+        assert row["alive"] and row["lease_until"] > clock.now + LEASE_SECONDS - 60
+    with pytest.raises(Conflict):  # so its lane is still its own
+        Lanes(repo, clock=clock).assign_worktree("coder-2", "feature/auth")
