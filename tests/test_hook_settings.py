@@ -140,6 +140,21 @@ def test_an_mcp_settings_file_that_cannot_be_read_leaves_the_hooks_unwritten_too
     assert settings_file(repo, cli).read_text() == hooks
 
 
+@pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("prefix", ["git lane", "gitlanes", "", "  ", "git lanes --json"])
+def test_a_command_prefix_that_does_not_start_git_lanes_is_refused(repo, cli, prefix):
+    """`install --command 'git lane'` (a typo) wrote hooks git answers with "not a git command", exit 1, which
+    every CLI reads as "hook failed, run the tool": the wall failed open, doctor said no hooks were installed,
+    and uninstall, not recognising them, left them all in place."""
+    result = run_cli("install", cli, "--command", prefix, "--json", cwd=repo)
+    assert result.code == 1 and result.json["error"] == "invalid_command", result.err
+    assert not settings_file(repo, cli).exists() and not (repo / ".mcp.json").exists()
+    for accepted in ("git lanes", "/opt/my tools/git-lanes", "'/opt/my tools/git-lanes'", "python3 -m git_lanes"):
+        assert run_cli("install", cli, "--command", accepted, cwd=repo).code == 0, accepted
+        assert run_cli("uninstall", cli, cwd=repo).code == 0
+        assert not settings_file(repo, cli).exists(), accepted
+
+
 def test_doctor_reports_missing_and_broken_hooks(repo):
     report = run_cli("doctor", "--json", cwd=repo)
     assert report.code == 0, report.err

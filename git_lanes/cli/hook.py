@@ -121,7 +121,7 @@ def install(agent_cli: str, scope: str, dry_run: bool, prefix: str | None, no_mc
 
     def action() -> dict:
         return mcp_settings.install_all(_target(agent_cli, scope), None if no_mcp else _mcp_target(agent_cli, scope),
-                                        agent_cli, prefix or command_prefix(), dry_run=dry_run)
+                                        agent_cli, command_prefix() if prefix is None else prefix, dry_run=dry_run)
 
     run(action, as_json, _render)
 

@@ -91,6 +91,18 @@ def is_ours(handler: Any) -> bool:
         OURS.search(handler["command"]) is not None
 
 
+def check_prefix(prefix: str) -> str:
+    """A command prefix that starts git-lanes, so the hooks made with it are recognised as ours. Any other
+    (`git lane`, a blank) would install hooks that fail open (the CLIs run the tool when a hook's command
+    is not found or exits 1), that doctor reports as missing and that uninstall cannot find."""
+    if not is_ours({"command": f"{prefix} hook claude PreToolUse"}) or not prefix.strip():
+        from git_lanes.model.text import quoted
+
+        raise UserError(f"the command {quoted(prefix)} does not start git-lanes", code="invalid_command",
+                        hint="end it with `git lanes`, a path to `git-lanes`, or `python -m git_lanes`")
+    return prefix
+
+
 # -- documents ------------------------------------------------------------------------------------------
 def settings_text(path: Path) -> str | None:
     """An agent CLI's settings file (JSON here, TOML for Codex: mcp_settings.py); None when it does not
@@ -238,6 +250,7 @@ def _without(groups: list, ours: Callable[[dict], bool]) -> list:
 
 # -- install, uninstall, inspect ----------------------------------------------------------------------------
 def install(path: Path, cli: str, prefix: str, *, dry_run: bool = False) -> dict[str, Any]:
+    check_prefix(prefix)
     before = load(path)
     after, added = merge_entries(before, handlers(cli, prefix), same=is_ours)
     if added and not dry_run:
