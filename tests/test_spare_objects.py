@@ -300,7 +300,7 @@ def test_a_pack_folder_on_another_file_system_gets_its_pack_the_ordinary_way(rep
         assert _objects(repo) in spares.refused
 
 
-def test_a_pack_needing_more_files_than_are_ready_leaves_them_ready(repo, spares, monkeypatch):
+def test_a_pack_needing_more_files_than_are_ready_gets_the_rest_made_at_once(repo, spares, monkeypatch):
     from git_lanes.store.pack_write import write_pack
 
     _started(repo, spares)
@@ -310,8 +310,34 @@ def test_a_pack_needing_more_files_than_are_ready_leaves_them_ready(repo, spares
         extra, spares.ready = spares.ready[2:], spares.ready[:2]
     for handle in extra:
         os.close(handle)
-    ready = list(spares.ready)
+    monkeypatch.setattr(pack_write_module(), "_written", refuse_named_file)
     name, kept = write_pack(_objects(repo), _pack_objects("short"), durable=False, shared=0, keep=True)
     assert kept is not None and git("verify-pack", str(Path(_objects(repo)) / "pack" / f"{name}.idx"),
                                     cwd=repo) == ""
-    assert set(ready) <= set(spares.ready)  # given back, not closed
+    assert spares.ready == [] and _stray_files(repo) == []
+    fsck_clean(repo)
+
+
+def test_objects_written_faster_than_files_are_made_ahead_get_theirs_made_at_once(repo, spares, monkeypatch):
+    # A holder serving a round writes an object per op, faster than the thread makes files: once none was
+    # ready, each object got a named temporary (made, linked, removed) on the write path.
+    _started(repo, spares)
+    _settled(spares)
+    monkeypatch.setattr(spares, "_wake", lambda: None)
+    monkeypatch.setattr(loose_write, "_temporary", refuse_named_file)
+    before, anonymous = spares.used, _anonymous_files()
+    written = [_write(repo, f"burst {i}\n") for i in range(spare_objects.AHEAD + 3)]
+    assert spares.used - before == len(written) and spares.ready == []
+    assert [git("cat-file", "-p", oid, cwd=repo) for oid in written] == [f"burst {i}\n" for i in range(len(written))]
+    assert _stray_files(repo) == [] and _anonymous_files() == anonymous - spare_objects.AHEAD  # all closed
+    fsck_clean(repo)
+
+
+def pack_write_module():
+    from git_lanes.store import pack_write
+
+    return pack_write
+
+
+def refuse_named_file(*args, **kwargs):
+    raise AssertionError("a named temporary file was made where an anonymous one could be")

@@ -58,9 +58,19 @@ class _Spares:
                 left = len(self.ready)
         if left < REFILL_BELOW:
             self._wake()
+        if handle < 0 and objects_dir == self.folder:
+            # None ready (a holder serving a round writes faster than the thread makes them): one made now,
+            # as the thread would have: a named temporary costs the same create, plus its name made and removed
+            handle = self._made_now(objects_dir)
         if handle >= 0:
             self.used += 1
         return handle
+
+    def _made_now(self, objects_dir: str) -> int:
+        try:
+            return os.open(objects_dir, _OPEN, 0o444)
+        except OSError:  # the thread finds the same and stops making files here
+            return -1
 
     def give_back(self, objects_dir: str, handle: int) -> None:
         """Return an unused `handle` taken for `objects_dir`: it stays ready, or is closed if the process
