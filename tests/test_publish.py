@@ -299,3 +299,23 @@ def test_publish_takes_a_full_branch_ref_and_a_new_base_on_a_re_publish(tmp_path
     assert run_cli("publish", ticket[:6], "--json", cwd=repo).json["status"] == "unchanged"
     tag = run_cli("publish", ticket[:6], "--branch", "refs/tags/v1", cwd=repo)
     assert tag.code == 1 and "refs/tags/v1" in tag.err and "Traceback" not in tag.err
+
+
+def test_publishing_under_another_branch_opens_a_new_pull_request(tmp_path, project):
+    """The refusal of a branch someone pushed to says "or publish under another --branch"; doing so ran the
+    update command (here none), posted pr_updated and recorded the first branch's pull request as the new
+    branch's. A pull request belongs to its branch: another branch (or remote) opens one of its own."""
+    api, machine, spool, server, url = project
+    ticket, _ = integrated_ticket(api)
+    first = run_cli("publish", ticket[:6], "--json", cwd=machine)
+    assert first.code == 0 and first.json["url"] == "https://forge.example/acme/project/pull/1", first.err
+    again = run_cli("publish", ticket[:6], "--branch", "review/login", "--json", cwd=machine)
+    assert again.code == 0, again.err
+    assert (again.json["status"], again.json["branch"]) == ("pr_opened", "review/login")
+    assert again.json["url"] == "https://forge.example/acme/project/pull/2"
+    calls = [json.loads(line) for line in (spool / "calls.jsonl").read_text().splitlines()]
+    assert calls == [[f"lanes/ticket/{ticket[:8]}", "main"], ["review/login", "main"]]
+    opened = [p for p in api.board_read(None, limit=100)["posts"] if p["kind"] == "pr_opened"]
+    assert [p["text"].rsplit(" ", 1)[-1] for p in opened] == [first.json["url"], again.json["url"]]
+    publication = api.publish_status()["published"][0]["publication"]
+    assert (publication["branch"], publication["url"]) == ("review/login", again.json["url"])

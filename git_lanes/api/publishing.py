@@ -80,8 +80,8 @@ class PublishingApi:
     def publish(self, ticket: str, *, remote: str | None = None, branch: str | None = None,
                 base: str | None = None, actor: str | None = None) -> dict[str, Any]:
         """Push `ticket`'s integration lane to `remote` as `branch` (default lanes/ticket/<short-id>) with a
-        fast-forward-only push, then run `[publish] pr_command` (`update_command` on a re-publish) and record
-        the pull request with a `pr_opened` (`pr_updated`) post. Refused for a ticket whose tasks are not all
+        fast-forward-only push, then run `[publish] pr_command` (`update_command` on a re-publish of the same
+        branch) and record the pull request with a `pr_opened` (`pr_updated`) post. Refused for a ticket whose tasks are not all
         done; exit 3 when another publisher holds the ticket or the remote branch has commits the lane lacks."""
         from git_lanes.domain import integration, lanes, publishing, tickets
         from git_lanes.store import remote as transport
@@ -115,7 +115,8 @@ class PublishingApi:
                 return {"ticket": ticket_id, "status": "unchanged", "branch": branch, "base": base,
                         "remote": remote, "head": head, "url": previous.get("url"), "pushed": False,
                         "command": None, "post": None}
-            command = settings.pr_command if not previous else settings.update_command
+            update = publishing.updates(previous, remote, branch)
+            command = settings.update_command if update else settings.pr_command
             ran = self._run_pr_command(command, values, settings.timeout) if command else None
             found = publishing.url_in(ran.output_tail) if ran else None
             result = self._append("ticket.publish", self._actor(actor), {

@@ -210,21 +210,30 @@ def unlock(tx: Tx, op: Op) -> dict:
     return {"ticket": ticket_id, "released": record is not None}
 
 
+def updates(previous: dict, remote: str | None, branch: str | None) -> bool:
+    """Whether publishing `branch` to `remote` updates the pull request the ticket's `previous` publication
+    opened. A pull request belongs to its branch: another branch, or another remote, opens one of its own
+    (the way on when someone pushed to the first branch); another base only retargets it."""
+    return bool(previous) and (previous.get("remote"), previous.get("branch")) == (remote, branch)
+
+
 def publish(tx: Tx, op: Op) -> dict:
     """`ticket.publish`: the integration lane was pushed as `branch`; the ticket is published, and a
-    `pr_opened` post (`pr_updated` on a re-publish) records it with the pull request's address."""
+    `pr_opened` post (`pr_updated` on a re-publish of the same branch) records it with the pull request's
+    address."""
     ticket = tickets.get_ticket(tx, op.args.get("ticket"))
     if ticket["status"] == "closed":
         raise Refused(f"ticket {ticket['id'][:8]} is closed", code="ticket_closed")
     previous = ticket.get("publication") or {}
-    url = op.args.get("url") or previous.get("url")
-    kind = "pr_updated" if previous else "pr_opened"
+    update = updates(previous, op.args.get("remote"), op.args.get("branch"))
+    url = op.args.get("url") or (previous.get("url") if update else None)
+    kind = "pr_updated" if update else "pr_opened"
     publication = {key: op.args.get(key) for key in ("remote", "branch", "base", "head")}
     publication.update(url=url, published_at=previous.get("published_at", op.time), updated_at=op.time,
                        by=op.actor, times=int(previous.get("times", 0)) + 1)
     ticket.update(status="published", publication=publication)
     tx.put(tickets.ticket_path(ticket["id"]), ticket)
-    verb = "updated" if previous else "opened"
+    verb = "updated" if update else "opened"
     text = (f"ticket {ticket['id'][:8]} \"{ticket['title']}\": pull request {verb} from {publication['branch']} "
             f"into {publication['base']} at {str(publication['head'])[:8]}" + (f": {url}" if url else ""))
     post = add_post(tx, op, SYSTEM, kind, text, None)

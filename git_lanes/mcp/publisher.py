@@ -28,8 +28,8 @@ def tools(face: Binding) -> list[ToolSpec]:
                                                                      "(default: the trunk).")] = None,
                        agent_id: AgentId = None) -> dict:
         """Push a ready ticket's integration lane as a branch (fast-forward only) and open its pull request
-        with the configured command (pr_opened; pr_updated on a re-publish). Another publisher at work on the
-        ticket is `conflict` (reason publish_locked)."""
+        with the configured command (pr_opened; pr_updated on a re-publish of the same branch). Another
+        publisher at work on the ticket is `conflict` (reason publish_locked)."""
         return face.api.publish(ticket_id, remote=remote, branch=branch, base=base, actor=face.actor(agent_id))
 
     def acquire_publish_lock(ticket_id: TicketId,
