@@ -155,6 +155,33 @@ def test_a_command_prefix_that_does_not_start_git_lanes_is_refused(repo, cli, pr
         assert not settings_file(repo, cli).exists(), accepted
 
 
+@pytest.mark.parametrize("cli", ["claude", "codex", "gemini"])
+def test_a_settings_file_that_is_a_symbolic_link_is_written_through_and_stays_a_link(repo, hermetic, cli):
+    """A settings file kept in a dotfiles repository and linked into place (GNU stow, chezmoi) was replaced by a
+    plain file: the link was gone and the dotfiles copy never saw the hooks, nor their removal. git writes
+    through a linked config file; so do install and uninstall, on the file and on the MCP servers' file."""
+    dotfiles = hermetic / "dotfiles"
+    dotfiles.mkdir()
+    links = {settings_file(hermetic, cli): dotfiles / "settings.json"}
+    if cli == "codex":
+        links[hermetic / ".codex" / "config.toml"] = dotfiles / "config.toml"
+    for link, target in links.items():
+        target.write_text("" if target.suffix == ".toml" else '{"model": "x"}\n')
+        link.parent.mkdir(exist_ok=True)
+        link.symlink_to(target)
+    originals = {target: target.read_text() for target in links.values()}
+    assert run_cli("install", cli, "--scope", "user", cwd=repo).code == 0
+    for link, target in links.items():
+        assert link.is_symlink() and link.resolve() == target
+    assert "hook " + cli in (dotfiles / "settings.json").read_text()
+    assert run_cli("uninstall", cli, "--scope", "user", cwd=repo).code == 0
+    for link, target in links.items():
+        assert link.is_symlink() and link.resolve() == target
+    assert json.loads((dotfiles / "settings.json").read_text()) == {"model": "x"}
+    if cli == "codex":
+        assert "lanes" not in (dotfiles / "config.toml").read_text()
+
+
 def test_doctor_reports_missing_and_broken_hooks(repo):
     report = run_cli("doctor", "--json", cwd=repo)
     assert report.code == 0, report.err

@@ -138,7 +138,11 @@ def save(path: Path, data: dict[str, Any]) -> None:
 
 
 def save_text(path: Path, text: str) -> None:
-    """Write atomically (a temporary file renamed over the old one), keeping the file's mode."""
+    """Write atomically (a temporary file renamed over the old one), keeping the file's mode. A symbolic link
+    (a settings file kept in a dotfiles repository) is written through, as git writes a linked config file:
+    renaming over the link itself would leave a plain file where the link was."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(text)
@@ -150,14 +154,14 @@ def save_text(path: Path, text: str) -> None:
 def save_or_remove(path: Path, data: dict[str, Any]) -> None:
     """After removing our entries: write what is left, or remove the file when nothing is (see
     `save_text_or_remove`)."""
-    if data:
+    if data or path.is_symlink():  # a link stays, and what it points at loses our entries
         save(path, data)
     else:
         remove_emptied(path)
 
 
 def save_text_or_remove(path: Path, text: str) -> None:
-    if text.strip():
+    if text.strip() or path.is_symlink():
         save_text(path, text)
     else:
         remove_emptied(path)
