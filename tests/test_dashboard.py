@@ -212,3 +212,33 @@ def test_a_repository_removed_under_the_server_is_said_on_the_page(api, repo, se
     page.wait_for_function("() => document.querySelector('#live').textContent === 'repository gone'",
                            timeout=WAIT_MS)
     assert page.problems == []
+
+
+def test_a_task_sent_back_for_review_has_a_colour_and_a_key_of_its_own(api, repo, server, page):
+    """needs_review is the status a person most needs to see (an integration collided or failed a gate), and
+    the graph drew it as no status at all: no colour on its node, no entry in the legend."""
+    from git_lanes.errors import Conflict
+
+    tasks = []
+    for agent, lane in (("coder-1", "feature/one"), ("coder-2", "feature/two")):
+        task = api.task_create(f"Work of {agent}", actor="lead")["task"]
+        api.lane_create(lane)
+        api.task_claim(task, agent, lane=lane)
+        (workspace(repo, lane) / "shared.txt").write_text(f"{agent}\n")
+        api.commit(f"Edit as {agent}", agent, lane=lane, auto_accept=True)
+        tasks.append(task)
+    api.task_done(tasks[0], "coder-1")
+    with pytest.raises(Conflict):
+        api.task_done(tasks[1], "coder-2")  # collides with the first on shared.txt: back for review
+    assert api.task_show(tasks[1])["status"] == "needs_review"
+    page.goto(server.url + "/")
+    sent_back = page.locator(f'[data-task="{tasks[1]}"]')
+    sent_back.wait_for(timeout=WAIT_MS)
+    # One look at a node the page has not redrawn since (a redraw replaces it; a detached one has no style).
+    styles = "el => el.isConnected && ['.band', 'rect'].map((s) => getComputedStyle(el.querySelector(s)).fill)"
+    page.wait_for_function("() => document.styleSheets.length > 0", timeout=WAIT_MS)
+    looks = (sent_back.evaluate(styles) for _ in range(100))  # a redraw is rare: a few tries are plenty
+    band, card = next(found for found in looks if found)
+    assert band != card  # the band was drawn in the card's own white: no colour at all
+    assert "needs review" in page.locator("#tasks .legend").inner_text()
+    assert page.problems == []

@@ -67,8 +67,9 @@ export function taskGraph(tasks, tickets) {
         owner ? svg("tspan", { dx: 6, fill: colour(t.owner) }, clip(owner, 14)) : null,
         ticket ? svg("tspan", { dx: 6, class: "ticket" }, clip(ticket, 14)) : null));
   });
-  const legend = h("div", { class: "legend" }, ["ready", "open", "claimed", "blocked", "done"].map((s) =>
-    h("span", { class: `key ${s}` }, s)));
+  // needs_review: an integration collided or failed a gate, and the task went back to its owner
+  const legend = h("div", { class: "legend" }, ["ready", "open", "claimed", "blocked", "needs_review", "done"].map((s) =>
+    h("span", { class: `key ${s}` }, s.replace("_", " "))));
   return h("div", { class: "graph" }, legend, h("div", { class: "scroll" },
     svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "task graph" },
       svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 7,
