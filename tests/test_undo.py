@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from conftest import git, run_cli, workspace
+from conftest import fsck_clean, git, run_cli, workspace
 from promotion_fixtures import edit, head, land
 
 AGENT = {"GIT_LANES_AGENT": "coder"}
@@ -240,3 +240,40 @@ def test_an_operation_killed_after_moving_refs_is_in_the_log_and_undoable(api, r
     assert undone["undone"] == newest["id"] and proposal in {m["ref"] for m in undone["moves"]}
     assert git("for-each-ref", "refs/lanes/proposals/", cwd=repo) == ""
     assert not list((repo / ".git" / "lanes-oplog").glob("*"))  # the journal went with its entry
+
+
+def test_an_undo_whose_backup_gc_removed_can_still_be_undone(api, repo):
+    """gc removes what an undo kept under refs/lanes/backups/undo/; undoing that undo (a redo) wants the backup
+    gone, and it is, so nothing depends on it: the redo used to be blocked for good, naming gc, whose own
+    undo cannot bring pruned objects back."""
+    api.lane_create("a")
+    edit(workspace(repo, "a"), {"w.txt": "work\n"})
+    assert run_cli("commit", "-m", "work", "--auto-accept", cwd=workspace(repo, "a"), env=AGENT).code == 0
+    committed = head(repo, "refs/lanes/heads/a")
+    undone = undo(repo)
+    assert undone["backup"] and git("for-each-ref", undone["backup"], cwd=repo)
+    assert run_cli("gc", "--older-than", "0", cwd=repo).code == 0
+    assert not git("for-each-ref", undone["backup"], cwd=repo)
+    redone = undo(repo, undone["op"][:8])
+    assert head(repo, "refs/lanes/heads/a") == committed
+    assert redone["gone"] == [undone["backup"]]
+    assert undone["backup"] not in [m["ref"] for m in redone["moves"]]
+    fsck_clean(repo)
+
+
+def test_an_undone_forced_delete_whose_kept_edits_gc_removed_brings_the_lane_back_and_says_so(api, repo):
+    land(api, repo, "a", {"a.txt": "a\n"})
+    committed = head(repo, "refs/lanes/heads/a")
+    edit(workspace(repo, "a"), {"a.txt": "unsaved\n"})
+    assert run_cli("lane", "delete", "a", "--force", cwd=repo).code == 0
+    delete = ops(repo)[0]["id"]
+    assert run_cli("gc", "--older-than", "0", cwd=repo).code == 0
+    gc_undo = run_cli("undo", "--json", cwd=repo)
+    assert gc_undo.code == 3 and "pruned" in gc_undo.json["message"]
+    assert "later operations first" not in gc_undo.json["hint"], gc_undo.json["hint"]
+    result = run_cli("undo", delete[:8], cwd=repo)
+    assert result.code == 0, result.err
+    assert head(repo, "refs/lanes/heads/a") == committed
+    assert (workspace(repo, "a") / "a.txt").read_text() == "a\n"
+    assert "a: the unsaved edits kept at refs/lanes/backups/a/" in result.out and "removed by gc" in result.out
+    fsck_clean(repo)

@@ -128,7 +128,8 @@ class OplogApi:
                     raise undo.blocked(ctx, plan)
                 if dry_run:
                     return {"undone": found.id, "description": found.description, "dry_run": True,
-                            "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in found.moves],
+                            "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in found.moves
+                                      if m.ref not in plan.gone], "gone": plan.gone,
                             "notes": len(found.notes), "ledger": plan.ledger_ops}
                 result = undo.perform(ctx, plan, recorder)
         return result | {"op": self._newest_id()}

@@ -111,6 +111,9 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
                              f"{', '.join(w['attention'])}")
             if w.get("restored_edits"):
                 lines.append(f"  {w['lane']}: unsaved edits put back from {w['restored_edits']}")
+            if w.get("edits_removed"):
+                lines.append(f"  {w['lane']}: the unsaved edits kept at {w['edits_removed']} were removed by gc "
+                             "since; they cannot come back")
             if w.get("recreated"):
                 lines.append(f"  {w['lane']}: workspace made again at {w['path']}")
         if r.get("backup"):

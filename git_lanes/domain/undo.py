@@ -31,6 +31,7 @@ class Plan:
     ledger_base: str | None = None
     ledger_ops: list[str] = field(default_factory=list)
     blockers: list[dict] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)  # backup refs the operation made that gc removed since
 
 
 def short(oid: str | None) -> str:
@@ -58,11 +59,16 @@ def check(ctx: Context, entry: OpEntry, later: list[OpEntry], actor: str) -> Pla
     moved = {m.ref for m in entry.moves}
     for move in entry.moves:
         current = store.read_ref(move.ref)
+        if current is None and move.old is None and move.ref.startswith(refs.BACKUPS):
+            # A backup the operation made, removed since (gc): undoing would remove it, so nothing depends
+            # on it; what it kept cannot come back, and the undo says so.
+            plan.gone.append(move.ref)
+            continue
         if current != move.new:
             plan.blockers.append({"ref": move.ref, "expected": move.new, "found": current,
                                   **_moved_by(later, move.ref, current)})
         if move.old is not None and store.object_kind(move.old) != "commit":
-            plan.blockers.append({"ref": move.ref, "expected": move.old, "found": None,
+            plan.blockers.append({"ref": move.ref, "expected": move.old, "found": None, "pruned": True,
                                   "reason": f"{short(move.old)} is gone from the repository (pruned)"})
     for note in entry.notes:
         if store.note_blob(refs.NOTES, note.object) != note.new:
@@ -163,6 +169,12 @@ def blocked(ctx: Context, plan: Plan) -> Conflict:
             lines.append(f"  {b['record']} changed since{by}")
         else:
             lines.append(f"  {b.get('workspace') or b.get('ref') or b.get('ledger')}: {b['reason']}")
+    if all(b.get("pruned") for b in plan.blockers):
+        # nothing later to undo first: what the operation replaced is gone from the object database
+        return Conflict(f"cannot undo {plan.entry.id[:8]} ({plan.entry.description}): what it replaced is gone "
+                        "from the repository\n" + "\n".join(lines), code="undo_blocked",
+                        details={"blockers": plan.blockers},
+                        hint="git gc pruned those objects; no undo can bring them back")
     return Conflict(f"cannot undo {plan.entry.id[:8]} ({plan.entry.description}): later work depends on it\n"
                     + "\n".join(lines), code="undo_blocked", details={"blockers": plan.blockers},
                     hint="undo the later operations first (newest first; `git lanes op log` lists them)")
@@ -173,7 +185,8 @@ def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
     entry, store = plan.entry, ctx.store
     recorder.undoes = entry.id
     updates = []
-    kept = list(dict.fromkeys(m.new for m in entry.moves if m.new is not None))
+    moves = [m for m in entry.moves if m.ref not in plan.gone]
+    kept = list(dict.fromkeys(m.new for m in moves if m.new is not None))
     if kept:
         commit = store.write_commit(store.empty_tree(), kept, f"Kept by undo of {entry.id}: {entry.description}\n")
         recorder.backup = f"{refs.UNDO_BACKUPS}{secrets.token_hex(8)}"
@@ -198,18 +211,18 @@ def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
             if worktree is not None:
                 prepared[lane] = worktree
     lane_refs = {m.ref for m in _lane_moves(ctx, entry)}
-    order = [m for m in entry.moves if m.ref not in lane_refs] + [m for m in entry.moves if m.ref in lane_refs]
+    order = [m for m in moves if m.ref not in lane_refs] + [m for m in moves if m.ref in lane_refs]
     updates += [RefUpdate(m.ref, m.old, m.new, f"lanes: undo {entry.id[:8]}: {entry.description}"[:200])
                 for m in order]
     store.update_refs(updates)
-    workspaces = _follow(ctx, entry, prepared, removed)
+    workspaces = _follow(ctx, entry, prepared, removed, plan.gone)
     for change in entry.workspaces:
         path = lanes.require_workspace(ctx, change.lane)
         store.apply_checkout(path, store.plan_checkout(path, change.before, force=True))
         oplog.workspace_changed(change.lane, change.after, change.before)
         workspaces.append({"lane": change.lane, "path": str(path), "restored": change.before})
     return {"undone": entry.id, "description": entry.description, "backup": recorder.backup,
-            "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in entry.moves],
+            "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in moves], "gone": plan.gone,
             "notes": len(entry.notes), "ledger": plan.ledger_ops, "workspaces": workspaces}
 
 
@@ -217,7 +230,7 @@ def _lane_moves(ctx: Context, entry: OpEntry) -> list[RefMove]:
     return [m for m in entry.moves if oplog.lane_of(m.ref, ctx.trunk) is not None]
 
 
-def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str]) -> list[dict]:
+def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str], gone: list[str]) -> list[dict]:
     """Bring workspaces along with their lanes, after the refs moved."""
     store, reports = ctx.store, []
     for move in _lane_moves(ctx, entry):
@@ -240,16 +253,20 @@ def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str]) ->
             report = attention.finish(ctx, lane, prepared[lane])
             reports.append({"lane": lane, **report})
         if path is not None:
-            _restore_backups(ctx, entry, lane, path, move.old, reports)
+            _restore_backups(ctx, entry, lane, path, move.old, reports, gone)
     return reports
 
 
-def _restore_backups(ctx: Context, entry: OpEntry, lane: str, path, head: str, reports: list[dict]) -> None:
+def _restore_backups(ctx: Context, entry: OpEntry, lane: str, path, head: str, reports: list[dict],
+                     gone: list[str]) -> None:
     """Unsaved edits the operation kept in a backup ref on its way (lane delete --force, reset --force) go
     back into the workspace once it is back on the state they were made on, untouched since."""
     prefix = f"{refs.BACKUPS}{lane}/"
     for move in entry.moves:
         if not move.ref.startswith(prefix) or move.old is not None or move.new is None:
+            continue
+        if move.ref in gone:
+            reports.append({"lane": lane, "path": str(path), "edits_removed": move.ref})
             continue
         info = ctx.store.commit_info(move.new)
         if info.parents[:1] == (head,) and ctx.store.files_match(path, ctx.store.tree_of(head)):
