@@ -148,3 +148,25 @@ def test_a_folder_holding_an_untracked_file_stays_when_the_lane_replaced_it_by_a
     result = api.promote("a", None, auto_accept=True)
     assert result["worktree"]["attention"] == ["src"]
     assert (repo / "src" / "mine.txt").read_text() == "typed by a person\n"
+
+
+def test_a_file_named_in_another_encoding_is_promoted_into_the_clean_trunk_worktree(repo):
+    """git takes any bytes as a file name (a Latin-1 `café` made on another machine). Promoting one into the
+    trunk moved the trunk and then failed writing the file (pygit2 encodes a name strictly; exit 6), leaving
+    the trunk's worktree showing it deleted, and every later commit there failed the same way."""
+    import os
+    import subprocess
+
+    from conftest import run_cli
+
+    assert run_cli("lane", "create", "a", cwd=repo).code == 0
+    name = b"caf\xe9.txt"
+    with open(os.fsencode(workspace(repo, "a")) + b"/" + name, "wb") as handle:
+        handle.write(b"latin\n")
+    assert run_cli("commit", "-w", "a", "-m", "a file", "--agent", "c", "--auto-accept", cwd=repo).code == 0
+    result = run_cli("promote", "a", "--auto-accept", cwd=repo)
+    assert result.code == 0, result.err
+    with open(os.fsencode(repo) + b"/" + name, "rb") as handle:
+        assert handle.read() == b"latin\n"
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, check=True).stdout
+    assert status == b""

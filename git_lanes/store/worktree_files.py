@@ -213,7 +213,9 @@ class WorktreeFiles:
         if self.drivers:
             self.smudge_ahead({path: entry})
             return self._smudged.pop((path, entry.oid))
-        filtered = self.repo.load_filter_list(path, pygit2.enums.FilterMode.TO_WORKTREE)
+        # As bytes: pygit2 encodes a str strictly, and a file name git took in another encoding (a Latin-1
+        # `café`) reaches us with surrogates (os.fsdecode), which only os.fsencode turns back into its bytes.
+        filtered = self.repo.load_filter_list(os.fsencode(path), pygit2.enums.FilterMode.TO_WORKTREE)
         return filtered.apply_to_blob(blob) if filtered is not None else blob.data
 
     def track(self, path: str) -> None:
