@@ -215,7 +215,9 @@ class WorktreeFiles:
             return self._smudged.pop((path, entry.oid))
         # As bytes: pygit2 encodes a str strictly, and a file name git took in another encoding (a Latin-1
         # `café`) reaches us with surrogates (os.fsdecode), which only os.fsencode turns back into its bytes.
-        filtered = self.repo.load_filter_list(os.fsencode(path), pygit2.enums.FilterMode.TO_WORKTREE)
+        # pygit2 annotates `str`, but hands bytes to libgit2 as they are (utils.encode_string)
+        filtered = self.repo.load_filter_list(os.fsencode(path),  # type: ignore[arg-type]
+                                              pygit2.enums.FilterMode.TO_WORKTREE)
         return filtered.apply_to_blob(blob) if filtered is not None else blob.data
 
     def track(self, path: str) -> None:
