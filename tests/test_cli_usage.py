@@ -107,3 +107,27 @@ def test_publish_help_and_man_page_show_the_ticket_form_and_its_options(repo, cl
     # an option of the ticket form is not silently dropped before a subcommand
     misplaced = cli("publish", "--remote", "origin", "sync", cwd=repo)
     assert misplaced.code == 2 and "--remote" in misplaced.err
+
+
+def test_a_file_name_holding_control_characters_is_quoted_in_text_output_as_git_quotes_it(repo, cli):
+    """An agent can name a file `\\x1b]0;…\\x07` or with a newline: `status`, `lane show`, `show` and `diff
+    --name-only` printed it raw, so the terminal ran the escape sequence and one name read as two lines.
+    git quotes such a name (`"a\\033[31mb"`); so does every path listing here. --json keeps it exact."""
+    import os
+
+    assert cli("lane", "create", "f", cwd=repo).code == 0
+    ws = repo / ".lanes" / "workspaces" / "f"
+    names = {"a\x1b[2Jb.txt": '"a\\033[2Jb.txt"', "new\nline.txt": '"new\\nline.txt"',
+             "caf\udce9.txt": '"caf\\351.txt"'}
+    for name in names:
+        with open(os.fsencode(ws) + b"/" + os.fsencode(name), "w") as handle:
+            handle.write("x")
+    outputs = [cli("status", cwd=repo).out, cli("lane", "show", "f", cwd=repo).out]
+    made = cli("commit", "-w", "f", "-m", "odd names", "--agent", "a", "--auto-accept", "--json", cwd=repo)
+    assert made.code == 0, made.err
+    outputs += [cli("show", made.json["id"], cwd=repo).out, cli("diff", "main", "f", "--name-only", cwd=repo).out]
+    for out in outputs:
+        assert "\x1b" not in out and "new\nline" not in out, out
+        for shown in names.values():
+            assert shown in out, (shown, out)
+    assert {c["path"] for c in cli("diff", "main", "f", "--json", cwd=repo).json["changes"]} == set(names)

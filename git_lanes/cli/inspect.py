@@ -6,7 +6,7 @@ import click
 
 from git_lanes.cli import Command
 from git_lanes.cli.options import limit_option
-from git_lanes.cli.output import ATTENTION_HINT, json_option, open_api, run, short, table
+from git_lanes.cli.output import ATTENTION_HINT, json_option, open_api, run, short, shown_path, table
 
 
 def _summary(t: dict) -> str:
@@ -42,10 +42,10 @@ def status(as_json: bool) -> None:
         lines += [f"broken {lane['name']}: {lane['broken']}" for lane in r["lanes"] if lane.get("broken")]
         for dirty in r["dirty"]:
             lines.append(f"unsnapshotted in {dirty['lane']}:")
-            lines += [f"  {kind:9} {path}" for path, kind in sorted(dirty["paths"].items())]
+            lines += [f"  {kind:9} {shown_path(path)}" for path, kind in sorted(dirty["paths"].items())]
             if dirty["attention"]:
                 lines.append(f"needing attention in {dirty['lane']} after a promotion {ATTENTION_HINT}:")
-                lines += [f"  {path}" for path in dirty["attention"]]
+                lines += [f"  {shown_path(path)}" for path in dirty["attention"]]
         return "\n".join(lines)
 
     run(lambda: open_api().status(), as_json, render)
@@ -149,7 +149,7 @@ def show(transition_id: str, as_json: bool) -> None:
         for e in t["evaluations"]:
             lines.append(f"gate {e['gate']}: {'passed' if e['passed'] else 'FAILED'} (exit {e['exit_code']}, "
                          f"{e['duration']:.2f}s)")
-        lines += [f"  {c['kind']:9} {c['path']}" for c in t["changes"]]
+        lines += [f"  {c['kind']:9} {shown_path(c['path'])}" for c in t["changes"]]
         return "\n".join(lines)
 
     run(lambda: open_api().show(transition_id), as_json, render)
@@ -172,7 +172,7 @@ def diff(old: str, new: str, mode: str | None, as_json: bool) -> None:
 
     def render(r: dict) -> str:
         if mode == "name-only":
-            return "\n".join(c["path"] for c in r["changes"])
+            return "\n".join(shown_path(c["path"]) for c in r["changes"])
         if mode == "stat":
             return r["stat"].rstrip("\n") if r["changes"] else ""  # git prints nothing for no change
         return r["patch"].rstrip("\n")

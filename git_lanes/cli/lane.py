@@ -6,7 +6,7 @@ import click
 
 from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.options import agent_option
-from git_lanes.cli.output import ATTENTION_HINT, json_option, nested_left, open_api, run, short, table
+from git_lanes.cli.output import ATTENTION_HINT, json_option, nested_left, open_api, run, short, shown_path, table
 
 
 @click.group(cls=SuggestingGroup)
@@ -152,10 +152,10 @@ def show(name: str, as_json: bool) -> None:
                  f"workspace  {r['workspace'] or '-'}"]
         if r["dirty"]:
             lines.append("unsnapshotted:")
-            lines += [f"  {kind:9} {path}" for path, kind in sorted(r["dirty"].items())]
+            lines += [f"  {kind:9} {shown_path(path)}" for path, kind in sorted(r["dirty"].items())]
         if r["attention"]:
             lines.append(f"needing attention after a promotion {ATTENTION_HINT}:")
-            lines += [f"  {path}" for path in r["attention"]]
+            lines += [f"  {shown_path(path)}" for path in r["attention"]]
         if r["unpromoted"]:
             lines.append("has work not promoted into any other lane")
         for t in r["proposals"]:

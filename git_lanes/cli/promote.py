@@ -8,7 +8,7 @@ import click
 
 from git_lanes.cli import Command
 from git_lanes.cli.intent import intent_kwargs, intent_options
-from git_lanes.cli.output import held_line, json_option, open_api, run, short, table
+from git_lanes.cli.output import held_line, json_option, open_api, run, short, shown_path, table
 
 
 def render_evaluations(evaluations: list[dict]) -> list[str]:
@@ -39,9 +39,11 @@ def _render_promotion(r: dict) -> str:
         lines = [f"dry run: promoting {lane} into {target} would "
                  + ("stop on collisions" if r["collisions"] else "land cleanly")
                  + f" (fork point {short(r['merge_base'])})"]
-        lines += [f"  collision  {c['path']}  (lane {c['lane']}, {target} {c['target']})" for c in r["collisions"]]
-        lines += [f"  from lane  {c['kind']:9} {c['path']}" for c in r["lane_only"]]
-        lines += [f"  kept       {c['kind']:9} {c['path']}  (changed on {target})" for c in r["target_only"]]
+        lines += [f"  collision  {shown_path(c['path'])}  (lane {c['lane']}, {target} {c['target']})"
+                  for c in r["collisions"]]
+        lines += [f"  from lane  {c['kind']:9} {shown_path(c['path'])}" for c in r["lane_only"]]
+        lines += [f"  kept       {c['kind']:9} {shown_path(c['path'])}  (changed on {target})"
+                  for c in r["target_only"]]
         return "\n".join(lines)
     t = r["transition"]
     verb = {"accepted": "promoted", "proposed": "proposed promoting"}.get(t["status"], t["status"])
@@ -65,7 +67,7 @@ def _render_promotion(r: dict) -> str:
         if worktree["attention"]:
             lines.append("these files had unsaved edits and were left as they are; they need attention "
                          "(`git diff` shows them against the promoted version):")
-            lines += [f"  {path}" for path in worktree["attention"]]
+            lines += [f"  {shown_path(path)}" for path in worktree["attention"]]
     return "\n".join(lines)
 
 
