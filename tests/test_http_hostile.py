@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 
 import pytest
+from conftest import run_cli, workspace
 from http_helpers import Server
 
 
@@ -78,3 +80,16 @@ def test_a_query_parameter_given_twice_is_refused_not_half_taken(server):
         assert (reply.status, reply.json["error"]) == (400, "usage"), reply.body
         assert reply.json["message"] == f"query parameter {name} given more than once; give it once"
     assert server.get("/api/v1/transitions?status=accepted&limit=3").status == 200
+
+
+def test_a_file_name_that_is_not_utf8_is_answered_as_the_cli_prints_it(server, repo, api):
+    # A workspace holding a file named in Latin-1 (unpacked from an old archive) made /status and the lane's
+    # page a plain-text 500: the response was written as UTF-8, which a name held as lone surrogates is not.
+    api.lane_create("feat")
+    (workspace(repo, "feat") / os.fsdecode(b"caf\xe9.txt")).write_text("x\n")
+    status = server.get("/api/v1/status")
+    assert status.status == 200 and status.headers["content-type"] == "application/json", status.body
+    assert status.json == run_cli("status", "--json", cwd=repo).json
+    assert status.json["dirty"][0]["paths"] == {"caf\udce9.txt": "added"}  # as the CLI's --json has it
+    lane = server.get("/api/v1/lanes/feat")
+    assert lane.status == 200 and lane.json == run_cli("lane", "show", "feat", "--json", cwd=repo).json

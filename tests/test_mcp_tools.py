@@ -215,3 +215,25 @@ def test_an_empty_agent_id_is_refused_as_the_cli_refuses_it(repo):
     assert posted["message"] == beat["message"] == cli.json["message"]
     assert run_cli("board", "read", "--all", "--json", cwd=repo).json["posts"] == []
     assert run_cli("agent", "list", "--json", cwd=repo).json == []  # nobody's lease was taken or extended
+
+
+def test_a_file_name_that_is_not_utf8_is_a_result_not_a_protocol_error(repo):
+    """A workspace holding a file named in Latin-1 failed `status` with a JSON-RPC error: the SDK writes
+    UTF-8, which a name held as lone surrogates (as Python reads it) is not."""
+    import json
+    import os
+
+    from conftest import workspace
+
+    run_cli("lane", "create", "feat", cwd=repo)
+    (workspace(repo, "feat") / os.fsdecode(b"caf\xe9.txt")).write_text("x\n")
+
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            return await session.call_tool("status", {})
+
+    result = anyio.run(scenario)
+    assert not result.is_error
+    assert json.loads(result.content[0].text) == run_cli("status", "--json", cwd=repo).json  # exactly the CLI's
+    [dirty] = result.structured_content["dirty"]
+    assert dirty["paths"] == {"caf\ufffd.txt": "added"}  # what a UTF-8 wire can carry; the text is exact

@@ -103,6 +103,15 @@ class Service:
         return self.read(lambda api: api.status()["dirty"])
 
 
+class JSON(JSONResponse):
+    """JSON as the CLI's `--json` writes it: ASCII, other characters as `\\uXXXX`. A file name that is not
+    UTF-8 is held as lone surrogates (as Python reads it), which Starlette's UTF-8 cannot encode: one such
+    name in a workspace made `/status` a plain-text 500. Escaped, it reads back as the CLI's does."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def render(value: Any) -> Any:
     """Records (with `to_dict`) and plain dicts alike become JSON-ready values."""
     if hasattr(value, "to_dict"):
@@ -134,13 +143,13 @@ def status_of(exc: LanesError) -> int:
     return 400
 
 
-def error(status: int, code: str, message: str, hint: str | None = None, **details: Any) -> JSONResponse:
+def error(status: int, code: str, message: str, hint: str | None = None, **details: Any) -> JSON:
     body = {"error": code, "message": message, **({"hint": hint} if hint else {}), **details}
-    return JSONResponse(render(body), status_code=status)
+    return JSON(render(body), status_code=status)
 
 
-def lanes_error(exc: LanesError) -> JSONResponse:
-    return JSONResponse(render(exc.to_dict()), status_code=status_of(exc))
+def lanes_error(exc: LanesError) -> JSON:
+    return JSON(render(exc.to_dict()), status_code=status_of(exc))
 
 
 class Headers:
@@ -163,7 +172,7 @@ class Headers:
         await self.app(scope, receive, send_with_headers)
 
 
-def failed(exc: Exception, request: Request) -> JSONResponse:
+def failed(exc: Exception, request: Request) -> JSON:
     """The answer to a request whose action raised `exc`."""
     if isinstance(exc, LanesError):
         return lanes_error(exc)
@@ -175,7 +184,7 @@ def failed(exc: Exception, request: Request) -> JSONResponse:
     return error(500, "internal", f"{type(exc).__name__}: {exc}")
 
 
-def warned(response: JSONResponse, notices: list[str]) -> JSONResponse:
+def warned(response: JSON, notices: list[str]) -> JSON:
     """`response` with what the request went on past (the CLI's `warning:` lines), as a JSON array in a
     header: every answer has room for one, whatever shape its body is."""
     if notices:
@@ -192,7 +201,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
     served = routes.available(type(service.reader))
     document = openapi.document(served, API, __version__, type(service.reader))
 
-    def refused(request: Request) -> JSONResponse | None:
+    def refused(request: Request) -> JSON | None:
         verdict = guard.check(request.method, dict(request.headers), request.cookies, request.url.scheme)
         return error(verdict.status, verdict.code, verdict.message) if verdict else None
 
@@ -210,7 +219,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
             # A listing (an array) that left records out says so where an array has room: a header.
             set_aside = getattr(result, "unreadable", ()) if isinstance(result, list) else ()
             headers = {UNREADABLE_HEADER: json.dumps(render(list(set_aside)))} if set_aside else None
-            return warned(JSONResponse(render(result), headers=headers), notices)
+            return warned(JSON(render(result), headers=headers), notices)
         return handle
 
     async def index(request: Request) -> Response:
@@ -229,7 +238,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
         if denied is not None:
             return denied
         signed_in = guard.authenticated(dict(request.headers), request.cookies)
-        return JSONResponse({"authenticated": signed_in, "can_write": signed_in, "loopback": guard.loopback,
+        return JSON({"authenticated": signed_in, "can_write": signed_in, "loopback": guard.loopback,
                              "trunk": service.reader.trunk, "repository": service.reader.root.name,
                              "version": __version__, "runs": any(r.tag == "runs" for r in served)})
 
@@ -243,7 +252,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                                  headers={"x-accel-buffering": "no"})
 
     async def spec(request: Request) -> Response:
-        return _no_query(request) or JSONResponse(document)
+        return _no_query(request) or JSON(document)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
@@ -285,7 +294,7 @@ def _unknown_query(request: Request, takes: list[str]) -> UserError | None:
     return None
 
 
-def _no_query(request: Request) -> JSONResponse | None:
+def _no_query(request: Request) -> JSON | None:
     """The answer for a query parameter sent to a route that takes none (the event stream, the session,
     the API document), or None."""
     refusal = _unknown_query(request, [])

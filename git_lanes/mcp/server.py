@@ -8,6 +8,7 @@ import functools
 import inspect
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, TypedDict, get_origin
 
@@ -23,6 +24,7 @@ from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
 from git_lanes.model.schema import result_schema
 
 log = logging.getLogger("git_lanes.mcp")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")  # how Python holds bytes that are not UTF-8
 
 
 class ListResult(TypedDict):
@@ -104,7 +106,7 @@ def error_result(tool: str, exc: ToolError) -> CallToolResult:
     else:
         payload = _payload("error", "tool_error", str(exc), EXIT_USER, None)
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload, indent=2, sort_keys=True))],
-                          structured_content=payload, is_error=True)
+                          structured_content=carried(payload), is_error=True)
 
 
 def _payload(code: str, reason: str, message: str, exit_code: int, hint: str | None) -> dict:
@@ -122,7 +124,21 @@ def result_of(value: Any, notices: Sequence[str] = ()) -> CallToolResult:
     if notices:
         structured["warnings"] = list(notices)
     warned = [TextContent(type="text", text=f"warning: {message}") for message in notices]
-    return CallToolResult(content=[TextContent(type="text", text=text), *warned], structured_content=structured)
+    return CallToolResult(content=[TextContent(type="text", text=text), *warned],
+                          structured_content=carried(structured))
+
+
+def carried(data: Any) -> Any:
+    """`data` as the SDK can write it: a file name that is not UTF-8 is held as lone surrogates (as Python
+    reads it), which the SDK's UTF-8 cannot encode, and the whole call failed as a protocol error. Each
+    becomes U+FFFD here; the text content, ASCII JSON as the CLI prints it, keeps the exact name."""
+    if isinstance(data, str):
+        return data if data.isascii() else _SURROGATE.sub("\ufffd", data)
+    if isinstance(data, dict):
+        return {carried(key): carried(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [carried(value) for value in data]
+    return data
 
 
 def told(payload: dict, notices: list[str]) -> dict:
