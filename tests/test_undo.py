@@ -277,3 +277,15 @@ def test_an_undone_forced_delete_whose_kept_edits_gc_removed_brings_the_lane_bac
     assert (workspace(repo, "a") / "a.txt").read_text() == "a\n"
     assert "a: the unsaved edits kept at refs/lanes/backups/a/" in result.out and "removed by gc" in result.out
     fsck_clean(repo)
+
+
+def test_an_undo_blocked_only_by_unsaved_edits_says_to_save_them_not_to_undo_later_operations(api, repo):
+    land(api, repo, "a", {"a.txt": "a\n"})
+    edit(workspace(repo, "a"), {"a.txt": "unsaved\n"})
+    assert run_cli("lane", "delete", "a", "--force", cwd=repo).code == 0
+    undone = undo(repo)  # the lane, its workspace and its unsaved edits come back
+    redo = run_cli("undo", undone["op"][:8], "--json", cwd=repo)
+    assert redo.code == 3 and redo.json["blockers"] == [
+        {"workspace": "a", "unsaved": True, "reason": "it has unsnapshotted edits, and undoing would remove it"}]
+    assert "later operations" not in redo.json["hint"] and "git lanes commit" in redo.json["hint"]
+    assert (workspace(repo, "a") / "a.txt").read_text() == "unsaved\n"

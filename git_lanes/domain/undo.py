@@ -85,7 +85,7 @@ def check(ctx: Context, entry: OpEntry, later: list[OpEntry], actor: str) -> Pla
         path = lanes.workspace_path(ctx, oplog.lane_of(move.ref, ctx.trunk) or "")
         if move.old is None and path is not None and restore.has_unsaved(ctx, oplog.lane_of(move.ref, ctx.trunk)
                                                                           or "", path):
-            plan.blockers.append({"workspace": oplog.lane_of(move.ref, ctx.trunk),
+            plan.blockers.append({"workspace": oplog.lane_of(move.ref, ctx.trunk), "unsaved": True,
                                   "reason": "it has unsnapshotted edits, and undoing would remove it"})
     _prepare_ledger(ctx, entry, actor, plan)
     return plan
@@ -175,6 +175,12 @@ def blocked(ctx: Context, plan: Plan) -> Conflict:
                         "from the repository\n" + "\n".join(lines), code="undo_blocked",
                         details={"blockers": plan.blockers},
                         hint="git gc pruned those objects; no undo can bring them back")
+    if all(b.get("unsaved") for b in plan.blockers):
+        # only edits in the way, no later operation: undoing one first would not help
+        return Conflict(f"cannot undo {plan.entry.id[:8]} ({plan.entry.description}): a workspace it would change "
+                        "holds edits\n" + "\n".join(lines), code="undo_blocked", details={"blockers": plan.blockers},
+                        hint="snapshot those edits (`git lanes commit`) or move them out of the workspace, then undo "
+                             "again")
     return Conflict(f"cannot undo {plan.entry.id[:8]} ({plan.entry.description}): later work depends on it\n"
                     + "\n".join(lines), code="undo_blocked", details={"blockers": plan.blockers},
                     hint="undo the later operations first (newest first; `git lanes op log` lists them)")
