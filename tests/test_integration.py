@@ -154,3 +154,28 @@ def test_task_done_is_one_operation_that_one_undo_takes_back(api: Lanes):
     api.undo()  # redo: the integration lane comes back as it was, with no workspace
     assert api.task_show(task)["status"] == "done"
     assert not (api.root / ".lanes" / "workspaces" / "tickets").exists()
+
+
+def test_a_collision_on_a_file_name_that_is_not_utf8_still_sends_the_task_back(api: Lanes, repo):
+    """The review op carried the colliding paths as Python holds a Latin-1 name (lone surrogates), which the
+    ledger's UTF-8 JSON cannot write: `task done` failed as an internal error (exit 6) instead of naming
+    the collision, and the task was not sent back."""
+    import os
+
+    latin = os.fsdecode(b"caf\xe9.txt")
+    first, ws1 = claimed_task(api, "coder-1", "one", "One")
+    second, ws2 = claimed_task(api, "coder-2", "two", "Two")
+    for agent, ws in (("coder-1", ws1), ("coder-2", ws2)):
+        (ws / latin).write_text(f"{agent}\n")
+        api.commit("Name a file in Latin-1", agent, cwd=ws, auto_accept=True)
+    api.task_done(first, "coder-1")
+    with pytest.raises(Conflict) as caught:
+        api.task_done(second, "coder-2")
+    assert caught.value.code == "collision"
+    assert [c["path"] for c in caught.value.details["collisions"]] == [latin]
+    shown = api.task_show(second)
+    assert shown["status"] == "needs_review" and shown["review"]["paths"] == ["caf\\xe9.txt"]
+    [post] = api.board_read("coder-2", unread_only=True)["posts"]
+    assert "changed on both sides: caf\\xe9.txt" in post["text"]  # the bytes named as `quoted` names them
+    cli = run_cli("task", "show", second, "--json", cwd=repo)
+    assert cli.code == 0 and cli.json["review"]["paths"] == ["caf\\xe9.txt"]

@@ -104,8 +104,11 @@ class IntegrationApi(TasksApi):
                    ways: list[dict[str, Any]] | None = None) -> LanesError:
         """Record that the task goes back to its owner, then the error to raise: the promotion's own, with
         what happened to the task added."""
-        review = self._append("task.review", actor, {
-            "task": task_id, "into": target, "reason": reason, "paths": paths or [], "gates": gates or [],
+        from git_lanes.model.text import shown_path
+
+        review = self._append("task.review", actor, {  # the ledger writes strict UTF-8 JSON: paths as text
+            "task": task_id, "into": target, "reason": reason, "paths": [shown_path(p) for p in paths or []],
+            "gates": gates or [],
             "ways": ways or [], "lane_head": self.ctx.store.read_ref(refs.lane_ref(lane, self.ctx.trunk))})
         owner = review.get("owner")
         exc.message = (f"task {task_id[:8]} did not integrate into {target}; sent back to {owner or 'nobody'} as "

@@ -72,6 +72,15 @@ def as_reason(value: str) -> str:
     return text[:MAX_REASON - len(cut)] + cut
 
 
+def shown_path(path: str) -> str:
+    """`path` as text every JSON writer takes: the bytes of a file name that are not UTF-8 (held as lone
+    surrogates, as Python reads them) written as `\\xe9`, as `quoted` shows them, for a record that names a
+    path to people (a post, a review) rather than one git reads back."""
+    if path.isascii() or not _found(_SURROGATE, path):
+        return path
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def quoted(value: object) -> str:
     """`value` quoted for an error message. Bytes that are not UTF-8 (lone surrogates, as Python reads them
     from argv or a file name) are shown as the bytes they are, '\\xff', never as a surrogate escape. A long
