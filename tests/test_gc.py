@@ -158,3 +158,37 @@ def test_a_gc_stopped_midway_removes_states_with_their_records_or_neither(repo: 
     left = refs_under(repo, "refs/lanes/rejected/")
     for attempt in attempts:  # each state kept with its record, or gone with it
         assert (attempt["to"] in noted) == (f"refs/lanes/rejected/{attempt['id']}" in left)
+
+
+def test_gc_keeps_the_record_of_a_state_accepted_on_one_machine_and_rejected_on_another(tmp_path,
+                                                                                        server: GitServer):  # noqa: F811
+    """One machine accepts a proposal while another rejects it; the notes merge keeps `accepted` (the lane
+    moved), but the rejected ref travels too. gc then took the accepted lane head for a rejected state and
+    dropped its transition record: the lane's history lost it."""
+    url = server.bare("project")
+    first = make_origin(tmp_path, url)
+    Lanes(first).sync()
+    second = clone(tmp_path, url, "second")
+    Lanes.open_for_sync(second)[0].pull()
+    Lanes(first).lane_create("shared")
+    (workspace(first, "shared") / "idea.txt").write_text("an idea\n")
+    proposed = Lanes(first).commit("an idea", "coder-1", lane="shared")
+    Lanes(first).sync()
+    Lanes(second).sync()
+    Lanes(second).reject(proposed["id"], "no")
+    Lanes(first).accept(proposed["id"])
+    for machine in (first, second, first):
+        Lanes(machine).sync()
+    assert git("rev-parse", "refs/lanes/heads/shared", cwd=second).strip() == proposed["to"]
+    assert Lanes(second).show(proposed["id"][:8])["status"] == "accepted"
+    assert f"refs/lanes/rejected/{proposed['id']}" in refs_under(second, "refs/lanes/rejected")
+
+    result = run_cli("gc", "--older-than", "0", "--json", cwd=second)
+    assert result.code == 0, result.err
+    shown = run_cli("show", proposed["id"][:8], "--json", cwd=second)
+    assert shown.code == 0 and shown.json["status"] == "accepted", shown.err
+    listed = run_cli("history", "--lane", "shared", "--json", cwd=second)
+    assert [t["id"] for t in listed.json["transitions"]] == [proposed["id"]], listed.out
+    Lanes(second).sync()
+    Lanes(first).sync()
+    assert Lanes(first).show(proposed["id"][:8])["status"] == "accepted"

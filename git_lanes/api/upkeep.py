@@ -85,7 +85,7 @@ class UpkeepApi:
         the transition records of the pruned states with them, in one transaction: a gc killed midway has
         removed states and their records together or not at all (records left behind would name states that
         are gone, and no later gc would find them). Run logs go one by one (no records; their own lock)."""
-        from git_lanes.domain import transitions, upkeep
+        from git_lanes.domain import upkeep
 
         removed = found.to_dict()
         updates: list[RefUpdate] = []
@@ -94,9 +94,7 @@ class UpkeepApi:
             for entry in removed[kind]:
                 updates += [RefUpdate(entry["ref"], None, entry["oid"], f"lanes: gc {kind}"),
                             *_tracking_copies(ctx, entry["ref"], entry["oid"])]
-        proposals = ctx.store.list_refs(refs.PROPOSALS)
-        states = [e["oid"] for e in removed["rejected"] + removed["superseded"]
-                  if transitions.load_readable(ctx, e["oid"]) is not None and not proposals.get(refs.proposal_ref(e["transition"]))]
+        states = upkeep.pruned_records(ctx, removed["rejected"] + removed["superseded"])
         if states:
             updates.append(ctx.store.write_notes(refs.NOTES, dict.fromkeys(states), f"lanes: gc drops {len(states)} "
                                                  "pruned transition records"))

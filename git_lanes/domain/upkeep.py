@@ -85,6 +85,10 @@ def find(ctx: Context, cutoff: float, ended_runs: dict[str, float]) -> Candidate
             continue
         entry = {"ref": ref, "oid": oid, "transition": ref[len(refs.REJECTED):], "time": when,
                  "lane": record.lane if record else None, "reason": record.reason if record else None}
+        if record is not None and record.status != "rejected":
+            # Accepted on another machine while rejected here: the merged record says accepted and the lane
+            # moved to the state, so only the stale ref goes; the record is the lane's history.
+            entry["record_kept"] = record.status
         superseded = record is not None and (record.reason or "").startswith("superseded")
         (found.superseded if superseded else found.rejected).append(entry)
     for ref, oid in sorted(store.list_refs(refs.BACKUPS).items()):
@@ -99,6 +103,14 @@ def find(ctx: Context, cutoff: float, ended_runs: dict[str, float]) -> Candidate
             found.runs.append({"ref": ref, "oid": oid, "run": run, "time": ended_runs[run]})
     orphan_workspaces(ctx, cutoff, found)
     return found
+
+
+def pruned_records(ctx: Context, removed: list[dict]) -> list[str]:
+    """The states among the removed rejected and superseded `removed` whose transition records go with them:
+    not one whose record says it was accepted, nor one a pending proposal still names."""
+    proposals = ctx.store.list_refs(refs.PROPOSALS)
+    return [e["oid"] for e in removed if not e.get("record_kept") and transitions.load_readable(ctx, e["oid"])
+            is not None and not proposals.get(refs.proposal_ref(e["transition"]))]
 
 
 def orphan_workspaces(ctx: Context, cutoff: float, found: Candidates) -> None:
