@@ -170,3 +170,27 @@ def test_a_file_named_in_another_encoding_is_promoted_into_the_clean_trunk_workt
         assert handle.read() == b"latin\n"
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, check=True).stdout
     assert status == b""
+
+
+def test_a_file_named_in_another_encoding_with_unsaved_edits_is_left_for_attention(repo):
+    """The same Latin-1 name with a person's unsaved edit in the trunk worktree: comparing that file with the
+    promoted one handed the name to pygit2's filter lookup, which encodes strictly: the promotion failed
+    after the trunk moved (exit 6), and `status` failed the same way from then on."""
+    import os
+
+    from conftest import run_cli
+
+    assert run_cli("lane", "create", "a", cwd=repo).code == 0
+    name = b"caf\xe9.txt"
+    with open(os.fsencode(workspace(repo, "a")) + b"/" + name, "wb") as handle:
+        handle.write(b"latin\n")
+    assert run_cli("commit", "-w", "a", "-m", "a file", "--agent", "c", "--auto-accept", cwd=repo).code == 0
+    with open(os.fsencode(repo) + b"/" + name, "wb") as handle:
+        handle.write(b"typed by a person\n")
+    result = run_cli("promote", "a", "--auto-accept", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    assert result.json["worktree"]["attention"] == [os.fsdecode(name)]
+    with open(os.fsencode(repo) + b"/" + name, "rb") as handle:
+        assert handle.read() == b"typed by a person\n"  # left as typed
+    status = run_cli("status", "--json", cwd=repo)
+    assert status.code == 0 and status.json["lanes"][0]["attention"] == [os.fsdecode(name)], status.err

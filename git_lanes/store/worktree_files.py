@@ -72,7 +72,8 @@ class WorktreeFiles:
         try:
             # As git stages it: through the path's filters (eol=crlf, core.autocrlf), else a file checked
             # out with CRLF never equals its LF blob and every promoted path looks edited.
-            oid = self.repo.hashfile(str(full), as_path=path)
+            # The name as bytes: pygit2 encodes a str one strictly, and git takes any bytes as a file name.
+            oid = self.repo.hashfile(str(full), as_path=os.fsencode(path))  # type: ignore[arg-type]
         except pygit2.GitError:  # core.safecrlf refusing the conversion: compare the bytes as they are
             oid = pygit2.hashfile(str(full))
         return Entry(str(oid), mode)
