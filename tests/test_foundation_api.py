@@ -107,6 +107,30 @@ def test_restore_refuses_unsaved_edits_then_keeps_backup_with_force(api, repo):
     assert again["status"] == "accepted"
 
 
+def test_restore_over_a_folder_holding_a_file_named_in_another_encoding(api, repo):
+    """A folder the restored state has as a file, holding an untracked Latin-1 `café` (bytes git takes as a
+    name): asking the ignore rules about it handed the name to pygit2, which encodes strictly, and the
+    restore failed as an internal error (exit 6) instead of refusing, or with force keeping it."""
+    import os
+
+    api.lane_create("feat")
+    ws = workspace(repo, "feat")
+    (ws / "src").rename(ws / "old-src")
+    (ws / "src").write_text("now a file\n")
+    as_file = api.commit("src becomes a file", "a", lane="feat", auto_accept=True)
+    api.restore("main", lane="feat", force=True)
+    latin = os.fsencode(ws / "src") + b"/caf\xe9.txt"
+    with open(latin, "wb") as handle:
+        handle.write(b"untracked\n")
+    with pytest.raises(Refused) as raised:
+        api.restore(as_file["id"], lane="feat")
+    assert raised.value.code == "dirty_workspace" and os.path.exists(latin)
+    result = api.restore(as_file["id"], lane="feat", force=True)
+    assert (ws / "src").read_text() == "now a file\n"
+    kept = git("ls-tree", "-r", "--name-only", result["backup"], cwd=repo).splitlines()
+    assert '"src/caf\\351.txt"' in kept  # the backup holds it (git quotes the byte it cannot print)
+
+
 def test_lane_delete_guards_work(api, repo):
     api.lane_create("feat")
     ws = workspace(repo, "feat")

@@ -115,7 +115,7 @@ def _plan_path(files: WorktreeFiles, result: CheckoutPlan, path: str, desired: E
             return
     elif os.path.lexists(full):
         if staged is None and not edited and desired is not None and files.file_entry(path) not in \
-                (desired, NOT_A_FILE) and files.repo.path_is_ignored(path):
+                (desired, NOT_A_FILE) and _ignored(files, path):
             # an ignored file: its content no state holds, and no snapshot would take it
             if not force:
                 result.refusals[path] = "an ignored file is in the way"
@@ -155,7 +155,7 @@ def _plan_folder_away(files: WorktreeFiles, result: CheckoutPlan, folder: str, b
                 if not force and files.index_entry(path) != _file_entry(files.repo, baseline, path):
                     result.refusals[path] = "unsaved edits"
                 continue  # a tracked file is a path of the plan's own, decided on its own
-            (ignored if files.repo.path_is_ignored(path) else untracked).append(path)
+            (ignored if _ignored(files, path) else untracked).append(path)
     if untracked and not force:
         result.refusals.update({path: "untracked file in the way" for path in untracked})
     result.expendable.update(ignored)
@@ -173,12 +173,27 @@ def _clear_parents(files: WorktreeFiles, result: CheckoutPlan, force: bool) -> N
             full = files.root / parent
             if not os.path.lexists(full) or _is_folder(full) or parent in result.removals:
                 continue
-            if files.repo.path_is_ignored(parent):
+            if _ignored(files, parent):
                 result.expendable.add(parent)
             elif force and parent not in files.index:
                 result.removals.add(parent)
             else:
                 result.refusals[parent] = "a file is in the way of a folder"
+
+
+def _ignored(files: WorktreeFiles, path: str) -> bool:
+    """Whether the ignore rules cover `path`. pygit2 takes a name only as text it encodes strictly, so a name
+    that is not UTF-8 (held as lone surrogates: a Latin-1 `café` git took as bytes) failed the whole plan;
+    git itself is asked about those few."""
+    try:
+        return files.repo.path_is_ignored(path)
+    except UnicodeEncodeError:
+        from git_lanes.store.gitcli import run_git, unredirected_env
+
+        # subprocess hands a name to git as the bytes it was read from (os.fsencode)
+        asked = run_git(["check-ignore", "-q", "--no-index", "--", path], files.root, check=False,
+                        env=unredirected_env())
+        return asked.returncode == 0
 
 
 def _is_folder(full: Path) -> bool:
