@@ -60,6 +60,11 @@ def test_spawn_refuses_what_it_cannot_do_and_makes_nothing(repo, tmp_path):
     assert run_cli("spawn", "--prompt", "x", "--cli", "custom", cwd=repo).err.count("no command") == 1
     assert run_cli("spawn", "--prompt", "x", "--pipeline", cwd=repo).code == 1
     assert run_cli("spawn", "beef", cwd=repo).code == 1
+    # an empty value given is refused as given, not taken for the default (`--lane "$LANE"` unset made
+    # agent/claude-<run> and started the agent there)
+    for option, code in (("--lane", "invalid_lane_name"), ("--agent", "invalid_agent")):
+        refused = run_cli("spawn", "--prompt", "x", option, "", "--json", cwd=repo)
+        assert refused.code == 1 and refused.json["error"] == code, refused.err
     assert run_cli("lane", "list", "--json", cwd=repo).json == lanes_before
     assert run_cli("run", "list", "--json", cwd=repo).json == []
 

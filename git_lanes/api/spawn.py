@@ -88,8 +88,10 @@ class SpawnApi:
             raise UserError(f"unknown phase {quoted(phase)}; the policy has {', '.join(policy.phase_names)}",
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
         run = random_hex(8)
-        agent = validate_agent_id(agent or f"{cli}-{run[:8]}")
-        lane = lane or (record or {}).get("lane") or (f"task/{record['id'][:8]}" if record else f"agent/{agent}")
+        # Only what was not given defaults: an empty agent or lane given is refused as given.
+        agent = validate_agent_id(agent if agent is not None else f"{cli}-{run[:8]}")
+        if lane is None:
+            lane = (record or {}).get("lane") or (f"task/{record['id'][:8]}" if record else f"agent/{agent}")
         lanes.validate_lane_name(lane)
         spawning.check_spend(policy, self.day_spend(), self.budget_gate(lane=lane, task=record and record["id"]))
         if record is not None and record.get("owner") not in (None, agent) and \
