@@ -102,6 +102,7 @@ def test_an_empty_target_or_agent_given_is_refused_not_replaced_by_the_default(r
     before = git("for-each-ref", cwd=repo)
     for args, code in ((("promote", "a", "--into", ""), "invalid_lane_name"),
                        (("promote", "a", "--agent", "", "--auto-accept"), "invalid_agent"),
+                       (("promote", "a", "-m", "", "--auto-accept"), "empty_prompt"),
                        (("lane", "reset", "a", "--onto", ""), "invalid_lane_name"),
                        (("lane", "reset", "a", "--agent", ""), "invalid_agent")):
         result = run_cli(*args, "--json", cwd=repo)

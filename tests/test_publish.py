@@ -196,6 +196,10 @@ def test_publishing_refuses_what_is_not_ready_and_what_would_not_fast_forward(tm
     refused = run_cli("publish", ticket[:6], cwd=machine)
     assert refused.code == 1 and "0 of 1 tasks done" in refused.err
     ticket, lane = integrated_ticket(api)
+    for option in ("--remote", "--branch", "--base"):  # an empty value given is refused, not the default
+        empty = run_cli("publish", ticket[:6], option, "", "--json", cwd=machine)
+        assert empty.code == 1 and "Traceback" not in empty.err, (option, empty.err)
+    assert not (spool / "calls.jsonl").exists()
     branch = f"lanes/ticket/{ticket[:8]}"
     other = clone(tmp_path, url, "other")
     git("push", "--quiet", "origin", f"main:refs/heads/{branch}", cwd=other)  # someone else's commits there

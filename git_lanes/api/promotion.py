@@ -57,7 +57,7 @@ class PromotionApi:
                  **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {}),
                  "problem": problem(promotion.collision_error(plan)) if stops else None})
         who = AgentId(agent_id) if agent_id is not None else Actor(self._human())
-        intent = Intent(prompt=prompt or f"Promote {lane} into {target}", agent_id=who,
+        intent = Intent(prompt=prompt if prompt is not None else f"Promote {lane} into {target}", agent_id=who,
                         agent_type=agent_type, model=model, tags=tags)
         gates.load(self.ctx)  # trunk gates that cannot be read refuse before a merge is proposed, as for commit
         with merge_gate.serialized(self.ctx.store.common_dir, target):

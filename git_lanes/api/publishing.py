@@ -95,10 +95,13 @@ class PublishingApi:
                           hint="`git lanes ticket show` lists its tasks; `git lanes task done` integrates each")
         previous = record.get("publication") or {}
         settings = publishing.settings(self.ctx)
-        remote = remote or previous.get("remote") or self._remote(None)
+        # Only what was not given defaults (to the last publication's, else the usual): an empty value given is
+        # refused as given.
+        remote = remote if remote is not None else previous.get("remote") or self._remote(None)
         url = transport.check_remote(self.ctx.store, remote)
-        branch = publishing.validate_branch(branch or previous.get("branch") or publishing.default_branch(ticket_id))
-        base = publishing.validate_branch(base or previous.get("base") or self.ctx.trunk)
+        branch = publishing.validate_branch(branch if branch is not None else
+                                            previous.get("branch") or publishing.default_branch(ticket_id))
+        base = publishing.validate_branch(base if base is not None else previous.get("base") or self.ctx.trunk)
         lane = integration.integration_lane(ticket_id)
         try:
             head = lanes.lane_head(self.ctx, lane)
