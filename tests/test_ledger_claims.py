@@ -115,6 +115,30 @@ def test_dirty_set_is_computed_from_the_lane_workspace(lanes, repo):
     assert [d["agent"] for d in lanes.dirty_list()] == ["b"]
 
 
+def test_a_file_named_in_another_encoding_is_in_the_dirty_set_as_shown_not_a_failure(lanes, repo):
+    # An agent whose workspace held a Latin-1 file name (unpacked from an old archive) could never heartbeat
+    # nor publish its dirty set: "invalid path". The name is kept as people see it (`\xe9`), the same for
+    # every agent, so two agents touching it still overlap.
+    import os
+
+    for lane, agent in (("feat-a", "a"), ("feat-b", "b")):
+        lanes.lane_create(lane)
+        lanes.agent_register(agent, lane=lane)
+        (workspace(repo, lane) / os.fsdecode(b"caf\xe9.txt")).write_text(f"{agent}\n")
+    assert lanes.dirty_publish("a")["files"] == ["caf\\xe9.txt"]
+    beat = lanes.agent_heartbeat("b")
+    assert beat["dirty"]["files"] == ["caf\\xe9.txt"]
+    assert {"agent": "a", "file": "caf\\xe9.txt", "dirty": True} in beat["dirty"]["overlaps"]
+
+
+def test_an_empty_actor_is_refused_not_taken_for_the_person(lanes):
+    # `task create --agent ""` (an unset variable) was recorded as git's user; `board post --agent ""` refused.
+    with pytest.raises(UserError) as info:
+        lanes.task_create("work", actor="")
+    assert info.value.code == "invalid_agent"
+    assert lanes.task_list() == []
+
+
 def test_dirty_publish_needs_a_lane(lanes):
     lanes.agent_register("a")
     with pytest.raises(UserError) as info:

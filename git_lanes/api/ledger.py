@@ -51,8 +51,9 @@ class LedgerApi:
         return ledger.state_at(self.ctx.store, ledger.head(self.ctx.store))
 
     def _actor(self, actor: str | None) -> Actor:
-        """An agent named by a face is an AgentId; without one, the person in git's identity acts."""
-        return AgentId(actor) if actor else Actor(self.ctx.store.signature().name)
+        """An agent named by a face is an AgentId (an empty one refused, as every face refuses it); without
+        one, the person in git's identity acts."""
+        return AgentId(actor) if actor is not None else Actor(self.ctx.store.signature().name)
 
     def _append(self, op_type: str, actor: str, args: dict[str, Any]) -> dict[str, Any]:
         """Append one op under the writers' lock; its result as the ledger records it, plus `op`."""
@@ -143,7 +144,11 @@ class LedgerApi:
             if required:
                 lanes.require_workspace(self.ctx, lane)
             return None
-        return sorted(self.ctx.store.changed_paths(path))
+        # A name in another encoding (held as lone surrogates) as people see it, `\xe9`: a ledger record is UTF-8
+        # text, and every agent's set shows it alike, so overlaps on it are still found
+        from git_lanes.model.text import shown_path
+
+        return sorted(shown_path(changed) for changed in self.ctx.store.changed_paths(path))
 
     # -- file claims and dirty sets --------------------------------------------------------------------
     def claim_add(self, globs: tuple[str, ...] | list[str], agent: str, task: str | None = None) \
