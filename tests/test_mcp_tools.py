@@ -237,3 +237,22 @@ def test_a_file_name_that_is_not_utf8_is_a_result_not_a_protocol_error(repo):
     assert json.loads(result.content[0].text) == run_cli("status", "--json", cwd=repo).json  # exactly the CLI's
     [dirty] = result.structured_content["dirty"]
     assert dirty["paths"] == {"caf\ufffd.txt": "added"}  # what a UTF-8 wire can carry; the text is exact
+
+
+def test_a_broken_setup_can_be_skipped_by_an_agent_as_by_the_cli(repo, api):
+    # Its refusal's hint named the CLI's --no-setup, which MCP had no way to say: an MCP agent got no
+    # workspace at all until a person fixed .lanes.toml.
+    from test_gates import declare
+
+    declare(api, repo, '[setup]\nenv = { PORT = "{port0}" }\n')
+
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            refused = await fails(session, "assign_worktree", lane="feature/a")
+            assigned = await call(session, "assign_worktree", lane="feature/a", setup=False)
+            return refused, assigned
+
+    refused, assigned = anyio.run(scenario)
+    assert refused["reason"] == "invalid_setup" and "setup false" in refused["hint"], refused
+    assert assigned["created"] and "setup" not in assigned
+    assert run_cli("lane", "show", "feature/a", "--json", cwd=repo).code == 0

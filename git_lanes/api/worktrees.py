@@ -47,18 +47,19 @@ class WorktreeApi:
             return None
         return self._append("agent.touch", agent, {"agent": agent})
 
-    def assign_worktree(self, agent: str, lane: str | None = None, base: str | None = None) -> WorktreeAssigned:
+    def assign_worktree(self, agent: str, lane: str | None = None, base: str | None = None, *,
+                        setup: bool = True) -> WorktreeAssigned:
         """Give `agent` a lane to work in and return its workspace path: `lane`, else the lane it already
         has, else `agent/<id>`. A missing lane is created (from `base`, default the trunk's head) and a
-        missing workspace is made; an existing one is reused. A lane another live agent holds is refused
-        (`lane_assigned`, exit 3)."""
+        missing workspace is made, with the trunk's `[setup]` applied unless `setup` is False; an existing
+        one is reused. A lane another live agent holds is refused (`lane_assigned`, exit 3)."""
         from git_lanes.domain import inspect, lane_setup, lanes, worktrees
         from git_lanes.model.worktree_results import WorktreeAssigned
 
         state = self._state()
         name = validate_lane_name(lane or worktrees.assigned_lane(state, agent) or worktrees.default_lane(agent))
         worktrees.check_free(state, name, agent, self.ctx.now())  # refused before anything is made on disk
-        manifest = lane_setup.load(self.ctx)
+        manifest = lane_setup.load(self.ctx) if setup else None  # a broken [setup] refuses before anything
         with self._writing() as ctx:
             exists = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk)) is not None
             made_workspace = exists and lanes.workspace_path(ctx, name) is None and name != ctx.trunk
@@ -72,7 +73,7 @@ class WorktreeApi:
         result = {"agent": agent, "lane": name, "workspace": str(path), "head": head, "created": not exists,
                   "workspace_created": made, "previous_lane": assigned["previous_lane"],
                   "lease_until": assigned["lease_until"], "op": assigned["op"]}
-        if made and not manifest.empty:
+        if made and manifest is not None and not manifest.empty:
             result["setup"] = self._set_up(manifest, name, path, agent).to_dict()  # type: ignore[attr-defined]
         return WorktreeAssigned.from_dict(result)
 

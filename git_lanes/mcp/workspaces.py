@@ -26,11 +26,14 @@ def tools(face: Binding) -> list[ToolSpec]:
                         base: Annotated[str | None, Field(description="Where a new lane starts: a lane, transition "
                                                                       "id or git revision (default: the trunk's "
                                                                       "head).")] = None,
+                        setup: Annotated[bool, Field(description="Apply the trunk's [setup] to a new workspace "
+                                                                 "(ports, copied files, its command); false skips "
+                                                                 "it, as for a broken [setup].")] = True,
                         agent_id: AgentId = None) -> WorktreeAssigned:
         """Get a workspace of your own: creates or reuses the agent's lane and its workspace (a git worktree)
         and returns the workspace path. Work only in there. A lane another live agent works in is refused
         (`conflict`)."""
-        return face.api.assign_worktree(face.agent(agent_id), lane, base)
+        return face.api.assign_worktree(face.agent(agent_id), lane, base, setup=setup)
 
     def list_worktrees() -> list[WorktreeRow]:
         """List the lanes that have a workspace here, with the agents assigned to each."""

@@ -56,7 +56,8 @@ class PortsHeld(Frozen):
 
 def invalid(message: str) -> UserError:
     return UserError(message, code="invalid_setup",
-                     hint=f"fix [setup] in {CONFIG} on the trunk; `git lanes lane create --no-setup` skips it")
+                     hint=f"fix [setup] in {CONFIG} on the trunk; `git lanes lane create --no-setup` (MCP "
+                          "assign_worktree with setup false) skips it")
 
 
 def lane_slug(lane: str) -> str:
