@@ -412,6 +412,18 @@ def test_python_m_git_lanes_is_held_to_the_same_wall_as_git_lanes(repo, ws):
             == "allow", line
 
 
+def test_what_a_project_tool_runs_meets_the_write_gate(repo, ws):
+    """`uv run`, `poetry run`, `npx -c`… run a command or a script: through them an agent wrote into the main
+    worktree and undid the trunk's promotion."""
+    lines = [(f"uv run sh -c 'echo x > {repo}/f'", "main worktree"),
+             (f"npx -c 'cp a.txt {repo}/g'", "main worktree"),
+             ("poetry run git-lanes undo", "git's own files"),
+             ("uv run python -m git_lanes budget set --lane feature --usd 9", "git's own files")]
+    assert not_denied(ws, lines, "run") == []
+    assert decision(hook_in_process("claude", "PreToolUse", bash(ws, "uv run pytest -q", "toolu_runok")))[0] \
+        == "allow"
+
+
 def test_removing_a_symbolic_link_is_a_write_to_the_link_not_to_what_it_points_at(repo, ws):
     """`rm link` and `unlink link` remove the link itself (neither rm nor unlink(2) follows it), so a link in the
     lane pointing into the main worktree may be removed; a removal that goes through the link (`rm link/x`,

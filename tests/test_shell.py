@@ -90,6 +90,28 @@ def test_allow_list_judges_the_wrapped_command_and_deny_wins():
     assert "denied" in shell.check(shell.parse("git diff; curl x"), ("*",), ("curl *",))
 
 
+@pytest.mark.parametrize("line", ["uv run rm -rf build", "poetry run rm -rf build", "pipenv run rm -rf build",
+                                  "npm exec -- rm -rf build", "npx -c 'rm -rf build'", "direnv exec . rm -rf build",
+                                  "conda run -n env rm -rf build", "nix-shell --run 'rm -rf build'",
+                                  "uv --offline run --with requests rm -rf build", "bundle exec rm -rf build"])
+def test_what_a_project_tool_runs_meets_the_deny_list(line):
+    """`uv run CMD`, `poetry run CMD`, `npx -c SCRIPT`… run a command as `env` or `timeout` does, but were read
+    as one command of their own: `uv run rm -rf build` passed the `rm -rf *` deny pattern (and `uv run sh -c
+    'echo x > ../../../f'` the write gate)."""
+    assert "denied" in (shell.check(shell.parse(line), None, DENY) or ""), line
+
+
+def test_an_allow_list_still_judges_a_project_tools_line_whole():
+    """What a project tool runs is judged by the deny list and the write gate; the allow list judges the line
+    as it always did, so `uv run pytest *` allows `uv run pytest -q` without listing `pytest` too."""
+    allow = ("uv run pytest *", "npm test")
+    assert shell.check(shell.parse("uv run pytest -q"), allow, DENY) is None
+    assert shell.check(shell.parse("npm test"), allow, DENY) is None
+    assert "allow list" in shell.check(shell.parse("uv run python x.py"), allow, DENY)
+    assert "denied" in shell.check(shell.parse("uv run pytest -q; uv run rm -rf x"), ("uv run *",), DENY)
+    assert shell.parse("uv run sh -c 'echo x > out.txt'").writes == ("out.txt",)
+
+
 def test_a_computed_program_cannot_be_judged():
     assert "computed at run time" in shell.check(shell.parse("$CMD --flag"), None, ())
 

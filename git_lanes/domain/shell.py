@@ -39,9 +39,10 @@ __all__ = ["Command", "ShellLine", "parse", "check", "matches", "denies"]
 
 
 class Command(Frozen):
-    """One simple command: its words as the shell passes them (an expansion stays as written), whether it
-    is a wrapper whose wrapped command follows as another Command, and why what it runs cannot be known
-    before it runs (`opaque`)."""
+    """One simple command: its words as the shell passes them (an expansion stays as written), whether the
+    allow list passes over it (`wrapper`: a wrapper whose wrapped command follows as another Command, or a
+    command a project tool runs, whose whole line the allow list judged), and why what it runs cannot be
+    known before it runs (`opaque`)."""
 
     argv: tuple[str, ...]
     wrapper: bool = False
@@ -118,9 +119,10 @@ def _binding(package: str):
 
 
 class _Found:
-    __slots__ = ("commands", "writes", "directories", "sets", "lanes", "unlinks")
+    __slots__ = ("commands", "writes", "directories", "sets", "lanes", "unlinks", "vouched")
 
     def __init__(self) -> None:
+        self.vouched = 0  # how many project tools (`uv run`…) the commands being found run beneath
         self.commands: list[Command] = []
         self.writes: list[str] = []
         self.directories: list[str] = []
@@ -263,7 +265,7 @@ def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | No
         raise unparsable(" ".join(t for t, _ in words), f"it runs more than {MAX_COMMANDS} commands, too many to check")
     found.commands.append(Command(tuple(t for t, _ in words),
                                   wrapper=inner is not None and inner.command is not None and
-                                  name in programs.TRANSPARENT,
+                                  name in programs.TRANSPARENT or found.vouched > 0,
                                   privileged=name in programs.PRIVILEGED,
                                   opaque=inner.opaque if inner is not None else None))
     found.writes.extend(shell_writes.writes(name, words, stdin))
@@ -285,6 +287,13 @@ def _expand(words: list[Word], found: _Found, depth: int, stdin: Word | str | No
 
 def _follow(words: list[Word], inner: programs.Runs, found: _Found, depth: int, stdin: Word | str | None) -> None:
     """What a command runs in turn: a command (a wrapper's), scripts (a shell's, eval's, git's…)."""
+    if inner.vouched:
+        found.vouched += 1
+        try:
+            _follow(words, programs.Runs(inner.command, inner.scripts, inner.opaque), found, depth, stdin)
+        finally:
+            found.vouched -= 1
+        return
     if inner.command:
         _expand(inner.command, found, depth, stdin)
     for text, computed in inner.scripts:

@@ -88,6 +88,31 @@ TMUX_RUNS = {"new-session", "new", "new-window", "neww", "split-window", "splitw
              "respawn-window", "respawnw", "run-shell", "run", "if-shell", "if", "pipe-pane", "pipep",
              "display-popup", "popup"}
 TMUX_TYPES = {"send-keys", "send", "paste-buffer", "pasteb", "set-buffer", "setb", "load-buffer", "loadb"}
+# Project tools that run a command in the environment they manage (`uv run CMD`, `poetry run CMD`, `npm exec --
+# CMD`, `npx CMD`, `direnv exec DIR CMD`, `nix-shell --run SCRIPT`): the subcommand that runs it (None: the tool
+# always does) and how its words read. What they run meets the deny list and the write gate; the allow list
+# judges the whole line, as it did before they were followed (see `Runs.vouched`).
+_RUN_OPTIONS = ("--with --with-editable --with-requirements -p --python --project --directory --env-file --extra "
+                "--group --only-group --no-group --package --index --default-index -i --index-url "
+                "--extra-index-url -f --find-links --config-file --cache-dir --python-preference --exclude-newer "
+                "--from")
+RUNNERS: dict[str, tuple[frozenset[str] | None, Spec]] = {
+    "uv": (frozenset({"run"}), Spec(_RUN_OPTIONS)), "uvx": (None, Spec(_RUN_OPTIONS)),
+    "poetry": (frozenset({"run"}), Spec()), "pipenv": (frozenset({"run"}), Spec()),
+    "pdm": (frozenset({"run"}), Spec("-p --project")), "hatch": (frozenset({"run"}), Spec()),
+    "rye": (frozenset({"run"}), Spec()), "pixi": (frozenset({"run", "exec"}), Spec("-e --environment --manifest-path")),
+    "conda": (frozenset({"run"}), Spec("-n --name -p --prefix --cwd")),
+    "mamba": (frozenset({"run"}), Spec("-n --name -p --prefix --cwd")),
+    "micromamba": (frozenset({"run"}), Spec("-n --name -p --prefix --cwd")),
+    "bundle": (frozenset({"exec"}), Spec()),
+    "npm": (frozenset({"exec", "x"}), Spec("-c --call -w --workspace --package", script="-c --call")),
+    "npx": (None, Spec("-p --package -c --call", script="-c --call")),
+    "pnpm": (frozenset({"exec", "dlx"}), Spec("-C --dir --filter")), "pnpx": (None, Spec("-p --package")),
+    "yarn": (frozenset({"exec", "dlx"}), Spec("-p --package")), "bunx": (None, Spec("-p --package")),
+    "direnv": (frozenset({"exec"}), Spec(skip=1)),
+    "nix-shell": (None, Spec("-p --packages -I --arg --argstr -A --attr --run --command", script="--run --command",
+                             command=False)),
+}
 TRANSPARENT = frozenset(name for name, spec in WRAPPERS.items() if not spec.privileged)
 PRIVILEGED = frozenset(name for name, spec in WRAPPERS.items() if spec.privileged)
 
@@ -96,11 +121,13 @@ class Runs:
     """What a command runs besides itself: a command (its words) and scripts (each a word, parsed as a line),
     or why that cannot be known before it runs (`opaque`)."""
 
-    __slots__ = ("command", "scripts", "opaque")
+    __slots__ = ("command", "scripts", "opaque", "vouched")
 
     def __init__(self, command: list[Word] | None = None, scripts: list[Word] | None = None,
-                 opaque: str | None = None) -> None:
+                 opaque: str | None = None, vouched: bool = False) -> None:
         self.command, self.scripts, self.opaque = command, scripts or [], opaque
+        # what a project tool runs (RUNNERS): the allow list has judged the whole line already
+        self.vouched = vouched
 
 
 def runs(name: str, words: list[Word], stdin: Word | str | None) -> Runs | None:
@@ -109,6 +136,8 @@ def runs(name: str, words: list[Word], stdin: Word | str | None) -> Runs | None:
     args = words[1:]
     if name in WRAPPERS:
         return _wrapper(name, args, stdin)
+    if name in RUNNERS:
+        return _runner(name, args)
     if name in SHELLS:
         return _shell(name, args, stdin)
     if name == "eval":
@@ -267,6 +296,24 @@ def _wrapper(name: str, args: list[Word], stdin: Word | str | None) -> Runs | No
         # `sudo -s`, `su`, `doas -s` with no command run a shell, which reads what is fed to it
         return _stdin_script(stdin) if spec.privileged else None
     return Runs(command=rest[spec.skip:], scripts=scripts)
+
+
+def _runner(name: str, args: list[Word]) -> Runs | None:
+    """What a project tool runs (RUNNERS): the words after its running subcommand and options, and the scripts
+    its options hand a shell. Options before the subcommand are passed over; one that takes a value there
+    hides the subcommand, and the line is judged as before: whole."""
+    subcommands, spec = RUNNERS[name]
+    if subcommands is not None:
+        index = next((i for i, (text, _) in enumerate(args) if not text.startswith("-")), len(args))
+        if index == len(args) or args[index][1] or args[index][0] not in subcommands:
+            return None
+        args = args[index + 1:]
+    found, index = options(args, spec.valued)
+    scripts = [value for option, value in found.items() if option in spec.script]
+    rest = args[index:] if spec.command else []
+    if len(rest) <= spec.skip:
+        return Runs(scripts=scripts, vouched=True) if scripts else None
+    return Runs(command=rest[spec.skip:], scripts=scripts, vouched=True)
 
 
 def _tmux(args: list[Word]) -> Runs | None:
