@@ -317,3 +317,18 @@ def test_every_call_of_a_session_extends_its_agent_s_lease(repo):
         assert row["alive"] and row["lease_until"] > clock.now + LEASE_SECONDS - 60
     with pytest.raises(Conflict):  # so its lane is still its own
         Lanes(repo, clock=clock).assign_worktree("coder-2", "feature/auth")
+
+
+def test_a_post_of_no_known_kind_or_no_text_is_refused_saying_which(repo):
+    # post(kind="") and post(kind="Question") were posted as notes; post(5) said the text "must not be empty".
+    session = AgentSession(repo, agent_id="coder-1")
+    for kind in ("", "Question", 3):
+        with pytest.raises(UserError) as info:
+            session.post("stuck", kind=kind)
+        assert info.value.code == "invalid_kind", kind
+    with pytest.raises(UserError) as info:
+        session.post(5)
+    assert (info.value.code, info.value.message) == ("invalid_text", "the post's text must be text, not int")
+    assert session.post("ok", kind=None)["kind"] == "note"
+    texts = [p["text"] for p in run_cli("board", "read", "--all", "--json", cwd=repo).json["posts"]]
+    assert texts == ["ok"]  # nothing refused was posted

@@ -33,7 +33,8 @@ class BoardApi(LedgerApi):
 
         agent = AgentId(agent)
         board.validate_text(text)
-        return self._append_as(results.Posted, "board.post", agent, {"text": text, "kind": kind, "to": to})
+        return self._append_as(results.Posted, "board.post", agent,
+                               {"text": text, "kind": board.validate_kind(kind), "to": to})
 
     def board_read(self, agent: str | None = None, *, unread_only: bool = False, everything: bool = False,
                    limit: int = 20) -> results.BoardRead:

@@ -78,13 +78,25 @@ def _note_own_broadcast(tx: Tx, sender: str, seq: int, before: int) -> None:
 
 
 def validate_text(text: object) -> str:
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        raise UserError(f"the post's text must be text, not {type(text).__name__}", code="invalid_text")
+    if not text.strip():
         raise UserError("the post's text must not be empty", code="empty_post")
     check_text(text, "the post's text", code="invalid_text", multiline=True)
     if len(text.encode()) > MAX_TEXT:
         raise UserError(f"the post is {len(text.encode())} bytes; the limit is {MAX_TEXT}", code="post_too_large",
                         hint="post a summary and point to a file in your lane")
     return text
+
+
+def validate_kind(kind: object) -> str:
+    """What a face's caller asked to post (None: a note). The fold takes a missing kind as a note too, as
+    ops an older git-lanes appended may hold; an empty or unknown one is refused before any op is made."""
+    if kind is None:
+        return "note"
+    if not isinstance(kind, str) or kind not in AGENT_KINDS:
+        raise UserError(f"unknown post kind {kind!r}; use one of {', '.join(AGENT_KINDS)}", code="invalid_kind")
+    return kind
 
 
 def post(tx: Tx, op: Op) -> dict:
