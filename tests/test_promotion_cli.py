@@ -170,3 +170,22 @@ def test_a_stale_promotion_proposal_says_to_promote_again(repo):
     again = run_cli("promote", "a", "--into", "main", "--auto-accept", "--json", cwd=repo)
     assert again.code == 0 and again.json["status"] == "accepted"
     assert run_cli("show", proposal["id"], "--json", cwd=repo).json["status"] == "rejected"  # superseded, as said
+
+
+def test_a_colliding_file_named_in_another_encoding_is_shown_as_its_bytes(repo):
+    # The collision's message printed a Latin-1 name as Python holds it, `caf\udce9.txt`, where every other
+    # message shows the bytes, `caf\xe9.txt`; --json keeps the name as the CLI's JSON always has it.
+    import os
+
+    latin = os.fsdecode(b"caf\xe9.txt")
+    for lane in ("agent-a", "agent-b"):
+        assert run_cli("lane", "create", lane, cwd=repo).code == 0
+        (workspace(repo, lane) / latin).write_text(f"{lane}\n")
+        assert run_cli("commit", "-m", "name a file in Latin-1", "--auto-accept", cwd=workspace(repo, lane),
+                       env={"GIT_LANES_AGENT": lane}).code == 0
+    assert run_cli("promote", "agent-b", "--auto-accept", cwd=repo, env=AGENT).code == 0
+    result = run_cli("promote", "agent-a", "--auto-accept", cwd=repo, env=AGENT)
+    assert result.code == 3 and "  caf\\xe9.txt  (lane added, main added)" in result.err, result.err
+    assert "\\udce9" not in result.err
+    as_json = run_cli("promote", "agent-a", "--json", cwd=repo, env=AGENT)
+    assert as_json.code == 3 and [c["path"] for c in as_json.json["collisions"]] == [latin]

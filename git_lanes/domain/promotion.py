@@ -61,7 +61,10 @@ def plan(ctx: Context, lane: str, target: str) -> Plan:
 
 
 def collision_error(p: Plan) -> Conflict:
-    rows = [f"  {c.path}  (lane {c.lane_kind}, {p.target} {c.target_kind})" for c in p.comparison.collisions]
+    from git_lanes.model.text import shown_path  # a name in another encoding as `quoted` shows it: caf\xe9.txt
+
+    rows = [f"  {shown_path(c.path)}  (lane {c.lane_kind}, {p.target} {c.target_kind})"
+            for c in p.comparison.collisions]
     if len(rows) > 20:
         rows = rows[:20] + [f"  ... and {len(rows) - 20} more (see --json)"]
     count = len(p.comparison.collisions)
