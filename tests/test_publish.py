@@ -323,3 +323,18 @@ def test_publishing_under_another_branch_opens_a_new_pull_request(tmp_path, proj
     assert [p["text"].rsplit(" ", 1)[-1] for p in opened] == [first.json["url"], again.json["url"]]
     publication = api.publish_status()["published"][0]["publication"]
     assert (publication["branch"], publication["url"]) == ("review/login", again.json["url"])
+
+
+def test_publishing_into_a_base_the_remote_lacks_is_refused_before_anything_moves(tmp_path, project):
+    """`--base relase` (a typo) pushed the branch, ran the PR command and published the ticket; `publish
+    sync` then found no base to compare with and called the ticket "not merged yet" for good."""
+    api, machine, spool, server, url = project
+    ticket, _ = integrated_ticket(api)
+    before = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=server.path("project"))
+    result = run_cli("publish", ticket[:6], "--base", "relase", cwd=machine)
+    assert result.code == 1, result.err
+    assert result.err.startswith("git-lanes: error: origin has no branch 'relase' for the pull request to merge into")
+    assert "Traceback" not in result.err
+    assert git("for-each-ref", "--format=%(refname) %(objectname)", cwd=server.path("project")) == before
+    assert not (spool / "calls.jsonl").exists()
+    assert api.ticket_show(ticket)["status"] != "published"

@@ -108,6 +108,7 @@ class PublishingApi:
         except NotFound:
             raise Refused(f"ticket {ticket_id[:8]} has no integration lane {lane}: none of its tasks integrated",
                           code="nothing_integrated", hint="finish its tasks with `git lanes task done`") from None
+        publishing.require_base(self.ctx, remote, base)
         lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)
         try:
             pushed = self._push(remote, branch, head)

@@ -88,6 +88,15 @@ def default_branch(ticket_id: str) -> str:
     return BRANCH_PREFIX + ticket_id[:integration.SHORT]
 
 
+def require_base(ctx: Context, remote: str, base: str) -> None:
+    """Refuse a base the remote lacks (a typo, a branch not pushed yet) before anything is pushed: no pull
+    request could merge into it, and `publish sync` would call the ticket "not merged yet" for good."""
+    if branches.remote_head(ctx.store, remote, base) is None:
+        raise UserError(f"{remote} has no branch {base!r} for the pull request to merge into", code="unknown_base",
+                        hint=f"give --base a branch {remote} has, or push {base} there first (`git lanes sync` "
+                             "pushes the trunk)")
+
+
 def validate_branch(name: str) -> str:
     """A branch name git accepts (the lane-name rules are git's ref-name rules). A full ref name
     `refs/heads/NAME` is the branch NAME, as git takes it; any other ref (a tag, say) is no branch, where a
