@@ -424,6 +424,20 @@ def test_what_a_project_tool_runs_meets_the_write_gate(repo, ws):
         == "allow"
 
 
+def test_what_an_environment_tool_runs_meets_the_write_gate(repo, ws):
+    """cross-env, dotenv, `op run`, `doppler run`, `aws-vault exec`… set variables and run a command: through
+    them an agent raised its own budget and wrote into the main worktree."""
+    lines = [("op run -- git lanes budget set --lane feature --usd 9", "git's own files"),
+             ("cross-env X=1 git-lanes undo", "git's own files"),
+             (f"dotenv -e .env -- sh -c 'echo x > {repo}/f'", "main worktree"),
+             (f"env-cmd -f .env cp a.txt {repo}/g", "main worktree"),
+             ("doppler run --command 'git lanes undo'", "git's own files"),
+             ("aws-vault exec prod -- python -m git_lanes gc", "git's own files")]
+    assert not_denied(ws, lines, "envtool") == []
+    assert decision(hook_in_process("claude", "PreToolUse", bash(ws, "cross-env CI=1 pytest -q", "toolu_envok")))[0] \
+        == "allow"
+
+
 def test_removing_a_symbolic_link_is_a_write_to_the_link_not_to_what_it_points_at(repo, ws):
     """`rm link` and `unlink link` remove the link itself (neither rm nor unlink(2) follows it), so a link in the
     lane pointing into the main worktree may be removed; a removal that goes through the link (`rm link/x`,

@@ -101,6 +101,23 @@ def test_what_a_project_tool_runs_meets_the_deny_list(line):
     assert "denied" in (shell.check(shell.parse(line), None, DENY) or ""), line
 
 
+@pytest.mark.parametrize("line", ["cross-env NODE_ENV=test rm -rf build", "cross-env-shell X=1 'rm -rf build'",
+                                  "dotenv -e .env -- rm -rf build", "dotenv -e .env -c dev -- rm -rf build",
+                                  "dotenv -f .env run rm -rf build", "env-cmd -f .env.test rm -rf build",
+                                  "env-cmd --use-shell 'rm -rf build'", "op run -- rm -rf build",
+                                  "op run --env-file .env -- rm -rf build", "op --account me run -- rm -rf build",
+                                  "doppler run -- rm -rf build", "doppler run -p app -c dev -- rm -rf build",
+                                  "doppler run --command 'rm -rf build'", "aws-vault exec prod -- rm -rf build",
+                                  "aws-vault exec prod --duration=1h -- rm -rf build", "aws-vault exec prod rm -rf build",
+                                  "dotenvx run -- rm -rf build", "infisical run -- rm -rf build",
+                                  "envchain aws rm -rf build", "envdir ./env rm -rf build"])
+def test_what_an_environment_tool_runs_meets_the_deny_list(line):
+    """cross-env, dotenv, env-cmd, `op run`, `doppler run`, `aws-vault exec`… set variables and run a command,
+    as `env` does, but were read as one command of their own: `cross-env X=1 rm -rf build` passed the
+    `rm -rf *` deny pattern."""
+    assert "denied" in (shell.check(shell.parse(line), None, DENY) or ""), line
+
+
 def test_an_allow_list_still_judges_a_project_tools_line_whole():
     """What a project tool runs is judged by the deny list and the write gate; the allow list judges the line
     as it always did, so `uv run pytest *` allows `uv run pytest -q` without listing `pytest` too."""

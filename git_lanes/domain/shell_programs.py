@@ -112,7 +112,24 @@ RUNNERS: dict[str, tuple[frozenset[str] | None, Spec]] = {
     "direnv": (frozenset({"exec"}), Spec(skip=1)),
     "nix-shell": (None, Spec("-p --packages -I --arg --argstr -A --attr --run --command", script="--run --command",
                              command=False)),
+    # Tools that load variables or secrets and run a command with them, as env does (`cross-env X=1 CMD`,
+    # `dotenv -e .env -- CMD`, `op run -- CMD`, `aws-vault exec PROFILE -- CMD`).
+    "cross-env": (None, Spec()), "cross-env-shell": (None, Spec()),
+    "dotenv": (None, Spec("-e -v -p -c -f --file")),
+    "env-cmd": (None, Spec("-f --file -e --environments -r --rc-file")),
+    "op": (frozenset({"run"}), Spec("--env-file --account --config --session --encoding --cache")),
+    "doppler": (frozenset({"run"}), Spec("-p --project -c --config --command --token --mount --mount-format "
+                                         "--mount-template --fallback --name-transformer --api-host --scope "
+                                         "--configuration --only-secrets", script="--command")),
+    "aws-vault": (frozenset({"exec"}), Spec("-d --duration -t --mfa-token -r --region --prompt --backend "
+                                            "--keychain --config", skip=1)),
+    "dotenvx": (frozenset({"run"}), Spec("-f --env-file -e --env -fv --env-vault-file --convention")),
+    "infisical": (frozenset({"run"}), Spec("--env -e --path --projectId --token --tags --domain --command",
+                                           script="--command")),
+    "envchain": (None, Spec(skip=1)), "envdir": (None, Spec(skip=1)),
 }
+# Environment tools that set NAME=value words before the command, and those that hand their command to a shell.
+ASSIGNING = {"cross-env", "cross-env-shell"}
 TRANSPARENT = frozenset(name for name, spec in WRAPPERS.items() if not spec.privileged)
 PRIVILEGED = frozenset(name for name, spec in WRAPPERS.items() if spec.privileged)
 
@@ -300,20 +317,33 @@ def _wrapper(name: str, args: list[Word], stdin: Word | str | None) -> Runs | No
 
 def _runner(name: str, args: list[Word]) -> Runs | None:
     """What a project tool runs (RUNNERS): the words after its running subcommand and options, and the scripts
-    its options hand a shell. Options before the subcommand are passed over; one that takes a value there
-    hides the subcommand, and the line is judged as before: whole."""
+    its options hand a shell. Options before the subcommand are passed over; one that takes a value the spec
+    does not know hides the subcommand, and the line is judged as before: whole."""
     subcommands, spec = RUNNERS[name]
     if subcommands is not None:
-        index = next((i for i, (text, _) in enumerate(args) if not text.startswith("-")), len(args))
+        _, index = options(args, spec.valued)
         if index == len(args) or args[index][1] or args[index][0] not in subcommands:
             return None
         args = args[index + 1:]
     found, index = options(args, spec.valued)
     scripts = [value for option, value in found.items() if option in spec.script]
     rest = args[index:] if spec.command else []
-    if len(rest) <= spec.skip:
+    if name == "dotenv" and rest and rest[0] == ("run", False):
+        rest = rest[1:]  # python-dotenv: `dotenv -f .env run CMD`
+    if rest and spec.skip:  # `aws-vault exec PROFILE --duration=1h -- CMD`: options may follow the positional
+        more, index = options(rest[spec.skip:], spec.valued)
+        scripts += [value for option, value in more.items() if option in spec.script]
+        rest = rest[spec.skip + index:]
+    elif name in ASSIGNING:
+        while rest and "=" in rest[0][0] and not rest[0][0].startswith("="):
+            rest = rest[1:]  # NAME=value assignments before the command
+    if name == "cross-env-shell" or (name == "env-cmd" and "--use-shell" in found):
+        # the command's words are joined into a line a shell runs
+        return Runs(scripts=scripts + [(" ".join(t for t, _ in rest), any(d for _, d in rest))], vouched=True) \
+            if rest else None
+    if not rest:
         return Runs(scripts=scripts, vouched=True) if scripts else None
-    return Runs(command=rest[spec.skip:], scripts=scripts, vouched=True)
+    return Runs(command=rest, scripts=scripts, vouched=True)
 
 
 def _tmux(args: list[Word]) -> Runs | None:
