@@ -338,3 +338,36 @@ def test_publishing_into_a_base_the_remote_lacks_is_refused_before_anything_move
     assert git("for-each-ref", "--format=%(refname) %(objectname)", cwd=server.path("project")) == before
     assert not (spool / "calls.jsonl").exists()
     assert api.ticket_show(ticket)["status"] != "published"
+
+
+def test_the_way_on_from_a_branch_someone_pushed_to_brings_their_commits_in_and_publishes(tmp_path, project):
+    """The refusal said "bring their commits into the integration lane" without saying how: their commits
+    were fetched, but only to a ref it did not name. Its hint now gives the commands; run as given, they
+    bring the reviewer's commit into the lane and the next publish fast-forwards the branch."""
+    import re
+
+    api, machine, spool, server, url = project
+    ticket, lane = integrated_ticket(api)
+    assert api.publish(ticket)["status"] == "pr_opened"
+    branch = f"lanes/ticket/{ticket[:8]}"
+    reviewer = clone(tmp_path, url, "reviewer")
+    git("fetch", "--quiet", "origin", branch, cwd=reviewer)
+    git("checkout", "--quiet", "-b", "review", "FETCH_HEAD", cwd=reviewer)
+    (reviewer / "review.txt").write_text("a reviewer's fix\n")
+    git("add", "review.txt", cwd=reviewer)
+    git("commit", "--quiet", "-m", "reviewer's fix", cwd=reviewer)
+    git("push", "--quiet", "origin", f"HEAD:refs/heads/{branch}", cwd=reviewer)
+    theirs = git("rev-parse", "HEAD", cwd=reviewer).strip()
+
+    refused = run_cli("publish", ticket[:6], "--json", cwd=machine)
+    assert refused.code == 3 and refused.json["error"] == "publish_rejected", refused.err
+    steps = re.search(r"`([^`]+)`", refused.json["hint"]).group(1)
+    for command in steps.split(" && "):
+        assert command.startswith("git lanes "), command
+        step = run_cli(*command.split()[2:], cwd=machine)
+        assert step.code == 0, (command, step.err)
+    again = run_cli("publish", ticket[:6], "--json", cwd=machine)
+    assert again.code == 0 and again.json["pushed"] is True, again.err
+    head = git("rev-parse", f"refs/heads/{branch}", cwd=server.path("project")).strip()
+    assert git("merge-base", "--is-ancestor", theirs, head, cwd=server.path("project"), check=False) == ""
+    assert git("show", f"{head}:review.txt", cwd=server.path("project")) == "a reviewer's fix\n"

@@ -111,7 +111,7 @@ class PublishingApi:
         publishing.require_base(self.ctx, remote, base)
         lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)
         try:
-            pushed = self._push(remote, branch, head)
+            pushed = self._push(remote, branch, head, lane)
             values = {"branch": branch, "base": base, "remote": remote, "ticket": ticket_id,
                       "title": record["title"]}
             if not pushed and (previous.get("head"), previous.get("branch"), previous.get("base")) == \
@@ -133,7 +133,7 @@ class PublishingApi:
                             "output": ran.output_tail} if command and ran else None,
                 **({} if command else {"hint": publishing.compare_hint(url, branch, base)})}
 
-    def _push(self, remote: str, branch: str, head: str) -> bool:
+    def _push(self, remote: str, branch: str, head: str, lane: str) -> bool:
         """Fast-forward the remote's `branch` to `head`, or refuse. The lease alone would force, so the
         branch there is fetched and must be an ancestor of `head`; the lease then refuses it having moved."""
         from git_lanes.store import branches
@@ -147,7 +147,15 @@ class PublishingApi:
             if copy is not None and copy != there:
                 there = copy  # it moved between the two looks: judge what the lease will expect
             if copy is None or not store.is_ancestor(there, head):
-                raise self._not_forward(remote, branch, head, there, "it has commits the integration lane lacks")
+                error = self._not_forward(remote, branch, head, there, "it has commits the integration lane lacks")
+                if copy is not None:  # their commits are here now: say how to bring them in, step by step
+                    theirs = f"{lane}-{remote}"
+                    error.hint = (f"publishing only fast-forwards {branch}; someone pushed to it: bring their "
+                                  f"commits into {lane} (`git lanes lane create {theirs} --from "
+                                  f"{branches.copy_ref(remote, branch)} && git lanes promote {theirs} --into {lane} "
+                                  f"--auto-accept && git lanes lane delete {theirs}`), then publish again; or "
+                                  "publish under another --branch")
+                raise error
         pushed = branches.push_branch(store, remote, branch, head, there)
         if not pushed.ok:
             raise self._not_forward(remote, branch, head, there, pushed.refusal()[1])
