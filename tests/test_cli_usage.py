@@ -28,6 +28,20 @@ def test_version_and_help_exit_0(repo, cli):
     assert cli("lane", "create", "--help", cwd=repo).code == 0
 
 
+def test_help_prints_what_help_prints(tmp_path, cli):
+    """`git lanes help [COMMAND…]` answers as `--help` does (git has `git help`); it said "No such command"."""
+    for words in [(), ("commit",), ("lane", "create"), ("help",)]:
+        asked, shown = cli("help", *words, cwd=tmp_path), cli(*words, "--help", cwd=tmp_path)
+        assert (asked.code, asked.out, asked.err) == (0, shown.out, ""), words
+    assert json.loads(cli("help", "commit", "--json", cwd=tmp_path).out) == \
+        {"command": "git lanes commit", "help": cli("commit", "--help", cwd=tmp_path).out}
+    for words, named in [(("comit",), "No such command 'comit'. Did you mean 'commit'?"),
+                         (("lane", "nope"), "No such command 'nope'"),
+                         (("commit", "x"), "git lanes commit has no subcommands")]:
+        missed = cli("help", *words, cwd=tmp_path)
+        assert missed.code == 2 and missed.out == "" and named in missed.err and "Traceback" not in missed.err
+
+
 def test_init_on_a_repository_with_history_leaves_git_log_quiet(tmp_path, cli):
     root = tmp_path / "old"
     root.mkdir()

@@ -59,6 +59,7 @@ COMMANDS: dict[str, str] = {
     "budget": "git_lanes.cli.budget:budget",
     "publish": "git_lanes.cli.publish:publish",
     "gc": "git_lanes.cli.upkeep:gc",
+    "help": "git_lanes.cli.help:help_",
 }
 
 

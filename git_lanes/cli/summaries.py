@@ -19,6 +19,7 @@ SUMMARIES = {
     'evaluate': (None, "Re-run the trunk's gates on proposal ID and record the results in its note.", False, False),
     'gates': (None, "List the gates declared in .lanes.toml at the trunk's head and what each guards.", False, False),
     'gc': (None, "Remove rejected states, superseded proposals, backups, ended runs' logs and workspaces of deleted\n    lanes older than AGE, then run `git gc`; report what went and the bytes freed.", False, False),
+    'help': (None, 'Show the help of git lanes, or of a command: what `git lanes COMMAND --help` shows.', False, False),
     'history': (None, 'List transitions newest first with prompt, agent, tags and cost, plus totals.', False, False),
     'hook': (None, "Answer one hook call of an agent CLI (claude, codex or gemini): its JSON payload on stdin, the\n    answer in that CLI's protocol on stdout. Installed by `git lanes install`; not typed by people.", False, False),
     'init': (None, 'Set up a repository for lanes (running `git init` first in a plain directory). Idempotent.', False, False),
