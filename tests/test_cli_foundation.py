@@ -525,6 +525,24 @@ def test_paths_outside_any_workspace(repo):
     assert repository_state(repo) == before
 
 
+def test_a_command_that_needs_a_work_tree_refuses_the_git_directory(repo):
+    """`cd .git && git lanes commit` snapshotted the main worktree, where git refuses ("this operation must be
+    run in a work tree"): inside a git directory (the main one or a lane's) there is no work tree to act on."""
+    ok("lane", "create", "feat", cwd=repo)
+    (repo / "edit.txt").write_text("x\n")
+    before = repository_state(repo)
+    for cwd in (repo / ".git", repo / ".git" / "refs", repo / ".git" / "worktrees" / "feat"):
+        for args in (["commit", "-m", "x", "--agent-id", "a"], ["propose", "-m", "x", "--agent-id", "a"],
+                     ["restore", "main"]):
+            error = fails(*args, cwd=cwd, code="not_in_work_tree")
+            assert error["message"] == f"{cwd.resolve()} is inside a git directory, not a work tree", error
+        plain = run_cli("commit", "-m", "x", "--agent-id", "a", cwd=cwd)
+        assert plain.code == 1 and plain.err.splitlines()[0] == \
+            f"git-lanes: error: {cwd.resolve()} is inside a git directory, not a work tree", plain.err
+    assert repository_state(repo) == before
+    ok("commit", "-m", "x", "--agent-id", "a", "-w", "main", cwd=repo / ".git")  # a named lane needs no cwd
+
+
 @pytest.mark.parametrize("args", [["commit", "-m", "x", "--agent-id", "a", "--tokens-in", "-1"],
                                   ["commit", "-m", "x", "--agent-id", "a", "--cost-usd", "nan-ish"],
                                   ["commit", "--agent-id", "a"], ["history", "--status", "maybe"],

@@ -141,6 +141,12 @@ def has_workspace_here(ctx: Context, lane: Lane) -> bool:
 def lane_at(ctx: Context, directory: Path) -> tuple[str, Path]:
     """The lane whose workspace holds `directory`."""
     directory = directory.resolve()
+    for git_dir in {ctx.store.common_dir, ctx.store.discovered_git_dir}:
+        # A git directory (the main one, or a lane's under worktrees/) lies inside no work tree; taking the
+        # main worktree for it would snapshot what git itself refuses to touch from there.
+        if directory == git_dir or git_dir in directory.parents:
+            raise UserError(f"{directory} is inside a git directory, not a work tree", code="not_in_work_tree",
+                            hint="cd into the work tree or a lane's workspace, or pass -w LANE")
     workspaces = (ctx.store.root / refs.WORKSPACES_DIR).resolve()
     probe = directory
     while probe != workspaces and workspaces in probe.parents:
