@@ -289,3 +289,34 @@ def test_an_undo_blocked_only_by_unsaved_edits_says_to_save_them_not_to_undo_lat
         {"workspace": "a", "unsaved": True, "reason": "it has unsnapshotted edits, and undoing would remove it"}]
     assert "later operations" not in redo.json["hint"] and "git lanes commit" in redo.json["hint"]
     assert (workspace(repo, "a") / "a.txt").read_text() == "unsaved\n"
+
+
+def test_an_undo_of_a_forced_delete_stopped_before_its_workspace_came_back_keeps_the_edits_in_sight(
+        api, repo, monkeypatch):
+    """An undo killed after its refs moved, before it made the workspace again and put the kept edits back,
+    had already deleted the edits' backup ref: the lane came back empty-handed, the edits reachable only
+    through refs/lanes/backups/undo/, which nothing names. The backup ref now goes only once its edits are
+    back in the workspace."""
+    from kill_helpers import Killed
+
+    from git_lanes.domain import undo as undo_domain
+
+    land(api, repo, "a", {"a.txt": "a\n"})
+    edit(workspace(repo, "a"), {"a.txt": "unsaved\n"})
+    assert run_cli("lane", "delete", "a", "--force", cwd=repo).code == 0
+    kept = git("for-each-ref", "--format=%(refname) %(objectname)", "refs/lanes/backups/a/", cwd=repo).split()
+    assert len(kept) == 2
+
+    def killed(*args, **kwargs):
+        raise Killed()
+
+    monkeypatch.setattr(undo_domain, "_follow", killed)
+    try:
+        api.undo()
+    except Killed:
+        pass
+    else:
+        raise AssertionError("the undo was not stopped")
+    assert git("rev-parse", "refs/lanes/heads/a", cwd=repo).strip()  # its refs moved before the stop
+    assert git("for-each-ref", "--format=%(refname) %(objectname)", "refs/lanes/backups/a/", cwd=repo).split() == kept
+    fsck_clean(repo)

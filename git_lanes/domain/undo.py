@@ -218,10 +218,14 @@ def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
                 prepared[lane] = worktree
     lane_refs = {m.ref for m in _lane_moves(ctx, entry)}
     order = [m for m in moves if m.ref not in lane_refs] + [m for m in moves if m.ref in lane_refs]
-    updates += [RefUpdate(m.ref, m.old, m.new, f"lanes: undo {entry.id[:8]}: {entry.description}"[:200])
-                for m in order]
-    store.update_refs(updates)
+    # The unsaved edits the operation kept go back into their workspace below; their backup ref goes only
+    # after that, so an undo killed in between leaves them where `git lanes` and plain git still show them.
+    edits = [m for m in order if _kept_edits(ctx, entry, m)]
+    message = f"lanes: undo {entry.id[:8]}: {entry.description}"[:200]
+    store.update_refs(updates + [RefUpdate(m.ref, m.old, m.new, message) for m in order if m not in edits])
     workspaces = _follow(ctx, entry, prepared, removed, plan.gone)
+    if edits:
+        store.update_refs([RefUpdate(m.ref, m.old, m.new, message) for m in edits])
     for change in entry.workspaces:
         path = lanes.require_workspace(ctx, change.lane)
         store.apply_checkout(path, store.plan_checkout(path, change.before, force=True))
@@ -230,6 +234,12 @@ def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
     return {"undone": entry.id, "description": entry.description, "backup": recorder.backup,
             "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in moves], "gone": plan.gone,
             "notes": len(entry.notes), "ledger": plan.ledger_ops, "workspaces": workspaces}
+
+
+def _kept_edits(ctx: Context, entry: OpEntry, move: RefMove) -> bool:
+    """Whether `move` made the backup ref of a moved lane's unsaved edits (lane delete --force, reset --force)."""
+    return move.old is None and move.new is not None and any(
+        move.ref.startswith(f"{refs.BACKUPS}{oplog.lane_of(m.ref, ctx.trunk)}/") for m in _lane_moves(ctx, entry))
 
 
 def _lane_moves(ctx: Context, entry: OpEntry) -> list[RefMove]:
