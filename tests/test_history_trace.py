@@ -40,6 +40,19 @@ def test_history_filters_by_text_tag_date_and_model(repo):
         assert result.code == 1 and "Traceback" not in result.err and result.json["error"]
 
 
+def test_history_refuses_an_empty_since_and_one_before_1970(repo):
+    """`--since ""` was passed over as if not given, and `--since 99999999999d` (a typo) listed everything:
+    each is one line and exit 1, as `gc --older-than` refuses the same."""
+    for given, reason in [("", "invalid date ''"), ("  ", "invalid date '  '"),
+                          ("99999999999d", "invalid date '99999999999d': it reaches back before 1970"),
+                          ("1" * 400 + "d", "it reaches back before 1970")]:
+        result = run_cli("history", "--since", given, "--json", cwd=repo)
+        assert result.code == 1 and result.json["error"] == "invalid_date", (given, result.out)
+        assert reason in result.json["message"], result.json
+        plain = run_cli("history", "--since", given, cwd=repo)
+        assert plain.code == 1 and plain.out == "" and "Traceback" not in plain.err, plain.err
+
+
 def test_trace_follows_the_chain_across_lanes_through_promotions_and_resets(repo):
     for name in ("feature", "retry"):
         assert run_cli("lane", "create", name, cwd=repo).code == 0

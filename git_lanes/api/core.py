@@ -312,7 +312,7 @@ class CoreApi:
         from git_lanes.domain import trace
 
         filters = (grep, tag, since, model)
-        matches = trace.matcher(grep, tag, trace.parse_since(since, self.ctx.now()) if since else None, model) \
+        matches = trace.matcher(grep, tag, trace.parse_since(since, self.ctx.now()) if since is not None else None, model) \
             if any(f is not None for f in filters) else None
         return History.from_dict(inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit,
                                                  matches=matches))

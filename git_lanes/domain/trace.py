@@ -15,6 +15,7 @@ from git_lanes.model.text import quoted
 
 RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)(\s+ago)?")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+SINCE_HINT = "write it as YYYY-MM-DD, YYYY-MM-DDTHH:MM, or relative: 3d, 12h, 30m, 2w"
 
 
 def parse_since(text: str, now: float) -> float:
@@ -23,15 +24,20 @@ def parse_since(text: str, now: float) -> float:
     value = text.strip()
     match = RELATIVE.fullmatch(value)
     if match:
-        return now - float(match.group(1)) * UNITS[match.group(2)[0]]
+        moment = now - float(match.group(1)) * UNITS[match.group(2)[0]]
+        if not moment >= 0:  # -inf from a number too long for a float too
+            # nothing in a repository predates 1970: such a moment is a typo, and would quietly list everything
+            raise UserError(f"invalid date {quoted(text)}: it reaches back before 1970", code="invalid_date",
+                            hint=SINCE_HINT)
+        return moment
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        # "" is no date: `--since ""` (an unset variable) must not pass as if no --since were given
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise UserError(f"invalid date {quoted(text)}", code="invalid_date",
-                        hint="write it as YYYY-MM-DD, YYYY-MM-DDTHH:MM, or relative: 3d, 12h, 30m, 2w") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+        raise UserError(f"invalid date {quoted(text)}", code="invalid_date", hint=SINCE_HINT) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
 
 
 def matcher(grep: str | None, tag: str | None, since: float | None, model: str | None):
