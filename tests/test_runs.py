@@ -11,6 +11,7 @@ from gitserver import clone, make_origin, server  # noqa: F401  (server is a fix
 from hook_helpers import bash, decision, hook, lane
 
 from git_lanes.api import Lanes
+from git_lanes.errors import UserError
 
 
 def test_run_commands_round_trip(repo):
@@ -49,6 +50,18 @@ def test_unknown_and_ambiguous_runs(repo):
     assert missing.code == 1 and missing.json["error"] == "unknown_run"
     assert run_cli("run", "show", "not-hex!", cwd=repo).code == 1
     assert run_cli("run", "start", cwd=repo).code == 2  # --agent is required
+
+
+def test_a_run_with_an_empty_goal_is_refused(repo):
+    """`run start --goal ""` started a run with no goal, though one was asked for: each briefing then shows
+    none. An empty or blank goal is one line and exit 1, starting nothing, in every face."""
+    for goal in ("", "  \n"):
+        result = run_cli("run", "start", "--agent", "coder-1", "--goal", goal, "--json", cwd=repo)
+        assert result.code == 1 and result.json["error"] == "invalid_reason", result.out
+        assert result.json["message"] == "the goal is empty", result.json
+        with pytest.raises(UserError, match="the goal is empty"), Lanes(repo) as lanes:
+            lanes.run_start("coder-1", goal=goal, lane="main")
+    assert run_cli("run", "list", "--json", cwd=repo).json == []
 
 
 def test_stats_group_and_filter(repo):

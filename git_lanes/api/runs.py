@@ -54,6 +54,9 @@ class RunsApi:
         from git_lanes.model.text import check_reason
 
         goal = check_reason(goal, "the goal")
+        if goal is not None and not goal.strip():  # asked for and not given: every briefing would show none
+            raise UserError("the goal is empty", code="invalid_reason",
+                            hint="say what the run is for, or start it without a goal")
         repo = self._runs()
         policy = repo.policy()
         agent = AgentId(agent)
