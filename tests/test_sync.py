@@ -129,6 +129,10 @@ def test_trunk_with_edits_in_the_way_is_not_moved(machines):
     assert [w["status"] for w in report["workspaces"] if w["lane"] == "main"] == ["blocked"]
     assert git("rev-parse", "main", cwd=other).strip() == before
     assert (other / "README.md").read_text() == "local edit\n"
+    # the trunk that did not come in is not "already up to date"
+    text = run_cli("sync", cwd=other)
+    assert text.code == 0 and "already up to date" not in text.out, text.out
+    assert "workspace of main blocked: unsaved edits: README.md" in text.out
 
 
 def test_diverged_lane_is_reported_nothing_overwritten_and_exit_3(machines):

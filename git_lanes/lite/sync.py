@@ -109,7 +109,10 @@ def render(report: dict) -> str:
 def _headline(report: dict) -> str:
     verb = {"pull": "pulled from", "push": "pushed to", "sync": "synced with"}[report["mode"]]
     came, went = len(report["came_in"]), len(report["went_out"])
-    if not came and not went and not report["diverged"] and not report["held_back"] and not report.get("invalid"):
+    # a trunk whose worktree's edits kept it from moving did not come in: not "up to date"
+    blocked = any(item["status"] == "blocked" for item in report["workspaces"])
+    if not came and not went and not report["diverged"] and not report["held_back"] and not report.get("invalid") \
+            and not blocked:
         return f"{verb} {report['remote']}: already up to date"
     tries = f" ({report['attempts']} attempts)" if report["attempts"] > 1 else ""
     return f"{verb} {report['remote']}: {came} refs came in, {went} went out{tries}"
