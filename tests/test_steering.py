@@ -57,7 +57,12 @@ def test_a_told_message_blocks_the_stop_in_each_cli_protocol(repo):
 def test_tell_refuses_an_ended_run_and_an_empty_message(repo):
     ws = lane(repo)
     run = started_run(ws)
-    assert run_cli("tell", run, "  ", cwd=repo).code == 1
+    for message, said in [("  ", "the message must not be empty"),
+                          ("a\x1bb", "the message contains a control character"),
+                          ("x" * 17000, "the message is 17000 bytes; the limit is 16384")]:
+        refused = run_cli("tell", run, message, "--json", cwd=repo)
+        # it said "the post's text", naming what `board post` takes: tell sends a message to a run
+        assert refused.code == 1 and said in refused.json["message"] and "post" not in refused.out, refused.out
     assert run_cli("run", "end", run, cwd=repo).code == 0
     ended = run_cli("tell", run, "hello", "--json", cwd=repo)
     assert ended.code == 1 and ended.json["error"] == "run_ended"

@@ -126,11 +126,11 @@ class RunningApi:
         """Queue `message` for the run's model; its hooks deliver it at the next tool call or stop (a Stop
         hook blocks with it, so the model carries on with it as its instruction)."""
         from git_lanes.domain import control, spawning
-        from git_lanes.domain.board import validate_text
+        from git_lanes.domain.board import validate_message
         from git_lanes.model.runs import RunEvent, RunState
         from git_lanes.store import processes
 
-        validate_text(message)
+        validate_message(message)
         sender = sender or self.ctx.store.signature().name
         repo = self._runs()
         run_id = control.resolve_run(repo, run)

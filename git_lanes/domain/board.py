@@ -78,14 +78,26 @@ def _note_own_broadcast(tx: Tx, sender: str, seq: int, before: int) -> None:
 
 
 def validate_text(text: object) -> str:
+    """A post's text: text, not blank, no control characters, at most MAX_TEXT bytes."""
+    return _valid_text(text, "the post's text", "the post", "post",
+                       hint="post a summary and point to a file in your lane")
+
+
+def validate_message(text: object) -> str:
+    """What `tell` queues for a run's model, held to a post's rules and named as what it is."""
+    return _valid_text(text, "the message", "the message", "message",
+                       hint="send a summary and point to a file in the lane")
+
+
+def _valid_text(text: object, what: str, whole: str, kind: str, *, hint: str) -> str:
     if not isinstance(text, str):
-        raise UserError(f"the post's text must be text, not {type(text).__name__}", code="invalid_text")
+        raise UserError(f"{what} must be text, not {type(text).__name__}", code="invalid_text")
     if not text.strip():
-        raise UserError("the post's text must not be empty", code="empty_post")
-    check_text(text, "the post's text", code="invalid_text", multiline=True)
+        raise UserError(f"{what} must not be empty", code=f"empty_{kind}")
+    check_text(text, what, code="invalid_text", multiline=True)
     if len(text.encode()) > MAX_TEXT:
-        raise UserError(f"the post is {len(text.encode())} bytes; the limit is {MAX_TEXT}", code="post_too_large",
-                        hint="post a summary and point to a file in your lane")
+        raise UserError(f"{whole} is {len(text.encode())} bytes; the limit is {MAX_TEXT}", code=f"{kind}_too_large",
+                        hint=hint)
     return text
 
 
