@@ -233,3 +233,24 @@ def test_a_plan_whose_lane_would_be_a_folder_of_an_existing_lane_is_refused_befo
     below = run_cli("dispatch", str(tmp_path / "deeper.toml"), "--dry-run", "--json", cwd=repo)
     assert below.code == 1 and below.json["error"] == "lane_name_clash", below.out
     assert "'other/api' cannot exist beside lane 'other/api/v1'" in below.json["message"]
+
+
+def test_a_plan_dispatched_again_is_checked_by_its_dry_run_and_an_edited_one_is_refused(repo, tmp_path):
+    """Dispatching the same plan again creates what is missing; its dry run failed instead ("lane
+    login/foundation already exists"). A plan edited since (a feature added) was answered "dispatched
+    already", exit 0, and the new feature silently never existed."""
+    dispatched(repo)
+    (tmp_path / "plan.toml").write_text(PLAN)
+    dry = run_cli("dispatch", str(tmp_path / "plan.toml"), "--dry-run", "--json", cwd=repo)
+    assert dry.code == 0, dry.err
+    assert dry.json["already"] and dry.json["dry_run"] and dry.json["name"] == "login"
+    text = run_cli("dispatch", str(tmp_path / "plan.toml"), "--dry-run", cwd=repo)
+    assert text.code == 0 and text.out.startswith("dry run: plan login was dispatched already"), text.err
+    before = refs_and_ledger(repo)
+    edited = PLAN + '\n[[feature]]\nname = "docs"\ntitle = "Login docs"\nowns = ["docs/login.md"]\n'
+    (tmp_path / "edited.toml").write_text(edited)
+    for extra in ((), ("--dry-run",)):
+        result = run_cli("dispatch", str(tmp_path / "edited.toml"), *extra, "--json", cwd=repo)
+        assert result.code == 1 and result.json["error"] == "plan_changed", result.out
+        assert "docs" in result.json["message"]
+    assert refs_and_ledger(repo) == before

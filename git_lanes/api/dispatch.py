@@ -43,7 +43,15 @@ class DispatchApi:
         plan = plans.checked(DispatchPlan.parse(text))
         state = self._state()
         existing = plans.find_by_name(state, plan.name)
-        if existing is not None and not dry_run:
+        if existing is not None:
+            changed = plans.differences(existing, plan)
+            if changed:
+                raise Refused(f"plan {plan.name!r} was dispatched already, and this one differs: {', '.join(changed)}",
+                              code="plan_changed", details={"plan": existing["id"], "differences": changed},
+                              hint="a dispatched plan does not change: dispatch what is new as a plan of its own "
+                                   "(another name), or put the file back as it was")
+            if dry_run:
+                return self.dispatch_status(existing["id"]) | {"already": True, "dry_run": True, "lanes_created": []}
             return self.dispatch_status(existing["id"]) | {"already": True, "lanes_created": self._advance(existing)}
         start = inspect.resolve_state(self.ctx, plan.start) if plan.start else None
         taken = [t.lane for t in plan.tasks if self.ctx.store.read_ref(refs.lane_ref(t.lane, self.ctx.trunk))]

@@ -88,15 +88,15 @@ def dispatch(ctx: click.Context, dry_run: bool, example: bool, spawn_agents: boo
 
 
 def render_dispatch(r: dict) -> str:
-    if r.get("dry_run"):
+    if r.get("dry_run") and not r.get("already"):
         lines = [f"dry run: plan {r['name']} (ticket \"{r['ticket']}\") would create {len(r['tasks'])} tasks, "
                  f"the foundation's lane from {short(r['start']) if len(r['start']) == 40 else r['start']}:"]
         lines += [f"  {t['key']:12} lane {t['lane']:24} owns {', '.join(t['owns'])}"
                   + (f"  (after {', '.join(t['depends'])})" if t["depends"] else "") for t in r["tasks"]]
         return "\n".join(lines)
     if r.get("already"):
-        lines = [f"plan {r['name']} was dispatched already (ticket {short(r['ticket'])}); {r['done']} of "
-                 f"{r['total']} tasks done"]
+        lines = [f"{'dry run: ' if r.get('dry_run') else ''}plan {r['name']} was dispatched already (ticket "
+                 f"{short(r['ticket'])}); {r['done']} of {r['total']} tasks done"]
     else:
         lines = [f"dispatched plan {r['name']}: ticket {short(r['ticket'])}, {len(r['tasks'])} tasks"]
         lines += [f"  {t['key']:12} task {short(t['task'])}  lane {t['lane']:24} owns {', '.join(t['owns'])}"

@@ -102,6 +102,16 @@ def _create(tx: Tx, op: Op, task: PlanTask, new_id: str, depends: list[str], pla
                                 args={"task": new_id, "agent": task.agent, "lane": task.lane}))
 
 
+def differences(record: dict, plan: DispatchPlan) -> list[str]:
+    """How `plan` (checked) differs from the dispatched plan `record` of the same name, task by task: a
+    dispatched plan does not change, so dispatching it again may only create what it still lacks."""
+    before = {t["key"]: {k: v for k, v in t.items() if k != "task"} for t in record["tasks"]}
+    after = {t.key: t.to_dict() for t in plan.tasks}
+    return ([f"{key} is new" for key in after if key not in before]
+            + [f"{key} is gone" for key in before if key not in after]
+            + [f"{key} changed" for key in after if key in before and after[key] != before[key]])
+
+
 def find_by_name(state: Reader, name: str) -> dict | None:
     for entry in state.names(DIRECTORY):
         record = _read(state, f"{DIRECTORY}/{entry}") or {}
