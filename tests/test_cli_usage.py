@@ -145,3 +145,10 @@ def test_a_file_name_holding_control_characters_is_quoted_in_text_output_as_git_
         for shown in names.values():
             assert shown in out, (shown, out)
     assert {c["path"] for c in cli("diff", "main", "f", "--json", cwd=repo).json["changes"]} == set(names)
+    # --stat printed them raw too; git quotes them there, each name on a line of its own, the bars aligned
+    stat = cli("diff", "main", "f", "--stat", cwd=repo).out
+    assert "\x1b" not in stat and "new\nline" not in stat, stat
+    rows = stat.splitlines()
+    assert len(rows) == 4 and rows[-1] == " 3 files changed, 3 insertions(+)", stat
+    width = max(len(shown) for shown in names.values())
+    assert sorted(rows[:3]) == sorted(f" {shown:<{width}} | 1 +" for shown in names.values()), stat

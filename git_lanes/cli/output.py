@@ -168,30 +168,13 @@ def render_overlaps(overlaps: list[dict]) -> list[str]:
     return lines
 
 
-# The characters that make git quote a path (quote_c_style): control characters, DEL, `"` and `\`, and here
-# the lone surrogates that stand for bytes that are not UTF-8. Valid non-ASCII text stays readable, as with
-# core.quotePath=false.
-_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
-              "\r": "\\r", '"': '\\"', "\\": "\\\\"}
-
-
 def shown_path(path: str) -> str:
     """A file name as text output shows it: as it is, or quoted as git quotes it (`"a\\033[2Jb"`) when it
     holds what a terminal would act on (an escape sequence, a line break) or bytes that are not UTF-8. A
     workspace's file names are whatever an agent made them; --json carries them exactly."""
-    if path.isprintable() and '"' not in path and "\\" not in path:
-        return path
-    out = []
-    for char in path:
-        if char in _C_ESCAPES:
-            out.append(_C_ESCAPES[char])
-        elif "\udc80" <= char <= "\udcff":  # a byte that is not UTF-8, as os.fsdecode keeps it
-            out.append(f"\\{ord(char) - 0xdc00:03o}")
-        elif not char.isprintable():
-            out.append("".join(f"\\{byte:03o}" for byte in char.encode("utf-8", "surrogatepass")))
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+    from git_lanes.model.text import git_quoted
+
+    return git_quoted(path)
 
 
 def short(oid: str | None) -> str:

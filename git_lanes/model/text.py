@@ -81,6 +81,31 @@ def shown_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+# The characters that make git quote a path (quote_c_style): control characters, DEL, `"` and `\`, and here
+# the lone surrogates that stand for bytes that are not UTF-8. Valid non-ASCII text stays readable, as with
+# core.quotePath=false.
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
+              "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def git_quoted(path: str) -> str:
+    """A file name as git shows it to people: as it is, or quoted (`"a\\033[2Jb"`) when it holds what a
+    terminal would act on (an escape sequence, a line break) or bytes that are not UTF-8."""
+    if path.isprintable() and '"' not in path and "\\" not in path:
+        return path
+    out = []
+    for char in path:
+        if char in _C_ESCAPES:
+            out.append(_C_ESCAPES[char])
+        elif "\udc80" <= char <= "\udcff":  # a byte that is not UTF-8, as os.fsdecode keeps it
+            out.append(f"\\{ord(char) - 0xdc00:03o}")
+        elif not char.isprintable():
+            out.append("".join(f"\\{byte:03o}" for byte in char.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 def quoted(value: object) -> str:
     """`value` quoted for an error message. Bytes that are not UTF-8 (lone surrogates, as Python reads them
     from argv or a file name) are shown as the bytes they are, '\\xff', never as a surrogate escape. A long

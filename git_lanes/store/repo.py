@@ -16,7 +16,7 @@ from git_lanes.errors import Ambiguous, NotARepository, NotFound, UserError, Wri
 from git_lanes.store import clock, lock, setup, trees
 from git_lanes.model import refs
 from git_lanes.model.entries import Change, Entry
-from git_lanes.model.text import quoted
+from git_lanes.model.text import git_quoted, quoted
 from git_lanes.store.notes import NoteOps
 from git_lanes.store.records import RecordOps
 from git_lanes.store.ref_moves import IDENTITY_REUSE_SECONDS, RefMoves
@@ -297,8 +297,8 @@ class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
     def diff_stat(self, old_tree: str, new_tree: str) -> tuple[str, int, int, int]:
         diff = cast(pygit2.Tree, self.repo[old_tree]).diff_to_tree(cast(pygit2.Tree, self.repo[new_tree]))
         stats = diff.stats
-        return (stats.format(pygit2.enums.DiffStatsFormat.FULL, 80), stats.files_changed, stats.insertions,
-                stats.deletions)
+        text = _quoting_names(stats.format(pygit2.enums.DiffStatsFormat.FULL, 80), diff)
+        return text, stats.files_changed, stats.insertions, stats.deletions
 
     # -- ancestry --------------------------------------------------------------------------------------
     @rereading
@@ -351,3 +351,26 @@ class Store(RecordOps, RefMoves, NoteOps, WorkspaceOps):
 
 _OBJECT_KINDS = {pygit2.GIT_OBJECT_COMMIT: "commit", pygit2.GIT_OBJECT_TREE: "tree",
                  pygit2.GIT_OBJECT_BLOB: "blob", pygit2.GIT_OBJECT_TAG: "tag"}
+
+
+def _quoting_names(text: str, diff: pygit2.Diff) -> str:
+    """libgit2's diffstat with each file name quoted as git quotes it (`"a\\033[2Jb.txt" | 1 +`): libgit2 writes
+    names raw, so a name holding an escape sequence was run by the terminal and a line break split its row.
+    Its rows come in the diff's order, one a file, the name padded to the widest before ` | `; if the text is
+    not laid out so, it is left as libgit2 wrote it."""
+    raws = [delta.new_file.raw_path for delta in diff.deltas]
+    if any(delta.old_file.raw_path != delta.new_file.raw_path for delta in diff.deltas):
+        return text  # `old => new` rows: no rename is looked for between two trees, so none is expected
+    if all(git_quoted(os.fsdecode(raw)) == raw.decode("utf-8", "replace") for raw in raws):
+        return text
+    rows, position = [], 0
+    for raw in raws:
+        written = " " + raw.decode("utf-8", "replace")  # as libgit2's text came through pygit2
+        bar = text.find("|", position + len(written)) if text.startswith(written, position) else -1
+        end = text.find("\n", bar) if bar >= 0 else -1
+        if end < 0 or text[position + len(written):bar].strip(" "):
+            return text
+        rows.append((git_quoted(os.fsdecode(raw)), text[bar:end]))
+        position = end + 1
+    width = max(len(name) for name, _ in rows)
+    return "".join(f" {name:<{width}} {rest}\n" for name, rest in rows) + text[position:]
