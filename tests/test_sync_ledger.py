@@ -347,3 +347,26 @@ def test_a_machine_whose_cut_ops_another_brought_back_reports_nothing_going_out(
     assert [m["ref"] for m in report["came_in"]] == ["refs/lanes/ledger"]
     assert git("rev-parse", "refs/lanes/ledger", cwd=machines[2]).strip() == brought_back
     assert git("rev-parse", "refs/lanes/ledger", cwd=remote).strip() == brought_back
+
+
+def test_a_remote_ledger_holding_a_newer_format_is_not_replayed_onto(tmp_path, server):  # noqa: F811
+    # A peer on a newer git-lanes appended an op of format 2. This machine replayed its own ops on top of a
+    # state it cannot read, with no word: they could be refused for what a newer record holds, for good.
+    origin, machine = start_machines(tmp_path, server, 2)
+    Lanes(origin).board_post("before", "agent-a")
+    Lanes(origin).sync()
+    Lanes(machine).sync()
+    remote = server.path("project")
+    head = git("rev-parse", "refs/lanes/ledger", cwd=remote).strip()
+    newer = json.dumps({"format": 2, "id": "f" * 16, "type": "board.post", "actor": "agent-n", "time": 1.0,
+                        "args": {"text": "from the future"}, "result": {}}, sort_keys=True)
+    future = git("commit-tree", f"{head}^{{tree}}", "-p", head, "-m", f"agent-n: post\n\n{newer}", cwd=remote).strip()
+    git("update-ref", "refs/lanes/ledger", future, head, cwd=remote)
+    Lanes(machine).board_post("local", "agent-b")
+    local = git("rev-parse", "refs/lanes/ledger", cwd=machine).strip()
+
+    result = run_cli("sync", "--json", cwd=machine)
+    assert result.code != 0 and result.json["error"] == "unsupported_format", result.out + result.err
+    assert "format 2" in result.json["message"] and "upgrade git-lanes" in result.json["hint"]
+    assert git("rev-parse", "refs/lanes/ledger", cwd=machine).strip() == local  # nothing replayed
+    assert git("rev-parse", "refs/lanes/ledger", cwd=remote).strip() == future

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.ledger.log import Fold, apply_op, roll_up_after
 from git_lanes.ledger.op import Op, decode_message, make_op
+from git_lanes.model.format import FORMAT_VERSION
 from git_lanes.model.ids import Actor
 from git_lanes.store import Store
 from git_lanes.store.remote import count_between
@@ -92,14 +93,23 @@ def _landed_there(store: Store, base: str | None, remote: str,
                   local_ops: list[tuple[str, Op | UnsupportedFormat]]) -> dict[str, dict[str, Any] | None]:
     """The local ops the remote's own commits since `base` already hold: op id -> the result it had there (None
     when it was recorded refused). Only a remote history rewritten by hand holds any, so a message is decoded
-    only when one of the wanted ids is in its text: the usual replay pays one commit read per remote op."""
+    only when one of the wanted ids is in its text: the usual replay pays one commit read per remote op.
+
+    Raises UnsupportedFormat where one of those commits holds an op of a newer format (a peer's newer
+    git-lanes): the local ops would be decided against a state this version cannot read, and one refused for
+    what it cannot read would stay refused. Upgraded, this machine syncs as before."""
     wanted = {op.id for _, op in local_ops if not isinstance(op, UnsupportedFormat)}
     found: dict[str, dict[str, Any] | None] = {}
-    if not wanted:
+    if not local_ops:
         return found
     commit: str | None = remote
     while commit is not None and commit != base:
         info = store.commit_info(commit)
+        newer = _newer_format(info.message)
+        if newer is not None:
+            raise UnsupportedFormat(f"the remote ledger holds op {commit[:8]} of format {newer}; this git-lanes "
+                                    f"reads format {FORMAT_VERSION}, so nothing was replayed onto it",
+                                    hint="upgrade git-lanes on this machine, then sync again")
         op = None
         if _may_name(info.message, wanted):
             try:
@@ -150,7 +160,7 @@ def _local_ops(store: Store, base: str | None, local: str) -> list[tuple[str, Op
         try:
             found.append((commit, decode_message(info.message, commit)))
         except UnsupportedFormat as exc:
-            if _newer(info.message):
+            if _newer_format(info.message) is not None:
                 raise  # a newer git-lanes's op is not lost here: that version replays it
             found.append((commit, exc))
         commit = info.parents[0] if info.parents else None
@@ -178,16 +188,16 @@ def _unreadable(store: Store, commit: str, why: UnsupportedFormat) -> tuple[Op, 
     return stand_in, record
 
 
-def _newer(message: str) -> bool:
-    """Whether `message` holds an op of a format newer than this git-lanes reads."""
-    import json
-
-    from git_lanes.model.format import FORMAT_VERSION
+def _newer_format(message: str) -> int | None:
+    """The major format of the op `message` holds where it is newer than this git-lanes reads, else None."""
+    from git_lanes.model import jsontext
 
     try:
-        data = json.loads(message.partition("\n\n")[2].partition("\n")[0])
+        data = jsontext.loads(message.partition("\n\n")[2].partition("\n")[0])
     except (ValueError, RecursionError):
-        return False
+        return None
     found = data.get("format") if isinstance(data, dict) else None
-    return isinstance(found, (int, float)) and not isinstance(found, bool) and found == found \
-        and found not in (float("inf"), float("-inf")) and int(found) > FORMAT_VERSION
+    if isinstance(found, (int, float)) and not isinstance(found, bool) and found == found \
+            and found not in (float("inf"), float("-inf")) and int(found) > FORMAT_VERSION:
+        return int(found)
+    return None
