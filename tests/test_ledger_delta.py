@@ -328,3 +328,21 @@ def test_doctor_warns_of_a_full_tree_an_older_git_lanes_wrote_over_delta_commits
     lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: an older git-lanes")])
     doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
     assert doctor.out.startswith("warn") and f"{commit[:8]} (over 4 delta commits)" in doctor.out, doctor.out
+
+
+def test_doctor_names_an_op_a_newer_git_lanes_wrote_as_such_not_as_an_older_ones(lanes, repo):
+    # A peer's newer git-lanes appended an op of format 2, whose commit holds no edits this version reads:
+    # doctor called it "a git-lanes from before delta commits" and said to upgrade the other machines.
+    for i in range(CHECKPOINT_EVERY + 4):
+        lanes.board_post(f"note {i}", "coder-1")
+    head = ledger_head(repo)
+    op = ledger_op(repo, head)
+    op.pop("edits", None)
+    op.update(id="cd" * 8, format=2)
+    tree = git("rev-parse", f"{head}^{{tree}}", cwd=repo).strip()
+    commit = git("commit-tree", tree, "-p", head, "-m", ledger_message("newer: an op", op), cwd=repo).strip()
+    lanes.ctx.store.update_refs([RefUpdate("refs/lanes/ledger", commit, head, "test: a newer git-lanes")])
+    lanes.board_post("after it", "coder-1")  # this version appends on: the newer op's state is its parent's tree
+    doctor = run_cli("doctor", "--check", "ledger", cwd=repo)
+    assert doctor.out.startswith("warn") and "before delta commits" not in doctor.out, doctor.out
+    assert f"{commit[:8]} (format 2)" in doctor.out and "upgrade git-lanes on this machine" in doctor.out + doctor.err

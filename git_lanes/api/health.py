@@ -160,6 +160,12 @@ def _ledger(api: Any, where: Where) -> list[dict[str, Any]]:
         return [finding("fail", f"ledger records that cannot be read: {_some(bad)}",
                         "a sync from a newer git-lanes, or an edit by hand: `git log refs/lanes/ledger` shows the "
                         "op that wrote PATH (its `edits`, or the tree of a checkpoint)")]
+    foreign = ledger.log.newer_ops(store, head)
+    if foreign:
+        described = [f"{commit[:8]} (format {found})" for commit, found in foreign]
+        return [finding("warn", f"ledger ops a newer git-lanes wrote, which this one reads only as the state they "
+                                f"left: {_some(described)}",
+                        "upgrade git-lanes on this machine (a sync refuses to replay this machine's ops onto them)")]
     unaware = ledger.log.unaware_checkpoints(store, head)
     if unaware:
         described = [f"{commit[:8]} (over {deltas} delta commits)" for commit, deltas in unaware]

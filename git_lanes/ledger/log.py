@@ -23,7 +23,7 @@ from __future__ import annotations
 from time import monotonic
 
 from git_lanes.errors import LanesError, UnsupportedFormat, problem
-from git_lanes.ledger.op import Op, decode_message, encode_message
+from git_lanes.ledger.op import Op, decode_message, encode_message, newer_format
 from git_lanes.ledger.state import State
 from git_lanes.model import ledger_delta
 from git_lanes.model.frozen import Frozen
@@ -111,7 +111,7 @@ def unaware_checkpoints(store: Store, head_commit: str, limit: int = 2_000) -> l
     missing from that commit's state and every state after it (doctor warns: nothing can tell which of them
     its op would have kept)."""
     found: list[tuple[str, int]] = []
-    newer: str | None = None  # the last commit with a full tree seen, walking back
+    newer: str | None = None  # the last commit with a full tree seen, walking back (None: a newer format's)
     deltas = 0  # delta commits seen since it
     commit: str | None = head_commit
     for _ in range(limit):
@@ -127,7 +127,24 @@ def unaware_checkpoints(store: Store, head_commit: str, limit: int = 2_000) -> l
         else:
             if newer is not None and 0 < deltas < CHECKPOINT_EVERY - 1:
                 found.append((newer, deltas))
-            newer, deltas = commit, 0
+            # an op of a newer format is a newer git-lanes's to judge (`newer_ops`), not an older one's slip
+            newer, deltas = (commit if newer_format(info.message) is None else None), 0
+        commit = info.parents[0] if info.parents else None
+    return found
+
+
+def newer_ops(store: Store, head_commit: str, limit: int = 2_000) -> list[tuple[str, int]]:
+    """Commits among the newest `limit` holding an op of a format newer than this git-lanes reads (a peer's
+    newer git-lanes), each with that format: this version reads such a commit's tree as the whole state."""
+    found: list[tuple[str, int]] = []
+    commit: str | None = head_commit
+    for _ in range(limit):
+        if commit is None:
+            break
+        info = store.commit_info(commit)
+        format_found = newer_format(info.message)
+        if format_found is not None:
+            found.append((commit, format_found))
         commit = info.parents[0] if info.parents else None
     return found
 

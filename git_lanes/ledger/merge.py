@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.ledger.log import Fold, apply_op, roll_up_after
-from git_lanes.ledger.op import Op, decode_message, make_op
+from git_lanes.ledger.op import Op, decode_message, make_op, newer_format
 from git_lanes.model.format import FORMAT_VERSION
 from git_lanes.model.ids import Actor
 from git_lanes.store import Store
@@ -105,7 +105,7 @@ def _landed_there(store: Store, base: str | None, remote: str,
     commit: str | None = remote
     while commit is not None and commit != base:
         info = store.commit_info(commit)
-        newer = _newer_format(info.message)
+        newer = newer_format(info.message)
         if newer is not None:
             raise UnsupportedFormat(f"the remote ledger holds op {commit[:8]} of format {newer}; this git-lanes "
                                     f"reads format {FORMAT_VERSION}, so nothing was replayed onto it",
@@ -160,7 +160,7 @@ def _local_ops(store: Store, base: str | None, local: str) -> list[tuple[str, Op
         try:
             found.append((commit, decode_message(info.message, commit)))
         except UnsupportedFormat as exc:
-            if _newer_format(info.message) is not None:
+            if newer_format(info.message) is not None:
                 raise  # a newer git-lanes's op is not lost here: that version replays it
             found.append((commit, exc))
         commit = info.parents[0] if info.parents else None
@@ -186,18 +186,3 @@ def _unreadable(store: Store, commit: str, why: UnsupportedFormat) -> tuple[Op, 
     record = {"id": original["id"], "type": UNREADABLE, "actor": actor, "time": float(info.time),
               "args": original["args"], "refusal": refusal, "refused_as": stand_in.id}
     return stand_in, record
-
-
-def _newer_format(message: str) -> int | None:
-    """The major format of the op `message` holds where it is newer than this git-lanes reads, else None."""
-    from git_lanes.model import jsontext
-
-    try:
-        data = jsontext.loads(message.partition("\n\n")[2].partition("\n")[0])
-    except (ValueError, RecursionError):
-        return None
-    found = data.get("format") if isinstance(data, dict) else None
-    if isinstance(found, (int, float)) and not isinstance(found, bool) and found == found \
-            and found not in (float("inf"), float("-inf")) and int(found) > FORMAT_VERSION:
-        return int(found)
-    return None

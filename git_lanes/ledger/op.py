@@ -150,3 +150,18 @@ def _valid_actor(actor: str) -> bool:
     if len(_ACTORS) < _ACTORS_KEPT:
         _ACTORS.add(actor)
     return True
+
+
+def newer_format(message: str) -> int | None:
+    """The major format of the op ledger commit message `message` holds where it is newer than this git-lanes
+    reads (a peer's newer git-lanes wrote it), else None (this format, or no op at all)."""
+    try:
+        data = jsontext.loads(message.partition("\n\n")[2].partition("\n")[0])
+    except (ValueError, RecursionError):
+        return None
+    found = data.get("format") if isinstance(data, dict) else None
+    if isinstance(found, (int, float)) and not isinstance(found, bool) and math.isfinite(found) \
+            and int(found) > FORMAT:
+        return int(found)
+    return None
+
