@@ -73,6 +73,13 @@ def project(tmp_path: Path, server: GitServer):  # noqa: F811
     return api, machine, spool, server, url
 
 
+def reviewer_with(tmp_path: Path, url: str, branch: str) -> Path:
+    """A reviewer's clone of the forge with the published `branch` fetched (FETCH_HEAD)."""
+    reviewer = clone(tmp_path, url, "reviewer")
+    git("fetch", "--quiet", "origin", branch, cwd=reviewer)
+    return reviewer
+
+
 def integrated_ticket(api: Lanes) -> tuple[str, str]:
     """A ticket with three tasks in three lanes, two colliding on src/app.py, all integrated in the end."""
     ticket = api.ticket_open("Login flow")["ticket"]
@@ -136,8 +143,7 @@ def test_a_ticket_goes_from_done_tasks_to_a_squash_merged_pull_request(tmp_path,
     assert run_cli("publish", ticket[:6], "--json", cwd=machine).json["status"] == "unchanged"
 
     # a person squash-merges the pull request on the forge, and main moves on after it
-    reviewer = clone(tmp_path, url, "reviewer")
-    git("fetch", "--quiet", "origin", branch, cwd=reviewer)
+    reviewer = reviewer_with(tmp_path, url, branch)
     git("merge", "--squash", "--quiet", "FETCH_HEAD", cwd=reviewer)
     git("commit", "--quiet", "-m", "Login flow (#1)", cwd=reviewer)
     (reviewer / "later.txt").write_text("later\n")
@@ -178,8 +184,7 @@ def test_a_patch_id_finds_a_squash_merge_whose_paths_changed_again(tmp_path, pro
     ticket, lane = integrated_ticket(api)
     assert api.publish(ticket)["status"] == "pr_opened"
     branch = f"lanes/ticket/{ticket[:8]}"
-    reviewer = clone(tmp_path, url, "reviewer")
-    git("fetch", "--quiet", "origin", branch, cwd=reviewer)
+    reviewer = reviewer_with(tmp_path, url, branch)
     git("merge", "--squash", "--quiet", "FETCH_HEAD", cwd=reviewer)
     git("commit", "--quiet", "-m", "squashed", cwd=reviewer)
     (reviewer / "docs.md").write_text("login, revised\n")  # one of the ticket's paths, changed again since
@@ -350,8 +355,7 @@ def test_the_way_on_from_a_branch_someone_pushed_to_brings_their_commits_in_and_
     ticket, lane = integrated_ticket(api)
     assert api.publish(ticket)["status"] == "pr_opened"
     branch = f"lanes/ticket/{ticket[:8]}"
-    reviewer = clone(tmp_path, url, "reviewer")
-    git("fetch", "--quiet", "origin", branch, cwd=reviewer)
+    reviewer = reviewer_with(tmp_path, url, branch)
     git("checkout", "--quiet", "-b", "review", "FETCH_HEAD", cwd=reviewer)
     (reviewer / "review.txt").write_text("a reviewer's fix\n")
     git("add", "review.txt", cwd=reviewer)
