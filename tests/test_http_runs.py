@@ -65,3 +65,18 @@ def test_the_dashboard_shows_runs_and_the_one_waiting_for_input(api, repo, page)
         assert row.locator("td.alert").inner_text() == "1"  # the blocked call
         assert page.locator('[data-agent="coder-1"] .chip.needs').inner_text() == "needs input"
     assert page.problems == []
+
+
+def test_run_stats_names_its_groups_in_the_api_words(repo):
+    """`by` is a query parameter here, not the CLI's --by: the document lists its values, and a wrong one is
+    refused naming the parameter the request gave."""
+    with Server(repo) as server:
+        [operation] = [o["get"] for p, o in server.get("/api/openapi.json").json["paths"].items()
+                       if p.endswith("/runs/stats")]
+        by = next(p for p in operation["parameters"] if p["name"] == "by")
+        assert by["schema"]["enum"] == ["agent", "lane", "run", "task", "day"]
+        for group in by["schema"]["enum"]:
+            assert server.get(f"/api/v1/runs/stats?by={group}").json["by"] == group
+        refused = server.get("/api/v1/runs/stats?by=model")
+        assert refused.status == 400 and "--by" not in refused.json["message"], refused.json
+        assert "agent, lane, run, task, day" in refused.json["message"]

@@ -193,9 +193,11 @@ class RunsApi:
     def run_stats(self, *, by: str = "agent", since: str | None = None) -> dict[str, Any]:
         """Usage per day summed by agent, lane or run (`by`), since a date, with totals."""
         from git_lanes.domain import control, runs
+        from git_lanes.model.runs import STATS_GROUPS
 
-        if by not in runs.STATS_GROUPS:
-            raise UserError(f"--by must be one of {', '.join(runs.STATS_GROUPS)}", code="invalid_group")
+        if by not in STATS_GROUPS:
+            raise UserError(f"runs are grouped by one of {', '.join(STATS_GROUPS)}, not {quoted(by)}",
+                            code="invalid_group")
         if since is not None:
             since = _day(since)
         repo = self._runs()

@@ -8,7 +8,7 @@ import time as _time
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model.frozen import replace
 from git_lanes.model.policy import Policy
-from git_lanes.model.runs import RunEvent, RunState, Usage
+from git_lanes.model.runs import STATS_GROUPS, RunEvent, RunState, Usage
 
 TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
 if TYPE_CHECKING:
@@ -282,9 +282,6 @@ def timeline(events: list[RunEvent]) -> list[dict]:
         rows.append(row)
         previous = event.time
     return rows
-
-
-STATS_GROUPS = ("agent", "lane", "run", "task", "day")
 
 
 def stats(states: list[RunState], by: str = "agent", since: str | None = None) -> list[dict]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from git_lanes.errors import UserError
 from git_lanes.model.coordination import TASK_STATUSES
+from git_lanes.model.runs import STATS_GROUPS
 
 Handler = Callable[[Callable[..., Any], dict[str, Any]], Any]
 
@@ -279,8 +280,10 @@ RUN_ROUTES: tuple[Route, ...] = (
     Route("GET", "/runs", "Agent runs, newest first: phase, budgets, blocked and in-flight calls, tokens, cost",
           "run_list", lambda m, p: m(active=p.get("active", False), budgets=p.get("budgets", False)), "runs",
           query=(B("active"), B("budgets", "with each run's phase budgets")), returns="array"),
-    Route("GET", "/runs/stats", "Spending per agent, lane or day", "run_stats", lambda m, p: m(
-        by=p.get("by", "agent"), since=p.get("since")), "runs", query=(S("by"), S("since"))),
+    Route("GET", "/runs/stats", "Calls, blocked calls, tokens, cost and wall time, per agent, lane, run, task or day",
+          "run_stats", lambda m, p: m(by=p.get("by", "agent"), since=p.get("since")), "runs",
+          query=(S("by", help="how to group (default agent)", choices=STATS_GROUPS),
+                 S("since", help="count only days from this one on (YYYY-MM-DD, UTC)"))),
     Route("GET", "/runs/{run}", "One run", "run_show", lambda m, p: m(p["run"]), "runs"),
     Route("GET", "/runs/{run}/events", "One run's event log", "run_events", lambda m, p: m(p["run"]), "runs",
           returns="array"),

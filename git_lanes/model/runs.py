@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 FORMAT = 1
+# How `run stats` groups its rows: by who, where, which run or task, or by day.
+STATS_GROUPS = ("agent", "lane", "run", "task", "day")
 RUN_ID = re.compile(r"[0-9a-f]{4,40}")
 EVENT_TYPE = re.compile(r"[a-z][a-z_]{1,39}")
 # What each event records besides its type and time (DESIGN.md §6; the list plus the run's own
