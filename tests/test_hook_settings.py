@@ -210,7 +210,9 @@ def test_the_claude_plugin_wires_the_same_hooks_as_install():
 
     plugin = Path(__file__).resolve().parent.parent / "contrib" / "claude-plugin"
     manifest = json.loads((plugin / ".claude-plugin" / "plugin.json").read_text())
-    assert manifest["name"] == "git-lanes" and manifest["hooks"] == "./hooks/hooks.json"
+    # Claude Code loads hooks/hooks.json by itself; `hooks` in the manifest is for further files only, and
+    # naming the standard one there fails the load ("Duplicate hooks file detected"): no hook would run.
+    assert manifest["name"] == "git-lanes" and "hooks" not in manifest
     hooks = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]
     assert {event: groups[0]["hooks"][0] for event, groups in hooks.items()} == \
         hook_settings.handlers("claude", "git lanes")
