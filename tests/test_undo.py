@@ -320,3 +320,64 @@ def test_an_undo_of_a_forced_delete_stopped_before_its_workspace_came_back_keeps
     assert git("rev-parse", "refs/lanes/heads/a", cwd=repo).strip()  # its refs moved before the stop
     assert git("for-each-ref", "--format=%(refname) %(objectname)", "refs/lanes/backups/a/", cwd=repo).split() == kept
     fsck_clean(repo)
+
+
+SMUDGE = """
+import pathlib, sys, time
+spool = pathlib.Path(sys.argv[1])
+if (spool / "block").exists():
+    (spool / "smudging").write_text("")
+    for _ in range(12000):  # at most two minutes: the test releases it long before
+        if (spool / "release").exists():
+            break
+        time.sleep(0.01)
+sys.stdout.buffer.write(sys.stdin.buffer.read())
+"""
+
+
+def test_an_undo_killed_after_its_refs_moved_is_finished_by_the_next_undo(api, repo, tmp_path):
+    """SIGKILL while an undo of a promotion brings the main worktree back (a smudge filter that git runs for
+    the file being written, after the trunk's ref moved back): the trunk was back, its files half promoted.
+    The next `undo` appended the killed undo to the log and undid *it*, promoting again. It now finishes the
+    interrupted undo: the files follow the trunk, and unsaved work stays as it was."""
+    from kill_helpers import children_ended
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (tmp_path / "smudge.py").write_text(SMUDGE)
+    git("config", "filter.slow.smudge", f"{sys.executable} {tmp_path / 'smudge.py'} {spool}", cwd=repo)
+    (repo / ".git" / "info" / "attributes").write_text("*.md filter=slow\n")
+    land(api, repo, "a", {"a.txt": "from a\n", "README.md": "# promoted readme\n"})
+    before = head(repo, "main")
+    promoted = run_cli("promote", "a", "--auto-accept", "--json", cwd=repo, env=AGENT)
+    assert promoted.code == 0, promoted.err
+    after = head(repo, "main")
+    edit(repo, {"notes.txt": "untracked\n", "src/keep.py": "mine\n"})
+
+    (spool / "block").write_text("")
+    doomed = subprocess.Popen([sys.executable, "-m", "git_lanes", "undo"], cwd=repo, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while not (spool / "smudging").exists():
+        assert doomed.poll() is None, doomed.communicate()
+        time.sleep(0.01)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
+    (spool / "release").write_text("")
+    children_ended(doomed.pid)
+    (spool / "block").unlink()
+    assert head(repo, "main") == before  # the kill came after the refs moved back
+    assert (repo / "README.md").read_text() == "# promoted readme\n"  # and before the files followed
+
+    finished = run_cli("undo", "--json", cwd=repo)
+    assert finished.code == 0, finished.out + finished.err
+    assert head(repo, "main") == before  # not promoted again
+    assert (repo / "README.md").read_text() == "# project\n"
+    assert finished.json["finished"][0]["undone"] == ops(repo)[1]["id"]
+    assert not (repo / "a.txt").exists()
+    assert (repo / "notes.txt").read_text() == "untracked\n" and (repo / "src/keep.py").read_text() == "mine\n"
+    assert [r["description"] for r in ops(repo)[:2]] == ["undo " + ops(repo)[1]["id"][:8]
+                                                         + ": promote a into the trunk", "promote a into the trunk"]
+    again = run_cli("undo", "--json", cwd=repo)  # nothing left unfinished: an undo is an undo again (a redo)
+    assert again.code == 0, again.err
+    assert head(repo, "main") == after and (repo / "README.md").read_text() == "# promoted readme\n"
+    fsck_clean(repo)

@@ -111,6 +111,11 @@ class OplogApi:
         from git_lanes.domain import oplog, undo
 
         oplog.recover_unlocked(self.ctx)
+        finished = self._finish_undos() if not dry_run and undo.interrupted(self.ctx) else []
+        if finished and op is None:
+            # The newest operation is the undo that was cut short: finishing it is what was asked for, and
+            # undoing it would redo what it undid.
+            return {"finished": finished, "undone": None}
         if op is None:
             newest = self.op_log(1)
             if not newest:
@@ -119,7 +124,7 @@ class OplogApi:
         kind, found, entries = self._find_operation(op)
         who = actor or self.ctx.store.signature().name
         if kind == "ledger":
-            return self._undo_ledger_op(found, entries, who, dry_run)
+            return self._undo_ledger_op(found, entries, who, dry_run) | ({"finished": finished} if finished else {})
         later = entries[:entries.index(found)]
         with self._operation(f"undo {found.id[:8]}: {found.description}"[:200], who) as recorder:
             with self._writing() as ctx:
@@ -132,7 +137,15 @@ class OplogApi:
                                       if m.ref not in plan.gone], "gone": plan.gone,
                             "notes": len(found.notes), "ledger": plan.ledger_ops}
                 result = undo.perform(ctx, plan, recorder)
-        return result | {"op": self._newest_id()}
+        return result | {"op": self._newest_id()} | ({"finished": finished} if finished else {})
+
+    def _finish_undos(self) -> list[dict[str, Any]]:
+        """Bring the workspaces of undos that died after moving their refs along with them."""
+        from git_lanes.domain import oplog, undo
+
+        with self._writing() as ctx:
+            oplog.recover(ctx)  # their entries first: the undo's own is how it is found
+            return undo.finish_interrupted(ctx, list(oplog.entries(ctx, WINDOW)))
 
     def _undo_ledger_op(self, found: tuple[str, ledger.Op], entries: list[OpEntry], actor: str,
                         dry_run: bool) -> dict[str, Any]:

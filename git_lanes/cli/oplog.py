@@ -92,7 +92,8 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
     proposal built on a state OP made. If anything does, nothing moves and the exit code is 3, naming it.
     Workspaces follow their lanes file by file; a file with unsaved edits is left as typed and reported.
     What the undo replaces is kept under refs/lanes/backups/undo/, and the undo is itself an operation:
-    undoing it redoes OP.
+    undoing it redoes OP. An undo cut short after its refs moved (killed, say) is finished by the next
+    `git lanes undo`, which brings the workspaces along and, given no OP, does nothing else.
 
     \b
     Example:
@@ -100,22 +101,18 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
       git lanes undo 3f9c2a1b --dry-run
     """
     def render(r: dict) -> str:
+        lines = []
+        for f in r.get("finished", []):
+            lines.append(f"finished the interrupted undo of {short(f['undone'])}: {f['description']}")
+            lines += workspace_lines(f["workspaces"])
+        if r["undone"] is None:
+            return "\n".join(lines)
         verb = "would undo" if r.get("dry_run") else "undid"
-        lines = [f"{verb} {short(r['undone'])}: {r['description']}"]
+        lines.append(f"{verb} {short(r['undone'])}: {r['description']}")
         lines += [f"  {m['ref']}: {short(m['from'])} -> {short(m['to'])}" for m in r.get("moves", [])]
         if r.get("ledger"):
             lines.append(f"  ledger: inverse op {', '.join(short(i) for i in r['ledger'])}")
-        for w in r.get("workspaces", []):
-            if w.get("attention"):
-                lines.append(f"  {w['lane']}: left as typed (unsaved edits), needing attention: "
-                             f"{', '.join(w['attention'])}")
-            if w.get("restored_edits"):
-                lines.append(f"  {w['lane']}: unsaved edits put back from {w['restored_edits']}")
-            if w.get("edits_removed"):
-                lines.append(f"  {w['lane']}: the unsaved edits kept at {w['edits_removed']} were removed by gc "
-                             "since; they cannot come back")
-            if w.get("recreated"):
-                lines.append(f"  {w['lane']}: workspace made again at {w['path']}")
+        lines += workspace_lines(r.get("workspaces", []))
         if r.get("backup"):
             lines.append(f"what it replaced is kept at {r['backup']}")
         if r.get("op"):
@@ -123,3 +120,20 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
         return "\n".join(lines)
 
     run(lambda: open_api().undo(operation, dry_run=dry_run), as_json, render)
+
+
+def workspace_lines(workspaces: list[dict]) -> list[str]:
+    """What an undo did (or left) in each workspace, a line each."""
+    lines = []
+    for w in workspaces:
+        if w.get("attention"):
+            lines.append(f"  {w['lane']}: left as typed (unsaved edits), needing attention: "
+                         f"{', '.join(w['attention'])}")
+        if w.get("restored_edits"):
+            lines.append(f"  {w['lane']}: unsaved edits put back from {w['restored_edits']}")
+        if w.get("edits_removed"):
+            lines.append(f"  {w['lane']}: the unsaved edits kept at {w['edits_removed']} were removed by gc "
+                         "since; they cannot come back")
+        if w.get("recreated"):
+            lines.append(f"  {w['lane']}: workspace made again at {w['path']}")
+    return lines

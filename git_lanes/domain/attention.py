@@ -67,9 +67,12 @@ def prepare_move(ctx: Context, lane: str, old: str, new: str) -> Path | None:
     oplog.files_moved(lane)
     files = _files(ctx, worktree)
     entries = _load(files)
+    # A move back (an undo) lands on an ancestor of where the lane is: only the lane having left `old` says
+    # it landed, so a process killed before the ref moved does not have its files taken back later.
+    back = {"back": old} if old != new and ctx.store.is_ancestor(new, old) else {}
     for change in ctx.store.diff_trees(ctx.store.tree_of(old), ctx.store.tree_of(new)):
         entries[change.path] = {"state": new, "old": _dump(change.old), "new": _dump(change.new),
-                                "pending": True, "stamp": files.stamp(change.path)}
+                                "pending": True, "stamp": files.stamp(change.path), **back}
     _save(files, entries)
     return worktree
 
@@ -122,7 +125,7 @@ def needing(ctx: Context, lane: str, worktree: Path) -> list[str]:
     head = lanes.lane_head(ctx, lane)
     found = []
     for path, entry in entries.items():
-        if not ctx.store.is_ancestor(entry["state"], head):
+        if not _landed(ctx, entry, head, {}):
             continue
         old, new = _load_entry(entry["old"]), _load_entry(entry["new"])
         on_disk = files.file_entry(path)
@@ -152,10 +155,7 @@ def _settle(ctx: Context, lane: str, files: WorktreeFiles, entries: dict) -> tup
     # way round) finds its place free.
     for path in sorted(entries, key=lambda p: (entries[p]["new"] is not None, p.count("/"), p)):
         entry = entries[path]
-        state = entry["state"]
-        if state not in landed:
-            landed[state] = ctx.store.is_ancestor(state, head)
-        if not landed[state]:
+        if not _landed(ctx, entry, head, landed):
             del entries[path]  # that promotion never moved the lane (a process was killed before it did)
             continue
         old, new = _load_entry(entry["old"]), _load_entry(entry["new"])
@@ -178,6 +178,23 @@ def _settle(ctx: Context, lane: str, files: WorktreeFiles, entries: dict) -> tup
         raise
     _save(files, entries)
     return sorted(updated), sorted(attention)
+
+
+def _landed(ctx: Context, entry: dict, head: str, seen: dict[str, bool]) -> bool:
+    """Whether the move that noted `entry` took effect on the lane (now at `head`)."""
+    for state, wanted in ((entry["state"], True), (entry.get("back"), False)):
+        if state is None:
+            continue
+        if state not in seen:
+            seen[state] = ctx.store.is_ancestor(state, head)
+        if seen[state] != wanted:
+            return False
+    return True
+
+
+def pending(ctx: Context, worktree: Path) -> bool:
+    """Whether `worktree` holds a record of paths a move noted and has not settled."""
+    return bool(_load(_files(ctx, worktree)))
 
 
 def _bring(files: WorktreeFiles, path: str, old: Entry | None, new: Entry | None, stamp: list | None) -> bool:

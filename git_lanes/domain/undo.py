@@ -11,6 +11,7 @@ as typed and reported as needing attention (as a promotion does)."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from git_lanes.domain.coordination import FOLD
 from git_lanes.errors import Conflict, Refused
 from git_lanes.model import refs
 from git_lanes.model.oplog import OpEntry, RefMove
-from git_lanes.store import RefUpdate
+from git_lanes.store import RefUpdate, journal
 
 
 @dataclass
@@ -187,7 +188,24 @@ def blocked(ctx: Context, plan: Plan) -> Conflict:
 
 
 def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
-    """Carry out a checked plan (with the writers' lock held, inside the undo's own recorded operation)."""
+    """Carry out a checked plan (with the writers' lock held, inside the undo's own recorded operation).
+    A marker held for as long as it runs lets the next undo finish it, should it die between moving the refs
+    and bringing the workspaces along (`finish_interrupted`)."""
+    marker = journal.Journal(_markers(ctx), recorder.id)
+    marker.write({"undo": recorder.id, "undoes": plan.entry.id, "time": ctx.now()})
+    try:
+        result = _perform(ctx, plan, recorder)
+    except BaseException:
+        if any(ctx.store.read_ref(m.ref) == m.old for m in _lane_moves(ctx, plan.entry)):
+            marker.release()  # its refs moved: the next undo brings the workspaces along
+        else:
+            marker.close()  # nothing moved (a refusal, a locked index): it simply did not happen
+        raise
+    marker.close()
+    return result
+
+
+def _perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
     entry, store = plan.entry, ctx.store
     recorder.undoes = entry.id
     updates = []
@@ -236,6 +254,59 @@ def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
             "notes": len(entry.notes), "ledger": plan.ledger_ops, "workspaces": workspaces}
 
 
+def _markers(ctx: Context) -> str:
+    return os.path.join(str(ctx.store.common_dir), "lanes-undo")
+
+
+def interrupted(ctx: Context) -> bool:
+    """Whether an undo died before its workspaces followed its refs (a cheap look, taking no lock)."""
+    return journal.has_orphans(_markers(ctx))
+
+
+def finish_interrupted(ctx: Context, entries: list[OpEntry]) -> list[dict]:
+    """Finish every undo whose process died before its workspaces followed (writers' lock held, the dead
+    processes' log entries recovered, `entries` the log newest first): each lane the undo moved back gets
+    its workspace along, path by path, leaving unsaved edits as typed; a lane whose ref did not move keeps
+    its files (what the undo noted for it is dropped as the next snapshot there would). The undo itself
+    stays as recorded: undoing it redoes."""
+    finished = []
+    for path, records, fd in journal.orphans(_markers(ctx)):
+        try:
+            header = next((r for r in records if r.get("undoes")), None)
+            target = next((e for e in entries if header and e.id == header["undoes"]), None)
+            if header is None or target is None:
+                continue  # nothing announced, or an operation past the log's window: nothing to follow
+            done = next((e for e in entries if e.id == header.get("undo")), None)
+            workspaces = _resume(ctx, target)
+            if workspaces is not None:
+                    finished.append({"undo": done.id if done else None, "undone": target.id,
+                                 "description": target.description, "workspaces": workspaces})
+        finally:
+            journal.finish(path, fd)
+    return finished
+
+
+def _resume(ctx: Context, entry: OpEntry) -> list[dict] | None:
+    """The workspaces of an undo of `entry` cut short, brought along; None when none of its lanes moved."""
+    store = ctx.store
+    back = {m.ref for m in _lane_moves(ctx, entry) if store.read_ref(m.ref) == m.old}
+    prepared = {}
+    for move in _lane_moves(ctx, entry):
+        lane = oplog.lane_of(move.ref, ctx.trunk) or ""
+        path = lanes.workspace_path(ctx, lane)
+        if path is not None and attention.pending(ctx, path):
+            prepared[lane] = path
+    reports = _follow(ctx, entry, prepared, [], [], only=back)
+    if not back:
+        return None
+    for change in entry.workspaces:  # a restore's files, put back only where they are still as it left them
+        path = lanes.workspace_path(ctx, change.lane)
+        if path is not None and store.files_match(path, change.after):
+            store.apply_checkout(path, store.plan_checkout(path, change.before, force=True))
+            reports.append({"lane": change.lane, "path": str(path), "restored": change.before})
+    return reports
+
+
 def _kept_edits(ctx: Context, entry: OpEntry, move: RefMove) -> bool:
     """Whether `move` made the backup ref of a moved lane's unsaved edits (lane delete --force, reset --force)."""
     return move.old is None and move.new is not None and any(
@@ -246,11 +317,16 @@ def _lane_moves(ctx: Context, entry: OpEntry) -> list[RefMove]:
     return [m for m in entry.moves if oplog.lane_of(m.ref, ctx.trunk) is not None]
 
 
-def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str], gone: list[str]) -> list[dict]:
-    """Bring workspaces along with their lanes, after the refs moved."""
+def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str], gone: list[str],
+            only: set[str] | None = None) -> list[dict]:
+    """Bring workspaces along with their lanes, after the refs moved (`only`: of those lanes' refs)."""
     store, reports = ctx.store, []
     for move in _lane_moves(ctx, entry):
         lane = oplog.lane_of(move.ref, ctx.trunk) or ""
+        if only is not None and move.ref not in only:
+            if lane in prepared:  # that lane never moved back: settling drops what the undo noted for it
+                attention.finish(ctx, lane, prepared[lane])
+            continue
         if move.old is None:
             if lane in removed:
                 reports.append({"lane": lane, "removed": True})
