@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from conftest import run_cli, workspace
+from hook_helpers import set_policy
 from spawn_helpers import PATIENCE, finished, journal, most_at_once, show, use_fake_agent, wait_for
 
 from git_lanes.store import processes
@@ -202,3 +203,15 @@ def test_whether_a_process_runs_is_told_the_same_way_with_or_without_proc(monkey
         monkeypatch.setattr(processes, "PROC", proc)
         assert processes.running(os.getpid()) and not processes.running(child.pid), proc
     assert stale.alive(os.getpid()) and not stale.alive(child.pid)
+
+
+def test_logs_names_the_run_by_its_full_id_when_given_a_prefix(repo, tmp_path):
+    command = json.dumps([sys.executable, "-c", "print('custom agent says hi')"])
+    set_policy(repo, f"[agent.custom]\ncommand = {command}\n")
+    run = spawned_run(run_cli("spawn", "--prompt", "Say hi", "--cli", "custom", "--wait", "--json", cwd=repo,
+                              timeout=PATIENCE))
+    shown = run_cli("logs", run[:6], "--json", cwd=repo)
+    assert shown.code == 0 and shown.json["run"] == run and "custom agent says hi" in shown.json["log"]
+    followed = run_cli("logs", run[:6], "--follow", "--json", cwd=repo, timeout=PATIENCE)
+    chunks = [json.loads(line) for line in followed.out.splitlines()]
+    assert followed.code == 0 and chunks and {c["run"] for c in chunks} == {run}

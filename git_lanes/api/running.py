@@ -87,17 +87,19 @@ class RunningApi:
         rows = [r | {"budgets": found} for r, found in zip(rows, over)]
         return sorted(rows, key=lambda r: r["created_at"])
 
-    def logs(self, run: str) -> str:
-        """What the agent of spawned run `run` has written to its output so far."""
+    def logs(self, run: str) -> dict[str, str]:
+        """What the agent of spawned run `run` (a unique prefix will do) has written to its output so far,
+        with the run's whole id: `{"run", "log"}`."""
         from git_lanes.store import processes
 
         repo = self._runs()
         run_id, _, _ = self._run_state(repo, run)
         data, _ = processes.read_from(repo.log.files(run_id) / AGENT_LOG, 0)
-        return data.decode("utf-8", "replace")
+        return {"run": run_id, "log": data.decode("utf-8", "replace")}
 
-    def logs_follow(self, run: str, timeout: float | None = None) -> Iterator[str]:
-        """The run's agent output so far, then what is appended, until no agent or supervisor of it runs."""
+    def logs_follow(self, run: str, timeout: float | None = None) -> Iterator[dict[str, str]]:
+        """The run's agent output so far, then what is appended, until no agent or supervisor of it runs: each
+        piece as `{"run", "text"}`, the run named by its whole id."""
         from git_lanes.domain import spawning
         from git_lanes.store import processes
 
@@ -113,11 +115,11 @@ class RunningApi:
                 spawning.is_live(state, host, processes.running)
             data, offset = processes.read_from(path, offset)
             if data:
-                yield data.decode("utf-8", "replace")
+                yield {"run": run_id, "text": data.decode("utf-8", "replace")}
             if not running or (deadline is not None and time.monotonic() >= deadline):
                 data, offset = processes.read_from(path, offset)
                 if data:
-                    yield data.decode("utf-8", "replace")
+                    yield {"run": run_id, "text": data.decode("utf-8", "replace")}
                 return
             time.sleep(POLL_SECONDS * 4)
 

@@ -182,14 +182,14 @@ def logs(run_id: str, follow: bool, as_json: bool) -> None:
       git lanes logs 3fa2c1 --follow
     """
     if not follow:
-        run(lambda: {"run": run_id, "log": open_api().logs(run_id)}, as_json, lambda r: r["log"].rstrip("\n"))
+        run(lambda: open_api().logs(run_id), as_json, lambda r: r["log"].rstrip("\n"))
         return
     try:
         for chunk in open_api().logs_follow(run_id):
             if as_json:
-                click.echo(json.dumps({"run": run_id, "text": chunk}))
+                click.echo(json.dumps(chunk))
             else:
-                click.echo(chunk, nl=False)
+                click.echo(chunk["text"], nl=False)
     except LanesError as exc:
         fail(exc, as_json)
     except KeyboardInterrupt:
