@@ -180,3 +180,14 @@ def test_events_follow_prints_new_events_until_the_run_ends(repo):
     assert run_cli("run", "end", run, cwd=repo).code == 0
     assert json.loads(follower.stdout.readline())["type"] == "run_end"
     assert follower.wait(timeout=60) == 0
+
+
+def test_a_run_started_inside_the_git_directory_is_on_no_lane(repo):
+    """`run start` (and a hook's first call) took a session working in `.git/hooks` for one on the trunk, so
+    its writes were held to the trunk's rules there; `commit` refuses that folder as in no work tree. A git
+    directory, the main one or a lane's own under `worktrees/`, is in no lane; the work tree still is."""
+    ws = lane(repo)
+    private = Path(git("rev-parse", "--git-dir", cwd=ws).strip())
+    for cwd, expected in ((repo / ".git" / "hooks", None), (private, None), (repo, "main")):
+        run = run_cli("run", "start", "--agent", "coder-1", cwd=cwd).out.strip()
+        assert run_cli("run", "show", run, "--json", cwd=repo).json["lane"] == expected, cwd

@@ -108,6 +108,9 @@ def trunk_tree(repo: LightRepo) -> dict | None:
 def lane_at(repo: LightRepo, cwd: str) -> tuple[str | None, str | None]:
     """(lane, its workspace) for a session working in `cwd`; (None, None) outside every lane."""
     directory = Path(cwd).resolve()
+    common_dir = Path(repo.common_dir).resolve()
+    if directory == common_dir or common_dir in directory.parents:
+        return None, None  # a git directory (a lane's private one too) lies in no work tree, as lanes.lane_at says
     workspaces = (repo.root / WORKSPACES_DIR).resolve()
     if directory == workspaces or workspaces in directory.parents:
         for probe in (directory, *directory.parents):
