@@ -646,3 +646,18 @@ def test_ctrl_c_while_a_command_loads_exits_130_quietly_as_once_it_runs(repo, mo
     proc = subprocess.run([sys.executable, "-c", INTERRUPTED_AT_IMPORT, module, *args], cwd=repo,
                           capture_output=True, text=True)
     assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (130, "", ""), proc.stderr
+
+
+def test_a_full_ref_name_means_that_ref_even_where_a_lane_bears_the_same_name(api, repo):
+    """git reads `refs/heads/x` as the branch x, never as a branch named `refs/heads/x`. A lane named
+    `refs/heads/x` took over that spelling in `diff`, `restore` and `trace`: the branch was unreachable by its
+    full name. A full name of a ref that exists means that ref, as in git; the lane keeps its short forms."""
+    git("branch", "x", cwd=repo)
+    branch = git("rev-parse", "refs/heads/x", cwd=repo).strip()
+    api.lane_create("refs/heads/x")
+    (workspace(repo, "refs/heads/x") / "lane.txt").write_text("lane\n")
+    lane_state = api.commit("on the lane", "a", lane="refs/heads/x", auto_accept=True)["to"]
+    assert lane_state != branch
+    assert ok("diff", "refs/heads/x", "main", cwd=repo)["from"] == branch
+    assert ok("trace", "refs/heads/x", cwd=repo)["state"] == branch
+    assert ok("diff", "refs/lanes/heads/refs/heads/x", "main", cwd=repo)["from"] == lane_state

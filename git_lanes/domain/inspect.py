@@ -96,7 +96,10 @@ def resolve_state(ctx: Context, spec: str) -> str:
     spec = check_text(spec, "the state name", code="invalid_state").strip()
     if not spec:
         raise UserError("empty state name")
-    if _could_be_lane(spec) and ctx.store.read_ref(refs.lane_ref(spec, ctx.trunk)):
+    # A full ref name that exists means that ref, as git reads `refs/heads/x` (gitrevisions' first rule), even
+    # where a lane bears the same name: the lane keeps its short forms
+    if _could_be_lane(spec) and not (spec.startswith("refs/") and ctx.store.read_ref(spec)) \
+            and ctx.store.read_ref(refs.lane_ref(spec, ctx.trunk)):
         return lanes.lane_head(ctx, spec)  # refusing a head that is no commit
     # Any length, as `show` and `accept` take it: libgit2 calls every prefix under 4 digits ambiguous.
     if all(c in "0123456789abcdefABCDEF" for c in spec):
