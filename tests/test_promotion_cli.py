@@ -138,6 +138,25 @@ def test_dry_run_exits_as_the_real_run_would(repo):
     assert "would stop on collisions" in run_cli("promote", "b", "--dry-run", cwd=repo).out
 
 
+def test_a_dry_run_refuses_the_input_and_the_gates_the_real_run_refuses(repo):
+    """A script asks `--dry-run` whether the promotion would go through: an agent id, a tag or trunk gates
+    the real run refuses must be refused by the dry run too, with the same code, not answered "would land"."""
+    run_cli("lane", "create", "a", cwd=repo)
+    _commit(repo, "a", {"a.txt": "a\n"}, "coder")
+    for bad in (["--agent", "bad id"], ["--agent", "coder", "--tag", ""]):
+        real = run_cli("promote", "a", *bad, "--json", cwd=repo)
+        dry = run_cli("promote", "a", "--dry-run", *bad, "--json", cwd=repo)
+        assert real.code == 1 and "Traceback" not in real.err, real.err
+        assert (dry.code, dry.json["error"]) == (real.code, real.json["error"]), (bad, dry.out)
+    edit(repo, {".lanes.toml": "[[gate]]\nname = \"tests\"\n"})  # a gate with no command: unreadable
+    git("add", ".lanes.toml", cwd=repo)
+    git("commit", "-q", "-m", "a broken gate", cwd=repo)
+    real = run_cli("promote", "a", "--json", cwd=repo, env=AGENT)
+    dry = run_cli("promote", "a", "--dry-run", "--json", cwd=repo, env=AGENT)
+    assert real.code == 1 and git("for-each-ref", "refs/lanes/proposals/", cwd=repo) == "", real.out
+    assert (dry.code, dry.json["error"]) == (real.code, real.json["error"]), dry.out
+
+
 def test_an_unreachable_remote_and_an_internal_error_have_codes_of_their_own(repo, tmp_path):
     import pytest
 

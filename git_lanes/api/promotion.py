@@ -47,6 +47,11 @@ class PromotionApi:
         from git_lanes.store import merge_gate
 
         target = self.ctx.trunk if into is None else into  # an empty name given is refused, not defaulted
+        # Checked before the dry run answers, so that it refuses what the real run would refuse.
+        who = AgentId(agent_id) if agent_id is not None else Actor(self._human())
+        intent = Intent(prompt=prompt if prompt is not None else f"Promote {lane} into {target}", agent_id=who,
+                        agent_type=agent_type, model=model, tags=tags)
+        gates.load(self.ctx)  # trunk gates that cannot be read refuse before a merge is proposed, as for commit
         if dry_run:
             plan = promotion.plan(self.ctx, lane, target)
             status = "up_to_date" if plan.up_to_date else "collision" if plan.comparison.collisions else "clean"
@@ -56,10 +61,6 @@ class PromotionApi:
                 {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
                  **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {}),
                  "problem": problem(promotion.collision_error(plan)) if stops else None})
-        who = AgentId(agent_id) if agent_id is not None else Actor(self._human())
-        intent = Intent(prompt=prompt if prompt is not None else f"Promote {lane} into {target}", agent_id=who,
-                        agent_type=agent_type, model=model, tags=tags)
-        gates.load(self.ctx)  # trunk gates that cannot be read refuse before a merge is proposed, as for commit
         with merge_gate.serialized(self.ctx.store.common_dir, target):
             for attempt in range(1, MAX_ATTEMPTS + 1):
                 # The cost was spent once, whatever number of attempts a moving target forces.
