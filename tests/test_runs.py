@@ -49,7 +49,25 @@ def test_unknown_and_ambiguous_runs(repo):
     missing = run_cli("run", "show", "abcd", "--json", cwd=repo)
     assert missing.code == 1 and missing.json["error"] == "unknown_run"
     assert run_cli("run", "show", "not-hex!", cwd=repo).code == 1
-    assert run_cli("run", "start", cwd=repo).code == 2  # --agent is required
+
+
+
+def test_a_run_started_without_an_agent_works_as_the_task_owner_or_the_lane_agent(repo):
+    """`run start [--agent A]`: without one the run is its task owner's, else the lane's one live agent's;
+    with neither to tell, it is refused in one line (exit 1), starting nothing."""
+    ws = lane(repo)
+    refused = run_cli("run", "start", "--goal", "Add login", "--json", cwd=ws)
+    assert refused.code == 1 and refused.json["error"] == "no_agent", refused.out + refused.err
+    assert "lane 'feature' is assigned to no live agent" in refused.json["message"]
+    assert run_cli("run", "list", "--json", cwd=repo).json == []
+    assert run_cli("agent", "register", "coder-1", "--lane", "feature", cwd=repo).code == 0
+    assert run_cli("run", "show", run_cli("run", "start", "--goal", "Add login", cwd=ws).out.strip(), "--json",
+                   cwd=repo).json["agent"] == "coder-1"
+    task = run_cli("task", "create", "Login flow", "--json", cwd=repo).json["task"]
+    assert run_cli("task", "claim", task, "--agent", "coder-2", cwd=repo).code == 0
+    started = run_cli("run", "start", "--task", task[:6], "--json", cwd=ws).json
+    assert (started["agent"], started["task"], started["lane"]) == ("coder-2", task, "feature")
+    assert run_cli("run", "start", "--lane", "main", cwd=repo).code == 1  # main: no agent is assigned to it
 
 
 def test_a_run_with_an_empty_goal_is_refused(repo):

@@ -45,11 +45,13 @@ class RunsApi:
             raise NotFound(f"no run {run!r}", code="unknown_run", hint="list them with `git lanes run list`")
         return run_id, head, state
 
-    def run_start(self, agent: str, *, lane: str | None = None, task: str | None = None, goal: str | None = None,
-                  phase: str | None = None, cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-        """Start a run and return it; its id goes in GIT_LANES_RUN for the agent's session."""
+    def run_start(self, agent: str | None = None, *, lane: str | None = None, task: str | None = None,
+                  goal: str | None = None, phase: str | None = None,
+                  cwd: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Start a run and return it; its id goes in GIT_LANES_RUN for the agent's session. Without `agent`,
+        the run works as its task's owner, else as the one live agent assigned to its lane."""
         from git_lanes import ledger
-        from git_lanes.domain import control, lanes, runs, tasks
+        from git_lanes.domain import control, lanes, runs, tasks, worktrees
         from git_lanes.model.calls import bounded
         from git_lanes.model.text import check_reason
 
@@ -59,7 +61,8 @@ class RunsApi:
                             hint="say what the run is for, or start it without a goal")
         repo = self._runs()
         policy = repo.policy()
-        agent = AgentId(agent)
+        if agent is not None:
+            agent = AgentId(agent)
         if lane is not None:
             lanes.lane_head(self.ctx, lane)
         else:
@@ -67,8 +70,12 @@ class RunsApi:
         if phase is not None and phase not in policy.phase_names:
             raise UserError(f"unknown phase {quoted(phase)}; the policy has {', '.join(policy.phase_names)}",
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
-        if task is not None:
-            task = tasks.resolve_task(ledger.state_at(self.ctx.store, ledger.head(self.ctx.store)), task)
+        if task is not None or agent is None:
+            coordination = ledger.state_at(self.ctx.store, ledger.head(self.ctx.store))
+            if task is not None:
+                task = tasks.resolve_task(coordination, task)
+            if agent is None:
+                agent = worktrees.working_agent(coordination, lane, task, self.ctx.now())
         run = random_hex(8)
         event = control.start_event(repo, self.ctx.now(), agent=agent, lane=lane, phase=phase, task=task,
                                     goal=bounded(goal, 1000) if goal else None)

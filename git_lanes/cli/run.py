@@ -74,13 +74,14 @@ def _pipeline_lines(pipeline: dict) -> list[str]:
 
 
 @run_group.command()
-@agent_option(required=True, help_text="The agent doing the work.")
+@agent_option(required=False,
+              help_text="The agent doing the work (default: the task's owner, else the lane's live agent).")
 @click.option("--lane", metavar="LANE", help="The lane it works in (default: the workspace you are in).")
 @click.option("--task", metavar="TASK", help="The ledger task it works on (a unique prefix will do).")
 @click.option("--goal", metavar="TEXT", help="What the run is for, shown in every briefing.")
 @click.option("--phase", metavar="PHASE", help="The phase to start in (default: the policy's first).")
 @json_option
-def start(agent: str, lane: str | None, task: str | None, goal: str | None, phase: str | None,
+def start(agent: str | None, lane: str | None, task: str | None, goal: str | None, phase: str | None,
           as_json: bool) -> None:
     """Start a run and print its id.
 

@@ -15,7 +15,9 @@ from git_lanes.domain.context import Context
 from git_lanes.errors import Conflict, Refused, UserError
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.model import refs
+from git_lanes.model.ids import AgentId
 from git_lanes.model.names import validate_lane_name
+from git_lanes.model.text import quoted
 
 LANE_PREFIX = "agent/"
 
@@ -48,6 +50,24 @@ def holders(state: Reader, lane: str, now: float) -> list[str]:
         if record and record.get("lane") == lane and lease_alive(record, now):
             found.append(record["id"])
     return found
+
+
+def working_agent(state: Reader, lane: str | None, task: str | None, now: float) -> str:
+    """The agent a run works as when none is named: the owner of its task, else the one live agent whose lane
+    it works in. A run's agent decides whose claims its writes must respect and whose lease its calls
+    extend, so where neither tells who it is, the run is refused rather than given a guess."""
+    from git_lanes.domain.task_records import get_task
+
+    owner = get_task(state, task).get("owner") if task is not None else None
+    if isinstance(owner, str) and AgentId.problem(owner) is None:  # a person who claimed it is no agent
+        return owner
+    found = holders(state, lane, now) if lane is not None else []
+    if len(found) == 1:
+        return found[0]
+    where = "it works in no lane" if lane is None else \
+        f"lane {quoted(lane)} is assigned to {'no live agent' if not found else ', '.join(found)}"
+    raise UserError(f"no agent named for the run, and {where}", code="no_agent",
+                    hint="name the agent doing the work, or set GIT_LANES_AGENT")
 
 
 def check_free(state: Reader, lane: str, agent: str, now: float) -> None:
