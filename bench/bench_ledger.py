@@ -145,6 +145,21 @@ def floor_ops(repo: str, ops: int) -> tuple[float, float]:
     return time.perf_counter() - start, cpu_seconds() - cpu
 
 
+def create_cost(scratch: Path, count: int = 400) -> float:
+    """Microseconds of CPU to create one small file and name it, as a loose object is, where this run writes.
+    It is what moves the floor from run to run: ext4 without a journal scans past every inode freed near it
+    in the last minutes (`recently_deleted` in fs/ext4/ialloc.c), so within minutes of a mass delete (the last
+    run's clean-up, a `git gc`) a create costs up to 20× what it costs on a rested disk."""
+    folder = scratch / "create-probe"
+    folder.mkdir()
+    cpu = cpu_seconds()
+    for i in range(count):
+        fd = os.open(folder / f"f{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        os.write(fd, b"x" * 200)
+        os.close(fd)
+    return (cpu_seconds() - cpu) / count * 1e6
+
+
 def sqlite_ops(path: str, agent: str, tasks: list[str], wal: bool) -> tuple[float, float]:
     db = sqlite3.connect(path, isolation_level=None, timeout=60)
     db.execute(f"PRAGMA synchronous={'NORMAL' if wal else 'FULL'}")
@@ -515,6 +530,9 @@ def main() -> None:
 def throughput_section(scratch: Path, ops: int) -> dict:
     print("append throughput (a claim and a post per pair): ops/s, and CPU ms per op (user + system, all "
           "processes)", flush=True)
+    probe = create_cost(scratch)
+    print(f"  creating a small file here costs {probe:.0f} us of CPU (on ext4 without a journal: ~25-45 us on a "
+          "rested disk, up to ~800 us within minutes of a mass delete)", flush=True)
     tp = throughput(scratch, ops)
     lock = tp.pop(LOCK_ROW)
     for setting, row in tp.items():
@@ -526,6 +544,7 @@ def throughput_section(scratch: Path, ops: int) -> dict:
     print(f"  {PROCESSES} processes: the writers' lock held {lock['held ms/op']:.2f} ms per op "
           f"({lock['held cpu ms/op']:.2f} ms of it on CPU), free between holders {lock['free ms/op']:.2f} ms per op")
     tp[LOCK_ROW] = lock
+    tp["create us"] = probe
     return tp
 
 
