@@ -114,6 +114,42 @@ def test_the_hooks_warn_at_80_percent_and_block_writes_at_100_blocking_the_task(
                          {"transcript_path": str(transcript)}, env=env))[0] == "allow"
 
 
+def test_the_hooks_count_costs_recorded_outside_runs_as_budget_show_does(repo, tmp_path):
+    """A person's `commit --cost-usd` in a lane counts toward the lane's and the lane's task's budgets in
+    `budget show`; the hooks counted only runs, so an agent in a lane whose budget show called exhausted
+    could still write."""
+    ws = lane(repo)
+    task = task_in_lane(repo, ws)
+    assert run_cli("budget", "set", "--lane", "feature", "--usd", "1", cwd=repo).code == 0
+    assert run_cli("budget", "set", "--task", task, "--tokens", "1000", cwd=repo).code == 0
+    (ws / "one.py").write_text("1\n")
+    assert run_cli("commit", "-m", "by hand", "--agent", "h", "--cost-usd", "0.85", "--tokens-in", "100",
+                   "--auto-accept", cwd=ws).code == 0
+    run = run_cli("run", "start", "--agent", "a1", "--lane", "feature", "--phase", "execute", cwd=ws).out.strip()
+    env = {"GIT_LANES_RUN": run}
+    first = hook("claude", "PreToolUse", write(ws, ws / "a.py", "w1"), env=env)
+    assert decision(first)[0] == "allow"
+    assert "80% of the budget of lane feature" in json.loads(first.out)["hookSpecificOutput"]["additionalContext"]
+    (ws / "one.py").write_text("2\n")
+    assert run_cli("commit", "-m", "by hand again", "--agent", "h", "--cost-usd", "0.25", "--auto-accept",
+                   cwd=ws).code == 0
+    assert {b["scope"]: b["level"] for b in run_cli("budget", "show", "--json", cwd=repo).json} == \
+        {"lane": "exhausted", "task": "ok"}
+    verdict, reason = decision(hook("claude", "PreToolUse", write(ws, ws / "b.py", "w2"), env=env))
+    assert verdict == "deny" and "the budget of lane feature is spent" in reason, reason
+    # a run of the task: its task's budget counts the task's lane's costs since the task was made
+    tasked = run_cli("run", "start", "--agent", "a1", "--lane", "feature", "--task", task, "--phase", "execute",
+                     cwd=ws).out.strip()
+    assert run_cli("budget", "clear", "--lane", "feature", cwd=repo).code == 0
+    assert decision(hook("claude", "PreToolUse", write(ws, ws / "c.py", "w3"), env={"GIT_LANES_RUN": tasked}))[0] \
+        == "allow"
+    (ws / "one.py").write_text("3\n")
+    assert run_cli("commit", "-m", "tokens", "--agent", "h", "--tokens-out", "900", "--auto-accept", cwd=ws).code == 0
+    verdict, reason = decision(hook("claude", "PreToolUse", write(ws, ws / "d.py", "w4"),
+                                    env={"GIT_LANES_RUN": tasked}))
+    assert verdict == "deny" and "the budget of task" in reason, reason
+
+
 def test_a_spawned_agent_whose_budget_is_spent_is_blocked_then_stopped(repo, tmp_path):
     path = use_fake_agent(repo, tmp_path, {"default": [{"usage": {"input": 3000, "output": 5000}},
                                                        {"write": "a.py", "content": "a\n"},

@@ -2,9 +2,10 @@
 (`git lanes tell`), delivered at the model's next tool call or stop, and the budgets of its lane, task and
 ticket (`git lanes budget set`), which warn at 80% and block writes and commands at 100%.
 
-Budgets are read from the ledger's state and the spend from the run logs, both with the hook's own object
-reader; the check runs under the runs' lock, against the run's state as it is being charged, so two agents
-of one task cannot both slip past the limit."""
+Budgets are read from the ledger's state and the spend from the run logs and the transition records (a cost
+recorded outside any run, as `commit --cost-usd` does, counts as `budget show` counts it), all with the hook's
+own object reader; the check runs under the runs' lock, against the run's state as it is being charged, so two
+agents of one task cannot both slip past the limit."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import json
 from git_lanes.errors import UnsupportedFormat
 from git_lanes.model import ledger_delta
 from git_lanes.model.calls import ToolCall
-from git_lanes.model.refs import LEDGER
+from git_lanes.model.refs import LEDGER, NOTES
 from git_lanes.model.runs import RunEvent, RunState
 from git_lanes.store import ref_files
 from git_lanes.store.objects import parse_commit, parse_tree
@@ -174,6 +175,75 @@ def runs_spend(budget: Budget, states: list[RunState], ticket_tasks: list[str]) 
     return round(sum(s.usage.cost_usd for s in chosen), 6), sum(s.usage.tokens for s in chosen)
 
 
+RUN_TAG = "run:"  # as domain/budgets.py: a transition a run's hooks recorded is in that run's usage already
+
+
+def transition_costs(repo: Any) -> dict[str, list]:
+    """{annotated commit: [lane, created_at, usd, tokens]} of the transitions whose cost counts on its own
+    (domain/budgets.py `spend`: a commit recorded outside any run, with a cost). Drawn from the notes once and
+    kept beside the run logs; a later call reads only the notes that changed since."""
+    head = ref_files.read_ref(repo.common_dir, NOTES)
+    if head is None:
+        return {}
+    saved = repo.log.note_costs() or {}
+    if saved.get("notes") == head and isinstance(saved.get("rows"), dict):
+        return saved["rows"]
+    objects = repo.log.objects
+    tree = parse_commit(objects.read_typed(head, b"commit"))[0]["tree"][0]
+    rows = saved.get("rows") if isinstance(saved.get("rows"), dict) else None
+    old = saved.get("tree") if rows is not None and isinstance(saved.get("tree"), str) else None
+    try:
+        changed, gone = repo.log.notes_changed(old, tree)
+    except UnsupportedFormat:  # the tree it was drawn from is gone (gc): draw it all again
+        rows, (changed, gone) = None, repo.log.notes_changed(None, tree)
+    rows = dict(rows or {})
+    for target in gone:
+        rows.pop(target, None)
+    for target, blob in changed.items():
+        row = _cost_row(objects, blob)
+        if row is None:
+            rows.pop(target, None)
+        else:
+            rows[target] = row
+    repo.log.save_note_costs({"notes": head, "tree": tree, "rows": rows})
+    return rows
+
+
+def _cost_row(objects: Any, blob: str) -> list | None:
+    try:
+        record = json.loads(objects.read_typed(blob, b"blob"))
+        cost, intent = record.get("cost") or {}, record.get("intent") or {}
+        if record.get("kind") != "commit" or not isinstance(record.get("lane"), str) \
+                or any(isinstance(tag, str) and tag.startswith(RUN_TAG) for tag in intent.get("tags") or ()):
+            return None
+        usd = float(cost.get("cost_usd") or 0)
+        tokens = int(cost.get("tokens_in") or 0) + int(cost.get("tokens_out") or 0)
+        created = float(record.get("created_at") or 0)
+    except (UnsupportedFormat, ValueError, TypeError, AttributeError, RecursionError):
+        return None  # a malformed record counts nothing here, as it is set aside everywhere else
+    return [record["lane"], created, usd, tokens] if usd or tokens else None
+
+
+def transitions_spend(budget: Budget, ledger: LedgerReader, rows: dict[str, list],
+                      ticket_tasks: list[str]) -> tuple[float, int]:
+    """Dollars and tokens the transitions recorded outside runs spent on `budget`: a lane's on the lane; a
+    task's on the task's lane since the task was made; a ticket's, its tasks' together."""
+    if budget.scope == "lane":
+        spans = [(budget.key, 0.0)]
+    else:
+        spans = []
+        for task in ([budget.key] if budget.scope == "task" else ticket_tasks):
+            record = ledger.record(task_path(task)) or {}
+            if isinstance(record.get("lane"), str):
+                spans.append((record["lane"], float(record.get("created") or 0)))
+    usd, tokens = 0.0, 0
+    for lane, since in spans:
+        for row_lane, created, row_usd, row_tokens in rows.values():
+            if row_lane == lane and created >= since:
+                usd, tokens = usd + row_usd, tokens + row_tokens
+    return usd, tokens
+
+
 def check(repo: Any, state: RunState, call: ToolCall | None, now: float,
           ledger: LedgerReader | None = None) -> BudgetCheck:
     """Judge the run's budgets for `call` (None: only record how far they have gone)."""
@@ -189,8 +259,11 @@ def check(repo: Any, state: RunState, call: ToolCall | None, now: float,
     from git_lanes.model.budgets import describe, level
 
     states = run_states(repo, state)
+    rows = transition_costs(repo)
     for budget in budgets:
         usd, tokens = runs_spend(budget, states, ticket_tasks)
+        more_usd, more_tokens = transitions_spend(budget, ledger, rows, ticket_tasks)
+        usd, tokens = round(usd + more_usd, 6), tokens + more_tokens
         now_level = level(budget, usd, tokens)
         key = f"{budget.scope}:{budget.key}"
         before = state.alerts.get(key, "ok")

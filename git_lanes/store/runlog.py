@@ -28,6 +28,8 @@ BLOB_MODE = 0o100644
 LOCK_FILE = "lanes-runs.lock"
 FILES_DIR = "lanes-runs"  # per-run files that are not history: agent logs, prompts
 PARSED_CONFIG = "lanes-config.json"  # the trunk's `.lanes.toml` as JSON, keyed by its blob id
+NOTE_COSTS = "lanes-note-costs.json"  # what the hooks' budget check drew from the notes, keyed by the notes tree
+TREE_MODE = 0o040000
 
 
 class RunLog:
@@ -79,8 +81,49 @@ class RunLog:
             text = json.dumps({"blob": blob, "data": data}, ensure_ascii=False, allow_nan=True)
         except (TypeError, ValueError):
             return  # TOML dates have no JSON form: such a file is parsed on every call
-        target = self.common_dir / PARSED_CONFIG
-        temporary = target.with_name(f"{PARSED_CONFIG}.{os.getpid()}.tmp")
+        self._save_whole(PARSED_CONFIG, text)
+
+    def note_costs(self) -> dict[str, Any] | None:
+        """What `save_note_costs` kept, or None: a copy that cannot be read is drawn from the notes again."""
+        try:
+            saved = json.loads((self.common_dir / NOTE_COSTS).read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return None
+        return saved if isinstance(saved, dict) else None
+
+    def save_note_costs(self, data: dict[str, Any]) -> None:
+        """Keep what the budget check drew from the notes, so the next call reads only the notes that changed
+        since. Best effort, whole or not at all, as `save_parsed_config`."""
+        self._save_whole(NOTE_COSTS, json.dumps(data, ensure_ascii=False))
+
+    def notes_changed(self, old_tree: str | None, new_tree: str | None) -> tuple[dict[str, str], list[str]]:
+        """Between two notes trees (any fanout): {annotated object: note blob} of the notes added or changed,
+        and the annotated objects whose note went. Subtrees that did not change are not read."""
+        changed: dict[str, str] = {}
+        gone: list[str] = []
+
+        def walk(old: str | None, new: str | None, prefix: str) -> None:
+            before = parse_tree(self.objects.read_typed(old, b"tree")) if old else {}
+            after = parse_tree(self.objects.read_typed(new, b"tree")) if new else {}
+            for name in before.keys() | after.keys():
+                was, now = before.get(name), after.get(name)
+                if was == now:
+                    continue
+                old_sub = was[1] if was is not None and was[0] == TREE_MODE else None
+                new_sub = now[1] if now is not None and now[0] == TREE_MODE else None
+                if old_sub is not None or new_sub is not None:  # a fanout level
+                    walk(old_sub, new_sub, prefix + name)
+                if was is not None and old_sub is None and (now is None or new_sub is not None):
+                    gone.append(prefix + name)
+                if now is not None and new_sub is None:
+                    changed[prefix + name] = now[1]
+
+        walk(old_tree, new_tree, "")
+        return changed, gone
+
+    def _save_whole(self, name: str, text: str) -> None:
+        target = self.common_dir / name
+        temporary = target.with_name(f"{name}.{os.getpid()}.tmp")
         try:
             temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, target)
