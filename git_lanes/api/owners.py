@@ -46,6 +46,7 @@ OWNERS = {
     "_entry_row": "oplog",
     "_events": "runs",
     "_find_operation": "oplog",
+    "_finish_undos": "oplog",
     "_follow": "pipeline",
     "_followers_supervisor": "supervise",
     "_human": "promotion",
