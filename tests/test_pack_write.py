@@ -389,6 +389,37 @@ def test_an_append_rolls_packs_up_in_the_background_one_roll_up_at_a_time(repo):
     fsck_clean(repo)
 
 
+def test_a_roll_up_lock_whose_process_is_gone_is_taken_over_at_once(repo):
+    """A writer killed between taking the roll-up's lock and starting git (or a roll-up killed with its
+    shell) left a lock that stopped every roll-up for an hour, while small packs piled up toward git's full
+    repack. As git's `gc.pid`, the lock names its process and host: gone on this host, it is taken over; a
+    live one, or one on another host, is waited for as before."""
+    import time
+
+    from git_lanes.store.pack_write import _host
+
+    objects_dir = str(repo / ".git" / "objects")
+    lock = repo / ".git" / "lanes-roll-up.lock"
+    for n in range(ROLL_UP_AT + 1):
+        write_pack(objects_dir, _objects(3, f"pack {n}"), durable=False, shared=0)
+    store = open_store(repo)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    host = _host().decode()
+    for holder in (f"{os.getpid()} {host}", f"{gone} elsewhere-{host}"):  # alive here; unknowable there
+        lock.write_text(holder + "\n")
+        store.upkeep(gc=False)
+        time.sleep(0.5)
+        assert len(_packs(repo)) == ROLL_UP_AT + 1 and lock.read_text() == holder + "\n", holder
+    lock.write_text(f"{gone} {host}\n")  # its process is gone: nothing runs git
+    store.upkeep(gc=False)
+    deadline = time.monotonic() + 60
+    while (lock.exists() or len(_packs(repo)) > 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not lock.exists() and len(_packs(repo)) <= 2
+    fsck_clean(repo)
+
+
 def test_a_held_open_process_reads_and_appends_on_across_a_roll_up_under_it(repo):
     """libgit2 in a held-open process had the small packs open when git merged and removed them: what it
     reads next (old records, a new checkpoint's) comes from the merged pack or the new ones."""

@@ -276,10 +276,14 @@ def roll_up(root: str, lock: str, *, background: bool = True) -> None:
     small packs hold, not what the repository holds, and a large pack is left as it is. Without it `git gc
     --auto` would repack everything into one pack once there are more than `gc.autoPackLimit` (50).
 
-    One at a time: `lock` is made exclusively and removed when git is done (one older than an hour was left
-    by a killed roll-up and is taken over). In the background by default, as `git gc --auto` detaches: the
-    appender that found it due waits for a shell to start git (~3 ms), not for the repack (50-200 ms)."""
-    if not _take(lock):
+    One at a time: `lock` is made exclusively and removed when git is done. As git's `gc.pid`, it names the
+    process that holds it and its host: one whose process is gone on this host was left by a killed roll-up
+    (or a writer killed before it started git) and is taken over at once; one from elsewhere, or from an
+    older git-lanes that named no one, after an hour. In the background by default, as `git gc --auto`
+    detaches: the appender that found it due waits for a shell to start git (~3 ms), not for the repack
+    (50-200 ms)."""
+    host = _host().decode("utf-8", "replace")
+    if not _take(lock, host):
         return
     command = ["git", "-C", root, "repack", "-d", "-l", "--geometric=2", "--quiet"]
     import subprocess  # only here: most appends never roll up, and subprocess costs ~3 ms to load
@@ -290,31 +294,56 @@ def roll_up(root: str, lock: str, *, background: bool = True) -> None:
         finally:
             _let_go(lock)
         return
-    # The subshell outlives the shell that starts it, so it is nobody's child to wait for
-    detached = '("$@"; rm -f "$0") </dev/null >/dev/null 2>&1 &'
+    # The inner shell outlives the shell that starts it, so it is nobody's child to wait for; it names itself
+    # in the lock before it runs git, so the lock is stale exactly when that shell is gone.
+    detached = '"$@" </dev/null >/dev/null 2>&1 &'
+    owned = 'echo "$$ $1" >"$0"; shift; "$@"; rm -f "$0"'
     try:
-        subprocess.run(["sh", "-c", detached, lock, *command], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, timeout=60)
+        subprocess.run(["sh", "-c", detached, "sh", "sh", "-c", owned, lock, host, *command],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       start_new_session=True, timeout=60)
     except BaseException:
         _let_go(lock)
         raise
 
 
-def _take(lock: str) -> bool:
+def _take(lock: str, host: str) -> bool:
     for _ in range(2):
         try:
-            os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644))
-            return True
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
         except FileExistsError:
             try:
-                if time.time() - os.stat(lock).st_mtime < ROLL_UP_STALE_SECONDS:
+                if not _abandoned(lock, host):
                     return False  # a roll-up is running
                 os.unlink(lock)
             except FileNotFoundError:
                 pass  # it just finished: try again
+            continue
         except OSError:  # a repository we may not write to: nothing to roll up with
             return False
+        try:
+            os.write(fd, f"{os.getpid()} {host}\n".encode())
+        finally:
+            os.close(fd)
+        return True
     return False
+
+
+def _abandoned(lock: str, host: str) -> bool:
+    """Whether the roll-up that made `lock` is gone: its process, named in it, no longer runs on this host
+    (git's test for `gc.pid`), or, where that cannot be told, it was made over an hour ago."""
+    with open(lock, "rb") as handle:
+        owner = handle.read(512).split(None, 1)
+    if len(owner) == 2 and owner[0].isdigit() and owner[1].strip().decode("utf-8", "replace") == host:
+        try:
+            os.kill(int(owner[0]), 0)
+        except ProcessLookupError:
+            return True
+        except (PermissionError, OverflowError):
+            pass  # another user's process runs under that number
+        else:
+            return False
+    return time.time() - os.stat(lock).st_mtime >= ROLL_UP_STALE_SECONDS
 
 
 def _let_go(lock: str) -> None:
