@@ -7,7 +7,6 @@ import json
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import anyio
@@ -15,6 +14,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_helpers import call
+
+from git_lanes.model.config import tomllib  # tomli before Python 3.11, which pyproject.toml allows
 
 CONTRIB = Path(__file__).resolve().parent.parent / "contrib" / "mcp"
 

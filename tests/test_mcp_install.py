@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 
 import anyio
 import pytest
@@ -14,6 +13,8 @@ from conftest import run_cli
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_helpers import call
+
+from git_lanes.model.config import tomllib  # tomli before Python 3.11, which pyproject.toml allows
 
 MCP_FILES = {"claude": ".mcp.json", "codex": ".codex/config.toml", "gemini": ".gemini/settings.json"}
 OTHER_SERVER = {"command": "npx", "args": ["-y", "some-server"]}

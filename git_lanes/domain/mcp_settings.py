@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from git_lanes.domain import hook_settings
 from git_lanes.errors import UserError
+from git_lanes.model.config import tomllib  # tomli before Python 3.11, which pyproject.toml allows
 
 SERVER = "lanes"
 # How a server entry of ours starts: git-lanes (however it was invoked) with `mcp` as its last argument.
