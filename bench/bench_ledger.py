@@ -271,19 +271,17 @@ def throughput(scratch: Path, ops: int) -> dict:
     tasks = make_tasks(api, pairs, "single")
     single = {"ledger": ledger_ops(str(api.root), "agent-0", tasks),
               "file system floor": floor_ops(str(api.root), 2 * pairs)}
+    for wal in (True, False):
+        db = scratch / f"single-{wal}.db"
+        new_sqlite(db, wal)
+        sqlite_tasks(db, tasks)
+        single["sqlite-wal" if wal else "sqlite-default"] = sqlite_ops(str(db), "agent-0", tasks, wal)
     many = {}
     api = new_repo(scratch, "many")
     per = pairs // PROCESSES
     sets = [make_tasks(api, per, f"p{n}") for n in range(PROCESSES)]
     wall, cpu, held, held_cpu = concurrent("ledger", api.root, sets, scratch)
     many["ledger"] = wall, cpu
-    # SQLite after every ledger run, never between two: its default journal makes and deletes a file per
-    # transaction, and on ext4 without a journal each of those slows the creates after it (`create_cost`)
-    for wal in (True, False):
-        db = scratch / f"single-{wal}.db"
-        new_sqlite(db, wal)
-        sqlite_tasks(db, tasks)
-        single["sqlite-wal" if wal else "sqlite-default"] = sqlite_ops(str(db), "agent-0", tasks, wal)
     for kind in ("sqlite-wal", "sqlite-default"):
         db = scratch / f"many-{kind}.db"
         new_sqlite(db, kind == "sqlite-wal")
