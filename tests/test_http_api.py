@@ -134,6 +134,23 @@ def test_accept_moves_the_lane_and_a_moved_lane_is_409(server, api, repo, seeded
     assert (moved.status, moved.json["error"]) == (409, "stale_proposal")
 
 
+def test_proposals_are_accepted_and_rejected_under_proposals(server, api, repo, seeded):
+    """The API offers `proposals (accept, reject)`: next to GET /proposals, each pending one is decided at
+    /proposals/{id}/accept and /proposals/{id}/reject, with the records and errors of /transitions/{id}/…."""
+    assert [p["id"] for p in server.get("/api/v1/proposals").json] == [seeded["transition"]]
+    accepted = server.post(f"/api/v1/proposals/{seeded['transition'][:8]}/accept")
+    assert accepted.status == 200 and accepted.json["status"] == "accepted", accepted.json
+    assert api.lane_show("feat")["head"] == accepted.json["to"]
+    again = server.post(f"/api/v1/proposals/{seeded['transition']}/reject", {"reason": "late"})
+    assert (again.status, again.json["error"]) == (400, "already_decided")
+    (workspace(repo, "feat") / "g.txt").write_text("g\n")
+    second = api.commit("Add g", "coder-1", lane="feat")
+    assert server.post(f"/api/v1/proposals/{second['id']}/reject", {"reason": "no"}, token=None).status == 401
+    rejected = server.post(f"/api/v1/proposals/{second['id']}/reject", {"reason": "not now"})
+    assert (rejected.status, rejected.json["status"], rejected.json["reason"]) == (200, "rejected", "not now")
+    assert server.get("/api/v1/proposals").json == []
+
+
 def test_cookie_from_the_token_link_and_the_same_origin_rule(server):
     assert server.get("/?token=wrong").status == 401
     link = server.get(f"/?token={server.token}")

@@ -179,6 +179,11 @@ ROUTES: tuple[Route, ...] = (
           "accept", lambda m, p: m(p["id"]), "transitions"),
     Route("POST", "/transitions/{id}/reject", "Reject a proposal (kept as signal)",
           "reject", lambda m, p: m(p["id"], p.get("reason")), "transitions", body=(S("reason"),)),
+    # The same two decisions under the pending proposals' own collection, where a client listing them looks.
+    Route("POST", "/proposals/{id}/accept", "Accept a proposal: run the gates, then move its lane",
+          "accept", lambda m, p: m(p["id"]), "transitions"),
+    Route("POST", "/proposals/{id}/reject", "Reject a proposal (kept as signal)",
+          "reject", lambda m, p: m(p["id"], p.get("reason")), "transitions", body=(S("reason"),)),
     Route("POST", "/transitions/{id}/evaluate", "Re-run the gates on a pending proposal",
           "evaluate", lambda m, p: m(p["id"]), "transitions"),
     Route("POST", "/promote", "Promote a lane into another (the trunk by default); dry_run only plans",
