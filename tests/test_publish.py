@@ -20,7 +20,7 @@ from git_lanes.api import Lanes
 from git_lanes.errors import Conflict
 
 PR_SCRIPT = """
-import json, os, pathlib, sys, time
+import json, os, pathlib, signal, sys, time
 spool = pathlib.Path(sys.argv[1])
 calls = spool / "calls.jsonl"
 with calls.open("a") as out:
@@ -33,7 +33,9 @@ if (spool / "block").exists():
             break
         time.sleep(0.01)
 print("Creating pull request for", sys.argv[2], "into", sys.argv[3])
-print(f"https://forge.example/acme/project/pull/{number}")
+print(f"https://forge.example/acme/project/pull/{number}", flush=True)
+if (spool / "kill-publisher").exists():  # the forge opened it; the publisher dies before recording it
+    os.kill(os.getppid(), signal.SIGKILL)
 """
 
 
@@ -174,6 +176,9 @@ def test_a_dead_publishers_lock_lapses(project):
     status = api.publish_status()
     assert status["published"] == [] and status["ready"][0]["lock"]["lapsed"] is True  # the kill left it
     again = run_cli("publish", ticket[:6], "--json", cwd=machine)
+    # not held by the dead publisher's lock; stopped by its PR command, which may still open a pull request
+    assert again.code == 3 and again.json["error"] == "publish_interrupted", again.err
+    again = run_cli("publish", ticket[:6], "--pr", "new", "--json", cwd=machine)
     assert again.code == 0, again.err
     assert again.json["status"] == "pr_opened"
     (spool / "release").write_text("")  # the killed publisher's command, still waiting, may finish now
@@ -375,3 +380,58 @@ def test_the_way_on_from_a_branch_someone_pushed_to_brings_their_commits_in_and_
     head = git("rev-parse", f"refs/heads/{branch}", cwd=server.path("project")).strip()
     assert git("merge-base", "--is-ancestor", theirs, head, cwd=server.path("project"), check=False) == ""
     assert git("show", f"{head}:review.txt", cwd=server.path("project")) == "a reviewer's fix\n"
+
+
+def test_a_publisher_killed_after_its_pull_request_opened_does_not_open_a_second(project):
+    """SIGKILL after the PR command opened the pull request, before the ledger recorded it: every rerun ran
+    the command again, and a real forge refuses a second pull request for one branch for good. The rerun
+    now refuses (exit 3) saying a pull request may be open, `--pr URL` records the one the forge has, and
+    `--pr new` (here through the MCP face) runs the command again."""
+    import anyio
+    from mcp_helpers import call, fails, mcp_session
+
+    api, machine, spool, server, url = project
+    ticket, _ = integrated_ticket(api)
+    branch = f"lanes/ticket/{ticket[:8]}"
+    (spool / "kill-publisher").write_text("")
+    doomed = publisher(machine, ticket[:6])
+    out, err = doomed.communicate(timeout=120)
+    assert doomed.returncode == -signal.SIGKILL, (out, err)  # killed by its own PR command, after it ran
+    (spool / "kill-publisher").unlink()
+
+    def calls() -> list:
+        return [json.loads(line) for line in (spool / "calls.jsonl").read_text().splitlines()]
+
+    assert calls() == [[branch, "main"]] and api.ticket_show(ticket)["status"] == "ready"
+    again = run_cli("publish", ticket[:6], "--json", cwd=machine)
+    assert again.code == 3 and again.json["error"] == "publish_interrupted", again.err
+    assert f"git lanes publish {ticket[:8]} --pr URL" in again.json["hint"] and "Traceback" not in again.err
+    assert calls() == [[branch, "main"]]  # no second pull request
+    bad = run_cli("publish", ticket[:6], "--pr", "pull 1", cwd=machine)
+    assert bad.code == 1 and len(bad.err.strip().splitlines()) <= 2 and "Traceback" not in bad.err, bad.err
+
+    recorded = run_cli("publish", ticket[:6], "--pr", "https://forge.example/acme/project/pull/1", "--json",
+                       cwd=machine)
+    assert recorded.code == 0, recorded.err
+    assert (recorded.json["status"], recorded.json["url"]) == ("pr_opened", "https://forge.example/acme/project/pull/1")
+    assert calls() == [[branch, "main"]]
+    assert run_cli("publish", ticket[:6], "--json", cwd=machine).json["status"] == "unchanged"
+
+    # once more, killed again on a new branch; a person finds no pull request there: `new` runs it again
+    (spool / "kill-publisher").write_text("")
+    doomed = subprocess.Popen([sys.executable, "-m", "git_lanes", "publish", ticket[:6], "--branch", "review/x"],
+                              cwd=machine, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    doomed.communicate(timeout=120)
+    assert doomed.returncode == -signal.SIGKILL
+    (spool / "kill-publisher").unlink()
+
+    async def scenario():
+        async with mcp_session(machine, "--agent", "pub-1", "--toolsets", "publisher") as face:
+            refused = await fails(face, "publish_ticket", ticket_id=ticket[:6], branch="review/x")
+            assert refused["code"] == "conflict" and refused["reason"] == "publish_interrupted"
+            return await call(face, "publish_ticket", ticket_id=ticket[:6], branch="review/x", pr="new")
+
+    published = anyio.run(scenario)
+    assert (published["status"], published["url"]) == ("pr_opened", "https://forge.example/acme/project/pull/3")
+    assert calls() == [[branch, "main"], ["review/x", "main"], ["review/x", "main"]]
+    assert api.publish_status()["published"][0]["publication"]["url"] == published["url"]

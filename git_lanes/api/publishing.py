@@ -78,14 +78,20 @@ class PublishingApi:
 
     # -- publishing ------------------------------------------------------------------------------------
     def publish(self, ticket: str, *, remote: str | None = None, branch: str | None = None,
-                base: str | None = None, actor: str | None = None) -> dict[str, Any]:
+                base: str | None = None, actor: str | None = None, pr: str | None = None) -> dict[str, Any]:
         """Push `ticket`'s integration lane to `remote` as `branch` (default lanes/ticket/<short-id>) with a
         fast-forward-only push, then run `[publish] pr_command` (`update_command` on a re-publish of the same
-        branch) and record the pull request with a `pr_opened` (`pr_updated`) post. Refused for a ticket whose tasks are not all
-        done; exit 3 when another publisher holds the ticket or the remote branch has commits the lane lacks."""
+        branch) and record the pull request with a `pr_opened` (`pr_updated`) post. Refused for a ticket whose
+        tasks are not all done; exit 3 when another publisher holds the ticket or the remote branch has commits
+        the lane lacks. The command runs only after a `publish.intent` says it will: a publish that stopped
+        after running it without recording its pull request refuses the next one (exit 3), since the forge
+        may have opened it already. `pr` settles that: the pull request's address records it without running
+        the command, `new` runs the command again."""
         from git_lanes.domain import integration, lanes, publishing, tickets
         from git_lanes.store import remote as transport
 
+        if pr is not None:
+            pr = publishing.validate_pr(pr)
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
         record = tickets.view(state, tickets.get_ticket(state, ticket_id))
@@ -109,29 +115,42 @@ class PublishingApi:
             raise Refused(f"ticket {ticket_id[:8]} has no integration lane {lane}: none of its tasks integrated",
                           code="nothing_integrated", hint="finish its tasks with `git lanes task done`") from None
         publishing.require_base(self.ctx, remote, base)
-        lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)
+        lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)  # a live publisher: exit 3 first
         try:
+            pending = publishing.pending_intent(self._state(), ticket_id)
+            if pending is not None and pr is None:
+                raise publishing.interrupted(pending)  # before anything is pushed
             pushed = self._push(remote, branch, head, lane)
             values = {"branch": branch, "base": base, "remote": remote, "ticket": ticket_id,
                       "title": record["title"]}
-            if not pushed and (previous.get("head"), previous.get("branch"), previous.get("base")) == \
-                    (head, branch, base):
+            if not pushed and pr is None and (previous.get("head"), previous.get("branch"), previous.get("base")) \
+                    == (head, branch, base):
                 return {"ticket": ticket_id, "status": "unchanged", "branch": branch, "base": base,
                         "remote": remote, "head": head, "url": previous.get("url"), "pushed": False,
                         "command": None, "post": None}
             update = publishing.updates(previous, remote, branch)
-            command = settings.update_command if update else settings.pr_command
-            ran = self._run_pr_command(command, values, settings.timeout) if command else None
-            found = publishing.url_in(ran.output_tail) if ran else None
+            command = None if pr not in (None, publishing.NEW_PR) else \
+                settings.update_command if update else settings.pr_command
+            token = None
+            if command:
+                token = random_hex(8)
+                self._append("publish.intent", self._actor(actor), {
+                    "ticket": ticket_id, "token": token, "remote": remote, "branch": branch, "base": base,
+                    "head": head, "update": update, "host": socket.gethostname(), "pid": os.getpid(),
+                    "replaces": pending["token"] if pending is not None else None})
+            ran = self._run_pr_command(command, values, settings.timeout, ticket_id, token, actor) \
+                if command and token else None
+            found = publishing.url_in(ran.output_tail) if ran else pr if pr != publishing.NEW_PR else None
             result = self._append("ticket.publish", self._actor(actor), {
-                "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found})
+                "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found,
+                "token": token})
         finally:
             self._let_go(ticket_id, lock["token"], actor)
         return {"ticket": ticket_id, "status": result["kind"], "branch": branch, "base": base, "remote": remote,
                 "head": head, "url": result["url"], "pushed": pushed, "post": result["post"],
                 "command": {"argv": publishing.command_line(command, values), "exit_code": ran.exit_code,
                             "output": ran.output_tail} if command and ran else None,
-                **({} if command else {"hint": publishing.compare_hint(url, branch, base)})}
+                **({} if command or found else {"hint": publishing.compare_hint(url, branch, base)})}
 
     def _push(self, remote: str, branch: str, head: str, lane: str) -> bool:
         """Fast-forward the remote's `branch` to `head`, or refuse. The lease alone would force, so the
@@ -168,8 +187,8 @@ class PublishingApi:
                         hint=f"publishing only fast-forwards {branch}; someone pushed to it: bring their commits "
                              "into the integration lane, or publish under another --branch")
 
-    def _run_pr_command(self, command: tuple[str, ...], values: dict[str, str],
-                        timeout: float) -> scratch.CommandResult:
+    def _run_pr_command(self, command: tuple[str, ...], values: dict[str, str], timeout: float, ticket_id: str,
+                        token: str, actor: str | None) -> scratch.CommandResult:
         from git_lanes.domain import publishing
         from git_lanes.store import scratch
 
@@ -178,12 +197,17 @@ class PublishingApi:
                                   {"GIT_LANES_TICKET": values["ticket"], "GIT_LANES_BRANCH": values["branch"],
                                    "GIT_LANES_BASE": values["base"]})
         if ran.exit_code != 0:
+            # It said it failed: it opened nothing, and the next publish may run it again. (One that did not
+            # finish in time may have, so its intent stays and the next publish asks.)
+            if not ran.timed_out:
+                self._append("publish.failed", self._actor(actor), {"ticket": ticket_id, "token": token})
             tail = "\n".join("  " + line for line in ran.output_tail.strip().splitlines()[-5:])
             status = f"exit {ran.exit_code}" if ran.exit_code is not None else "it did not finish"
             raise UserError(f"the pull request command failed ({status}): {' '.join(argv)}"
                             + (f"\n{tail}" if tail else ""), code="pr_command_failed",
                             hint=f"{values['branch']} is pushed; fix [publish] in .lanes.toml on the trunk (or "
-                                 "the tool's login), then publish again")
+                                 "the tool's login), then publish again; if the forge has a pull request from it "
+                                 f"already, record it with `git lanes publish {ticket_id[:8]} --pr URL`")
         return ran
 
     # -- status and sync -------------------------------------------------------------------------------

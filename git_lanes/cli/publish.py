@@ -46,11 +46,13 @@ remote_option = click.option("--remote", metavar="REMOTE",
 @remote_option
 @click.option("--branch", metavar="NAME", help="The branch to push (default: lanes/ticket/<short-id>).")
 @click.option("--base", metavar="BRANCH", help="The branch the pull request merges into (default: the trunk).")
+@click.option("--pr", metavar="URL|new", help="The pull request a publish that stopped opened: recorded as the "
+                                               "ticket's, the PR command not run; `new`: none was, run it again.")
 @agent_option(required=False, help_text="Who publishes (default: your git user name).")
 @json_option
 @click.pass_context
-def publish(ctx: click.Context, remote: str | None, branch: str | None, base: str | None, agent: str | None,
-            as_json: bool) -> None:
+def publish(ctx: click.Context, remote: str | None, branch: str | None, base: str | None, pr: str | None,
+            agent: str | None, as_json: bool) -> None:
     """Publish a ticket's integration lane for review: `git lanes publish TICKET [--remote origin]
     [--branch NAME] [--base main]`.
 
@@ -60,13 +62,17 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
     (pr_updated on a re-publish of the same branch, which runs `update_command` if set; another --branch opens
     a pull request of its own). With no command it prints where to open the pull request. A ticket's
     publishers take turns under a lock in the ledger (TTL `[publish] lock_ttl`, default 300 s): a second one
-    exits 3 naming the holder; the lock of a holder that died lapses.
+    exits 3 naming the holder; the lock of a holder that died lapses. The command runs only after the
+    ledger says it will: a publish that stopped after running it, before recording the pull request, makes
+    the next one exit 3 rather than open a second; `--pr URL` records the one the forge has, `--pr new`
+    runs the command again.
     `publish sync` closes tickets whose branch reached the base, merged any way (squash included).
 
     \b
     Example:
       git lanes publish 91c0
       git lanes publish 91c0 --remote origin --branch feature/login --base main
+      git lanes publish 91c0 --pr https://github.com/acme/app/pull/42
       git lanes publish status
       git lanes publish sync
     """
@@ -96,8 +102,8 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
             lines.append(r["hint"])
         return "\n".join(lines)
 
-    run(lambda: open_api().publish(ticket_id, remote=remote, branch=branch, base=base, actor=agent), as_json,
-        render)
+    run(lambda: open_api().publish(ticket_id, remote=remote, branch=branch, base=base, actor=agent, pr=pr),
+        as_json, render)
 
 
 @publish.command()

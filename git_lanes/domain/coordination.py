@@ -79,6 +79,8 @@ HANDLERS: dict[str, Handler] = {
     "publish.lock": publishing.lock,
     "gc.prune": upkeep.prune,
     "publish.unlock": publishing.unlock,
+    "publish.intent": publishing.intend,
+    "publish.failed": publishing.failed,
     "claim.add": claims.claim_add,
     "claim.release": claims.claim_release,
     "dirty.publish": claims.dirty_publish,
@@ -130,6 +132,9 @@ SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "publish.lock": lambda op, r: f"lock ticket {_short(r.get('ticket'))} for publishing by {r.get('holder')}",
     "publish.unlock": lambda op, r: f"unlock ticket {_short(r.get('ticket'))}"
                                     + ("" if r.get("released") else " (not held)"),
+    "publish.intent": lambda op, r: f"about to {'update' if op.args.get('update') else 'open'} the pull request "
+                                    f"of ticket {_short(r.get('ticket'))} from {r.get('branch')}",
+    "publish.failed": lambda op, r: f"the pull request command of ticket {_short(r.get('ticket'))} failed",
     "claim.add": lambda op, r: f"claim {' '.join(r.get('added') or []) or 'nothing new'} for {r.get('agent')}",
     "claim.release": lambda op, r: f"release {' '.join(r.get('released') or []) or 'nothing'} for {r.get('agent')}",
     "dirty.publish": lambda op, r: f"dirty set of {r.get('agent')}: {len(r.get('files') or [])} files",

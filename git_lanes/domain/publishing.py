@@ -36,6 +36,7 @@ DEFAULT_TTL = 300.0
 MAX_TTL = 24 * 3600.0
 DEFAULT_TIMEOUT = 300.0
 POST_KINDS = ("pr_opened", "pr_updated", "pr_merged")
+NEW_PR = "new"
 MERGE_CHECKS = ("ancestry", "tree", "patch_id")
 _KEYS = {"pr_command", "update_command", "timeout", "lock_ttl"}
 _URL = re.compile(r"https?://[^\s<>\"']+")
@@ -219,6 +220,79 @@ def unlock(tx: Tx, op: Op) -> dict:
     return {"ticket": ticket_id, "released": record is not None}
 
 
+def intent_path(ticket_id: str) -> str:
+    return f"publish/intents/{ticket_id}.json"
+
+
+def pending_intent(state: Reader, ticket_id: str) -> dict | None:
+    """The publish that announced it would run the pull request command and has not said how that went."""
+    return state.get(intent_path(ticket_id))
+
+
+def validate_pr(value: str) -> str:
+    """`--pr`: the address of a pull request already open (recorded, the command not run), or `new`."""
+    if value == NEW_PR or (_URL.fullmatch(value) and len(value) <= 2000):
+        return value
+    raise UserError(f"--pr takes the pull request's address (https://...) or `{NEW_PR}`, not {value!r}",
+                    code="invalid_pr", hint="give the address the forge shows for the pull request")
+
+
+def interrupted(record: dict) -> Conflict:
+    """The refusal to run the pull request command while another publish may have opened the pull request
+    already: a forge refuses a second one for the same branch for good, so a person says which it is."""
+    ticket, branch = record["ticket"], record["branch"]
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record["time"]))
+    where = f"process {record.get('pid')} on {record.get('host')}"
+    return Conflict(f"ticket {ticket[:8]}: {record['by']} ({where}) ran the pull request command for {branch} "
+                    f"on {record['remote']} at {since} and has not recorded a pull request: it is still at it, or "
+                    "it stopped after the command may have opened one", code="publish_interrupted",
+                    details={"ticket": ticket, "branch": branch, "remote": record["remote"], "by": record["by"],
+                             "time": record["time"], "host": record.get("host"), "pid": record.get("pid")},
+                    hint=f"look for a pull request from {branch} on the forge: if there is one, record it with "
+                         f"`git lanes publish {ticket[:8]} --pr URL`; if there is none, `git lanes publish "
+                         f"{ticket[:8]} --pr {NEW_PR}` runs the command again")
+
+
+def intend(tx: Tx, op: Op) -> dict:
+    """`publish.intent`: a publisher is about to run the pull request command for `branch` on `remote`.
+    Written before the command runs, so a publish killed after the forge opened the pull request and before
+    `ticket.publish` recorded it leaves this behind, and no later publish opens a second one blindly: one
+    announced and not settled (by `ticket.publish` or `publish.failed`) refuses another unless it names it as
+    the one it `replaces` (a person said none was opened). Replayed by sync on another machine's ledger, it
+    also refuses a pull request the other machine opened for the branch meanwhile (`already_published`)."""
+    ticket = tickets.get_ticket(tx, op.args.get("ticket"))
+    token = op.args.get("token")
+    if not isinstance(token, str) or not token:
+        raise UserError("a publish intent needs a token", code="invalid_intent")
+    remote, branch = op.args.get("remote"), op.args.get("branch")
+    pending = pending_intent(tx, ticket["id"])
+    if pending is not None and pending["token"] not in (token, op.args.get("replaces")):
+        raise interrupted(pending)
+    previous = ticket.get("publication") or {}
+    if not op.args.get("update") and updates(previous, remote, branch):
+        raise Conflict(f"ticket {ticket['id'][:8]}: {previous.get('by')} opened the pull request from {branch} "
+                       "already" + (f": {previous['url']}" if previous.get("url") else ""),
+                       code="already_published", details={"ticket": ticket["id"], "publication": previous},
+                       hint=f"`git lanes publish {ticket['id'][:8]}` updates it")
+    record = {"ticket": ticket["id"], "token": token, "remote": remote, "branch": branch,
+              "base": op.args.get("base"), "head": op.args.get("head"), "update": bool(op.args.get("update")),
+              "by": op.actor, "time": op.time, "host": op.args.get("host"), "pid": op.args.get("pid")}
+    tx.put(intent_path(ticket["id"]), record)
+    return {"ticket": ticket["id"], "token": token, "branch": branch, "replaced": pending["token"]
+            if pending is not None and pending["token"] != token else None}
+
+
+def failed(tx: Tx, op: Op) -> dict:
+    """`publish.failed`: the pull request command announced under `token` failed (or never ran), so it
+    opened nothing and the next publish may run it again."""
+    ticket_id = op.args.get("ticket")
+    record = tx.get(intent_path(ticket_id)) if isinstance(ticket_id, str) else None
+    settled = record is not None and record["token"] == op.args.get("token")
+    if settled:
+        tx.delete(intent_path(str(ticket_id)))
+    return {"ticket": ticket_id, "settled": settled}
+
+
 def updates(previous: dict, remote: str | None, branch: str | None) -> bool:
     """Whether publishing `branch` to `remote` updates the pull request the ticket's `previous` publication
     opened. A pull request belongs to its branch: another branch, or another remote, opens one of its own
@@ -242,6 +316,10 @@ def publish(tx: Tx, op: Op) -> dict:
                        by=op.actor, times=int(previous.get("times", 0)) + 1)
     ticket.update(status="published", publication=publication)
     tx.put(tickets.ticket_path(ticket["id"]), ticket)
+    pending = pending_intent(tx, ticket["id"])
+    if pending is not None and (pending["token"] == op.args.get("token") or
+                                (pending["remote"], pending["branch"]) == (publication["remote"], publication["branch"])):
+        tx.delete(intent_path(ticket["id"]))  # the pull request it announced is the one recorded now
     verb = "updated" if update else "opened"
     text = (f"ticket {ticket['id'][:8]} \"{ticket['title']}\": pull request {verb} from {publication['branch']} "
             f"into {publication['base']} at {str(publication['head'])[:8]}" + (f": {url}" if url else ""))

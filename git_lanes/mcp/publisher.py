@@ -26,11 +26,18 @@ def tools(face: Binding) -> list[ToolSpec]:
                                                                        "lanes/ticket/<short-id>).")] = None,
                        base: Annotated[str | None, Field(description="The branch the pull request merges into "
                                                                      "(default: the trunk).")] = None,
+                       pr: Annotated[str | None, Field(description="After a publish that stopped before "
+                                                               "recording its pull request: that pull request's "
+                                                               "address, recorded without running the command; "
+                                                               "`new` when none was opened.")] = None,
                        agent_id: AgentId = None) -> dict:
         """Push a ready ticket's integration lane as a branch (fast-forward only) and open its pull request
         with the configured command (pr_opened; pr_updated on a re-publish of the same branch). Another
-        publisher at work on the ticket is `conflict` (reason publish_locked)."""
-        return face.api.publish(ticket_id, remote=remote, branch=branch, base=base, actor=face.actor(agent_id))
+        publisher at work on the ticket is `conflict` (reason publish_locked); one that stopped after running
+        the command without recording its pull request is `conflict` (reason publish_interrupted) until `pr`
+        says what the forge has."""
+        return face.api.publish(ticket_id, remote=remote, branch=branch, base=base, actor=face.actor(agent_id),
+                                pr=pr)
 
     def acquire_publish_lock(ticket_id: TicketId,
                              ttl: Annotated[float | None, Field(gt=0, le=86400, description="Seconds the lock "
