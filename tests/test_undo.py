@@ -157,6 +157,23 @@ def test_ledger_ops_are_undone_by_inverse_ops(api, repo):
     assert log[0].startswith("Test: undo op.undo") and log[1].startswith("Test: undo claim.add")
 
 
+def test_undo_after_a_budget_set_undoes_that_budget_not_an_older_operation(api, repo):
+    """`budget set` then `undo` undid the operation before it (the lane's creation, here), leaving a budget on
+    a lane that was gone: budget ops were neither listed nor undoable."""
+    assert run_cli("lane", "create", "feature", cwd=repo).code == 0
+    assert run_cli("budget", "set", "--lane", "feature", "--usd", "2", cwd=repo).code == 0
+    assert ops(repo)[0]["kind"] == "ledger" and ops(repo)[0]["type"] == "budget.set"
+    undone = undo(repo)
+    assert undone["records"] == ["the budget of lane feature"]
+    assert run_cli("budget", "show", "--json", cwd=repo).json == []
+    assert "feature" in [lane["name"] for lane in run_cli("lane", "list", "--json", cwd=repo).json]
+    undo(repo, undone["op"])  # undoing the undo sets it again
+    assert [b["usd"] for b in run_cli("budget", "show", "--json", cwd=repo).json] == [2.0]
+    assert run_cli("budget", "clear", "--lane", "feature", cwd=repo).code == 0
+    undo(repo)
+    assert [b["usd"] for b in run_cli("budget", "show", "--json", cwd=repo).json] == [2.0]
+
+
 def test_a_ledger_op_changed_since_cannot_be_undone(api, repo):
     created = run_cli("task", "create", "Session store", "--json", cwd=repo).json
     assert run_cli("task", "claim", created["task"][:8], "--agent", "coder", cwd=repo).code == 0

@@ -18,7 +18,7 @@ def op() -> None:
     Recorded in refs/lanes/oplog (local to this repository, like jj's op log): commit, accept, reject,
     promote, lane create/delete/reset, restore, pull, sync, undo, each with the refs it moved old -> new,
     the transition records it changed and the ledger ops it appended. Ledger ops made on their own that an
-    undo can reverse (claims, posts, tasks, tickets) are listed too, read from refs/lanes/ledger.
+    undo can reverse (claims, posts, tasks, tickets, budgets) are listed too, read from refs/lanes/ledger.
 
     \b
     Example:

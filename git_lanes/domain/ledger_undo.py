@@ -14,6 +14,7 @@ from typing import Any
 from git_lanes.domain import board, board_index, ports
 from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError
 from git_lanes.ledger import Op, Tx, last_change, make_op, read_op, state_at
+from git_lanes.model.budgets import decode_key
 from git_lanes.model.frozen import replace
 from git_lanes.store import Store
 
@@ -21,7 +22,8 @@ TYPE = "op.undo"
 # What an undo can act on; the rest (heartbeats, reads, wake-takes, registrations) is bookkeeping.
 UNDOABLE = frozenset({"claim.add", "claim.release", "board.post", "board.resolve", "board.answer", "task.create",
                       "task.dep_add", "task.claim", "task.done", "task.block", "task.resume", "ticket.open",
-                      "ticket.link", "plan.dispatch", "ports.reserve", "ports.release", TYPE})
+                      "ticket.link", "plan.dispatch", "ports.reserve", "ports.release", "budget.set", "budget.clear",
+                      TYPE})
 BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/")
 # An inverse op with this arg leaves the board's retraction list to the `board.retractions` op its undo
 # appends after all its inverse ops (`relisting`): the list is one record, so an undo of a sync that brought
@@ -45,6 +47,10 @@ def describe(path: str) -> str:
         return f"the ports of lane {name.replace('%2F', '/').replace('%25', '%')}"
     if path.startswith("plans/"):
         return f"plan {name[:8]}"
+    if path.startswith("budgets/"):
+        scope, _, key = path.removeprefix("budgets/").rpartition("/")
+        key = decode_key(key.removesuffix(".json"))
+        return f"the budget of {scope} {key if scope == 'lane' else key[:8]}"
     return path
 
 
@@ -53,7 +59,7 @@ def inverse(store: Store, commit: str, actor: str, time: float) -> Op:
     original = read_op(store, commit)
     if original.type not in UNDOABLE:
         raise Refused(f"ledger op {original.id[:8]} ({original.type}) cannot be undone", code="not_undoable",
-                      hint="only operations that change lanes, tasks, tickets, claims, posts or ports can")
+                      hint="only operations that change lanes, tasks, tickets, claims, posts, ports or budgets can")
     parents = store.commit_info(commit).parents
     before, after = state_at(store, parents[0] if parents else None), state_at(store, commit)
     changes = []
