@@ -152,3 +152,28 @@ def test_a_file_name_holding_control_characters_is_quoted_in_text_output_as_git_
     assert len(rows) == 4 and rows[-1] == " 3 files changed, 3 insertions(+)", stat
     width = max(len(shown) for shown in names.values())
     assert sorted(rows[:3]) == sorted(f" {shown:<{width}} | 1 +" for shown in names.values()), stat
+
+
+def _to_a_closed_pipe(*args: str, cwd) -> subprocess.CompletedProcess:
+    """Run git-lanes with its stdout a pipe whose reader is already gone (`git lanes … | head` after head
+    exited): its first write fails, deterministically, whatever the machine's speed."""
+    import os
+    import sys
+
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        return subprocess.run([sys.executable, "-m", "git_lanes", *args], cwd=cwd, stdout=writer,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(writer)
+
+
+def test_a_reader_that_goes_away_ends_the_demo_quietly_as_any_other_command(repo, tmp_path):
+    """`git lanes demo | head` (the README's first command, paged): the demo prints as it plays, so its
+    reader can go away mid-way. That is no bug of ours: it ends quietly with the code every other command
+    gets when its output is closed, not as an internal error (6) with a BrokenPipeError line."""
+    listing = _to_a_closed_pipe("lane", "list", cwd=repo)
+    demo = _to_a_closed_pipe("demo", "--directory", str(tmp_path / "demo"), cwd=tmp_path)
+    assert listing.returncode not in (0, 6) and listing.stderr == ""
+    assert (demo.returncode, demo.stderr) == (listing.returncode, "")

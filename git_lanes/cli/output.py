@@ -75,6 +75,18 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         sys.exit(found["exit_code"])
 
 
+def echo_as_it_goes(text: str) -> None:
+    """One line of a command that prints while it works (the demo's narration). A reader that went away
+    mid-way (`git lanes demo | head`) ends it as click ends every other command whose output is closed:
+    quietly, exit 1. Not a bug of ours, so not the internal error (6) that `run` would make of it."""
+    try:
+        click.echo(text)
+    except BrokenPipeError:
+        # What is still buffered goes nowhere, so the interpreter's last flush has nothing to fail on.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_USER)
+
+
 def warn_notices() -> None:
     """What the action went on past (a lost operation log head it started afresh), one line each on stderr
     in both modes: --json has no one field every command's record carries, and stdout stays the record."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import Command
-from git_lanes.cli.output import json_option, run, short
+from git_lanes.cli.output import echo_as_it_goes, json_option, run, short
 
 
 @click.command(cls=Command)
@@ -61,6 +61,6 @@ def demo(keep: bool, directory: str | None, as_json: bool) -> None:
     def action() -> dict:
         from git_lanes.demo import play
 
-        return play(directory=directory, keep=keep, narrate=None if as_json else click.echo)
+        return play(directory=directory, keep=keep, narrate=None if as_json else echo_as_it_goes)
 
     run(action, as_json, lambda r: f"\ndemo repository: {r['repository']}" if r.get("kept") else None)
