@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
-from conftest import git
+from conftest import git, run_cli
+from hook_helpers import set_policy
+from spawn_helpers import PATIENCE
 
 from git_lanes.api import Lanes
 
@@ -30,3 +34,25 @@ def test_gc_prunes_ended_runs_logs_and_keeps_active_ones(tmp_path: Path, repo: P
         [f"refs/lanes/runs/{active}"]
     assert git("for-each-ref", "--format=%(refname)", "refs/lanes/runs/", cwd=repo).split() == \
         [f"refs/lanes/runs/{active}"]
+
+
+def test_gc_removes_a_pruned_runs_agent_output_with_its_log(repo: Path):
+    """A spawned run keeps its agent's output under .git/lanes-runs/<run>/; gc pruned the run's log and left
+    that folder behind for good (nothing named it any more, and no later gc looked at it)."""
+    command = json.dumps([sys.executable, "-c", "print('agent output')"])
+    set_policy(repo, f"[agent.custom]\ncommand = {command}\n")
+    spawned = run_cli("spawn", "--prompt", "Say something", "--cli", "custom", "--wait", "--json", cwd=repo,
+                      timeout=PATIENCE)
+    assert spawned.code == 0, spawned.err
+    run = spawned.json["run"]
+    files = repo / ".git" / "lanes-runs" / run
+    assert "agent output" in (files / "agent.log").read_text()
+    kept = Lanes(repo).run_start("coder-2", goal="still going")["id"]
+    (repo / ".git" / "lanes-runs" / kept).mkdir(parents=True)
+    (repo / ".git" / "lanes-runs" / kept / "note.txt").write_text("mine\n")
+    dry = run_cli("gc", "--older-than", "0", "--dry-run", "--json", cwd=repo).json
+    assert [r["run"] for r in dry["removed"]["runs"]] == [run] and files.is_dir()
+    report = run_cli("gc", "--older-than", "0", "--json", cwd=repo).json
+    assert [r["run"] for r in report["removed"]["runs"]] == [run]
+    assert not files.exists()
+    assert (repo / ".git" / "lanes-runs" / kept / "note.txt").read_text() == "mine\n"

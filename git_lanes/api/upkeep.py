@@ -84,8 +84,10 @@ class UpkeepApi:
         """Delete each candidate ref still where gc saw it (one another writer moved since is left alone), and
         the transition records of the pruned states with them, in one transaction: a gc killed midway has
         removed states and their records together or not at all (records left behind would name states that
-        are gone, and no later gc would find them). Run logs go one by one (no records; their own lock)."""
+        are gone, and no later gc would find them). Run logs go one by one (no records; their own lock), each
+        with the run's local files (its agents' output)."""
         from git_lanes.domain import upkeep
+        from git_lanes.store.runlog import RunLog
 
         removed = found.to_dict()
         updates: list[RefUpdate] = []
@@ -105,6 +107,7 @@ class UpkeepApi:
                 continue
             ctx.store.update_refs([RefUpdate(entry["ref"], None, entry["oid"], "lanes: gc runs")]
                                   + _tracking_copies(ctx, entry["ref"], entry["oid"]))
+            RunLog(ctx.store.common_dir).remove_files(entry["run"])
             gone.append(entry)
         removed["runs"] = gone
         for entry in list(removed["workspaces"]):

@@ -51,6 +51,13 @@ class RunLog:
         """The run's folder of local files (its agents' output, its prompts), beside the repository's refs."""
         return self.common_dir / FILES_DIR / run
 
+    def remove_files(self, run: str) -> None:
+        """Delete the run's local files (its agents' output, its prompts), as gc does once it pruned the run's
+        log: nothing would name them any more."""
+        import shutil  # only gc removes them: the hook path does not load it
+
+        shutil.rmtree(self.files(run), ignore_errors=True)
+
     def runs(self) -> dict[str, str]:
         """run id -> head commit, for every run log here."""
         return {name[len(RUNS):]: oid for name, oid in ref_files.list_refs(self.common_dir, RUNS).items()}
