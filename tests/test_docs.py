@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from git_lanes.cli import cli
 from git_lanes.cli.manpage import generate, root_context, summaries, walk
-from git_lanes.model.config import tomllib  # tomli before Python 3.11, as pyproject.toml allows 3.10
+from git_lanes.model.config import tomllib  # tomli: TOML 1.1, as git-lanes reads it
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN_PAGE = ROOT / "man" / "git-lanes.1"

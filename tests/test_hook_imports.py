@@ -62,10 +62,10 @@ def test_the_shell_parser_loads_only_for_shell_lines(repo):
 def test_the_hook_path_leaves_out_what_a_call_does_not_need(repo):
     """Loaded by earlier versions on every call: threading (for the deadline's timer), hashlib (OpenSSL, for
     one SHA-1), importlib.resources (tree-sitter-bash's queries, never used), typing (annotations only) and
-    tomllib (the policy is parsed once per version of it, then read as JSON)."""
+    tomli (the policy is parsed once per version of it, then read as JSON)."""
     ws = lane(repo)
     set_policy(repo, '[commands]\ndeny = ["curl *"]\n')
     first = imported(["hook", "claude", "PreToolUse"], bash(ws, "ls", "t1"), ws)
-    assert "tomllib" in first  # the probe sees it where the policy is parsed
+    assert {"tomli", "tomllib"} & first  # the probe sees the parser where the policy is parsed
     later = imported(["hook", "claude", "PreToolUse"], bash(ws, "git status | head", "t2"), ws)
-    assert {"threading", "hashlib", "importlib.resources", "typing", "tomllib"} & later == set()
+    assert {"threading", "hashlib", "importlib.resources", "typing", "tomllib", "tomli"} & later == set()

@@ -162,3 +162,34 @@ def test_an_explicit_run_is_joined_through_git_lanes_run(ws):
     assert shown["agent"] == "coder-1" and shown["lane"] == "feature" and shown["calls"] == 1
     verdict, reason = decision(hook("claude", "PreToolUse", bash(ws, "ls"), env={"GIT_LANES_RUN": "abcdef12"}))
     assert verdict == "deny" and "no run matches" in reason
+
+
+# The policy exactly as issue 10 and the README write it: the weights' inline table spans two lines (TOML 1.1).
+ISSUE_POLICY = '''[budget]                       # weighted step budget per phase
+weights = { Agent = 5.0, Task = 5.0, MultiEdit = 2.5, Write = 2.0, Edit = 1.5, NotebookEdit = 1.5,
+            Bash = 1.0, Read = 0.25, Glob = 0.1, Grep = 0.1 }
+default_weight = 1.0
+phases = { plan = 15, execute = 40, verify = 15, ship = 8 }
+[commands]                     # shell policy; deny wins over allow; no allow list = all but deny
+allow = ["git status", "git diff *", "python -m pytest *", "ls *"]
+deny = ["rm -rf *", "git push --force *", "curl *"]
+[phases]
+read_only = ["plan"]           # no writes to project files in these phases
+[spend]
+usd_per_run = 5.0
+usd_per_day = 25.0
+[claims]
+foreign_writes = "warn"        # or "deny": a write to a path another agent has claimed
+'''
+
+
+def test_the_policy_as_the_issue_writes_it_holds(repo, ws):
+    """An inline table over several lines is TOML 1.1, which the standard library's tomllib refuses before
+    Python 3.15: the documented policy then denied every call as unreadable. It reads, and holds."""
+    set_policy(repo, ISSUE_POLICY)
+    assert decision(hook("claude", "PreToolUse", bash(ws, "git status", "t1"))) == ("allow", None)
+    verdict, reason = decision(hook("claude", "PreToolUse", bash(ws, "echo hi", "t2")))
+    assert verdict == "deny" and "`echo hi`" in reason and "could not be evaluated" not in reason, reason
+    assert run_cli("run", "show", run_id(ws), "--json", cwd=ws).json["budget"]["plan"]["spent"] == 1.0
+    doctor = run_cli("doctor", "--check", "hooks.policy", "--json", cwd=repo).json
+    assert [c["status"] for c in doctor["checks"]] == ["ok"], doctor

@@ -15,7 +15,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_helpers import call
 
-from git_lanes.model.config import tomllib  # tomli before Python 3.11, which pyproject.toml allows
+from git_lanes.model.config import tomllib  # tomli: TOML 1.1, as git-lanes reads it
 
 CONTRIB = Path(__file__).resolve().parent.parent / "contrib" / "mcp"
 

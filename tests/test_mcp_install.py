@@ -14,7 +14,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_helpers import call
 
-from git_lanes.model.config import tomllib  # tomli before Python 3.11, which pyproject.toml allows
+from git_lanes.model.config import tomllib  # tomli: TOML 1.1, as git-lanes reads it
 
 MCP_FILES = {"claude": ".mcp.json", "codex": ".codex/config.toml", "gemini": ".gemini/settings.json"}
 OTHER_SERVER = {"command": "npx", "args": ["-y", "some-server"]}

@@ -17,7 +17,7 @@ from typing import Any
 
 from git_lanes.domain import hook_settings
 from git_lanes.errors import UserError
-from git_lanes.model.config import tomllib  # tomli before Python 3.11, which pyproject.toml allows
+from git_lanes.model.config import tomllib  # tomli: TOML 1.1, as .lanes.toml is read
 
 SERVER = "lanes"
 # How a server entry of ours starts: git-lanes (however it was invoked) with `mcp` as its last argument.

@@ -1,20 +1,22 @@
 """.lanes.toml: the one reader every part of git-lanes shares. The file is read from the trunk's committed
 head (never a workspace), parsed once here, and each part (`[[gate]]`, `[setup]`, the control plane's tables)
 validates its own tables with `table` below, refusing unknown keys so a typo never silently loosens a rule.
-Light: only the standard library, so the agent-hook path can use it too."""
+Light: the standard library and tomli, so the agent-hook path can use it too."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Collection
 from typing import Any
 
-from git_lanes.errors import LanesError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
+# tomli, not the standard library's tomllib: before Python 3.15 tomllib reads TOML 1.0, where an inline table
+# must fit on one line, and policies are written as the documented one is, its table of tool weights over two
+# lines (TOML 1.1); read as 1.0 it made every agent tool call a deny. tomli 2.4 reads 1.1 and 1.0 alike.
+try:
     import tomli as tomllib
+except ImportError:  # an editable install made before tomli was a dependency: TOML 1.0 until reinstalled
+    import tomllib  # type: ignore[no-redef]
+
+from git_lanes.errors import LanesError
 
 CONFIG = ".lanes.toml"
 
