@@ -435,3 +435,56 @@ def test_a_publisher_killed_after_its_pull_request_opened_does_not_open_a_second
     assert (published["status"], published["url"]) == ("pr_opened", "https://forge.example/acme/project/pull/3")
     assert calls() == [[branch, "main"], ["review/x", "main"], ["review/x", "main"]]
     assert api.publish_status()["published"][0]["publication"]["url"] == published["url"]
+
+
+def test_two_machines_publishing_one_ticket_open_one_pull_request(tmp_path, project):
+    """Two clones syncing through one remote each took the ticket's publish lock in their own ledger and
+    each ran the PR command: two pull requests for one branch (a real forge refuses the second for good).
+    The remote's ledger now decides, as it does for task claims: the second machine, publishing while the
+    first runs its command, exits 3 naming it and runs nothing; once the first is done, it joins the pull
+    request the first opened."""
+    api, machine, spool, server, url = project
+    ticket, _ = integrated_ticket(api)
+    api.sync()
+    other = clone(tmp_path, url, "machine-b")
+    theirs = Lanes.open_for_sync(other)[0]
+    theirs.sync()
+    assert theirs.ticket_show(ticket)["status"] == "ready"
+
+    (spool / "block").write_text("")
+    first = publisher(machine, ticket[:6])
+    wait_for(spool / "waiting-1", first)
+    second = run_cli("publish", ticket[:6], "--json", "--agent", "publisher-b", cwd=other)
+    assert second.code == 3 and second.json["error"] == "publish_locked", second.err
+    assert second.json["holder"] == "Test" and "being published by Test" in second.err
+    (spool / "release").write_text("")
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    opened = json.loads(out)["url"]
+    assert opened == "https://forge.example/acme/project/pull/1"
+
+    joined = run_cli("publish", ticket[:6], "--json", "--agent", "publisher-b", cwd=other)
+    assert joined.code == 0, joined.err
+    assert (joined.json["status"], joined.json["url"]) == ("unchanged", opened)
+    calls = [json.loads(line) for line in (spool / "calls.jsonl").read_text().splitlines()]
+    assert calls == [[f"lanes/ticket/{ticket[:8]}", "main"]]  # one pull request, from the first machine
+
+
+def test_intents_of_two_machines_for_one_ticket_meet_on_the_remote_and_the_later_is_refused(tmp_path, project):
+    """The rule that settles two publishes that each checked before either claimed: the intent that reaches
+    the remote's ledger second is refused when its sync replays it, so its publisher never runs the command."""
+    api, machine, spool, server, url = project
+    ticket, _ = integrated_ticket(api)
+    api.sync()
+    other = clone(tmp_path, url, "machine-b")
+    theirs = Lanes.open_for_sync(other)[0]
+    theirs.sync()
+    branch = f"lanes/ticket/{ticket[:8]}"
+    for side, token in ((api, "a" * 16), (theirs, "b" * 16)):
+        side._append("publish.intent", side._actor("pub"), {"ticket": ticket, "token": token, "remote": "origin",
+                                                             "branch": branch, "base": "main", "head": "0" * 40,
+                                                             "update": False})
+    api.sync()
+    report = theirs.sync().to_dict()
+    assert [op["type"] for ops in report["refused"].values() for op in ops] == ["publish.intent"]
+    assert theirs._state().get(f"publish/intents/{ticket}.json")["token"] == "a" * 16

@@ -92,6 +92,11 @@ class PublishingApi:
 
         if pr is not None:
             pr = publishing.validate_pr(pr)
+        shared: str | None = self._remote(None)
+        if shared is not None and publishing.shares_ledger(self.ctx, shared):
+            self._exchange(shared)  # decide on what every machine has published so far
+        else:
+            shared = None
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
         record = tickets.view(state, tickets.get_ticket(state, ticket_id))
@@ -116,6 +121,7 @@ class PublishingApi:
                           code="nothing_integrated", hint="finish its tasks with `git lanes task done`") from None
         publishing.require_base(self.ctx, remote, base)
         lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)  # a live publisher: exit 3 first
+        wrote = False
         try:
             pending = publishing.pending_intent(self._state(), ticket_id)
             if pending is not None and pr is None:
@@ -138,19 +144,73 @@ class PublishingApi:
                     "ticket": ticket_id, "token": token, "remote": remote, "branch": branch, "base": base,
                     "head": head, "update": update, "host": socket.gethostname(), "pid": os.getpid(),
                     "replaces": pending["token"] if pending is not None else None})
+                wrote = True
+                if shared is not None:
+                    joined = self._claim(shared, ticket_id, token, remote, branch, actor)
+                    if joined is not None:
+                        return joined | {"base": base, "head": head, "pushed": pushed}
             ran = self._run_pr_command(command, values, settings.timeout, ticket_id, token, actor) \
                 if command and token else None
             found = publishing.url_in(ran.output_tail) if ran else pr if pr != publishing.NEW_PR else None
             result = self._append("ticket.publish", self._actor(actor), {
                 "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found,
                 "token": token})
+            wrote = True
         finally:
             self._let_go(ticket_id, lock["token"], actor)
+            if shared is not None and wrote:
+                self._tell_others(shared)
         return {"ticket": ticket_id, "status": result["kind"], "branch": branch, "base": base, "remote": remote,
                 "head": head, "url": result["url"], "pushed": pushed, "post": result["post"],
                 "command": {"argv": publishing.command_line(command, values), "exit_code": ran.exit_code,
                             "output": ran.output_tail} if command and ran else None,
                 **({} if command or found else {"hint": publishing.compare_hint(url, branch, base)})}
+
+    def _claim(self, shared: str, ticket_id: str, token: str, remote: str, branch: str,
+               actor: str | None) -> dict[str, Any] | None:
+        """Make this publish's intent the ticket's on the ledger every machine syncs through, before the
+        command runs. Another machine's that got there first: its pull request being opened is a Conflict
+        (exit 3); one it opened for this branch meanwhile is joined (returned, nothing run)."""
+        from git_lanes.domain import publishing, tickets
+        from git_lanes.errors import LanesError
+
+        try:
+            self._exchange(shared)
+        except LanesError:
+            # Not known to hold on the remote: withdrawn here, so the next publish is not told it may have run.
+            self._append("publish.failed", self._actor(actor), {"ticket": ticket_id, "token": token})
+            raise
+        state = self._state()
+        held = publishing.pending_intent(state, ticket_id)
+        if held is not None and held["token"] == token:
+            return None
+        if held is not None:
+            raise publishing.interrupted(held)
+        publication = tickets.get_ticket(state, ticket_id).get("publication") or {}
+        if publishing.updates(publication, remote, branch):
+            return {"ticket": ticket_id, "status": "unchanged", "branch": branch, "remote": remote,
+                    "url": publication.get("url"), "command": None, "post": None, "joined": publication.get("by")}
+        raise Conflict(f"ticket {ticket_id[:8]}: {shared}'s ledger refused this publish's intent", code="publish_raced",
+                       hint="publish again: it decides on what that ledger holds now")
+
+    def _exchange(self, shared: str) -> None:
+        """Bring the remote's ledger in and put this one's ops on it, replayed: the remote's ledger is where
+        two machines' claims meet, so an intent that holds after this is the only one (the other machine's
+        replay refuses its own)."""
+        from git_lanes.domain import sync
+
+        sync.run(self.ctx, shared, "sync", only=("ledger",))
+
+    def _tell_others(self, shared: str) -> None:
+        """Put what this publish recorded on the shared ledger, so another machine's next publish sees it;
+        a failure only leaves that to the next sync."""
+        from git_lanes.domain import publishing
+        from git_lanes.errors import LanesError
+
+        try:
+            self._exchange(shared)
+        except LanesError:
+            pass
 
     def _push(self, remote: str, branch: str, head: str, lane: str) -> bool:
         """Fast-forward the remote's `branch` to `head`, or refuse. The lease alone would force, so the

@@ -65,7 +65,9 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
     exits 3 naming the holder; the lock of a holder that died lapses. The command runs only after the
     ledger says it will: a publish that stopped after running it, before recording the pull request, makes
     the next one exit 3 rather than open a second; `--pr URL` records the one the forge has, `--pr new`
-    runs the command again.
+    runs the command again. When the ledger syncs through a remote, publishing settles on that remote's
+    ledger first, so publishers on other machines take turns too: one that finds the ticket being published
+    elsewhere exits 3, and one that finds its pull request opened already joins it (status unchanged).
     `publish sync` closes tickets whose branch reached the base, merged any way (squash included).
 
     \b

@@ -229,6 +229,19 @@ def pending_intent(state: Reader, ticket_id: str) -> dict | None:
     return state.get(intent_path(ticket_id))
 
 
+def shares_ledger(ctx: Context, remote: str) -> bool:
+    """Whether this ledger syncs through `remote` (it has been synced with it): then other machines publish
+    the same tickets, and their publishes take turns on the remote's ledger."""
+    from git_lanes.model import refs
+    from git_lanes.store import remote as transport
+
+    try:
+        transport.check_remote(ctx.store, remote)
+    except UserError:
+        return False
+    return ctx.store.read_ref(transport.tracking_ref(remote, refs.LEDGER)) is not None
+
+
 def validate_pr(value: str) -> str:
     """`--pr`: the address of a pull request already open (recorded, the command not run), or `new`."""
     if value == NEW_PR or (_URL.fullmatch(value) and len(value) <= 2000):

@@ -92,17 +92,20 @@ class Report:
 
 
 def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
-        sleep: Callable[[float], None] = time.sleep, gate: Callable[[Plan], None] | None = None) -> dict:
+        sleep: Callable[[float], None] = time.sleep, gate: Callable[[Plan], None] | None = None,
+        only: tuple[str, ...] | None = None) -> dict:
     """Pull, push or sync with `remote`. `lock` serializes the local merge with every other local writer
     (the store's lock by default); the network is never used while it is held. `gate` sees each plan before
-    anything moves and may stop the sync there by raising (the light path's way out, api/sync_light.py)."""
+    anything moves and may stop the sync there by raising (the light path's way out, api/sync_light.py).
+    `only`: the kinds of ref that move (("ledger",) settles a claim on the remote's ledger, leaving lanes
+    and workspaces to the next full sync)."""
     from git_lanes.domain import oplog  # loaded already: the operation this sync runs in records it
 
     transport.check_remote(ctx.store, remote)
     oplog.ledger_as_spans()
     report = Report(remote, mode)
     try:
-        return _attempts(ctx, remote, mode, report, lock or ctx.store.locked, sleep, gate)
+        return _attempts(ctx, remote, mode, report, lock or ctx.store.locked, sleep, gate, only)
     except (transport.RemoteFailed, Conflict) as exc:
         if report.merged_here:
             # what already moved here stays moved: the error's record says what, as a report would
@@ -111,7 +114,8 @@ def run(ctx: Context, remote: str, mode: str, *, lock: Callable | None = None,
 
 
 def _attempts(ctx: Context, remote: str, mode: str, report: Report, locked: Callable,
-              sleep: Callable[[float], None], gate: Callable[[Plan], None] | None) -> dict:
+              sleep: Callable[[float], None], gate: Callable[[Plan], None] | None,
+              only: tuple[str, ...] | None = None) -> dict:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         report.attempts = attempt
         fetch = transport.fetch(ctx.store, remote, ctx.trunk)
@@ -122,6 +126,8 @@ def _attempts(ctx: Context, remote: str, mode: str, report: Report, locked: Call
 
                 transitions.recover(ctx)
             plan = sync_plan.build(ctx, remote, fetched, mode, fetch.unstorable)
+            if only is not None:
+                plan.keep_only(only)
             if gate is not None:
                 gate(plan)
             if mode != "push":

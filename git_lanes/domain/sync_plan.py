@@ -38,6 +38,16 @@ class Plan:
         # a lane head, a name `lane create` refuses): left alone on both sides and reported
         self.invalid: list[dict] = []
 
+    def keep_only(self, kinds: tuple[str, ...]) -> None:
+        """Move only refs of `kinds`, and report only on them: the rest waits for a full sync."""
+        self.local = [move for move in self.local if move.kind in kinds]
+        self.remote = [move for move in self.remote if move.kind in kinds]
+        self.diverged = [found for found in self.diverged if found["kind"] in kinds]
+        self.held_back = [found for found in self.held_back if found["kind"] in kinds]
+        self.kept, self.invalid = [], []
+        if "notes" not in kinds:
+            self.notes = {"merged": 0, "conflicts": []}
+
     def push_updates(self) -> list[transport.PushUpdate]:
         return [transport.PushUpdate(move.ref, move.new, move.old) for move in self.remote]
 
