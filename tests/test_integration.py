@@ -110,6 +110,19 @@ def test_cli_done_prints_the_integration_and_exit_codes(repo: Path):
     assert closed.code == 0 and "done" in closed.out
 
 
+def test_cli_done_says_which_pending_proposals_it_left_out_as_promote_does(repo: Path):
+    """task done integrates the lane's accepted head only; --json listed the proposals it left out
+    (`left_pending`) but the text said nothing, so the owner took its pending work for integrated."""
+    api = Lanes(repo)
+    task, ws = claimed_task(api, "coder-1", "feature/a", "Add a")
+    work(api, "coder-1", ws, {"a.txt": "accepted\n"})
+    (ws / "b.txt").write_text("pending\n")
+    pending = api.commit("awaiting a decision", "coder-1", cwd=ws).id
+    result = run_cli("task", "done", task[:6], "--agent", "coder-1", cwd=repo)
+    assert result.code == 0, result.err
+    assert f"feature/a's pending proposals {pending[:8]} are not included" in result.out, result.out
+
+
 def test_the_merge_queue_integrates_tasks_rerun_since_they_were_sent_back(api: Lanes):
     first, ws1 = claimed_task(api, "coder-1", "one", "One")
     second, ws2 = claimed_task(api, "coder-2", "two", "Two")

@@ -198,3 +198,11 @@ def table(rows: list[list[str]]) -> str:
         return ""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def left_pending_note(lane: str, pending: list[str] | None) -> str | None:
+    """What a promotion (or a task's integration) left out: the lane's proposals awaiting a decision."""
+    if not pending:
+        return None
+    return (f"note: {lane}'s pending proposals {', '.join(short(i) for i in pending)} are not included "
+            f"(only its accepted head is promoted; accept them first to include them)")

@@ -8,7 +8,7 @@ import click
 
 from git_lanes.cli import Command
 from git_lanes.cli.intent import intent_kwargs, intent_options
-from git_lanes.cli.output import held_line, json_option, open_api, run, short, shown_path, table
+from git_lanes.cli.output import held_line, json_option, left_pending_note, open_api, run, short, shown_path, table
 
 
 def render_evaluations(evaluations: list[dict]) -> list[str]:
@@ -25,10 +25,9 @@ def _paths(count: int) -> str:
 
 
 def render_promotion(r: dict) -> str:
-    pending = r.get("left_pending")
-    note = (f"\nnote: {r['lane']}'s pending proposals {', '.join(short(i) for i in pending)} are not included "
-            f"(only its accepted head is promoted; accept them first to include them)") if pending else ""
-    return _render_promotion(r) + note
+    note = left_pending_note(r["lane"], r.get("left_pending"))
+    return _render_promotion(r) + (f"\n{note}" if note else "")
+
 
 
 def _render_promotion(r: dict) -> str:

@@ -9,7 +9,7 @@ import click
 
 from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.options import agent_option, hidden_alias
-from git_lanes.cli.output import json_option, open_api, render_overlaps, run, short, table
+from git_lanes.cli.output import json_option, left_pending_note, open_api, render_overlaps, run, short, table
 
 STATUSES = ["open", "claimed", "blocked", "needs_review", "done"]
 
@@ -184,6 +184,8 @@ def done(task_id: str, no_integrate: bool, agent: str | None, as_json: bool) -> 
         if integrated:
             how = {"up_to_date": "already held all of it"}.get(integrated["status"], integrated["status"])
             lines.append(f"integrated {integrated['lane']} into {integrated['into']} ({how})")
+            note = left_pending_note(integrated["lane"], integrated.get("left_pending"))
+            lines += [note] if note else []
         lines.append(f"task {short(r['task'])} done")
         lines += [f"now ready: {short(t)}" for t in r["now_ready"]]
         lines += [f"woke {w['agent']} for {short(w['task'])}" for w in r["woken"]]
