@@ -216,3 +216,27 @@ def test_an_agent_id_from_the_environment_that_is_no_agent_id_denies_before_anyt
     verdict, reason = decision(hook("claude", "PreToolUse", read, env={"GIT_LANES_AGENT": "Jane Doe"}))
     assert verdict == "deny" and "invalid agent id 'Jane Doe'" in reason
     assert run_cli("run", "list", "--json", cwd=ws).json == []
+
+
+def test_a_turn_costs_what_was_spent_after_its_prompt(repo):
+    """The transcript is written as the session goes and may lag: a response of the turn before lands after
+    that turn's Stop. Read at the next prompt, it is the run's spending, not the next turn's, whose transition
+    costs only what was spent after its prompt."""
+    ws = lane(repo)
+    transcript = ws.parent.parent / "t.jsonl"
+    transcript.write_text("")
+    base = {"transcript_path": str(transcript)}
+    stop = claude("Stop", ws, stop_hook_active=False, last_assistant_message="Done.") | base
+    hook("claude", "UserPromptSubmit", claude("UserPromptSubmit", ws, prompt="Plan the module") | base)
+    assert hook("claude", "Stop", stop).code == 0  # nothing written yet: no usage, no transition
+    transcript.write_text(assistant_line("msg_1", "req_1", 700) + "\n")  # turn 1's response, late
+    hook("claude", "UserPromptSubmit", claude("UserPromptSubmit", ws, prompt="Add a greeting module") | base)
+    (ws / "greet.py").write_text("print('hi')\n")
+    with transcript.open("a") as out:
+        out.write(assistant_line("msg_2", "req_2", 50) + "\n")
+    assert hook("claude", "Stop", stop).code == 0
+    [turn] = run_cli("history", "--lane", "feature", "--json", cwd=repo).json["transitions"]
+    assert turn["intent"]["prompt"] == "Add a greeting module"
+    assert (turn["cost"]["tokens_out"], turn["cost"]["api_calls"]) == (50, 1), turn["cost"]
+    shown = run_cli("run", "show", run_id(ws), "--json", cwd=ws).json
+    assert shown["tokens"]["output"] == 750  # the run still counts both

@@ -42,7 +42,10 @@ def record(event: HookEvent, now: float, kind: str, data: dict[str, Any], *, wit
 
 
 def prompt(event: HookEvent, now: float) -> Verdict:
-    _, told = record(event, now, "prompt", {"text": bounded(event.prompt or "", PROMPT_CHARS)}, deliver="prompt")
+    # Usage first: the transcript may still be catching up on the turn before (it is written as the session
+    # goes), and what it holds at the prompt was spent before it; the turn counts from after it.
+    _, told = record(event, now, "prompt", {"text": bounded(event.prompt or "", PROMPT_CHARS)}, with_usage=True,
+                     deliver="prompt")
     return Verdict(context=told)
 
 
