@@ -150,6 +150,37 @@ def test_the_hooks_count_costs_recorded_outside_runs_as_budget_show_does(repo, t
     assert verdict == "deny" and "the budget of task" in reason, reason
 
 
+def test_a_session_its_hooks_started_in_a_tasks_lane_counts_toward_the_task_and_its_ticket(repo, tmp_path):
+    """A run the hooks start by themselves (an agent CLI a person launched in the lane) has no task: its usage
+    counted toward the lane only, so the task's and the ticket's budgets neither showed it nor stopped it."""
+    ws = lane(repo)
+    task = task_in_lane(repo, ws)
+    ticket = run_cli("ticket", "open", "Login", "--json", cwd=repo).json["ticket"]
+    assert run_cli("ticket", "link", ticket, task, cwd=repo).code == 0
+    assert run_cli("budget", "set", "--task", task, "--usd", "0.10", cwd=repo).code == 0
+    assert run_cli("budget", "set", "--ticket", ticket, "--usd", "0.50", cwd=repo).code == 0
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    read = claude("PreToolUse", ws, tool_name="Read", tool_use_id="r0", transcript_path=str(transcript),
+                  tool_input={"file_path": str(ws / "README.md")})
+    assert decision(hook("claude", "PreToolUse", read))[0] == "allow"
+    (run,) = [r["id"] for r in run_cli("run", "list", "--json", cwd=repo).json]
+    assert run_cli("run", "phase", run, "execute", cwd=repo).code == 0
+    transcript.write_text(usage_line("m1", 5000, 3000) + "\n")  # $0.084: 84% of the task's budget
+    first = hook("claude", "PreToolUse", write(ws, ws / "a.py", "w1") | {"transcript_path": str(transcript)})
+    assert decision(first)[0] == "allow"
+    assert "80% of the budget of task" in json.loads(first.out)["hookSpecificOutput"]["additionalContext"]
+    shown = {b["scope"]: b for b in run_cli("budget", "show", "--json", cwd=repo).json}
+    assert shown["task"]["spent"]["runs"] == [run] and shown["task"]["spent"]["usd"] == 0.084
+    assert shown["ticket"]["spent"]["runs"] == [run] and shown["ticket"]["level"] == "ok"
+    with transcript.open("a") as out:
+        out.write(usage_line("m2", 2000) + "\n")  # $0.114 in all
+    verdict, reason = decision(hook("claude", "PreToolUse", write(ws, ws / "b.py", "w2") |
+                                    {"transcript_path": str(transcript)}))
+    assert verdict == "deny" and "the budget of task" in reason and "is spent" in reason, reason
+    assert run_cli("task", "show", task, "--json", cwd=repo).json["status"] == "blocked"
+
+
 def test_a_spawned_agent_whose_budget_is_spent_is_blocked_then_stopped(repo, tmp_path):
     path = use_fake_agent(repo, tmp_path, {"default": [{"usage": {"input": 3000, "output": 5000}},
                                                        {"write": "a.py", "content": "a\n"},

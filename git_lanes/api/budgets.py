@@ -141,10 +141,12 @@ class BudgetsApi:
         what = "; ".join(f"{b['scope']} {b['key']}: {b['detail']}" for b in spent)
         reason = f"budget spent ({what})"
         blocked = None
-        if state.task:
+        # a run of no task (its hooks started it) works on the task in its lane; the hooks found which
+        task = state.task or next((b["task"] for b in spent if b.get("task")), None)
+        if task:
             try:
-                self.task_block(state.task, reason, state.agent if _agent_id(state.agent) else None)
-                blocked = state.task
+                self.task_block(task, reason, state.agent if _agent_id(state.agent) else None)
+                blocked = task
             except LanesError:
                 blocked = None
         text = (f"run {run[:8]} ({state.agent}) is paused: {reason}. Its writes and commands are blocked. Raise "

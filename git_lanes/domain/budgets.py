@@ -1,7 +1,8 @@
 """Budgets per lane, task and ticket: the ledger ops that set and clear them, and what was spent against each.
 
-Costs roll up from runs and transitions: a run counts toward its lane, its task and its task's ticket; a
-transition recorded outside any run (a person's `commit --cost-usd`, an SDK session) counts toward its lane,
+Costs roll up from runs and transitions: a run counts toward its lane, its task and its task's ticket (a run
+of no task, one its hooks started, toward the task working in its lane since that task was made, as a
+transition does); a transition recorded outside any run (a person's `commit --cost-usd`, an SDK session) counts toward its lane,
 and toward the task working in that lane since the task was created. Transitions a run's hooks recorded
 (tagged `run:<id>`) are already in that run's usage and are not counted twice."""
 
@@ -101,8 +102,11 @@ def spend(state: Reader, scope: str, key: str, runs: list[RunState], transitions
         lane, since = key, None
     else:
         task = tasks.get_task(state, key)
-        chosen_runs = [r for r in runs if r.task == key]
         lane, since = task.get("lane"), float(task.get("created") or 0)
+        # a run of no task (one its hooks started) counts as a transition outside runs does: toward the task
+        # working in its lane since the task was made
+        chosen_runs = [r for r in runs if r.task == key or (r.task is None and lane is not None and r.lane == lane
+                                                             and r.created_at >= since)]
     chosen = [t for t in transitions if lane is not None and t.lane == lane and not from_a_run(t)
               and t.kind == "commit" and (since is None or t.created_at >= since)]
     usd = sum(r.usage.cost_usd for r in chosen_runs) + sum(t.cost.cost_usd for t in chosen)

@@ -128,14 +128,17 @@ class BudgetCheck:
         self.exhausted: list[dict] = []
 
 
-def applicable(ledger: LedgerReader, state: RunState) -> tuple[list[Budget], list[str]]:
-    """The budgets over this run (its lane's, its task's, its task's ticket's) and the ticket's tasks."""
+def applicable(ledger: LedgerReader, state: RunState) -> tuple[list[Budget], list[str], str | None]:
+    """The budgets over this run (its lane's, its task's, its task's ticket's), the ticket's tasks and the
+    run's task. A run with no task of its own (one its hooks started) works on the task working in its lane
+    (`lane_task`)."""
     from git_lanes.model.budgets import Budget, budget_path  # only where budgets exist: the hook path stays lean
 
     found, ticket_tasks = [], []
-    wanted = [("lane", state.lane), ("task", state.task)]
-    if state.task:
-        task = ledger.record(task_path(state.task)) or {}
+    task_id = state.task or lane_task(ledger, state)
+    wanted = [("lane", state.lane), ("task", task_id)]
+    if task_id:
+        task = ledger.record(task_path(task_id)) or {}
         ticket = task.get("ticket")
         if ticket:
             wanted.append(("ticket", ticket))
@@ -146,7 +149,38 @@ def applicable(ledger: LedgerReader, state: RunState) -> tuple[list[Budget], lis
             record = ledger.record(path)
             if record is not None:  # a wrong shape denies, naming the record: the wall cannot be judged
                 found.append(Budget.decode(record, f"ledger record {path}", "`git lanes doctor` lists it"))
-    return found, ticket_tasks
+    return found, ticket_tasks, task_id
+
+
+def lane_task(ledger: LedgerReader, state: RunState) -> str | None:
+    """The task a run with none of its own works on, as domain/budgets.py counts it: the newest task working
+    in the run's lane that was made before the run. Only tasks a budget can concern are read (those with a
+    budget, and the tasks of tickets with one), so a repository without task budgets pays nothing."""
+    if not state.lane:
+        return None
+    candidates = [name[:-5] for name in ledger.names(f"{BUDGETS}/task") if name.endswith(".json")]
+    for name in ledger.names(f"{BUDGETS}/ticket"):
+        if name.endswith(".json"):
+            members = (ledger.record(ticket_path(name[:-5])) or {}).get("tasks")
+            candidates += [t for t in members if isinstance(t, str)] if isinstance(members, list) else []
+    best: tuple[str, float] | None = None
+    for task, (lane, created) in spans(ledger, candidates).items():
+        if lane == state.lane and created <= state.created_at and (best is None or created > best[1]):
+            best = (task, created)
+    return best[0] if best else None
+
+
+def spans(ledger: LedgerReader, task_ids: list[str]) -> dict[str, tuple[str, float]]:
+    """{task: (its lane, when it was made)} of those tasks that work in a lane."""
+    found = {}
+    for task in dict.fromkeys(task_ids):
+        if len(task) < 2:
+            continue
+        record = ledger.record(task_path(task)) or {}
+        created = record.get("created")
+        if isinstance(record.get("lane"), str) and isinstance(created, (int, float)) and not isinstance(created, bool):
+            found[task] = (record["lane"], float(created))
+    return found
 
 
 def run_states(repo: Any, current: RunState) -> list[RunState]:
@@ -163,15 +197,21 @@ def run_states(repo: Any, current: RunState) -> list[RunState]:
     return states
 
 
-def runs_spend(budget: Budget, states: list[RunState], ticket_tasks: list[str]) -> tuple[float, int]:
-    """Dollars and tokens the runs under `budget` spent."""
-    def under(state: RunState) -> bool:
-        if budget.scope == "lane":
-            return state.lane == budget.key
-        if budget.scope == "task":
-            return state.task == budget.key
-        return state.task is not None and state.task in ticket_tasks
-    chosen = [s for s in states if under(s)]
+def runs_spend(budget: Budget, states: list[RunState], ticket_tasks: list[str],
+               task_spans: dict[str, tuple[str, float]]) -> tuple[float, int]:
+    """Dollars and tokens the runs under `budget` spent: a lane's runs; a task's runs, with the runs of no
+    task that worked in its lane since it was made; a ticket's, its tasks' together (domain/budgets.py)."""
+    def on_task(state: RunState, task: str) -> bool:
+        if state.task is not None:
+            return state.task == task
+        span = task_spans.get(task)
+        return span is not None and state.lane == span[0] and state.created_at >= span[1]
+
+    if budget.scope == "lane":
+        chosen = [s for s in states if s.lane == budget.key]
+    else:
+        members = [budget.key] if budget.scope == "task" else ticket_tasks
+        chosen = [s for task in members for s in states if on_task(s, task)]
     return round(sum(s.usage.cost_usd for s in chosen), 6), sum(s.usage.tokens for s in chosen)
 
 
@@ -224,20 +264,17 @@ def _cost_row(objects: Any, blob: str) -> list | None:
     return [record["lane"], created, usd, tokens] if usd or tokens else None
 
 
-def transitions_spend(budget: Budget, ledger: LedgerReader, rows: dict[str, list],
-                      ticket_tasks: list[str]) -> tuple[float, int]:
+def transitions_spend(budget: Budget, rows: dict[str, list], ticket_tasks: list[str],
+                      task_spans: dict[str, tuple[str, float]]) -> tuple[float, int]:
     """Dollars and tokens the transitions recorded outside runs spent on `budget`: a lane's on the lane; a
     task's on the task's lane since the task was made; a ticket's, its tasks' together."""
     if budget.scope == "lane":
-        spans = [(budget.key, 0.0)]
+        lanes = [(budget.key, 0.0)]
     else:
-        spans = []
-        for task in ([budget.key] if budget.scope == "task" else ticket_tasks):
-            record = ledger.record(task_path(task)) or {}
-            if isinstance(record.get("lane"), str):
-                spans.append((record["lane"], float(record.get("created") or 0)))
+        members = [budget.key] if budget.scope == "task" else ticket_tasks
+        lanes = [task_spans[task] for task in members if task in task_spans]
     usd, tokens = 0.0, 0
-    for lane, since in spans:
+    for lane, since in lanes:
         for row_lane, created, row_usd, row_tokens in rows.values():
             if row_lane == lane and created >= since:
                 usd, tokens = usd + row_usd, tokens + row_tokens
@@ -253,16 +290,17 @@ def check(repo: Any, state: RunState, call: ToolCall | None, now: float,
     ledger = ledger or LedgerReader(repo)
     if not ledger.names(BUDGETS):
         return result
-    budgets, ticket_tasks = applicable(ledger, state)
+    budgets, ticket_tasks, task_id = applicable(ledger, state)
     if not budgets:
         return result
     from git_lanes.model.budgets import describe, level
 
     states = run_states(repo, state)
     rows = transition_costs(repo)
+    task_spans = spans(ledger, [b.key for b in budgets if b.scope == "task"] + ticket_tasks)
     for budget in budgets:
-        usd, tokens = runs_spend(budget, states, ticket_tasks)
-        more_usd, more_tokens = transitions_spend(budget, ledger, rows, ticket_tasks)
+        usd, tokens = runs_spend(budget, states, ticket_tasks, task_spans)
+        more_usd, more_tokens = transitions_spend(budget, rows, ticket_tasks, task_spans)
         usd, tokens = round(usd + more_usd, 6), tokens + more_tokens
         now_level = level(budget, usd, tokens)
         key = f"{budget.scope}:{budget.key}"
@@ -281,5 +319,6 @@ def check(repo: Any, state: RunState, call: ToolCall | None, now: float,
             else:
                 result.warnings.append(f"the budget of {budget.label} is spent ({detail}): writes and commands "
                                        "are blocked from now on")
-                result.exhausted.append({"scope": budget.scope, "key": budget.key, "detail": detail})
+                result.exhausted.append({"scope": budget.scope, "key": budget.key, "detail": detail,
+                                         "task": task_id})
     return result
