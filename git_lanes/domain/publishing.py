@@ -25,7 +25,7 @@ from git_lanes.domain.agents import SYSTEM, Reader
 from git_lanes.domain.board import add_post
 from git_lanes.domain.claims import claims_path
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, Refused, UserError
+from git_lanes.errors import Conflict, NotFound, Refused, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import config
 from git_lanes.model.names import validate_lane_name
@@ -237,7 +237,7 @@ def shares_ledger(ctx: Context, remote: str) -> bool:
 
     try:
         transport.check_remote(ctx.store, remote)
-    except UserError:
+    except (UserError, NotFound):  # no such remote (yet): nothing shared, and publish says so if it needs one
         return False
     return ctx.store.read_ref(transport.tracking_ref(remote, refs.LEDGER)) is not None
 
