@@ -257,3 +257,19 @@ def test_the_store_never_removes_a_folder_whose_git_names_another_worktree(repo)
     assert refused.value.code == "workspace_broken" and str(l9) in refused.value.message
     assert (l8 / "README.md").exists() and str(l9) in git("worktree", "list", cwd=repo)
     assert lanes("lane", "path", "l9", cwd=repo).out.strip() == str(l9)
+
+
+@pytest.mark.parametrize("damage", [break_by_symlink, break_by_foreign_pointer, break_by_lost_pointer])
+def test_lane_show_says_the_workspace_is_broken_as_lane_list_does(repo, two, damage):
+    """`lane show` in text printed `workspace  -` for a broken workspace, as for a lane that has none: the
+    person reading it was not told what `lane list`, `status` and its own --json say."""
+    l6, l7 = two
+    damage(l6, l7)
+    shown = run_cli("lane", "show", "l6", "--json", cwd=repo)
+    assert shown.code == 0 and shown.json["workspace"] is None and shown.json["broken"], shown.err
+    text = run_cli("lane", "show", "l6", cwd=repo)
+    assert text.code == 0, text.err
+    [line] = [line for line in text.out.splitlines() if line.startswith("workspace")]
+    assert line == f"workspace  BROKEN: {shown.json['broken']}"
+    [listed] = [line for line in run_cli("lane", "list", cwd=repo).out.splitlines() if " l6 " in line]
+    assert listed.endswith(f"BROKEN: {shown.json['broken']}")

@@ -120,6 +120,11 @@ def env(name: str, shell: bool, as_json: bool) -> None:
     run(lambda: open_api().lane_env(name), as_json, render)
 
 
+def _workspace(r: dict) -> str:
+    """A lane's workspace as the listings show it: its path, why it is broken, or "-" for a lane with none."""
+    return r["workspace"] or (f"BROKEN: {r['broken']}" if r.get("broken") else "-")
+
+
 @lane.command(name="list")
 @json_option
 def list_(as_json: bool) -> None:
@@ -131,7 +136,7 @@ def list_(as_json: bool) -> None:
     """
     def render(rows: list[dict]) -> str:
         return table([[("* " if r["trunk"] else "  ") + r["name"], short(r["head"]),
-                       r["workspace"] or (f"BROKEN: {r['broken']}" if r.get("broken") else "-")] for r in rows])
+                       _workspace(r)] for r in rows])
 
     run(lambda: open_api().lane_list(), as_json, render)
 
@@ -149,7 +154,7 @@ def show(name: str, as_json: bool) -> None:
     """
     def render(r: dict) -> str:
         lines = [f"lane {r['name']}{' (trunk)' if r['trunk'] else ''}", f"head       {r['head']}",
-                 f"workspace  {r['workspace'] or '-'}"]
+                 f"workspace  {_workspace(r)}"]
         if r["dirty"]:
             lines.append("unsnapshotted:")
             lines += [f"  {kind:9} {shown_path(path)}" for path, kind in sorted(r["dirty"].items())]
