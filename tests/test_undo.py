@@ -398,3 +398,44 @@ def test_an_undo_killed_after_its_refs_moved_is_finished_by_the_next_undo(api, r
     assert again.code == 0, again.err
     assert head(repo, "main") == after and (repo / "README.md").read_text() == "# promoted readme\n"
     fsck_clean(repo)
+
+
+def test_an_undo_of_a_forced_delete_killed_while_its_workspace_came_back_is_finished_with_the_edits(
+        api, repo, tmp_path):
+    """The same kill while the undo of a `lane delete --force` checks out the lane's workspace again (git runs
+    the smudge filter): the next undo makes the workspace whole and puts the kept unsaved edits back, where
+    before it deleted the lane again."""
+    from kill_helpers import children_ended
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (tmp_path / "smudge.py").write_text(SMUDGE)
+    land(api, repo, "a", {"a.md": "a\n", "b.md": "b\n"})
+    committed = head(repo, "refs/lanes/heads/a")
+    edit(workspace(repo, "a"), {"a.md": "unsaved\n"})
+    assert run_cli("lane", "delete", "a", "--force", cwd=repo).code == 0
+    git("config", "filter.slow.smudge", f"{sys.executable} {tmp_path / 'smudge.py'} {spool}", cwd=repo)
+    (repo / ".git" / "info" / "attributes").write_text("*.md filter=slow\n")
+
+    (spool / "block").write_text("")
+    doomed = subprocess.Popen([sys.executable, "-m", "git_lanes", "undo"], cwd=repo, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while not (spool / "smudging").exists():
+        assert doomed.poll() is None, doomed.communicate()
+        time.sleep(0.01)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
+    (spool / "release").write_text("")
+    children_ended(doomed.pid)
+    (spool / "block").unlink()
+    assert head(repo, "refs/lanes/heads/a") == committed  # the kill came after the lane's ref came back
+
+    finished = run_cli("undo", "--json", cwd=repo)
+    assert finished.code == 0, finished.out + finished.err
+    assert head(repo, "refs/lanes/heads/a") == committed  # not deleted again
+    assert (workspace(repo, "a") / "a.md").read_text() == "unsaved\n"
+    assert (workspace(repo, "a") / "b.md").read_text() == "b\n"
+    [done] = finished.json["finished"]
+    assert done["description"] == "delete lane a --force"
+    assert any(w.get("restored_edits") for w in done["workspaces"])
+    fsck_clean(repo)
