@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+from conftest import git, run_cli
 from hook_helpers import bash, claude, decision, hook, lane, set_policy, write
 from spawn_helpers import finished, journal, show, use_fake_agent, wait_for
 
@@ -148,6 +148,20 @@ def test_the_hooks_count_costs_recorded_outside_runs_as_budget_show_does(repo, t
     verdict, reason = decision(hook("claude", "PreToolUse", write(ws, ws / "d.py", "w4"),
                                     env={"GIT_LANES_RUN": tasked}))
     assert verdict == "deny" and "the budget of task" in reason, reason
+
+
+def test_a_damaged_copy_of_the_notes_costs_is_drawn_again_not_trusted(repo):
+    """The hooks keep the costs they drew from the notes in .git/lanes-note-costs.json; a copy whose rows are
+    not what they wrote (damaged, or written by another version) made every budget check fail, which denies."""
+    ws = lane(repo)
+    assert run_cli("budget", "set", "--lane", "feature", "--usd", "1", cwd=repo).code == 0
+    (ws / "one.py").write_text("1\n")
+    assert run_cli("commit", "-m", "by hand", "--agent", "h", "--cost-usd", "1.5", "--auto-accept", cwd=ws).code == 0
+    notes = git("rev-parse", "refs/notes/lanes", cwd=repo).strip()
+    (repo / ".git" / "lanes-note-costs.json").write_text(json.dumps({"notes": notes, "rows": {"x": ["feature"]}}))
+    run = run_cli("run", "start", "--agent", "a1", "--lane", "feature", "--phase", "execute", cwd=ws).out.strip()
+    verdict, reason = decision(hook("claude", "PreToolUse", write(ws, ws / "a.py", "w1"), env={"GIT_LANES_RUN": run}))
+    assert verdict == "deny" and "the budget of lane feature is spent ($1.50 of $1.00)" in reason, reason
 
 
 def test_a_session_its_hooks_started_in_a_tasks_lane_counts_toward_the_task_and_its_ticket(repo, tmp_path):

@@ -226,11 +226,11 @@ def transition_costs(repo: Any) -> dict[str, list]:
     if head is None:
         return {}
     saved = repo.log.note_costs() or {}
-    if saved.get("notes") == head and isinstance(saved.get("rows"), dict):
-        return saved["rows"]
+    rows = _kept_rows(saved)
+    if saved.get("notes") == head and rows is not None:
+        return rows
     objects = repo.log.objects
     tree = parse_commit(objects.read_typed(head, b"commit"))[0]["tree"][0]
-    rows = saved.get("rows") if isinstance(saved.get("rows"), dict) else None
     old = saved.get("tree") if rows is not None and isinstance(saved.get("tree"), str) else None
     try:
         changed, gone = repo.log.notes_changed(old, tree)
@@ -246,6 +246,19 @@ def transition_costs(repo: Any) -> dict[str, list]:
         else:
             rows[target] = row
     repo.log.save_note_costs({"notes": head, "tree": tree, "rows": rows})
+    return rows
+
+
+def _kept_rows(saved: dict) -> dict[str, list] | None:
+    """The rows a former call kept, or None when any is not one (a damaged or foreign copy): drawn again from
+    the notes rather than trusted, since a budget check that fails denies every tool call."""
+    rows = saved.get("rows")
+    if not isinstance(rows, dict):
+        return None
+    for row in rows.values():
+        if not isinstance(row, list) or len(row) != 4 or not isinstance(row[0], str) \
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row[1:]):
+            return None
     return rows
 
 
