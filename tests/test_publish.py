@@ -403,6 +403,9 @@ def test_a_publisher_killed_after_its_pull_request_opened_does_not_open_a_second
         return [json.loads(line) for line in (spool / "calls.jsonl").read_text().splitlines()]
 
     assert calls() == [[branch, "main"]] and api.ticket_show(ticket)["status"] == "ready"
+    status = run_cli("publish", "status", "--json", cwd=machine)
+    assert status.json["ready"][0]["intent"]["branch"] == branch, status.out
+    assert f"PR command of Test for {branch} not recorded" in run_cli("publish", "status", cwd=machine).out
     again = run_cli("publish", ticket[:6], "--json", cwd=machine)
     assert again.code == 3 and again.json["error"] == "publish_interrupted", again.err
     assert f"git lanes publish {ticket[:8]} --pr URL" in again.json["hint"] and "Traceback" not in again.err

@@ -273,7 +273,8 @@ class PublishingApi:
     # -- status and sync -------------------------------------------------------------------------------
     def publish_status(self) -> dict[str, Any]:
         """Tickets ready to publish, published (with their pull requests) and merged, and the locks held (a lock
-        whose holder's process on this host is gone says `lapsed`: the next publisher takes it over)."""
+        whose holder's process on this host is gone says `lapsed`: the next publisher takes it over), and the
+        publishes that ran the pull request command without recording a pull request (`intent`)."""
         from git_lanes.domain import publishing, tickets
 
         state = self._state()
@@ -283,11 +284,14 @@ class PublishingApi:
         for row in rows:
             group = "merged" if row["status"] == "closed" else row["status"]
             lock = publishing.current_lock(state, row["id"], now)
+            intent = publishing.pending_intent(state, row["id"])
             groups.setdefault(group, []).append({
                 "ticket": row["id"], "title": row["title"], "done": row["done"], "total": row["total"],
                 "publication": row.get("publication"),
                 "lock": {**{k: lock[k] for k in ("holder", "until", "host", "pid")}, "lapsed": _dead_here(lock)}
-                if lock else None})
+                if lock else None,
+                "intent": {k: intent.get(k) for k in ("by", "time", "remote", "branch", "host", "pid")}
+                if intent else None})
         return {"counts": {name: len(found) for name, found in groups.items()}, **groups}
 
     def publish_sync(self, remote: str | None = None, actor: str | None = None) -> dict[str, Any]:

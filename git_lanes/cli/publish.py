@@ -113,6 +113,9 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
 def status(as_json: bool) -> None:
     """Count tickets ready to publish, published and merged; list each with its pull request and lock.
 
+    A ticket whose publish ran the PR command and stopped before recording the pull request says so: the
+    next `git lanes publish TICKET` needs `--pr URL` (the forge has one) or `--pr new` (it has none).
+
     \b
     Example:
       git lanes publish status --json
@@ -127,6 +130,9 @@ def status(as_json: bool) -> None:
                 lock = t["lock"]
                 held = "" if not lock else f"lock of {lock['holder']} lapsed (its process is gone)" \
                     if lock.get("lapsed") else f"locked by {lock['holder']}"
+                if t.get("intent"):
+                    held = ", ".join(filter(None, [held, f"PR command of {t['intent']['by']} for "
+                                                          f"{t['intent']['branch']} not recorded (--pr)"]))
                 rows.append([short(t["ticket"]), group, pub.get("branch") or "-", pub.get("url") or "-", held,
                              t["title"]])
         return "\n".join(lines + ([table(rows)] if rows else []))
