@@ -240,3 +240,20 @@ def test_a_turn_costs_what_was_spent_after_its_prompt(repo):
     assert (turn["cost"]["tokens_out"], turn["cost"]["api_calls"]) == (50, 1), turn["cost"]
     shown = run_cli("run", "show", run_id(ws), "--json", cwd=ws).json
     assert shown["tokens"]["output"] == 750  # the run still counts both
+
+
+def test_the_briefing_names_a_change_on_disk_that_another_agent_claims(repo):
+    """A run driven by hooks claims nothing by itself, yet what it left changed on disk can sit in another
+    agent's claim or dirty set: the resumed session is told, with whose, before it carries on."""
+    ws = lane(repo)
+    run = run_cli("run", "start", "--agent", "coder-1", "--phase", "execute", cwd=ws).out.strip()
+    env = {"GIT_LANES_RUN": run}
+    assert decision(hook("claude", "PreToolUse", write(ws, ws / "src" / "api.py", "toolu_api"), env=env))[0] == "allow"
+    (ws / "src").mkdir(exist_ok=True)
+    (ws / "src" / "api.py").write_text("routes = []\n")
+    assert run_cli("claim", "add", "src/*.py", "--agent", "coder-2", cwd=repo).code == 0
+    resumed = hook("claude", "SessionStart", claude("SessionStart", ws, "sess-2", source="resume"), env=env)
+    text = json.loads(resumed.out)["hookSpecificOutput"]["additionalContext"]
+    assert "Claim overlap: your change to src/api.py is in coder-2's claim src/*.py" in text, text
+    briefing = run_cli("run", "resume", run, "--json", cwd=ws).json
+    assert briefing["overlaps"] == [{"agent": "coder-2", "file": "src/api.py", "claim": "src/*.py"}]

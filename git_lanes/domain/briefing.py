@@ -34,9 +34,9 @@ def build(ctx: Context, state: RunState, policy: Policy, now: float) -> dict[str
         "task": _task(ctx, state, now),
         "disk": _disk(ctx, state),
         "posts": _posts(ctx, state),
-        "overlaps": _overlaps(ctx, state),
         "trunk": _trunk(ctx, state),
     }
+    record["overlaps"] = _overlaps(ctx, state, [f["path"] for f in record["disk"]["files"]])
     record["text"] = render(record)
     return record
 
@@ -79,11 +79,14 @@ def _posts(ctx: Context, state: RunState) -> list[dict]:
         return []
 
 
-def _overlaps(ctx: Context, state: RunState) -> list[dict]:
+def _overlaps(ctx: Context, state: RunState, edited: list[str]) -> list[dict]:
+    """The agent's claims that overlap others' claims or dirty sets, and its changes on disk that sit in
+    another agent's claim or dirty set: a run the hooks drive claims nothing by itself, yet its edits can."""
     try:
         ledger_state = _ledger_state(ctx)
         mine = claims.claimed_globs(ledger_state, state.agent)
-        return claims.claim_overlaps(ledger_state, state.agent, mine) if mine else []
+        found = claims.claim_overlaps(ledger_state, state.agent, mine) if mine else []
+        return found + (claims.dirty_overlaps(ledger_state, state.agent, edited) if edited else [])
     except LanesError:
         return []
 
@@ -140,8 +143,14 @@ def render(record: dict[str, Any]) -> str:
     for post in record["posts"]:
         lines.append(f"Unread post {post['seq']} from {post['from']} ({post['kind']}): {post['text'][:300]}")
     for overlap in record["overlaps"]:
-        lines.append(f"Claim overlap: your {overlap.get('glob')} with {overlap['agent']}'s "
-                     f"{overlap.get('claim') or overlap.get('file')}")
+        if "glob" in overlap:
+            lines.append(f"Claim overlap: your {overlap['glob']} with {overlap['agent']}'s "
+                         f"{overlap.get('claim') or overlap.get('file')}")
+        elif overlap.get("dirty"):
+            lines.append(f"Overlap: {overlap['agent']} also has unsnapshotted changes to {overlap['file']}")
+        else:
+            lines.append(f"Claim overlap: your change to {overlap['file']} is in {overlap['agent']}'s claim "
+                         f"{overlap['claim']}")
     trunk = record["trunk"]
     if trunk and trunk.get("moved"):
         lines.append(f"The trunk moved since this lane forked ({len(trunk['changed'])} paths changed there).")
