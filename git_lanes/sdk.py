@@ -201,9 +201,10 @@ class Work:
             attempt = self._record(False)
             if attempt.get("status") == "proposed":
                 reason = as_reason(f"{type(error).__name__}: {error}")  # whatever the exception's text holds
-                attempt = told(lambda: self.session.api.reject(attempt["id"], reason))
+                attempt = told(lambda: self.session.api.reject(attempt["id"], reason, actor=self.session.agent_id))
                 # The next block starts from the lane head; the attempt stays under refs/lanes/rejected/.
-                told(lambda: self.session.api.restore(self.session.lane, lane=self.session.lane))
+                told(lambda: self.session.api.restore(self.session.lane, lane=self.session.lane,
+                                                      actor=self.session.agent_id))
             self.result = attempt
         except LanesError as failure:
             # The block's own error matters more; say on it why its attempt was not recorded.

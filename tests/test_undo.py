@@ -439,3 +439,31 @@ def test_an_undo_of_a_forced_delete_killed_while_its_workspace_came_back_is_fini
     assert done["description"] == "delete lane a --force"
     assert any(w.get("restored_edits") for w in done["workspaces"])
     fsck_clean(repo)
+
+
+def test_lane_commands_accept_reject_and_restore_record_the_agent_acting(repo):
+    """`lane create`, `lane delete`, `accept`, `reject` and `restore` recorded the git user in the operation
+    log however GIT_LANES_AGENT or --agent named the agent acting (issue 8: `--agent`/GIT_LANES_AGENT on every
+    command that acts as an agent). They take it now; an empty one is refused with nothing moved."""
+    def cli(*args: str, env: dict | None = None) -> dict:
+        result = run_cli(*args, "--json", cwd=repo, env=env)
+        assert result.code == 0, result.err
+        return result.json
+
+    cli("lane", "create", "a", env=AGENT)
+    (workspace(repo, "a") / "a.txt").write_text("a\n")
+    first = cli("propose", "-w", "a", "-m", "first", env=AGENT)["id"]
+    cli("reject", first, "--agent", "reviewer")
+    (workspace(repo, "a") / "a.txt").write_text("again\n")
+    second = cli("propose", "-w", "a", "-m", "second", env=AGENT)["id"]
+    cli("accept", second[:8], env={"GIT_LANES_AGENT": "reviewer-2"})
+    cli("restore", "main", "-w", "a", "--agent", "coder-2")
+    before = git("for-each-ref", cwd=repo)
+    refused = run_cli("lane", "delete", "a", "--force", "--agent", "", "--json", cwd=repo)
+    assert refused.code == 1 and refused.json["error"] == "invalid_agent", refused.err
+    assert git("for-each-ref", cwd=repo) == before
+    cli("lane", "delete", "a", "--force", env=AGENT)
+    actors = {r["description"].split(":")[0]: r["actor"] for r in ops(repo)}
+    assert actors["create lane a"] == "coder" and actors["delete lane a --force"] == "coder", actors
+    assert actors[f"reject {first[:8]}"] == "reviewer" and actors[f"accept {second[:8]}"] == "reviewer-2", actors
+    assert actors["restore a to main"] == "coder-2", actors

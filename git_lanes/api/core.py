@@ -121,9 +121,11 @@ class CoreApi:
 
     # -- lanes -----------------------------------------------------------------------------------------
     @recorded(lambda a: f"create lane {a['name']}" + (f" from {a['source']}" if a["source"] else ""))
-    def lane_create(self, name: str, source: str | None = None, *, setup: bool = True) -> LaneCreated:
+    def lane_create(self, name: str, source: str | None = None, *, setup: bool = True,
+                    actor: str | None = None) -> LaneCreated:
         """Create lane `name` and its workspace, then (unless `setup` is False) apply the trunk's `[setup]`
-        outside the lock: ports, copied files, the setup command (a failure is reported, the lane kept)."""
+        outside the lock: ports, copied files, the setup command (a failure is reported, the lane kept).
+        `actor`: the agent acting, recorded in the operation log (default: git's user name)."""
         from git_lanes.domain import inspect, lane_setup, lanes
         from git_lanes.model.results import LaneCreated
 
@@ -172,10 +174,11 @@ class CoreApi:
         return str(lanes.require_workspace(self.ctx, name))
 
     @recorded(lambda a: f"delete lane {a['name']}" + (" --force" if a["force"] else ""))
-    def lane_delete(self, name: str, *, force: bool = False) -> LaneDeleted:
+    def lane_delete(self, name: str, *, force: bool = False, actor: str | None = None) -> LaneDeleted:
         """Delete lane `name` and remove its workspace. Refused (Refused) while it has unsnapshotted edits,
         unpromoted work or pending proposals, unless `force`: then edits are kept in a backup ref and
-        proposals are rejected and kept. The last head stays at refs/lanes/deleted/."""
+        proposals are rejected and kept. The last head stays at refs/lanes/deleted/. `actor`: as for
+        `lane_create`."""
         from git_lanes.domain import lanes, restore, transitions
         from git_lanes.model.workspace_results import LaneDeleted
 
@@ -254,18 +257,18 @@ class CoreApi:
             return Decided.from_dict(gates.decide(ctx, record, evaluations, auto=False))
 
     @recorded(lambda a: f"accept {str(a['transition_id'])[:8]}")  # str: the id is checked inside
-    def accept(self, transition_id: str) -> Decided:
+    def accept(self, transition_id: str, *, actor: str | None = None) -> Decided:
         """Accept proposal `transition_id` (a unique prefix): the trunk's gates judge it first (GateFailed and
         rejected when a required one fails), then its lane moves by compare-and-swap (Conflict when the
-        lane moved since it was proposed)."""
+        lane moved since it was proposed). `actor`: as for `lane_create`."""
         from git_lanes.domain import transitions
 
         return self._decide(transitions.find(self.ctx, transition_id))
 
     @recorded(lambda a: f"reject {str(a['transition_id'])[:8]}")
-    def reject(self, transition_id: str, reason: str | None = None) -> Transition:
+    def reject(self, transition_id: str, reason: str | None = None, *, actor: str | None = None) -> Transition:
         """Reject proposal `transition_id` with `reason`; the attempt is kept under refs/lanes/rejected/ as
-        signal."""
+        signal. `actor`: as for `lane_create`."""
         from git_lanes.domain import transitions
         from git_lanes.model.text import check_reason
 
@@ -275,10 +278,10 @@ class CoreApi:
 
     @recorded(lambda a: f"restore {a['lane'] or 'workspace'} to {a['state']}")
     def restore(self, state: str, *, lane: str | None = None, cwd: str | os.PathLike[str] | None = None,
-                force: bool = False) -> Restored:
+                force: bool = False, actor: str | None = None) -> Restored:
         """Make a workspace's files equal `state` (a lane, transition id or revision) without moving its lane: the
         next commit records the return as a new transition. Unsnapshotted edits are refused, or with
-        `force` kept in a backup ref first."""
+        `force` kept in a backup ref first. `actor`: as for `lane_create`."""
         from git_lanes.domain import inspect, oplog, restore
         from git_lanes.model.workspace_results import Restored
 

@@ -22,7 +22,8 @@ def first_line(text: object) -> str:
 
 def recorded(describe: Callable[[dict[str, Any]], str]) -> Callable[[F], F]:
     """Make an API method one entry of the operation log, described by `describe(its arguments)`; its actor
-    is the `agent_id` or `actor` argument when given, else git's configured identity."""
+    is the `agent_id` or `actor` argument when given (an agent id, refused when it is none), else git's
+    configured identity."""
     def decorate(method: F) -> F:
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -33,8 +34,14 @@ def recorded(describe: Callable[[dict[str, Any]], str]) -> Callable[[F], F]:
             bound = inspect.signature(method).bind(self, *args, **kwargs)
             bound.apply_defaults()
             arguments = bound.arguments
-            actor = arguments.get("agent_id") or arguments.get("actor")
-            with oplog.operation(self.ctx, describe(arguments)[:200], actor if isinstance(actor, str) else None):
+            actor = arguments.get("agent_id")
+            if actor is None:
+                actor = arguments.get("actor")
+            if actor is not None:  # refused before anything moves, an empty one too, as on every command
+                from git_lanes.model.ids import AgentId
+
+                actor = AgentId(actor)
+            with oplog.operation(self.ctx, describe(arguments)[:200], actor):
                 return method(self, *args, **kwargs)
         return wrapper  # type: ignore[return-value]
     return decorate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import SuggestingGroup
-from git_lanes.cli.options import agent_option
+from git_lanes.cli.options import ACTING, agent_option
 from git_lanes.cli.output import ATTENTION_HINT, json_option, nested_left, open_api, run, short, shown_path, table
 
 
@@ -28,8 +28,9 @@ def lane() -> None:
 @click.option("--from", "source", metavar="LANE|ID|REV", help="Start from this lane's head, transition's "
               "state or revision (default: the trunk).")
 @click.option("--no-setup", is_flag=True, help="Skip the trunk's [setup]: no ports, copied files or command.")
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def create(name: str, source: str | None, no_setup: bool, as_json: bool) -> None:
+def create(name: str, source: str | None, no_setup: bool, agent: str | None, as_json: bool) -> None:
     """Create lane NAME and its workspace; print the workspace's path.
 
     For a lane that exists without a workspace here (after a clone, say), only the workspace is made. Then
@@ -47,7 +48,7 @@ def create(name: str, source: str | None, no_setup: bool, as_json: bool) -> None
         report_setup(r.get("setup"))
         return r["workspace"]
 
-    run(lambda: open_api().lane_create(name, source, setup=not no_setup), as_json, render)
+    run(lambda: open_api().lane_create(name, source, setup=not no_setup, actor=agent), as_json, render)
 
 
 def report_setup(report: dict | None) -> None:
@@ -190,8 +191,9 @@ def path(name: str, as_json: bool) -> None:
 @click.argument("name")
 @click.option("--force", is_flag=True, help="Delete even with unsnapshotted edits (kept in a backup ref), "
               "work not promoted anywhere, or pending proposals (rejected and kept).")
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def delete(name: str, force: bool, as_json: bool) -> None:
+def delete(name: str, force: bool, agent: str | None, as_json: bool) -> None:
     """Delete lane NAME and remove its workspace.
 
     Refuses while the workspace has unsnapshotted edits, the lane has work not promoted into any other
@@ -213,7 +215,7 @@ def delete(name: str, force: bool, as_json: bool) -> None:
         rejected = ", ".join(short(t) for t in r["rejected_proposals"])
         return text + (f"\nrejected its pending proposals {rejected}" if rejected else "")
 
-    run(lambda: open_api().lane_delete(name, force=force), as_json, render)
+    run(lambda: open_api().lane_delete(name, force=force, actor=agent), as_json, render)
 
 
 @lane.command()

@@ -13,6 +13,8 @@ import click
 from click.core import ParameterSource
 
 AGENT_ENV = "GIT_LANES_AGENT"
+# --agent on a command a person or an agent runs, which records who did it in the operation log
+ACTING = "The agent acting, recorded in the operation log (default: your git user name)."
 
 
 def hidden_alias(command: Callable[..., Any], *, alias: str, name: str, canonical: str,

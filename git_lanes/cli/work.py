@@ -8,6 +8,7 @@ import click
 
 from git_lanes.cli import Command
 from git_lanes.cli.intent import intent_kwargs, intent_options
+from git_lanes.cli.options import ACTING, agent_option
 from git_lanes.cli.output import held_line, json_option, nested_left, open_api, run, short
 
 workspace_option = click.option("-w", "--workspace", "lane", metavar="LANE",
@@ -74,8 +75,9 @@ def propose(lane: str | None, as_json: bool, **params: Any) -> None:
 
 @click.command(cls=Command)
 @click.argument("transition_id", metavar="ID")
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def accept(transition_id: str, as_json: bool) -> None:
+def accept(transition_id: str, agent: str | None, as_json: bool) -> None:
     """Accept proposal ID: its lane moves to the proposed state (exit 3 if the lane moved meanwhile).
 
     The trunk's gates judge the proposed state first; a failing required gate rejects it (exit 4).
@@ -84,21 +86,22 @@ def accept(transition_id: str, as_json: bool) -> None:
     Example:
       git lanes accept 3f9c2a1b
     """
-    run(lambda: open_api().accept(transition_id), as_json, render_transition)
+    run(lambda: open_api().accept(transition_id, actor=agent), as_json, render_transition)
 
 
 @click.command(cls=Command)
 @click.argument("transition_id", metavar="ID")
 @click.option("--reason", metavar="TEXT", help="Why it was rejected; kept with the attempt as signal.")
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def reject(transition_id: str, reason: str | None, as_json: bool) -> None:
+def reject(transition_id: str, reason: str | None, agent: str | None, as_json: bool) -> None:
     """Reject proposal ID. The attempt is kept under refs/lanes/rejected/ as signal.
 
     \b
     Example:
       git lanes reject 3f9c2a1b --reason "breaks the session invariant"
     """
-    run(lambda: open_api().reject(transition_id, reason), as_json, render_transition)
+    run(lambda: open_api().reject(transition_id, reason, actor=agent), as_json, render_transition)
 
 
 @click.command(cls=Command)
@@ -107,8 +110,9 @@ def reject(transition_id: str, reason: str | None, as_json: bool) -> None:
 @click.option("--force", is_flag=True,
               help="Restore even over unsnapshotted edits or ignored files it overwrites (kept in a backup ref); "
                    "a nested git repository is left in place.")
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def restore(state: str, lane: str | None, force: bool, as_json: bool) -> None:
+def restore(state: str, lane: str | None, force: bool, agent: str | None, as_json: bool) -> None:
     """Make a workspace's files equal STATE (a lane, transition id or git revision).
 
     The lane does not move: the next commit records the return to STATE as a new transition. Restoring a
@@ -126,4 +130,4 @@ def restore(state: str, lane: str | None, force: bool, as_json: bool) -> None:
             text += f" ({len(r['changed_from_head'])} paths differ from the lane head; commit to record it)"
         return text + (f"\nunsnapshotted edits kept at {r['backup']}" if r["backup"] else "") + nested_left(r)
 
-    run(lambda: open_api().restore(state, lane=lane, cwd=os.getcwd(), force=force), as_json, render)
+    run(lambda: open_api().restore(state, lane=lane, cwd=os.getcwd(), force=force, actor=agent), as_json, render)

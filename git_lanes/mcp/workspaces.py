@@ -67,13 +67,13 @@ def tools(face: Binding) -> list[ToolSpec]:
     def accept(transition_id: TransitionId) -> Decided:
         """Accept a proposal: the trunk's gates judge it first (a failing required gate rejects it:
         `gate_failed`); then its lane moves to the proposed state (`conflict` if the lane moved meanwhile)."""
-        return face.api.accept(transition_id)
+        return face.api.accept(transition_id, actor=face.actor(None))
 
     def reject(transition_id: TransitionId,
                reason: Annotated[str | None, Field(description="Why; kept with the attempt as signal.")] = None
                ) -> Transition:
         """Reject a proposal; the attempt is kept under refs/lanes/rejected/ as signal."""
-        return face.api.reject(transition_id, reason)
+        return face.api.reject(transition_id, reason, actor=face.actor(None))
 
     def history(lane: LaneFilter = None, status: Annotated[TransitionStatus | None, Field(
                     description="Only transitions with this status.")] = None,
@@ -118,7 +118,7 @@ def tools(face: Binding) -> list[ToolSpec]:
                                                          "in a backup ref).")] = False,
                 agent_id: AgentId = None) -> Restored:
         """Make the lane's workspace files equal a state; the lane does not move (commit to record it)."""
-        return face.api.restore(state, lane=face.lane(lane, agent_id), force=force)
+        return face.api.restore(state, lane=face.lane(lane, agent_id), force=force, actor=face.actor(agent_id))
 
     def reclaim_orphan_worktrees(dry_run: Annotated[bool, Field(description="Only say what would be reclaimed."
                                                                 )] = False) -> OrphansReclaimed:
