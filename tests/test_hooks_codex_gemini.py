@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
-from hook_helpers import decision, hook, lane, run_id
+from conftest import git, run_cli
+from hook_helpers import claude, decision, hook, lane, run_id
 
 
 @pytest.fixture
@@ -114,3 +114,27 @@ def test_codex_post_tool_use_of_a_failing_command_counts_as_failed(ws, response,
     assert after.code == 0 and after.out == ""
     shown = run_cli("run", "show", run_id(ws), "--json", cwd=ws).json
     assert (shown["failed"], shown["completed"]) == ((1, 0) if failed else (0, 1)) and shown["in_flight"] == []
+
+
+@pytest.mark.parametrize("cli, prompt_event, stop_event, payload", [
+    ("claude", "UserPromptSubmit", "Stop", claude),
+    ("codex", "UserPromptSubmit", "Stop", codex),
+    ("gemini", "BeforeAgent", "AfterAgent", gemini),
+])
+def test_the_end_of_a_turn_of_an_ended_run_records_nothing_and_lets_the_cli_stop(ws, cli, prompt_event,
+                                                                                   stop_event, payload):
+    """`git lanes run end` closes the run, yet the session may still end a turn: its Stop used to snapshot the
+    workspace into a new transition and append the turn to the ended run's log. It records only the usage
+    now, and its answer never blocks the stop (a block would send the model back into tools that are all denied)."""
+    assert hook(cli, prompt_event, payload(prompt_event, ws, prompt="Add a greeting")).code == 0
+    run = run_id(ws)
+    assert run_cli("run", "end", run, cwd=ws).code == 0
+    ended = git("rev-parse", f"refs/lanes/runs/{run}", cwd=ws).strip()
+    (ws / "greet.py").write_text("print('hi')\n")
+    result = hook(cli, stop_event, payload(stop_event, ws, stop_hook_active=False, last_assistant_message="Done."))
+    assert result.code == 0, result.err
+    answer = json.loads(result.out) if result.out.strip() else {}
+    assert "decision" not in answer and answer.get("continue", True), answer
+    assert git("rev-parse", f"refs/lanes/runs/{run}", cwd=ws).strip() == ended  # (no transcript: no usage either)
+    assert run_cli("history", "--lane", "feature", "--json", cwd=ws).json["transitions"] == []
+    assert git("status", "--porcelain", cwd=ws).strip() == "?? greet.py"  # the work stays on disk, unrecorded

@@ -111,7 +111,8 @@ def with_usage(event: HookEvent, now: float, kind: str, data: dict[str, Any]) ->
 def stop(event: HookEvent, now: float, snapshot: Callable[[control.LightRepo, RunState, str], dict]) -> Verdict:
     """The end of an agent turn: record its usage, snapshot the workspace as a state of the lane (the turn's
     prompt as intent, its tokens and dollars as cost; `[stop] snapshot`), record the turn's end. The snapshot
-    takes the writers' lock and may run gates, so it runs outside the runs' lock."""
+    takes the writers' lock and may run gates, so it runs outside the runs' lock. Of an ended run, only the
+    usage is recorded, and the CLI is let stop."""
     from git_lanes.model.runs import Usage
 
     hc = control.context(event, now)
@@ -119,12 +120,18 @@ def stop(event: HookEvent, now: float, snapshot: Callable[[control.LightRepo, Ru
     told: list[str | None] = [None]
 
     def usage_step(head: str | None, state: RunState | None) -> list[RunEvent]:
+        if state is not None and state.status == "ended":
+            return control.usage_events(hc, state)  # spent all the same: the daily limit counts it
         events = control.implicit_start(hc, state)
         delivered, told[0] = steering.deliver(state, "stop", now)
         return events + control.usage_events(hc, state or runs.fold(None, hc.run, events[0])) + delivered
 
     state, _ = control.transact(hc.repo, hc.run, usage_step)
     assert state is not None
+    if state.status == "ended":
+        # `git lanes run end` closed the run: a turn the session still ends is no work of it, so no snapshot
+        # and no turn. Blocking would send the model back into tools that are all denied: the stop goes ahead.
+        return Verdict()
     if told[0]:
         # The turn is not over: a Stop hook that blocks makes the model continue, with this as its reason.
         return Verdict(proceed=told[0])
