@@ -124,6 +124,28 @@ def test_post_tool_use_pairs_by_tool_use_id(ws):
     assert [e["type"] for e in events] == ["run_start", "tool_attempted", "tool_attempted", "tool_completed",
                                            "tool_failed"]
     assert events[3]["duration"] == 0.012 and events[4]["error"] == "Exit code 1"
+    # the issue names the pairing field the CLI's `tool_use_id`: the events carry it under that name
+    assert [e.get("tool_use_id") for e in events[1:]] == ["toolu_A", "toolu_B", "toolu_A", "toolu_B"]
+
+
+def test_a_run_log_written_before_tool_use_id_still_pairs_its_calls():
+    """Events written before they named the call `tool_use_id` name it `id`: read, they name the same call,
+    so an old run's in-flight calls and durations come out as they did."""
+    from git_lanes.domain.runs import calls, fold, timeline
+    from git_lanes.model.runs import RunEvent
+
+    old = [{"format": 1, "type": "run_start", "time": 100.0, "agent": "a", "phase": "plan"},
+           {"format": 1, "type": "tool_attempted", "time": 101.0, "tool": "Bash", "input": "ls", "weight": 1.0,
+            "phase": "plan", "id": "toolu_A"},
+           {"format": 1, "type": "tool_attempted", "time": 102.0, "tool": "Bash", "input": "pwd", "weight": 1.0,
+            "phase": "plan", "id": "toolu_B"},
+           {"format": 1, "type": "tool_completed", "time": 103.5, "tool": "Bash", "id": "toolu_A"}]
+    events = [RunEvent.from_dict(e) for e in old]
+    state = None
+    for event in events:
+        state = fold(state, "0123456789abcdef", event)
+    assert [c["tool_use_id"] for c in calls(state.in_flight)] == ["toolu_B"]
+    assert timeline(events)[3]["duration"] == 2.5
 
 
 def test_every_event_is_recorded_in_a_git_readable_log(ws):

@@ -313,7 +313,7 @@ def pre_tool(event: HookEvent, now: float, exhausted: Callable[[LightRepo, str, 
         delivered, told = steering.deliver(state, "pre_tool", now)
         outcome.update(decision=decision, budget=budget, told=told)
         data = {"tool": call.tool, "input": call.summary, "weight": decision.weight, "phase": state.phase,
-                "id": call.id, "kind": call.kind}
+                "tool_use_id": call.id, "id": call.id, "kind": call.kind}
         if decision.allow and budget.deny is None:
             data["weight"] = 0.0 if decision.control else decision.weight
             if call.plan is not None:
@@ -339,7 +339,7 @@ def post_tool(event: HookEvent, now: float) -> Verdict:
     hc = context(event, now)
     call = event.call
     assert call is not None
-    data: dict[str, Any] = {"id": call.id, "tool": call.tool}
+    data: dict[str, Any] = {"tool_use_id": call.id, "id": call.id, "tool": call.tool}
     if event.duration is not None:
         data["duration"] = round(event.duration, 3)
     if event.name == "tool_failed":

@@ -65,7 +65,7 @@ def _attempted(state: RunState, event: RunEvent, today: dict) -> dict:
     spent = dict(state.spent)
     spent[phase] = round(spent.get(phase, 0.0) + weight, 6)
     in_flight = dict(state.in_flight)
-    in_flight[event.get("id")] = {"tool": event.get("tool"), "input": event.get("input"), "time": event.time,
+    in_flight[event.get("tool_use_id")] = {"tool": event.get("tool"), "input": event.get("input"), "time": event.time,
                                   "weight": weight}
     today["calls"] += 1
     changes = {"spent": spent, "calls": state.calls + 1, "in_flight": in_flight}
@@ -81,7 +81,7 @@ def _blocked(state: RunState, event: RunEvent, today: dict) -> dict:
 
 def _completed(state: RunState, event: RunEvent, today: dict) -> dict:
     in_flight = dict(state.in_flight)
-    in_flight.pop(event.get("id"), None)
+    in_flight.pop(event.get("tool_use_id"), None)
     key = "failed" if event.type == "tool_failed" else "completed"
     return {key: getattr(state, key) + 1, "in_flight": in_flight}
 
@@ -249,13 +249,18 @@ def awaiting_input(state: RunState) -> bool:
     return state.status == "active" and not state.in_flight and bool(state.turn) and "prompt" not in state.turn
 
 
+def calls(tools: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls attempted and not completed, oldest first, each named by its `tool_use_id` (and, as before,
+    `id`)."""
+    return [{"tool_use_id": k, "id": k, **v} for k, v in sorted(tools.items(), key=lambda i: i[1]["time"])]
+
+
 def view(state: RunState, policy: Policy | None = None) -> dict:
     record = state.to_dict()
     record["awaiting_input"] = awaiting_input(state)
     record.pop("format")
-    record["in_flight"] = [{"id": k, **v} for k, v in sorted(state.in_flight.items(), key=lambda i: i[1]["time"])]
-    record["interrupted"] = [{"id": k, **v} for k, v in
-                             sorted(state.interrupted.items(), key=lambda i: i[1]["time"])]
+    record["in_flight"] = calls(state.in_flight)
+    record["interrupted"] = calls(state.interrupted)
     record["tokens"] = state.usage.tokens_dict()
     record["cost_usd"] = state.usage.cost_usd
     if policy is not None:
@@ -275,10 +280,10 @@ def timeline(events: list[RunEvent]) -> list[dict]:
         row.pop("format")
         row |= {"seq": number, "elapsed": round(event.time - first, 3), "delta": round(event.time - previous, 3)}
         if event.type == "tool_attempted":
-            attempted[event.get("id")] = event.time
+            attempted[event.get("tool_use_id")] = event.time
         elif event.type in ("tool_completed", "tool_failed") and event.get("duration") is None \
-                and event.get("id") in attempted:
-            row["duration"] = round(event.time - attempted[event.get("id")], 3)
+                and event.get("tool_use_id") in attempted:
+            row["duration"] = round(event.time - attempted[event.get("tool_use_id")], 3)
         rows.append(row)
         previous = event.time
     return rows

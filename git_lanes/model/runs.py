@@ -24,14 +24,18 @@ RUN_ID = re.compile(r"[0-9a-f]{4,40}")
 EVENT_TYPE = re.compile(r"[a-z][a-z_]{1,39}")
 # What each event records besides its type and time (DESIGN.md §6; the issue's list plus the run's own
 # start and end). Older readers fold unknown types as no-ops; a new major format is refused.
+# A tool call's events name the call by the CLI's `tool_use_id` (as the issue and DESIGN.md name it). They also
+# carry it as `id`, the name git-lanes wrote before and still requires; an event that has only `id` (written
+# before) is read as naming its `tool_use_id`.
+TOOL_EVENTS = frozenset({"tool_attempted", "tool_blocked", "tool_completed", "tool_failed"})
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "run_start": ("agent", "phase"),
     "session_start": ("session", "source"),
     "prompt": ("text",),
-    "tool_attempted": ("tool", "input", "weight", "phase", "id"),
-    "tool_blocked": ("tool", "input", "weight", "phase", "id", "reason"),
-    "tool_completed": ("id", "tool"),
-    "tool_failed": ("id", "tool"),
+    "tool_attempted": ("tool", "input", "weight", "phase", "tool_use_id"),
+    "tool_blocked": ("tool", "input", "weight", "phase", "tool_use_id", "reason"),
+    "tool_completed": ("tool_use_id", "tool"),
+    "tool_failed": ("tool_use_id", "tool"),
     "phase": ("phase",),
     "usage": ("tokens", "cost_usd"),
     "compact": ("trigger",),
@@ -102,6 +106,8 @@ class RunEvent(Frozen):
     def from_dict(cls, data: Any) -> RunEvent:
         record = dict(check_format(data, "run event"))
         record.pop("format")
+        if record.get("type") in TOOL_EVENTS and "tool_use_id" not in record and "id" in record:
+            record["tool_use_id"] = record["id"]
         try:
             return cls(type=record.pop("type"), time=record.pop("time"), data=record)
         except KeyError as exc:
