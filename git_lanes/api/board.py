@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import gone, held
 from git_lanes.api.ledger import LedgerApi
+from git_lanes.domain import BOARD_LIMIT
 from git_lanes.errors import UserError
 from git_lanes.model.ids import AgentId
 
@@ -37,8 +38,9 @@ class BoardApi(LedgerApi):
                                {"text": text, "kind": board.validate_kind(kind), "to": to})
 
     def board_read(self, agent: str | None = None, *, unread_only: bool = False, everything: bool = False,
-                   limit: int = 20) -> results.BoardRead:
-        """Posts for `agent` (all unread ones plus recent ones, or only unread), marking them read."""
+                   limit: int = BOARD_LIMIT) -> results.BoardRead:
+        """Posts for `agent` (all unread ones plus the `limit` recent ones, or only unread), marking them read.
+        Without an agent, the board's recent posts, marking nothing."""
         from git_lanes.domain import agents, board
         from git_lanes.model import ledger_results as results
         from git_lanes.domain.wording import checked_limit

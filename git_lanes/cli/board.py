@@ -11,6 +11,10 @@ from git_lanes.cli import Command, SuggestingGroup
 from git_lanes.cli.options import Finite, agent_option, limit_option
 from git_lanes.cli.output import json_option, open_api, run
 
+# The board's one default read length (`git_lanes.domain.BOARD_LIMIT`, which every other face imports), spelled
+# here because a command module loads no domain code until it runs; tests/test_board_questions.py holds them equal.
+BOARD_LIMIT = 20
+
 
 def render_post(p: dict) -> str:
     when = time.strftime("%H:%M", time.localtime(p["time"]))
@@ -59,8 +63,8 @@ def post(text: str, agent: str, kind: str, target: str | None, as_json: bool) ->
 @agent_option(required=False, help_text="Whose posts to read (and mark read); without it, show the board.")
 @click.option("--unread", "unread_only", is_flag=True, help="Only unread posts.")
 @click.option("--all", "everything", is_flag=True, help="Include posts sent to other agents.")
-@limit_option("How many recent posts to include besides the unread ones.", type=click.IntRange(min=0),
-              default=20, show_default=True)
+@limit_option("How many recent posts to include besides the unread ones (every face's default).",
+              type=click.IntRange(min=0), default=BOARD_LIMIT, show_default=True)
 @json_option
 def read(agent: str | None, unread_only: bool, everything: bool, limit: int, as_json: bool) -> None:
     """Read the board as an agent: unread posts and recent ones; what is shown is marked read.

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from git_lanes.domain import BOARD_LIMIT
 from git_lanes.errors import UserError
 from git_lanes.model.coordination import TASK_STATUSES
 from git_lanes.model.runs import STATS_GROUPS
@@ -134,6 +135,7 @@ def A(name: str, required: bool = False, help: str = "") -> Param:
 COST = (I("tokens_in"), I("tokens_out"), I("api_calls"), N("wall_time"), N("cost_usd"))
 INTENT = (S("agent_type"), S("model"), A("tags"))
 ACTOR = S("actor", help="who acts (default: git's user.name)")
+LIMIT_HELP = f"how many recent posts (default {BOARD_LIMIT}, as in every face)"
 
 
 def _cost(p: dict) -> Any:
@@ -258,14 +260,15 @@ ROUTES: tuple[Route, ...] = (
           "dirty_publish", lambda m, p: m(p["agent"]), "claims", body=(S("agent", True),)),
     # -- board
     Route("GET", "/board", "The board's recent posts (marks nothing read)",
-          "board_read", lambda m, p: m(None, limit=p.get("limit", 50)), "board", query=(I("limit", maximum=1000),)),
+          "board_read", lambda m, p: m(None, limit=p.get("limit", BOARD_LIMIT)), "board",
+          query=(I("limit", maximum=1000, help=LIMIT_HELP),)),
     Route("POST", "/board", "Post on the board", "board_post", lambda m, p: m(
         p["text"], p["agent"], p.get("kind", "note"), p.get("to")), "board",
           body=(S("text", True), S("agent", True), S("kind", choices=("note", "question", "handoff")), S("to"))),
     Route("POST", "/board/read", "Read an agent's posts and mark them read",
           "board_read", lambda m, p: m(p["agent"], unread_only=p.get("unread", False), everything=p.get("all", False),
-                                    limit=p.get("limit", 20)), "board",
-          body=(S("agent", True), B("unread"), B("all"), I("limit", maximum=1000))),
+                                    limit=p.get("limit", BOARD_LIMIT)), "board",
+          body=(S("agent", True), B("unread"), B("all"), I("limit", maximum=1000, help=LIMIT_HELP))),
     Route("POST", "/board/{post}/resolve", "Resolve a post", "board_resolve", lambda m, p: m(p["post"], p.get("actor")),
           "board", body=(ACTOR,)),
     Route("POST", "/board/{post}/answer", "Answer a question: a post to its asker, and the question resolved",

@@ -10,6 +10,7 @@ import anyio
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from git_lanes.domain import BOARD_LIMIT
 from git_lanes.errors import LanesError
 from git_lanes.mcp.binding import Binding, ToolSpec
 from git_lanes.mcp.params import AgentId, Globs, PostKind, TaskId, TaskStatus, TicketId
@@ -160,7 +161,7 @@ def tools(face: Binding) -> list[ToolSpec]:
     def read_board(unread_only: Annotated[bool, Field(description="Only unread posts.")] = False,
                    all_posts: Annotated[bool, Field(description="Include posts sent to other agents.")] = False,
                    limit: Annotated[int, Field(ge=0, le=1000, description="How many recent posts to include "
-                                                                          "besides the unread ones.")] = 20,
+                                                                          "besides the unread ones.")] = BOARD_LIMIT,
                    agent_id: AgentId = None) -> dict:
         """Read the board as the agent: its unread posts and recent ones. What is shown is marked read.
         Without any agent, the whole board is shown and nothing is marked."""
