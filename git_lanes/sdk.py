@@ -141,9 +141,11 @@ class AgentSession:
         """Post on the board (kind note, question or handoff), to one agent or to everyone else."""
         return self._acting(lambda: self.api.board_post(text, self.agent_id, kind, to))
 
-    def read_board(self, unread_only: bool = False) -> BoardRead:
-        """This agent's unread posts and recent ones; what is returned is marked read."""
-        return self._acting(lambda: self.api.board_read(self.agent_id, unread_only=unread_only))
+    def read_board(self, unread_only: bool = False, unanswered: bool = False) -> BoardRead:
+        """This agent's unread posts and recent ones; what is returned is marked read. With `unanswered`,
+        every question it may see that nobody answered or resolved yet, however old, marking nothing."""
+        return self._acting(lambda: self.api.board_read(self.agent_id, unread_only=unread_only,
+                                                        unanswered=unanswered))
 
     def wait(self, timeout: float = 60.0) -> WaitResult:
         """Block until a task of this agent's becomes ready, another agent steps into its files, a post for

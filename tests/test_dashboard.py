@@ -131,6 +131,20 @@ def test_answering_a_question_from_the_page(api, repo, server, page):
     assert page.problems == []
 
 
+def test_a_question_with_a_hundred_posts_after_it_still_waits_for_an_answer(api, repo, server, page):
+    """The page read the last 100 posts and picked the questions out of them: one with 100 posts after it
+    vanished, and the board said "No unanswered questions"."""
+    api.agent_register("coder-2")
+    asked = api.board_post("Size or age?", "coder-2", kind="question")
+    for n in range(105):
+        api.board_post(f"note {n}", "coder-1")
+    page.goto(server.url + "/")
+    page.locator(f'[data-post="{asked["post"]}"].open').wait_for(timeout=WAIT_MS)
+    assert "No unanswered questions" not in page.locator("#board").inner_text()
+    assert page.locator('[data-agent="coder-2"] .chip.needs').inner_text() == "needs input"
+    assert page.problems == []
+
+
 def test_agent_written_markup_is_text_and_runs_nothing(api, repo, server, page):
     api.lane_create("feat")
     (workspace(repo, "feat") / "f.txt").write_text("f\n")

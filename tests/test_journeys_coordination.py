@@ -184,6 +184,7 @@ JOURNEY: list[tuple[str, dict]] = [
     ("git lanes dirty list", {}),
     ("git lanes board post \"Who owns the session cache?\" --kind question --agent coder-1", {}),
     ("git lanes board read --agent coder-2 --unread", {}),
+    ("git lanes board read --unanswered", {}),
     ("git lanes board post \"Schema is in docs/api.md\" --agent coder-1 --to coder-2", {}),
     ("git lanes board resolve 12 --agent coder-2", {}),
     ("git lanes wait --agent coder-2 --timeout 300 --json", {}),

@@ -214,7 +214,7 @@ def test_plain_git_reads_every_record(lanes, repo):
     lanes.board_post("hi", "coder-1")
     post = ledger_record(repo, "board/00/00/00/00000001.json")
     assert post == {"format": 1, "seq": 1, "id": post["id"], "from": "coder-1", "to": None, "kind": "note",
-                    "text": "hi", "time": post["time"], "resolved": None, "broadcasts": 1}
+                    "text": "hi", "time": post["time"], "resolved": None, "broadcasts": 1, "indexed": True}
     assert subprocess.run(["git", "fsck", "--no-progress"], cwd=repo).returncode == 0
 
 

@@ -35,6 +35,7 @@ TRANSITIONS = RECORD | {"git_lanes.domain.lanes", "git_lanes.domain.wording", "g
                         "git_lanes.model.records"}
 LEDGER = {"git_lanes.api.ledger", "git_lanes.ledger", "git_lanes.ledger.log", "git_lanes.ledger.op", "git_lanes.ledger.state",
           "git_lanes.domain.agents", "git_lanes.domain.board", "git_lanes.domain.board_index",
+          "git_lanes.domain.questions",
           "git_lanes.model.coordination", "git_lanes.domain.stored",
           "git_lanes.model.ledger_delta", "git_lanes.model.jsontext"} | RECORD
 

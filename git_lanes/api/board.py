@@ -15,6 +15,7 @@ from git_lanes.errors import UserError
 from git_lanes.model.ids import AgentId
 
 if TYPE_CHECKING:
+    from git_lanes import ledger
     from git_lanes.model import ledger_results as results
 
 DEFAULT_WAIT = 60.0
@@ -38,9 +39,10 @@ class BoardApi(LedgerApi):
                                {"text": text, "kind": board.validate_kind(kind), "to": to})
 
     def board_read(self, agent: str | None = None, *, unread_only: bool = False, everything: bool = False,
-                   limit: int = BOARD_LIMIT) -> results.BoardRead:
+                   limit: int = BOARD_LIMIT, unanswered: bool = False) -> results.BoardRead:
         """Posts for `agent` (all unread ones plus the `limit` recent ones, or only unread), marking them read.
-        Without an agent, the board's recent posts, marking nothing."""
+        Without an agent, the board's recent posts, marking nothing. With `unanswered`, every question still
+        open however old (those `agent` may see, unless `everything`), marking nothing, `limit` aside."""
         from git_lanes.domain import agents, board
         from git_lanes.model import ledger_results as results
         from git_lanes.domain.wording import checked_limit
@@ -48,8 +50,13 @@ class BoardApi(LedgerApi):
         from git_lanes.model.coordination import PostView
 
         checked_limit(limit)
+        if unanswered and unread_only:
+            raise UserError("read either the unread posts or the unanswered questions, not both",
+                            code="conflicting_filters")
         state = self._state()
         set_aside: list[dict[str, str]] = []
+        if unanswered:
+            return self._unanswered(state, agent, everything)
         if agent is None:
             posts = board.recent(state, None, limit, True, set_aside)
             return results.BoardRead(None, tuple(PostView.from_dict(board.view(p)) for p in posts), 0, None,
@@ -67,6 +74,20 @@ class BoardApi(LedgerApi):
             self._append("board.read", agent, {"agent": agent, "through": through})
         posts = [board.view(p) | {"unread": p["seq"] in unread_seqs} for _, p in sorted(shown.items())]
         return results.BoardRead(agent, tuple(PostView.from_dict(p) for p in posts), len(unread), through,
+                                 Listing((), set_aside).unreadable)
+
+    def _unanswered(self, state: ledger.State, agent: str | None, everything: bool) -> results.BoardRead:
+        from git_lanes.domain import board, questions
+        from git_lanes.model import ledger_results as results
+        from git_lanes.model.coordination import PostView
+        from git_lanes.model.record import Listing
+
+        set_aside: list[dict[str, str]] = []
+        reader = None if agent is None else AgentId(agent)
+        posts = [p for p in questions.open_posts(state, set_aside)
+                 if reader is None or everything or p["to"] in (None, reader) or p["from"] == reader]
+        return results.BoardRead(reader, tuple(PostView.from_dict(board.view(p)) for p in posts),
+                                 0 if reader is None else board.unread_count(state, reader), None,
                                  Listing((), set_aside).unreadable)
 
     def board_resolve(self, post: int, actor: str | None = None) -> results.PostResolved:

@@ -95,6 +95,7 @@ OWNERS = {
     "_task_record": "supervise",
     "_tell_others": "publishing",
     "_tidy": "publishing",
+    "_unanswered": "board",
     "_undo_ledger_op": "oplog",
     "_verify": "pipeline",
     "_watch": "supervise",

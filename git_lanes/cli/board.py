@@ -62,22 +62,31 @@ def post(text: str, agent: str, kind: str, target: str | None, as_json: bool) ->
 @board.command()
 @agent_option(required=False, help_text="Whose posts to read (and mark read); without it, show the board.")
 @click.option("--unread", "unread_only", is_flag=True, help="Only unread posts.")
+@click.option("--unanswered", is_flag=True,
+              help="Only the questions nobody answered or resolved yet, every one however old; marks nothing "
+                   "read, and --limit does not apply.")
 @click.option("--all", "everything", is_flag=True, help="Include posts sent to other agents.")
 @limit_option("How many recent posts to include besides the unread ones (every face's default).",
               type=click.IntRange(min=0), default=BOARD_LIMIT, show_default=True)
 @json_option
-def read(agent: str | None, unread_only: bool, everything: bool, limit: int, as_json: bool) -> None:
+def read(agent: str | None, unread_only: bool, unanswered: bool, everything: bool, limit: int,
+         as_json: bool) -> None:
     """Read the board as an agent: unread posts and recent ones; what is shown is marked read.
 
     \b
     Example:
       git lanes board read --agent coder-2 --unread
+      git lanes board read --unanswered
     """
-    def render(r: dict) -> str:
-        return "\n".join(render_post(p) for p in r["posts"]) or "no posts"
+    if unread_only and unanswered:
+        raise click.UsageError("--unread and --unanswered cannot be used together")
 
-    run(lambda: open_api().board_read(agent, unread_only=unread_only, everything=everything, limit=limit),
-        as_json, render)
+    def render(r: dict) -> str:
+        return "\n".join(render_post(p) for p in r["posts"]) or \
+            ("no unanswered questions" if unanswered else "no posts")
+
+    run(lambda: open_api().board_read(agent, unread_only=unread_only, everything=everything, limit=limit,
+                                      unanswered=unanswered), as_json, render)
 
 
 @board.command()

@@ -9,7 +9,7 @@ cursor, and reading moves the cursor past it."""
 
 from __future__ import annotations
 
-from git_lanes.domain import stored
+from git_lanes.domain import questions, stored
 from git_lanes.domain.agents import Reader, agent_path, reader_path, touch, validate_agent_id
 from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_through, current_seq, get_post,
                                          post_path)
@@ -45,8 +45,10 @@ def add_post(tx: Tx, op: Op, sender: str, kind: str, text: str, to: str | None) 
         raise Refused("the board is full", code="board_full")
     counted = to is None and kind in AGENT_KINDS
     before = broadcasts_through(tx, seq - 1)
+    questions.note_post(tx, seq, kind == "question")
     tx.put(post_path(seq), {"seq": seq, "id": op.id, "from": sender, "to": to, "kind": kind, "text": text,
-                            "time": op.time, "resolved": None, "broadcasts": before + (1 if counted else 0)})
+                            "time": op.time, "resolved": None, "broadcasts": before + (1 if counted else 0),
+                            "indexed": True})
     if to is not None:
         reader = reader_of(tx, to)
         reader["inbox"] = reader["inbox"] + [seq]
@@ -207,6 +209,7 @@ def resolve(tx: Tx, op: Op) -> dict:
         raise Conflict(f"post #{seq} was already resolved by {record['resolved']['by']}", code="already_resolved")
     record["resolved"] = {"by": op.actor, "time": op.time}
     tx.put(post_path(seq), record)
+    questions.note_closed(tx, seq)
     return {"post": seq, "resolved_by": op.actor}
 
 
@@ -230,6 +233,7 @@ def answer(tx: Tx, op: Op) -> dict:
     tx.put(post_path(reply), {**tx.get(post_path(reply)), "reply_to": seq})
     question["resolved"] = {"by": sender, "time": op.time, "answer": reply}
     tx.put(post_path(seq), question)
+    questions.note_closed(tx, seq)
     return {"post": reply, "answers": seq, "to": to, "resolved_by": sender}
 
 

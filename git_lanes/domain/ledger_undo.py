@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from git_lanes.domain import board, board_index, ports
+from git_lanes.domain import board, board_index, ports, questions
 from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError
 from git_lanes.ledger import Op, Tx, last_change, make_op, read_op, state_at
 from git_lanes.model.budgets import decode_key
@@ -24,7 +24,9 @@ UNDOABLE = frozenset({"claim.add", "claim.release", "board.post", "board.resolve
                       "task.dep_add", "task.claim", "task.done", "task.block", "task.resume", "ticket.open",
                       "ticket.link", "plan.dispatch", "ports.reserve", "ports.release", "budget.set", "budget.clear",
                       TYPE})
-BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/")
+# The board's two lists (`retracted/`, `questions/`) are not restored as they were: the undo's fold keeps
+# them in step with the posts it rewrites, so undoing one post does not undo what later posts added to them.
+BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/", "questions/")
 # An inverse op with this arg leaves the board's retraction list to the `board.retractions` op its undo
 # appends after all its inverse ops (`relisting`): the list is one record, so an undo of a sync that brought
 # 3,000 posts rewrote it (and carried it whole in each commit) 3,000 times, 44 s of a 45 s undo.
@@ -140,6 +142,7 @@ def apply(tx: Tx, op: Op) -> dict[str, Any]:
             posts.append((change["expect"], restore))
     if not op.args.get(LIST_LATER):
         board.note_retractions(tx, posts)
+    questions.note_changes(tx, posts)  # one small record, rewritten only when a question opens or closes
     return {"undoes": undoes, "type": op.args.get("type"), "records": [describe(c["path"]) for c in changes]}
 
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from git_lanes.errors import MalformedRecord, UnsupportedFormat
 from git_lanes.ledger import State
 from git_lanes.ledger.state import MALFORMED_HINT
-from git_lanes.model.coordination import (Agent, ClaimSet, DirtySet, ExclusiveClaim, Post, ReadPosition,
-                                          RetractedPosts, Task, Ticket, WakeQueue)
+from git_lanes.model.coordination import (Agent, ClaimSet, DirtySet, ExclusiveClaim, OpenQuestions, Post,
+                                          ReadPosition, RetractedPosts, Task, Ticket, WakeQueue)
 from git_lanes.model.record import Unreadable
 from git_lanes.model.refs import LEDGER
 
@@ -62,7 +62,7 @@ def _plan() -> Shape:
 # positions share `board/`: see `shape_of`).
 SHAPES: dict[str, Shape] = {"tasks": Task, "tickets": Ticket, "agents": Agent, "claims": ClaimSet,
                             "dirty": DirtySet, "wakes": WakeQueue, "board": Post, "exclusive": ExclusiveClaim,
-                            "retracted": RetractedPosts, "budgets": _Deferred(_budget),
+                            "retracted": RetractedPosts, "questions": OpenQuestions, "budgets": _Deferred(_budget),
                             "ports": _Deferred(_ports), "plans": _Deferred(_plan)}
 HINT = MALFORMED_HINT
 # What a listing left out: {"ref", "key", "reason"}, the fields of an `Unreadable` (model/record.py).

@@ -136,6 +136,7 @@ COST = (I("tokens_in"), I("tokens_out"), I("api_calls"), N("wall_time"), N("cost
 INTENT = (S("agent_type"), S("model"), A("tags"))
 ACTOR = S("actor", help="who acts (default: git's user.name)")
 LIMIT_HELP = f"how many recent posts (default {BOARD_LIMIT}, as in every face)"
+UNANSWERED_HELP = "only the questions nobody answered or resolved yet, every one however old (limit aside)"
 
 
 def _cost(p: dict) -> Any:
@@ -259,16 +260,17 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/dirty", "Publish an agent's dirty set, computed from its workspace",
           "dirty_publish", lambda m, p: m(p["agent"]), "claims", body=(S("agent", True),)),
     # -- board
-    Route("GET", "/board", "The board's recent posts (marks nothing read)",
-          "board_read", lambda m, p: m(None, limit=p.get("limit", BOARD_LIMIT)), "board",
-          query=(I("limit", maximum=1000, help=LIMIT_HELP),)),
+    Route("GET", "/board", "The board's recent posts, or every unanswered question (marks nothing read)",
+          "board_read", lambda m, p: m(None, limit=p.get("limit", BOARD_LIMIT), unanswered=p.get("unanswered", False)),
+          "board", query=(I("limit", maximum=1000, help=LIMIT_HELP), B("unanswered", UNANSWERED_HELP))),
     Route("POST", "/board", "Post on the board", "board_post", lambda m, p: m(
         p["text"], p["agent"], p.get("kind", "note"), p.get("to")), "board",
           body=(S("text", True), S("agent", True), S("kind", choices=("note", "question", "handoff")), S("to"))),
     Route("POST", "/board/read", "Read an agent's posts and mark them read",
           "board_read", lambda m, p: m(p["agent"], unread_only=p.get("unread", False), everything=p.get("all", False),
-                                    limit=p.get("limit", BOARD_LIMIT)), "board",
-          body=(S("agent", True), B("unread"), B("all"), I("limit", maximum=1000, help=LIMIT_HELP))),
+                                    limit=p.get("limit", BOARD_LIMIT), unanswered=p.get("unanswered", False)),
+          "board", body=(S("agent", True), B("unread"), B("unanswered", UNANSWERED_HELP), B("all"),
+                         I("limit", maximum=1000, help=LIMIT_HELP))),
     Route("POST", "/board/{post}/resolve", "Resolve a post", "board_resolve", lambda m, p: m(p["post"], p.get("actor")),
           "board", body=(ACTOR,)),
     Route("POST", "/board/{post}/answer", "Answer a question: a post to its asker, and the question resolved",

@@ -159,6 +159,9 @@ def tools(face: Binding) -> list[ToolSpec]:
         return face.api.board_post(text, face.agent(agent_id), kind, to_agent)
 
     def read_board(unread_only: Annotated[bool, Field(description="Only unread posts.")] = False,
+                   unanswered_only: Annotated[bool, Field(description="Only the questions nobody answered or "
+                                                          "resolved yet, every one however old; marks nothing "
+                                                          "read, and limit does not apply.")] = False,
                    all_posts: Annotated[bool, Field(description="Include posts sent to other agents.")] = False,
                    limit: Annotated[int, Field(ge=0, le=1000, description="How many recent posts to include "
                                                                           "besides the unread ones.")] = BOARD_LIMIT,
@@ -166,7 +169,7 @@ def tools(face: Binding) -> list[ToolSpec]:
         """Read the board as the agent: its unread posts and recent ones. What is shown is marked read.
         Without any agent, the whole board is shown and nothing is marked."""
         return face.api.board_read(face.actor(agent_id), unread_only=unread_only, everything=all_posts,
-                                   limit=limit)
+                                   limit=limit, unanswered=unanswered_only)
 
     def resolve_question(post: Annotated[int, Field(ge=1, description="The post number (seq) to resolve.")],
                          agent_id: AgentId = None) -> dict:

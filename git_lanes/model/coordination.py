@@ -203,6 +203,9 @@ class Post(Record):
     resolved: Resolution | None = None
     broadcasts: int = 0
     reply_to: Seq | None = meta(omit="none", default=None, doc="the question this post answers")
+    indexed: bool | None = meta(omit="none", default=None,
+                                doc="written by a git-lanes that keeps the open questions' index (OpenQuestions) "
+                                    "in step, so no post before it is missing from the index")
 
 
 class PostView(Record):
@@ -248,6 +251,15 @@ class RetractedPosts(Record):
     unread count leaves these out instead."""
 
     posts: tuple[RetractedPost, ...] = ()
+
+
+class OpenQuestions(Record):
+    """The questions on the board nobody answered or resolved yet (`questions/open.json`), by number: the
+    dashboard and `board read --unanswered` show every one of them however far back it lies, reading this
+    record and their posts, never the board. A post that does not carry `indexed` (an older git-lanes wrote
+    it) may be missing from it: readers look through those posts after the last one that carries it."""
+
+    posts: tuple[Seq, ...] = ()
 
 
 class Overlap(Record):

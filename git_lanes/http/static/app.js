@@ -52,7 +52,7 @@ async function act(path, body, done) {
 
 const SOURCES = {
   session: "/session", status: "/status", radar: "/radar", agents: "/agents", tasks: "/tasks",
-  tickets: "/tickets", board: "/board?limit=100", cost: "/cost",
+  tickets: "/tickets", board: "/board?limit=100", questions: "/board?unanswered=true", cost: "/cost",
 };
 
 async function load() {
@@ -64,7 +64,8 @@ async function load() {
   if (results[names.length].status === "fulfilled") state.history = results[names.length].value;
   const ran = results[names.length + 1];
   state.runs = ran.status === "fulfilled" ? ran.value : undefined;
-  state.openQuestions = (state.board?.posts || []).filter((p) => p.kind === "question" && !p.resolved);
+  // Every open question however old, from the ledger's index: the recent posts alone lost one with 100 after it.
+  state.openQuestions = state.questions?.posts || [];
   const gone = results.find((r) => r.status === "rejected" && r.reason.status === 410);
   if (gone) showGone(gone.reason.record);
 }
