@@ -265,6 +265,24 @@ def test_resolving_a_local_post_resolves_that_post_after_the_replay(tmp_path, se
         assert posts["origin's question"]["resolved"] is None
 
 
+def test_answering_a_local_question_answers_that_question_after_the_replay(tmp_path, server):  # noqa: F811
+    """The answer named the question by its number before the replay renumbered it, and so answered (and
+    took off the unanswered list) whichever post held that number on the remote."""
+    origin, other = start_machines(tmp_path, server, 2)
+    Lanes(origin).board_post("origin's question", "agent-o", kind="question")
+    mine = Lanes(other).board_post("other's question", "agent-x", kind="question")
+    Lanes(other).board_answer(mine["post"], "answered here", "agent-y")
+    Lanes(origin).sync()
+    Lanes(other).sync()
+    Lanes(origin).sync()
+    for machine in (origin, other):
+        posts = posts_by_text(machine)
+        assert posts["other's question"]["resolved"]["answer"] == posts["answered here"]["seq"]
+        assert posts["answered here"]["reply_to"] == posts["other's question"]["seq"]
+        assert posts["origin's question"]["resolved"] is None
+        assert [p["text"] for p in Lanes(machine).board_read(unanswered=True)["posts"]] == ["origin's question"]
+
+
 @pytest.mark.parametrize("undone", ["post", "resolve"])
 def test_an_undo_of_a_local_post_still_holds_after_the_replay_renumbers_the_post(tmp_path, server, undone):  # noqa: F811
     """The undo's inverse op names the post by its number, which the replay after a peer's post changes: it

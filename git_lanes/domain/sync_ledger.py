@@ -1,7 +1,8 @@
 """What a ledger replay must translate for the coordination model: board positions.
 
 Posts are numbered in the ledger's one order, so replaying local ops after the remote's renumbers the local
-posts, and an op that names a position would name the wrong one: `board.resolve` of a local post, and the
+posts, and an op that names a position would name the wrong one: `board.resolve` and `board.answer` of a local
+post, and the
 read cursors of `board.read` and `wake.take`, and an `op.undo` of a local post (its inverse op names the post's
 record by its path and numbered content, and the `board.retractions` op after an undo's inverse ops, which
 names the posts by number). A cursor is a high-water mark; once the remote's posts sit
@@ -42,7 +43,7 @@ class BoardRebase:
             # the posts an undo's inverse ops retracted, named by number: they move with the posts
             return replace(op, args={**op.args, "posts": [self.moved.get(seq, seq) if type(seq) is int else seq
                                                           for seq in op.args["posts"]]})
-        if op.type == "board.resolve":
+        if op.type in ("board.resolve", "board.answer"):
             post = op.args.get("post")
             if isinstance(post, int) and post in self.moved:
                 return replace(op, args={**op.args, "post": self.moved[post]})
