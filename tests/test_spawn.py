@@ -215,3 +215,12 @@ def test_logs_names_the_run_by_its_full_id_when_given_a_prefix(repo, tmp_path):
     followed = run_cli("logs", run[:6], "--follow", "--json", cwd=repo, timeout=PATIENCE)
     chunks = [json.loads(line) for line in followed.out.splitlines()]
     assert followed.code == 0 and chunks and {c["run"] for c in chunks} == {run}
+
+
+def test_logs_of_a_run_spawn_did_not_start_says_so_instead_of_printing_nothing(repo):
+    run = run_cli("run", "start", "--agent", "coder-1", "--json", cwd=repo).json["id"]
+    for args in (["logs", run[:8]], ["logs", run[:8], "--follow"]):
+        result = run_cli(*args, "--json", cwd=repo)
+        assert result.code == 1 and result.json["error"] == "not_spawned", (args, result.out, result.err)
+        assert "Traceback" not in result.err and "run events" in result.json["hint"]
+

@@ -93,9 +93,19 @@ class RunningApi:
         from git_lanes.store import processes
 
         repo = self._runs()
-        run_id, _, _ = self._run_state(repo, run)
+        run_id = self._spawned(repo, run)
         data, _ = processes.read_from(repo.log.files(run_id) / AGENT_LOG, 0)
         return {"run": run_id, "log": data.decode("utf-8", "replace")}
+
+    def _spawned(self, repo: control.LightRepo, run: str) -> str:
+        """The whole id of spawned run `run`. A run its agent's hooks started has no output of its own here (the
+        agent CLI's terminal had it): an empty log would read as an agent that said nothing."""
+        run_id, _, state = self._run_state(repo, run)
+        if not state.launch:
+            raise Refused(f"run {run_id[:8]} was not started by `git lanes spawn`, so git-lanes holds no output of "
+                          "its agent", code="not_spawned",
+                          hint=f"its events are in `git lanes run events {run_id[:8]}`")
+        return run_id
 
     def logs_follow(self, run: str, timeout: float | None = None) -> Iterator[dict[str, str]]:
         """The run's agent output so far, then what is appended, until no agent or supervisor of it runs: each
@@ -104,7 +114,7 @@ class RunningApi:
         from git_lanes.store import processes
 
         repo = self._runs()
-        run_id, _, _ = self._run_state(repo, run)
+        run_id = self._spawned(repo, run)
         path = repo.log.files(run_id) / AGENT_LOG
         offset = 0
         host = processes.hostname()
