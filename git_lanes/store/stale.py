@@ -45,14 +45,20 @@ OWNED_NOTES = "refs/notes/lanes"
 def alive(pid: int) -> bool:
     """Whether a process `pid` runs on this machine: a file a process named after itself (a worktree draft,
     a publish lock, an agent on a system without /proc) is left alone while it does. Another user's process
-    counts as alive: we may not signal it, but it is there."""
+    counts as alive: we may not signal it, but it is there. A zombie (it exited, its parent has not reaped it
+    yet: a held-open server's killed child, say) does not: it does nothing more, yet signals reach it."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rpartition(b")")[2][1:2]  # after the name, which may hold any bytes
+    except OSError:  # no /proc here, or it just went
+        return True
+    return state not in (b"Z", b"X")
 
 
 def owned_ref(name: str) -> bool:
