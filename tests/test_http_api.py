@@ -95,7 +95,9 @@ def test_errors_map_to_statuses_with_the_cli_codes(server, repo, seeded):
     bad = server.post("/api/v1/lanes", {"name": "bad..name"})
     assert bad.status == 400 and bad.json["error"] == run_cli("lane", "create", "bad..name", "--json",
                                                               cwd=repo).json["error"]
-    assert server.post(f"/api/v1/board/{seeded['post']}/resolve", {"actor": "lead"}).status == 200
+    assert server.post(f"/api/v1/board/%23{seeded['post']}/resolve", {"actor": "lead"}).status == 200  # "#1"
+    unknown = server.post("/api/v1/board/zz/resolve", {"actor": "lead"})
+    assert (unknown.status, unknown.json["error"]) == (404, "unknown_post")
     again = server.post(f"/api/v1/board/{seeded['post']}/resolve", {"actor": "lead"})
     assert (again.status, again.json["error"]) == (409, "already_resolved")
     usage = server.post("/api/v1/lanes", {"name": "ok", "colour": "blue"})

@@ -294,3 +294,15 @@ def test_a_post_reads_the_boards_end_without_matching_the_paths_of_earlier_posts
     monkeypatch.setattr(board_index, "_POST", spy)
     assert lanes.board_post("post 4", "coder-1").post == 5
     assert spy.matched in ([], [board_index.post_path(4)])  # at most the one no op had read the end after
+
+
+def test_every_face_names_a_post_by_number_hash_number_or_a_prefix_of_its_id(lanes):
+    """The rule lives in the domain (`board.post_number`), so the SDK, MCP and REST take what the CLI takes."""
+    first = lanes.board_post("is the schema final?", "a", kind="question")["post"]
+    second = lanes.board_post("who owns the cache?", "a", kind="question")["post"]
+    ids = {p["seq"]: p["id"] for p in lanes.board_read()["posts"]}
+    assert lanes.board_answer(f"#{first}", "yes", "b")["answers"] == first
+    assert lanes.board_resolve(f" {ids[second][:12]} ", actor="b")["post"] == second
+    with pytest.raises(UserError) as raised:
+        lanes.board_resolve(None, actor="b")  # type: ignore[arg-type]
+    assert raised.value.code == "invalid_id"

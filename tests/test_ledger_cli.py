@@ -135,3 +135,37 @@ def test_plain_git_shows_any_record_at_the_ledgers_head_and_at_every_commit(repo
         created = [task for task in tasks if f"tasks/{task[:2]}/{task}.json" in names]
         assert created == tasks[:len(created)]  # created in order, never missing once made
     assert len(commits) > 2
+
+
+def test_board_resolve_takes_a_post_as_the_board_shows_it_or_by_a_prefix_of_its_id(repo):
+    """`board read` shows a post as `#N` and `--json` gives its id; resolve took only the bare number, so both
+    of those were usage errors, against the rule that ids accept unique prefixes."""
+    for n in range(3):
+        ok("board", "post", f"question {n}", "--kind", "question", "--agent", "a", cwd=repo)
+    ids = [p["id"] for p in ok("board", "read", cwd=repo)["posts"]]
+    assert ok("board", "resolve", "#1", "--agent", "b", cwd=repo)["post"] == 1
+    assert ok("board", "resolve", ids[1][:10].upper(), "--agent", "b", cwd=repo)["post"] == 2
+    assert ok("board", "resolve", "3", "--agent", "b", cwd=repo)["post"] == 3
+    shown = run_cli("board", "resolve", f"#{1}", "--agent", "c", cwd=repo)
+    assert shown.code == 3 and "post #1 was already resolved by b" in shown.err
+
+
+def test_an_unknown_or_ambiguous_post_is_one_line_and_exit_1(repo, monkeypatch):
+    from git_lanes.api import Lanes
+
+    # two posts whose ids share a prefix, as two random ids may
+    given = iter(["abc0000000000001", "abc0000000000002"])
+    monkeypatch.setattr("git_lanes.ledger.op.random_hex", lambda nbytes: next(given))
+    api = Lanes(repo)
+    api.board_post("first", "a")
+    api.board_post("second", "a")
+    head = git("rev-parse", "refs/lanes/ledger", cwd=repo)
+    for post, message in [("abc", "post id 'abc' is ambiguous: abc0000000000001 (#1), abc0000000000002 (#2)"),
+                          ("abd", "no post matches 'abd'"), ("#9", "no post #9"), ("#x", "no post matches '#x'"),
+                          ("", "no post matches ''"), ("0", "no post #0")]:
+        result = run_cli("board", "resolve", post, "--agent", "b", cwd=repo)
+        assert result.code == 1, (post, result.err)
+        assert result.err.splitlines()[0] == f"git-lanes: error: {message}", post
+        assert "Traceback" not in result.err
+    assert ok("board", "resolve", "abc0000000000002", "--agent", "b", cwd=repo)["post"] == 2
+    assert git("rev-parse", "refs/lanes/ledger", cwd=repo) != head

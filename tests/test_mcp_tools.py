@@ -256,3 +256,20 @@ def test_a_broken_setup_can_be_skipped_by_an_agent_as_by_the_cli(repo, api):
     assert refused["reason"] == "invalid_setup" and "setup false" in refused["hint"], refused
     assert assigned["created"] and "setup" not in assigned
     assert run_cli("lane", "show", "feature/a", "--json", cwd=repo).code == 0
+
+
+def test_resolve_question_takes_the_post_as_the_board_shows_it(repo):
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            await call(session, "post_board", text="which schema?", kind="question")
+            posted = (await call(session, "read_board"))["posts"][0]
+            by_hash = await call(session, "resolve_question", post="#1")
+            await call(session, "post_board", text="and the cache?", kind="question")
+            second = (await call(session, "read_board", all_posts=True))["posts"][-1]
+            by_id = await call(session, "resolve_question", post=second["id"][:10])
+            unknown = await fails(session, "resolve_question", post="#7")
+            return posted, by_hash, by_id, unknown
+
+    posted, by_hash, by_id, unknown = anyio.run(scenario)
+    assert posted["seq"] == by_hash["post"] == 1 and by_id["post"] == 2
+    assert unknown["reason"] == "unknown_post"

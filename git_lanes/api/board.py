@@ -90,20 +90,27 @@ class BoardApi(LedgerApi):
                                  0 if reader is None else board.unread_count(state, reader), None,
                                  Listing((), set_aside).unreadable)
 
-    def board_resolve(self, post: int, actor: str | None = None) -> results.PostResolved:
-        """Mark post number `post` (a question, say) resolved; a second resolver gets a Conflict."""
+    def board_resolve(self, post: int | str, actor: str | None = None) -> results.PostResolved:
+        """Mark `post` (a question, say) resolved: its number (12 or "#12") or a unique prefix of its id. A
+        second resolver gets a Conflict."""
+        from git_lanes.domain import board
         from git_lanes.model import ledger_results as results
 
-        return self._append_as(results.PostResolved, "board.resolve", self._actor(actor), {"post": post})
+        who = self._actor(actor)
+        # The op names the post by number, which a sync's replay renumbers with the posts it moves.
+        seq = board.post_number(self._state(), post)
+        return self._append_as(results.PostResolved, "board.resolve", who, {"post": seq})
 
-    def board_answer(self, post: int, text: str, agent: str) -> results.PostAnswered:
-        """Answer question #post: a post to its asker naming it, and the question resolved, in one op."""
+    def board_answer(self, post: int | str, text: str, agent: str) -> results.PostAnswered:
+        """Answer question `post` (as `board_resolve` takes it): a post to its asker naming it, and the
+        question resolved, in one op."""
         from git_lanes.domain import board
         from git_lanes.model import ledger_results as results
 
         agent = AgentId(agent)
         board.validate_text(text)
-        return self._append_as(results.PostAnswered, "board.answer", agent, {"post": post, "text": text})
+        seq = board.post_number(self._state(), post)
+        return self._append_as(results.PostAnswered, "board.answer", agent, {"post": seq, "text": text})
 
     # -- waiting ---------------------------------------------------------------------------------------
     def wait(self, agent: str, timeout: float = DEFAULT_WAIT, *, stop: threading.Event | None = None) \

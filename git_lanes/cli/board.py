@@ -90,11 +90,12 @@ def read(agent: str | None, unread_only: bool, unanswered: bool, everything: boo
 
 
 @board.command()
-@click.argument("post_id", metavar="POST", type=click.IntRange(min=1))
+@click.argument("post_id", metavar="POST")
 @agent_option(required=False, help_text="Who resolves it.")
 @json_option
-def resolve(post_id: int, agent: str | None, as_json: bool) -> None:
-    """Mark post number POST (a question, say) resolved.
+def resolve(post_id: str, agent: str | None, as_json: bool) -> None:
+    """Mark POST (a question, say) resolved: its number as the board shows it (12 or #12), or a unique
+    prefix of its id as --json gives it.
 
     \b
     Example:

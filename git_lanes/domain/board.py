@@ -13,7 +13,7 @@ from git_lanes.domain import questions, stored
 from git_lanes.domain.agents import Reader, agent_path, reader_path, touch, validate_agent_id
 from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_through, current_seq, get_post,
                                          post_path)
-from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Ambiguous, Conflict, NotFound, Refused, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.text import check_text
 
@@ -30,6 +30,9 @@ RECENT_SCAN = 2000
 # The retracted posts that count for someone (model RetractedPosts). Outside `board/`: the board's end is
 # still found from its posts alone, and a git-lanes from before it neither reads it nor calls it malformed.
 RETRACTED = "retracted/board.json"
+# A post number has at most this many digits, so a longer run of digits can only begin an id.
+NUMBER_DIGITS = len(str(MAX_SEQ))
+POSTS_HINT = "see `git lanes board read --all` (`--json` gives each post's id)"
 
 
 def reader_of(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> dict:
@@ -197,6 +200,41 @@ def read(tx: Tx, op: Op) -> dict:
         raise UserError(f"invalid read position {through!r}", code="invalid_post")
     touch(tx, agent, op.time, extend=False)
     return {"agent": agent, "cursor": mark_read(tx, agent, through)}
+
+
+def post_number(state: Reader, given: object) -> int:
+    """The number of the post `given` names, as every face takes one: its number as the board shows it (12,
+    "12" or "#12"), or a unique prefix of its id as `--json` gives it. Up to NUMBER_DIGITS digits are a
+    number, since no prefix that short could be told from one. Whether the number names a post is the fold's
+    to say; an id is looked for among all posts, and a prefix that matches more than one is refused."""
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given
+    from git_lanes.model.names import id_text, shown_id  # only a post named by text needs it: `board read` loads none
+
+    text = id_text(given, "post").strip()
+    number = text[1:] if text.startswith("#") else text
+    if number.isascii() and number.isdigit() and len(number) <= NUMBER_DIGITS:
+        return int(number)
+    prefix = text.lower()
+    if not prefix or not prefix.isascii() or prefix.strip("0123456789abcdef"):
+        raise NotFound(f"no post matches {shown_id(text)}", code="unknown_post", hint=POSTS_HINT)
+    found = [(post["id"], post["seq"]) for post in _every_post(state)
+             if isinstance(post.get("id"), str) and post["id"].startswith(prefix)]
+    if not found:
+        raise NotFound(f"no post matches {shown_id(text)}", code="unknown_post", hint=POSTS_HINT)
+    if len(found) > 1:
+        # one op may make several posts (a ticket_ready for each ticket), so even a whole id can name two
+        shown = ", ".join(f"{post_id} (#{seq})" for post_id, seq in found[:10])
+        raise Ambiguous(f"post id {shown_id(text)} is ambiguous: {shown}",
+                        details={"candidates": [seq for _, seq in found]},
+                        hint="give more characters of the id, or the post's number")
+    return found[0][1]
+
+
+def _every_post(state: Reader) -> list[dict]:
+    """Every post that can be read, oldest first: one read per post, as there is no index by id."""
+    posts = (get_post(state, seq, []) for seq in range(1, current_seq(state) + 1))
+    return [post for post in posts if post is not None]
 
 
 def resolve(tx: Tx, op: Op) -> dict:

@@ -302,11 +302,8 @@ def _no_query(request: Request) -> JSON | None:
 
 
 async def _params(route: routes.Route, request: Request) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for name, value in request.path_params.items():
-        if name in routes.INTEGER_PATH_PARAMS:
-            value = routes.Param(name, "integer", minimum=None).convert(value, from_text=True)
-        params[name] = value
+    # Path parameters stay text: a post is its number or a prefix of its id (`board.post_number`).
+    params: dict[str, Any] = dict(request.path_params)
     refusal = _unknown_query(request, [param.name for param in route.query])
     if refusal is not None:
         raise refusal

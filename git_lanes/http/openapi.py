@@ -12,7 +12,7 @@ import pkgutil
 import sys
 from typing import Any
 
-from git_lanes.http.routes import INTEGER_PATH_PARAMS, Route
+from git_lanes.http.routes import Route
 from git_lanes.model.schema import result_schema
 
 ERROR_STATUSES = {"400": "user error or bad request (code `usage` for a malformed one)", "401": "token required",
@@ -82,8 +82,7 @@ def _model_classes() -> dict[str, type]:
 
 
 def _operation(route: Route, api_class: type) -> dict[str, Any]:
-    parameters = [{"name": name, "in": "path", "required": True,
-                   "schema": {"type": "integer"} if name in INTEGER_PATH_PARAMS else {"type": "string", "minLength": 1}}
+    parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
                   for name in route.path_params]
     parameters += [{"name": p.name, "in": "query", "required": p.required, "schema": p.schema()} for p in route.query]
     operation: dict[str, Any] = {

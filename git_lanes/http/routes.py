@@ -303,7 +303,3 @@ RUN_ROUTES: tuple[Route, ...] = (
 def available(api_class: type) -> tuple[Route, ...]:
     """The routes this version of the API can serve."""
     return tuple(r for r in ROUTES + RUN_ROUTES if hasattr(api_class, r.api))
-
-
-# Path parameters that are integers (board posts).
-INTEGER_PATH_PARAMS = {"post"}

@@ -171,7 +171,8 @@ def tools(face: Binding) -> list[ToolSpec]:
         return face.api.board_read(face.actor(agent_id), unread_only=unread_only, everything=all_posts,
                                    limit=limit, unanswered=unanswered_only)
 
-    def resolve_question(post: Annotated[int, Field(ge=1, description="The post number (seq) to resolve.")],
+    def resolve_question(post: Annotated[int | str, Field(description="The post to resolve: its number (12 or "
+                                                                      "\"#12\") or a unique prefix of its id.")],
                          agent_id: AgentId = None) -> dict:
         """Mark a post (a question, say) resolved."""
         return face.api.board_resolve(post, face.actor(agent_id))
