@@ -83,6 +83,7 @@ OWNERS = {
     "_settle": "promotion",
     "_ship": "pipeline",
     "_show_one": "budgets",
+    "_spawned": "running",
     "_stage": "pipeline",
     "_start_supervisor": "spawn",
     "_state": "ledger",
