@@ -440,18 +440,25 @@ def test_a_publisher_killed_after_its_pull_request_opened_does_not_open_a_second
     assert api.publish_status()["published"][0]["publication"]["url"] == published["url"]
 
 
-def test_two_machines_publishing_one_ticket_open_one_pull_request(tmp_path, project):
-    """Two clones syncing through one remote each took the ticket's publish lock in their own ledger and
-    each ran the PR command: two pull requests for one branch (a real forge refuses the second for good).
-    The remote's ledger now decides, as it does for task claims: the second machine, publishing while the
-    first runs its command, exits 3 naming it and runs nothing; once the first is done, it joins the pull
-    request the first opened."""
+def second_machine(tmp_path, project):
+    """The project's ticket, integrated and synced, and a second clone of the remote that has synced it:
+    (api, machine, spool, ticket, the other clone's path, its Lanes)."""
     api, machine, spool, server, url = project
     ticket, _ = integrated_ticket(api)
     api.sync()
     other = clone(tmp_path, url, "machine-b")
     theirs = Lanes.open_for_sync(other)[0]
     theirs.sync()
+    return api, machine, spool, ticket, other, theirs
+
+
+def test_two_machines_publishing_one_ticket_open_one_pull_request(tmp_path, project):
+    """Two clones syncing through one remote each took the ticket's publish lock in their own ledger and
+    each ran the PR command: two pull requests for one branch (a real forge refuses the second for good).
+    The remote's ledger now decides, as it does for task claims: the second machine, publishing while the
+    first runs its command, exits 3 naming it and runs nothing; once the first is done, it joins the pull
+    request the first opened."""
+    api, machine, spool, ticket, other, theirs = second_machine(tmp_path, project)
     assert theirs.ticket_show(ticket)["status"] == "ready"
 
     (spool / "block").write_text("")
@@ -476,12 +483,7 @@ def test_two_machines_publishing_one_ticket_open_one_pull_request(tmp_path, proj
 def test_intents_of_two_machines_for_one_ticket_meet_on_the_remote_and_the_later_is_refused(tmp_path, project):
     """The rule that settles two publishes that each checked before either claimed: the intent that reaches
     the remote's ledger second is refused when its sync replays it, so its publisher never runs the command."""
-    api, machine, spool, server, url = project
-    ticket, _ = integrated_ticket(api)
-    api.sync()
-    other = clone(tmp_path, url, "machine-b")
-    theirs = Lanes.open_for_sync(other)[0]
-    theirs.sync()
+    api, machine, spool, ticket, other, theirs = second_machine(tmp_path, project)
     branch = f"lanes/ticket/{ticket[:8]}"
     for side, token in ((api, "a" * 16), (theirs, "b" * 16)):
         side._append("publish.intent", side._actor("pub"), {"ticket": ticket, "token": token, "remote": "origin",

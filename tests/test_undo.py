@@ -352,24 +352,10 @@ sys.stdout.buffer.write(sys.stdin.buffer.read())
 """
 
 
-def test_an_undo_killed_after_its_refs_moved_is_finished_by_the_next_undo(api, repo, tmp_path):
-    """SIGKILL while an undo of a promotion brings the main worktree back (a smudge filter that git runs for
-    the file being written, after the trunk's ref moved back): the trunk was back, its files half promoted.
-    The next `undo` appended the killed undo to the log and undid *it*, promoting again. It now finishes the
-    interrupted undo: the files follow the trunk, and unsaved work stays as it was."""
+def kill_undo_while_smudging(repo, spool) -> None:
+    """Run `git lanes undo` and SIGKILL it while git's smudge filter (SMUDGE) holds a checkout of its
+    workspaces, then let the filter go: an undo killed after its refs moved, before its files followed."""
     from kill_helpers import children_ended
-
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    (tmp_path / "smudge.py").write_text(SMUDGE)
-    git("config", "filter.slow.smudge", f"{sys.executable} {tmp_path / 'smudge.py'} {spool}", cwd=repo)
-    (repo / ".git" / "info" / "attributes").write_text("*.md filter=slow\n")
-    land(api, repo, "a", {"a.txt": "from a\n", "README.md": "# promoted readme\n"})
-    before = head(repo, "main")
-    promoted = run_cli("promote", "a", "--auto-accept", "--json", cwd=repo, env=AGENT)
-    assert promoted.code == 0, promoted.err
-    after = head(repo, "main")
-    edit(repo, {"notes.txt": "untracked\n", "src/keep.py": "mine\n"})
 
     (spool / "block").write_text("")
     doomed = subprocess.Popen([sys.executable, "-m", "git_lanes", "undo"], cwd=repo, start_new_session=True,
@@ -382,6 +368,26 @@ def test_an_undo_killed_after_its_refs_moved_is_finished_by_the_next_undo(api, r
     (spool / "release").write_text("")
     children_ended(doomed.pid)
     (spool / "block").unlink()
+
+
+def test_an_undo_killed_after_its_refs_moved_is_finished_by_the_next_undo(api, repo, tmp_path):
+    """SIGKILL while an undo of a promotion brings the main worktree back (a smudge filter that git runs for
+    the file being written, after the trunk's ref moved back): the trunk was back, its files half promoted.
+    The next `undo` appended the killed undo to the log and undid *it*, promoting again. It now finishes the
+    interrupted undo: the files follow the trunk, and unsaved work stays as it was."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (tmp_path / "smudge.py").write_text(SMUDGE)
+    git("config", "filter.slow.smudge", f"{sys.executable} {tmp_path / 'smudge.py'} {spool}", cwd=repo)
+    (repo / ".git" / "info" / "attributes").write_text("*.md filter=slow\n")
+    land(api, repo, "a", {"a.txt": "from a\n", "README.md": "# promoted readme\n"})
+    before = head(repo, "main")
+    promoted = run_cli("promote", "a", "--auto-accept", "--json", cwd=repo, env=AGENT)
+    assert promoted.code == 0, promoted.err
+    after = head(repo, "main")
+    edit(repo, {"notes.txt": "untracked\n", "src/keep.py": "mine\n"})
+
+    kill_undo_while_smudging(repo, spool)
     assert head(repo, "main") == before  # the kill came after the refs moved back
     assert (repo / "README.md").read_text() == "# promoted readme\n"  # and before the files followed
 
@@ -405,8 +411,6 @@ def test_an_undo_of_a_forced_delete_killed_while_its_workspace_came_back_is_fini
     """The same kill while the undo of a `lane delete --force` checks out the lane's workspace again (git runs
     the smudge filter): the next undo makes the workspace whole and puts the kept unsaved edits back, where
     before it deleted the lane again."""
-    from kill_helpers import children_ended
-
     spool = tmp_path / "spool"
     spool.mkdir()
     (tmp_path / "smudge.py").write_text(SMUDGE)
@@ -417,17 +421,7 @@ def test_an_undo_of_a_forced_delete_killed_while_its_workspace_came_back_is_fini
     git("config", "filter.slow.smudge", f"{sys.executable} {tmp_path / 'smudge.py'} {spool}", cwd=repo)
     (repo / ".git" / "info" / "attributes").write_text("*.md filter=slow\n")
 
-    (spool / "block").write_text("")
-    doomed = subprocess.Popen([sys.executable, "-m", "git_lanes", "undo"], cwd=repo, start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    while not (spool / "smudging").exists():
-        assert doomed.poll() is None, doomed.communicate()
-        time.sleep(0.01)
-    doomed.send_signal(signal.SIGKILL)
-    doomed.wait()
-    (spool / "release").write_text("")
-    children_ended(doomed.pid)
-    (spool / "block").unlink()
+    kill_undo_while_smudging(repo, spool)
     assert head(repo, "refs/lanes/heads/a") == committed  # the kill came after the lane's ref came back
 
     finished = run_cli("undo", "--json", cwd=repo)
