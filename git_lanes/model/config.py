@@ -5,6 +5,7 @@ Light: the standard library and tomli, so the agent-hook path can use it too."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -14,7 +15,10 @@ from typing import Any
 try:
     import tomli as tomllib
 except ImportError:  # an editable install made before tomli was a dependency: TOML 1.0 until reinstalled
-    import tomllib  # type: ignore[no-redef]
+    if sys.version_info >= (3, 11):
+        import tomllib  # type: ignore[no-redef]
+    else:  # no tomllib to fall back on
+        raise
 
 from git_lanes.errors import LanesError
 
