@@ -42,7 +42,7 @@ import stat
 import threading
 import time
 
-from git_lanes.store.stale import alive
+from git_lanes.store.stale import signalled
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -395,4 +395,4 @@ def _sender() -> socket.socket:
 
 def _alive(pid: object) -> bool:
     """Whether `pid`, as an entry names it (any JSON), is a process that runs."""
-    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and alive(pid)
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and signalled(pid)

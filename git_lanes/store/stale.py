@@ -47,18 +47,32 @@ def alive(pid: int) -> bool:
     a publish lock, an agent on a system without /proc) is left alone while it does. Another user's process
     counts as alive: we may not signal it, but it is there. A zombie (it exited, its parent has not reaped it
     yet: a held-open server's killed child, say) does not: it does nothing more, yet signals reach it."""
+    if not signalled(pid):
+        return False
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:  # no /proc here, or it just went
+        return True
+    try:
+        state = os.read(fd, 512).rpartition(b")")[2][1:2]  # after the name, which may hold any bytes
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return state not in (b"Z", b"X")
+
+
+def signalled(pid: int) -> bool:
+    """Whether a signal reaches process `pid` (a zombie's too): `alive` for a caller that asks for many
+    processes on every turn (the append queue's holder, 0.4 us against `alive`'s 7-11 us), where a writer
+    dead and not yet reaped is the rare case whose op is then applied as if it still waited."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().rpartition(b")")[2][1:2]  # after the name, which may hold any bytes
-    except OSError:  # no /proc here, or it just went
-        return True
-    return state not in (b"Z", b"X")
+    return True
 
 
 def owned_ref(name: str) -> bool:
