@@ -461,3 +461,25 @@ def test_lane_commands_accept_reject_and_restore_record_the_agent_acting(repo):
     assert actors["create lane a"] == "coder" and actors["delete lane a --force"] == "coder", actors
     assert actors[f"reject {first[:8]}"] == "reviewer" and actors[f"accept {second[:8]}"] == "reviewer-2", actors
     assert actors["restore a to main"] == "coder-2", actors
+
+
+def test_an_undo_given_no_operation_stops_at_a_handoff_it_cannot_reverse(repo):
+    """A task handoff is no operation undo can reverse, and `undo` right after one undid the operation before
+    it (here a post) without a word. It refuses now, naming the handoff; the operation before it is
+    still undone when named."""
+    def cli(*args: str, code: int = 0) -> dict:
+        result = run_cli(*args, "--json", cwd=repo)
+        assert result.code == code, result.out + result.err
+        return result.json
+
+    task = cli("task", "create", "Login flow")["task"]
+    cli("task", "claim", task, "--agent", "coder-1")
+    cli("board", "post", "handing the login flow on", "--agent", "coder-1")
+    post = ops(repo)[0]  # the operation an undo reached past the handoff for, and undid unasked
+    assert "post" in post["description"], post
+    cli("task", "handoff", task, "--to", "coder-2", "--agent", "coder-1")
+    refused = cli("undo", code=1)
+    assert refused["error"] == "not_undoable" and "task.handoff" in refused["message"], refused
+    task_now = cli("task", "show", task)
+    assert (task_now["owner"], task_now["status"]) == ("coder-2", "claimed")  # nothing moved
+    assert cli("undo", post["id"][:8])["undone"] == post["id"]  # an older one, named, is undone

@@ -118,6 +118,7 @@ class OplogApi:
             return {"finished": finished, "undone": None}
         if op is None:
             newest = self.op_log(1)
+            self._stop_at_irreversible(newest[0]["time"] if newest else None)
             if not newest:
                 raise NotFound("nothing to undo: the operation log is empty", code="unknown_operation")
             op = newest[0]["id"]
@@ -138,6 +139,23 @@ class OplogApi:
                             "notes": len(found.notes), "ledger": plan.ledger_ops}
                 result = undo.perform(ctx, plan, recorder)
         return result | {"op": self._newest_id()} | ({"finished": finished} if finished else {})
+
+    def _stop_at_irreversible(self, since: float | None) -> None:
+        """Refuse an undo given no operation when the newest one, newer than the newest undoable (at `since`),
+        is a decision undo cannot reverse: undoing the one before it instead is not what was asked."""
+        from git_lanes import ledger
+        from git_lanes.domain import ledger_undo
+        from git_lanes.domain.coordination import FOLD
+
+        for _, record in ledger_undo.ledger_ops(self.ctx.store, ledger.head(self.ctx.store), WINDOW):
+            if since is not None and record.time <= since:
+                return
+            if record.type in ledger_undo.IRREVERSIBLE:
+                what = FOLD.summary(record, record.result or {})
+                raise Refused(f"the newest operation, {record.type} {record.id[:8]} ({what}), cannot be undone",
+                              code="not_undoable",
+                              hint="to undo an older operation, name it: `git lanes undo OP` (`git lanes op log` "
+                                   "lists them)")
 
     def _finish_undos(self) -> list[dict[str, Any]]:
         """Bring the workspaces of undos that died after moving their refs along with them."""

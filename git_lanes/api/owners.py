@@ -88,6 +88,7 @@ OWNERS = {
     "_start_supervisor": "spawn",
     "_state": "ledger",
     "_states": "running",
+    "_stop_at_irreversible": "oplog",
     "_subject": "budgets",
     "_take": "board",
     "_take_slot": "supervise",

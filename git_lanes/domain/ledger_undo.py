@@ -24,6 +24,9 @@ UNDOABLE = frozenset({"claim.add", "claim.release", "board.post", "board.resolve
                       "task.dep_add", "task.claim", "task.done", "task.block", "task.resume", "ticket.open",
                       "ticket.link", "plan.dispatch", "ports.reserve", "ports.release", "budget.set", "budget.clear",
                       TYPE})
+# Decisions undo cannot reverse (a handoff moves owner, lane, claims and dirty set, and tells the agent): an
+# undo given no operation stops at one, where it would reach past it and undo an older operation unasked.
+IRREVERSIBLE = frozenset({"task.handoff"})
 # The board's two lists (`retracted/`, `questions/`) are not restored as they were: the undo's fold keeps
 # them in step with the posts it rewrites, so undoing one post does not undo what later posts added to them.
 BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/", "questions/")
