@@ -65,8 +65,8 @@ def _attempted(state: RunState, event: RunEvent, today: dict) -> dict:
     spent = dict(state.spent)
     spent[phase] = round(spent.get(phase, 0.0) + weight, 6)
     in_flight = dict(state.in_flight)
-    in_flight[event.get("tool_use_id")] = {"tool": event.get("tool"), "input": event.get("input"), "time": event.time,
-                                  "weight": weight}
+    in_flight[event.get("tool_use_id")] = {"tool": event.get("tool"), "input": event.get("input"),
+                                           "time": event.time, "weight": weight}
     today["calls"] += 1
     changes = {"spent": spent, "calls": state.calls + 1, "in_flight": in_flight}
     if event.get("plan") is not None:

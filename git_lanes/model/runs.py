@@ -22,12 +22,12 @@ FORMAT = 1
 STATS_GROUPS = ("agent", "lane", "run", "task", "day")
 RUN_ID = re.compile(r"[0-9a-f]{4,40}")
 EVENT_TYPE = re.compile(r"[a-z][a-z_]{1,39}")
-# What each event records besides its type and time (DESIGN.md §6; the issue's list plus the run's own
-# start and end). Older readers fold unknown types as no-ops; a new major format is refused.
 # A tool call's events name the call by the CLI's `tool_use_id` (as the issue and DESIGN.md name it). They also
 # carry it as `id`, the name git-lanes wrote before and still requires; an event that has only `id` (written
 # before) is read as naming its `tool_use_id`.
 TOOL_EVENTS = frozenset({"tool_attempted", "tool_blocked", "tool_completed", "tool_failed"})
+# What each event records besides its type and time (DESIGN.md §6; the issue's list plus the run's own
+# start and end). Older readers fold unknown types as no-ops; a new major format is refused.
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "run_start": ("agent", "phase"),
     "session_start": ("session", "source"),
