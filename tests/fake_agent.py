@@ -13,7 +13,9 @@ real model. `fake_agent.py SCRIPT PROMPT`:
 Actions: {"write": PATH, "content": TEXT} (`{lane_leaf}` in PATH: the last part of the lane's name),
 {"read": PATH}, {"bash": COMMAND}, {"todo": [STEP, ...]}, {"usage": {"input": N, "output": N}},
 {"wait_for_message": SECONDS}, {"await_file": PATH}, {"rendezvous": {"file": PATH, "count": N, "timeout":
-SECONDS}}, {"hang": {"ignore_term": BOOL, "child": BOOL}}, {"exit": CODE}.
+SECONDS}}, {"hang": {"ignore_term": BOOL, "child": BOOL, "escape": BOOL}}, {"exit": CODE}.
+`escape` leaves two processes that left the agent's process group: a child in a session of its own
+(`setsid`), and a daemon (double fork, `setsid`, an empty environment) whose parent has exited.
 A resumed stage (`Stage: NAME (resumed)`) plays `NAME_resumed` when the script has it."""
 
 from __future__ import annotations
@@ -196,11 +198,25 @@ class Agent:
     def hang(self, spec: dict) -> None:
         if spec.get("child"):
             subprocess.Popen(["sleep", "1000"])  # a child in our process group, left running
+        escaped = self.escape() if spec.get("escape") else {}
         if spec.get("ignore_term"):
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        self.journal("hanging", pid=os.getpid())
+        self.journal("hanging", pid=os.getpid(), **escaped)
         while True:
             time.sleep(1)
+
+    def escape(self) -> dict:
+        """Leave processes outside our process group, as a server an agent starts with `setsid` or `nohup
+        setsid` does: `git lanes stop` must end them all the same."""
+        setsid = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+        daemon = subprocess.run(
+            [sys.executable, "-c", "import os, sys, time\n"
+             "os.setsid()\n"
+             "if os.fork():\n    os._exit(0)\n"  # the parent goes: the daemon is an orphan
+             "sys.stdout.write(str(os.getpid()) + '\\n'); sys.stdout.flush(); os.close(1)\n"
+             "while True:\n    time.sleep(1)\n"],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, stdout=subprocess.PIPE, text=True, check=True)
+        return {"setsid": setsid.pid, "daemon": int(daemon.stdout.strip())}
 
     def main(self) -> int:
         self.end_marker: Path | None = None

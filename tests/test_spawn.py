@@ -122,6 +122,29 @@ def test_stop_ends_the_whole_process_group_and_the_supervisor(repo, tmp_path):
     assert again.code == 0 and again.json["stopped"] is False
 
 
+def test_stop_ends_the_processes_that_left_the_agents_process_group(repo, tmp_path):
+    """An agent's server started with `setsid` leaves the agent's process group, and a daemon (double fork,
+    an empty environment) is not even the agent's child any more: `stop` signalled the group alone, and both
+    outlived the run."""
+    path = use_fake_agent(repo, tmp_path, {"default": [{"hang": {"escape": True}}]})
+    run = spawned_run(run_cli("spawn", "--prompt", "Start a server", "--json", cwd=repo))
+    hanging = wait_for(lambda: journal(path, run, "hanging"), "the agent to hang")[0]
+    escaped = [hanging["setsid"], hanging["daemon"]]
+    try:
+        group = show(repo, run)["process"]["pgid"]
+        assert all(processes.running(pid) for pid in escaped), "both run"
+        assert not set(escaped) & set(processes.group_members(group)), "neither is in the agent's group"
+        assert all(os.getsid(pid) != os.getsid(group) for pid in escaped), "each left the agent's session"
+        stopped = run_cli("stop", run, "--json", cwd=repo)
+        assert stopped.code == 0, stopped.err
+        assert [pid for pid in escaped if processes.running(pid)] == []
+        assert processes.group_members(group) == []
+    finally:
+        for pid in escaped:
+            if processes.running(pid):
+                os.kill(pid, 9)
+
+
 def test_tell_reaches_the_model_at_a_tool_call_and_at_a_stop(repo, tmp_path):
     gate = tmp_path / "go"
     path = use_fake_agent(repo, tmp_path, {"default": [{"wait_for_message": 120}, {"await_file": str(gate)}]})

@@ -162,8 +162,9 @@ class RunningApi:
 
     def stop(self, run: str, reason: str | None = None, *, grace: float | None = None,
              by: str | None = None) -> dict[str, Any]:
-        """End the run's agent: its whole process group gets SIGTERM, then SIGKILL after `grace` seconds
-        (`[agent] stop_grace`); its supervisor goes too. Why is recorded in the run's log."""
+        """End the run's agent: its whole process group, and every process that left it (below the agent or
+        its supervisor, or carrying the run's mark in its environment), gets SIGTERM, then SIGKILL after
+        `grace` seconds (`[agent] stop_grace`); its supervisor goes too. Why is recorded in the run's log."""
         from git_lanes.domain import spawning
         from git_lanes.model.runs import RunEvent
         from git_lanes.model.text import check_reason
@@ -188,11 +189,14 @@ class RunningApi:
         how = "gone"
         for _ in range(3):  # a supervisor may have started a stage's agent just before it saw the stop
             state = current_state(repo, run_id)
-            if spawning.is_live(state, host, processes.running):
-                how = processes.end_group(int(state.process["pgid"]), grace)
             boss = state.supervisor or {}
-            if spawning.supervised(state, host, processes.running) and \
-                    not processes.wait_gone(int(boss["pid"]), grace):
+            supervised = spawning.supervised(state, host, processes.running)
+            if spawning.is_live(state, host, processes.running):
+                # the agent's group, and what left it: below the agent or its supervisor (their subreaper),
+                # or started with the run's mark in its environment
+                roots = (int(state.process["pid"]), *((int(boss["pid"]),) if supervised else ()))
+                how = processes.end_run(int(state.process["pgid"]), grace, roots, spawning.mark(run_id))
+            if supervised and not processes.wait_gone(int(boss["pid"]), grace):
                 processes.end_group(int(boss["pid"]), grace)
             state = current_state(repo, run_id)
             if not spawning.is_live(state, host, processes.running):

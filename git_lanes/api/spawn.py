@@ -176,10 +176,11 @@ class SpawnApi:
         return self._report(repo, run_id, waiting=supervisor is not None) | {"resumed": True}
 
     def _start_supervisor(self, repo: control.LightRepo, run: str, supervisor: Supervisor) -> None:
+        from git_lanes.domain import spawning
         from git_lanes.store import processes
         from git_lanes.store.gitcli import unredirected_env
 
-        started = processes.launch(supervisor(run), self.ctx.store.root, unredirected_env(),
+        started = processes.launch(supervisor(run), self.ctx.store.root, spawning.supervisor_env(unredirected_env()),
                                    repo.log.files(run) / SUPERVISOR_LOG)
         self._supervisor_started = started  # keeps the handle, so a long-lived face reaps it
 

@@ -57,6 +57,7 @@ class SuperviseApi:
     lane_env: Callable[[str], dict[str, Any]]
     touch_agent: Callable[[str], Any]
     _followers_supervisor: Callable[[str], list[str]] | None = None
+    _adopting = False  # this process is a child subreaper: the agent's orphans are re-parented to it
     _drive_pipeline: Callable[[control.LightRepo, str], None]  # the pipeline's stages (pipeline.py)
 
     def supervise(self, run: str, *, supervisor: Callable[[str], list[str]] | None = None) -> dict[str, Any]:
@@ -77,6 +78,9 @@ class SuperviseApi:
         if spawning.supervised(state, host, processes.running) and state.supervisor.get("pid") != me:
             raise Conflict(f"run {run_id[:8]} already has a supervisor (pid {state.supervisor.get('pid')})",
                            code="run_running")
+        # Orphans of the agent's (a daemon's double fork) are re-parented here, where `stop` and `_end_agent`
+        # find them, instead of to init.
+        self._adopting = processes.adopt_orphans()
         self._append_run(repo, run_id, RunEvent("supervisor", self.ctx.now(), {
             "pid": me, "ticks": processes.start_ticks(me), "host": host}))
         try:
@@ -213,7 +217,7 @@ class SuperviseApi:
                     "reason": f"the budget of {spent[0].replace(':', ' ', 1)} is spent", "by": SYSTEM,
                     "budget": True}))
                 budget_stop = True
-                processes.end_group(started.pid, launch.stop_grace)
+                self._end_agent(run, started.pid, launch.stop_grace)
             if time.monotonic() - beat >= HEARTBEAT_SECONDS:
                 beat = time.monotonic()
                 try:
@@ -221,8 +225,8 @@ class SuperviseApi:
                 except LanesError:
                     pass
         code = process.returncode
-        # Whatever the agent left running in its group (a server it started) ends with it.
-        processes.end_group(started.pid, launch.stop_grace)
+        # Whatever the agent left running (a server it started, in its group or out of it) ends with it.
+        self._end_agent(run, started.pid, launch.stop_grace)
         tail, _ = processes.read_from(log, max(0, log.stat().st_size - TAIL_BYTES) if log.exists() else 0)
         self._append_run(repo, run, RunEvent("agent_exited", self.ctx.now(), {
             "pid": started.pid, "code": code if code >= 0 else None, "signal": -code if code < 0 else None,
@@ -239,10 +243,19 @@ class SuperviseApi:
 
         state = self._read(repo, run)
         if spawning.is_live(state, processes.hostname(), processes.running):
-            processes.end_group(int(state.process["pgid"]), spawning.load_launch(self.ctx).stop_grace)
+            self._end_agent(run, int(state.process["pgid"]), spawning.load_launch(self.ctx).stop_grace)
             self._append_run(repo, run, RunEvent("agent_exited", self.ctx.now(), {
                 "pid": state.process.get("pid"), "stage": state.process.get("stage"),
                 "error": "its supervisor ended"}))
+
+    def _end_agent(self, run: str, pid: int, grace: float) -> str:
+        """End the agent process `pid` (its group's leader) and every process of its run: its group, what is
+        below it, below this supervisor once it adopts orphans, or carries the run's mark."""
+        from git_lanes.domain import spawning
+        from git_lanes.store import processes
+
+        roots = (pid, os.getpid()) if self._adopting else (pid,)
+        return processes.end_run(pid, grace, roots, spawning.mark(run))
 
     # -- a spawn without the pipeline ---------------------------------------------------------------
     def _drive_plain(self, repo: control.LightRepo, run: str) -> None:

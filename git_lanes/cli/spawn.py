@@ -136,8 +136,9 @@ def ps(everything: bool, as_json: bool) -> None:
               help="Seconds between SIGTERM and SIGKILL (default [agent] stop_grace, 10).")
 @json_option
 def stop(run_id: str, reason: str | None, grace: float | None, as_json: bool) -> None:
-    """Stop a run's agent: its whole process group gets SIGTERM, then SIGKILL after the grace period; its
-    supervisor ends too. Why is recorded. Stopping a run that is not running changes nothing.
+    """Stop a run's agent: its whole process group, and every process that left it (a server started with
+    setsid, a daemon), gets SIGTERM, then SIGKILL after the grace period; its supervisor ends too. Why is
+    recorded. Stopping a run that is not running changes nothing.
 
     \b
     Example:

@@ -41,7 +41,7 @@ SUMMARIES = {
     'show': (None, 'Show one transition: its record, intent, cost, evaluations and changed paths.', False, False),
     'spawn': (None, 'Start an agent CLI on a TASK or a --prompt in a lane, and return while it works.', False, False),
     'status': (None, 'Show lanes, workspaces, pending proposals and workspaces with unsnapshotted edits.', False, False),
-    'stop': (None, "Stop a run's agent: its whole process group gets SIGTERM, then SIGKILL after the grace period; its\n    supervisor ends too. Why is recorded. Stopping a run that is not running changes nothing.", False, False),
+    'stop': (None, "Stop a run's agent: its whole process group, and every process that left it (a server started with\n    setsid, a daemon), gets SIGTERM, then SIGKILL after the grace period; its supervisor ends too. Why is\n    recorded. Stopping a run that is not running changes nothing.", False, False),
     'sync': (None, 'Pull, merge and push all lane state with REMOTE (default: lanes.remote, else origin).', False, False),
     'task': (None, 'Create, list, claim and finish tasks.', False, False),
     'tell': (None, "Queue MESSAGE for a run's model. Its hooks deliver it at the next tool call (as context) or when it\n    stops (a Stop hook blocks with it, so the model carries on with it as its instruction); a run not\n    running gets it when its next session starts.", False, False),

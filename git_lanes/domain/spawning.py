@@ -20,6 +20,10 @@ from git_lanes.model.runs import RunState
 # never-committed file; the others are the only project files those CLIs read hooks from.
 SETTINGS_FILES = {"claude": ".claude/settings.local.json", "codex": ".codex/hooks.json",
                   "gemini": ".gemini/settings.json"}
+# The run every process of a spawned agent belongs to, in its environment (inherited by all it starts, a
+# daemon that left the agent's process group too), so `stop` finds them all. Not GIT_LANES_RUN: a person's
+# shell may carry that one, and `stop` must not end the shell it was typed in.
+MARK = "GIT_LANES_SPAWNED"
 
 
 def load_launch(ctx: Context) -> Launch:
@@ -55,10 +59,21 @@ def agent_env(base: dict[str, str], *, run: str, agent: str, lane: str, workspac
               extra: dict[str, str]) -> dict[str, str]:
     """The agent's environment: the caller's, the CLI's `[agent.<cli>] env`, and who and where it is."""
     env = dict(base) | extra | {"GIT_LANES_AGENT": agent, "GIT_LANES_RUN": run, "GIT_LANES_LANE": lane,
-                                "GIT_LANES_WORKSPACE": str(workspace)}
+                                "GIT_LANES_WORKSPACE": str(workspace), MARK: run}
     if task:
         env["GIT_LANES_TASK"] = task
     return env
+
+
+def mark(run: str) -> bytes:
+    """The environment entry that marks a process as one of run `run`'s (see MARK)."""
+    return f"{MARK}={run}".encode()
+
+
+def supervisor_env(base: dict[str, str]) -> dict[str, str]:
+    """A supervisor's environment: without the mark of the run whose agent spawned it, if one did, so that
+    stopping that run leaves this other run alone."""
+    return {name: value for name, value in base.items() if name != MARK}
 
 
 def is_live(state: RunState, host: str, running: Any) -> bool:

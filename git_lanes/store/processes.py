@@ -1,5 +1,11 @@
 """Agent processes: starting one in its own process group with its output in a log file, telling whether a
-process (or any process of a group) still runs, and ending a whole group (SIGTERM, then SIGKILL).
+process (or any process of a group) still runs, and ending all of a run's processes (SIGTERM, then SIGKILL).
+
+A run's processes are more than the agent's process group: a server an agent starts with `setsid` leaves
+it, and a daemon (a double fork) leaves its parent too. So they are found three ways (`run_processes`): the
+group, every descendant of the agent and of its supervisor (which makes itself a child subreaper, so orphaned
+descendants are re-parented to it rather than to init), and every process whose environment carries the run's
+mark (which `spawn` puts into the agent's environment, and every child inherits).
 
 A process is named by its pid and its start time (`/proc/<pid>/stat`'s starttime, in clock ticks since
 boot), so a pid the kernel reused for another program is never mistaken for the agent. A zombie (exited, not
@@ -22,6 +28,7 @@ from git_lanes.store.stale import alive
 PROC = Path("/proc")
 POLL_SECONDS = 0.05
 KILL_WAIT_SECONDS = 10.0
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
 
 class LaunchFailed(LanesError):
@@ -85,6 +92,65 @@ def group_members(pgid: int) -> list[int]:
     return sorted(members)
 
 
+def _table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) of every live (non-zombie) process."""
+    table = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat(int(entry.name))
+        if fields and len(fields) > 2 and fields[0] not in ("Z", "X"):
+            table[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def _marked(pid: int, mark: bytes) -> bool:
+    """Whether process `pid` started with `mark` (`NAME=value`) in its environment. Another user's process
+    cannot be read, and is no process of ours."""
+    try:
+        environ = (PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return False
+    return b"\0" + mark + b"\0" in b"\0" + environ + b"\0"
+
+
+def run_processes(pgid: int, roots: tuple[int, ...] = (), mark: bytes | None = None) -> list[int]:
+    """The live processes of a run: group `pgid`, every descendant of `roots` (not the roots themselves), and
+    every process whose environment carries `mark`, this process excepted. Without /proc, the group alone."""
+    if not PROC.is_dir():
+        return group_members(pgid)
+    table = _table()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found = {pid for pid, (_, group) in table.items() if group == pgid}
+    below: set[int] = set()
+    stack = list(roots)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in below:
+                below.add(child)
+                stack.append(child)
+    found |= below
+    if mark is not None:
+        found |= {pid for pid in table if pid not in found and _marked(pid, mark)}
+    found -= {os.getpid(), *(root for root in roots if table.get(root, (0, 0))[1] != pgid)}
+    return sorted(found)
+
+
+def adopt_orphans() -> bool:
+    """Make this process a child subreaper (Linux): a descendant whose parent exits (a daemon's double fork)
+    is re-parented to it, not to init, so `run_processes` still finds it below the supervisor. False where
+    the system has no such thing; the environment mark still finds what did not clear its environment."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
 def missing_program(program: str, search_path: str | None) -> str | None:
     """Why `program`, the first word of a command `launch` is to start, cannot run (None when it may): a bare
     name on no directory of `search_path` (the PATH the process will get), or an absolute path that is not an
@@ -146,6 +212,47 @@ def end_group(pgid: int, grace: float) -> str:
         raise LanesError(f"processes {group_members(pgid)} of group {pgid} survived SIGKILL", code="unkillable",
                          hint="they may be stuck in the kernel (uninterruptible I/O); look with `ps -o pid,stat`")
     return "SIGKILL"
+
+
+def end_run(pgid: int, grace: float, roots: tuple[int, ...] = (), mark: bytes | None = None) -> str:
+    """End every process of a run (`run_processes`): SIGTERM, then SIGKILL to what is left after `grace`
+    seconds, found afresh each time (a process may start another as it goes). Returns how they ended:
+    "gone" (nothing ran), "SIGTERM" or "SIGKILL"."""
+    def find() -> list[int]:
+        return run_processes(pgid, roots, mark)
+
+    if not find():
+        return "gone"
+    _signal_all(pgid, find(), signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while find():
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_SECONDS)
+    else:
+        return "SIGTERM"
+    deadline = time.monotonic() + KILL_WAIT_SECONDS
+    while True:
+        left = find()
+        if not left:
+            return "SIGKILL"
+        if time.monotonic() >= deadline:
+            raise LanesError(f"processes {left} of the run survived SIGKILL", code="unkillable",
+                             hint="they may be stuck in the kernel (uninterruptible I/O); look with `ps -o pid,stat`")
+        _signal_all(pgid, left, signal.SIGKILL)
+        time.sleep(POLL_SECONDS)
+
+
+def _signal_all(pgid: int, pids: list[int], sig: int) -> None:
+    try:
+        signal_group(pgid, sig)  # the whole group at once, a process forked a moment ago too
+    except PermissionError:
+        pass  # the group's id now names another user's group: its members are not ours
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def read_from(path: Path, offset: int) -> tuple[bytes, int]:
