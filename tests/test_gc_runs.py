@@ -56,3 +56,33 @@ def test_gc_removes_a_pruned_runs_agent_output_with_its_log(repo: Path):
     assert [r["run"] for r in report["removed"]["runs"]] == [run]
     assert not files.exists()
     assert (repo / ".git" / "lanes-runs" / kept / "note.txt").read_text() == "mine\n"
+
+
+def test_gc_prunes_a_stopped_spawned_run_with_its_output(repo: Path, tmp_path: Path):
+    """A spawned run that `git lanes stop` stopped never ends by itself (no supervisor is left to end it), so
+    gc, which pruned only ended runs, kept its log and its agent's output for good. Stopped, it is as done
+    as an ended run, and goes on the same terms: once its stop is older than the cutoff."""
+    from spawn_helpers import journal, use_fake_agent, wait_for
+
+    path = use_fake_agent(repo, tmp_path, {"default": [{"hang": {}}]})
+    runs = []
+    for name in ("stopped", "ended"):
+        result = run_cli("spawn", "--prompt", f"Hang ({name})", "--json", cwd=repo)
+        assert result.code == 0, result.err
+        runs.append(result.json["run"])
+        wait_for(lambda: journal(path, runs[-1], "hanging"), "the agent to hang")
+        assert run_cli("stop", runs[-1], "--json", cwd=repo).json["stopped"] is True
+    assert run_cli("run", "end", runs[1], cwd=repo).code == 0
+    kept = Lanes(repo).run_start("coder-2", goal="still going")["id"]
+    files = [repo / ".git" / "lanes-runs" / run for run in runs]
+    assert all((folder / "agent.log").is_file() for folder in files)
+    shown = {run: run_cli("run", "show", run, "--json", cwd=repo).json for run in runs}
+    assert [(shown[r]["state"], shown[r]["status"]) for r in runs] == [("stopped", "active"), ("ended", "ended")]
+
+    assert run_cli("gc", "--json", cwd=repo).json["removed"]["runs"] == []  # younger than 30 days: kept
+    report = run_cli("gc", "--older-than", "0", "--json", cwd=repo)
+    assert report.code == 0, report.err
+    assert sorted(r["run"] for r in report.json["removed"]["runs"]) == sorted(runs)
+    assert not any(folder.exists() for folder in files)
+    assert git("for-each-ref", "--format=%(refname)", "refs/lanes/runs/", cwd=repo).split() == \
+        [f"refs/lanes/runs/{kept}"]

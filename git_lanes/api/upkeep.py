@@ -29,8 +29,8 @@ class UpkeepApi:
     _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
 
     def gc(self, *, older_than: float | str = "30d", dry_run: bool = False) -> dict[str, Any]:
-        """Remove rejected states (superseded proposals among them), backups, ended runs' logs and workspaces
-        whose lane was deleted, once older than `older_than` seconds; record tombstones for what travels;
+        """Remove rejected states (superseded proposals among them), backups, the logs (and agents' output) of
+        ended runs and of stopped spawned runs, and workspaces whose lane was deleted, once older than `older_than` seconds; record tombstones for what travels;
         then `git gc` drops the objects nothing reaches. Lane heads, pending proposals, deletion markers and
         open tasks' lanes, and all they reach, stay. `dry_run` reports and changes nothing. `older_than` is
         seconds, or an age as `30d`, `12h`, `90m`, `2w`, `45s`."""
@@ -65,19 +65,23 @@ class UpkeepApi:
         return report | {"bytes_after": after, "bytes_freed": max(0, report["bytes_before"] - after)}
 
     def _ended_runs(self) -> dict[str, float]:
-        """Each ended run and when it ended; a run log that cannot be read is left alone (doctor reports it)."""
-        from git_lanes.domain import control
+        """Each run that is done with and since when: ended, or stopped with nothing of it running (a stopped
+        spawned run never ends by itself). A run log that cannot be read is left alone (doctor reports it)."""
+        from git_lanes.domain import control, spawning
+        from git_lanes.store import processes
 
         ended = {}
         repo = control.open_repo(self.ctx.store.root, trunk=self.ctx.trunk)
+        host = processes.hostname()
         for ref in self.ctx.store.list_refs(refs.RUNS):
             run = ref[len(refs.RUNS):]
             try:
                 _, state = control.read_state(repo, run)
             except (LanesError, ValueError):
                 continue
-            if state is not None and state.status == "ended":
-                ended[run] = float(state.ended_at or 0.0)
+            done = spawning.done_at(state, host, processes.running) if state is not None else None
+            if done is not None:
+                ended[run] = done
         return ended
 
     def _remove(self, ctx: Context, found: upkeep.Candidates) -> tuple[dict[str, Any], int]:

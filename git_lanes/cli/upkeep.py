@@ -24,8 +24,9 @@ def _size(count: int | None) -> str:
               help="Prune only what is older than this: 30d, 12h, 90m, 2w, 45s; 0 for everything eligible.")
 @json_option
 def gc(dry_run: bool, older_than: str, as_json: bool) -> None:
-    """Remove rejected states, superseded proposals, backups, ended runs' logs and workspaces of deleted
-    lanes older than AGE, then run `git gc`; report what went and the bytes freed.
+    """Remove rejected states, superseded proposals, backups, the logs and agent output of ended runs and of
+    stopped spawned runs, and workspaces of deleted lanes older than AGE, then run `git gc`; report what went
+    and the bytes freed.
 
     Lane heads, pending proposals, deletion markers and open tasks' lanes, and everything they reach, stay.
     Pruned refs that travel (rejected states, run logs) leave a tombstone in the ledger, so the next sync

@@ -102,6 +102,16 @@ def condition(state: RunState, host: str, running: Any) -> str:
     return "stopped" if state.stop.get("done") else "exited" if state.exit else state.status
 
 
+def done_at(state: RunState, host: str, running: Any) -> float | None:
+    """When the run was done with, for gc: when it ended, or when `git lanes stop` stopped its agent, if
+    nothing of it runs now (no supervisor takes a stopped run up again by itself); None while it may go on."""
+    if state.status == "ended":
+        return float(state.ended_at or 0.0)
+    if condition(state, host, running) == "stopped":
+        return float(state.stop.get("time") or state.updated_at)
+    return None
+
+
 def check_spend(policy: Policy, day_usd: float, exhausted: list[dict]) -> None:
     """The spend gate in front of a spawn: today's spend against `[spend] usd_per_day`, and the budgets of
     the lane, task and ticket it would work on. Waiting does not help here, so it refuses."""

@@ -1,7 +1,8 @@
 """Upkeep (`git lanes gc`): what may go once it is older than the age asked for, and the tombstones that keep
-it gone. Rejected states (superseded proposals among them), backups, ended runs' logs, and workspaces whose
-lane was deleted are pruned; lane heads, pending proposals, deletion markers and everything they reach stay,
-and `git gc` then drops only objects nothing reaches.
+it gone. Rejected states (superseded proposals among them), backups, the logs of ended runs (and of stopped
+spawned runs, which never end by themselves), and workspaces whose lane was deleted are pruned; lane heads,
+pending proposals, deletion markers and everything they reach stay, and `git gc` then drops only objects
+nothing reaches.
 
 A pruned ref that travels (a rejected state, a run's log) would come back from any remote that still has it,
 so pruning records a tombstone in the ledger (`pruned/<oid[:2]>/<oid>.json`: the refs that pointed at that
