@@ -3,7 +3,15 @@ stdin and the same deny. Its traps: a bare `permissionDecision: "allow"` is repo
 never send one: silence is the allow), shell calls arrive as `Bash`, file edits as `apply_patch` with the
 patch text in `tool_input.command` (the write-gate reads the paths out of the patch), Stop answers must be
 JSON, and there is no PostToolUseFailure (PostToolUse also follows a failing command: its `tool_response` is
-the command's output, a string, which says the exit code only in the classic shell tool's format)."""
+the command's output, a string, which says the exit code only in the classic shell tool's format).
+
+Stop and SubagentStop take no context for the model. Their answer has only `continue`, `decision`, `reason`,
+`stopReason`, `suppressOutput` and `systemMessage` (the reference, §2.1, and Codex's own
+`stop.command.output.schema.json`, which allows no other key): there is no `hookSpecificOutput`, so no
+`additionalContext`, unlike Claude Code's Stop since v2.1.163. What the model is to continue with (a message
+told to the run) goes as `decision: "block"` with it as the `reason`, which Codex makes the next user prompt;
+a notice for the person goes as `systemMessage`; context a Stop verdict may carry is left out, as a key Codex
+does not know would make the whole answer invalid."""
 
 from __future__ import annotations
 
@@ -87,7 +95,8 @@ def to_event(name: str, payload: dict[str, Any], env: dict[str, str]) -> HookEve
 def answer(name: str, verdict: Verdict) -> Answer:
     out = protocol.hook_specific(name, verdict) if name in EVENTS else {}
     if name in ("Stop", "SubagentStop"):
-        # Stop answers must be JSON; only additionalContext and systemMessage mean anything to us there.
+        # Codex's Stop answer has no hookSpecificOutput (see above): a continuation is decision/reason, a
+        # notice systemMessage, and context has no place.
         out.pop("hookSpecificOutput", None)
     return Answer(json.dumps(out) if out else "")
 
