@@ -112,6 +112,14 @@ class Conflict(LanesError):
     code = "conflict"
 
 
+class StaleState(Conflict):
+    """The thing is already in, or already past, the state the request needs: a decided proposal, a done
+    task, a resolved post, a closed ticket, a deleted lane, an ended run, an undone operation. Whoever asked
+    read it before it moved (or asks twice): a stale read, so exit 3 like every lost race, never 1 (bad
+    input). A request that is idempotent by design (ending an ended run, an owner renewing its claim) is
+    answered, not refused."""
+
+
 class GateFailed(LanesError):
     """A required evaluation gate failed: the state was rejected (and kept as signal) with the gates' verdicts."""
 

@@ -203,7 +203,7 @@ def test_transition_commands_shapes(repo):
     accepted = ok("accept", proposed["id"][:6], cwd=repo)
     assert accepted == {**proposed, "status": "accepted", "decided_at": accepted["decided_at"]}
     assert isinstance(accepted["decided_at"], float)
-    fails("accept", proposed["id"], cwd=repo, code="already_decided")
+    fails("accept", proposed["id"], cwd=repo, code="already_decided", exit_code=3)
 
     unchanged = ok("commit", "-m", "again", "--agent-id", "coder", cwd=ws)
     assert unchanged == {"status": "unchanged", "lane": "feat", "head": proposed["to"],

@@ -87,12 +87,12 @@ def test_a_proposal_rejected_by_another_writer_while_its_gates_ran_is_a_conflict
     assert "a person said no" in info.value.message
 
 
-def test_deciding_an_already_decided_transition_by_hand_is_still_refused(api, repo, cli):
+def test_deciding_an_already_decided_transition_by_hand_is_refused_as_stale(api, repo, cli):
     api.lane_create("s")
     (workspace(repo, "s") / "f.txt").write_text("x\n")
     record = api.commit("x", "a", lane="s", auto_accept=True)
     again = cli("accept", record["id"][:8], "--json", cwd=repo)
-    assert again.code == 1 and again.json["error"] == "already_decided"
+    assert again.code == 3 and again.json["error"] == "already_decided"  # stale state, as a lost race
 
 
 def test_intent_and_cost_are_kept_by_the_single_critical_section(api, repo):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import git, workspace
 
-from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Conflict, NotFound, Refused, StaleState, UserError
 from git_lanes.model.records import Cost
 
 
@@ -70,7 +70,7 @@ def test_reject_keeps_attempt_as_signal(api, repo):
     shown = api.show(record["id"][:5])
     assert shown["status"] == "rejected" and shown["reason"] == "wrong"
     assert [c["path"] for c in shown["changes"]] == ["bad.txt"]
-    with pytest.raises(Refused) as raised:
+    with pytest.raises(StaleState) as raised:
         api.accept(record["id"])
     assert raised.value.code == "already_decided"
 

@@ -144,7 +144,7 @@ def test_proposals_are_accepted_and_rejected_under_proposals(server, api, repo, 
     assert accepted.status == 200 and accepted.json["status"] == "accepted", accepted.json
     assert api.lane_show("feat")["head"] == accepted.json["to"]
     again = server.post(f"/api/v1/proposals/{seeded['transition']}/reject", {"reason": "late"})
-    assert (again.status, again.json["error"]) == (400, "already_decided")
+    assert (again.status, again.json["error"]) == (409, "already_decided")
     (workspace(repo, "feat") / "g.txt").write_text("g\n")
     second = api.commit("Add g", "coder-1", lane="feat")
     assert server.post(f"/api/v1/proposals/{second['id']}/reject", {"reason": "no"}, token=None).status == 401

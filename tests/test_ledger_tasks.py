@@ -9,7 +9,7 @@ from ledger_helpers import Clock, ledger_head
 
 from git_lanes.api import Lanes
 from git_lanes.domain.agents import LEASE_SECONDS
-from git_lanes.errors import Ambiguous, Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Ambiguous, Conflict, NotFound, Refused, StaleState, UserError
 
 
 @pytest.fixture
@@ -173,7 +173,7 @@ def test_handoff_moves_owner_lane_claims_and_dirty_set_in_one_op(lanes, repo):
     woke = lanes.wait("coder-2", timeout=0)
     assert woke["reason"] == "post" and woke["posts"][0]["kind"] == "handoff"
     assert "tests pass" in woke["posts"][0]["text"]
-    with pytest.raises(UserError) as raised:
+    with pytest.raises(StaleState) as raised:
         lanes.task_handoff(task, "coder-2")
     assert raised.value.code == "handoff_to_owner"
 

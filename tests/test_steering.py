@@ -65,5 +65,5 @@ def test_tell_refuses_an_ended_run_and_an_empty_message(repo):
         assert refused.code == 1 and said in refused.json["message"] and "post" not in refused.out, refused.out
     assert run_cli("run", "end", run, cwd=repo).code == 0
     ended = run_cli("tell", run, "hello", "--json", cwd=repo)
-    assert ended.code == 1 and ended.json["error"] == "run_ended"
+    assert ended.code == 3 and ended.json["error"] == "run_ended"
     assert run_cli("tell", "ffff", "hello", cwd=repo).code == 1

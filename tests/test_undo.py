@@ -201,7 +201,7 @@ def test_an_undo_already_undone_is_refused(api, repo):
     target = op_id(repo, "commit on a: work")
     undo(repo, target)
     again = run_cli("undo", target, cwd=repo)
-    assert again.code == 1 and "already undone" in again.err
+    assert again.code == 3 and "already undone" in again.err
 
 
 def test_undo_of_a_pull_moves_the_lanes_it_brought_back_and_its_undo_brings_them_again(tmp_path):

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
-from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Conflict, NotFound, Refused, StaleState, UserError
 
 if TYPE_CHECKING:  # the domain loads inside the methods that use it
     from git_lanes import ledger
@@ -177,8 +177,8 @@ class OplogApi:
         commit, original = found
         redone = undo.active_undo(original.id, entries)
         if redone is not None:
-            raise Refused(f"ledger op {original.id[:8]} is already undone (by {redone.id[:8]})",
-                               code="already_undone", hint=f"`git lanes undo {redone.id[:8]}` redoes it")
+            raise StaleState(f"ledger op {original.id[:8]} is already undone (by {redone.id[:8]})",
+                                 code="already_undone", hint=f"`git lanes undo {redone.id[:8]}` redoes it")
         summary = FOLD.summary(original, original.result or {})
         with self._operation(f"undo {original.id[:8]}: {summary}"[:200], actor) as recorder:
             recorder.undoes = original.id

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import LanesError, Refused, UserError
+from git_lanes.errors import LanesError, Refused, StaleState, UserError
 from git_lanes.model.ids import random_hex
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class RunningApi:
             if state is None:
                 raise LanesError(f"no run {run!r}", code="unknown_run")
             if state.status == "ended":
-                raise Refused(f"run {run_id[:8]} has ended: nobody would read it", code="run_ended")
+                raise StaleState(f"run {run_id[:8]} has ended: nobody would read it", code="run_ended")
             return [RunEvent("message", self.ctx.now(), {"id": message_id, "text": message, "from": sender})]
 
         state, _ = control.transact(repo, run_id, step)

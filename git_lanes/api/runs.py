@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import LanesError, NotFound, Refused, UnsupportedFormat, UserError
+from git_lanes.errors import LanesError, NotFound, StaleState, UnsupportedFormat, UserError
 from git_lanes.model.ids import AgentId, random_hex
 from git_lanes.model.text import quoted
 
@@ -160,8 +160,8 @@ class RunsApi:
             if state is None:
                 raise NotFound(f"no run {run!r}", code="unknown_run")
             if state.status == "ended":
-                raise Refused(f"run {run_id[:8]} has ended", code="run_ended",
-                              hint="start a new one with `git lanes run start`")
+                raise StaleState(f"run {run_id[:8]} has ended", code="run_ended",
+                                 hint="start a new one with `git lanes run start`")
             return [RunEvent("phase", self.ctx.now(), {"phase": phase, "previous": state.phase})]
 
         state, _ = control.transact(repo, run_id, step)

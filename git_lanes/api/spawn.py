@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.api.held import held
 from git_lanes.api.running import AGENT_LOG, POLL_SECONDS, current_state
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, LanesError, Refused, UserError
+from git_lanes.errors import Conflict, LanesError, Refused, StaleState, UserError
 from git_lanes.model.ids import random_hex
 from git_lanes.model.text import quoted
 
@@ -83,7 +83,7 @@ class SpawnApi:
         state = self._state()
         record = tasks.get_task(state, tasks.resolve_task(state, task)) if task is not None else None
         if record is not None and record["status"] == "done":
-            raise Refused(f"task {record['id'][:8]} is already done", code="task_done")
+            raise StaleState(f"task {record['id'][:8]} is already done", code="task_done")
         if phase is not None and phase not in policy.phase_names:
             raise UserError(f"unknown phase {quoted(phase)}; the policy has {', '.join(policy.phase_names)}",
                             code="unknown_phase", hint="phases are declared in [budget] phases of .lanes.toml")
@@ -163,7 +163,7 @@ class SpawnApi:
                           "start again", code="not_spawned",
                           hint=f"start the agent yourself with GIT_LANES_RUN={run_id}; its session is briefed")
         if state.status == "ended":
-            raise Refused(f"run {run_id[:8]} has ended", code="run_ended", hint="spawn a new one")
+            raise StaleState(f"run {run_id[:8]} has ended", code="run_ended", hint="spawn a new one")
         host = processes.hostname()
         if spawning.supervised(state, host, processes.running) or spawning.is_live(state, host, processes.running):
             raise Conflict(f"run {run_id[:8]} is running", code="run_running",

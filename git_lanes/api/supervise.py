@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, problem
+from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, StaleState, problem
 from git_lanes.model.frozen import Frozen
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ class SuperviseApi:
         if not state.launch:
             raise Refused(f"run {run_id[:8]} was not started by `git lanes spawn`", code="not_spawned")
         if state.status == "ended":
-            raise Refused(f"run {run_id[:8]} has ended", code="run_ended")
+            raise StaleState(f"run {run_id[:8]} has ended", code="run_ended")
         host, me = processes.hostname(), os.getpid()
         if spawning.supervised(state, host, processes.running) and state.supervisor.get("pid") != me:
             raise Conflict(f"run {run_id[:8]} already has a supervisor (pid {state.supervisor.get('pid')})",

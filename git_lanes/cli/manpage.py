@@ -103,8 +103,15 @@ def generate() -> str:
     lines += [
         ".SH EXIT STATUS",
         ".TP", "0", "Success.", ".TP", "1", "User error: bad input, not found, ambiguous id, refused.",
-        ".TP", "2", "Usage error.", ".TP", "3", "Conflict or stale state: something moved since it was read.",
+        ".TP", "2", "Usage error: a missing or extra argument, an unknown option, options that do not go together "
+        "(click's usage line is printed).",
+        ".TP", "3", "Conflict or stale state: something moved since it was read, or the thing is already in (or "
+        "past) the state asked for: a decided proposal, a done task, a resolved post, a closed ticket, a deleted "
+        "lane, an ended run, an undone operation. A request idempotent by design (\\fBrun end\\fR of an ended "
+        "run, an owner's \\fBtask claim\\fR of its own task) succeeds.",
         ".TP", "4", "A required gate failed.",
+        ".TP", "5", "The remote was unreachable or refused.",
+        ".TP", "6", "Internal error (a bug): still one line; GIT_LANES_DEBUG=1 shows the traceback.",
         ".SH ENVIRONMENT",
         ".TP", "\\fBGIT_LANES_AGENT\\fR", "The agent id when \\fB\\-\\-agent\\fR is not given.",
         ".TP", "\\fBGIT_LANES_DEBUG\\fR", "Show a traceback for an internal error instead of one line.",

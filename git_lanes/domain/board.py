@@ -13,7 +13,7 @@ from git_lanes.domain import questions, stored
 from git_lanes.domain.agents import Reader, agent_path, reader_path, touch, validate_agent_id
 from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_through, current_seq, get_post,
                                          post_path)
-from git_lanes.errors import Ambiguous, Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Ambiguous, NotFound, Refused, StaleState, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.text import check_text
 
@@ -244,7 +244,7 @@ def resolve(tx: Tx, op: Op) -> dict:
         raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
     if record.get("resolved"):
         # like a task already done: someone else got there first, a lost race rather than bad input
-        raise Conflict(f"post #{seq} was already resolved by {record['resolved']['by']}", code="already_resolved")
+        raise StaleState(f"post #{seq} was already resolved by {record['resolved']['by']}", code="already_resolved")
     record["resolved"] = {"by": op.actor, "time": op.time}
     tx.put(post_path(seq), record)
     questions.note_closed(tx, seq)
@@ -261,8 +261,8 @@ def answer(tx: Tx, op: Op) -> dict:
     if question is None:
         raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
     if question.get("resolved"):
-        raise Conflict(f"post #{seq} was already resolved by {question['resolved']['by']}",
-                       code="already_resolved")
+        raise StaleState(f"post #{seq} was already resolved by {question['resolved']['by']}",
+                         code="already_resolved")
     sender = validate_agent_id(op.actor)
     text = validate_text(op.args.get("text"))
     to = question["from"] if question["from"] != sender else None

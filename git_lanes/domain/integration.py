@@ -10,7 +10,7 @@ from git_lanes.domain import lanes, tasks
 from git_lanes.domain.agents import SYSTEM, add_wake, validate_agent_id
 from git_lanes.domain.board import add_post
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, Refused, UserError
+from git_lanes.errors import Refused, StaleState, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
@@ -57,7 +57,7 @@ def review(tx: Tx, op: Op) -> dict:
     if reason not in REASONS:
         raise UserError(f"unknown review reason {reason!r}", code="invalid_review")
     if task["status"] == "done":
-        raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
+        raise StaleState(f"task {task['id'][:8]} is already done", code="task_done")
     into = op.args.get("into")
     paths = [p for p in op.args.get("paths") or [] if isinstance(p, str)]
     ways = [w for w in op.args.get("ways") or [] if isinstance(w, dict)]

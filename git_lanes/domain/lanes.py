@@ -6,7 +6,7 @@ import os
 
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, LanesError, NotFound, Refused, UserError
+from git_lanes.errors import Conflict, LanesError, NotFound, Refused, StaleState, UserError
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.ids import LaneName, random_hex
@@ -308,11 +308,22 @@ def require_no_histories(ctx: Context, name: str, path: Path, nested: list[str])
                            f"{some(histories)}{also} yourself and delete the lane again")
 
 
+def require_not_deleted(ctx: Context, name: str) -> None:
+    """A lane deleted already (its marker kept, no lane of that name since) asked to be deleted again: a
+    stale read, like a second accept of one proposal, not a name nobody ever made."""
+    if not is_text(name) or not LaneName.valid(name) or ctx.store.read_ref(refs.lane_ref(name, ctx.trunk)):
+        return
+    if ctx.store.read_ref(refs.deleted_ref(name)) is not None:
+        raise StaleState(f"lane {name!r} is already deleted", code="lane_deleted",
+                         hint=f"its last head is kept at {refs.deleted_ref(name)}")
+
+
 def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str | None) -> dict:
     """Remove the lane's ref and workspace. The last head stays reachable from `refs.deleted_ref(lane)`,
     whose reflog remembers every lane of that name ever deleted."""
     if name == ctx.trunk:
         raise Refused("the trunk lane cannot be deleted", code="trunk")
+    require_not_deleted(ctx, name)
     head = lane_head(ctx, name)
     path = workspace_path(ctx, name)
     if not force:

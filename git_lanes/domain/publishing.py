@@ -25,7 +25,7 @@ from git_lanes.domain.agents import SYSTEM, Reader
 from git_lanes.domain.board import add_post
 from git_lanes.domain.claims import claims_path
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Conflict, NotFound, StaleState, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import config
 from git_lanes.model.names import validate_lane_name
@@ -319,7 +319,7 @@ def publish(tx: Tx, op: Op) -> dict:
     address."""
     ticket = tickets.get_ticket(tx, op.args.get("ticket"))
     if ticket["status"] == "closed":
-        raise Refused(f"ticket {ticket['id'][:8]} is closed", code="ticket_closed")
+        raise StaleState(f"ticket {ticket['id'][:8]} is closed", code="ticket_closed")
     previous = ticket.get("publication") or {}
     update = updates(previous, op.args.get("remote"), op.args.get("branch"))
     url = op.args.get("url") or (previous.get("url") if update else None)
@@ -347,7 +347,7 @@ def close(tx: Tx, op: Op) -> dict:
     if how not in MERGE_CHECKS:
         raise UserError(f"unknown merge check {how!r}", code="invalid_merge")
     if ticket["status"] == "closed":
-        raise Conflict(f"ticket {ticket['id'][:8]} is already closed", code="ticket_closed")
+        raise StaleState(f"ticket {ticket['id'][:8]} is already closed", code="ticket_closed")
     publication = dict(ticket.get("publication") or {})
     publication.update(merged_at=op.time, merged_by=how, merged_into=op.args.get("base_head"))
     ticket.update(status="closed", publication=publication, closed_at=op.time)

@@ -10,7 +10,7 @@ from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, t
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, readable, resolve_task, save_task, task_ids, task_path,
                                            validate_title)
-from git_lanes.errors import Conflict, MalformedRecord, Refused, UserError
+from git_lanes.errors import Conflict, MalformedRecord, Refused, StaleState, UserError
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import (MAX_DEPENDS, MAX_DESCRIPTION, MAX_NOTE, MAX_REASON, MAX_TITLE,
                                          TASK_STATUSES)
@@ -109,7 +109,7 @@ def claim(tx: Tx, op: Op) -> dict:
                        code="version_conflict", details={"task": task["id"], "version": task["version"]},
                        hint="re-read it with `git lanes task show`, or take another task")
     if task["status"] == "done":
-        raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
+        raise StaleState(f"task {task['id'][:8]} is already done", code="task_done")
     holder = task.get("owner")
     if holder not in (None, agent) and (task["status"] in HELD or owner_alive(tx, task, op.time)):
         raise Conflict(f"task {task['id'][:8]} is {task['status']} by {holder}", code="task_claimed",
@@ -143,7 +143,7 @@ def _not_anothers(tx: Tx, op: Op, task: dict) -> None:
 def done(tx: Tx, op: Op) -> dict:
     task = get_task(tx, op.args.get("task"))
     if task["status"] == "done":
-        raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
+        raise StaleState(f"task {task['id'][:8]} is already done", code="task_done")
     _not_anothers(tx, op, task)
     task.update(status="done", done_at=op.time, blocked_reason=None)
     if isinstance(op.args.get("integrated"), dict):
@@ -177,7 +177,7 @@ def block(tx: Tx, op: Op) -> dict:
     if not reason:
         raise UserError("say why the task is blocked (--reason)", code="empty_reason")
     if task["status"] in ("done", "blocked"):
-        raise Conflict(f"task {task['id'][:8]} is already {task['status']}", code=f"task_{task['status']}")
+        raise StaleState(f"task {task['id'][:8]} is already {task['status']}", code=f"task_{task['status']}")
     _not_anothers(tx, op, task)
     task.update(status="blocked", blocked_reason=reason)
     save_task(tx, op, task)
@@ -187,7 +187,7 @@ def block(tx: Tx, op: Op) -> dict:
 def resume(tx: Tx, op: Op) -> dict:
     task = get_task(tx, op.args.get("task"))
     if task["status"] != "blocked":
-        raise Conflict(f"task {task['id'][:8]} is {task['status']}, not blocked", code="not_blocked")
+        raise StaleState(f"task {task['id'][:8]} is {task['status']}, not blocked", code="not_blocked")
     task.update(status="claimed" if task["owner"] else "open", blocked_reason=None)
     if task["owner"]:
         touch(tx, task["owner"], op.time)
@@ -203,10 +203,10 @@ def handoff(tx: Tx, op: Op) -> dict:
     task = get_task(tx, op.args.get("task"))
     target = validate_agent_id(op.args.get("to"))
     if task["status"] == "done":
-        raise Conflict(f"task {task['id'][:8]} is already done", code="task_done")
+        raise StaleState(f"task {task['id'][:8]} is already done", code="task_done")
     source = task.get("owner")
     if source == target:
-        raise UserError(f"task {task['id'][:8]} is already {target}'s", code="handoff_to_owner")
+        raise StaleState(f"task {task['id'][:8]} is already {target}'s", code="handoff_to_owner")
     moved: dict = {"claims": [], "dirty": [], "lane": task.get("lane")}
     if source is not None:
         others = [t for t in readable(tx, task_ids(tx), get_task)

@@ -8,7 +8,7 @@ from pathlib import Path
 from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, Refused, UnsupportedFormat, UserError
+from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, StaleState, UnsupportedFormat, UserError
 from git_lanes.model import refs
 from git_lanes.model.ids import random_hex
 from git_lanes.model.names import id_text, resolve_prefix
@@ -256,7 +256,7 @@ def _drop_proposal(ctx: Context, record: Transition, verb: str) -> None:
 
 def _require_pending(record: Transition) -> None:
     if record.status != "proposed":
-        raise Refused(f"transition {record.id[:8]} is already {record.status}", code="already_decided")
+        raise StaleState(f"transition {record.id[:8]} is already {record.status}", code="already_decided")
 
 
 def _follow_lane(ctx: Context, lane: str, old: str | None, new: str) -> None:

@@ -19,7 +19,7 @@ from git_lanes import ledger
 from git_lanes.domain import attention, ledger_undo, lanes, oplog, restore
 from git_lanes.domain.context import Context
 from git_lanes.domain.coordination import FOLD
-from git_lanes.errors import Conflict, Refused
+from git_lanes.errors import Conflict, Refused, StaleState
 from git_lanes.model import refs
 from git_lanes.model.oplog import OpEntry, RefMove
 from git_lanes.store import RefUpdate, journal
@@ -53,8 +53,8 @@ def check(ctx: Context, entry: OpEntry, later: list[OpEntry], actor: str) -> Pla
     except the inverse ledger commits it prepares (objects no ref points to until the undo moves)."""
     undone_by = active_undo(entry.id, later)
     if undone_by is not None:
-        raise Refused(f"operation {entry.id[:8]} is already undone (by {undone_by.id[:8]})", code="already_undone",
-                      hint=f"`git lanes undo {undone_by.id[:8]}` redoes it")
+        raise StaleState(f"operation {entry.id[:8]} is already undone (by {undone_by.id[:8]})",
+                         code="already_undone", hint=f"`git lanes undo {undone_by.id[:8]}` redoes it")
     plan = Plan(entry)
     store = ctx.store
     moved = {m.ref for m in entry.moves}
