@@ -62,10 +62,13 @@ def test_budgets_roll_up_from_runs_and_transitions_to_lane_task_and_ticket(repo,
 
 def test_bad_budgets_are_refused_with_one_line(repo):
     lane(repo)
-    for args in (["--lane", "feature"], ["--lane", "feature", "--task", "ab", "--usd", "1"],
-                 ["--lane", "nope", "--usd", "1"], ["--task", "beef", "--usd", "1"], ["--usd", "1"]):
+    for args in (["--lane", "nope", "--usd", "1"], ["--task", "beef", "--usd", "1"]):
         result = run_cli("budget", "set", *args, "--json", cwd=repo)
         assert result.code == 1 and "Traceback" not in result.err and result.json["error"], args
+    # no limit, two subjects, none: the command's shape, a usage error (tests/test_usage_shapes.py)
+    for args in (["--lane", "feature"], ["--lane", "feature", "--task", "ab", "--usd", "1"], ["--usd", "1"]):
+        result = run_cli("budget", "set", *args, "--json", cwd=repo)
+        assert result.code == 2 and "Traceback" not in result.err and result.json["error"] == "usage", args
     assert run_cli("budget", "set", "--lane", "feature", "--usd", "-1", cwd=repo).code == 2
     assert run_cli("budget", "clear", "--lane", "feature", cwd=repo).code == 1
 

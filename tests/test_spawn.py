@@ -57,9 +57,9 @@ def test_spawn_runs_the_agent_in_its_lane_with_hooks_scoped_to_the_workspace(rep
 def test_spawn_refuses_what_it_cannot_do_and_makes_nothing(repo, tmp_path):
     use_fake_agent(repo, tmp_path, {})
     lanes_before = run_cli("lane", "list", "--json", cwd=repo).json
-    assert run_cli("spawn", cwd=repo).code == 1
+    assert run_cli("spawn", cwd=repo).code == 2  # the shape: nothing named to do
     assert run_cli("spawn", "--prompt", "x", "--cli", "custom", cwd=repo).err.count("no command") == 1
-    assert run_cli("spawn", "--prompt", "x", "--pipeline", cwd=repo).code == 1
+    assert run_cli("spawn", "--prompt", "x", "--pipeline", cwd=repo).code == 2
     assert run_cli("spawn", "beef", cwd=repo).code == 1
     # an empty value given is refused as given, not taken for the default (`--lane "$LANE"` unset made
     # agent/claude-<run> and started the agent there)

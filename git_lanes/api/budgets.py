@@ -38,7 +38,7 @@ class BudgetsApi:
 
         given = [(scope, value) for scope, value in zip(SCOPES, (lane, task, ticket)) if value is not None]
         if len(given) != 1:
-            raise UserError("name exactly one of --lane, --task and --ticket", code="one_subject")
+            raise UserError("name exactly one lane, task or ticket", code="one_subject")
         scope, value = given[0]
         state = self._state()
         if scope == "lane":

@@ -35,6 +35,13 @@ def subject_options(command: Callable) -> Callable:
     return command
 
 
+def one_subject(lane: str | None, task: str | None, ticket: str | None) -> None:
+    """A budget is of one lane, task or ticket: none or two of them is the command's shape, a usage error
+    (exit 2), not a value the API should judge."""
+    if sum(value is not None for value in (lane, task, ticket)) != 1:
+        raise click.UsageError("name exactly one of --lane, --task and --ticket")
+
+
 def render_budget(b: dict) -> str:
     key = b["key"] if b["scope"] == "lane" else b["key"][:8]
     return f"{b['scope']} {key}: {b['detail']} ({b['level']})"
@@ -54,6 +61,9 @@ def set_(lane: str | None, task: str | None, ticket: str | None, usd: float | No
     Example:
       git lanes budget set --lane feature/auth --usd 5 --tokens 2000000
     """
+    one_subject(lane, task, ticket)
+    if usd is None and tokens is None:
+        raise click.UsageError("give --usd or --tokens (or both)")
     run(lambda: open_api().budget_set(lane=lane, task=task, ticket=ticket, usd=usd, tokens=tokens, actor=agent),
         as_json, lambda r: render_budget(r["budget"]))
 
@@ -69,6 +79,7 @@ def clear(lane: str | None, task: str | None, ticket: str | None, agent: str | N
     Example:
       git lanes budget clear --task 3fa2
     """
+    one_subject(lane, task, ticket)
     run(lambda: open_api().budget_clear(lane=lane, task=task, ticket=ticket, actor=agent), as_json,
         lambda r: "budget cleared")
 
@@ -95,4 +106,6 @@ def show(lane: str | None, task: str | None, ticket: str | None, as_json: bool) 
              f"${r['spent']['usd']:.4f} {r['spent']['tokens']} tokens", f"{r['used'] * 100:.0f}%", r["level"]]
             for r in rows])
 
+    if any(value is not None for value in (lane, task, ticket)):
+        one_subject(lane, task, ticket)
     run(lambda: open_api().budget_show(lane=lane, task=task, ticket=ticket), as_json, render)

@@ -81,6 +81,12 @@ def spawn(task: str | None, text: str | None, lane: str | None, agent: str | Non
     """
     from git_lanes.cli import supervise
 
+    # What to spawn on is the command's shape (exit 2); the API refuses the same for its other callers.
+    if task is None and text is None:
+        raise click.UsageError("say what the agent is to do: a TASK or --prompt TEXT")
+    if use_pipeline and task is None:
+        raise click.UsageError("--pipeline drives a task: name the TASK")
+
     def action() -> dict:
         api = open_api()
         result = api.spawn(task, prompt=text, lane=lane, agent=agent, cli=agent_cli, use_pipeline=use_pipeline,

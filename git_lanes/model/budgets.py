@@ -46,7 +46,7 @@ class Budget(Frozen):
         if not isinstance(self.key, str) or not self.key:
             raise UserError("a budget needs a lane, task or ticket", code="invalid_budget")
         if self.usd is None and self.tokens is None:
-            raise UserError("a budget needs --usd or --tokens (or both)", code="invalid_budget")
+            raise UserError("a budget needs a limit in dollars or in tokens (or both)", code="invalid_budget")
         if self.usd is not None and (isinstance(self.usd, bool) or not isinstance(self.usd, (int, float))
                                      or not math.isfinite(self.usd) or self.usd < 0):
             raise UserError(f"--usd must be a non-negative number of dollars, got {self.usd!r}", code="invalid_budget")
