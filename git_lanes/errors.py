@@ -44,6 +44,39 @@ def _pending() -> list[str]:
     return pending
 
 
+# A hint names what to do in every face's words, so a command it advises is named as a command path and
+# its arguments (`command("task list", ready=True)`), never spelt for one face by hand. It is written into
+# the hint as the CLI spells it, in backticks (`git lanes task list --ready`): the CLI shows hints as they
+# are, and each other face translates every such reference into its own control (the MCP server into the
+# tool it offers, REST into its route: git_lanes/model/advice.py), keeping the CLI's words, labelled as
+# such, where it has none. A test holds every reference to a real command and its real options.
+COMMAND_PREFIX = "git lanes"
+# What a shell reads as one plain word (shlex.quote's set: shlex itself is not loaded on the hook path).
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def command(path: str, *arguments: object, **options: object) -> str:
+    """The command `path` ("show", "task list") with its `arguments`, and its `options` by name (`onto=x`
+    is `--onto x`, `w=x` is `-w x`, `force=True` is `--force`, `from_=x` is `--from x`; None and False leave
+    one out), as a hint names it. An argument in capitals (`ID`, `LANE`) or `...` stands for what the reader
+    fills in."""
+    words = path.split() + [str(a) for a in arguments]
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        name = name.rstrip("_")  # `from_`: a Python keyword
+        words.append(("-" if len(name) == 1 else "--") + name.replace("_", "-"))
+        if value is not True:
+            words.append(str(value))
+    return f"`{COMMAND_PREFIX} {' '.join(map(_word, words))}`"
+
+
+def _word(text: str) -> str:
+    if text and all(c in _PLAIN for c in text):
+        return text
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
 class LanesError(Exception):
     """A failure a user can act on. `code` is stable across releases; `hint` says what to do next."""
 

@@ -91,7 +91,9 @@ def test_records_match_the_cli_json(server, repo, seeded):
 def test_errors_map_to_statuses_with_the_cli_codes(server, repo, seeded):
     missing = server.get("/api/v1/lanes/nope")
     assert (missing.status, missing.json["error"]) == (404, "unknown_lane")
-    assert missing.json == run_cli("lane", "show", "nope", "--json", cwd=repo).json
+    cli = run_cli("lane", "show", "nope", "--json", cwd=repo).json
+    # the same advice, in each face's words (test_hint_advice.py)
+    assert missing.json == cli | {"hint": "see `GET /api/v1/lanes`"}
     bad = server.post("/api/v1/lanes", {"name": "bad..name"})
     assert bad.status == 400 and bad.json["error"] == run_cli("lane", "create", "bad..name", "--json",
                                                               cwd=repo).json["error"]

@@ -36,7 +36,7 @@ def test_mcp_words_an_unknown_whole_task_id_as_the_cli_does(repo):
     claimed, shown = anyio.run(scenario)
     for refused, task in ((claimed, WHOLE), (shown, WHOLE[:8])):
         assert (refused["reason"], refused["message"], refused["hint"]) == (
-            "unknown_task", f"no task matches '{task}'", HINT), refused
+            "unknown_task", f"no task matches '{task}'", "see `list_tasks`"), refused  # HINT in the MCP's words
 
 
 @pytest.mark.parametrize("ticket", ["", " ", "zzzz"])

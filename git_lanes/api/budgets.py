@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import LanesError, UnsupportedFormat, UserError
+from git_lanes.errors import LanesError, UnsupportedFormat, UserError, command
 
 if TYPE_CHECKING:
     from git_lanes import ledger
@@ -150,8 +150,8 @@ class BudgetsApi:
             except LanesError:
                 blocked = None
         text = (f"run {run[:8]} ({state.agent}) is paused: {reason}. Its writes and commands are blocked. Raise "
-                f"the budget with `git lanes budget set`, then `git lanes task resume` and `git lanes run resume "
-                f"{run[:8]} --spawn`.")
+                f"the budget with {command('budget set')}, then {command('task resume')} and "
+                f"{command('run resume', run[:8], spawn=True)}.")
         try:
             post = self.board_post(text, state.agent if _agent_id(state.agent) else SYSTEM, kind="question")
         except LanesError:

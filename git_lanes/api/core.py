@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from git_lanes.api.held import held, needs_no_repository
 from git_lanes.api.recording import first_line, recorded
 from git_lanes.domain.context import Context
-from git_lanes.errors import NotARepository, Refused, UserError
+from git_lanes.errors import NotARepository, Refused, UserError, command
 from git_lanes.model.ids import AgentId
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
@@ -41,7 +41,7 @@ class CoreApi:
         trunk = store.config_get("lanes.trunk")
         if not trunk:
             raise NotARepository(f"{store.root} is not set up for lanes", code="not_initialized",
-                                 hint="run `git lanes init`")
+                                 hint=f"run {command('init')}")
         self.ctx = Context(store, trunk, clock)
 
     @needs_no_repository

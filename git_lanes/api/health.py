@@ -19,7 +19,7 @@ from git_lanes import ledger
 from git_lanes.api.doctor import Where, check, finding
 from git_lanes.domain import lanes, stored, transitions, upkeep
 from git_lanes.domain.sync_rules import ref_problem
-from git_lanes.errors import LanesError
+from git_lanes.errors import LanesError, command
 from git_lanes.model import refs
 from git_lanes.model.records import Transition
 from git_lanes.model.text import quoted
@@ -205,7 +205,7 @@ def _queue(api: Any, where: Where) -> list[dict[str, Any]]:
         parts.append("the round journal (batch) of a holder that died")
     return [finding("warn", f"the ledger's append queue (lanes-queue) holds what no live process owns: "
                             f"{'; '.join(parts)}",
-                    "killed git-lanes processes left them: --fix (or `git lanes gc`) removes them, as the next "
+                    f"killed git-lanes processes left them: --fix (or {command('gc')}) removes them, as the next "
                     "ledger append would, settling a journal's ops first",
                     repair=lambda: clear_queue(api.ctx.store))]
 

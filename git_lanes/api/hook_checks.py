@@ -11,7 +11,7 @@ from typing import Any
 
 from git_lanes.api.doctor import Check, Where, check, finding
 from git_lanes.domain import hook_settings
-from git_lanes.errors import LanesError
+from git_lanes.errors import LanesError, command
 
 
 def _command_runs(command: str) -> bool:
@@ -35,7 +35,7 @@ def _hooks(cli: str) -> Check:
             if not report["hooked"] and not report["misplaced"]:
                 continue
             broken = [c for commands in report["commands"].values() for c in commands if not _command_runs(c)]
-            again = f"run `git lanes uninstall {cli} --scope {scope}`, then `git lanes install {cli} --scope {scope}`"
+            again = f"run {command('uninstall', cli, scope=scope)}, then {command('install', cli, scope=scope)}"
             if report["disabled"]:
                 found.append(finding("fail", f"{cli} {scope} hooks in {path} are switched off: {report['disabled']}",
                                      "remove that setting, or no hook holds", settings=str(path)))
@@ -48,15 +48,15 @@ def _hooks(cli: str) -> Check:
                                      settings=str(path)))
             elif broken:
                 found.append(finding("fail", f"{cli} {scope} hooks in {path} run a program that is not there: "
-                                             f"{broken[0]}", f"run `git lanes install {cli} --scope {scope}` again",
+                                             f"{broken[0]}", f"run {command('install', cli, scope=scope)} again",
                                      settings=str(path)))
             elif report["missing"]:
                 found.append(finding("fail", f"{cli} {scope} hooks in {path} lack {', '.join(report['missing'])}",
-                                     f"run `git lanes install {cli} --scope {scope}`", settings=str(path)))
+                                     f"run {command('install', cli, scope=scope)}", settings=str(path)))
             else:
                 found.append(finding("ok", f"{cli} {scope} hooks installed in {path}", settings=str(path)))
         return found or [finding("warn", f"no {cli} hooks installed",
-                                 f"`git lanes install {cli}` if agents here use it")]
+                                 f"{command('install', cli)} if agents here use it")]
     return run
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.api.held import held
 from git_lanes.api.tasks import TasksApi
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, LanesError, Refused
+from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, command
 from git_lanes.model import refs
 
 if TYPE_CHECKING:
@@ -91,8 +91,8 @@ class IntegrationApi(TasksApi):
                           f"{((transition.get('extra') or {}).get('held') or {}).get('reason') or report['status']}",
                           code="integration_held",
                           details={"task": task_id, "into": target, "transition": transition},
-                          hint=f"a person accepts it with `git lanes accept {str(transition.get('id'))[:8]}`, then "
-                               f"`git lanes task done {task_id[:8]}` finishes the task")
+                          hint=f"a person accepts it with {command('accept', str(transition.get('id'))[:8])}, then "
+                               f"{command('task done', task_id[:8])} finishes the task")
         integrated = {"into": target, "lane": lane, "status": report["status"],
                       "transition": transition.get("id"), "state": transition.get("to")}
         done = self._task_op(results.TaskDone, "task.done", task_id, actor, integrated=integrated)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import UnsupportedFormat, UserError
+from git_lanes.errors import UnsupportedFormat, UserError, command
 from git_lanes.model.ids import Actor, AgentId
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class LedgerApi:
         if lane is None:
             if required:
                 raise UserError("this agent has no lane, so it has no dirty set", code="no_lane",
-                                hint="register it with `git lanes agent register ID --lane LANE`")
+                                hint=f"register it with {command('agent register', 'ID', lane='LANE')}")
             return None
         path, _ = lanes.workspace_state(self.ctx, lane)
         if path is None:

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
-from git_lanes.errors import Conflict, NotFound, Refused, StaleState, UserError
+from git_lanes.errors import Conflict, NotFound, Refused, StaleState, UserError, command
 
 if TYPE_CHECKING:  # the domain loads inside the methods that use it
     from git_lanes import ledger
@@ -93,13 +93,13 @@ class OplogApi:
         given = prefix.strip().lower()
         if not given or given.strip("0123456789abcdef"):
             raise NotFound(f"no operation matches {shown_id(prefix)}", code="unknown_operation",
-                           hint="see `git lanes op log`")
+                           hint=f"see {command('op log')}")
         entries = list(oplog.entries(self.ctx, WINDOW))
         ops = ledger_undo.ledger_ops(self.ctx.store, ledger.head(self.ctx.store), WINDOW)
         candidates: dict[str, tuple[str, Any]] = {e.id: ("lanes", e) for e in entries}
         for commit, record in ops:
             candidates.setdefault(record.id, ("ledger", (commit, record)))
-        chosen = resolve_prefix(given, candidates, "operation", "see `git lanes op log`", "unknown_operation")
+        chosen = resolve_prefix(given, candidates, "operation", f"see {command('op log')}", "unknown_operation")
         kind, found = candidates[chosen]
         return kind, found, entries
 
@@ -154,7 +154,7 @@ class OplogApi:
                 what = FOLD.summary(record, record.result or {})
                 raise Refused(f"the newest operation, {record.type} {record.id[:8]} ({what}), cannot be undone",
                               code="not_undoable",
-                              hint="to undo an older operation, name it: `git lanes undo OP` (`git lanes op log` "
+                              hint=f"to undo an older operation, name it: {command('undo', 'OP')} ({command('op log')} "
                                    "lists them)")
 
     def _finish_undos(self) -> list[dict[str, Any]]:
@@ -178,7 +178,7 @@ class OplogApi:
         redone = undo.active_undo(original.id, entries)
         if redone is not None:
             raise StaleState(f"ledger op {original.id[:8]} is already undone (by {redone.id[:8]})",
-                                 code="already_undone", hint=f"`git lanes undo {redone.id[:8]}` redoes it")
+                                 code="already_undone", hint=f"{command('undo', redone.id[:8])} redoes it")
         summary = FOLD.summary(original, original.result or {})
         with self._operation(f"undo {original.id[:8]}: {summary}"[:200], actor) as recorder:
             recorder.undoes = original.id

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from git_lanes.api.held import held
 from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, StaleState, problem
+from git_lanes.errors import Conflict, GateFailed, StaleState, command, problem
 from git_lanes.model.ids import Actor, AgentId
 
 if TYPE_CHECKING:
@@ -180,4 +180,4 @@ def _report(plan: promotion.Plan, record: Transition) -> dict[str, Any]:
 def _require_pending(record: Transition) -> None:
     if record.status != "proposed":
         raise StaleState(f"transition {record.id[:8]} is already {record.status}", code="already_decided",
-                         hint=f"its evaluations are in `git lanes show {record.id[:8]}`")
+                         hint=f"its evaluations are in {command('show', record.id[:8])}")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, NotFound, Refused, UserError
+from git_lanes.errors import Conflict, NotFound, Refused, UserError, command
 from git_lanes.model import refs
 from git_lanes.model.ids import Actor, random_hex
 from git_lanes.store.stale import alive
@@ -103,7 +103,7 @@ class PublishingApi:
         if record["status"] not in PUBLISHABLE:
             raise Refused(f"ticket {ticket_id[:8]} is {record['status']}: {record['done']} of {record['total']} "
                           "tasks done", code="ticket_not_ready" if record["status"] == "open" else "ticket_closed",
-                          hint="`git lanes ticket show` lists its tasks; `git lanes task done` integrates each")
+                          hint=f"{command('ticket show')} lists its tasks; {command('task done')} integrates each")
         previous = record.get("publication") or {}
         settings = publishing.settings(self.ctx)
         # Only what was not given defaults (to the last publication's, else the usual): an empty value given is
@@ -118,7 +118,7 @@ class PublishingApi:
             head = lanes.lane_head(self.ctx, lane)
         except NotFound:
             raise Refused(f"ticket {ticket_id[:8]} has no integration lane {lane}: none of its tasks integrated",
-                          code="nothing_integrated", hint="finish its tasks with `git lanes task done`") from None
+                          code="nothing_integrated", hint=f"finish its tasks with {command('task done')}") from None
         publishing.require_base(self.ctx, remote, base)
         lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)  # a live publisher: exit 3 first
         wrote = False
@@ -135,10 +135,10 @@ class PublishingApi:
                         "remote": remote, "head": head, "url": previous.get("url"), "pushed": False,
                         "command": None, "post": None}
             update = publishing.updates(previous, remote, branch)
-            command = None if pr not in (None, publishing.NEW_PR) else \
+            to_run = None if pr not in (None, publishing.NEW_PR) else \
                 settings.update_command if update else settings.pr_command
             token = None
-            if command:
+            if to_run:
                 token = random_hex(8)
                 self._append("publish.intent", self._actor(actor), {
                     "ticket": ticket_id, "token": token, "remote": remote, "branch": branch, "base": base,
@@ -149,8 +149,8 @@ class PublishingApi:
                     joined = self._claim(shared, ticket_id, token, remote, branch, actor)
                     if joined is not None:
                         return joined | {"base": base, "head": head, "pushed": pushed}
-            ran = self._run_pr_command(command, values, settings.timeout, ticket_id, token, actor) \
-                if command and token else None
+            ran = self._run_pr_command(to_run, values, settings.timeout, ticket_id, token, actor) \
+                if to_run and token else None
             found = publishing.url_in(ran.output_tail) if ran else pr if pr != publishing.NEW_PR else None
             result = self._append("ticket.publish", self._actor(actor), {
                 "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found,
@@ -162,9 +162,9 @@ class PublishingApi:
                 self._tell_others(shared)
         return {"ticket": ticket_id, "status": result["kind"], "branch": branch, "base": base, "remote": remote,
                 "head": head, "url": result["url"], "pushed": pushed, "post": result["post"],
-                "command": {"argv": publishing.command_line(command, values), "exit_code": ran.exit_code,
-                            "output": ran.output_tail} if command and ran else None,
-                **({} if command or found else {"hint": publishing.compare_hint(url, branch, base)})}
+                "command": {"argv": publishing.command_line(to_run, values), "exit_code": ran.exit_code,
+                            "output": ran.output_tail} if to_run and ran else None,
+                **({} if to_run or found else {"hint": publishing.compare_hint(url, branch, base)})}
 
     def _claim(self, shared: str, ticket_id: str, token: str, remote: str, branch: str,
                actor: str | None) -> dict[str, Any] | None:
@@ -230,9 +230,10 @@ class PublishingApi:
                 if copy is not None:  # their commits are here now: say how to bring them in, step by step
                     theirs = f"{lane}-{remote}"
                     error.hint = (f"publishing only fast-forwards {branch}; someone pushed to it: bring their "
-                                  f"commits into {lane} (`git lanes lane create {theirs} --from "
-                                  f"{branches.copy_ref(remote, branch)} && git lanes promote {theirs} --into {lane} "
-                                  f"--auto-accept && git lanes lane delete {theirs}`), then publish again; or "
+                                  f"commits into {lane} ("
+                                  f"{command('lane create', theirs, from_=branches.copy_ref(remote, branch))}, "
+                                  f"{command('promote', theirs, into=lane, auto_accept=True)}, "
+                                  f"{command('lane delete', theirs)}), then publish again; or "
                                   "publish under another --branch")
                 raise error
         pushed = branches.push_branch(store, remote, branch, head, there)
@@ -247,12 +248,12 @@ class PublishingApi:
                         hint=f"publishing only fast-forwards {branch}; someone pushed to it: bring their commits "
                              "into the integration lane, or publish under another --branch")
 
-    def _run_pr_command(self, command: tuple[str, ...], values: dict[str, str], timeout: float, ticket_id: str,
+    def _run_pr_command(self, argv_template: tuple[str, ...], values: dict[str, str], timeout: float, ticket_id: str,
                         token: str, actor: str | None) -> scratch.CommandResult:
         from git_lanes.domain import publishing
         from git_lanes.store import scratch
 
-        argv = publishing.command_line(command, values)
+        argv = publishing.command_line(argv_template, values)
         ran = scratch.run_command(argv, self.ctx.store.root, timeout,
                                   {"GIT_LANES_TICKET": values["ticket"], "GIT_LANES_BRANCH": values["branch"],
                                    "GIT_LANES_BASE": values["base"]})
@@ -267,7 +268,7 @@ class PublishingApi:
                             + (f"\n{tail}" if tail else ""), code="pr_command_failed",
                             hint=f"{values['branch']} is pushed; fix [publish] in .lanes.toml on the trunk (or "
                                  "the tool's login), then publish again; if the forge has a pull request from it "
-                                 f"already, record it with `git lanes publish {ticket_id[:8]} --pr URL`")
+                                 f"already, record it with {command('publish', ticket_id[:8], pr='URL')}")
         return ran
 
     # -- status and sync -------------------------------------------------------------------------------
@@ -339,7 +340,7 @@ class PublishingApi:
         publication = tickets.get_ticket(state, ticket_id).get("publication")
         if not publication:
             raise Refused(f"ticket {ticket_id[:8]} was never published", code="not_published",
-                          hint=f"`git lanes publish {ticket_id[:8]}`")
+                          hint=f"{command('publish', ticket_id[:8])}")
         base_head = branches.fetch_branch(self.ctx.store, remote or publication["remote"], publication["base"])
         how = publishing.merged_how(self.ctx, publication["head"], base_head) if base_head else None
         if how is None:
@@ -374,7 +375,7 @@ class PublishingApi:
         lane = integration.integration_lane(ticket_id)
         if record["status"] != "closed":
             raise Refused(f"ticket {ticket_id[:8]} is {record['status']}; its integration lane {lane} holds work not "
-                          "merged yet", code="ticket_open", hint="`git lanes publish sync` closes merged tickets")
+                          "merged yet", code="ticket_open", hint=f"{command('publish sync')} closes merged tickets")
         with self._writing() as ctx:
             if ctx.store.read_ref(refs.lane_ref(lane, ctx.trunk)) is None:
                 return {"ticket": ticket_id, "lane": lane, "deleted": False}

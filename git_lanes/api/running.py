@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import LanesError, Refused, StaleState, UserError
+from git_lanes.errors import LanesError, Refused, StaleState, UserError, command
 from git_lanes.model.ids import random_hex
 
 if TYPE_CHECKING:
@@ -102,9 +102,9 @@ class RunningApi:
         agent CLI's terminal had it): an empty log would read as an agent that said nothing."""
         run_id, _, state = self._run_state(repo, run)
         if not state.launch:
-            raise Refused(f"run {run_id[:8]} was not started by `git lanes spawn`, so git-lanes holds no output of "
+            raise Refused(f"run {run_id[:8]} was not started by {command('spawn')}, so git-lanes holds no output of "
                           "its agent", code="not_spawned",
-                          hint=f"its events are in `git lanes run events {run_id[:8]}`")
+                          hint=f"its events are in {command('run events', run_id[:8])}")
         return run_id
 
     def logs_follow(self, run: str, timeout: float | None = None) -> Iterator[dict[str, str]]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import LanesError, NotFound, StaleState, UnsupportedFormat, UserError
+from git_lanes.errors import LanesError, NotFound, StaleState, UnsupportedFormat, UserError, command
 from git_lanes.model.ids import AgentId, random_hex
 from git_lanes.model.text import quoted
 
@@ -42,7 +42,7 @@ class RunsApi:
         run_id = control.resolve_run(repo, run)
         head, state = control.read_state(repo, run_id)
         if head is None or state is None:
-            raise NotFound(f"no run {run!r}", code="unknown_run", hint="list them with `git lanes run list`")
+            raise NotFound(f"no run {run!r}", code="unknown_run", hint=f"list them with {command('run list')}")
         return run_id, head, state
 
     def run_start(self, agent: str | None = None, *, lane: str | None = None, task: str | None = None,
@@ -161,7 +161,7 @@ class RunsApi:
                 raise NotFound(f"no run {run!r}", code="unknown_run")
             if state.status == "ended":
                 raise StaleState(f"run {run_id[:8]} has ended", code="run_ended",
-                                 hint="start a new one with `git lanes run start`")
+                                 hint=f"start a new one with {command('run start')}")
             return [RunEvent("phase", self.ctx.now(), {"phase": phase, "previous": state.phase})]
 
         state, _ = control.transact(repo, run_id, step)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.api.held import held
 from git_lanes.api.running import AGENT_LOG, POLL_SECONDS, current_state
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, LanesError, Refused, StaleState, UserError
+from git_lanes.errors import Conflict, LanesError, Refused, StaleState, UserError, command
 from git_lanes.model.ids import random_hex
 from git_lanes.model.text import quoted
 
@@ -98,7 +98,7 @@ class SpawnApi:
                 tasks.owner_alive(state, record, self.ctx.now()):
             raise Conflict(f"task {record['id'][:8]} is {record['status']} by {record['owner']}, whose lease is alive",
                            code="task_claimed", hint=f"spawn as its owner with --agent {record['owner']}, or "
-                                                     "hand it over with `git lanes task handoff`")
+                                                     f"hand it over with {command('task handoff')}")
         if not queue:
             spawning.check_slot(launch, len(self._live_runs(repo)))
         _check_program(launch, cli)  # its program missing: refused before anything is made
@@ -159,7 +159,7 @@ class SpawnApi:
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
         if not state.launch:
-            raise Refused(f"run {run_id[:8]} was not started by `git lanes spawn`, so there is no agent command to "
+            raise Refused(f"run {run_id[:8]} was not started by {command('spawn')}, so there is no agent command to "
                           "start again", code="not_spawned",
                           hint=f"start the agent yourself with GIT_LANES_RUN={run_id}; its session is briefed")
         if state.status == "ended":
@@ -167,7 +167,7 @@ class SpawnApi:
         host = processes.hostname()
         if spawning.supervised(state, host, processes.running) or spawning.is_live(state, host, processes.running):
             raise Conflict(f"run {run_id[:8]} is running", code="run_running",
-                           hint=f"`git lanes stop {run_id[:8]}` first, or `git lanes logs {run_id[:8]} --follow`")
+                           hint=f"{command('stop', run_id[:8])} first, or {command('logs', run_id[:8], follow=True)}")
         if state.lane:
             spawning.install_hooks(self.ctx, state.lane, lanes.require_workspace(self.ctx, state.lane),
                                    state.launch["cli"], hook_prefix)

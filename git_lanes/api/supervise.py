@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, StaleState, problem
+from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, StaleState, command, problem
 from git_lanes.model.frozen import Frozen
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class SuperviseApi:
         repo = self._runs()
         run_id, _, state = self._run_state(repo, run)
         if not state.launch:
-            raise Refused(f"run {run_id[:8]} was not started by `git lanes spawn`", code="not_spawned")
+            raise Refused(f"run {run_id[:8]} was not started by {command('spawn')}", code="not_spawned")
         if state.status == "ended":
             raise StaleState(f"run {run_id[:8]} has ended", code="run_ended")
         host, me = processes.hostname(), os.getpid()
@@ -279,8 +279,8 @@ def _unfinished(row: dict[str, Any]) -> dict[str, Any] | None:
     if row.get("stage") == "verify" and row.get("pipeline_status") == "blocked":
         return problem(GateFailed(f"run {run}: the trunk's gates still fail after the fix attempts; its task is "
                                   "blocked with a question on the board",
-                                  hint=f"fix the lane, then `git lanes task resume` and `git lanes run resume {run} "
-                                       "--spawn`"))
+                                  hint=f"fix the lane, then {command('task resume')} and "
+                                       f"{command('run resume', run, spawn=True)}"))
     return problem(Refused(f"run {run} is {row.get('state')}, not finished",
-                           code="run_unfinished", hint=f"`git lanes logs {run}` says why; `git lanes run resume {run} "
-                                                       "--spawn` carries on"))
+                           code="run_unfinished", hint=f"{command('logs', run)} says why; "
+                                                       f"{command('run resume', run, spawn=True)} carries on"))

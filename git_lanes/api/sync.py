@@ -7,7 +7,7 @@ import os
 from git_lanes.api.held import held
 from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
-from git_lanes.errors import NotARepository, UserError
+from git_lanes.errors import NotARepository, UserError, command
 from git_lanes.model import refs
 from git_lanes.store.remote import DEFAULT_REMOTE
 
@@ -87,7 +87,7 @@ class SyncApi:
             hint = (f"name the trunk: `--trunk {known[0] if len(known) == 1 else 'NAME'}`"
                     + (f" ({remote} has {', '.join(known[:10])})" if len(known) > 1 else "")
                     if known else f"nothing to pull: {remote} has no branches here yet (fetch it first); to start "
-                                  f"the project, commit and run `git lanes init`, then `git lanes push`")
+                                  f"the project, commit and run {command('init')}, then {command('push')}")
             raise UserError(f"{store.root} has no trunk to sync yet"
                             + (f": no branch {branch!r} here or on {remote}" if branch else ""),
                             code="no_trunk", hint=hint)

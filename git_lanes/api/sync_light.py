@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from git_lanes.domain.context import Context
-from git_lanes.errors import InternalError, LanesError
+from git_lanes.errors import InternalError, LanesError, command
 from git_lanes.model import refs
 from git_lanes.store import remote as transport
 from git_lanes.store.light import LightStore, open_light
@@ -82,7 +82,7 @@ class LightSync:
         except NeedsFullStore as exc:
             if gate.passed:  # never: after the gate the light store only does what it can
                 raise InternalError(f"the light sync stopped halfway: {exc}",
-                                    hint="run `git lanes sync` again: it finishes what this one started") from None
+                                    hint=f"run {command('sync')} again: it finishes what this one started") from None
             return None
         except LanesError:
             raise  # the domain's own decision: the ordinary path would decide the same

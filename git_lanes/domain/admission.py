@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from git_lanes.domain.wording import dollars
-from git_lanes.errors import LanesError
+from git_lanes.errors import LanesError, command
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import RunState
@@ -78,9 +78,9 @@ def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend:
     if state.status == "ended":
         # This session stays bound to the ended run (its id comes from the session's), so nothing the model
         # runs can start another: the way on is the person's, and the model should stop and say so.
-        return Decision(False, weight, f"run {state.id[:8]} has ended (`git lanes run end`), so this session "
+        return Decision(False, weight, f"run {state.id[:8]} has ended ({command('run end')}), so this session "
                                        "may run no more tools; stop here and tell the person, who can start a new "
-                                       "session or a new run for it (`git lanes run start`, then GIT_LANES_RUN)")
+                                       f"session or a new run for it ({command('run start')}, then GIT_LANES_RUN)")
     try:
         line = _parse(call.command) if call.command is not None else None
     except LanesError as exc:
@@ -175,13 +175,13 @@ def _writes(check: _Check, line: ShellLine | None) -> str | None:
             where = "another lane's workspace" if _inside(path, lanes_dir) else "the main worktree"
             if workspace is None and place.broken:
                 return (f"{path} is in {where}, and the workspace of run {state.id[:8]}'s lane {state.lane} is "
-                        f"broken: {place.broken}; `git lanes doctor` shows the repair")
+                        f"broken: {place.broken}; {command('doctor')} shows the repair")
             if workspace is None:
                 return f"{path} is in {where}, and run {state.id[:8]} has no lane workspace to write in"
             return f"{path} is in {where}, outside this run's lane workspace {workspace}"
         if mine and state.phase in policy.read_only:
             following = policy.next_phase(state.phase)
-            way = f"when the plan is ready, run `git lanes run phase {state.id[:8]} {following}`" if following \
+            way = f"when the plan is ready, run {command('run phase', state.id[:8], following)}" if following \
                 else "ask the person to move the run to a phase that allows writes"
             return f"phase {state.phase} is read-only: {os.path.relpath(path, workspace)} is a project file; {way}"
     for lane in (*check.call.lanes, *(line.lanes if line is not None else ())):
@@ -224,7 +224,7 @@ def _claims(check: _Check, line: ShellLine | None, claims: dict[str, list[str]])
             message = f"{relative} is claimed by {agent} ({glob})"
             if check.policy.foreign_writes == "deny":
                 return message + "; writing there is denied: coordinate on the board " \
-                                 "(`git lanes board post … --to " + agent + "`)"
+                                 f"({command('board post', '...', to=agent)})"
             check.warnings.append(f"warning: {message}; coordinate before changing it")
     return None
 
@@ -245,8 +245,8 @@ def _exclusive(check: _Check, line: ShellLine | None, claims: tuple[Exclusive, .
         return None
     owner = violations[0].claim.owner
     return message(violations, "this call") + "; it is denied: " + \
-        (f"ask {owner} on the board (`git lanes board post ... --to {owner}`)" if owner else
-         "ask on the board (`git lanes board post ...`)")
+        (f"ask {owner} on the board ({command('board post', '...', to=owner)})" if owner else
+         f"ask on the board ({command('board post', '...')})")
 
 
 def _budget(check: _Check, weight: float) -> str | None:
@@ -255,7 +255,7 @@ def _budget(check: _Check, weight: float) -> str | None:
     run = state.id[:8]
     if budget is None:
         return (f"phase {state.phase!r} has no step budget in .lanes.toml; move to one that has: "
-                f"`git lanes run phase {run} {policy.first_phase}`")
+                f"{command('run phase', run, policy.first_phase)}")
     spent = state.spent.get(state.phase, 0.0)
     if spent + weight <= budget + EPSILON:
         left = budget - spent - weight
@@ -264,8 +264,8 @@ def _budget(check: _Check, weight: float) -> str | None:
         return None
     following = policy.next_phase(state.phase)
     way = (f"Summarize what you did and what remains, then continue in the next phase with "
-           f"`git lanes run phase {run} {following}`") if following else \
-        (f"Summarize what you did and what remains, then end the run with `git lanes run end {run}` "
+           f"{command('run phase', run, following)}") if following else \
+        (f"Summarize what you did and what remains, then end the run with {command('run end', run)} "
          "or ask the person to raise the budget")
     return (f"the step budget of phase {state.phase} is spent ({spent:g} of {budget:g} units used; this "
             f"{check.call.tool} costs {weight:g}). {way}")

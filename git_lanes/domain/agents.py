@@ -11,7 +11,7 @@ from typing import Any
 
 from git_lanes.domain.board_index import current_seq
 from git_lanes.domain import stored
-from git_lanes.errors import NotFound, UserError
+from git_lanes.errors import NotFound, UserError, command
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
 from git_lanes.model.text import quoted
@@ -42,7 +42,7 @@ def get_agent(state: Reader, agent: str) -> dict:
     record = state.get(path)
     if record is None:
         raise NotFound(f"no agent named {quoted(agent)}", code="unknown_agent",
-                       hint=f"register it with `git lanes agent register {agent}`")
+                       hint=f"register it with {command('agent register', agent)}")
     return stored.checked(path, record)
 
 

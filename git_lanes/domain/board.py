@@ -13,7 +13,7 @@ from git_lanes.domain import questions, stored
 from git_lanes.domain.agents import Reader, agent_path, reader_path, touch, validate_agent_id
 from git_lanes.domain.board_index import (AGENT_KINDS, MAX_SEQ, broadcasts_through, current_seq, get_post,
                                          post_path)
-from git_lanes.errors import Ambiguous, NotFound, Refused, StaleState, UserError
+from git_lanes.errors import Ambiguous, NotFound, Refused, StaleState, UserError, command
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.text import check_text
 
@@ -32,7 +32,7 @@ RECENT_SCAN = 2000
 RETRACTED = "retracted/board.json"
 # A post number has at most this many digits, so a longer run of digits can only begin an id.
 NUMBER_DIGITS = len(str(MAX_SEQ))
-POSTS_HINT = "see `git lanes board read --all` (`--json` gives each post's id)"
+POSTS_HINT = f"see {command('board read', all=True)} (`--json` gives each post's id)"
 
 
 def reader_of(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> dict:
@@ -241,7 +241,7 @@ def resolve(tx: Tx, op: Op) -> dict:
     seq = op.args.get("post")
     record = stored.read(tx, post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
     if record is None:
-        raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
+        raise NotFound(f"no post #{seq}", code="unknown_post", hint=f"see {command('board read', all=True)}")
     if record.get("resolved"):
         # like a task already done: someone else got there first, a lost race rather than bad input
         raise StaleState(f"post #{seq} was already resolved by {record['resolved']['by']}", code="already_resolved")
@@ -259,7 +259,7 @@ def answer(tx: Tx, op: Op) -> dict:
     seq = op.args.get("post")
     question = stored.read(tx, post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
     if question is None:
-        raise NotFound(f"no post #{seq}", code="unknown_post", hint="see `git lanes board read --all`")
+        raise NotFound(f"no post #{seq}", code="unknown_post", hint=f"see {command('board read', all=True)}")
     if question.get("resolved"):
         raise StaleState(f"post #{seq} was already resolved by {question['resolved']['by']}",
                          code="already_resolved")

@@ -13,7 +13,7 @@ from typing import Any
 from git_lanes import ledger
 from git_lanes.domain import board, claims, lanes, promotion, runs, tasks
 from git_lanes.domain.context import Context
-from git_lanes.errors import LanesError
+from git_lanes.errors import LanesError, command
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import RunState
 
@@ -118,11 +118,11 @@ def render(record: dict[str, Any]) -> str:
     budget = record["budget"].get(record["phase"], {})
     if record["status"] == "ended":
         # Every tool call of an ended run is denied: the session is to report, not to carry on.
-        lines.append(f"Run {run} has ended (`git lanes run end`): this session may run no tools. Tell the person "
-                     "what was left (below); they can start a new run for it (`git lanes run start`).")
+        lines.append(f"Run {run} has ended ({command('run end')}): this session may run no tools. Tell the person "
+                     f"what was left (below); they can start a new run for it ({command('run start')}).")
     else:
         lines.append(f"Phase {record['phase']}: {budget.get('spent', 0):g} of {budget.get('budget')} step units "
-                     f"used, {budget.get('left')} left. Move on with `git lanes run phase {run} NEXT`.")
+                     f"used, {budget.get('left')} left. Move on with {command('run phase', run, 'NEXT')}.")
     if record["plan"]:
         lines.append("Plan:")
         lines += [f"  [{s.get('status', '?')}] {s.get('step', '')}" for s in record["plan"]]

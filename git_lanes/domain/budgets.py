@@ -13,7 +13,7 @@ from typing import Any
 
 from git_lanes.domain import tasks, tickets
 from git_lanes.domain.agents import Reader
-from git_lanes.errors import NotFound
+from git_lanes.errors import NotFound, command
 from git_lanes.ledger import Op, Tx
 from git_lanes.ledger.state import MALFORMED_HINT
 from git_lanes.model.budgets import DIRECTORY, SCOPES, Budget, budget_path, decode_key, describe, level, ratio
@@ -38,7 +38,7 @@ def clear_budget(tx: Tx, op: Op) -> dict:
     scope, key = op.args.get("scope", ""), op.args.get("key", "")
     previous = tx.get(budget_path(scope, key))
     if previous is None:
-        raise NotFound(f"{scope} {key} has no budget", code="no_budget", hint="see `git lanes budget show`")
+        raise NotFound(f"{scope} {key} has no budget", code="no_budget", hint=f"see {command('budget show')}")
     tx.delete(budget_path(scope, key))
     return {"cleared": _plain(previous)}
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from git_lanes.domain import admission, runs, steering, usage
-from git_lanes.errors import Conflict, NotARepository, NotFound, UnsupportedFormat
+from git_lanes.errors import Conflict, NotARepository, NotFound, UnsupportedFormat, command
 from git_lanes.model.calls import HookEvent, Verdict, bounded
 from git_lanes.model.policy import CONFIG, Policy
 from git_lanes.model.refs import WORKSPACES_DIR
@@ -62,7 +62,7 @@ def open_repo(cwd: str | os.PathLike, trunk: str | None = None) -> LightRepo:
     trunk = trunk or gitfiles.read_config(where.common_dir).get("lanes.trunk")
     if not trunk:
         raise NotARepository(f"{where.root} is not set up for lanes", code="not_initialized",
-                             hint="run `git lanes init`, or uninstall the hooks from this agent's settings")
+                             hint=f"run {command('init')}, or uninstall the hooks from this agent's settings")
     return LightRepo(where, trunk, RunLog(Path(where.common_dir)))
 
 
@@ -71,7 +71,7 @@ def load_policy(repo: LightRepo) -> Policy:
     tree = trunk_tree(repo)
     if tree is None:
         raise NotFound(f"the trunk {repo.trunk!r} has no commit, so there is no policy to read",
-                       code="no_policy", hint="commit on the trunk (`git lanes init` makes the first state)")
+                       code="no_policy", hint=f"commit on the trunk ({command('init')} makes the first state)")
     entry = tree.get(CONFIG)
     if entry is None:
         return Policy()
@@ -176,7 +176,7 @@ def resolve_run(repo: LightRepo, given: str) -> str:
         return given  # a whole id (GIT_LANES_RUN as set by `run start`): no other id starts with it
     from git_lanes.model.names import resolve_prefix
 
-    return resolve_prefix(given, repo.log.runs(), "run", hint="list them with `git lanes run list`",
+    return resolve_prefix(given, repo.log.runs(), "run", hint=f"list them with {command('run list')}",
                           code="unknown_run")
 
 

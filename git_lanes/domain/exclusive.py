@@ -12,7 +12,7 @@ from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader
 from git_lanes.domain.context import Context
 from git_lanes.domain.ownership import Exclusive, Violation, foreign, message
-from git_lanes.errors import Conflict, MalformedRecord
+from git_lanes.errors import Conflict, MalformedRecord, command
 from git_lanes.model.coordination import MAX_TIME
 from git_lanes.ledger import Tx
 
@@ -73,7 +73,8 @@ def refusal(violations: list[Violation], doing: str) -> Conflict:
     return Conflict(message(violations, doing), code="exclusive_claim",
                     details={"violations": [v.to_dict() for v in violations[:50]]},
                     hint=f"leave it to {owner.owner or 'the owner of task ' + owner.task[:8]} (ask on the board: "
-                         f"`git lanes board post ... --to {owner.owner or 'AGENT'}`); `git restore -SW --source=HEAD -- "
+                         f"{command('board post', '...', to=owner.owner or 'AGENT')}); "
+                         "`git restore -SW --source=HEAD -- "
                          f"{violations[0].path}` in your workspace drops your change")
 
 

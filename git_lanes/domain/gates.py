@@ -24,7 +24,7 @@ from pathlib import Path
 from git_lanes.domain import lanes, promotion, protected, transitions
 from git_lanes.domain.claims import validate_glob
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, UserError
+from git_lanes.errors import Conflict, GateFailed, UserError, command
 from git_lanes.model import config, refs
 from git_lanes.model.config import CONFIG
 from git_lanes.model.frozen import replace
@@ -229,7 +229,7 @@ def decide_raced(ctx: Context, record: Transition, evaluations: tuple[Evaluation
             return landed.to_dict() | {"superseded": current.id}
     raise Conflict(f"{record.id[:8]} on {record.lane} was {current.status} by another writer while its gates "
                    f"ran" + (f": {current.reason}" if current.reason else ""), code="decided_meanwhile",
-                   hint=f"see `git lanes show {record.id[:8]}` and the lane's history; commit again if the "
+                   hint=f"see {command('show', record.id[:8])} and the lane's history; commit again if the "
                         "workspace still holds work the lane lacks")
 
 
@@ -244,4 +244,4 @@ def gate_failed(record: Transition, extra: dict | None = None) -> GateFailed:
     return GateFailed(f"{record.id[:8]} on {record.lane}: {failure_reason(failed)}"
                       + ("; rejected" if record.status == "rejected" else "") + output,
                       details={"transition": record.to_dict()} | (extra or {}),
-                      hint=f"see the output with `git lanes show {record.id[:8]}`; the attempt is kept as signal")
+                      hint=f"see the output with {command('show', record.id[:8])}; the attempt is kept as signal")

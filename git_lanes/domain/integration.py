@@ -10,7 +10,7 @@ from git_lanes.domain import lanes, tasks
 from git_lanes.domain.agents import SYSTEM, add_wake, validate_agent_id
 from git_lanes.domain.board import add_post
 from git_lanes.domain.context import Context
-from git_lanes.errors import Refused, StaleState, UserError
+from git_lanes.errors import Refused, StaleState, UserError, command
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
@@ -42,7 +42,7 @@ def ensure_lane(ctx: Context, name: str) -> bool:
     clash = lanes.name_clash(ctx, name)
     if clash is not None:
         raise Refused(f"the integration lane {name!r} cannot exist beside lane {clash!r}", code="lane_name_clash",
-                      hint=f"rename lane {clash} (`git lanes lane create NEW --from {clash}`, then delete it)")
+                      hint=f"rename lane {clash} ({command('lane create', 'NEW', from_=clash)}, then delete it)")
     head = lanes.lane_head(ctx, ctx.trunk)
     ctx.store.update_refs([RefUpdate(ref, head, None, f"lanes: create integration lane {name}")])
     return True

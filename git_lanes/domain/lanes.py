@@ -6,7 +6,7 @@ import os
 
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, LanesError, NotFound, Refused, StaleState, UserError
+from git_lanes.errors import Conflict, LanesError, NotFound, Refused, StaleState, UserError, command
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.ids import LaneName, random_hex
@@ -48,7 +48,7 @@ def lane_head(ctx: Context, name: str) -> str:
     head = ctx.store.read_ref(refs.lane_ref(name, ctx.trunk))
     if head is None:
         validate_lane_name(name)
-        raise NotFound(f"no lane named {name!r}", code="unknown_lane", hint="see `git lanes lane list`")
+        raise NotFound(f"no lane named {name!r}", code="unknown_lane", hint=f"see {command('lane list')}")
     kind = ctx.store.object_kind(head)
     if kind != "commit":
         ref = refs.lane_ref(name, ctx.trunk)
@@ -123,7 +123,7 @@ def workspace_path(ctx: Context, name: str) -> Path | None:
 def repair_hint(ctx: Context, name: str) -> str:
     """How a person gives a lane with a broken workspace its own workspace back, losing nothing."""
     where = default_workspace(ctx, name)
-    again = f"`git lanes lane create {name}` gives the lane its workspace back (nothing of the lane is lost)"
+    again = f"{command('lane create', name)} gives the lane its workspace back (nothing of the lane is lost)"
     link = next((folder for folder in [*reversed(where.parents), where]
                  if ctx.store.root in folder.parents and folder.is_symlink()), None)
     if link is not None:  # the workspace's own path, or a folder on the way (.lanes/workspaces itself)
@@ -198,7 +198,7 @@ def create(ctx: Context, name: str, source: str | None) -> tuple[Lane, bool]:
     existing = ctx.store.read_ref(ref)
     if existing is not None and (name == ctx.trunk or workspace_path(ctx, name) is not None):
         raise Refused(f"lane {name!r} already exists", code="lane_exists",
-                      hint=f"its workspace is at `git lanes lane path {name}`")
+                      hint=f"its workspace is at {command('lane path', name)}")
     refuse_name_clash(ctx, name)
     created = existing is None
     # an existing head git-lanes never wrote (a blob, a tag: plain git or an older sync) is refused as such
@@ -329,11 +329,11 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
     if not force:
         if unsaved:
             raise Refused(f"lane {name!r} has unsnapshotted edits in {path}", code="dirty_workspace",
-                          hint="snapshot them with `git lanes commit`, or pass --force (they are kept in a "
+                          hint=f"snapshot them with {command('commit')}, or pass --force (they are kept in a "
                                "backup ref)")
         if unpromoted(ctx, name):
             raise Refused(f"lane {name!r} has work not promoted into any other lane", code="unpromoted",
-                          hint=f"promote it with `git lanes promote {name}`, or pass --force")
+                          hint=f"promote it with {command('promote', name)}, or pass --force")
     if path is None:  # its folder was removed by hand; git's record of it may still hold submodules
         require_no_histories(ctx, name, default_workspace(ctx, name), [])
     graveyard = refs.deleted_ref(name)
@@ -364,7 +364,7 @@ def require_workspace(ctx: Context, name: str) -> Path:
                        code="workspace_missing", hint=f"`git switch {name}` in {ctx.store.root}")
     if path is None:
         raise NotFound(f"lane {name!r} has no workspace here", code="workspace_missing",
-                       hint=f"make one with `git lanes lane create {name}`")
+                       hint=f"make one with {command('lane create', name)}")
     return path
 
 
@@ -388,5 +388,5 @@ def ensure_current(ctx: Context, name: str, path: Path) -> tuple[str, str]:
                    "the lane holds", code="stale_workspace",
                    hint=f"in {path}, `git merge {refs.lane_ref(name, ctx.trunk)}` builds on the head (git keeps "
                         f"edits it does not touch; if it stops on conflicts, resolve them and `git commit`), then "
-                        f"commit again; or `git lanes restore {name} -w {name} --force` (your edits and commits "
+                        f"commit again; or {command('restore', name, w=name, force=True)} (your edits and commits "
                         "are kept in a backup ref)")

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from git_lanes.domain import board, board_index, ports, questions
-from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError
+from git_lanes.errors import Conflict, Refused, UnsupportedFormat, UserError, command
 from git_lanes.ledger import Op, Tx, last_change, make_op, read_op, state_at
 from git_lanes.model.budgets import decode_key
 from git_lanes.model.frozen import replace
@@ -131,7 +131,7 @@ def apply(tx: Tx, op: Op) -> dict[str, Any]:
         if not _same(tx.get(change["path"]), change["expect"]):
             raise Conflict(f"{describe(change['path'])} changed since op {undoes[:8]}; undoing it would overwrite "
                            "that", code="changed_since", details={"path": change["path"]},
-                           hint="undo the later operations first (`git lanes op log` lists them)")
+                           hint=f"undo the later operations first ({command('op log')} lists them)")
     posts = []
     for change in changes:
         path, restore = change["path"], change["restore"]

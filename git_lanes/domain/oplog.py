@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from git_lanes.domain import lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.oplog_chain import BROKEN_HINT, CORRUPT, commits, unreadable
-from git_lanes.errors import LanesError, WriteFailed, notice
+from git_lanes.errors import LanesError, WriteFailed, command, notice
 from git_lanes.model import refs
 from git_lanes.model.oplog import LedgerSpan, LedgerStep, NoteChange, OpEntry, RefMove, WorkspaceChange
 from git_lanes.store import RefUpdate, journal
@@ -308,7 +308,7 @@ def entries(ctx: Context, limit: int | None = None, *, told: bool = True) -> Ite
         if told:
             notice(f"the operation log stops at entry {child[:8]} ({count} from the newest): its parent is "
                    f"{unreadable(commit, kind)}, so undo cannot reach the operations before it "
-                   "(`git lanes doctor --check oplog --fix` ends the log there)")
+                   f"({command('doctor', check='oplog', fix=True)} ends the log there)")
 
     return (OpEntry.from_message(info.message, commit) for commit, info in commits(ctx, head, limit, broke))
 

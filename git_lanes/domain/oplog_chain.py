@@ -8,6 +8,7 @@ they agree on where the log breaks."""
 from __future__ import annotations
 
 from git_lanes.domain.context import Context
+from git_lanes.errors import command
 from git_lanes.model import refs
 from git_lanes.model.oplog import OpEntry
 from git_lanes.store import RefUpdate
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 # The kind `broke(…)` is told of a commit whose file is here but cannot be read (store.values.CorruptObject)
 CORRUPT = "damaged commit"
 
-BROKEN_HINT = ("`git lanes doctor --check oplog --fix` keeps what of it is still in the repository; else the "
+BROKEN_HINT = (f"{command('doctor', check='oplog', fix=True)} keeps what of it is still in the repository; else the "
                "next operation starts the log afresh, and undo cannot reach the operations it held")
 
 

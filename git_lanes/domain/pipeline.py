@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from git_lanes.errors import command
 from git_lanes.model.policy import Policy
 from git_lanes.model.runs import RunState
 
@@ -124,5 +125,5 @@ def question(state: RunState, task: dict, fix_attempts: int) -> str:
     gates = ", ".join(f.get("gate", "?") for f in verify.get("failed") or []) or "?"
     return (f"task {task['id'][:8]} \"{task['title']}\" is blocked: the trunk's gates ({gates}) still fail on lane "
             f"{state.lane} after {fix_attempts} fix attempt(s). How should it go on? Fix the lane by hand or "
-            f"change the task, then `git lanes task resume {task['id'][:8]}` and `git lanes run resume "
-            f"{state.id[:8]} --spawn`.")
+            f"change the task, then {command('task resume', task['id'][:8])} and "
+            f"{command('run resume', state.id[:8], spawn=True)}.")

@@ -9,7 +9,7 @@ import hashlib
 
 from git_lanes.domain import claims, exclusive, tasks, tickets
 from git_lanes.domain.agents import Reader
-from git_lanes.errors import NotFound, Refused
+from git_lanes.errors import NotFound, Refused, command
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.frozen import replace
 from git_lanes.model.globs import MAGIC
@@ -71,7 +71,7 @@ def dispatch(tx: Tx, op: Op) -> dict:
     plan = checked(DispatchPlan.from_dict(op.args["plan"]))
     if find_by_name(tx, plan.name) is not None:
         raise Refused(f"a plan named {plan.name!r} was dispatched already", code="plan_exists",
-                      hint=f"see `git lanes dispatch status {plan.name}`")
+                      hint=f"see {command('dispatch status', plan.name)}")
     for held in exclusive.held(tx):
         for task in plan.tasks:
             _refuse_overlap(task.key, task.owns, f"{held.task[:8]} \"{held.title}\"", held.globs, "the task")
@@ -135,8 +135,8 @@ def resolve(state: Reader, given: str) -> dict:
     ids = [name[:-5] for name in state.names(DIRECTORY) if name.endswith(".json")]
     prefix = given.strip().lower()
     if not prefix or prefix.strip("0123456789abcdef"):
-        raise NotFound(f"no plan named {quoted(given)}", code="unknown_plan", hint="see `git lanes ticket list`")
-    return _read(state, plan_path(resolve_prefix(prefix, ids, "plan", "see `git lanes ticket list`",
+        raise NotFound(f"no plan named {quoted(given)}", code="unknown_plan", hint=f"see {command('ticket list')}")
+    return _read(state, plan_path(resolve_prefix(prefix, ids, "plan", f"see {command('ticket list')}",
                                                  "unknown_plan"))) or {}
 
 

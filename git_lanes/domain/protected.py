@@ -16,7 +16,7 @@ from git_lanes.domain import lanes
 from git_lanes.domain.claims import glob_matches, validate_glob
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import LanesError, UserError
+from git_lanes.errors import LanesError, UserError, command
 from git_lanes.model import config
 from git_lanes.model.config import CONFIG
 from git_lanes.model.records import Transition
@@ -56,5 +56,6 @@ def touched(ctx: Context, record: Transition) -> list[str]:
 def hold(paths: list[str]) -> dict:
     """What a held transition records (in its note's `extra`) and says."""
     return {"reason": f"it changes protected paths ({some(paths)}), which a person accepts with "
-                      f"`git lanes accept`; the trunk's {CONFIG} protects itself and what its [policy] protected names",
+                      f"{command('accept')}; the trunk's {CONFIG} protects itself and what its [policy] protected "
+                      "names",
             "paths": paths}

@@ -25,7 +25,7 @@ from git_lanes.domain.agents import SYSTEM, Reader
 from git_lanes.domain.board import add_post
 from git_lanes.domain.claims import claims_path
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, NotFound, StaleState, UserError
+from git_lanes.errors import Conflict, NotFound, StaleState, UserError, command
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import config
 from git_lanes.model.names import validate_lane_name
@@ -94,7 +94,7 @@ def require_base(ctx: Context, remote: str, base: str) -> None:
     request could merge into it, and `publish sync` would call the ticket "not merged yet" for good."""
     if branches.remote_head(ctx.store, remote, base) is None:
         raise UserError(f"{remote} has no branch {base!r} for the pull request to merge into", code="unknown_base",
-                        hint=f"give --base a branch {remote} has, or push {base} there first (`git lanes sync` "
+                        hint=f"give --base a branch {remote} has, or push {base} there first ({command('sync')} "
                              "pushes the trunk)")
 
 
@@ -193,7 +193,7 @@ def lock(tx: Tx, op: Op) -> dict:
                        code="publish_locked", details={"ticket": ticket["id"], "holder": held["holder"],
                                                        "until": held["until"], "host": held.get("host"),
                                                        "pid": held.get("pid")},
-                       hint="wait for it to finish (`git lanes publish status`); a lock whose holder died "
+                       hint=f"wait for it to finish ({command('publish status')}); a lock whose holder died "
                             "lapses")
     previous = tx.get(lock_path(ticket["id"]))
     record = {"ticket": ticket["id"], "holder": op.actor, "token": token, "acquired": op.time,
@@ -262,8 +262,8 @@ def interrupted(record: dict) -> Conflict:
                     details={"ticket": ticket, "branch": branch, "remote": record["remote"], "by": record["by"],
                              "time": record["time"], "host": record.get("host"), "pid": record.get("pid")},
                     hint=f"look for a pull request from {branch} on the forge: if there is one, record it with "
-                         f"`git lanes publish {ticket[:8]} --pr URL`; if there is none, `git lanes publish "
-                         f"{ticket[:8]} --pr {NEW_PR}` runs the command again")
+                         f"{command('publish', ticket[:8], pr='URL')}; if there is none, "
+                         f"{command('publish', ticket[:8], pr=NEW_PR)} runs the command again")
 
 
 def intend(tx: Tx, op: Op) -> dict:
@@ -286,7 +286,7 @@ def intend(tx: Tx, op: Op) -> dict:
         raise Conflict(f"ticket {ticket['id'][:8]}: {previous.get('by')} opened the pull request from {branch} "
                        "already" + (f": {previous['url']}" if previous.get("url") else ""),
                        code="already_published", details={"ticket": ticket["id"], "publication": previous},
-                       hint=f"`git lanes publish {ticket['id'][:8]}` updates it")
+                       hint=f"{command('publish', ticket['id'][:8])} updates it")
     record = {"ticket": ticket["id"], "token": token, "remote": remote, "branch": branch,
               "base": op.args.get("base"), "head": op.args.get("head"), "update": bool(op.args.get("update")),
               "by": op.actor, "time": op.time, "host": op.args.get("host"), "pid": op.args.get("pid")}

@@ -7,7 +7,7 @@ from pathlib import Path
 from git_lanes.domain import lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Refused
+from git_lanes.errors import Refused, command
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
 from git_lanes.model.entries import GITLINK
@@ -99,7 +99,7 @@ def restore(ctx: Context, lane: str, path: Path, state: str, *, force: bool) -> 
     unsaved = has_unsaved(ctx, lane, path)
     if unsaved and not force:
         raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
-                      hint="snapshot them with `git lanes commit`, or pass --force to keep them in a "
+                      hint=f"snapshot them with {command('commit')}, or pass --force to keep them in a "
                            "backup ref and restore anyway")
     plan = planned_checkout(ctx, lane, path, state, force=force, what=f"restoring {state[:8]}")
     kept = keep_before(ctx, lane, path, plan, unsaved, f"restore to {state[:8]}")

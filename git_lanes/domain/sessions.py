@@ -6,6 +6,7 @@ tool call runs."""
 from __future__ import annotations
 
 from git_lanes.domain import control, runs, steering
+from git_lanes.errors import command
 from git_lanes.model.calls import HookEvent, Verdict, bounded
 from git_lanes.model.policy import CONFIG
 from git_lanes.model.refs import flat_name
@@ -67,7 +68,7 @@ def session_start(event: HookEvent, now: float, brief: Callable[[control.LightRe
         limit = hc.repo.policy().budget(state.phase)
         text = (f"git-lanes run {hc.run[:8]} ({state.agent}, lane {state.lane or '-'}): phase {state.phase}, "
                 f"{budget:g} of {limit if limit is not None else '?'} step units used. "
-                f"`git lanes run show {hc.run[:8]}` shows the budget; `git lanes run phase {hc.run[:8]} PHASE` "
+                f"{command('run show', hc.run[:8])} shows the budget; {command('run phase', hc.run[:8], 'PHASE')} "
                 "moves on.")
     variables = lane_variables(hc.repo, state.lane)
     if variables:

@@ -10,7 +10,7 @@ from typing import Any
 from git_lanes.domain import hook_settings, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import dollars
-from git_lanes.errors import Conflict, Refused
+from git_lanes.errors import Conflict, Refused, command
 from git_lanes.model import config
 from git_lanes.model.launch import Launch, invalid
 from git_lanes.model.policy import Policy
@@ -47,7 +47,7 @@ def install_hooks(ctx: Context, lane: str, workspace: Path, cli: str, prefix: st
             raise Refused(f"lane {lane} tracks {relative}, which lacks the git-lanes hooks for "
                           f"{', '.join(found['missing'])}; spawn never edits a tracked settings file",
                           code="settings_tracked",
-                          hint=f"run `git lanes install {cli}` in the main worktree and commit {relative} on the "
+                          hint=f"run {command('install', cli)} in the main worktree and commit {relative} on the "
                                "trunk, then spawn again")
         return {"cli": cli, "settings": str(path), "added": [], "tracked": True}
     result = hook_settings.install(path, cli, prefix)
@@ -122,7 +122,7 @@ def check_spend(policy: Policy, day_usd: float, exhausted: list[dict]) -> None:
     if exhausted:
         spent = "; ".join(f"{b['scope']} {b['key']}: {b['detail']}" for b in exhausted)
         raise Refused(f"the budget is spent ({spent}); nothing is spawned", code="budget_exhausted",
-                      hint="raise it with `git lanes budget set`, or clear it with `git lanes budget clear`")
+                      hint=f"raise it with {command('budget set')}, or clear it with {command('budget clear')}")
 
 
 def check_slot(launch: Launch, live: int) -> None:
@@ -133,7 +133,7 @@ def check_slot(launch: Launch, live: int) -> None:
 def no_slot(live: int, max_parallel: int) -> Conflict:
     return Conflict(f"{live} agents run already, [agent] max_parallel is {max_parallel}",
                     code="max_parallel", details={"live": live, "max_parallel": max_parallel},
-                    hint="wait for one to finish (`git lanes ps`), or spawn with --queue to wait for a slot")
+                    hint=f"wait for one to finish ({command('ps')}), or spawn with --queue to wait for a slot")
 
 
 def refused_slot(state: RunState) -> Conflict | None:

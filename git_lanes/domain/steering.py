@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from git_lanes.errors import UnsupportedFormat
+from git_lanes.errors import UnsupportedFormat, command
 from git_lanes.model import ledger_delta
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.refs import LEDGER, NOTES
@@ -148,7 +148,7 @@ def applicable(ledger: LedgerReader, state: RunState) -> tuple[list[Budget], lis
             path = budget_path(scope, key)
             record = ledger.record(path)
             if record is not None:  # a wrong shape denies, naming the record: the wall cannot be judged
-                found.append(Budget.decode(record, f"ledger record {path}", "`git lanes doctor` lists it"))
+                found.append(Budget.decode(record, f"ledger record {path}", f"{command('doctor')} lists it"))
     return found, ticket_tasks, task_id
 
 
@@ -321,7 +321,7 @@ def check(repo: Any, state: RunState, call: ToolCall | None, now: float,
         detail = describe(budget, usd, tokens)
         if now_level == "exhausted" and call is not None and call.changes_things and result.deny is None:
             result.deny = (f"the budget of {budget.label} is spent ({detail}): no more writes or commands. "
-                           "Summarize where you are and stop; a person can raise it with `git lanes budget set`")
+                           f"Summarize where you are and stop; a person can raise it with {command('budget set')}")
         if now_level != before:
             result.events.append(RunEvent("budget_alert", now, {"scope": budget.scope, "key": budget.key,
                                                                "level": now_level, "detail": detail,

@@ -13,7 +13,7 @@ from git_lanes.domain import lanes, oplog, sync_plan
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
 from git_lanes.domain.sync_plan import Plan
-from git_lanes.errors import Conflict, LanesError, problem
+from git_lanes.errors import Conflict, LanesError, command, problem
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
 from git_lanes.store import remote as transport
@@ -192,7 +192,7 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
         if worktree.broken and name in moved:
             found.append({"lane": name, "path": str(worktree.path), "status": "broken", "reason": worktree.broken,
                           "hint": f"repair it with `git worktree repair {worktree.path}`, or move it away and "
-                                  f"`git lanes lane create {name}`"})
+                                  f"{command('lane create', name)}"})
         if worktree.is_main or worktree.head is None or worktree.broken:
             continue
         try:
@@ -212,7 +212,7 @@ def catch_up_workspaces(ctx: Context, moved: set[str]) -> list[dict]:
             lane_ref = refs.lane_ref(name, ctx.trunk)
             hint = _way_on(blocked, worktree.path, f"git merge --ff-only {lane_ref}")
             if not any("nested" in why or "index" in why for why in blocked):  # a forced restore would not do there
-                hint += f"; or `git lanes restore {name} -w {name} --force` (your edits are kept in a backup ref)"
+                hint += f"; or {command('restore', name, w=name, force=True)} (your edits are kept in a backup ref)"
             found.append({"lane": name, "path": str(worktree.path), "status": "stale", "reason": _describe(blocked),
                           "paths": blocked, "hint": hint})
     return found
@@ -226,7 +226,7 @@ def _way_on(blocked: dict[str, list[str]], where: Path, step: str) -> str:
     """What a person runs to let the files move: stash edits and untracked files (a plain `git stash` keeps
     untracked files in the way) around `step`; a nested repository must be moved by hand."""
     if any("index" in why for why in blocked):
-        return f"let the git command at work in {where} finish, then `git lanes sync` again"
+        return f"let the git command at work in {where} finish, then {command('sync')} again"
     nested = [path for why, paths in blocked.items() if "nested repository" in why for path in paths]
     if nested:
         return (f"move {some(nested)} out of {where} (git-lanes never deletes a folder holding a "

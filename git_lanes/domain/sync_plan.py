@@ -11,6 +11,7 @@ from git_lanes.domain import lanes, tombstones
 from git_lanes.domain.context import Context
 from git_lanes.domain.sync_rules import DECIDED, DIVERGED, PULL, PUSH, Move, canonical_ref, classify, folder_clash, \
     folders_of, how, kind_of, merge_note, note_status, ref_problem
+from git_lanes.errors import command
 from git_lanes.model import refs
 from git_lanes.model.text import is_text
 from git_lanes.store import remote as transport
@@ -222,7 +223,7 @@ class _Planner:
                     self.kept_markers.add(refs.deleted_ref(name))
                     self.plan.kept.append({"lane": name, "head": mine,
                                            "reason": "deleted on the remote; its workspace here keeps it",
-                                           "hint": f"`git lanes lane delete {name}` to follow the remote, or "
+                                           "hint": f"{command('lane delete', name)} to follow the remote, or "
                                                    f"commit to it to bring it back"})
                 else:
                     self._move("local", "lane", name, ref, mine, None)

@@ -9,15 +9,15 @@ from typing import Any
 
 from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader
-from git_lanes.errors import MalformedRecord, NotFound, UserError
+from git_lanes.errors import MalformedRecord, NotFound, UserError, command
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import MAX_TITLE
 from git_lanes.model.ids import LedgerId
 from git_lanes.model.names import id_text, resolve_prefix, shown_id
 from git_lanes.model.text import check_text
 
-TASKS_HINT = "see `git lanes task list`"
-TICKETS_HINT = "see `git lanes ticket list`"
+TASKS_HINT = f"see {command('task list')}"
+TICKETS_HINT = f"see {command('ticket list')}"
 
 
 def task_path(task_id: str) -> str:

@@ -10,7 +10,7 @@ from git_lanes.domain.agents import Reader, add_wake, agent_path, lease_alive, t
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, readable, resolve_task, save_task, task_ids, task_path,
                                            validate_title)
-from git_lanes.errors import Conflict, MalformedRecord, Refused, StaleState, UserError
+from git_lanes.errors import Conflict, MalformedRecord, Refused, StaleState, UserError, command
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.coordination import (MAX_DEPENDS, MAX_DESCRIPTION, MAX_NOTE, MAX_REASON, MAX_TITLE,
                                          TASK_STATUSES)
@@ -107,14 +107,14 @@ def claim(tx: Tx, op: Op) -> dict:
     if version is not None and version != task["version"]:
         raise Conflict(f"task {task['id'][:8]} is at version {task['version']}, not {version}",
                        code="version_conflict", details={"task": task["id"], "version": task["version"]},
-                       hint="re-read it with `git lanes task show`, or take another task")
+                       hint=f"re-read it with {command('task show')}, or take another task")
     if task["status"] == "done":
         raise StaleState(f"task {task['id'][:8]} is already done", code="task_done")
     holder = task.get("owner")
     if holder not in (None, agent) and (task["status"] in HELD or owner_alive(tx, task, op.time)):
         raise Conflict(f"task {task['id'][:8]} is {task['status']} by {holder}", code="task_claimed",
                        details={"task": task["id"], "owner": holder, "version": task["version"]},
-                       hint="take another task: `git lanes task list --ready`")
+                       hint=f"take another task: {command('task list', ready=True)}")
     record = touch(tx, agent, op.time)
     if holder == agent and task["status"] in ("claimed", *HELD):
         return {"task": task["id"], "owner": agent, "version": task["version"], "already": True,

@@ -8,7 +8,8 @@ from pathlib import Path
 from git_lanes.domain import attention, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, LanesError, MalformedRecord, NotFound, StaleState, UnsupportedFormat, UserError
+from git_lanes.errors import (Conflict, LanesError, MalformedRecord, NotFound, StaleState, UnsupportedFormat, UserError,
+                              command)
 from git_lanes.model import refs
 from git_lanes.model.ids import random_hex
 from git_lanes.model.names import id_text, resolve_prefix
@@ -122,13 +123,13 @@ def find(ctx: Context, prefix: str) -> Transition:
     readable, unreadable = scan(ctx)
     records = {t.id: t for t in readable}
     try:
-        return records[resolve_prefix(prefix, records, "transition", "list them with `git lanes history`")]
+        return records[resolve_prefix(prefix, records, "transition", f"list them with {command('history')}")]
     except NotFound:
         wanted = prefix.strip()
         bad = [u for u in unreadable if (u.transition or "").startswith(wanted)
                or f"'{wanted}" in u.reason or u.key.startswith(wanted)] if wanted else []
         if len(bad) == 1:
-            hint = "fix or remove the note with `git notes --ref lanes`; `git lanes doctor` lists every " \
+            hint = f"fix or remove the note with `git notes --ref lanes`; {command('doctor')} lists every " \
                    "unreadable record"
             try:
                 load(ctx, bad[0].key)  # its own error: malformed, or of a newer format
@@ -196,15 +197,15 @@ def accept(ctx: Context, record: Transition) -> Transition:
     current = ctx.store.read_ref(ref)
     if current is None:
         raise Conflict(f"lane {record.lane!r} no longer exists, so {record.id[:8]} cannot be accepted",
-                       code="stale_proposal", hint=f"reject it with `git lanes reject {record.id[:8]}`; its "
+                       code="stale_proposal", hint=f"reject it with {command('reject', record.id[:8])}; its "
                                                    f"state stays at refs/lanes/rejected/ as signal")
     if current != record.base:
         promoted = record.promotion
         # A promotion is redone by promoting again (a fresh merge onto the new head), not by hand.
-        way = (f"promote it again: `git lanes promote {promoted.promoted_lane} --into {record.lane}` (this one "
+        way = (f"promote it again: {command('promote', promoted.promoted_lane, into=record.lane)} (this one "
                f"is then superseded)" if promoted is not None else
-               f"reject it with `git lanes reject {record.id[:8]}` and redo its change on the lane's new head "
-               f"(`git lanes diff {str(record.base)[:8]} {record.id[:8]}` shows it)")
+               f"reject it with {command('reject', record.id[:8])} and redo its change on the lane's new head "
+               f"({command('diff', str(record.base)[:8], record.id[:8])} shows it)")
         raise Conflict(f"lane {record.lane!r} moved since {record.id[:8]} was proposed "
                        f"(proposed on {str(record.base)[:8]}, now {str(current)[:8]})", code="stale_proposal",
                        hint=way)

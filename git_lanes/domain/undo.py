@@ -19,7 +19,7 @@ from git_lanes import ledger
 from git_lanes.domain import attention, ledger_undo, lanes, oplog, restore
 from git_lanes.domain.context import Context
 from git_lanes.domain.coordination import FOLD
-from git_lanes.errors import Conflict, Refused, StaleState
+from git_lanes.errors import Conflict, Refused, StaleState, command
 from git_lanes.model import refs
 from git_lanes.model.oplog import OpEntry, RefMove
 from git_lanes.store import RefUpdate, journal
@@ -54,7 +54,7 @@ def check(ctx: Context, entry: OpEntry, later: list[OpEntry], actor: str) -> Pla
     undone_by = active_undo(entry.id, later)
     if undone_by is not None:
         raise StaleState(f"operation {entry.id[:8]} is already undone (by {undone_by.id[:8]})",
-                         code="already_undone", hint=f"`git lanes undo {undone_by.id[:8]}` redoes it")
+                         code="already_undone", hint=f"{command('undo', undone_by.id[:8])} redoes it")
     plan = Plan(entry)
     store = ctx.store
     moved = {m.ref for m in entry.moves}
@@ -180,11 +180,11 @@ def blocked(ctx: Context, plan: Plan) -> Conflict:
         # only edits in the way, no later operation: undoing one first would not help
         return Conflict(f"cannot undo {plan.entry.id[:8]} ({plan.entry.description}): a workspace it would change "
                         "holds edits\n" + "\n".join(lines), code="undo_blocked", details={"blockers": plan.blockers},
-                        hint="snapshot those edits (`git lanes commit`) or move them out of the workspace, then undo "
+                        hint=f"snapshot those edits ({command('commit')}) or move them out of the workspace, then undo "
                              "again")
     return Conflict(f"cannot undo {plan.entry.id[:8]} ({plan.entry.description}): later work depends on it\n"
                     + "\n".join(lines), code="undo_blocked", details={"blockers": plan.blockers},
-                    hint="undo the later operations first (newest first; `git lanes op log` lists them)")
+                    hint=f"undo the later operations first (newest first; {command('op log')} lists them)")
 
 
 def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:

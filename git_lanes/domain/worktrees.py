@@ -12,7 +12,7 @@ from pathlib import Path
 from git_lanes.domain import lanes, restore
 from git_lanes.domain.agents import Reader, agent_path, get_agent, lease_alive, touch, validate_agent_id
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, Refused, UserError
+from git_lanes.errors import Conflict, Refused, UserError, command
 from git_lanes.ledger import Op, State, Tx
 from git_lanes.model import refs
 from git_lanes.model.ids import AgentId
@@ -37,8 +37,7 @@ def require_lane(state: Reader, agent: str) -> str:
     lane = assigned_lane(state, agent)
     if lane is None:
         raise UserError(f"agent {agent!r} has no lane assigned, and no lane was named", code="no_lane",
-                        hint="assign it one (MCP: assign_worktree; CLI: `git lanes agent register ID --lane "
-                             "LANE`), or name the lane")
+                        hint=f"assign it one ({command('agent register', 'ID', lane='LANE')}), or name the lane")
     return lane
 
 
@@ -77,7 +76,7 @@ def check_free(state: Reader, lane: str, agent: str, now: float) -> None:
         raise Conflict(f"lane {lane!r} is assigned to {', '.join(others)}, whose lease is alive",
                        code="lane_assigned", details={"lane": lane, "holders": others},
                        hint="work in a lane of your own (leave the lane out to get one), or have its task handed "
-                            "over (`git lanes task handoff`)")
+                            f"over ({command('task handoff')})")
 
 
 # -- ledger ops ------------------------------------------------------------------------------------------

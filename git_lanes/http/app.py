@@ -25,6 +25,7 @@ from git_lanes import __version__
 from git_lanes.errors import (Conflict, GateFailed, InternalError, LanesError, NotFound, RemoteFailed, RepositoryGone,
                               UserError, WriteFailed, take_notices, write_failed)
 from git_lanes.http import openapi, routes
+from git_lanes.http.advice import advised_result
 from git_lanes.http.events import Broadcaster
 from git_lanes.http.security import Guard
 
@@ -149,7 +150,8 @@ def error(status: int, code: str, message: str, hint: str | None = None, **detai
 
 
 def lanes_error(exc: LanesError) -> JSON:
-    return JSON(render(exc.to_dict()), status_code=status_of(exc))
+    """The error's record, its hints naming this API's routes for the commands they advise."""
+    return JSON(advised_result(render(exc.to_dict())), status_code=status_of(exc))
 
 
 class Headers:
@@ -219,7 +221,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
             # A listing (an array) that left records out says so where an array has room: a header.
             set_aside = getattr(result, "unreadable", ()) if isinstance(result, list) else ()
             headers = {UNREADABLE_HEADER: json.dumps(render(list(set_aside)))} if set_aside else None
-            return warned(JSON(render(result), headers=headers), notices)
+            return warned(JSON(advised_result(render(result)), headers=headers), notices)
         return handle
 
     async def index(request: Request) -> Response:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from git_lanes.errors import MalformedRecord, UnsupportedFormat
+from git_lanes.errors import MalformedRecord, UnsupportedFormat, command
 from git_lanes.model import jsontext
 from git_lanes.model.format import FORMAT_VERSION as FORMAT
 from git_lanes.model.format import check_format
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     Record = dict[str, Any]
 
 
-MALFORMED_HINT = "a peer's ledger holds it; `git lanes doctor` lists every unreadable record"
+MALFORMED_HINT = f"a peer's ledger holds it; {command('doctor')} lists every unreadable record"
 
 
 class State:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
 from git_lanes.api import Lanes
 from git_lanes.errors import EXIT_USER, LanesError, UserError
+from git_lanes.mcp.advice import advise, advised_result
 from git_lanes.model.ids import validate_agent_id
 
 
@@ -32,15 +33,17 @@ def cli_json(result: Any) -> str:
     return json.dumps(plain(result), indent=2, sort_keys=True, default=str)
 
 
-def error_payload(exc: LanesError) -> dict:
+def error_payload(exc: LanesError, offered: Container[str] = ()) -> dict:
     """`{"error": {code, reason, message, hint, exit_code, details}}`: `code` is the error's kind (conflict,
     not_found, invalid, refused, gate_failed, ...), the kind the CLI's exit code comes from; `reason` is the
-    precise code the CLI's `--json` prints (task_claimed, version_conflict, unknown_task, ...)."""
+    precise code the CLI's `--json` prints (task_claimed, version_conflict, unknown_task, ...). The hint
+    names the tools in `offered` (this server's) for the commands it advises."""
     kind = type(exc).code
     error: dict[str, Any] = {"code": exc.code if kind == LanesError.code else kind, "reason": exc.code,
-                             "message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code or EXIT_USER}
+                             "message": exc.message, "hint": advise(exc.hint, offered),
+                             "exit_code": exc.exit_code or EXIT_USER}
     if exc.details:
-        error["details"] = json.loads(json.dumps(exc.details, default=str))
+        error["details"] = advised_result(json.loads(json.dumps(exc.details, default=str)), offered)
     return {"error": error}
 
 
@@ -52,6 +55,7 @@ class Binding:
         self.path = path
         # A bad --agent (or GIT_LANES_AGENT) stops the server at start, rather than failing every call.
         self.default_agent = validate_agent_id(agent) if agent else None
+        self.offered: frozenset[str] = frozenset()  # the tools the server offers, which hints may name
         self._local = threading.local()
         # opened now, so a path that is not a lanes repository fails at start, not on a call
         self._first = self._local.api = Lanes(self.path)

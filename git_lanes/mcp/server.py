@@ -9,7 +9,7 @@ import inspect
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Annotated, Any, TypedDict, get_origin
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from git_lanes import __version__
 from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError, take_notices, write_failed
 from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, planning, publisher, workspaces
+from git_lanes.mcp.advice import advised_result
 from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
 from git_lanes.model.schema import result_schema
 
@@ -113,11 +114,15 @@ def _payload(code: str, reason: str, message: str, exit_code: int, hint: str | N
     return {"error": {"code": code, "reason": reason, "message": message, "hint": hint, "exit_code": exit_code}}
 
 
-def result_of(value: Any, notices: Sequence[str] = ()) -> CallToolResult:
+def result_of(value: Any, notices: Sequence[str] = (), offered: Container[str] = ()) -> CallToolResult:
     """A tool's result: the CLI's `--json` text as content, the same data as structured content; what the
-    call went on past (errors.notice: the CLI's `warning:` lines) as `warnings` there and one more text each."""
+    call went on past (errors.notice: the CLI's `warning:` lines) as `warnings` there and one more text each.
+    The hints it carries name the tools in `offered` (this server's) for the commands they advise."""
     text = cli_json(value)
     data = json.loads(text)
+    advised = advised_result(data, offered)
+    if advised != data:
+        data, text = advised, json.dumps(advised, indent=2, sort_keys=True)
     structured = data if isinstance(data, dict) else {"result": data}
     if isinstance(value, list) and getattr(value, "unreadable", ()):  # a listing that left records out
         structured["unreadable"] = [u.to_dict() for u in value.unreadable]  # type: ignore[attr-defined]
@@ -161,12 +166,12 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
         @functools.wraps(fn)
         async def tool(**kwargs: Any) -> Any:
             try:
-                return result_of(await fn(**kwargs))
+                return result_of(await fn(**kwargs), offered=face.offered)
             except Exception as exc:
                 found = _lanes_error(exc)
                 if found is None:
                     raise
-                raise LanesToolError(error_payload(found)) from exc
+                raise LanesToolError(error_payload(found, face.offered)) from exc
     else:
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> Any:  # the SDK runs it on a worker thread, which a pool reuses
@@ -178,8 +183,8 @@ def guarded(spec: ToolSpec, face: Binding) -> Callable[..., Any]:
                 found = _lanes_error(exc)
                 if found is None:
                     raise
-                raise LanesToolError(told(error_payload(found), notices)) from exc
-            return result_of(value, take_notices())
+                raise LanesToolError(told(error_payload(found, face.offered), notices)) from exc
+            return result_of(value, take_notices(), face.offered)
 
     returns = Annotated[CallToolResult, output_shape(signature.return_annotation)]
     tool.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
@@ -229,4 +234,5 @@ def build(face: Binding, toolsets: Iterable[str]) -> MCPServer:
     for spec in catalog(face):
         if spec.toolset in chosen:
             server.offer(spec, face)
+    face.offered = frozenset(server.arguments)
     return server

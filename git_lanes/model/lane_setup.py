@@ -18,7 +18,7 @@ import re
 import string
 from typing import Any
 
-from git_lanes.errors import MalformedRecord, UserError
+from git_lanes.errors import MalformedRecord, UserError, command
 from git_lanes.model import config
 from git_lanes.model.config import CONFIG
 from git_lanes.model.frozen import Frozen, field
@@ -56,8 +56,8 @@ class PortsHeld(Frozen):
 
 def invalid(message: str) -> UserError:
     return UserError(message, code="invalid_setup",
-                     hint=f"fix [setup] in {CONFIG} on the trunk; `git lanes lane create --no-setup` (MCP "
-                          "assign_worktree with setup false) skips it")
+                     hint=f"fix [setup] in {CONFIG} on the trunk; {command('lane create', 'LANE', no_setup=True)} "
+                          "skips it")
 
 
 def lane_slug(lane: str) -> str:
@@ -85,7 +85,7 @@ class Setup(Frozen):
         missing = sorted({name for template in self.env.values() for name in placeholders(template)} - set(values))
         if missing:
             raise UserError(f"lane {lane!r} holds {len(ports)} port(s); [setup] env names {', '.join(missing)}",
-                            code="no_ports", hint=f"reserve them with `git lanes lane setup {lane}`")
+                            code="no_ports", hint=f"reserve them with {command('lane setup', lane)}")
         return {name: template.format_map(values) for name, template in self.env.items()}
 
     def to_dict(self) -> dict[str, Any]:

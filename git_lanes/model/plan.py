@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from git_lanes.errors import MalformedRecord, UserError
+from git_lanes.errors import MalformedRecord, UserError, command
 from git_lanes.model import config
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.names import validate_lane_name
@@ -87,7 +87,7 @@ class DispatchedPlan(Frozen):
 
 
 def invalid(message: str) -> UserError:
-    return UserError(message, code="invalid_plan", hint="`git lanes dispatch --example` prints a commented plan")
+    return UserError(message, code="invalid_plan", hint=f"{command('dispatch', example=True)} prints a commented plan")
 
 
 class PlanTask(Frozen):

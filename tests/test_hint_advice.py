@@ -1,0 +1,216 @@
+"""Hints advise commands in each face's own words (STYLE.md: a face-neutral hint; each face phrases its own
+advice). The lower layers name a command with `errors.command`; here every such reference, found in the source
+(so new ones are covered as they land), must name a real CLI command with real options, no hint may spell a
+command by hand, and each face's table of equivalents must name real CLI commands on one side and real MCP
+tools or REST routes on the other. Then the faces themselves: the MCP server names its tools, REST its routes,
+the CLI keeps its words."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import anyio
+import click
+import pytest
+from conftest import run_cli
+from http_helpers import Server
+from mcp_helpers import fails, mcp_session
+
+from git_lanes.cli import cli
+from git_lanes.errors import COMMAND_PREFIX, command
+from git_lanes.http import advice as rest_advice
+from git_lanes.http import routes
+from git_lanes.mcp import advice as mcp_advice
+from git_lanes.mcp.binding import Binding
+from git_lanes.mcp.server import argument_names, catalog
+from git_lanes.model.advice import CLI_LABEL, Equivalent, references
+
+PACKAGE = Path(__file__).resolve().parent.parent / "git_lanes"
+LOWER = [path for layer in ("domain", "api", "ledger", "model") for path in sorted((PACKAGE / layer).rglob("*.py"))]
+LOWER.append(PACKAGE / "errors.py")
+
+
+def cli_command(words: list[str]) -> tuple[click.Command, list[str], list[str]]:
+    """The click command `words` names, its path, and the words left for its arguments and options."""
+    ctx = click.Context(cli, info_name=COMMAND_PREFIX)
+    found: click.Command = cli
+    path: list[str] = []
+    for word in words:
+        sub = found.get_command(ctx, word) if isinstance(found, click.Group) else None
+        if sub is None:
+            break
+        found, path = sub, path + [word]
+    return found, path, words[len(path):]
+
+
+def options_of(found: click.Command) -> dict[str, click.Option]:
+    return {opt: param for param in found.params if isinstance(param, click.Option) for opt in param.opts}
+
+
+def command_calls() -> list[tuple[str, ast.Call]]:
+    calls = []
+    for path in LOWER:
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "command":
+                calls.append((f"{path.relative_to(PACKAGE.parent)}:{node.lineno}", node))
+    return calls
+
+
+CALLS = command_calls()
+
+
+def test_the_walk_finds_the_hints_command_references():
+    assert len(CALLS) > 60
+
+
+@pytest.mark.parametrize("where,call", CALLS, ids=[where for where, _ in CALLS])
+def test_every_command_a_hint_names_is_a_real_command_with_real_options(where, call):
+    assert call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str), \
+        f"{where}: name the command path as a literal, so it can be checked"
+    words = call.args[0].value.split()
+    found, path, rest = cli_command(words)
+    assert path and not rest, f"{where}: `git lanes {' '.join(words)}` is not a command"
+    if isinstance(found, click.Group):
+        assert found.invoke_without_command or len(call.args) == 1, f"{where}: {path} takes a subcommand"
+    arguments = [p for p in found.params if isinstance(p, click.Argument)]
+    if not any(p.nargs == -1 for p in arguments) and not isinstance(found, click.Group):
+        assert len(call.args) - 1 <= len(arguments), f"{where}: {' '.join(path)} takes {len(arguments)} argument(s)"
+    options = options_of(found)
+    for keyword in call.keywords:
+        assert keyword.arg is not None, f"{where}: name each option"
+        name = keyword.arg.rstrip("_")
+        flag = ("-" if len(name) == 1 else "--") + name.replace("_", "-")
+        assert flag in options, f"{where}: {' '.join(path)} has no option {flag}"
+        given_a_flag = isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        assert given_a_flag == options[flag].is_flag, f"{where}: {flag} is{'' if given_a_flag else ' not'} a flag"
+
+
+def _literal_strings(tree: ast.AST) -> list[tuple[int, str]]:
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+# Texts that are no hint: the example plan `dispatch --example` prints, a file a person edits.
+NO_HINT = {("git_lanes/model/plan.py", "# A dispatch plan: ")}
+
+
+def test_no_hint_spells_a_command_by_hand():
+    """A reference written out (`git lanes show …` in a string) would reach every face in the CLI's words."""
+    by_hand = [f"{where}:{line}: {text.strip()[:80]}" for path in LOWER
+               for where in [str(path.relative_to(PACKAGE.parent))]
+               for line, text in _literal_strings(ast.parse(path.read_text())) if f"`{COMMAND_PREFIX} " in text
+               and not any(where == file and text.startswith(start) for file, start in NO_HINT)]
+    assert by_hand == [], "name these with errors.command(...):\n" + "\n".join(by_hand)
+
+
+def test_a_command_reads_as_the_cli_spells_it():
+    assert command("show", "ab12cd34") == "`git lanes show ab12cd34`"
+    assert command("restore", "feat", w="feat", force=True, reason=None, keep=False) == \
+        "`git lanes restore feat -w feat --force`"
+    assert command("lane create", "NEW", from_="old lane") == "`git lanes lane create NEW --from 'old lane'`"
+    assert [words for _, words in references(f"see {command('lane create', 'NEW', from_='old lane')}")] == \
+        [("lane", "create", "NEW", "--from", "old lane")]
+
+
+def parameters(equivalent: Equivalent) -> set[str]:
+    flags = {flag.lstrip("!") for flag in equivalent.flags.values() if flag}
+    return {*equivalent.arguments, *equivalent.options.values(), *flags}
+
+
+def _check_cli_side(table: dict[str, Equivalent]) -> None:
+    for key, equivalent in table.items():
+        found, path, rest = cli_command(key.split())
+        assert path == key.split() and not rest, f"{key!r} is not a CLI command"
+        options = options_of(found)
+        for flag in equivalent.options:
+            assert flag in options and not options[flag].is_flag, f"{key}: {flag} is not a valued option"
+        for flag in equivalent.flags:
+            assert flag in options and options[flag].is_flag, f"{key}: {flag} is not a flag"
+        arguments = [p for p in found.params if isinstance(p, click.Argument)]
+        if not isinstance(found, click.Group):  # a group run without a subcommand reads its own (`publish T`)
+            assert len(equivalent.arguments) <= len(arguments), f"{key}: more arguments than the CLI takes"
+
+
+def test_each_mcp_equivalent_is_a_real_command_and_a_real_tool_with_its_parameters(repo):
+    _check_cli_side(mcp_advice.TOOLS)
+    tools = {spec.fn.__name__: argument_names(spec.fn) for spec in catalog(Binding(repo, None))}
+    for key, equivalent in mcp_advice.TOOLS.items():
+        assert equivalent.name in tools, f"{key}: no MCP tool {equivalent.name}"
+        named = parameters(equivalent)
+        assert named <= tools[equivalent.name], f"{key}: {equivalent.name} takes no {named - tools[equivalent.name]}"
+
+
+def test_each_rest_equivalent_is_a_real_command_and_a_real_route_with_its_parameters():
+    _check_cli_side(rest_advice.ROUTES)
+    served = {f"{r.method} {r.path}": r for r in routes.ROUTES + routes.RUN_ROUTES}
+    for key, equivalent in rest_advice.ROUTES.items():
+        route = served.get(equivalent.name)
+        assert route is not None, f"{key}: no route {equivalent.name}"
+        takes = {*route.path_params, *(p.name for p in route.query + route.body)}
+        named = parameters(equivalent)
+        assert named <= takes, f"{key}: {equivalent.name} takes no {named - takes}"
+
+
+def test_every_tool_a_hint_can_name_is_one_the_server_lists(repo):
+    """Each reference in the source, its arguments filled in, rendered by the MCP face with every tool set
+    on: whatever tool it names is in the server's tool list (and a tool not offered is never named)."""
+    listed = {spec.fn.__name__ for spec in catalog(Binding(repo, None))}
+    named = set()
+    for where, call in CALLS:
+        words = call.args[0].value.split() + ["X"] * (len(call.args) - 1)
+        for keyword in call.keywords:
+            name = keyword.arg.rstrip("_")
+            words.append(("-" if len(name) == 1 else "--") + name.replace("_", "-"))
+            if not (isinstance(keyword.value, ast.Constant) and keyword.value.value is True):
+                words.append("X")
+        rendered = mcp_advice.tool_call(tuple(words), listed)
+        if rendered is not None:
+            named.add(rendered.strip("`").split("(")[0])
+        assert mcp_advice.tool_call(tuple(words), set()) is None, where
+    assert named and named <= listed
+    assert {"show", "list_tasks", "commit", "read_board"} <= named
+
+
+def test_a_face_without_an_equivalent_keeps_the_clis_words_labelled():
+    hint = f"{command('lane reset', 'feat', onto='main')}, or {command('task list', ready=True)}"
+    assert mcp_advice.advise(hint, {"list_tasks"}) == \
+        f"`git lanes lane reset feat --onto main`{CLI_LABEL}, or `list_tasks(ready_only=true)`"
+    assert mcp_advice.advise(hint, set()) == \
+        f"`git lanes lane reset feat --onto main`{CLI_LABEL}, or `git lanes task list --ready`{CLI_LABEL}"
+    assert rest_advice.advise(hint) == \
+        '`POST /api/v1/lanes/feat/reset {"onto": "main"}`, or `GET /api/v1/tasks?ready=true`'
+    assert mcp_advice.advise("no command here", set()) == "no command here"
+
+
+def test_the_mcp_server_names_its_tools_in_hints_and_the_cli_its_commands(repo):
+    async def scenario():
+        async with mcp_session(repo) as session:
+            unknown_task = await fails(session, "get_task", task_id="feedbeef")
+            unknown_transition = await fails(session, "show", transition_id="feedbeef")
+            return unknown_task, unknown_transition
+
+    unknown_task, unknown_transition = anyio.run(scenario)
+    assert unknown_task["hint"] == "see `list_tasks`"
+    assert unknown_transition["hint"] == "list them with `history`"
+    cli_task = run_cli("task", "show", "feedbeef", "--json", cwd=repo)
+    assert cli_task.json["hint"] == "see `git lanes task list`"
+    assert "hint: list them with `git lanes history`" in run_cli("show", "feedbeef", cwd=repo).err
+
+
+def test_a_tool_the_server_does_not_offer_is_never_named():
+    """`undo` is a maintenance tool: a core server has none, so its hint names the command, labelled."""
+    assert mcp_advice.advise(command("undo", "OP"), {"op_log"}) == f"`git lanes undo OP`{CLI_LABEL}"
+    assert mcp_advice.advise(command("undo", "OP"), {"undo"}) == "`undo(operation=OP)`"
+
+
+def test_the_rest_api_names_its_routes_in_hints(repo):
+    with Server(repo) as server:
+        missing = server.get("/api/v1/lanes/nope")
+        task = server.get("/api/v1/tasks/feedbeef")
+    assert (missing.status, missing.json["hint"]) == (404, "see `GET /api/v1/lanes`")
+    assert (task.status, task.json["hint"]) == (404, "see `GET /api/v1/tasks`")
+    assert run_cli("lane", "show", "nope", "--json", cwd=repo).json["hint"] == "see `git lanes lane list`"
