@@ -26,6 +26,7 @@ MIXINS = {
 }
 OWNERS = {
     "_actor": "ledger",
+    "_adopting": "supervise",
     "_advance": "dispatch",
     "_after_task_done": "dispatch",
     "_agent_stage": "pipeline",
@@ -41,6 +42,7 @@ OWNERS = {
     "_dirty_files": "ledger",
     "_drive_pipeline": "pipeline",
     "_drive_plain": "supervise",
+    "_end_agent": "supervise",
     "_end_leftover": "supervise",
     "_ended_runs": "upkeep",
     "_enter": "pipeline",
