@@ -124,8 +124,9 @@ def test_codex_post_tool_use_of_a_failing_command_counts_as_failed(ws, response,
 def test_the_end_of_a_turn_of_an_ended_run_records_nothing_and_lets_the_cli_stop(ws, cli, prompt_event,
                                                                                    stop_event, payload):
     """`git lanes run end` closes the run, yet the session may still end a turn: its Stop used to snapshot the
-    workspace into a new transition and append the turn to the ended run's log. It records only the usage
-    now, and its answer never blocks the stop (a block would send the model back into tools that are all denied)."""
+    workspace into a new transition and append the turn to the ended run's log. It records nothing now (not
+    even the usage), and its answer never blocks the stop (a block would send the model back into tools that
+    are all denied)."""
     assert hook(cli, prompt_event, payload(prompt_event, ws, prompt="Add a greeting")).code == 0
     run = run_id(ws)
     assert run_cli("run", "end", run, cwd=ws).code == 0

@@ -169,25 +169,28 @@ class RunsApi:
         return runs.view(state, policy)
 
     def run_end(self, run: str, reason: str | None = None) -> dict[str, Any]:
-        """End run `run` (with `reason`); ending an ended run changes nothing (`already_ended`)."""
+        """End run `run` (with `reason`); ending an ended run changes nothing (`already_ended`). While a Stop
+        hook of its session closes a turn (its snapshot is being made), the end waits in the log for that
+        turn's end, which completes it (`ending`): the turn is recorded wholly before the end, never after."""
         from git_lanes.domain import control, runs
         from git_lanes.model.runs import RunEvent, RunState
         from git_lanes.model.text import check_reason
+        from git_lanes.store import processes
 
         reason = check_reason(reason)
         repo = self._runs()
         run_id = control.resolve_run(repo, run)
+        host = processes.hostname()
 
         def step(head: str | None, state: RunState | None) -> list[RunEvent]:
             if state is None:
                 raise NotFound(f"no run {run!r}", code="unknown_run")
-            if state.status == "ended":
-                return []
-            return [RunEvent("run_end", self.ctx.now(), {"reason": reason} if reason else {})]
+            return runs.end_events(state, self.ctx.now(), reason, runs.closing(state, host, processes.running))
 
         state, events = control.transact(repo, run_id, step)
         assert state is not None
-        return runs.view(state, repo.policy()) | {"already_ended": not events}
+        return runs.view(state, repo.policy()) | {"already_ended": state.status == "ended" and not events,
+                                                  "pending": state.status != "ended"}
 
     def run_resume(self, run: str) -> dict[str, Any]:
         """The briefing a new session of `run` starts from (nothing is recorded)."""

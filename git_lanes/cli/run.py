@@ -180,14 +180,18 @@ def phase(run_id: str, phase: str, as_json: bool) -> None:
 @click.option("--reason", metavar="TEXT", help="Why it ended (kept in the log).")
 @json_option
 def end(run_id: str, reason: str | None, as_json: bool) -> None:
-    """End a run: its hooks admit no more tool calls. Ending an ended run changes nothing.
+    """End a run: its hooks admit no more tool calls and record nothing more. Ending an ended run changes
+    nothing. While a Stop hook of its session records a turn (its snapshot), the run ends as that turn's end
+    is recorded, so the turn is wholly in the run before the end.
 
     \b
     Example:
       git lanes run end 3fa2c1 --reason "merged"
     """
     run(lambda: open_api().run_end(run_id, reason), as_json,
-        lambda r: f"run {r['id'][:8]} " + ("had already ended" if r["already_ended"] else "ended"))
+        lambda r: f"run {r['id'][:8]} " + ("had already ended" if r["already_ended"] else
+                                           "ends once the turn its Stop hook is recording is in" if r["pending"]
+                                           else "ended"))
 
 
 @run_group.command()

@@ -76,11 +76,7 @@ def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend:
     weight = policy.weight(call.tool, call.canonical)
     check = _Check(call, policy, state, place)
     if state.status == "ended":
-        # This session stays bound to the ended run (its id comes from the session's), so nothing the model
-        # runs can start another: the way on is the person's, and the model should stop and say so.
-        return Decision(False, weight, f"run {state.id[:8]} has ended ({command('run end')}), so this session "
-                                       "may run no more tools; stop here and tell the person, who can start a new "
-                                       f"session or a new run for it ({command('run start')}, then GIT_LANES_RUN)")
+        return ended(state, weight)
     try:
         line = _parse(call.command) if call.command is not None else None
     except LanesError as exc:
@@ -90,6 +86,15 @@ def decide(policy: Policy, state: RunState, call: ToolCall, place: Place, spend:
     reason = (_commands(check, line) or _writes(check, line) or _spend(check, spend)
               or _exclusive(check, line, exclusive) or _claims(check, line, claims) or _budget(check, weight))
     return Decision(reason is None, weight, reason, tuple(check.warnings))
+
+
+def ended(state: RunState, weight: float = 0.0) -> Decision:
+    """The deny of every tool call of an ended run. This session stays bound to the ended run (its id comes
+    from the session's), so nothing the model runs can start another: the way on is the person's, and the
+    model should stop and say so."""
+    return Decision(False, weight, f"run {state.id[:8]} has ended ({command('run end')}), so this session "
+                                   "may run no more tools; stop here and tell the person, who can start a new "
+                                   f"session or a new run for it ({command('run start')}, then GIT_LANES_RUN)")
 
 
 def _parse(command: str) -> ShellLine:

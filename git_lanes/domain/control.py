@@ -248,6 +248,11 @@ def context(event: HookEvent, now: float) -> HookContext:
     return HookContext(repo, run, event, now)
 
 
+def ended(state: RunState | None) -> bool:
+    """Whether the run has ended: its hooks then record nothing more, whatever the event (DESIGN.md §6)."""
+    return state is not None and state.status == "ended"
+
+
 def implicit_start(hc: HookContext, state: RunState | None) -> list[RunEvent]:
     if state is not None:
         return []
@@ -289,6 +294,10 @@ def pre_tool(event: HookEvent, now: float, exhausted: Callable[[LightRepo, str, 
     outcome: dict[str, Any] = {}
 
     def step(head: str | None, state: RunState | None) -> list[RunEvent]:
+        if ended(state):
+            # denied, and not recorded: an ended run takes no more events (nor the usage they would read)
+            outcome.update(decision=admission.ended(state), budget=steering.BudgetCheck(), told=None)
+            return []
         events = implicit_start(hc, state)
         if events:
             state = runs.fold(None, hc.run, events[0])
@@ -348,6 +357,8 @@ def post_tool(event: HookEvent, now: float) -> Verdict:
     told: list[str | None] = [None]
 
     def step(head: str | None, state: RunState | None) -> list[RunEvent]:
+        if ended(state):
+            return []
         delivered, told[0] = steering.deliver(state, "post_tool", now)
         return implicit_start(hc, state) + [RunEvent(kind, now, data)] + delivered
 

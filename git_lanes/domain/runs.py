@@ -101,14 +101,43 @@ def _usage(state: RunState, event: RunEvent, today: dict) -> dict:
     return changes
 
 
+def _turn_closing(state: RunState, event: RunEvent, today: dict) -> dict:
+    return {"turn": state.turn | {"closing": _fields(event)}}
+
+
 def _turn_end(state: RunState, event: RunEvent, today: dict) -> dict:
     transition = event.get("transition")
     # The next turn's usage counts from here, whether or not a prompt starts it.
-    return {"turn": {"started": event.time, "usage": state.usage.to_dict()}, "transitions": state.transitions + ((transition,) if transition else ())}
+    changes: dict[str, Any] = {"turn": {"started": event.time, "usage": state.usage.to_dict()},
+                               "transitions": state.transitions + ((transition,) if transition else ())}
+    if state.ending:
+        # `run end` came while this turn was being closed: the run ends with the turn, which is its last event
+        changes |= {"status": "ended", "ended_at": event.time}
+    return changes
 
 
 def _run_end(state: RunState, event: RunEvent, today: dict) -> dict:
-    return {"status": "ended", "ended_at": event.time}
+    if event.get("pending"):
+        return {"ending": _fields(event)}
+    return {"status": "ended", "ended_at": event.time, "ending": {}}
+
+
+def closing(state: RunState, host: str, running: Any) -> bool:
+    """Whether a Stop hook is closing the run's turn now, on this machine (`running(pid, ticks)` asks the OS):
+    it recorded the turn's usage and is making its snapshot, and will record the turn's end with it. One that
+    died there closes nothing."""
+    hook = (state.turn or {}).get("closing") or {}
+    return bool(hook) and hook.get("host") == host and running(hook.get("pid"), hook.get("ticks"))
+
+
+def end_events(state: RunState, now: float, reason: str | None, turn_closing: bool) -> list[RunEvent]:
+    """What `run end` appends: nothing to an ended run (nor again while its end waits); the end itself; or,
+    while a Stop hook closes a turn (`turn_closing`), a pending end, which that turn's end completes, so the
+    turn is wholly recorded before the run ends and nothing follows the end."""
+    if state.status == "ended" or (state.ending and turn_closing):
+        return []
+    data: dict[str, Any] = {"reason": reason} if reason else {}
+    return [RunEvent("run_end", now, data | ({"pending": True} if turn_closing else {}))]
 
 
 def _update(state: RunState, event: RunEvent, today: dict) -> dict:
@@ -189,7 +218,8 @@ def _budget_alert(state: RunState, event: RunEvent, today: dict) -> dict:
 
 _RULES = {"session_start": _session_start, "prompt": _prompt, "tool_attempted": _attempted,
           "tool_blocked": _blocked, "tool_completed": _completed, "tool_failed": _completed, "phase": _phase,
-          "usage": _usage, "turn_end": _turn_end, "run_end": _run_end, "run_update": _update, "spawn": _spawn,
+          "usage": _usage, "turn_closing": _turn_closing, "turn_end": _turn_end, "run_end": _run_end,
+          "run_update": _update, "spawn": _spawn,
           "supervisor": _supervisor, "queued": _queued, "agent_started": _agent_started, "agent_exited": _agent_exited,
           "stop_requested": _stop_requested, "stopped": _stopped, "message": _message,
           "message_delivered": _delivered, "pipeline": _pipeline, "budget_alert": _budget_alert}

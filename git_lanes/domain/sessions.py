@@ -5,6 +5,8 @@ tool call runs."""
 
 from __future__ import annotations
 
+import os
+
 from git_lanes.domain import control, runs, steering
 from git_lanes.errors import command
 from git_lanes.model.calls import HookEvent, Verdict, bounded
@@ -24,11 +26,14 @@ BRIEF_SOURCES = ("resume", "compact")
 def record(event: HookEvent, now: float, kind: str, data: dict[str, Any], *, with_usage: bool = False,
            deliver: str | None = None) -> tuple[RunState, str | None]:
     """Append one event of `kind` (starting the run if needed, reading new usage first when asked); with
-    `deliver`, also hand over the messages told to the run, whose text is returned with the state."""
+    `deliver`, also hand over the messages told to the run, whose text is returned with the state. An ended
+    run takes nothing: its state is returned as it is."""
     hc = control.context(event, now)
     told: list[str | None] = [None]
 
     def step(head: str | None, state: RunState | None) -> list[RunEvent]:
+        if control.ended(state):
+            return []
         events = control.implicit_start(hc, state)
         if with_usage:
             events += control.usage_events(hc, state or runs.fold(None, hc.run, events[0]))
@@ -112,26 +117,32 @@ def with_usage(event: HookEvent, now: float, kind: str, data: dict[str, Any]) ->
 def stop(event: HookEvent, now: float, snapshot: Callable[[control.LightRepo, RunState, str], dict]) -> Verdict:
     """The end of an agent turn: record its usage, snapshot the workspace as a state of the lane (the turn's
     prompt as intent, its tokens and dollars as cost; `[stop] snapshot`), record the turn's end. The snapshot
-    takes the writers' lock and may run gates, so it runs outside the runs' lock. Of an ended run, only the
-    usage is recorded, and the CLI is let stop."""
+    takes the writers' lock and may run gates, so it runs outside the runs' lock; the first record marks the
+    turn as closing by this process, so a `run end` that comes meanwhile waits for the turn's end (see
+    `runs.end_events`) rather than cut the turn in two. Of an ended run nothing is recorded, and the CLI is
+    let stop."""
     from git_lanes.model.runs import Usage
+    from git_lanes.store import processes
 
     hc = control.context(event, now)
 
     told: list[str | None] = [None]
+    me = os.getpid()
+    closing = {"pid": me, "ticks": processes.start_ticks(me), "host": processes.hostname()}
 
     def usage_step(head: str | None, state: RunState | None) -> list[RunEvent]:
-        if state is not None and state.status == "ended":
-            return control.usage_events(hc, state)  # spent all the same: the daily limit counts it
+        if control.ended(state):
+            return []
         events = control.implicit_start(hc, state)
         delivered, told[0] = steering.deliver(state, "stop", now)
-        return events + control.usage_events(hc, state or runs.fold(None, hc.run, events[0])) + delivered
+        events += control.usage_events(hc, state or runs.fold(None, hc.run, events[0])) + delivered
+        return events if told[0] else events + [RunEvent("turn_closing", now, closing)]
 
     state, _ = control.transact(hc.repo, hc.run, usage_step)
     assert state is not None
     if state.status == "ended":
         # `git lanes run end` closed the run: a turn the session still ends is no work of it, so no snapshot
-        # and no turn. Blocking would send the model back into tools that are all denied: the stop goes ahead.
+        # and no record. Blocking would send the model back into tools that are all denied: the stop goes ahead.
         return Verdict()
     if told[0]:
         # The turn is not over: a Stop hook that blocks makes the model continue, with this as its reason.
@@ -141,7 +152,13 @@ def stop(event: HookEvent, now: float, snapshot: Callable[[control.LightRepo, Ru
     spent = state.usage.minus(Usage.from_dict((state.turn or {}).get("usage")))
     data = {"tokens": spent.tokens_dict(), "cost_usd": spent.cost_usd, "snapshot": result.get("status")}
     data |= {k: result[k] for k in ("transition", "message") if result.get(k)}
-    record(event, now, "turn_end", data)
+
+    def end_step(head: str | None, current: RunState | None) -> list[RunEvent]:
+        # Ended meanwhile only by an end that took this hook for gone (another machine's, or a pid reused):
+        # the ended run still takes nothing.
+        return [] if current is None or control.ended(current) else [RunEvent("turn_end", now, data)]
+
+    control.transact(hc.repo, hc.run, end_step)
     if result.get("transition"):
         notice = f"git-lanes: this turn is transition {result['transition'][:8]} ({result.get('status')}) " \
                  f"of lane {state.lane}"

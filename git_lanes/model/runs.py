@@ -39,6 +39,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "phase": ("phase",),
     "usage": ("tokens", "cost_usd"),
     "compact": ("trigger",),
+    "turn_closing": ("pid",),  # a Stop hook records the turn (its snapshot outside the lock): pid, ticks, host
     "turn_end": (),
     "subagent_stop": (),
     "session_end": ("reason",),
@@ -201,6 +202,7 @@ class RunState(Frozen):
     inbox: tuple[dict[str, Any], ...] = ()  # messages told to the run, not yet delivered to the model
     pipeline: dict[str, Any] = field(default_factory=dict)  # the task pipeline's stage, attempts, verdicts
     alerts: dict[str, str] = field(default_factory=dict)  # "scope:key" -> the budget level already raised
+    ending: dict[str, Any] = field(default_factory=dict)  # `run end` asked while a Stop hook closed a turn
 
     def __post_init__(self) -> None:
         validate_run_id(self.id)
