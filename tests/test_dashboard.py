@@ -163,6 +163,20 @@ def test_agent_written_markup_is_text_and_runs_nothing(api, repo, server, page):
     assert page.problems == []
 
 
+def test_bidirectional_overrides_an_agent_wrote_are_shown_as_escapes_not_obeyed(api, repo, server, page):
+    """U+202E in a title or a post made the page draw what follows it reversed ("exe.txt" read "txt.exe"):
+    text nodes kept it as any other character. The page shows it as the CLI does, "\\u202e"."""
+    rlo = "\u202e"
+    api.board_post(f"Question {rlo}gnp.exe", "coder-1", kind="question")
+    task = api.task_create(f"Task {rlo}txt.exe").task
+    page.goto(server.url + "/")
+    page.wait_for_selector(f'[data-task="{task}"]', timeout=WAIT_MS)
+    assert page.locator('#board .post.open .text').inner_text().startswith("Question \\u202egnp.exe")
+    assert "Task \\u202etxt.exe" in page.locator(f'[data-task="{task}"]').text_content()
+    assert rlo not in page.locator("body").inner_text()
+    assert page.problems == []
+
+
 def test_a_broken_workspace_is_shown_as_such_and_every_other_lane_as_usual(api, repo, server, page):
     l6, l7 = (Path(api.lane_create(lane)["workspace"]) for lane in ("l6", "l7"))
     shutil.rmtree(l6)

@@ -6,7 +6,7 @@ import click
 
 from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.options import ACTING, agent_option
-from git_lanes.cli.output import ATTENTION_HINT, json_option, nested_left, open_api, run, short, shown_path, table
+from git_lanes.cli.output import ATTENTION_HINT, json_option, nested_left, open_api, run, short, shown, shown_path, table
 
 
 @click.group(cls=SuggestingGroup)
@@ -76,7 +76,7 @@ def report_setup(report: dict | None) -> None:
         tail = (report["run"] or {}).get("output_tail", "").strip().splitlines()[-5:]
         lines += [f"  {line}" for line in tail]
         lines.append(f"the lane is ready otherwise; run the setup again with `git lanes lane setup {report['lane']}`")
-    click.echo("\n".join(lines), err=True)
+    click.echo(shown("\n".join(lines)), err=True)
 
 
 @lane.command(name="setup")

@@ -65,7 +65,7 @@ def run(action: Callable[[], Any], as_json: bool, render: Callable[[Any], str | 
         except Exception as exc:  # a value the renderer cannot show is still one line, never a traceback
             _internal(exc, as_json)
         if text:
-            click.echo(text)
+            click.echo(shown(text))
         listed += (result.get("unreadable") or []) if isinstance(result, dict) else []
     warn_unreadable(listed)
     # Work done, with a part a person must settle (a diverged lane, a collision a dry run found): the exit
@@ -80,7 +80,7 @@ def echo_as_it_goes(text: str) -> None:
     mid-way (`git lanes demo | head`) ends it as click ends every other command whose output is closed:
     quietly, exit 1. Not a bug of ours, so not the internal error (6) that `run` would make of it."""
     try:
-        click.echo(text)
+        click.echo(shown(text))
     except BrokenPipeError:
         # What is still buffered goes nowhere, so the interpreter's last flush has nothing to fail on.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -91,7 +91,7 @@ def warn_notices() -> None:
     """What the action went on past (a lost operation log head it started afresh), one line each on stderr
     in both modes: --json has no one field every command's record carries, and stdout stays the record."""
     for message in take_notices():
-        click.echo(f"warning: {message}", err=True)
+        click.echo(shown(f"warning: {message}"), err=True)
 
 
 def warn_unreadable(found: list[dict[str, Any]]) -> None:
@@ -99,10 +99,10 @@ def warn_unreadable(found: list[dict[str, Any]]) -> None:
     peer's malformed note or ledger record); `--json` carries them as `unreadable` where it has an object."""
     for u in found:
         if u.get("ref") != "refs/notes/lanes":  # a ledger record's reason names it
-            click.echo(f"warning: left out: {u['reason']}", err=True)
+            click.echo(shown(f"warning: left out: {u['reason']}"), err=True)
             continue
         what = f"transition {short(u['transition'])}" if u.get("transition") else f"note on {short(u['key'])}"
-        click.echo(f"warning: unreadable {what}, left out: {u['reason']}", err=True)
+        click.echo(shown(f"warning: unreadable {what}, left out: {u['reason']}"), err=True)
 
 
 def _internal(exc: Exception, as_json: bool) -> NoReturn:
@@ -149,9 +149,9 @@ def fail(exc: LanesError, as_json: bool) -> NoReturn:
     if as_json:
         record = exc.to_dict() | ({"hint": hint} if hint else {})
         click.echo(json.dumps(record, indent=2, sort_keys=True, default=str))
-    click.echo(f"git-lanes: error: {exc.message}", err=True)
+    click.echo(shown(f"git-lanes: error: {exc.message}"), err=True)
     if hint:
-        click.echo(f"hint: {hint}", err=True)
+        click.echo(shown(f"hint: {hint}"), err=True)
     sys.exit(exc.exit_code or EXIT_USER)
 
 
@@ -189,6 +189,16 @@ def shown_path(path: str) -> str:
     return git_quoted(path)
 
 
+def shown(text: str) -> str:
+    """Text output as a terminal may print it: what a terminal would act on rather than show (an escape
+    sequence, a carriage return, a bidirectional override reversing what follows) is written as its escape
+    (`\\u202e`). Every line text output prints goes through here, so no title, post, lane name or prompt an
+    agent wrote can rewrite the screen; --json prints them exactly."""
+    from git_lanes.model.text import shown_text
+
+    return shown_text(text)
+
+
 def short(oid: str | None) -> str:
     return oid[:8] if oid else "-"
 
@@ -196,6 +206,8 @@ def short(oid: str | None) -> str:
 def table(rows: list[list[str]]) -> str:
     if not rows:
         return ""
+    # Escaped before measuring, so a cell with an escape keeps its column; a tab would break the columns.
+    rows = [[shown(cell).replace("\t", "\\t") for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 

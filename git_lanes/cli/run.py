@@ -11,7 +11,7 @@ import click
 
 from git_lanes.cli import SuggestingGroup
 from git_lanes.cli.agent import agent_option
-from git_lanes.cli.output import fail, json_option, open_api, run, table
+from git_lanes.cli.output import fail, json_option, open_api, run, shown, table
 from git_lanes.errors import LanesError
 
 
@@ -151,7 +151,7 @@ def events(run_id: str, follow: bool, as_json: bool) -> None:
 
     try:
         for event in open_api().run_follow(run_id):
-            click.echo(json.dumps(event, sort_keys=True) if as_json else _event_line(event))
+            click.echo(json.dumps(event, sort_keys=True) if as_json else shown(_event_line(event)))
     except LanesError as exc:
         fail(exc, as_json)
     except KeyboardInterrupt:

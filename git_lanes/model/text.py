@@ -117,6 +117,29 @@ def quoted(value: object) -> str:
     return repr(value)
 
 
+# What a terminal acts on rather than shows, in text the model accepts (old ops included): C0 and C1
+# controls but tab and line feed (a carriage return rewrites the line it ends), DEL, the bidirectional
+# controls that reorder what follows them (U+202E shows "txt.exe" for "exe.txt"), the line and paragraph
+# separators, and lone surrogates. Joiners and other format characters only change how a glyph looks.
+_UNSHOWN = (r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+            r"\ud800-\udfff]")
+
+
+def shown_text(value: str) -> str:
+    """`value` as text output shows it to a person: each character in `_UNSHOWN` written as its escape
+    (`\\x1b`, `\\u202e`), everything else as it is. Titles, posts, lane names and prompts are whatever an agent
+    made them; the model keeps them exactly (and --json prints them so); only what a terminal prints changes."""
+    if value.isprintable():
+        return value
+    import re
+
+    return re.sub(_UNSHOWN, lambda found: _escape(ord(found.group())), value)
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"  # as the dashboard shows it (dom.js)
+
+
 def is_text(value: object) -> bool:
     """Whether `value` is a string git and JSON can carry (valid Unicode, no NUL)."""
     return isinstance(value, str) and "\x00" not in value and (value.isascii() or not _found(_SURROGATE, value))

@@ -1,6 +1,6 @@
 // The dashboard: fetch the API's records, draw them, and redraw whenever the event stream says something
 // moved (a lane, a proposal, a ledger op, a run) — within a second of the change.
-import { h, fill, money, count } from "./dom.js";
+import { h, fill, money, count, visible } from "./dom.js";
 import { taskGraph } from "./graph.js";
 import { costPlot } from "./plot.js";
 import { lanesView, radarView, agentsView, runsView, boardView, historyView, agentState } from "./views.js";
@@ -21,7 +21,7 @@ async function getJSON(path) {
 
 function toast(text, kind) {
   const box = $("toast");
-  box.textContent = text;
+  box.textContent = visible(text);
   box.className = `toast ${kind || ""}`;
   box.hidden = false;
   clearTimeout(toast.timer);
@@ -75,7 +75,7 @@ function showGone(error) {
   const dot = $("live");
   if (dot.dataset.gone) return;
   dot.dataset.gone = "1";
-  dot.textContent = "repository gone"; dot.className = "live off"; dot.title = error.message || "";
+  dot.textContent = "repository gone"; dot.className = "live off"; dot.title = visible(error.message || "");
   toast(`${error.message || "the repository is gone"}${error.hint ? " — " + error.hint : ""}`, "error");
   clearTimeout(toast.timer);  // it stays: nothing on the page will change any more
 }
@@ -98,7 +98,7 @@ function render() {
   const ctx = { canWrite: !!state.session?.can_write, act, actor, drafts };
   const focused = document.activeElement?.dataset?.key;
   const caret = focused ? [document.activeElement.selectionStart, document.activeElement.selectionEnd] : null;
-  $("repo").textContent = state.session ? `${state.session.repository} · trunk ${state.session.trunk}` : "";
+  $("repo").textContent = state.session ? visible(`${state.session.repository} · trunk ${state.session.trunk}`) : "";
   const auth = $("auth");
   auth.textContent = ctx.canWrite ? "can act" : "read-only";
   auth.className = `chip ${ctx.canWrite ? "pass" : "gone"}`;

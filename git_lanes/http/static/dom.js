@@ -3,6 +3,18 @@
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
+// What a text node would act on rather than show: a bidirectional control reorders what follows it (U+202E
+// shows "txt.exe" for "exe.txt"), a control character is invisible. Each is shown as its escape, as the CLI
+// shows it ("\u202e"); the API's records keep them exactly. Line breaks and tabs stay.
+const UNSHOWN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+
+export function visible(text) {
+  return String(text).replace(UNSHOWN, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
+
 function build(el, props, children) {
   for (const [key, value] of Object.entries(props || {})) {
     if (value === null || value === undefined || value === false) continue;
@@ -10,11 +22,11 @@ function build(el, props, children) {
     else if (key === "dataset") Object.assign(el.dataset, value);
     else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
     else if (key === "value" || key === "disabled" || key === "checked") el[key] = value;
-    else el.setAttribute(key, value === true ? "" : String(value));
+    else el.setAttribute(key, value === true ? "" : key === "title" ? visible(value) : String(value));
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    el.append(child instanceof Node ? child : document.createTextNode(visible(child)));
   }
   return el;
 }

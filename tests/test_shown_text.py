@@ -1,0 +1,59 @@
+"""Text an agent wrote reaches a person's terminal as text: a bidirectional override (U+202E makes "exe.txt"
+read "txt.exe"), a carriage return (it rewrites the line) or an escape sequence in a title, a post, a lane
+name or a prompt is printed as its escape ("\\u202e", "\\x0d", "\\x1b"), in every command's text output,
+while --json keeps the text exactly. The model accepts such text as before (old ops replay as they did)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli, workspace
+
+from git_lanes.model.text import shown_text
+
+RLO = "\u202e"
+TITLE = f"fix {RLO}txt.exe"
+POST = f"done\rEVERYTHING IS FINE {RLO}gnp.exe"  # a post may hold a carriage return (it is multiline)
+LANE = f"feat/{RLO}evil"
+PROMPT = f"Add login {RLO}ti kool\nsecond line\r!"
+
+
+def terminal_safe(text: str) -> bool:
+    return not any(char in text for char in (RLO, "\r", "\x1b"))
+
+
+def seeded(api, repo) -> dict:
+    task = api.task_create(TITLE).task
+    ticket = api.ticket_open(TITLE).ticket
+    api.task_claim(task, "coder-1")
+    api.board_post(POST, "coder-1")
+    api.lane_create(LANE)
+    (workspace(repo, LANE) / "f.txt").write_text("f\n")
+    transition = api.commit(PROMPT, "coder-1", lane=LANE).id
+    return {"task": task, "ticket": ticket, "transition": transition}
+
+
+def test_text_output_escapes_what_a_terminal_would_act_on_and_json_keeps_it(api, repo):
+    ids = seeded(api, repo)
+    commands = {
+        ("task", "list"): TITLE, ("task", "show", ids["task"][:8]): TITLE, ("ticket", "list"): TITLE,
+        ("ticket", "show", ids["ticket"][:8]): TITLE, ("board", "read", "--all"): POST,
+        ("lane", "list"): LANE, ("lane", "show", LANE): LANE, ("status",): LANE, ("history",): PROMPT,
+        ("show", ids["transition"][:8]): PROMPT,
+    }
+    for args, written in commands.items():
+        text = run_cli(*args, cwd=repo)
+        assert text.code == 0, (args, text.err)
+        assert terminal_safe(text.out) and terminal_safe(text.err), (args, text.out)
+        assert shown_text(written.splitlines()[0]) in text.out, (args, text.out)
+        exact = run_cli(*args, "--json", cwd=repo)
+        assert exact.code == 0 and written.splitlines()[0] in json.dumps(exact.json, ensure_ascii=False), args
+
+
+def test_an_error_naming_such_text_is_escaped_too(api, repo):
+    refused = run_cli("lane", "show", f"no{RLO}pe", cwd=repo)
+    assert refused.code == 1 and terminal_safe(refused.err) and "\\u202e" in refused.err
+
+
+def test_the_escape_is_the_same_as_the_dashboard_shows():
+    assert shown_text(f"a{RLO}b\rc\x1bd\te\nf\u200dg") == "a\\u202eb\\x0dc\\x1bd\te\nf\u200dg"
