@@ -210,7 +210,7 @@ def test_evaluate_reruns_the_gates_of_a_proposal_and_records_them(api, repo):
     assert text.code == 0 and "gate ok: passed" in text.out
     api.accept(transition_id)
     decided = run_cli("evaluate", transition_id[:8], cwd=repo)
-    assert decided.code == 1 and "already accepted" in decided.err
+    assert decided.code == 3 and "already accepted" in decided.err
 
 
 def test_evaluate_exits_4_when_a_required_gate_fails_and_leaves_the_proposal_pending(api, repo):

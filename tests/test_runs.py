@@ -42,7 +42,7 @@ def test_run_commands_round_trip(repo):
     events = run_cli("run", "events", run_id, "--json", cwd=repo).json
     assert [e["type"] for e in events] == ["run_start", "phase", "run_end"]
     assert events[1]["seq"] == 2 and events[1]["elapsed"] >= 0
-    assert run_cli("run", "phase", run_id, "verify", cwd=repo).code == 1
+    assert run_cli("run", "phase", run_id, "verify", cwd=repo).code == 3  # ended: stale state
 
 
 def test_unknown_and_ambiguous_runs(repo):
