@@ -493,3 +493,17 @@ def test_intents_of_two_machines_for_one_ticket_meet_on_the_remote_and_the_later
     report = theirs.sync().to_dict()
     assert [op["type"] for ops in report["refused"].values() for op in ops] == ["publish.intent"]
     assert theirs._state().get(f"publish/intents/{ticket}.json")["token"] == "a" * 16
+
+
+def test_a_mistyped_ticket_is_refused_before_publish_reaches_the_shared_ledger(project):
+    """With a ledger shared through the remote, publish synced that ledger before it looked the ticket up:
+    a typo waited on the network and, with the remote out of reach, failed as an unreachable remote (exit 5)
+    instead of naming the ticket. The id is checked in the local ledger first, without the network."""
+    api, machine, spool, server, url = project
+    ticket = api.ticket_open("Login flow")["ticket"]
+    api.sync()
+    git("remote", "set-url", "origin", "git://127.0.0.1:1/nowhere", cwd=machine)  # any network use fails
+    typo = run_cli("publish", "fedcba98", "--json", cwd=machine)
+    assert typo.code == 1 and typo.json["error"] == "unknown_ticket", typo.out + typo.err
+    not_ready = run_cli("publish", ticket[:6], "--json", cwd=machine)  # a real one still asks the remote first
+    assert not_ready.code == 5, not_ready.out + not_ready.err

@@ -92,13 +92,19 @@ class PublishingApi:
 
         if pr is not None:
             pr = publishing.validate_pr(pr)
+        # The id is looked up here first: a typo fails at once, not after a round trip to the remote (or as an
+        # unreachable remote). A ticket opened on another machine is here once a sync brought it.
+        try:
+            ticket_id = tickets.resolve_ticket(self._state(), ticket)
+        except NotFound as exc:
+            raise NotFound(exc.message, code=exc.code, details=exc.details,
+                           hint=f"{exc.hint}; one opened on another machine is here after {command('sync')}") from None
         shared: str | None = self._remote(None)
         if shared is not None and publishing.shares_ledger(self.ctx, shared):
             self._exchange(shared)  # decide on what every machine has published so far
         else:
             shared = None
         state = self._state()
-        ticket_id = tickets.resolve_ticket(state, ticket)
         record = tickets.view(state, tickets.get_ticket(state, ticket_id))
         if record["status"] not in PUBLISHABLE:
             raise Refused(f"ticket {ticket_id[:8]} is {record['status']}: {record['done']} of {record['total']} "
