@@ -118,7 +118,7 @@ class OplogApi:
             return {"finished": finished, "undone": None}
         if op is None:
             newest = self.op_log(1)
-            self._stop_at_irreversible(newest[0]["time"] if newest else None)
+            self._stop_at_irreversible(newest[0] if newest else None)
             if not newest:
                 raise NotFound("nothing to undo: the operation log is empty", code="unknown_operation")
             op = newest[0]["id"]
@@ -140,22 +140,37 @@ class OplogApi:
                 result = undo.perform(ctx, plan, recorder)
         return result | {"op": self._newest_id()} | ({"finished": finished} if finished else {})
 
-    def _stop_at_irreversible(self, since: float | None) -> None:
-        """Refuse an undo given no operation when the newest one, newer than the newest undoable (at `since`),
-        is a decision undo cannot reverse: undoing the one before it instead is not what was asked."""
+    def _stop_at_irreversible(self, newest: dict[str, Any] | None) -> None:
+        """Refuse an undo given no operation when the newest operation is one undo cannot reverse: a ledger op
+        newer than the `newest` row of `op log` (which lists only what undo can reverse), or an op the command
+        of that row appended itself (a `task done` sent back for review). Undoing the one before it instead,
+        or undoing nothing and saying it was undone, is not what was asked."""
         from git_lanes import ledger
-        from git_lanes.domain import ledger_undo
+        from git_lanes.domain import ledger_undo, oplog
         from git_lanes.domain.coordination import FOLD
 
         for _, record in ledger_undo.ledger_ops(self.ctx.store, ledger.head(self.ctx.store), WINDOW):
-            if since is not None and record.time <= since:
-                return
-            if record.type in ledger_undo.IRREVERSIBLE:
+            if newest is not None and record.time <= newest["time"]:
+                break
+            if ledger_undo.stops_undo(record.type):
                 what = FOLD.summary(record, record.result or {})
-                raise Refused(f"the newest operation, {record.type} {record.id[:8]} ({what}), cannot be undone",
-                              code="not_undoable",
-                              hint=f"to undo an older operation, name it: {command('undo', 'OP')} ({command('op log')} "
-                                   "lists them)")
+                raise self._not_undoable(f"the newest operation, {record.type} {record.id[:8]} ({what}), cannot "
+                                         "be undone")
+        if newest is None or newest["kind"] != "lanes":
+            return
+        entry = next(oplog.entries(self.ctx, 1), None)
+        # What a sync brought (its spans) is other machines' work: undoing the sync reverses what it can of it.
+        step = next((s for s in entry.ledger if ledger_undo.stops_undo(s.type)), None) \
+            if entry is not None and entry.id == newest["id"] else None
+        if entry is not None and step is not None:
+            raise self._not_undoable(f"the newest operation, {entry.id[:8]} ({entry.description}), cannot be undone: "
+                                     f"undo cannot reverse its {step.type} {step.id[:8]}")
+
+    @staticmethod
+    def _not_undoable(message: str) -> Refused:
+        return Refused(message, code="not_undoable",
+                       hint=f"to undo an older operation, name it: {command('undo', 'OP')} ({command('op log')} "
+                            "lists them)")
 
     def _finish_undos(self) -> list[dict[str, Any]]:
         """Bring the workspaces of undos that died after moving their refs along with them."""

@@ -63,6 +63,7 @@ OWNERS = {
     "_make_lane": "dispatch",
     "_newest_id": "oplog",
     "_not_forward": "publishing",
+    "_not_undoable": "oplog",
     "_nothing": "board",
     "_operation": "oplog",
     "_push": "publishing",

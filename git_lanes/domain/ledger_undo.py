@@ -24,9 +24,11 @@ UNDOABLE = frozenset({"claim.add", "claim.release", "board.post", "board.resolve
                       "task.dep_add", "task.claim", "task.done", "task.block", "task.resume", "ticket.open",
                       "ticket.link", "plan.dispatch", "ports.reserve", "ports.release", "budget.set", "budget.clear",
                       TYPE})
-# Decisions undo cannot reverse (a handoff moves owner, lane, claims and dirty set, and tells the agent): an
-# undo given no operation stops at one, where it would reach past it and undo an older operation unasked.
-IRREVERSIBLE = frozenset({"task.handoff"})
+# What an undo given no operation passes over without a word, where it undoes the newest operation it can:
+# bookkeeping that decides nothing (heartbeats, reads, wake-takes, registrations, a sync's refusal notices,
+# dirty sets, an undo's own relisting, a publish lock's lease). Every other op it cannot reverse stops it.
+PASSED_OVER = frozenset({"agent.register", "agent.heartbeat", "agent.touch", "board.read", "wake.take", "refused",
+                         "dirty.publish", board_index.RETRACTIONS, "publish.lock", "publish.unlock"})
 # The board's two lists (`retracted/`, `questions/`) are not restored as they were: the undo's fold keeps
 # them in step with the posts it rewrites, so undoing one post does not undo what later posts added to them.
 BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/", "questions/")
@@ -35,6 +37,14 @@ BOOKKEEPING = ("agents/", "wakes/", "board/readers/", "dirty/", "retracted/", "q
 # 3,000 posts rewrote it (and carried it whole in each commit) 3,000 times, 44 s of a 45 s undo.
 LIST_LATER = "list_later"
 RELIST = board_index.RETRACTIONS
+
+
+def stops_undo(op_type: str) -> bool:
+    """Whether an undo given no operation stops at an op of `op_type`: one it cannot reverse (a handoff, a
+    review, a publication, a closed ticket, gc's tombstones...), where it would reach past it and undo an older
+    operation unasked. Derived from what undo can reverse, so an op type added later stops it too until it is
+    made undoable or listed as bookkeeping."""
+    return op_type not in UNDOABLE and op_type not in PASSED_OVER
 
 
 def describe(path: str) -> str:
