@@ -42,7 +42,7 @@ LEDGER = {"git_lanes.api.ledger", "git_lanes.ledger", "git_lanes.ledger.log", "g
 PINNED = {
     ("--version",): {"git_lanes", "git_lanes.cli"},
     ("status",): REPOSITORY | TRANSITIONS | FILES | {"git_lanes.cli.inspect", "git_lanes.model.results",
-                                             "git_lanes.model.workspace_results"},
+                                             "git_lanes.model.workspace_results", "git_lanes.domain.undo_marks"},
     ("show", "SHOWN"): REPOSITORY | TRANSITIONS | {"git_lanes.cli.inspect", "git_lanes.model.results"},
     ("lane", "list"): REPOSITORY | RECORD | {"git_lanes.cli.lane", "git_lanes.domain.lanes",
                                              "git_lanes.domain.wording", "git_lanes.model.names",

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import fsck_clean, git, run_cli, workspace
 from promotion_fixtures import edit, head, land
 
@@ -483,3 +485,69 @@ def test_an_undo_given_no_operation_stops_at_a_handoff_it_cannot_reverse(repo):
     task_now = cli("task", "show", task)
     assert (task_now["owner"], task_now["status"]) == ("coder-2", "claimed")  # nothing moved
     assert cli("undo", post["id"][:8])["undone"] == post["id"]  # an older one, named, is undone
+
+
+# `git lanes undo`, stopped where it removes a workspace: just before (`before`) or just after (`after`) the
+# removal, it tells the test (a file in the spool) and waits to be killed.
+HELD_AT_REMOVAL = """
+import pathlib, sys, time
+from git_lanes.store import worktree_remove
+spool, when = pathlib.Path(sys.argv[1]), sys.argv[2]
+removing = worktree_remove.remove
+
+def held(*args, **kwargs):
+    if when == "after":
+        removing(*args, **kwargs)
+    (spool / "held").write_text("")
+    time.sleep(120)  # killed long before
+
+worktree_remove.remove = held
+sys.argv = ["git-lanes", "undo"]
+from git_lanes.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_an_undo_of_a_lane_create_killed_at_its_workspace_never_leaves_the_lane_without_one(repo, tmp_path, when):
+    """The undo of `lane create` removed the lane's workspace first and moved its ref after: killed in
+    between, the lane stayed with no workspace, and `status` said nothing of the undo cut short. The ref moves
+    first now; the workspace a kill leaves behind (clean, its lane gone) goes with the next `undo`, which
+    finishes the interrupted one rather than undoing anything else, and `status` says so until then."""
+    from kill_helpers import children_ended
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    assert run_cli("lane", "create", "a", cwd=repo).code == 0
+    assert workspace(repo, "a").is_dir()
+    doomed = subprocess.Popen([sys.executable, "-c", HELD_AT_REMOVAL, str(spool), when], cwd=repo,
+                              start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while not (spool / "held").exists():
+        assert doomed.poll() is None, doomed.communicate()
+        time.sleep(0.01)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
+    children_ended(doomed.pid)
+    lane = git("for-each-ref", "refs/lanes/heads/a", cwd=repo)
+    assert not lane or workspace(repo, "a").is_dir(), "the lane was left without its workspace"
+    assert not lane  # the ref moved before the workspace went
+
+    status = run_cli("status", "--json", cwd=repo)
+    assert status.code == 0, status.err
+    [interrupted] = status.json["interrupted_undos"]
+    assert "git lanes undo" in interrupted["hint"], interrupted
+    human = run_cli("status", cwd=repo).out.splitlines()
+    assert [line for line in human if "interrupted" in line and "`git lanes undo`" in line], human
+    doctor = run_cli("doctor", "--check", "oplog", "--json", cwd=repo)
+    [warned] = [c for c in doctor.json["checks"] if c["status"] == "warn"]
+    assert "interrupted" in warned["message"] and "`git lanes undo`" in warned["message"], warned
+    human = run_cli("doctor", "--check", "oplog", cwd=repo).out.splitlines()
+    assert [line for line in human if "interrupted" in line], human
+
+    finished = undo(repo)
+    assert finished["undone"] is None and finished["finished"], finished
+    assert not workspace(repo, "a").exists()
+    assert not git("for-each-ref", "refs/lanes/heads/a", cwd=repo)
+    assert "interrupted_undos" not in run_cli("status", "--json", cwd=repo).json
+    assert run_cli("doctor", "--check", "workspaces", cwd=repo).code == 0
+    fsck_clean(repo)

@@ -212,6 +212,16 @@ def _queue(api: Any, where: Where) -> list[dict[str, Any]]:
 
 @check("oplog")
 def _oplog(api: Any, where: Where) -> list[dict[str, Any]]:
+    """The operation log, and the undos cut short that the next `undo` finishes."""
+    from git_lanes.domain import undo_marks
+
+    cut_short = [finding("warn", f"{u['message']}: {u['hint']}", "its refs may have moved without its workspaces "
+                         "following them", repair=api._finish_undos, undo=u["undo"], undoes=u["undoes"])
+                 for u in undo_marks.interrupted(api.ctx)]
+    return cut_short + _oplog_chain(api)
+
+
+def _oplog_chain(api: Any) -> list[dict[str, Any]]:
     """The operation log `undo` and `op log` read: each entry a commit whose first parent is the one before,
     back to the first; a commit gone (lost by hand, or by a copy of the git directory that left objects
     out) leaves every entry below it unreachable to undo. What is lost cannot come back: --fix ends the log

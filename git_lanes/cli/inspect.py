@@ -40,6 +40,7 @@ def status(as_json: bool) -> None:
             lines.append(table([["  " + short(t["id"]), t["lane"], t["intent"]["agent_id"], _summary(t)]
                                 for t in r["proposals"]]))
         lines += [f"broken {lane['name']}: {lane['broken']}" for lane in r["lanes"] if lane.get("broken")]
+        lines += [f"{u['message']}: {u['hint']}" for u in r.get("interrupted_undos", ())]
         for dirty in r["dirty"]:
             lines.append(f"unsnapshotted in {dirty['lane']}:")
             lines += [f"  {kind:9} {shown_path(path)}" for path, kind in sorted(dirty["paths"].items())]

@@ -44,6 +44,8 @@ def _committed_off_lane(ctx: Context, lane: str, path: Path) -> dict[str, str]:
 
 
 def status(ctx: Context) -> dict:
+    from git_lanes.domain import undo_marks  # with `status` alone: `show` and `history` load this module too
+
     lane_rows = []
     dirty = []
     # read once, not again for each lane whose index is ahead
@@ -62,7 +64,7 @@ def status(ctx: Context) -> dict:
                           "attention": needing})
     pending = [t.to_dict() for t in proposals]
     return {"trunk": ctx.trunk, "lanes": lane_rows, "proposals": pending, "dirty": dirty,
-            "unreadable": [u.to_dict() for u in unreadable]}
+            "unreadable": [u.to_dict() for u in unreadable], "interrupted_undos": undo_marks.interrupted(ctx)}
 
 
 def history(ctx: Context, *, lane: str | None = None, status: str | None = None, agent: str | None = None,

@@ -11,12 +11,11 @@ as typed and reported as needing attention (as a promotion does)."""
 
 from __future__ import annotations
 
-import os
 import secrets
 from dataclasses import dataclass, field
 
 from git_lanes import ledger
-from git_lanes.domain import attention, ledger_undo, lanes, oplog, restore
+from git_lanes.domain import attention, ledger_undo, lanes, oplog, restore, undo_marks
 from git_lanes.domain.context import Context
 from git_lanes.domain.coordination import FOLD
 from git_lanes.errors import Conflict, Refused, StaleState, command
@@ -220,16 +219,19 @@ def _perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
         updates.append(store.write_notes(refs.NOTES, texts, f"lanes: undo {entry.id[:8]}"))
     if plan.ledger_ops:
         updates.append(RefUpdate(refs.LEDGER, plan.ledger_head, plan.ledger_base, f"lanes: undo {entry.id[:8]}"))
-    prepared, removed = {}, []
+    prepared, removing = {}, []
     for move in _lane_moves(ctx, entry):
         lane = oplog.lane_of(move.ref, ctx.trunk) or ""
         path = lanes.workspace_path(ctx, lane)
         if path is None or move.new is None:
             continue
         if move.old is None:
-            store.remove_worktree(path)  # checked: nothing unsaved there
+            # Removed by _follow once the lane's ref is gone, never before: a kill in between leaves a clean
+            # workspace of no lane, which the next undo removes, not a lane without its workspace. What would
+            # refuse the removal (a repository of its own inside, a git at work there) refuses it now.
+            lanes.require_removable(ctx, lane, path)
             oplog.files_moved(lane)  # so that undoing this undo makes the workspace again
-            removed.append(lane)
+            removing.append(lane)
         elif move.files:
             worktree = attention.prepare_move(ctx, lane, move.new, move.old)
             if worktree is not None:
@@ -241,7 +243,7 @@ def _perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
     edits = [m for m in order if _kept_edits(ctx, entry, m)]
     message = f"lanes: undo {entry.id[:8]}: {entry.description}"[:200]
     store.update_refs(updates + [RefUpdate(m.ref, m.old, m.new, message) for m in order if m not in edits])
-    workspaces = _follow(ctx, entry, prepared, removed, plan.gone)
+    workspaces = _follow(ctx, entry, prepared, removing, plan.gone)
     if edits:
         store.update_refs([RefUpdate(m.ref, m.old, m.new, message) for m in edits])
     for change in entry.workspaces:
@@ -255,7 +257,7 @@ def _perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
 
 
 def _markers(ctx: Context) -> str:
-    return os.path.join(str(ctx.store.common_dir), "lanes-undo")
+    return undo_marks.folder(ctx)
 
 
 def interrupted(ctx: Context) -> bool:
@@ -296,7 +298,7 @@ def _resume(ctx: Context, entry: OpEntry) -> list[dict] | None:
         path = lanes.workspace_path(ctx, lane)
         if path is not None and attention.pending(ctx, path):
             prepared[lane] = path
-    reports = _follow(ctx, entry, prepared, [], [], only=back)
+    reports = _follow(ctx, entry, prepared, _left_behind(ctx, entry, back), [], only=back)
     if not back:
         return None
     for change in entry.workspaces:  # a restore's files, put back only where they are still as it left them
@@ -305,6 +307,21 @@ def _resume(ctx: Context, entry: OpEntry) -> list[dict] | None:
             store.apply_checkout(path, store.plan_checkout(path, change.before, force=True))
             reports.append({"lane": change.lane, "path": str(path), "restored": change.before})
     return reports
+
+
+def _left_behind(ctx: Context, entry: OpEntry, back: set[str]) -> list[str]:
+    """The lanes among those whose refs in `back` the undo took away whose workspace is still there, holding
+    what the lane held (the undo was killed before removing it). One edited since is left to a person
+    (`doctor` names it): nothing unsaved is ever removed."""
+    left = []
+    for move in _lane_moves(ctx, entry):
+        lane = oplog.lane_of(move.ref, ctx.trunk) or ""
+        if move.ref not in back or move.old is not None or move.new is None:
+            continue
+        path = lanes.workspace_path(ctx, lane)
+        if path is not None and ctx.store.files_match(path, ctx.store.tree_of(move.new)):
+            left.append(lane)
+    return left
 
 
 def _kept_edits(ctx: Context, entry: OpEntry, move: RefMove) -> bool:
@@ -317,9 +334,10 @@ def _lane_moves(ctx: Context, entry: OpEntry) -> list[RefMove]:
     return [m for m in entry.moves if oplog.lane_of(m.ref, ctx.trunk) is not None]
 
 
-def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str], gone: list[str],
+def _follow(ctx: Context, entry: OpEntry, prepared: dict, removing: list[str], gone: list[str],
             only: set[str] | None = None) -> list[dict]:
-    """Bring workspaces along with their lanes, after the refs moved (`only`: of those lanes' refs)."""
+    """Bring workspaces along with their lanes, after the refs moved (`only`: of those lanes' refs), removing
+    those of `removing`, lanes the undo took away (checked: nothing unsaved there)."""
     store, reports = ctx.store, []
     for move in _lane_moves(ctx, entry):
         lane = oplog.lane_of(move.ref, ctx.trunk) or ""
@@ -328,7 +346,9 @@ def _follow(ctx: Context, entry: OpEntry, prepared: dict, removed: list[str], go
                 attention.finish(ctx, lane, prepared[lane])
             continue
         if move.old is None:
-            if lane in removed:
+            path = lanes.workspace_path(ctx, lane) if lane in removing else None
+            if path is not None:
+                store.remove_worktree(path)
                 reports.append({"lane": lane, "removed": True})
             continue
         path = lanes.workspace_path(ctx, lane)

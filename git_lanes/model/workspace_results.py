@@ -65,6 +65,16 @@ class DirtyWorkspace(Record):
     attention: tuple[str, ...]
 
 
+class InterruptedUndo(Record):
+    """An undo whose process was killed before it finished (its refs may have moved and its workspaces not
+    followed): the next `undo` finishes it."""
+
+    undo: str | None
+    undoes: str | None
+    message: str
+    hint: str
+
+
 class RepositoryStatus(Record):
     """Every lane with its workspace, the pending proposals, and the workspaces with unsnapshotted edits."""
 
@@ -74,6 +84,8 @@ class RepositoryStatus(Record):
     dirty: tuple[DirtyWorkspace, ...]
     unreadable: tuple[Unreadable, ...] = meta(omit="empty", default=(),
                                               doc="pending proposals whose notes could not be read")
+    interrupted_undos: tuple[InterruptedUndo, ...] = meta(omit="empty", default=(),
+                                                          doc="undos cut short, which the next `undo` finishes")
 
 
 class LaneDetail(LaneInfo):

@@ -103,6 +103,16 @@ def has_orphans(folder: str) -> bool:
     return found
 
 
+def orphan_records(folder: str) -> list[list[dict[str, Any]]]:
+    """The lines of each journal in `folder` whose process is gone, read and left as they are, for the next
+    writer to finish (a look, taking no lock for longer than the read)."""
+    found = []
+    for _, records, fd in orphans(folder):
+        os.close(fd)
+        found.append(records)
+    return found
+
+
 def finish(path: str, fd: int) -> None:
     try:
         os.unlink(path)
