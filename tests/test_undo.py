@@ -70,7 +70,7 @@ def test_undo_of_a_promote_restores_the_trunk_and_its_files_and_undoing_the_undo
     [report] = undone["workspaces"]
     assert report["attention"] == ["a.txt"] and "README.md" in report["updated"]
     kept = undone["backup"]
-    assert kept.startswith("refs/lanes/backups/undo/") and git("rev-parse", f"{kept}^1", cwd=repo).strip() == after
+    assert kept.startswith("refs/lanes/backups/-undo/") and git("rev-parse", f"{kept}^1", cwd=repo).strip() == after
     assert run_cli("show", promoted.json["transition"]["id"][:8], cwd=repo).code == 1  # its record went too
     redone = undo(repo)
     assert redone["undone"] == undone["op"]
@@ -262,7 +262,7 @@ def test_an_operation_killed_after_moving_refs_is_in_the_log_and_undoable(api, r
 
 
 def test_an_undo_whose_backup_gc_removed_can_still_be_undone(api, repo):
-    """gc removes what an undo kept under refs/lanes/backups/undo/; undoing that undo (a redo) wants the backup
+    """gc removes what an undo kept under refs/lanes/backups/-undo/; undoing that undo (a redo) wants the backup
     gone, and it is, so nothing depends on it: the redo used to be blocked for good, naming gc, whose own
     undo cannot bring pruned objects back."""
     api.lane_create("a")
@@ -485,6 +485,46 @@ def test_an_undo_given_no_operation_stops_at_a_handoff_it_cannot_reverse(repo):
     task_now = cli("task", "show", task)
     assert (task_now["owner"], task_now["status"]) == ("coder-2", "claimed")  # nothing moved
     assert cli("undo", post["id"][:8])["undone"] == post["id"]  # an older one, named, is undone
+
+
+def test_undo_keeps_its_backups_apart_from_those_of_a_lane_named_undo(api, repo):
+    """Undo kept what it replaced under refs/lanes/backups/undo/, where a lane named `undo` keeps its own
+    backups: redoing a commit on that lane took the undo's backup (an empty tree) for the lane's kept unsaved
+    edits and checked it out over the workspace, deleting its files. Undo's backups now go where no lane's
+    can (refs/lanes/backups/-undo/), and one an older version kept under undo/ is still told apart."""
+    api.lane_create("undo")
+    edit(workspace(repo, "undo"), {"w.txt": "work\n"})
+    assert run_cli("commit", "-m", "work", "--auto-accept", cwd=workspace(repo, "undo"), env=AGENT).code == 0
+    committed = head(repo, "refs/lanes/heads/undo")
+    undone = undo(repo)
+    assert undone["backup"].startswith("refs/lanes/backups/-undo/"), undone["backup"]
+    redone = undo(repo)
+    assert head(repo, "refs/lanes/heads/undo") == committed
+    assert (workspace(repo, "undo") / "w.txt").read_text() == "work\n"
+    assert (workspace(repo, "undo") / "README.md").exists()
+    assert not any(w.get("restored_edits") for w in redone["workspaces"]), redone
+    fsck_clean(repo)
+
+
+def test_an_undo_kept_under_the_old_backups_name_is_still_told_apart_from_a_lane_named_undo(api, repo,
+                                                                                              monkeypatch):
+    """An undo made by an older version kept its backup under refs/lanes/backups/undo/: redoing it still
+    takes that backup for the undo's own, not for unsaved edits of the lane named `undo`, and removes it."""
+    from git_lanes.model import refs
+
+    api.lane_create("undo")
+    edit(workspace(repo, "undo"), {"w.txt": "work\n"})
+    assert run_cli("commit", "-m", "work", "--auto-accept", cwd=workspace(repo, "undo"), env=AGENT).code == 0
+    committed = head(repo, "refs/lanes/heads/undo")
+    with monkeypatch.context() as old:
+        old.setattr(refs, "UNDO_BACKUPS", refs.BACKUPS + "undo/")
+        undone = api.undo()
+    assert undone["backup"].startswith("refs/lanes/backups/undo/")
+    redone = undo(repo)
+    assert redone["undone"] == undone["op"] and head(repo, "refs/lanes/heads/undo") == committed
+    assert (workspace(repo, "undo") / "w.txt").read_text() == "work\n"
+    assert not git("for-each-ref", undone["backup"], cwd=repo)  # the redo took it away, as any undo's backup
+    fsck_clean(repo)
 
 
 # `git lanes undo`, stopped where it removes a workspace: just before (`before`) or just after (`after`) the

@@ -106,7 +106,7 @@ class OplogApi:
     def undo(self, op: str | None = None, *, actor: str | None = None, dry_run: bool = False) -> dict[str, Any]:
         """Undo operation `op` (default: the newest in `op log`). Refs move back by compare-and-swap after
         checking nothing depends on them since (else Conflict, exit 3, naming what does); what the undo
-        replaces is kept under refs/lanes/backups/undo/; ledger ops are reversed by inverse ops. The undo is
+        replaces is kept under refs/lanes/backups/-undo/; ledger ops are reversed by inverse ops. The undo is
         itself an operation, so undoing it redoes."""
         from git_lanes.domain import oplog, undo
 

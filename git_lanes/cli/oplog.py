@@ -91,7 +91,7 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
     checking that nothing depends on them since: a ref that moved again, a record changed again, a lane or
     proposal built on a state OP made. If anything does, nothing moves and the exit code is 3, naming it.
     Workspaces follow their lanes file by file; a file with unsaved edits is left as typed and reported.
-    What the undo replaces is kept under refs/lanes/backups/undo/, and the undo is itself an operation:
+    What the undo replaces is kept under refs/lanes/backups/-undo/, and the undo is itself an operation:
     undoing it redoes OP. An undo cut short after its refs moved (killed, say) is finished by the next
     `git lanes undo`, which brings the workspaces along and, given no OP, does nothing else.
 

@@ -5,7 +5,7 @@ inverse op, and workspaces follow, all decided before anything moves.
 Refused (a Conflict, exit 3, naming what) when something depends on the operation since: a ref it moved has
 moved again, a note it wrote was rewritten, a ledger record it changed changed again, another lane or a
 proposal was built on a state it introduced, a workspace it changed was edited. What the undo replaces is
-kept under refs/lanes/backups/undo/<id>, and the undo is itself an operation in the log, so undoing it redoes.
+kept under refs/lanes/backups/-undo/<id>, and the undo is itself an operation in the log, so undoing it redoes.
 Unsaved edits in a workspace are never overwritten: files are moved path by path, and an edited one is left
 as typed and reported as needing attention (as a promotion does)."""
 
@@ -326,7 +326,7 @@ def _left_behind(ctx: Context, entry: OpEntry, back: set[str]) -> list[str]:
 
 def _kept_edits(ctx: Context, entry: OpEntry, move: RefMove) -> bool:
     """Whether `move` made the backup ref of a moved lane's unsaved edits (lane delete --force, reset --force)."""
-    return move.old is None and move.new is not None and any(
+    return move.old is None and move.new is not None and move.ref != entry.backup and any(
         move.ref.startswith(f"{refs.BACKUPS}{oplog.lane_of(m.ref, ctx.trunk)}/") for m in _lane_moves(ctx, entry))
 
 
@@ -375,7 +375,9 @@ def _restore_backups(ctx: Context, entry: OpEntry, lane: str, path, head: str, r
     back into the workspace once it is back on the state they were made on, untouched since."""
     prefix = f"{refs.BACKUPS}{lane}/"
     for move in entry.moves:
-        if not move.ref.startswith(prefix) or move.old is not None or move.new is None:
+        # An undo's own backup is no lane's edits, though an older version kept it where a lane named `undo`
+        # keeps its own: checked out, its empty tree would delete the workspace's files.
+        if not move.ref.startswith(prefix) or move.old is not None or move.new is None or move.ref == entry.backup:
             continue
         if move.ref in gone:
             reports.append({"lane": lane, "path": str(path), "edits_removed": move.ref})

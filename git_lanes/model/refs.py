@@ -16,8 +16,10 @@ TRUNK_META = META + "trunk"
 NOTES = "refs/notes/lanes"
 # This repository's operation log (local, never synced): one commit per lanes operation that moved refs.
 OPLOG = "refs/lanes/oplog"
-# What an undo replaced, kept reachable (local, like every backup): refs/lanes/backups/undo/<operation id>.
-UNDO_BACKUPS = BACKUPS + "undo/"
+# What an undo replaced, kept reachable (local, like every backup): refs/lanes/backups/-undo/<random id>. A
+# lane's name never starts with '-', so no lane's backups (refs/lanes/backups/<lane>/) can share it; older
+# versions kept them under undo/, a lane named `undo`'s own. An entry's `backup` names its undo's either way.
+UNDO_BACKUPS = BACKUPS + "-undo/"
 REMOTE_PREFIX = "refs/lanes-remote/"
 # git-lanes' own folder in the main worktree (excluded there); no state may track anything under it
 LANES_DIR = ".lanes"
