@@ -247,3 +247,42 @@ def test_logs_of_a_run_spawn_did_not_start_says_so_instead_of_printing_nothing(r
         assert result.code == 1 and result.json["error"] == "not_spawned", (args, result.out, result.err)
         assert "Traceback" not in result.err and "run events" in result.json["hint"]
 
+
+
+NESTING_AGENT = """import json, os, pathlib, subprocess, sys, time
+out = pathlib.Path(sys.argv[1])
+if sys.argv[2] == "outer":  # an agent that spawns an agent of its own, as a person would
+    spawned = subprocess.run([sys.executable, "-m", "git_lanes", "spawn", "--prompt", "inner", "--cli", "custom",
+                              "--json"], capture_output=True, text=True)
+    (out / "inner-run").write_text(json.loads(spawned.stdout)["run"] if spawned.returncode == 0 else spawned.stderr)
+else:
+    (out / "inner-pid").write_text(str(os.getpid()))
+while True:
+    time.sleep(1)
+"""
+
+
+def test_stop_leaves_alone_a_run_that_the_stopped_runs_agent_spawned(repo, tmp_path):
+    """The processes below a stopped run's agent and supervisor end with it, but not another run's: a spawn
+    its agent made has a supervisor of its own (re-parented to this run's supervisor once the spawn command
+    exits), and stopping the outer run must leave that run and its agent going."""
+    script = tmp_path / "nesting_agent.py"
+    script.write_text(NESTING_AGENT)
+    command = json.dumps([sys.executable, str(script), str(tmp_path), "{prompt}"])
+    set_policy(repo, f"[agent]\nstop_grace = 2\n\n[agent.custom]\ncommand = {command}\n")
+    outer = spawned_run(run_cli("spawn", "--prompt", "outer", "--cli", "custom", "--json", cwd=repo))
+    inner = wait_for(lambda: (tmp_path / "inner-run").exists() and (tmp_path / "inner-run").read_text(),
+                     "the outer agent to spawn the inner one")
+    assert len(inner) == 16 and inner != outer, inner
+    pid = int(wait_for(lambda: (tmp_path / "inner-pid").exists() and (tmp_path / "inner-pid").read_text(),
+                       "the inner agent to start"))
+    boss = wait_for(lambda: show(repo, inner)["supervisor"].get("pid"), "the inner run's supervisor")
+    try:
+        assert processes.running(pid) and processes.running(boss)
+        stopped = run_cli("stop", outer, "--json", cwd=repo)
+        assert stopped.code == 0 and stopped.json["stopped"], stopped.err
+        assert processes.running(pid) and processes.running(boss), "the inner run goes on"
+        assert show(repo, inner)["state"] == "running"
+    finally:
+        assert run_cli("stop", inner, "--json", cwd=repo).code == 0
+    assert not processes.running(pid) and not processes.running(boss)

@@ -195,7 +195,8 @@ class RunningApi:
                 # the agent's group, and what left it: below the agent or its supervisor (their subreaper),
                 # or started with the run's mark in its environment
                 roots = (int(state.process["pid"]), *((int(boss["pid"]),) if supervised else ()))
-                how = processes.end_run(int(state.process["pgid"]), grace, roots, spawning.mark(run_id))
+                how = processes.end_run(int(state.process["pgid"]), grace, roots, spawning.mark(run_id),
+                                        spawning.fence(run_id))
             if supervised and not processes.wait_gone(int(boss["pid"]), grace):
                 processes.end_group(int(boss["pid"]), grace)
             state = current_state(repo, run_id)

@@ -180,7 +180,7 @@ class SpawnApi:
         from git_lanes.store import processes
         from git_lanes.store.gitcli import unredirected_env
 
-        started = processes.launch(supervisor(run), self.ctx.store.root, spawning.supervisor_env(unredirected_env()),
+        started = processes.launch(supervisor(run), self.ctx.store.root, spawning.supervisor_env(unredirected_env(), run),
                                    repo.log.files(run) / SUPERVISOR_LOG)
         self._supervisor_started = started  # keeps the handle, so a long-lived face reaps it
 

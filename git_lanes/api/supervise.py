@@ -255,7 +255,7 @@ class SuperviseApi:
         from git_lanes.store import processes
 
         roots = (pid, os.getpid()) if self._adopting else (pid,)
-        return processes.end_run(pid, grace, roots, spawning.mark(run))
+        return processes.end_run(pid, grace, roots, spawning.mark(run), spawning.fence(run))
 
     # -- a spawn without the pipeline ---------------------------------------------------------------
     def _drive_plain(self, repo: control.LightRepo, run: str) -> None:

@@ -24,6 +24,9 @@ SETTINGS_FILES = {"claude": ".claude/settings.local.json", "codex": ".codex/hook
 # daemon that left the agent's process group too), so `stop` finds them all. Not GIT_LANES_RUN: a person's
 # shell may carry that one, and `stop` must not end the shell it was typed in.
 MARK = "GIT_LANES_SPAWNED"
+# The run a supervisor drives, in its environment and so in its agent's: where a run's process tree meets
+# another's (a spawn its agent made has its own supervisor below this one), the value changes.
+SUPERVISOR = "GIT_LANES_SUPERVISOR"
 
 
 def load_launch(ctx: Context) -> Launch:
@@ -59,7 +62,7 @@ def agent_env(base: dict[str, str], *, run: str, agent: str, lane: str, workspac
               extra: dict[str, str]) -> dict[str, str]:
     """The agent's environment: the caller's, the CLI's `[agent.<cli>] env`, and who and where it is."""
     env = dict(base) | extra | {"GIT_LANES_AGENT": agent, "GIT_LANES_RUN": run, "GIT_LANES_LANE": lane,
-                                "GIT_LANES_WORKSPACE": str(workspace), MARK: run}
+                                "GIT_LANES_WORKSPACE": str(workspace), MARK: run, SUPERVISOR: run}
     if task:
         env["GIT_LANES_TASK"] = task
     return env
@@ -70,10 +73,15 @@ def mark(run: str) -> bytes:
     return f"{MARK}={run}".encode()
 
 
-def supervisor_env(base: dict[str, str]) -> dict[str, str]:
-    """A supervisor's environment: without the mark of the run whose agent spawned it, if one did, so that
-    stopping that run leaves this other run alone."""
-    return {name: value for name, value in base.items() if name != MARK}
+def supervisor_env(base: dict[str, str], run: str) -> dict[str, str]:
+    """The environment of run `run`'s supervisor: without the mark of the run whose agent spawned it, if one
+    did, and naming its own run (`fence`), so that stopping that run leaves this other run alone."""
+    return {name: value for name, value in base.items() if name != MARK} | {SUPERVISOR: run}
+
+
+def fence(run: str) -> bytes:
+    """The environment entry of run `run`'s supervisor and its agent; another value of it begins another run."""
+    return f"{SUPERVISOR}={run}".encode()
 
 
 def is_live(state: RunState, host: str, running: Any) -> bool:

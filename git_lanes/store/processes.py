@@ -104,19 +104,33 @@ def _table() -> dict[int, tuple[int, int]]:
     return table
 
 
-def _marked(pid: int, mark: bytes) -> bool:
-    """Whether process `pid` started with `mark` (`NAME=value`) in its environment. Another user's process
-    cannot be read, and is no process of ours."""
+def _environ(pid: int) -> bytes:
+    """The environment process `pid` started with, each entry between NULs; nothing for another user's
+    process, which cannot be read (and is no process of ours)."""
     try:
-        environ = (PROC / str(pid) / "environ").read_bytes()
+        return b"\0" + (PROC / str(pid) / "environ").read_bytes() + b"\0"
     except OSError:
-        return False
-    return b"\0" + mark + b"\0" in b"\0" + environ + b"\0"
+        return b""
 
 
-def run_processes(pgid: int, roots: tuple[int, ...] = (), mark: bytes | None = None) -> list[int]:
+def _marked(pid: int, mark: bytes) -> bool:
+    """Whether process `pid` started with `mark` (`NAME=value`) in its environment."""
+    return b"\0" + mark + b"\0" in _environ(pid)
+
+
+def _fenced(pid: int, fence: bytes) -> bool:
+    """Whether process `pid` started with another value of `fence`'s name (`fence` is `NAME=value`)."""
+    environ = _environ(pid)
+    name = b"\0" + fence.partition(b"=")[0] + b"="
+    return name in environ and b"\0" + fence + b"\0" not in environ
+
+
+def run_processes(pgid: int, roots: tuple[int, ...] = (), mark: bytes | None = None,
+                  fence: bytes | None = None) -> list[int]:
     """The live processes of a run: group `pgid`, every descendant of `roots` (not the roots themselves), and
-    every process whose environment carries `mark`, this process excepted. Without /proc, the group alone."""
+    every process whose environment carries `mark`, this process excepted. Below a process whose environment
+    names another value of `fence`'s name (another run's supervisor, which a spawn below these roots started)
+    lies another run: the walk does not go there. Without /proc, the group alone."""
     if not PROC.is_dir():
         return group_members(pgid)
     table = _table()
@@ -128,7 +142,7 @@ def run_processes(pgid: int, roots: tuple[int, ...] = (), mark: bytes | None = N
     stack = list(roots)
     while stack:
         for child in children.get(stack.pop(), ()):
-            if child not in below:
+            if child not in below and not (fence is not None and _fenced(child, fence)):
                 below.add(child)
                 stack.append(child)
     found |= below
@@ -214,12 +228,13 @@ def end_group(pgid: int, grace: float) -> str:
     return "SIGKILL"
 
 
-def end_run(pgid: int, grace: float, roots: tuple[int, ...] = (), mark: bytes | None = None) -> str:
+def end_run(pgid: int, grace: float, roots: tuple[int, ...] = (), mark: bytes | None = None,
+            fence: bytes | None = None) -> str:
     """End every process of a run (`run_processes`): SIGTERM, then SIGKILL to what is left after `grace`
     seconds, found afresh each time (a process may start another as it goes). Returns how they ended:
     "gone" (nothing ran), "SIGTERM" or "SIGKILL"."""
     def find() -> list[int]:
-        return run_processes(pgid, roots, mark)
+        return run_processes(pgid, roots, mark, fence)
 
     if not find():
         return "gone"
