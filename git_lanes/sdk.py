@@ -28,6 +28,7 @@ from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.model.text import as_reason
 from git_lanes.model.workspace_results import Decided, Unchanged
 
+WAIT_SECONDS = 60.0  # how long `wait` waits when not told
 # Metadata names that are fields of the intent itself rather than free-form metadata.
 INTENT_FIELDS = ("model", "agent_type")
 
@@ -45,6 +46,14 @@ def told(call: Callable[[], Any]) -> Any:
     finally:
         for message in take_notices():
             warnings.warn(message, LanesWarning, stacklevel=3)
+
+
+def one_of(name: str, value: Any, former: str, given: Any) -> Any:
+    """A keyword's value under its name or its former spelling (kept so that callers written for it keep
+    working); both at once is refused, as they might say different things."""
+    if value is not None and given is not None and value != given:
+        raise UserError(f"{name} and {former} are one keyword; give it once", code="usage")
+    return value if value is not None else given
 
 
 class AgentSession:
@@ -137,20 +146,28 @@ class AgentSession:
         flat = [g for given in globs for g in (given if isinstance(given, (list, tuple)) else [given])]
         return told(lambda: self.api.claim_add(flat, self.agent_id, task_id))
 
-    def post(self, text: str, kind: str = "note", to: str | None = None) -> Posted:
-        """Post on the board (kind note, question or handoff), to one agent or to everyone else."""
-        return self._acting(lambda: self.api.board_post(text, self.agent_id, kind, to))
+    def post(self, text: str, kind: str = "note", to: str | None = None, *, to_agent: str | None = None) -> Posted:
+        """Post on the board (kind note, question or handoff), to one agent (`to_agent`, as the MCP tool
+        spells it; `to` is its former spelling) or to everyone else."""
+        recipient = one_of("to_agent", to_agent, "to", to)
+        return self._acting(lambda: self.api.board_post(text, self.agent_id, kind, recipient))
 
-    def read_board(self, unread_only: bool = False, unanswered: bool = False) -> BoardRead:
-        """This agent's unread posts and recent ones; what is returned is marked read. With `unanswered`,
-        every question it may see that nobody answered or resolved yet, however old, marking nothing."""
-        return self._acting(lambda: self.api.board_read(self.agent_id, unread_only=unread_only,
-                                                        unanswered=unanswered))
+    def read_board(self, unread_only: bool = False, unanswered: bool = False, *,
+                   unanswered_only: bool | None = None) -> BoardRead:
+        """This agent's unread posts and recent ones; what is returned is marked read. With
+        `unanswered_only` (as the MCP tool spells it; `unanswered` is its former spelling), every question it
+        may see that nobody answered or resolved yet, however old, marking nothing."""
+        only = bool(one_of("unanswered_only", unanswered_only, "unanswered", unanswered or None))
+        return self._acting(lambda: self.api.board_read(self.agent_id, unread_only=unread_only, unanswered=only))
 
-    def wait(self, timeout: float = 60.0) -> WaitResult:
+    def wait(self, timeout: float = WAIT_SECONDS, *, timeout_s: float | None = None) -> WaitResult:
         """Block until a task of this agent's becomes ready, another agent steps into its files, a post for
-        it arrives, or `timeout` seconds pass; the result says which (`reason`)."""
-        return self._acting(lambda: self.api.wait(self.agent_id, timeout))
+        it arrives, or `timeout_s` seconds pass (as the MCP tool spells it; `timeout` is its former spelling);
+        the result says which (`reason`)."""
+        if timeout_s is not None and timeout != WAIT_SECONDS:  # `timeout` given too, not its default
+            one_of("timeout_s", timeout_s, "timeout", timeout)
+        seconds = timeout if timeout_s is None else timeout_s
+        return self._acting(lambda: self.api.wait(self.agent_id, seconds))
 
     def done(self, task_id: str) -> TaskDone:
         """Mark a task done, waking the owners of the tasks it makes ready."""

@@ -182,7 +182,7 @@ def test_a_face_without_an_equivalent_keeps_the_clis_words_labelled():
     assert mcp_advice.advise(hint, set()) == \
         f"`git lanes lane reset feat --onto main`{CLI_LABEL}, or `git lanes task list --ready`{CLI_LABEL}"
     assert rest_advice.advise(hint) == \
-        '`POST /api/v1/lanes/feat/reset {"onto": "main"}`, or `GET /api/v1/tasks?ready=true`'
+        '`POST /api/v1/lanes/feat/reset {"onto": "main"}`, or `GET /api/v1/tasks?ready_only=true`'
     assert mcp_advice.advise("no command here", set()) == "no command here"
 
 

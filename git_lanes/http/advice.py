@@ -20,8 +20,8 @@ ROUTES: dict[str, Equivalent] = {
     "accept": Equivalent("POST /transitions/{id}/accept", ("id",)),
     "agent heartbeat": Equivalent("POST /agents/{agent}/heartbeat", ("agent",)),
     "agent list": Equivalent("GET /agents"),
-    "agent register": Equivalent("POST /agents", ("agent",), {"--kind": "kind", "--lane": "lane"}),
-    "board post": Equivalent("POST /board", ("text",), {"--kind": "kind", "--to": "to"}),
+    "agent register": Equivalent("POST /agents", ("agent_id",), {"--kind": "kind", "--lane": "lane"}),
+    "board post": Equivalent("POST /board", ("text",), {"--kind": "kind", "--to": "to_agent"}),
     # GET /board is the whole board, read by no one in particular: every post, whoever it was sent to.
     "board read": Equivalent("GET /board", (), {"-n": "limit", "--limit": "limit"}, {"--all": ""}),
     "board resolve": Equivalent("POST /board/{post}/resolve", ("post",)),
@@ -51,8 +51,8 @@ ROUTES: dict[str, Equivalent] = {
     "sync": Equivalent("POST /sync", ("remote",)),
     "task block": Equivalent("POST /tasks/{id}/block", ("id",), {"--reason": "reason"}),
     "task done": Equivalent("POST /tasks/{id}/done", ("id",), {}, {"--no-integrate": "!integrate"}),
-    "task handoff": Equivalent("POST /tasks/{id}/handoff", ("id",), {"--to": "to", "--note": "note"}),
-    "task list": Equivalent("GET /tasks", (), {"--status": "status", "--owner": "owner"}, {"--ready": "ready"}),
+    "task handoff": Equivalent("POST /tasks/{id}/handoff", ("id",), {"--to": "to_agent", "--note": "note"}),
+    "task list": Equivalent("GET /tasks", (), {"--status": "status", "--owner": "owner"}, {"--ready": "ready_only"}),
     "task resume": Equivalent("POST /tasks/{id}/resume", ("id",)),
     "task show": Equivalent("GET /tasks/{id}", ("id",)),
     "ticket list": Equivalent("GET /tickets"),
@@ -60,11 +60,11 @@ ROUTES: dict[str, Equivalent] = {
 }
 
 
-def route_call(words: tuple[str, ...], served: set[str] | None = None) -> str | None:
-    """The request doing what the CLI command `words` does, in backticks (`GET /api/v1/tasks?ready=true`,
-    `POST /api/v1/promote {"lane": "x"}`), if the API serves that route (`served`: "METHOD /path" each)."""
+def route_call(words: tuple[str, ...]) -> str | None:
+    """The request doing what the CLI command `words` does, in backticks (`GET /api/v1/tasks?ready_only=true`,
+    `POST /api/v1/promote {"lane": "x"}`), if the API has a route for it."""
     call = call_of(words, ROUTES)
-    if call is None or (served is not None and call[0].name not in served):
+    if call is None:
         return None
     route, values = call
     method, path = route.name.split(" ", 1)
@@ -88,11 +88,11 @@ def _query_value(value: Any) -> str:
     return "true" if value is True else quote(str(value), safe="/@:+,")
 
 
-def advise(hint: str | None, served: set[str] | None = None) -> str | None:
+def advise(hint: str | None) -> str | None:
     """`hint` naming this API's routes for the commands it advises."""
-    return translated(hint, lambda words: route_call(words, served)) if hint else hint
+    return translated(hint, route_call) if hint else hint
 
 
-def advised_result(data: Any, served: set[str] | None = None) -> Any:
+def advised_result(data: Any) -> Any:
     """A result or error record (JSON-shaped) with the hints it carries in this API's words."""
-    return advised(data, lambda hint: advise(hint, served) or hint)
+    return advised(data, lambda hint: advise(hint) or hint)

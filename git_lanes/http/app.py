@@ -306,12 +306,13 @@ def _no_query(request: Request) -> JSON | None:
 async def _params(route: routes.Route, request: Request) -> dict[str, Any]:
     # Path parameters stay text: a post is its number or a prefix of its id (`board.post_number`).
     params: dict[str, Any] = dict(request.path_params)
-    refusal = _unknown_query(request, [param.name for param in route.query])
+    refusal = _unknown_query(request, [name for param in route.query for name in (param.name, *param.aliases)])
     if refusal is not None:
         raise refusal
     for param in route.query:
-        if param.name in request.query_params:
-            params[param.name] = param.convert(request.query_params[param.name], from_text=True)
+        given = _spelling(param, request.query_params)
+        if given is not None:
+            params[param.name] = param.convert(request.query_params[given], from_text=True)
         elif param.required:
             raise UserError(f"missing query parameter {param.name!r}", code="usage")
     if route.writes:
@@ -346,14 +347,24 @@ def _body(route: routes.Route, raw: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError("the request body must be a JSON object", code="usage")
     known = {p.name: p for p in route.body}
-    unknown = sorted(set(data) - set(known))
+    unknown = sorted(set(data) - {name for p in route.body for name in (p.name, *p.aliases)})
     if unknown:
         raise UserError(f"unknown field(s) {', '.join(unknown)}; this route takes {', '.join(known) or 'none'}",
                         code="usage")
     values = {}
     for name, param in known.items():
-        if name in data and data[name] is not None:
-            values[name] = param.convert(data[name], from_text=False)
+        given = _spelling(param, {key: value for key, value in data.items() if value is not None})
+        if given is not None:
+            values[name] = param.convert(data[given], from_text=False)
         elif param.required:
             raise UserError(f"missing field {name!r}", code="usage")
     return values
+
+
+def _spelling(param: routes.Param, given: Any) -> str | None:
+    """Which of the parameter's spellings (its name, or a former one) `given` holds; both is refused, as
+    they might say different things."""
+    found = [name for name in (param.name, *param.aliases) if name in given]
+    if len(found) > 1:
+        raise UserError(f"{' and '.join(found)} are one field ({param.name}); give it once", code="usage")
+    return found[0] if found else None

@@ -85,6 +85,8 @@ def _operation(route: Route, api_class: type) -> dict[str, Any]:
     parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
                   for name in route.path_params]
     parameters += [{"name": p.name, "in": "query", "required": p.required, "schema": p.schema()} for p in route.query]
+    parameters += [{"name": alias, "in": "query", "required": False, "deprecated": True, "schema": former(p)}
+                   for p in route.query for alias in p.aliases]
     operation: dict[str, Any] = {
         "operationId": route.operation_id, "summary": route.summary, "tags": [route.tag],
         "parameters": parameters,
@@ -99,7 +101,8 @@ def _operation(route: Route, api_class: type) -> dict[str, Any]:
         operation["requestBody"] = {"required": any(p.required for p in route.body), "content": {
             "application/json": {"schema": {
                 "type": "object", "additionalProperties": False,
-                "properties": {p.name: p.schema() for p in route.body},
+                "properties": {p.name: p.schema() for p in route.body}
+                | {alias: former(p) | {"deprecated": True} for p in route.body for alias in p.aliases},
                 "required": [p.name for p in route.body if p.required]}}}}
     return operation
 
@@ -128,3 +131,8 @@ def document(routes: tuple[Route, ...], prefix: str, version: str, api_class: ty
                                            "cookie": {"type": "apiKey", "in": "cookie",
                                                       "name": "git_lanes_session"}}},
     }
+
+
+def former(param: Any) -> dict:
+    """The schema of a parameter's former spelling: still taken, documented as the canonical one's."""
+    return param.schema() | {"description": f"the former spelling of {param.name}, still taken; give one of them"}

@@ -28,6 +28,10 @@ class Param:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()
+    # Former spellings still taken (and documented as deprecated), so a caller written for them keeps
+    # working: one concept is spelt as the MCP tools spell it (agent_id, task_id, to_agent, unread_only...)
+    # in every face, and a field spelt otherwise before takes that spelling as well.
+    aliases: tuple[str, ...] = ()
 
     def schema(self) -> dict:
         found: dict[str, Any] = {"type": self.kind}
@@ -111,12 +115,13 @@ class Route:
         return f"{self.method.lower()}_{'_'.join(words) or 'root'}" + ("_item" if self.path.endswith("}") else "")
 
 
-def S(name: str, required: bool = False, help: str = "", choices: tuple[str, ...] = ()) -> Param:
-    return Param(name, "string", required, help, choices=choices)
+def S(name: str, required: bool = False, help: str = "", choices: tuple[str, ...] = (),
+      aliases: tuple[str, ...] = ()) -> Param:
+    return Param(name, "string", required, help, choices=choices, aliases=aliases)
 
 
-def B(name: str, help: str = "") -> Param:
-    return Param(name, "boolean", False, help)
+def B(name: str, help: str = "", aliases: tuple[str, ...] = ()) -> Param:
+    return Param(name, "boolean", False, help, aliases=aliases)
 
 
 def I(name: str, required: bool = False, help: str = "", minimum: float | None = 0,  # noqa: E743
@@ -134,9 +139,11 @@ def A(name: str, required: bool = False, help: str = "") -> Param:
 
 COST = (I("tokens_in"), I("tokens_out"), I("api_calls"), N("wall_time"), N("cost_usd"))
 INTENT = (S("agent_type"), S("model"), A("tags"))
-ACTOR = S("actor", help="who acts (default: git's user.name)")
+ACTOR = S("agent_id", help="who acts (default: git's user.name)", aliases=("actor",))
+AGENT = S("agent_id", True, help="the agent acting", aliases=("agent",))
 LIMIT_HELP = f"how many recent posts (default {BOARD_LIMIT}, as in every face)"
 UNANSWERED_HELP = "only the questions nobody answered or resolved yet, every one however old (limit aside)"
+UNANSWERED = B("unanswered_only", UNANSWERED_HELP, aliases=("unanswered",))
 
 
 def _cost(p: dict) -> Any:
@@ -211,71 +218,81 @@ ROUTES: tuple[Route, ...] = (
     # -- agents
     Route("GET", "/agents", "Agents with their leases, tasks, claims and dirty sets", "agent_list", lambda m, p: m(),
           "agents", returns="array"),
-    Route("POST", "/agents", "Register an agent", "agent_register", lambda m, p: m(p["agent"], p.get("kind"),
+    Route("POST", "/agents", "Register an agent", "agent_register", lambda m, p: m(p["agent_id"], p.get("kind"),
                                                                                p.get("lane")), "agents",
-          body=(S("agent", True), S("kind"), S("lane"))),
+          body=(AGENT, S("kind"), S("lane"))),
     Route("POST", "/agents/{agent}/heartbeat", "Extend an agent's lease and publish its dirty set",
           "agent_heartbeat", lambda m, p: m(p["agent"]), "agents"),
     # -- tasks and tickets
     Route("GET", "/tasks", "Tasks in creation order", "task_list", lambda m, p: m(
-        ready=p.get("ready", False), status=p.get("status"), owner=p.get("owner")), "tasks",
-          query=(B("ready"), S("status", choices=TASK_STATUSES), S("owner")), returns="array"),
+        ready=p.get("ready_only", False), status=p.get("status"), owner=p.get("owner")), "tasks",
+          query=(B("ready_only", "only the open tasks whose dependencies are all done", aliases=("ready",)),
+                 S("status", choices=TASK_STATUSES), S("owner")), returns="array"),
     Route("POST", "/tasks", "Create a task", "task_create", lambda m, p: m(
-        p["title"], actor=p.get("actor"), description=p.get("description"), depends=tuple(p.get("depends") or ()),
-        ticket=p.get("ticket"), files=tuple(p.get("files") or ())), "tasks",
-          body=(S("title", True), S("description"), A("depends"), S("ticket"), A("files"), ACTOR)),
+        p["title"], actor=p.get("agent_id"), description=p.get("description"), depends=tuple(p.get("depends") or ()),
+        ticket=p.get("ticket_id"), files=tuple(p.get("files") or ())), "tasks",
+          body=(S("title", True), S("description"), A("depends"), S("ticket_id", aliases=("ticket",)), A("files"),
+                ACTOR)),
     Route("GET", "/tasks/{id}", "One task", "task_show", lambda m, p: m(p["id"]), "tasks"),
     Route("POST", "/tasks/{id}/claim", "Claim a task (compare-and-swap on its version)",
-          "task_claim", lambda m, p: m(p["id"], p["agent"], p.get("version"), p.get("lane")), "tasks",
-          body=(S("agent", True), I("version"), S("lane"))),
+          "task_claim", lambda m, p: m(p["id"], p["agent_id"], p.get("version"), p.get("lane")), "tasks",
+          body=(AGENT, I("version"), S("lane"))),
     Route("POST", "/tasks/{id}/done", "Mark a task done, integrating its lane first (integrate: false skips that)",
-          "task_done", lambda m, p: m(p["id"], p.get("actor"), integrate=p.get("integrate", True)), "tasks",
+          "task_done", lambda m, p: m(p["id"], p.get("agent_id"), integrate=p.get("integrate", True)), "tasks",
           body=(ACTOR, B("integrate"))),
     Route("POST", "/tasks/{id}/block", "Block a task with a reason",
-          "task_block", lambda m, p: m(p["id"], p["reason"], p.get("actor")), "tasks", body=(S("reason", True), ACTOR)),
-    Route("POST", "/tasks/{id}/resume", "Resume a blocked task", "task_resume", lambda m, p: m(p["id"], p.get("actor")),
+          "task_block", lambda m, p: m(p["id"], p["reason"], p.get("agent_id")), "tasks",
+          body=(S("reason", True), ACTOR)),
+    Route("POST", "/tasks/{id}/resume", "Resume a blocked task", "task_resume",
+          lambda m, p: m(p["id"], p.get("agent_id")),
           "tasks", body=(ACTOR,)),
     Route("POST", "/tasks/{id}/handoff", "Hand a task to another agent",
-          "task_handoff", lambda m, p: m(p["id"], p["to"], p.get("actor"), p.get("note")), "tasks",
-          body=(S("to", True), S("note"), ACTOR)),
+          "task_handoff", lambda m, p: m(p["id"], p["to_agent"], p.get("agent_id"), p.get("note")), "tasks",
+          body=(S("to_agent", True, aliases=("to",)), S("note"), ACTOR)),
     Route("POST", "/tasks/{id}/depends", "Make a task depend on another",
-          "task_dep_add", lambda m, p: m(p["id"], p["depends_on"], p.get("actor")), "tasks",
+          "task_dep_add", lambda m, p: m(p["id"], p["depends_on"], p.get("agent_id")), "tasks",
           body=(S("depends_on", True), ACTOR)),
     Route("GET", "/tickets", "Tickets", "ticket_list", lambda m, p: m(), "tasks", returns="array"),
-    Route("POST", "/tickets", "Open a ticket", "ticket_open", lambda m, p: m(p["title"], p.get("actor")), "tasks",
+    Route("POST", "/tickets", "Open a ticket", "ticket_open", lambda m, p: m(p["title"], p.get("agent_id")), "tasks",
           body=(S("title", True), ACTOR)),
     Route("GET", "/tickets/{id}", "One ticket with its tasks", "ticket_show", lambda m, p: m(p["id"]), "tasks"),
     Route("POST", "/tickets/{id}/link", "Link a task to a ticket",
-          "ticket_link", lambda m, p: m(p["id"], p["task"], p.get("actor")), "tasks", body=(S("task", True), ACTOR)),
+          "ticket_link", lambda m, p: m(p["id"], p["task_id"], p.get("agent_id")), "tasks",
+          body=(S("task_id", True, aliases=("task",)), ACTOR)),
     # -- claims and dirty sets
     Route("GET", "/claims", "File claims", "claim_list", lambda m, p: m(p.get("agent")), "claims",
           query=(S("agent"),), returns="array"),
     Route("POST", "/claims", "Claim paths (globs) for an agent",
-          "claim_add", lambda m, p: m(p["globs"], p["agent"], p.get("task")), "claims",
-          body=(A("globs", True), S("agent", True), S("task"))),
+          "claim_add", lambda m, p: m(p["globs"], p["agent_id"], p.get("task_id")), "claims",
+          body=(A("globs", True), AGENT, S("task_id", aliases=("task",)))),
     Route("POST", "/claims/release", "Release an agent's claims (all, or the globs given)",
-          "claim_release", lambda m, p: m(p["agent"], p.get("globs") or ()), "claims",
-          body=(S("agent", True), A("globs"))),
+          "claim_release", lambda m, p: m(p["agent_id"], p.get("globs") or ()), "claims",
+          body=(AGENT, A("globs"))),
     Route("GET", "/dirty", "Published dirty sets", "dirty_list", lambda m, p: m(), "claims", returns="array"),
     Route("POST", "/dirty", "Publish an agent's dirty set, computed from its workspace",
-          "dirty_publish", lambda m, p: m(p["agent"]), "claims", body=(S("agent", True),)),
+          "dirty_publish", lambda m, p: m(p["agent_id"]), "claims", body=(AGENT,)),
     # -- board
     Route("GET", "/board", "The board's recent posts, or every unanswered question (marks nothing read)",
-          "board_read", lambda m, p: m(None, limit=p.get("limit", BOARD_LIMIT), unanswered=p.get("unanswered", False)),
-          "board", query=(I("limit", maximum=1000, help=LIMIT_HELP), B("unanswered", UNANSWERED_HELP))),
+          "board_read", lambda m, p: m(None, limit=p.get("limit", BOARD_LIMIT),
+                                    unanswered=p.get("unanswered_only", False)),
+          "board", query=(I("limit", maximum=1000, help=LIMIT_HELP), UNANSWERED)),
     Route("POST", "/board", "Post on the board", "board_post", lambda m, p: m(
-        p["text"], p["agent"], p.get("kind", "note"), p.get("to")), "board",
-          body=(S("text", True), S("agent", True), S("kind", choices=("note", "question", "handoff")), S("to"))),
+        p["text"], p["agent_id"], p.get("kind", "note"), p.get("to_agent")), "board",
+          body=(S("text", True), AGENT, S("kind", choices=("note", "question", "handoff")),
+                S("to_agent", aliases=("to",)))),
     Route("POST", "/board/read", "Read an agent's posts and mark them read",
-          "board_read", lambda m, p: m(p["agent"], unread_only=p.get("unread", False), everything=p.get("all", False),
-                                    limit=p.get("limit", BOARD_LIMIT), unanswered=p.get("unanswered", False)),
-          "board", body=(S("agent", True), B("unread"), B("unanswered", UNANSWERED_HELP), B("all"),
+          "board_read", lambda m, p: m(p["agent_id"], unread_only=p.get("unread_only", False),
+                                    everything=p.get("all_posts", False), limit=p.get("limit", BOARD_LIMIT),
+                                    unanswered=p.get("unanswered_only", False)),
+          "board", body=(AGENT, B("unread_only", aliases=("unread",)), UNANSWERED,
+                         B("all_posts", "include posts sent to other agents", aliases=("all",)),
                          I("limit", maximum=1000, help=LIMIT_HELP))),
-    Route("POST", "/board/{post}/resolve", "Resolve a post", "board_resolve", lambda m, p: m(p["post"], p.get("actor")),
+    Route("POST", "/board/{post}/resolve", "Resolve a post", "board_resolve",
+          lambda m, p: m(p["post"], p.get("agent_id")),
           "board", body=(ACTOR,)),
     Route("POST", "/board/{post}/answer", "Answer a question: a post to its asker, and the question resolved",
-          "board_answer", lambda m, p: m(p["post"], p["text"], p["agent"]), "board",
-          body=(S("text", True), S("agent", True))),
+          "board_answer", lambda m, p: m(p["post"], p["text"], p["agent_id"]), "board",
+          body=(S("text", True), AGENT)),
     # -- the ledger and sync
     Route("GET", "/ledger", "The coordination log's latest ops", "ledger_log", lambda m, p: m(p.get("limit", 20)),
           "ledger", query=(I("limit", maximum=10000),), returns="array"),

@@ -179,7 +179,7 @@ export function boardView(s, ctx) {
     return h("div", { class: "answer" }, input, actButton("Answer", "accept", ctx, () => {
       const text = input.value.trim();
       if (!text) return;
-      ctx.act(`/board/${p.seq}/answer`, { text, agent: ctx.actor() }, `answered #${p.seq}`)
+      ctx.act(`/board/${p.seq}/answer`, { text, agent_id: ctx.actor() }, `answered #${p.seq}`)
         .then((ok) => ok && ctx.drafts.delete(key));
     }));
   };
@@ -199,7 +199,7 @@ export function boardView(s, ctx) {
     h("div", { class: "compose" }, compose, actButton("Post", "accept", ctx, () => {
       const text = compose.value.trim();
       if (!text) return;
-      ctx.act("/board", { text, agent: ctx.actor() }, "posted").then((ok) => ok && ctx.drafts.delete(composeKey));
+      ctx.act("/board", { text, agent_id: ctx.actor() }, "posted").then((ok) => ok && ctx.drafts.delete(composeKey));
     })),
     rest.length ? h("ul", { class: "posts" }, rest.map((p) => post(p, false)))
       : empty(open.length ? "No other posts." : "The board is empty."));
