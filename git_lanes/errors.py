@@ -60,6 +60,12 @@ def command(path: str, *arguments: object, **options: object) -> str:
     is `--onto x`, `w=x` is `-w x`, `force=True` is `--force`, `from_=x` is `--from x`; None and False leave
     one out), as a hint names it. An argument in capitals (`ID`, `LANE`) or `...` stands for what the reader
     fills in."""
+    return f"`{command_line(path, *arguments, **options)}`"
+
+
+def command_line(path: str, *arguments: object, **options: object) -> str:
+    """`command` without its backticks, for a record that holds a command in a field of its own (a
+    collision's ways on); a hint quoting it puts the backticks back, so that every face can translate it."""
     words = path.split() + [str(a) for a in arguments]
     for name, value in options.items():
         if value is None or value is False:
@@ -68,7 +74,7 @@ def command(path: str, *arguments: object, **options: object) -> str:
         words.append(("-" if len(name) == 1 else "--") + name.replace("_", "-"))
         if value is not True:
             words.append(str(value))
-    return f"`{COMMAND_PREFIX} {' '.join(map(_word, words))}`"
+    return f"{COMMAND_PREFIX} {' '.join(map(_word, words))}"
 
 
 def _word(text: str) -> str:

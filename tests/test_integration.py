@@ -12,6 +12,7 @@ from integration_helpers import claimed_task, work
 
 from git_lanes.api import Lanes
 from git_lanes.errors import Conflict, GateFailed, Refused
+from git_lanes.mcp import advice as mcp_advice
 
 
 def tree_file(repo: Path, rev: str, path: str) -> str:
@@ -55,6 +56,11 @@ def test_a_ticket_collects_its_tasks_and_a_collision_goes_back_to_its_owner(api:
         api.task_done(second, "coder-2")
     assert caught.value.code == "collision"
     assert "src/app.py" in caught.value.message and "needs_review" in caught.value.message
+    # the ways on, as commands every face translates: the MCP server names its tools where it has them
+    assert f"  rerun: `git lanes lane reset two --onto {lane}`" in caught.value.hint
+    told = mcp_advice.advise(caught.value.hint, {"promote", "task_done"})
+    assert f'`promote(lane="two", into="{lane}", force=true, auto_accept=true)`' in told
+    assert f'`task_done(task_id="{second[:8]}")`' in told and "`git lanes lane reset" in told
     assert git("rev-parse", f"refs/lanes/heads/{lane}", cwd=api.root) == integrated  # nothing moved
     shown = api.task_show(second)
     assert shown["status"] == "needs_review" and shown["owner"] == "coder-2"

@@ -114,8 +114,8 @@ class IntegrationApi(TasksApi):
         exc.message = (f"task {task_id[:8]} did not integrate into {target}; sent back to {owner or 'nobody'} as "
                        f"needs_review\n{exc.message}")
         exc.details.update({"task": task_id, "into": target, "sent_back": review})
-        exc.hint = "\n".join(f"  {w['way']}: {w['command']}" for w in ways or []) + \
-            f"\nthen finish it again: git lanes task done {task_id[:8]}"
+        exc.hint = "\n".join(f"  {w['way']}: `{w['command']}`" for w in ways or []) + \
+            f"\nthen finish it again: {command('task done', task_id[:8])}"
         return exc
 
     def process_merge_queue(self, actor: str | None = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from git_lanes.domain import lanes, tasks
 from git_lanes.domain.agents import SYSTEM, add_wake, validate_agent_id
 from git_lanes.domain.board import add_post
 from git_lanes.domain.context import Context
-from git_lanes.errors import Refused, StaleState, UserError, command
+from git_lanes.errors import Refused, StaleState, UserError, command, command_line
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
@@ -100,5 +100,5 @@ def _review_text(task: dict, into: str | None, reason: str, paths: list[str], ga
 
 
 def ways_after_gate_failure(lane: str, target: str) -> list[dict]:
-    return [{"way": "fix", "command": f"git lanes promote {lane} --into {target} --dry-run",
+    return [{"way": "fix", "command": command_line("promote", lane, into=target, dry_run=True),
              "what": f"fix what the gate found in {lane}'s workspace and commit; the dry run shows what lands"}]

@@ -13,7 +13,7 @@ from git_lanes.domain import attention, exclusive, lanes, transitions
 from git_lanes.domain.collisions import Comparison, compare
 from git_lanes.domain.context import Context
 from git_lanes.domain.ownership import Exclusive
-from git_lanes.errors import Conflict, UserError
+from git_lanes.errors import Conflict, UserError, command_line
 from git_lanes.model import refs
 from git_lanes.model.frozen import replace
 from git_lanes.model.ids import LaneName
@@ -74,17 +74,17 @@ def collision_error(p: Plan) -> Conflict:
         f"sides since they forked ({p.base[:8] if p.base else 'no common state'}); nothing moved\n"
         + "\n".join(rows),
         code="collision", details=p.to_dict() | {"ways": ways},
-        hint="three ways on:\n" + "\n".join(f"  {w['way']}: {w['command']}  ({w['what']})" for w in ways))
+        hint="three ways on:\n" + "\n".join(f"  {w['way']}: `{w['command']}`  ({w['what']})" for w in ways))
 
 
 def ways_on(lane: str, target: str) -> list[dict]:
     return [
-        {"way": "rerun", "command": f"git lanes lane reset {lane} --onto {target}",
+        {"way": "rerun", "command": command_line("lane reset", lane, onto=target),
          "what": f"start {lane} again from {target}'s new head; the attempt is kept as a rejected state"},
-        {"way": "resolve", "command": f"git lanes promote {target} --into {lane} --force --auto-accept",
+        {"way": "resolve", "command": command_line("promote", target, into=lane, force=True, auto_accept=True),
          "what": f"bring {target}'s versions into {lane} (yours stay in a backup ref), merge them by hand in "
                  f"its workspace, commit, and promote again"},
-        {"way": "force", "command": f"git lanes promote {lane} --into {target} --force --auto-accept",
+        {"way": "force", "command": command_line("promote", lane, into=target, force=True, auto_accept=True),
          "what": f"{lane}'s version wins on the colliding paths; {target}'s is kept in a backup ref"},
     ]
 
