@@ -35,9 +35,9 @@ def head(repo: Path, run: str) -> str:
     return git("rev-parse", f"refs/lanes/runs/{run}", cwd=repo).strip()
 
 
-def test_an_ended_run_takes_no_event_from_any_hook(repo, tmp_path):
-    """Only the Stop of an ended run held back; every other hook event still appended to it (the usage the
-    transcript had gained among them), so an ended run's cost kept growing after `run end`."""
+def test_an_ended_run_takes_no_event_from_any_hook_but_what_its_session_spent(repo, tmp_path):
+    """Only the Stop of an ended run held back; every other hook event still appended to it. Now none does,
+    but the money its session goes on spending is still recorded, once, so the daily limit counts it."""
     ws = lane(repo)
     run = started(ws)
     env = {"GIT_LANES_RUN": run}
@@ -71,8 +71,11 @@ def test_an_ended_run_takes_no_event_from_any_hook(repo, tmp_path):
         assert result.code == 0, (event, result.err)
         answer = json.loads(result.out) if result.out.strip() else {}
         assert "decision" not in answer and answer.get("continue", True), (event, answer)
-        assert head(repo, run) == ended, f"{event} appended to the ended run"
-    assert run_cli("run", "show", run, "--json", cwd=repo).json["tokens"] == before["tokens"]
+    after = events(repo, run)
+    end_at = max(i for i, e in enumerate(after) if e["type"] == "run_end")
+    assert [e["type"] for e in after[end_at + 1:]] == ["usage"], "only the spend may follow the end"
+    assert run_cli("run", "show", run, "--json", cwd=repo).json["tokens"]["output"] == 510, \
+        "the session's spend after the end is counted, and once"
 
 
 def _hold(path: Path) -> int:

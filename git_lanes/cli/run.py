@@ -180,9 +180,10 @@ def phase(run_id: str, phase: str, as_json: bool) -> None:
 @click.option("--reason", metavar="TEXT", help="Why it ended (kept in the log).")
 @json_option
 def end(run_id: str, reason: str | None, as_json: bool) -> None:
-    """End a run: its hooks admit no more tool calls and record nothing more. Ending an ended run changes
-    nothing. While a Stop hook of its session records a turn (its snapshot), the run ends as that turn's end
-    is recorded, so the turn is wholly in the run before the end.
+    """End a run: its hooks admit no more tool calls and record nothing more but what its session still spends
+    (the daily limit counts it). Ending an ended run changes nothing. While a Stop hook of its session records
+    a turn (its snapshot), the run ends as that turn's end is recorded, so the turn is wholly in the run before
+    the end.
 
     \b
     Example:

@@ -249,7 +249,8 @@ def context(event: HookEvent, now: float) -> HookContext:
 
 
 def ended(state: RunState | None) -> bool:
-    """Whether the run has ended: its hooks then record nothing more, whatever the event (DESIGN.md §6)."""
+    """Whether the run has ended: its hooks then record no more work (tool calls, prompts, turns), only the
+    usage its session still spends (`spent_after_end`)."""
     return state is not None and state.status == "ended"
 
 
@@ -270,6 +271,12 @@ def run_agent(hc: HookContext) -> str:
     if hc.event.agent is not None:
         return AgentId(hc.event.agent)
     return hc.event.session if AgentId.problem(hc.event.session) is None else f"{hc.event.cli}-{hc.run[:8]}"
+
+
+def spent_after_end(hc: HookContext, state: RunState) -> list[RunEvent]:
+    """What an ended run's session spent since its last record: a session bound to an ended run still costs
+    money each turn it ends, and the daily limit (all runs, from their logs) must count it."""
+    return usage_events(hc, state)
 
 
 def usage_events(hc: HookContext, state: RunState | None) -> list[RunEvent]:

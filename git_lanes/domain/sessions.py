@@ -27,13 +27,13 @@ def record(event: HookEvent, now: float, kind: str, data: dict[str, Any], *, wit
            deliver: str | None = None) -> tuple[RunState, str | None]:
     """Append one event of `kind` (starting the run if needed, reading new usage first when asked); with
     `deliver`, also hand over the messages told to the run, whose text is returned with the state. An ended
-    run takes nothing: its state is returned as it is."""
+    run takes no event, only the usage read when asked."""
     hc = control.context(event, now)
     told: list[str | None] = [None]
 
     def step(head: str | None, state: RunState | None) -> list[RunEvent]:
-        if control.ended(state):
-            return []
+        if state is not None and control.ended(state):
+            return control.spent_after_end(hc, state) if with_usage else []
         events = control.implicit_start(hc, state)
         if with_usage:
             events += control.usage_events(hc, state or runs.fold(None, hc.run, events[0]))
@@ -119,8 +119,8 @@ def stop(event: HookEvent, now: float, snapshot: Callable[[control.LightRepo, Ru
     prompt as intent, its tokens and dollars as cost; `[stop] snapshot`), record the turn's end. The snapshot
     takes the writers' lock and may run gates, so it runs outside the runs' lock; the first record marks the
     turn as closing by this process, so a `run end` that comes meanwhile waits for the turn's end (see
-    `runs.end_events`) rather than cut the turn in two. Of an ended run nothing is recorded, and the CLI is
-    let stop."""
+    `runs.end_events`) rather than cut the turn in two. Of an ended run only the usage is recorded (the daily
+    limit counts it), and the CLI is let stop."""
     from git_lanes.model.runs import Usage
     from git_lanes.store import processes
 
@@ -131,8 +131,8 @@ def stop(event: HookEvent, now: float, snapshot: Callable[[control.LightRepo, Ru
     closing = {"pid": me, "ticks": processes.start_ticks(me), "host": processes.hostname()}
 
     def usage_step(head: str | None, state: RunState | None) -> list[RunEvent]:
-        if control.ended(state):
-            return []
+        if state is not None and control.ended(state):
+            return control.spent_after_end(hc, state)
         events = control.implicit_start(hc, state)
         delivered, told[0] = steering.deliver(state, "stop", now)
         events += control.usage_events(hc, state or runs.fold(None, hc.run, events[0])) + delivered
@@ -142,7 +142,7 @@ def stop(event: HookEvent, now: float, snapshot: Callable[[control.LightRepo, Ru
     assert state is not None
     if state.status == "ended":
         # `git lanes run end` closed the run: a turn the session still ends is no work of it, so no snapshot
-        # and no record. Blocking would send the model back into tools that are all denied: the stop goes ahead.
+        # and no turn. Blocking would send the model back into tools that are all denied: the stop goes ahead.
         return Verdict()
     if told[0]:
         # The turn is not over: a Stop hook that blocks makes the model continue, with this as its reason.
