@@ -215,3 +215,18 @@ def test_the_rest_api_names_its_routes_in_hints(repo):
     assert (missing.status, missing.json["hint"]) == (404, "see `GET /api/v1/lanes`")
     assert (task.status, task.json["hint"]) == (404, "see `GET /api/v1/tasks`")
     assert run_cli("lane", "show", "nope", "--json", cwd=repo).json["hint"] == "see `git lanes lane list`"
+
+
+def test_hints_about_posts_and_lanes_name_tools_and_no_cli_option(repo):
+    """An unknown post's hint once told an MCP client what `--json` gives, and an unknown lane's named the
+    CLI's `lane list` though the `status` tool lists the lanes."""
+    async def scenario():
+        async with mcp_session(repo) as session:
+            return (await fails(session, "resolve_question", post="#feedbeef"),
+                    await fails(session, "history", lane="nope"))
+
+    unknown_post, unknown_lane = anyio.run(scenario)
+    assert unknown_post["hint"] == "see `read_board(all_posts=true)` for each post's id"
+    assert unknown_lane["hint"] == "see `status`"
+    cli_post = run_cli("board", "resolve", "#feedbeef", "--json", cwd=repo)
+    assert cli_post.json["hint"] == "see `git lanes board read --all --json` for each post's id"

@@ -32,7 +32,7 @@ RECENT_SCAN = 2000
 RETRACTED = "retracted/board.json"
 # A post number has at most this many digits, so a longer run of digits can only begin an id.
 NUMBER_DIGITS = len(str(MAX_SEQ))
-POSTS_HINT = f"see {command('board read', all=True)} (`--json` gives each post's id)"
+POSTS_HINT = f"see {command('board read', all=True, json=True)} for each post's id"
 
 
 def reader_of(state: Reader, agent: str, set_aside: stored.SetAside | None = None) -> dict:

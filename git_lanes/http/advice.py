@@ -23,7 +23,7 @@ ROUTES: dict[str, Equivalent] = {
     "agent register": Equivalent("POST /agents", ("agent_id",), {"--kind": "kind", "--lane": "lane"}),
     "board post": Equivalent("POST /board", ("text",), {"--kind": "kind", "--to": "to_agent"}),
     # GET /board is the whole board, read by no one in particular: every post, whoever it was sent to.
-    "board read": Equivalent("GET /board", (), {"-n": "limit", "--limit": "limit"}, {"--all": ""}),
+    "board read": Equivalent("GET /board", (), {"-n": "limit", "--limit": "limit"}, {"--all": "", "--json": ""}),
     "board resolve": Equivalent("POST /board/{post}/resolve", ("post",)),
     "claim list": Equivalent("GET /claims", (), {"--agent": "agent"}),
     "diff": Equivalent("GET /diff", ("from", "to")),

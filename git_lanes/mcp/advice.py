@@ -19,8 +19,9 @@ TOOLS: dict[str, Equivalent] = {
     "agent heartbeat": Equivalent("heartbeat", ("agent_id",)),
     "agent register": Equivalent("register_agent", ("agent_id",), {"--kind": "kind", "--lane": "lane"}),
     "board post": Equivalent("post_board", ("text",), {"--kind": "kind", "--to": "to_agent"}),
+    # A tool's result is JSON already: `--json` needs no parameter.
     "board read": Equivalent("read_board", (), _LIMIT, {"--all": "all_posts", "--unread": "unread_only",
-                                                         "--unanswered": "unanswered_only"}),
+                                                         "--unanswered": "unanswered_only", "--json": ""}),
     "board resolve": Equivalent("resolve_question", ("post",)),
     "claim list": Equivalent("list_claims", (), {"--agent": "agent"}),
     "commit": Equivalent("commit", (), {**_WORKSPACE, **_PROMPT}, {"--auto-accept": "auto_accept"}),
@@ -33,6 +34,7 @@ TOOLS: dict[str, Equivalent] = {
     # An agent's lane is made with its workspace, and given to it, in one step.
     "lane create": Equivalent("assign_worktree", ("lane",), {"--from": "base"}, {"--no-setup": "!setup"}),
     "lane env": Equivalent("lane_env", ("lane",)),
+    "lane list": Equivalent("status"),  # its `lanes` are the lane list
     "op log": Equivalent("op_log", (), _LIMIT),
     "promote": Equivalent("promote", ("lane",), {"--into": "into", **_PROMPT},
                           {"--force": "force", "--auto-accept": "auto_accept", "--dry-run": "dry_run"}),
