@@ -93,3 +93,44 @@ def test_a_file_name_that_is_not_utf8_is_answered_as_the_cli_prints_it(server, r
     assert status.json["dirty"][0]["paths"] == {"caf\udce9.txt": "added"}  # as the CLI's --json has it
     lane = server.get("/api/v1/lanes/feat")
     assert lane.status == 200 and lane.json == run_cli("lane", "show", "feat", "--json", cwd=repo).json
+
+
+def test_every_error_names_its_code_message_and_hint(server):
+    """A client reads `hint` to know what to do next: a malformed request, a wrong method, a missing token or
+    a refused origin answered without one (the key absent, not even null), unlike every not-found error. A
+    request the route could not take points to the route in the API document; an error with no advice
+    says so with null, as the MCP server does."""
+    route_doc = "see `POST /api/v1/tasks` in `GET /api/openapi.json`"
+    replies = {
+        "wrong type": (server.post("/api/v1/tasks", {"title": 5}), 400, route_doc),
+        "not an object": (server.request("POST", "/api/v1/tasks", raw=b"[1]", token=server.token), 400, route_doc),
+        "unknown query": (server.get("/api/v1/tasks?stauts=open"), 400,
+                          "see `GET /api/v1/tasks` in `GET /api/openapi.json`"),
+        "wrong method": (server.post("/api/v1/status"), 405, "this path takes GET"),
+        "no token": (server.post("/api/v1/tasks", {"title": "x"}, token=None), 401,
+                     "send `Authorization: Bearer TOKEN`, or open the ?token= link `git lanes serve` printed"),
+        "cross origin": (server.post("/api/v1/tasks", {"title": "x"}, headers={"Origin": "http://evil.example"}),
+                         403, "send the request from the dashboard's page, or from a tool without an Origin header"),
+        "no advice": (server.post("/api/v1/tasks", {"title": ""}), 400, None),
+    }
+    for case, (reply, status, hint) in replies.items():
+        assert reply.status == status, (case, reply.body)
+        assert {"error", "message", "hint"} <= set(reply.json), (case, reply.body)
+        assert reply.json["hint"] == hint, case
+    assert server.get("/api/v1/tasks").json == []
+
+
+def test_a_field_given_twice_in_one_body_is_refused_not_half_taken(server):
+    # `{"title": "a", "title": "b"}` created a task titled "b": JSON as Python reads it keeps the last value
+    # and drops the first without a word, as the query string did before it refused a parameter given twice.
+    reply = server.request("POST", "/api/v1/tasks", raw=b'{"title": "a", "title": "b"}', token=server.token)
+    assert (reply.status, reply.json["error"]) == (400, "usage"), reply.body
+    assert reply.json["message"] == "field title given more than once; give it once"
+    assert server.get("/api/v1/tasks").json == []
+
+
+def test_the_api_document_is_also_under_the_api_s_own_prefix(server):
+    # Everything else is under /api/v1, so a client looked for /api/v1/openapi.json and found a 404.
+    under_prefix = server.get("/api/v1/openapi.json")
+    assert under_prefix.status == 200, under_prefix.body
+    assert under_prefix.json == server.get("/api/openapi.json").json

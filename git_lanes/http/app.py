@@ -145,13 +145,27 @@ def status_of(exc: LanesError) -> int:
 
 
 def error(status: int, code: str, message: str, hint: str | None = None, **details: Any) -> JSON:
-    body = {"error": code, "message": message, **({"hint": hint} if hint else {}), **details}
+    """Every error's body: `error`, `message` and `hint` always (null when there is no advice, as the MCP
+    server answers), so a client reads one shape whatever refused it."""
+    body = {"error": code, "message": message, "hint": hint, **details}
     return JSON(render(body), status_code=status)
 
 
 def lanes_error(exc: LanesError) -> JSON:
     """The error's record, its hints naming this API's routes for the commands they advise."""
-    return JSON(advised_result(render(exc.to_dict())), status_code=status_of(exc))
+    return JSON(advised_result({"hint": None, **render(exc.to_dict())}), status_code=status_of(exc))
+
+
+def route_doc(method: str, path: str) -> str:
+    """The hint for a request a route could not take: where its parameters are described."""
+    return f"see `{method} {path}` in `GET /api/openapi.json`"
+
+
+def usage_hinted(exc: Exception, method: str, path: str) -> Exception:
+    """`exc`, pointing to the route's description when it is a malformed request with no advice of its own."""
+    if isinstance(exc, UserError) and exc.code == "usage" and not exc.hint:
+        exc.hint = route_doc(method, path)
+    return exc
 
 
 class Headers:
@@ -205,7 +219,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
 
     def refused(request: Request) -> JSON | None:
         verdict = guard.check(request.method, dict(request.headers), request.cookies, request.url.scheme)
-        return error(verdict.status, verdict.code, verdict.message) if verdict else None
+        return error(verdict.status, verdict.code, verdict.message, verdict.hint) if verdict else None
 
     def endpoint(route: routes.Route) -> Callable:
         async def handle(request: Request) -> Response:
@@ -217,6 +231,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                 result, notices = await service.told(route.writes,
                                                      lambda api: route.call(getattr(api, route.api), params))
             except Exception as exc:
+                usage_hinted(exc, route.method, API + route.path)
                 return warned(failed(exc, request), getattr(exc, "notices", []))
             # A listing (an array) that left records out says so where an array has room: a header.
             set_aside = getattr(result, "unreadable", ()) if isinstance(result, list) else ()
@@ -229,7 +244,8 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
         if offered is None:
             return FileResponse(STATIC / "index.html", media_type="text/html")
         if not guard.token_matches(offered):
-            return error(401, "unauthorized", "that link's token is not this server's")
+            return error(401, "unauthorized", "that link's token is not this server's",
+                         "open the link `git lanes serve` printed when it started, whole")
         # The token leaves the address bar at once; the cookie stands in for it from now on.
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(guard.cookie_name, guard.cookie_value, httponly=True, samesite="strict", path="/")
@@ -259,7 +275,10 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         if status == 405:
-            return error(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}")
+            allowed = [m.strip() for m in (getattr(exc, "headers", None) or {}).get("Allow", "").split(",")]
+            taken = [m for m in allowed if m and m != "HEAD"] or allowed
+            return error(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}",
+                         f"this path takes {', '.join(taken)}" if any(taken) else None)
         return error(status, "not_found" if status == 404 else "http_error", f"no route {request.url.path}",
                      hint=f"see {request.base_url}api/openapi.json")
 
@@ -271,7 +290,9 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
         yield
         await broadcaster.stop()
 
-    app = Starlette(routes=[Route("/", index), Route("/api/openapi.json", spec), Route(API + "/session", session),
+    # The document is at /api/openapi.json, and under the API's own prefix too, where a client looks first.
+    app = Starlette(routes=[Route("/", index), Route("/api/openapi.json", spec), Route(API + "/openapi.json", spec),
+                            Route(API + "/session", session),
                             Route(API + "/events", events), *table,
                             Mount("/static", StaticFiles(directory=STATIC), name="static")],
                     exception_handlers={HTTPException: not_found}, lifespan=lifespan)
@@ -300,7 +321,7 @@ def _no_query(request: Request) -> JSON | None:
     """The answer for a query parameter sent to a route that takes none (the event stream, the session,
     the API document), or None."""
     refusal = _unknown_query(request, [])
-    return lanes_error(refusal) if refusal is not None else None
+    return lanes_error(usage_hinted(refusal, "GET", request.url.path)) if refusal is not None else None
 
 
 async def _params(route: routes.Route, request: Request) -> dict[str, Any]:
@@ -339,7 +360,7 @@ async def _bounded_body(request: Request) -> bytes:
 
 def _body(route: routes.Route, raw: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(raw) if raw.strip() else {}
+        data = json.loads(raw, object_pairs_hook=_once) if raw.strip() else {}
     except (ValueError, UnicodeDecodeError) as exc:
         raise UserError(f"the request body is not JSON: {exc}", code="usage") from None
     except RecursionError:
@@ -359,6 +380,16 @@ def _body(route: routes.Route, raw: bytes) -> dict[str, Any]:
         elif param.required:
             raise UserError(f"missing field {name!r}", code="usage")
     return values
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose every key is given once: Python keeps a repeated key's last value and drops the
+    first without a word (`{"title": "a", "title": "b"}` made a task titled "b")."""
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        twice = sorted({key for key, _ in pairs if sum(1 for k, _ in pairs if k == key) > 1})
+        raise UserError(f"field {', '.join(twice)} given more than once; give it once", code="usage")
+    return found
 
 
 def _spelling(param: routes.Param, given: Any) -> str | None:

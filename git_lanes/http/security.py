@@ -63,6 +63,7 @@ class Verdict:
     status: int
     code: str
     message: str
+    hint: str | None = None
 
 
 class Guard:
@@ -89,15 +90,18 @@ class Guard:
         host = headers.get("host", "")
         if self.loopback and not is_loopback(_hostname(host)):
             return Verdict(403, "forbidden_host", f"Host {host!r} is not a loopback name; this server serves "
-                                                  "loopback only")
+                                                  "loopback only", "open it as http://127.0.0.1:PORT/ or "
+                                                  "http://localhost:PORT/")
         writing = method not in ("GET", "HEAD", "OPTIONS")
         if writing or not self.loopback:
             if not self.authenticated(headers, cookies):
-                return Verdict(401, "unauthorized", "this needs the token: `Authorization: Bearer TOKEN`, or "
-                                                    "open the ?token= link `git lanes serve` printed")
+                return Verdict(401, "unauthorized", "this needs the token",
+                               "send `Authorization: Bearer TOKEN`, or open the ?token= link `git lanes serve` "
+                               "printed")
         if writing and not same_origin(headers, scheme):
             return Verdict(403, "cross_origin", "a state-changing request must come from the dashboard's own "
-                                                "origin")
+                                                "origin",
+                           "send the request from the dashboard's page, or from a tool without an Origin header")
         return None
 
 
