@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from conftest import run_cli
+from conftest import run_cli, workspace
 from mcp_helpers import call, fails, mcp_session
 
 CORE = {
@@ -276,3 +276,28 @@ def test_resolve_question_takes_the_post_as_the_board_shows_it(repo):
     posted, by_hash, by_id, unknown = anyio.run(scenario)
     assert posted["seq"] == by_hash["post"] == 1 and by_id["post"] == 2
     assert unknown["reason"] == "unknown_post"
+
+
+def test_accept_and_reject_record_the_agent_the_call_names(repo):
+    """accept and reject took no agent_id, unlike every other tool that acts and unlike the CLI's --agent:
+    a server started for no one agent recorded the git user in the operation log, and a client naming its
+    agent was refused (unknown_argument)."""
+    def proposed(text: str) -> str:
+        (workspace(repo, "a") / "a.txt").write_text(text)
+        result = run_cli("propose", "-w", "a", "-m", text, "--agent", "coder", "--json", cwd=repo)
+        assert result.code == 0, result.err
+        return result.json["id"]
+
+    assert run_cli("lane", "create", "a", cwd=repo).code == 0
+    first = proposed("first\n")
+
+    async def scenario():
+        async with mcp_session(repo) as session:
+            await call(session, "reject", transition_id=first, reason="no", agent_id="reviewer")
+            second = proposed("second\n")
+            await call(session, "accept", transition_id=second[:8], agent_id="reviewer-2")
+            return second, await call(session, "op_log", limit=5)
+
+    second, log = anyio.run(scenario)
+    actors = {entry["description"]: entry["actor"] for entry in log}
+    assert actors[f"reject {first[:8]}"] == "reviewer" and actors[f"accept {second[:8]}"] == "reviewer-2", log

@@ -64,16 +64,16 @@ def tools(face: Binding) -> list[ToolSpec]:
         return _record(face, prompt, lane, tags, Cost(tokens_in, tokens_out, api_calls, wall_time, cost_usd),
                        False, agent_type, model, agent_id)
 
-    def accept(transition_id: TransitionId) -> Decided:
+    def accept(transition_id: TransitionId, agent_id: AgentId = None) -> Decided:
         """Accept a proposal: the trunk's gates judge it first (a failing required gate rejects it:
         `gate_failed`); then its lane moves to the proposed state (`conflict` if the lane moved meanwhile)."""
-        return face.api.accept(transition_id, actor=face.actor(None))
+        return face.api.accept(transition_id, actor=face.actor(agent_id))
 
     def reject(transition_id: TransitionId,
-               reason: Annotated[str | None, Field(description="Why; kept with the attempt as signal.")] = None
-               ) -> Transition:
+               reason: Annotated[str | None, Field(description="Why; kept with the attempt as signal.")] = None,
+               agent_id: AgentId = None) -> Transition:
         """Reject a proposal; the attempt is kept under refs/lanes/rejected/ as signal."""
-        return face.api.reject(transition_id, reason, actor=face.actor(None))
+        return face.api.reject(transition_id, reason, actor=face.actor(agent_id))
 
     def history(lane: LaneFilter = None, status: Annotated[TransitionStatus | None, Field(
                     description="Only transitions with this status.")] = None,
