@@ -270,3 +270,53 @@ def test_a_task_sent_back_for_review_has_a_colour_and_a_key_of_its_own(api, repo
     assert band != card  # the band was drawn in the card's own white: no colour at all
     assert "needs review" in page.locator("#tasks .legend").inner_text()
     assert page.problems == []
+
+
+def test_the_page_fits_a_narrow_window_with_its_controls_in_reach(api, repo, server, browser):
+    """At a phone's width the top bar did not wrap: who the page acts as, and whether it is live, were off
+    the right edge, and each wide table (a 64-character agent id did it even at 1440 pixels) widened the
+    whole page. A wide table now scrolls inside its own card."""
+    seed(api, repo)
+    api.agent_register("a" * 64, lane="docs")
+    for width in (400, 1440):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        try:
+            narrow = context.new_page()
+            narrow.goto(server.url + "/")
+            narrow.wait_for_selector(f'[data-agent="{"a" * 64}"]', timeout=WAIT_MS)
+            narrow.wait_for_selector("#live.on", timeout=WAIT_MS)
+            overflow = narrow.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, (width, overflow)
+            for control in ("#actor", "#live", "#auth"):
+                box = narrow.locator(control).bounding_box()
+                assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (width, control, box)
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            narrow.screenshot(path=str(ARTIFACTS / f"narrow-{width}.png"), full_page=True)
+        finally:
+            context.close()
+
+
+def test_a_redraw_keeps_the_keyboard_on_the_button_it_was_on(api, repo, server, page):
+    """Every change redraws the page, and the Accept button a keyboard user had tabbed to was replaced by a
+    new one: the focus fell back to the top of the page, so the next Tab started over."""
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "f.txt").write_text("f\n")
+    proposal = api.commit("Add f", "coder-1", lane="feat")
+    page.goto(server.url + f"/?token={server.token}")
+    page.wait_for_selector("#auth.pass", timeout=WAIT_MS)
+    page.wait_for_selector("#live.on", timeout=WAIT_MS)
+    button = page.locator(f'[data-proposal="{proposal["id"]}"] button.accept')
+    button.wait_for(timeout=WAIT_MS)
+    button.focus()
+    drawn = int(page.evaluate("document.body.dataset.rendered"))
+    result = run_cli("board", "post", "from another process", "--agent-id", "coder-2", "--json", cwd=repo)
+    assert result.code == 0, result.err
+    page.wait_for_function("() => document.querySelector('#board').innerText.includes('from another process')",
+                           timeout=WAIT_MS)
+    assert int(page.evaluate("document.body.dataset.rendered")) > drawn  # the page was redrawn meanwhile
+    assert page.evaluate("document.activeElement.matches('button.accept')") is True
+    assert page.evaluate("document.activeElement.closest('[data-proposal]').dataset.proposal") == proposal["id"]
+    page.keyboard.press("Enter")  # and the keyboard still acts on it
+    page.wait_for_selector(f'[data-proposal="{proposal["id"]}"]', state="detached", timeout=WAIT_MS)
+    assert git("rev-parse", "refs/lanes/heads/feat", cwd=repo).strip() == proposal["to"]
+    assert page.problems == []

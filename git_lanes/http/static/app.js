@@ -96,8 +96,11 @@ function tiles() {
 
 function render() {
   const ctx = { canWrite: !!state.session?.can_write, act, actor, drafts };
+  // A redraw replaces every element: the one holding the keyboard's focus (a draft, a button) is found
+  // again by its key, else the focus would fall back to the top of the page on every change.
   const focused = document.activeElement?.dataset?.key;
-  const caret = focused ? [document.activeElement.selectionStart, document.activeElement.selectionEnd] : null;
+  const caret = "selectionStart" in (document.activeElement || {}) && document.activeElement.selectionStart !== null
+    ? [document.activeElement.selectionStart, document.activeElement.selectionEnd] : null;
   $("repo").textContent = state.session ? visible(`${state.session.repository} · trunk ${state.session.trunk}`) : "";
   const auth = $("auth");
   auth.textContent = ctx.canWrite ? "can act" : "read-only";
@@ -115,7 +118,7 @@ function render() {
   fill($("history"), historyView(state));
   if (focused) {
     const again = document.querySelector(`[data-key="${CSS.escape(focused)}"]`);
-    if (again) { again.focus(); again.setSelectionRange(...caret); }
+    if (again) { again.focus(); if (caret && again.setSelectionRange) again.setSelectionRange(...caret); }
   }
   document.body.dataset.rendered = String((Number(document.body.dataset.rendered) || 0) + 1);
 }

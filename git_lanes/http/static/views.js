@@ -7,8 +7,9 @@ function agentTag(id) {
   return tag;
 }
 
-function actButton(label, kind, ctx, onClick) {
-  return h("button", { class: `btn ${kind}`, disabled: !ctx.canWrite, onclick: onClick,
+// `key` names the button across redraws, so the keyboard's focus stays on it (app.js, render).
+function actButton(label, kind, ctx, key, onClick) {
+  return h("button", { class: `btn ${kind}`, disabled: !ctx.canWrite, onclick: onClick, "data-key": key,
     title: ctx.canWrite ? label : "read-only: open the ?token= link `git lanes serve` printed" }, label);
 }
 
@@ -28,8 +29,8 @@ function proposal(t, ctx) {
     h("div", { class: "line small" }, h("span", { class: "muted" }, `${t.kind} · ${ago(t.created_at)}`),
       h("span", { class: "muted" }, costLine(t.cost)), gates(t),
       h("span", { class: "spacer" }),
-      actButton("Accept", "accept", ctx, () => ctx.act(`/transitions/${t.id}/accept`, {}, `accepted ${short(t.id)}`)),
-      actButton("Reject", "reject", ctx, () => ctx.act(`/transitions/${t.id}/reject`,
+      actButton("Accept", "accept", ctx, `accept-${t.id}`, () => ctx.act(`/transitions/${t.id}/accept`, {}, `accepted ${short(t.id)}`)),
+      actButton("Reject", "reject", ctx, `reject-${t.id}`, () => ctx.act(`/transitions/${t.id}/reject`,
         { reason: "rejected from the dashboard" }, `rejected ${short(t.id)}`))));
 }
 
@@ -176,7 +177,7 @@ export function boardView(s, ctx) {
     const key = `answer-${p.seq}`;
     const input = h("textarea", { rows: 2, placeholder: `Answer ${p.from}…`, "data-key": key,
       value: ctx.drafts.get(key) || "", oninput: (e) => ctx.drafts.set(key, e.target.value) });
-    return h("div", { class: "answer" }, input, actButton("Answer", "accept", ctx, () => {
+    return h("div", { class: "answer" }, input, actButton("Answer", "accept", ctx, `answer-button-${p.seq}`, () => {
       const text = input.value.trim();
       if (!text) return;
       ctx.act(`/board/${p.seq}/answer`, { text, agent_id: ctx.actor() }, `answered #${p.seq}`)
@@ -196,7 +197,7 @@ export function boardView(s, ctx) {
   return h("div", {},
     open.length ? h("ul", { class: "posts questions" }, open.map((p) => post(p, true)))
       : h("p", { class: "ok" }, "✓ No unanswered questions."),
-    h("div", { class: "compose" }, compose, actButton("Post", "accept", ctx, () => {
+    h("div", { class: "compose" }, compose, actButton("Post", "accept", ctx, "post-button", () => {
       const text = compose.value.trim();
       if (!text) return;
       ctx.act("/board", { text, agent_id: ctx.actor() }, "posted").then((ok) => ok && ctx.drafts.delete(composeKey));
