@@ -332,3 +332,15 @@ def test_a_post_of_no_known_kind_or_no_text_is_refused_saying_which(repo):
     assert session.post("ok", kind=None)["kind"] == "note"
     texts = [p["text"] for p in run_cli("board", "read", "--all", "--json", cwd=repo).json["posts"]]
     assert texts == ["ok"]  # nothing refused was posted
+
+
+@pytest.mark.parametrize("version", ["1", "x", True, 1.0, -1])
+def test_a_version_that_is_no_whole_number_is_refused_not_a_lost_race(repo, version):
+    """A claim's version given as text (`"1"`, read from a file, say) was compared with the task's number
+    and failed as version_conflict, telling the agent another claimer won and to take another task."""
+    session = AgentSession(repo, agent_id="coder-1")
+    task = session.api.task_create("Login form")["task"]
+    with pytest.raises(UserError) as refused:
+        session.claim_task(task, version=version)
+    assert refused.value.code == "invalid_version" and not isinstance(refused.value, Conflict), refused.value
+    assert session.api.task_show(task)["status"] == "open"

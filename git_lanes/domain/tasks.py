@@ -104,6 +104,10 @@ def claim(tx: Tx, op: Op) -> dict:
     agent = validate_agent_id(op.args.get("agent"))
     task = get_task(tx, op.args.get("task"))
     version = op.args.get("version")
+    # Text or a fraction never equals the task's number: compared, it would pass for a lost race.
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+        raise UserError(f"a task version is a whole number from 1, not {version!r}", code="invalid_version",
+                        hint=f"give the version {command('task show')} prints, or none")
     if version is not None and version != task["version"]:
         raise Conflict(f"task {task['id'][:8]} is at version {task['version']}, not {version}",
                        code="version_conflict", details={"task": task["id"], "version": task["version"]},
