@@ -134,3 +134,19 @@ def test_the_api_document_is_also_under_the_api_s_own_prefix(server):
     under_prefix = server.get("/api/v1/openapi.json")
     assert under_prefix.status == 200, under_prefix.body
     assert under_prefix.json == server.get("/api/openapi.json").json
+
+
+def test_a_cost_over_its_bound_is_refused_in_the_api_s_words_and_documented(server, api):
+    """`tokens_in: 10**13` was refused as "tokens-in must be at most ..." (the CLI's option, not this field),
+    with no hint, and the document gave no maximum, so a client could not know the bound before sending."""
+    api.lane_create("feat")
+    bounds = {"tokens_in": 10**12, "tokens_out": 10**12, "api_calls": 10**9, "wall_time": 10**8, "cost_usd": 10**9}
+    body = server.get("/api/openapi.json").json["paths"]["/api/v1/promote"]["post"]["requestBody"]
+    documented = body["content"]["application/json"]["schema"]["properties"]
+    for field, bound in bounds.items():
+        assert documented[field]["maximum"] == bound, field
+        reply = server.post("/api/v1/promote", {"lane": "feat", "dry_run": True, field: bound * 10})
+        assert (reply.status, reply.json["error"]) == (400, "usage"), reply.body
+        assert reply.json["message"] == f"{field} must be between 0 and {bound}"
+        assert reply.json["hint"] == "see `POST /api/v1/promote` in `GET /api/openapi.json`"
+    assert server.post("/api/v1/promote", {"lane": "feat", "dry_run": True, "tokens_in": 10**12}).status == 200

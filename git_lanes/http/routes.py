@@ -12,6 +12,7 @@ from typing import Any
 from git_lanes.domain import BOARD_LIMIT
 from git_lanes.errors import UserError
 from git_lanes.model.coordination import TASK_STATUSES
+from git_lanes.model.format import MAX_CALLS, MAX_SECONDS, MAX_TOKENS, MAX_USD
 from git_lanes.model.runs import STATS_GROUPS
 
 Handler = Callable[[Callable[..., Any], dict[str, Any]], Any]
@@ -50,7 +51,9 @@ class Param:
     @property
     def bounds(self) -> str:
         """The range a number must lie in, as an error message says it (`between 0 and None` said nothing)."""
-        low, high = (None if b is None else f"{b:g}" for b in (self.minimum, self.maximum))
+        # a whole bound in full (`1e+12` is no figure a person types), any other as short as it goes
+        low, high = (None if b is None else str(int(b)) if b == int(b) else f"{b:g}"
+                     for b in (self.minimum, self.maximum))
         return f"between {low} and {high}" if low and high else f"at least {low}" if low else f"at most {high}"
 
     def convert(self, value: Any, *, from_text: bool) -> Any:
@@ -129,15 +132,17 @@ def I(name: str, required: bool = False, help: str = "", minimum: float | None =
     return Param(name, "integer", required, help, minimum=minimum, maximum=maximum)
 
 
-def N(name: str, help: str = "") -> Param:
-    return Param(name, "number", False, help, minimum=0)
+def N(name: str, help: str = "", maximum: float | None = None) -> Param:
+    return Param(name, "number", False, help, minimum=0, maximum=maximum)
 
 
 def A(name: str, required: bool = False, help: str = "") -> Param:
     return Param(name, "array", required, help)
 
 
-COST = (I("tokens_in"), I("tokens_out"), I("api_calls"), N("wall_time"), N("cost_usd"))
+# Bounded as the record bounds them (Cost), so the document says so and a refusal names this field.
+COST = (I("tokens_in", maximum=MAX_TOKENS), I("tokens_out", maximum=MAX_TOKENS), I("api_calls", maximum=MAX_CALLS),
+        N("wall_time", maximum=MAX_SECONDS), N("cost_usd", maximum=MAX_USD))
 INTENT = (S("agent_type"), S("model"), A("tags"))
 ACTOR = S("agent_id", help="who acts (default: git's user.name)", aliases=("actor",))
 AGENT = S("agent_id", True, help="the agent acting", aliases=("agent",))
