@@ -32,7 +32,7 @@ def test_a_coordinated_session_through_the_cli(repo):
     assert "task_claimed" not in lost.err and "claimed by coder-1" in lost.err
     stale = run_cli("task", "claim", api[:6], "--agent", "coder-2", "--version", "9", cwd=repo)
     assert stale.code == 3 and "version" in stale.err
-    ok("task", "claim", api[:6], "--agent", "coder-2", cwd=repo, env={"GIT_LANES_AGENT": "ignored"})
+    ok("task", "claim", api[:6], "--agent", "coder-2", "--ahead", cwd=repo, env={"GIT_LANES_AGENT": "ignored"})
     done = ok("task", "done", schema[:6], "--agent", "coder-1", cwd=repo)
     assert done["woken"] == [{"agent": "coder-2", "task": api}]
     woke = ok("wait", "--agent", "coder-2", "--timeout", "5", cwd=repo)

@@ -26,7 +26,7 @@ def test_claim_with_a_stale_version_is_a_conflict_and_changes_nothing(lanes, rep
         lanes.task_claim(task, "coder-1", version=7)
     assert info.value.code == "version_conflict" and info.value.details["version"] == 2
     assert ledger_head(repo) == head
-    claimed = lanes.task_claim(task, "coder-1", version=2)
+    claimed = lanes.task_claim(task, "coder-1", version=2, ahead=True)  # u is not done
     assert claimed["version"] == 3 and claimed["owner"] == "coder-1"
     assert lanes.task_claim(task, "coder-1")["already"] is True
 
@@ -118,7 +118,7 @@ def test_finishing_a_task_wakes_the_owners_of_tasks_it_makes_ready(lanes):
     schema = lanes.task_create("schema", actor="lead")["task"]
     docs = lanes.task_create("docs", actor="lead")["task"]
     api = lanes.task_create("api", actor="lead", depends=(schema, docs))["task"]
-    lanes.task_claim(api, "coder-2")
+    lanes.task_claim(api, "coder-2", ahead=True)  # claimed ahead of its dependencies, to be woken
     assert lanes.task_show(api)["ready"] is False
     assert lanes.task_done(schema, actor="coder-1")["woken"] == []
     assert [t["id"] for t in lanes.task_list(ready=True)] == [docs]

@@ -60,7 +60,7 @@ def test_a_lockage_lifecycle_from_ticket_to_the_dependent_owner_waking(repo):
             first = await call(one, "create_task", title="Session store", ticket_id=ticket[:6], files=["src/auth/**"])
             second = await call(one, "create_task", title="Login form", depends=[first["task"]], ticket_id=ticket)
             assert second["ready"] is False
-            assert (await call(two, "claim_task", task_id=second["task"]))["ready"] is False
+            assert (await call(two, "claim_task", task_id=second["task"], ahead=True))["ready"] is False
             ready = await call(one, "list_tasks", ready_only=True)
             assert [t["id"] for t in ready] == [first["task"]]
 

@@ -146,7 +146,7 @@ def test_agent_bound_coordination_calls(repo):
     with pytest.raises(Conflict) as lost:
         two.claim_task(first)
     assert lost.value.code == "task_claimed"
-    two.claim_task(second)
+    two.claim_task(second, ahead=True)
     assert one.claim_files("src/**")["claims"] == ["src/**"]
     assert one.claim_files(["docs/**", "README.md"])["claims"] == ["src/**", "docs/**", "README.md"]  # a list too
     assert one.post("take a look", to="two")["post"] == 1

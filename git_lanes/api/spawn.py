@@ -104,7 +104,8 @@ class SpawnApi:
         _check_program(launch, cli)  # its program missing: refused before anything is made
         place = self.assign_worktree(agent, lane)
         workspace = place["workspace"]
-        claimed = self.task_claim(record["id"], agent, lane=lane) if record is not None else None
+        # ahead: a spawn on a task not ready yet claims it as it always did (see the report of this change)
+        claimed = self.task_claim(record["id"], agent, lane=lane, ahead=True) if record is not None else None
         hooks = spawning.install_hooks(self.ctx, lane, lanes.require_workspace(self.ctx, lane), cli, hook_prefix)
         start = pipeline.phase_for("plan", policy) if use_pipeline else phase or _writable(policy)
         goal = record["title"] if record else bounded(prompt or "", 1000)

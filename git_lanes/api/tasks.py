@@ -80,11 +80,13 @@ class TasksApi(LedgerApi):
         record["depends_status"] = {d["id"]: d["status"] for d in upstream}
         return TaskDetail.from_dict(record)
 
-    def task_claim(self, task: str, agent: str, version: int | None = None, lane: str | None = None) \
-            -> results.TaskClaimed:
+    def task_claim(self, task: str, agent: str, version: int | None = None, lane: str | None = None, *,
+                   ahead: bool = False) -> results.TaskClaimed:
         """Claim `task` for `agent` by compare-and-swap: exactly one of several concurrent claimers wins, the
         others get a Conflict at once (`task_claimed`, or `version_conflict` when `version` is not the
-        task's). The task's files become the agent's claims; overlaps are reported."""
+        task's). A task whose dependencies are not done is refused (`task_not_ready`, naming them) unless
+        `ahead`: its owner is then woken when they are done. The task's files become the agent's claims;
+        overlaps are reported."""
         from git_lanes.domain import lanes, tasks
         from git_lanes.model import ledger_results as results
 
@@ -93,7 +95,7 @@ class TasksApi(LedgerApi):
             lanes.lane_head(self.ctx, lane)
         task_id = self._task_id(task)
         return self._append_as(results.TaskClaimed, "task.claim", agent,
-                            {"task": task_id, "agent": agent, "version": version, "lane": lane})
+                            {"task": task_id, "agent": agent, "version": version, "lane": lane, "ahead": bool(ahead)})
 
     def _task_op(self, result: type[R], op_type: str, task: str, actor: str | None, **args: Any) -> R:
         task_id = self._task_id(task)

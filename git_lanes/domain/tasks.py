@@ -119,10 +119,16 @@ def claim(tx: Tx, op: Op) -> dict:
         raise Conflict(f"task {task['id'][:8]} is {task['status']} by {holder}", code="task_claimed",
                        details={"task": task["id"], "owner": holder, "version": task["version"]},
                        hint=f"take another task: {command('task list', ready=True)}")
-    record = touch(tx, agent, op.time)
     if holder == agent and task["status"] in ("claimed", *HELD):
+        touch(tx, agent, op.time)
         return {"task": task["id"], "owner": agent, "version": task["version"], "already": True,
                 "ready": is_ready(tx, task), "overlaps": []}
+    # Claiming a task whose dependencies are not done is refused unless the claim says `ahead` (its owner
+    # is then woken when they are done). The rule is as old as the `ahead` argument: an op recorded before
+    # it has none and folds as it always did, so a replay decides the same for it.
+    if op.args.get("ahead") is False and not is_ready(tx, task):
+        raise _not_ready(tx, task)
+    record = touch(tx, agent, op.time)
     lane = op.args.get("lane") or record.get("lane")
     task.update(owner=agent, status="claimed", lane=validate_lane_name(lane) if lane else task.get("lane"))
     save_task(tx, op, task)
@@ -130,6 +136,21 @@ def claim(tx: Tx, op: Op) -> dict:
     return {"task": task["id"], "owner": agent, "version": task["version"], "already": False,
             "previous_owner": holder if holder != agent else None, "ready": is_ready(tx, task),
             "overlaps": overlaps}
+
+
+def _not_ready(state: Reader, task: dict) -> Refused:
+    """The refusal of a claim of `task`, naming the dependencies it waits on (one set aside as malformed
+    among them: it cannot be shown done)."""
+    upstream = {dep["id"]: dep for dep in readable(state, task["depends"], get_task)}
+    waiting = [dep for dep in task["depends"] if upstream.get(dep, {}).get("status") != "done"]
+    named = [f"{dep[:8]} \"{upstream[dep]['title'][:60]}\" ({upstream[dep]['status']})" if dep in upstream
+             else f"{dep[:8]} (unreadable)" for dep in waiting[:3]]
+    more = f" and {len(waiting) - 3} more" if len(waiting) > 3 else ""
+    return Refused(f"task {task['id'][:8]} is not ready: it waits on {', '.join(named)}{more}", code="task_not_ready",
+                   details={"task": task["id"], "waiting_on": waiting},
+                   hint=f"take a ready task ({command('task list', ready=True)}), or claim this one ahead of its "
+                        f"dependencies, to be woken when they are done "
+                        f"({command('task claim', task['id'][:8], ahead=True)})")
 
 
 def _not_anothers(tx: Tx, op: Op, task: dict) -> None:

@@ -50,6 +50,8 @@ ROUTES: dict[str, Equivalent] = {
     "status": Equivalent("GET /status"),
     "sync": Equivalent("POST /sync", ("remote",)),
     "task block": Equivalent("POST /tasks/{id}/block", ("id",), {"--reason": "reason"}),
+    "task claim": Equivalent("POST /tasks/{id}/claim", ("id",), {"--version": "version", "--lane": "lane"},
+                             {"--ahead": "ahead"}),
     "task done": Equivalent("POST /tasks/{id}/done", ("id",), {}, {"--no-integrate": "!integrate"}),
     "task handoff": Equivalent("POST /tasks/{id}/handoff", ("id",), {"--to": "to_agent", "--note": "note"}),
     "task list": Equivalent("GET /tasks", (), {"--status": "status", "--owner": "owner"}, {"--ready": "ready_only"}),

@@ -67,11 +67,14 @@ def tools(face: Binding) -> list[ToolSpec]:
                                                                     "version (compare-and-swap).")] = None,
                    lane: Annotated[str | None, Field(description="The lane the work happens in (default: the "
                                                                  "agent's lane).")] = None,
+                   ahead: Annotated[bool, Field(description="Claim it even though its dependencies are not "
+                                                            "done; wait_for_unblock returns when they are.")] = False,
                    agent_id: AgentId = None) -> dict:
         """Claim a task. Of several agents claiming one task exactly one wins; the others get a `conflict`
-        error at once and should take another task (list_tasks with ready_only). The task's files become
+        error at once and should take another task (list_tasks with ready_only). A task whose dependencies
+        are not done is refused (`task_not_ready`, naming them) unless `ahead`. The task's files become
         the agent's file claims; overlaps with other agents are returned as warnings, never blocking."""
-        return face.api.task_claim(task_id, face.agent(agent_id), version, lane)
+        return face.api.task_claim(task_id, face.agent(agent_id), version, lane, ahead=ahead)
 
     def add_dependency(task_id: TaskId,
                        depends_on: Annotated[str, Field(description="The task (id or prefix) that must be done "
