@@ -35,7 +35,7 @@ def live_state(api: Lanes, clock: Clock) -> None:
     tasks = [api.task_create(f"task {i}", actor="lead")["task"] for i in range(12)]
     api.task_dep_add(tasks[1], tasks[0], actor="lead")
     for n, task in enumerate(tasks[:6]):
-        api.task_claim(task, f"coder-{n % 3}")
+        api.task_claim(task, f"coder-{n % 3}", ahead=True)  # task 1 waits on task 0: claimed ahead
     api.task_done(tasks[0], actor="coder-0")
     for n in range(4):
         api.board_post(f"progress {n}", f"coder-{n % 3}")
