@@ -152,7 +152,7 @@ def test_bad_arguments_are_tool_errors_with_the_clis_codes(repo):
     assert (escaping["code"], escaping["reason"]) == ("invalid", "path_outside")
     assert no_agent["reason"] == "no_agent" and "--agent" in no_agent["hint"]
     assert bad_agent["reason"] == "invalid_agent"
-    assert no_lane["reason"] == "no_lane" and "register_agent(agent_id=ID, lane=LANE)" in no_lane["hint"]
+    assert no_lane["reason"] == "no_lane" and "register_agent(agent_id=\"a\", lane=LANE)" in no_lane["hint"]
     assert no_tool["reason"] == "unknown_tool"
     assert serving == []
 
@@ -301,3 +301,17 @@ def test_accept_and_reject_record_the_agent_the_call_names(repo):
     second, log = anyio.run(scenario)
     actors = {entry["description"]: entry["actor"] for entry in log}
     assert actors[f"reject {first[:8]}"] == "reviewer" and actors[f"accept {second[:8]}"] == "reviewer-2", log
+
+
+def test_releasing_with_no_lane_says_there_is_none_to_give_back(repo):
+    """release_worktree takes no lane, yet an agent holding none was told "no lane was named" and to "name
+    the lane"; and commit's hint named a placeholder for the very agent that called."""
+    async def scenario():
+        async with mcp_session(repo, "--agent", "ghost") as session:
+            return await fails(session, "release_worktree"), await fails(session, "commit", prompt="x")
+
+    released, committed = anyio.run(scenario)
+    assert (released["reason"], released["message"]) == ("no_lane", "agent 'ghost' has no lane to give back")
+    assert released["hint"] == "nothing to release: it gave its lane back already, or never had one"
+    assert committed["message"] == "agent 'ghost' has no lane assigned, and no lane was named"
+    assert committed["hint"] == "assign it one (`register_agent(agent_id=\"ghost\", lane=LANE)`), or name the lane"

@@ -106,7 +106,7 @@ class WorktreeApi:
     def _release(self, agent: str, *, keep_workspace: bool, only_if_lapsed: bool) -> dict[str, Any] | None:
         from git_lanes.domain import agents, worktrees
 
-        lane = worktrees.require_lane(self._state(), agent)
+        lane = worktrees.lane_to_release(self._state(), agent)
         removed = None
         with self._writing() as ctx:  # ledger appends take this lock too: the state read here holds
             state = self._state()

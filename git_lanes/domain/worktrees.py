@@ -37,7 +37,16 @@ def require_lane(state: Reader, agent: str) -> str:
     lane = assigned_lane(state, agent)
     if lane is None:
         raise UserError(f"agent {agent!r} has no lane assigned, and no lane was named", code="no_lane",
-                        hint=f"assign it one ({command('agent register', 'ID', lane='LANE')}), or name the lane")
+                        hint=f"assign it one ({command('agent register', agent, lane='LANE')}), or name the lane")
+    return lane
+
+
+def lane_to_release(state: Reader, agent: str) -> str:
+    """The lane an agent gives back: its assigned one (a release names no lane, so none to name instead)."""
+    lane = assigned_lane(state, agent)
+    if lane is None:
+        raise UserError(f"agent {agent!r} has no lane to give back", code="no_lane",
+                        hint="nothing to release: it gave its lane back already, or never had one")
     return lane
 
 
