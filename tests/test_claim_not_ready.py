@@ -98,3 +98,14 @@ def test_an_op_recorded_before_the_rule_folds_as_it_did():
     assert raised.value.code == "task_not_ready"
     old = fold(5, "task.claim", {"task": f"{3:016x}", "agent": "coder-2", "version": None, "lane": None})
     assert (old["owner"], old["ready"]) == ("coder-2", False)
+
+
+def test_the_rest_api_refuses_it_alike_and_takes_ahead(api, repo, blocked):
+    from http_helpers import Server
+
+    _, downstream = blocked
+    with Server(repo) as server:
+        refused = server.post(f"/api/v1/tasks/{downstream[:8]}/claim", {"agent_id": "coder-2"})
+        assert (refused.status, refused.json["error"]) == (400, "task_not_ready"), refused.json
+        taken = server.post(f"/api/v1/tasks/{downstream[:8]}/claim", {"agent_id": "coder-2", "ahead": True})
+        assert taken.status == 200 and taken.json["owner"] == "coder-2", taken.json
