@@ -320,3 +320,22 @@ def test_a_redraw_keeps_the_keyboard_on_the_button_it_was_on(api, repo, server, 
     page.wait_for_selector(f'[data-proposal="{proposal["id"]}"]', state="detached", timeout=WAIT_MS)
     assert git("rev-parse", "refs/lanes/heads/feat", cwd=repo).strip() == proposal["to"]
     assert page.problems == []
+
+
+def test_the_page_asks_with_the_current_spellings_not_the_deprecated_ones(api, repo, server, page):
+    """The page asked for `/board?unanswered=true`, a spelling the API documents as deprecated, so it would
+    break the day the former names go: everything the page sends uses the names the MCP tools use."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from git_lanes.http.routes import ROUTES, RUN_ROUTES
+
+    deprecated = {alias for route in ROUTES + RUN_ROUTES for p in route.query + route.body for alias in p.aliases}
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    api.board_post("Size or age?", "coder-2", kind="question")
+    page.goto(server.url + "/")
+    page.wait_for_selector('#board .post.open', timeout=WAIT_MS)
+    used = {name for url in asked for name, _ in parse_qsl(urlsplit(url).query)}
+    assert "unanswered_only" in used
+    assert used & deprecated == set()
+    assert page.problems == []

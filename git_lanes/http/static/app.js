@@ -52,7 +52,7 @@ async function act(path, body, done) {
 
 const SOURCES = {
   session: "/session", status: "/status", radar: "/radar", agents: "/agents", tasks: "/tasks",
-  tickets: "/tickets", board: "/board?limit=100", questions: "/board?unanswered=true", cost: "/cost",
+  tickets: "/tickets", board: "/board?limit=100", questions: "/board?unanswered_only=true", cost: "/cost",
 };
 
 async function load() {
