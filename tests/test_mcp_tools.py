@@ -315,3 +315,17 @@ def test_releasing_with_no_lane_says_there_is_none_to_give_back(repo):
     assert released["hint"] == "nothing to release: it gave its lane back already, or never had one"
     assert committed["message"] == "agent 'ghost' has no lane assigned, and no lane was named"
     assert committed["hint"] == "assign it one (`register_agent(agent_id=\"ghost\", lane=LANE)`), or name the lane"
+
+
+def test_a_glob_longer_than_any_path_is_refused_and_claims_nothing(repo):
+    """A 300,000-character glob was taken and stored as a claim, echoed whole in the result, and carried
+    by every later read of the claims."""
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            refused = await fails(session, "claim_files", globs=["src/" + "x" * 300_000])
+            return refused, await call(session, "list_claims")
+
+    refused, claims = anyio.run(scenario)
+    assert (refused["code"], refused["reason"]) == ("invalid", "invalid_glob"), refused
+    assert refused["message"] == "a file glob is 300004 characters; the limit is 4096", refused
+    assert claims == []

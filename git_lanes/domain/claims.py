@@ -18,6 +18,9 @@ from git_lanes.model.names import normalize_repo_path
 
 MAX_GLOBS = 200
 MAX_DIRTY = 10_000
+# Longer than any path a file system takes (PATH_MAX): such a glob can match nothing, yet it would be
+# stored and carried by every read of the claims.
+MAX_GLOB_CHARS = 4096
 
 
 def claims_path(agent: str) -> str:
@@ -33,6 +36,8 @@ def validate_glob(glob: object) -> str:
         raise UserError(f"a file glob is a string, not {type(glob).__name__} {str(glob)[:100]}", code="invalid_glob")
     if not glob.strip():
         raise UserError("empty file glob", code="invalid_glob")
+    if len(glob) > MAX_GLOB_CHARS:
+        raise UserError(f"a file glob is {len(glob)} characters; the limit is {MAX_GLOB_CHARS}", code="invalid_glob")
     normal = normalize_repo_path(glob.strip())
     if not normal:
         return "**"
