@@ -329,3 +329,15 @@ def test_a_glob_longer_than_any_path_is_refused_and_claims_nothing(repo):
     assert (refused["code"], refused["reason"]) == ("invalid", "invalid_glob"), refused
     assert refused["message"] == "a file glob is 300004 characters; the limit is 4096", refused
     assert claims == []
+
+
+def test_promote_into_a_bad_lane_name_names_the_lane_not_the_prompt(repo):
+    """The default prompt ("Promote LANE into TARGET") was built and checked first, so a target name too long
+    to be a lane was refused as a prompt over its limit: a prompt the caller never gave."""
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            return [await fails(session, "promote", lane="main", into="x" * 300_000, dry_run=dry_run)
+                    for dry_run in (True, False)]
+
+    for refused in anyio.run(scenario):
+        assert refused["reason"] == "invalid_lane_name", refused

@@ -46,8 +46,13 @@ class PromotionApi:
         from git_lanes.model.records import Cost, Intent
         from git_lanes.store import merge_gate
 
+        from git_lanes.model.names import validate_lane_name
+
         target = self.ctx.trunk if into is None else into  # an empty name given is refused, not defaulted
-        # Checked before the dry run answers, so that it refuses what the real run would refuse.
+        # Checked before the dry run answers, so that it refuses what the real run would refuse; the names
+        # first, as the default prompt holds them and would be refused for them.
+        validate_lane_name(lane)
+        validate_lane_name(target)
         who = AgentId(agent_id) if agent_id is not None else Actor(self._human())
         intent = Intent(prompt=prompt if prompt is not None else f"Promote {lane} into {target}", agent_id=who,
                         agent_type=agent_type, model=model, tags=tags)
