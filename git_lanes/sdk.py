@@ -135,10 +135,11 @@ class AgentSession:
         """Extend the agent's lease; report its unread posts, pending wakes and refused ops."""
         return told(lambda: self.api.agent_heartbeat(self.agent_id))
 
-    def claim_task(self, task_id: str, version: int | None = None, *, ahead: bool = False) -> TaskClaimed:
+    def claim_task(self, task_id: str, version: int | None = None, *, ahead: bool = True) -> TaskClaimed:
         """Claim a task for this agent (in the session's lane, if one is set). Exactly one of several
         claimers wins; the others get `Conflict` at once and can take another task. A task whose
-        dependencies are not done is refused (`UserError`, `task_not_ready`) unless `ahead`."""
+        dependencies are not done is claimed ahead of them (`ready` false); with `ahead=False` it is refused
+        (`UserError`, `task_not_ready`)."""
         return told(lambda: self.api.task_claim(task_id, self.agent_id, version, self._named_lane(), ahead=ahead))
 
     def claim_files(self, *globs: str | list[str] | tuple[str, ...], task_id: str | None = None) -> ClaimsAdded:

@@ -1,8 +1,8 @@
-"""A claim of a task whose dependencies are not done is refused in one line naming them (exit 1,
-`task_not_ready`), by the fold, so the CLI, MCP, the SDK and REST all decide alike; claiming it ahead of
-them on purpose (`--ahead`, `ahead`), to be woken when they are done (the ledger issue's wake-up), still
-works. Ops recorded before the rule (no `ahead` in their args) fold exactly as they did: a replay (sync)
-decides the same for them."""
+"""A claim of a task whose dependencies are not done takes it ahead of them, as the ledger issue's wake-up
+needs (finishing a task wakes the owners of the tasks it makes ready), and says so (`ready` false); asked
+for ready tasks only (`--ready-only`, `ahead=False`), the fold refuses it in one line naming them (exit 1,
+`task_not_ready`), so the CLI, MCP, the SDK and REST all decide alike. Ops recorded before the rule (no
+`ahead` in their args) fold exactly as they did: a replay (sync) decides the same for them."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ def blocked(api):
     return upstream, downstream
 
 
-def test_the_cli_refuses_a_claim_of_a_task_not_ready_and_names_what_it_waits_on(api, repo, blocked):
+def test_the_cli_asked_for_ready_only_refuses_a_task_not_ready_and_names_what_it_waits_on(api, repo, blocked):
     upstream, downstream = blocked
-    refused = run_cli("task", "claim", downstream[:8], "--agent", "coder-2", "--json", cwd=repo)
+    refused = run_cli("task", "claim", downstream[:8], "--agent", "coder-2", "--ready-only", "--json", cwd=repo)
     assert (refused.code, refused.json["error"]) == (1, "task_not_ready"), refused.err
     assert refused.json["waiting_on"] == [upstream]
     line = refused.err.splitlines()[0]
@@ -40,8 +40,11 @@ def test_the_cli_refuses_a_claim_of_a_task_not_ready_and_names_what_it_waits_on(
     assert (shown.owner, shown.status, shown.version) == (None, "open", 1)  # nothing changed
 
 
-def test_claiming_ahead_on_purpose_still_works_and_wakes_the_owner(api, repo, blocked):
+def test_a_claim_of_a_task_not_ready_takes_it_ahead_says_so_and_wakes_the_owner(api, repo, blocked):
+    """The ledger issue's flow, as it names the command: `task claim ID --agent A` of a task that waits."""
     upstream, downstream = blocked
+    said = run_cli("task", "claim", downstream[:8], "--agent", "coder-2", cwd=repo)
+    assert said.code == 0 and "not ready yet" in said.out, said.err
     ahead = run_cli("task", "claim", downstream[:8], "--agent", "coder-2", "--ahead", "--json", cwd=repo)
     assert ahead.code == 0 and (ahead.json["owner"], ahead.json["ready"]) == ("coder-2", False), ahead.err
     api.task_claim(upstream, "coder-1")
@@ -58,22 +61,22 @@ def test_a_claim_once_the_dependencies_are_done_needs_nothing_more(api, repo, bl
     assert run_cli("task", "claim", downstream[:8], "--agent", "coder-2", cwd=repo).code == 0
 
 
-def test_the_sdk_and_mcp_refuse_it_alike(api, repo, blocked):
+def test_the_sdk_and_mcp_decide_it_alike(api, repo, blocked):
     _, downstream = blocked
     with pytest.raises(UserError) as raised:
-        AgentSession(repo, agent_id="coder-2").claim_task(downstream)
+        AgentSession(repo, agent_id="coder-2").claim_task(downstream, ahead=False)
     assert raised.value.code == "task_not_ready"
 
     async def scenario():
         async with mcp_session(repo) as session:
-            error = await fails(session, "claim_task", task_id=downstream, agent_id="coder-4")
+            error = await fails(session, "claim_task", task_id=downstream, agent_id="coder-4", ahead=False)
             assert (error["reason"], error["exit_code"]) == ("task_not_ready", 1)
             assert "ahead" in error["hint"]
-            taken = await call(session, "claim_task", task_id=downstream, agent_id="coder-3", ahead=True)
-            assert taken["owner"] == "coder-3"
+            taken = await call(session, "claim_task", task_id=downstream, agent_id="coder-3")
+            assert (taken["owner"], taken["ready"]) == ("coder-3", False)
 
     anyio.run(scenario)
-    assert AgentSession(repo, agent_id="coder-3").claim_task(downstream, ahead=True).already is True
+    assert AgentSession(repo, agent_id="coder-3").claim_task(downstream).already is True
 
 
 def test_an_op_recorded_before_the_rule_folds_as_it_did():
@@ -100,12 +103,12 @@ def test_an_op_recorded_before_the_rule_folds_as_it_did():
     assert (old["owner"], old["ready"]) == ("coder-2", False)
 
 
-def test_the_rest_api_refuses_it_alike_and_takes_ahead(api, repo, blocked):
+def test_the_rest_api_decides_it_alike(api, repo, blocked):
     from http_helpers import Server
 
     _, downstream = blocked
     with Server(repo) as server:
-        refused = server.post(f"/api/v1/tasks/{downstream[:8]}/claim", {"agent_id": "coder-2"})
+        refused = server.post(f"/api/v1/tasks/{downstream[:8]}/claim", {"agent_id": "coder-2", "ahead": False})
         assert (refused.status, refused.json["error"]) == (400, "task_not_ready"), refused.json
-        taken = server.post(f"/api/v1/tasks/{downstream[:8]}/claim", {"agent_id": "coder-2", "ahead": True})
+        taken = server.post(f"/api/v1/tasks/{downstream[:8]}/claim", {"agent_id": "coder-2"})
         assert taken.status == 200 and taken.json["owner"] == "coder-2", taken.json

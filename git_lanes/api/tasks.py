@@ -81,11 +81,12 @@ class TasksApi(LedgerApi):
         return TaskDetail.from_dict(record)
 
     def task_claim(self, task: str, agent: str, version: int | None = None, lane: str | None = None, *,
-                   ahead: bool = False) -> results.TaskClaimed:
+                   ahead: bool = True) -> results.TaskClaimed:
         """Claim `task` for `agent` by compare-and-swap: exactly one of several concurrent claimers wins, the
         others get a Conflict at once (`task_claimed`, or `version_conflict` when `version` is not the
-        task's). A task whose dependencies are not done is refused (`task_not_ready`, naming them) unless
-        `ahead`: its owner is then woken when they are done. The task's files become the agent's claims;
+        task's). A task whose dependencies are not done is claimed ahead of them (`ready` false in the result):
+        its owner is woken when they are done, as the ledger's wake-ups intend. With `ahead=False` such a claim
+        is refused instead (`task_not_ready`, naming them). The task's files become the agent's claims;
         overlaps are reported."""
         from git_lanes.domain import lanes, tasks
         from git_lanes.model import ledger_results as results

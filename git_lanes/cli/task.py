@@ -137,13 +137,14 @@ def _old_version_spelling(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--expect-version", "version", type=int, metavar="V",
               help="Claim only if the task is still at this version.")
 @click.option("--lane", metavar="LANE", help="The lane the work happens in (default: the agent's lane).")
-@click.option("--ahead", is_flag=True,
-              help="Claim it even though its dependencies are not done; `git lanes wait` wakes you when they are.")
+@click.option("--ahead/--ready-only", default=True,
+              help="A task whose dependencies are not done is claimed ahead of them (the default), and `git "
+                   "lanes wait` wakes you when they are; --ready-only refuses it instead (exit 1, naming them).")
 @json_option
 @_old_version_spelling
 def claim(task_id: str, agent: str, version: int | None, lane: str | None, ahead: bool, as_json: bool) -> None:
     """Claim TASK for an agent. A loser of a race, or a stale --expect-version, exits 3 at once. A task
-    whose dependencies are not done is refused (exit 1, naming them) unless --ahead.
+    whose dependencies are not done is claimed ahead of them, and says so; --ready-only refuses it instead.
 
     The task's --files become the agent's file claims; overlaps with other agents are warned about.
 
@@ -154,7 +155,7 @@ def claim(task_id: str, agent: str, version: int | None, lane: str | None, ahead
     def render(r: dict) -> str:
         text = f"{r['owner']} {'already holds' if r['already'] else 'claimed'} task {short(r['task'])} (v{r['version']})"
         if not r["ready"]:
-            text += "\nnot ready yet: `git lanes wait` returns when its dependencies are done"
+            text += "\nnot ready yet, claimed ahead of its dependencies: `git lanes wait` returns when they are done"
         return "\n".join([text] + render_overlaps(r["overlaps"]))
 
     run(lambda: open_api().task_claim(task_id, agent, version, lane, ahead=ahead), as_json, render)

@@ -26,9 +26,8 @@ def play(s: DemoSession) -> None:
     outcomes = [s.finish(proc, allowed=(0, 3)) for proc in racers]
     winner = next(o["owner"] for o in outcomes if "owner" in o)
     loser = next(agent for agent, _ in AGENTS if agent != winner)
-    s.say(f"  {winner} won; {loser} got exit 3 at once and claims the next task instead, ahead of the task it "
-          "waits on")
-    s.show("task", "claim", login[:8], "--agent", loser, "--ahead")
+    s.say(f"  {winner} won; {loser} got exit 3 at once and takes the next task instead")
+    s.show("task", "claim", login[:8], "--agent", loser)
 
     s.heading("Claims warn, never block: the loser steps into the winner's files")
     s.show("claim", "add", "session/store.py", "--agent", loser)

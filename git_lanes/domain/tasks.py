@@ -123,9 +123,9 @@ def claim(tx: Tx, op: Op) -> dict:
         touch(tx, agent, op.time)
         return {"task": task["id"], "owner": agent, "version": task["version"], "already": True,
                 "ready": is_ready(tx, task), "overlaps": []}
-    # Claiming a task whose dependencies are not done is refused unless the claim says `ahead` (its owner
-    # is then woken when they are done). The rule is as old as the `ahead` argument: an op recorded before
-    # it has none and folds as it always did, so a replay decides the same for it.
+    # A task whose dependencies are not done is claimed ahead of them (its owner is woken when they are
+    # done), unless the claim says `ahead: false` (--ready-only). The rule is as old as the `ahead` argument:
+    # an op recorded before it has none and folds as it always did, so a replay decides the same for it.
     if op.args.get("ahead") is False and not is_ready(tx, task):
         raise _not_ready(tx, task)
     record = touch(tx, agent, op.time)

@@ -241,7 +241,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/tasks/{id}", "One task", "task_show", lambda m, p: m(p["id"]), "tasks"),
     Route("POST", "/tasks/{id}/claim", "Claim a task (compare-and-swap on its version)",
           "task_claim", lambda m, p: m(p["id"], p["agent_id"], p.get("version"), p.get("lane"),
-                                       ahead=p.get("ahead", False)), "tasks",
+                                       ahead=p.get("ahead", True)), "tasks",
           body=(AGENT, I("version"), S("lane"), B("ahead"))),
     Route("POST", "/tasks/{id}/done", "Mark a task done, integrating its lane first (integrate: false skips that)",
           "task_done", lambda m, p: m(p["id"], p.get("agent_id"), integrate=p.get("integrate", True)), "tasks",

@@ -68,11 +68,12 @@ def tools(face: Binding) -> list[ToolSpec]:
                    lane: Annotated[str | None, Field(description="The lane the work happens in (default: the "
                                                                  "agent's lane).")] = None,
                    ahead: Annotated[bool, Field(description="Claim it even though its dependencies are not "
-                                                            "done; wait_for_unblock returns when they are.")] = False,
+                                                            "done (the default; wait_for_unblock returns when "
+                                                            "they are); false refuses such a task.")] = True,
                    agent_id: AgentId = None) -> dict:
         """Claim a task. Of several agents claiming one task exactly one wins; the others get a `conflict`
         error at once and should take another task (list_tasks with ready_only). A task whose dependencies
-        are not done is refused (`task_not_ready`, naming them) unless `ahead`. The task's files become
+        are not done is claimed ahead of them (`ready` false); with ahead false it is refused (`task_not_ready`). The task's files become
         the agent's file claims; overlaps with other agents are returned as warnings, never blocking."""
         return face.api.task_claim(task_id, face.agent(agent_id), version, lane, ahead=ahead)
 
