@@ -341,3 +341,15 @@ def test_promote_into_a_bad_lane_name_names_the_lane_not_the_prompt(repo):
 
     for refused in anyio.run(scenario):
         assert refused["reason"] == "invalid_lane_name", refused
+
+
+def test_a_call_with_no_agent_is_told_how_to_name_one_in_one_clean_line(repo):
+    """The hint quoted the server's own command line as a command reference, which the face then labelled
+    as the CLI's: "`git lanes mcp --agent ID` (CLI) (or GIT_LANES_AGENT)"."""
+    async def scenario():
+        async with mcp_session(repo, env={"GIT_LANES_AGENT": ""}) as session:
+            return await fails(session, "heartbeat")
+
+    refused = anyio.run(scenario)
+    assert refused["reason"] == "no_agent"
+    assert refused["hint"] == "pass agent_id, or start this server with --agent ID (or GIT_LANES_AGENT set)"

@@ -75,8 +75,7 @@ class Binding:
         agent = self.default_agent
         if not agent:
             raise UserError("no agent_id given, and the server was started without one", code="no_agent",
-                            hint="pass agent_id, or start the server with `git lanes mcp --agent ID` (or "
-                                 "GIT_LANES_AGENT)")
+                            hint="pass agent_id, or start this server with --agent ID (or GIT_LANES_AGENT set)")
         return agent
 
     def actor(self, given: str | None) -> str | None:
