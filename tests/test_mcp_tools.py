@@ -353,3 +353,17 @@ def test_a_call_with_no_agent_is_told_how_to_name_one_in_one_clean_line(repo):
     refused = anyio.run(scenario)
     assert refused["reason"] == "no_agent"
     assert refused["hint"] == "pass agent_id, or start this server with --agent ID (or GIT_LANES_AGENT set)"
+
+
+def test_a_state_that_names_nothing_is_told_what_a_state_can_be(repo):
+    """diff, restore and assign_worktree's base said only "unknown revision 'nope'", with no hint."""
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            return [await fails(session, "diff", a="nope", b="main"),
+                    await fails(session, "restore", state="nope", lane="main"),
+                    await fails(session, "assign_worktree", lane="feature/x", base="nope")]
+
+    for refused in anyio.run(scenario):
+        assert (refused["code"], refused["message"]) == ("not_found", "unknown revision 'nope'"), refused
+        assert refused["hint"] == "name a lane (`status`), a transition id (`history`) or a git revision", refused
+    assert "name a lane (`git lanes lane list`)" in run_cli("diff", "nope", "main", cwd=repo).err

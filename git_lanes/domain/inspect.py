@@ -8,7 +8,7 @@ from pathlib import Path
 from git_lanes.domain import attention, lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import checked_limit
-from git_lanes.errors import LanesError, NotFound, UserError
+from git_lanes.errors import LanesError, NotFound, UserError, command
 from git_lanes.model import refs
 from git_lanes.model.frozen import replace
 from git_lanes.model.ids import LaneName
@@ -16,6 +16,7 @@ from git_lanes.model.records import STATUSES, CostTotals, Transition
 from git_lanes.model.text import check_text
 
 DIFF_MODES = ("patch", "stat", "name-only")
+STATE_HINT = f"name a lane ({command('lane list')}), a transition id ({command('history')}) or a git revision"
 
 
 def unsnapshotted(ctx: Context, lane: str, path: Path, proposals: list[Transition] | None = None) \
@@ -109,7 +110,11 @@ def resolve_state(ctx: Context, spec: str) -> str:
             return transitions.find(ctx, spec).state
         except NotFound:
             pass
-    return ctx.store.resolve(spec)
+    try:
+        return ctx.store.resolve(spec)
+    except NotFound as exc:
+        exc.hint = exc.hint or STATE_HINT
+        raise
 
 
 def _could_be_lane(spec: str) -> bool:
