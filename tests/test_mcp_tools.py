@@ -367,3 +367,14 @@ def test_a_state_that_names_nothing_is_told_what_a_state_can_be(repo):
         assert (refused["code"], refused["message"]) == ("not_found", "unknown revision 'nope'"), refused
         assert refused["hint"] == "name a lane (`status`), a transition id (`history`) or a git revision", refused
     assert "name a lane (`git lanes lane list`)" in run_cli("diff", "nope", "main", cwd=repo).err
+
+
+def test_releasing_a_glob_not_claimed_points_at_the_agents_claims(repo):
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            await call(session, "claim_files", globs=["src/**"])
+            return await fails(session, "release_files", globs=["src/*"])
+
+    refused = anyio.run(scenario)
+    assert (refused["reason"], refused["message"]) == ("unknown_claim", "coder-1 holds no claim on src/*")
+    assert refused["hint"] == "release a glob as claimed: see `list_claims(agent=\"coder-1\")`"

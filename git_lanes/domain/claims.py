@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from git_lanes.domain import stored
 from git_lanes.domain.agents import Reader, add_wake, touch, validate_agent_id
-from git_lanes.errors import UserError
+from git_lanes.errors import UserError, command
 from git_lanes.ledger import Op, Tx
 from git_lanes.model.globs import MAGIC, glob_matches, segments
 from git_lanes.model.names import normalize_repo_path
@@ -157,7 +157,8 @@ def claim_release(tx: Tx, op: Op) -> dict:
         globs = set(validate_globs(wanted))
         unknown = sorted(globs - {c["glob"] for c in record["globs"]})
         if unknown:
-            raise UserError(f"{agent} holds no claim on {', '.join(unknown)}", code="unknown_claim")
+            raise UserError(f"{agent} holds no claim on {', '.join(unknown)}", code="unknown_claim",
+                            hint=f"release a glob as claimed: see {command('claim list', agent=agent)}")
     else:
         globs = {c["glob"] for c in record["globs"]}
     record["globs"] = [c for c in record["globs"] if c["glob"] not in globs]
