@@ -378,3 +378,25 @@ def test_releasing_a_glob_not_claimed_points_at_the_agents_claims(repo):
     refused = anyio.run(scenario)
     assert (refused["reason"], refused["message"]) == ("unknown_claim", "coder-1 holds no claim on src/*")
     assert refused["hint"] == "release a glob as claimed: see `list_claims(agent=\"coder-1\")`"
+
+
+def test_an_argument_of_a_json_type_its_schema_does_not_allow_is_refused(repo):
+    """The SDK's validation is lax: `true` passed where a number goes became 1, so resolve_question(post=true)
+    resolved post #1, and history(limit=true) listed one transition. An argument must be of a JSON type its
+    published schema allows."""
+    assert run_cli("board", "post", "Which store?", "--kind", "question", "--agent", "a", cwd=repo).code == 0
+
+    async def scenario():
+        async with mcp_session(repo, "--agent", "coder-1") as session:
+            refused = [await fails(session, "resolve_question", post=True),
+                       await fails(session, "history", limit=True),
+                       await fails(session, "claim_task", task_id="feedbeef", version="1"),
+                       await fails(session, "read_board", unread_only=1)]
+            return refused, await call(session, "read_board", unanswered_only=True)
+
+    refused, board = anyio.run(scenario)
+    for error in refused:
+        assert (error["code"], error["reason"]) == ("usage", "invalid_arguments"), error
+    assert refused[0]["message"] == "invalid arguments for resolve_question: post: true is not an integer or a string"
+    assert refused[2]["message"] == "invalid arguments for claim_task: version: \"1\" is not an integer or null"
+    assert [p["text"] for p in board["posts"]] == ["Which store?"]  # still unresolved

@@ -66,6 +66,10 @@ class LanesMCPServer(MCPServer):
         unknown = sorted(set(arguments or {}) - self.arguments.get(name, frozenset(arguments or {})))
         if unknown:
             return error_result(name, _unknown_arguments(name, unknown, self.arguments[name]))
+        tool = self._tool_manager.get_tool(name)
+        mistyped = _mistyped(name, arguments or {}, tool.parameters if tool else {})
+        if mistyped:
+            return error_result(name, mistyped)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -83,6 +87,43 @@ def _unknown_arguments(tool: str, unknown: list[str], known: frozenset[str]) -> 
     return LanesToolError(_payload("usage", "unknown_argument", f"{tool} takes no argument "
                                    f"{', '.join(map(repr, unknown))}; it takes {listed}", EXIT_USAGE,
                                    "see the tool's input schema (tools/list)"))
+
+
+_JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+               dict: "object"}
+_NAMED = {"null": "null", "integer": "an integer", "array": "an array", "object": "an object"}
+
+
+def _mistyped(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> LanesToolError | None:
+    """Arguments of a JSON type their published schema does not allow. The SDK validates laxly, and `true`
+    where a number goes became 1 (resolve_question(post=true) resolved post #1); "1" became 1 too."""
+    problems = []
+    for name, value in arguments.items():
+        allowed = _types_of(schema.get("properties", {}).get(name, {}))
+        given = _JSON_TYPES.get(type(value))
+        if given == "number" and float(value).is_integer():
+            given = "integer"  # JSON has one kind of number: 2.0 is 2
+        if allowed and given not in allowed and not (given == "integer" and "number" in allowed):
+            shown = json.dumps(value)
+            shown = shown if len(shown) <= 40 else shown[:40] + "\u2026"
+            problems.append(f"{name}: {shown} is not {' or '.join(_NAMED.get(t, 'a ' + t) for t in allowed)}")
+    if not problems:
+        return None
+    return LanesToolError(_payload("usage", "invalid_arguments", f"invalid arguments for {tool}: "
+                                   f"{'; '.join(problems)}", EXIT_USAGE, "see the tool's input schema (tools/list)"))
+
+
+def _types_of(schema: dict[str, Any]) -> list[str]:
+    """The JSON types a parameter's schema allows, in its order; none when it (or one of its alternatives)
+    says nothing about them, so that nothing is refused on a guess."""
+    declared = schema.get("type")
+    found = [declared] if isinstance(declared, str) else list(declared or [])
+    for member in schema.get("anyOf", []) + schema.get("oneOf", []):
+        types = _types_of(member)
+        if not types:
+            return []
+        found += [t for t in types if t not in found]
+    return found
 
 
 def error_result(tool: str, exc: ToolError) -> CallToolResult:
