@@ -230,3 +230,19 @@ def test_hints_about_posts_and_lanes_name_tools_and_no_cli_option(repo):
     assert unknown_lane["hint"] == "see `status`"
     cli_post = run_cli("board", "resolve", "#feedbeef", "--json", cwd=repo)
     assert cli_post.json["hint"] == "see `git lanes board read --all --json` for each post's id"
+
+
+def test_a_subcommand_is_never_read_as_the_argument_of_its_group():
+    """`publish` takes a ticket when run alone, and `publish sync` was read as it: the MCP face advised
+    `publish_ticket(ticket_id="sync")`, which publishes nothing and fails."""
+    offered = {"publish_ticket", "close_ticket_on_merge"}
+    assert mcp_advice.advise(f"{command('publish sync')} closes merged tickets", offered) == \
+        "`close_ticket_on_merge` closes merged tickets"
+    for key in mcp_advice.TOOLS:
+        found, path, _ = cli_command(key.split())
+        if isinstance(found, click.Group):
+            for sub in found.list_commands(click.Context(found)):
+                words = (*key.split(), sub)
+                if " ".join(words) not in mcp_advice.TOOLS:
+                    assert mcp_advice.tool_call(words, offered | {e.name for e in mcp_advice.TOOLS.values()}) \
+                        is None, words

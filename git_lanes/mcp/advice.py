@@ -42,6 +42,8 @@ TOOLS: dict[str, Equivalent] = {
     "publish": Equivalent("publish_ticket", ("ticket_id",), {"--remote": "remote", "--branch": "branch",
                                                              "--base": "base", "--pr": "pr"}),
     "publish status": Equivalent("publisher_status"),
+    # Listed so that `sync` is not read as the ticket `publish` takes; the tool closes one ticket at a time.
+    "publish sync": Equivalent("close_ticket_on_merge", (), {"--remote": "remote"}),
     "reject": Equivalent("reject", ("transition_id",), {"--reason": "reason"}),
     "restore": Equivalent("restore", ("state",), _WORKSPACE, {"--force": "force"}),
     "show": Equivalent("show", ("transition_id",)),
