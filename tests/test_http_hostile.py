@@ -150,3 +150,15 @@ def test_a_cost_over_its_bound_is_refused_in_the_api_s_words_and_documented(serv
         assert reply.json["message"] == f"{field} must be between 0 and {bound}"
         assert reply.json["hint"] == "see `POST /api/v1/promote` in `GET /api/openapi.json`"
     assert server.post("/api/v1/promote", {"lane": "feat", "dry_run": True, "tokens_in": 10**12}).status == 200
+
+
+def test_a_malformed_request_s_hint_names_the_route_as_the_document_does(server, api):
+    # The hint quoted the server's own path converter (`/lanes/{name:path}/reset`), which the document
+    # does not have, and came before the error's code and message.
+    api.lane_create("feat")
+    reply = server.post("/api/v1/lanes/feat/reset", {"onto": 5})
+    assert reply.status == 400, reply.body
+    assert reply.json["hint"] == "see `POST /api/v1/lanes/{name}/reset` in `GET /api/openapi.json`"
+    assert "/api/v1/lanes/{name}/reset" in server.get("/api/openapi.json").json["paths"]
+    assert list(reply.json)[:3] == ["error", "message", "hint"]
+    assert list(server.post("/api/v1/tasks", {"title": ""}).json)[:3] == ["error", "message", "hint"]

@@ -153,7 +153,9 @@ def error(status: int, code: str, message: str, hint: str | None = None, **detai
 
 def lanes_error(exc: LanesError) -> JSON:
     """The error's record, its hints naming this API's routes for the commands they advise."""
-    return JSON(advised_result({"hint": None, **render(exc.to_dict())}), status_code=status_of(exc))
+    record = render(exc.to_dict())
+    ordered = {key: record.pop(key, None) for key in ("error", "message", "hint")}
+    return JSON(advised_result(ordered | record), status_code=status_of(exc))
 
 
 def route_doc(method: str, path: str) -> str:
@@ -231,7 +233,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                 result, notices = await service.told(route.writes,
                                                      lambda api: route.call(getattr(api, route.api), params))
             except Exception as exc:
-                usage_hinted(exc, route.method, API + route.path)
+                usage_hinted(exc, route.method, API + route.documented_path)
                 return warned(failed(exc, request), getattr(exc, "notices", []))
             # A listing (an array) that left records out says so where an array has room: a header.
             set_aside = getattr(result, "unreadable", ()) if isinstance(result, list) else ()

@@ -110,7 +110,7 @@ def _operation(route: Route, api_class: type) -> dict[str, Any]:
 def document(routes: tuple[Route, ...], prefix: str, version: str, api_class: type) -> dict:
     paths: dict[str, dict] = {}
     for route in routes:
-        path = prefix + "/".join(part.split(":")[0] + ("}" if ":" in part else "") for part in route.path.split("/"))
+        path = prefix + route.documented_path
         paths.setdefault(path, {})[route.method.lower()] = _operation(route, api_class)
     paths[prefix + "/events"] = {"get": {
         "operationId": "get_events", "summary": "Server-sent events of what changed (a ref moved, ops appended)",

@@ -109,6 +109,11 @@ class Route:
         return self.method != "GET"
 
     @property
+    def documented_path(self) -> str:
+        """The path as the OpenAPI document writes it: `{name}`, without the dispatcher's `:path`."""
+        return "/".join(part.split(":")[0] + ("}" if ":" in part else "") for part in self.path.split("/"))
+
+    @property
     def path_params(self) -> list[str]:
         return [part[1:-1].split(":")[0] for part in self.path.split("/") if part.startswith("{")]
 
