@@ -96,13 +96,17 @@ _NAMED = {"null": "null", "integer": "an integer", "array": "an array", "object"
 
 def _mistyped(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> LanesToolError | None:
     """Arguments of a JSON type their published schema does not allow. The SDK validates laxly, and `true`
-    where a number goes became 1 (resolve_question(post=true) resolved post #1); "1" became 1 too."""
+    where a number goes became 1 (resolve_question(post=true) resolved post #1). A number or a boolean
+    written as a string ("12", "true") still passes: some clients (Claude Desktop among them) send every
+    argument as a string, and such a string cannot mean anything else."""
     problems = []
     for name, value in arguments.items():
         allowed = _types_of(schema.get("properties", {}).get(name, {}))
         given = _JSON_TYPES.get(type(value))
         if given == "number" and float(value).is_integer():
             given = "integer"  # JSON has one kind of number: 2.0 is 2
+        if given == "string" and "string" not in allowed:
+            given = _spelled(value)
         if allowed and given not in allowed and not (given == "integer" and "number" in allowed):
             shown = json.dumps(value)
             shown = shown if len(shown) <= 40 else shown[:40] + "\u2026"
@@ -111,6 +115,15 @@ def _mistyped(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> L
         return None
     return LanesToolError(_payload("usage", "invalid_arguments", f"invalid arguments for {tool}: "
                                    f"{'; '.join(problems)}", EXIT_USAGE, "see the tool's input schema (tools/list)"))
+
+
+def _spelled(text: str) -> str:
+    """The JSON type a string argument spells out where no string goes: "integer" for "12", "boolean" for
+    "true", else "string"."""
+    if text in ("true", "false"):
+        return "boolean"
+    body = text[1:] if text[:1] == "-" else text
+    return "integer" if body.isascii() and body.isdigit() and len(body) <= 18 else "string"
 
 
 def _types_of(schema: dict[str, Any]) -> list[str]:
