@@ -339,3 +339,24 @@ def test_the_page_asks_with_the_current_spellings_not_the_deprecated_ones(api, r
     assert "unanswered_only" in used
     assert used & deprecated == set()
     assert page.problems == []
+
+
+def test_off_loopback_without_the_token_the_page_says_so_rather_than_show_an_empty_project(api, repo, page):
+    """Off loopback every read needs the token. Opened without it, the page drew "No lanes yet", "No
+    unanswered questions" and $0 spent: a quiet, empty project, where every request had been refused."""
+    api.board_post("Size or age?", "coder-2", kind="question")
+    with Server(repo, "--host", "0.0.0.0") as server:
+        assert server.info["loopback"] is False
+        here = f"http://127.0.0.1:{server.info['port']}"
+        page.goto(here + "/")
+        page.wait_for_selector("#lanes .refused", timeout=WAIT_MS)
+        assert "this needs the token" in page.locator("#lanes .refused").inner_text()
+        assert page.locator("#live").inner_text() == "token needed"
+        shown = page.locator("main").inner_text()
+        assert "No lanes yet" not in shown and "No unanswered questions" not in shown
+        assert page.locator("#tiles").inner_text().strip() == ""
+        page.goto(here + f"/?token={server.token}")  # with the token, the project itself
+        page.wait_for_selector('tr[data-lane="main"]', timeout=WAIT_MS)
+        page.wait_for_selector("#board .post.open", timeout=WAIT_MS)
+        assert page.locator("#lanes .refused").count() == 0
+    assert page.problems == []

@@ -68,6 +68,19 @@ async function load() {
   state.openQuestions = state.questions?.posts || [];
   const gone = results.find((r) => r.status === "rejected" && r.reason.status === 410);
   if (gone) showGone(gone.reason.record);
+  // Off loopback every read needs the token: refused, the page must not draw an empty, quiet project.
+  const refused = results.find((r) => r.status === "rejected" && r.reason.status === 401);
+  state.refused = refused ? refused.reason.record : null;
+}
+
+const SECTIONS = ["lanes", "radar", "agents", "runs", "tasks", "board", "cost", "history"];
+
+function showRefused(error) {
+  const dot = $("live");
+  dot.textContent = "token needed"; dot.className = "live off"; dot.title = visible(error.message || "");
+  const why = `Not shown: ${error.message || "this server needs the token"}` +
+    `${error.hint ? " — " + error.hint : ""}.`;
+  for (const id of SECTIONS) fill($(id), id === "lanes" ? h("p", { class: "refused" }, why) : []);
 }
 
 // The repository was removed or moved under the server: what the page shows is the last it could read.
@@ -106,6 +119,12 @@ function render() {
   auth.textContent = ctx.canWrite ? "can act" : "read-only";
   auth.className = `chip ${ctx.canWrite ? "pass" : "gone"}`;
   auth.title = ctx.canWrite ? "this browser holds the token" : "open the ?token= link `git lanes serve` printed to act";
+  if (state.refused) {
+    fill($("tiles"), []);
+    showRefused(state.refused);
+    document.body.dataset.rendered = String((Number(document.body.dataset.rendered) || 0) + 1);
+    return;
+  }
   fill($("tiles"), tiles());
   fill($("lanes"), lanesView(state, ctx));
   fill($("radar"), radarView(state));
@@ -149,7 +168,7 @@ function live() {
   stream.addEventListener("hello", () => { dot.textContent = "live"; dot.className = "live on"; soon(); });
   stream.addEventListener("change", soon);
   stream.onerror = () => {
-    if (dot.dataset.gone) return;
+    if (dot.dataset.gone || state.refused) return;
     dot.textContent = stream.readyState === EventSource.CLOSED ? "not live" : "reconnecting";
     dot.className = "live off";
   };
