@@ -355,6 +355,23 @@ def test_open_hands_the_one_time_link_to_the_browser(repo, tmp_path):
         assert noted.read_text() == f"{server.url}/?token={server.token}"
 
 
+def test_open_with_a_token_of_url_characters_hands_a_link_that_signs_in(repo, tmp_path):
+    """A token given with --token went into the link as it was: `+` read back as a space, `&` ended it and
+    `#` hid the rest from the server, so the page `--open` opened was refused."""
+    token = "p+ss&w%rd#1234567890 "[:-1]
+    noted = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(f"import sys, pathlib\npathlib.Path({str(noted)!r}).write_text(sys.argv[1])\n")
+    with Server(repo, "--open", "--token", token, env={"BROWSER": f"{sys.executable} {browser} %s"}) as server:
+        while not noted.exists():
+            assert server.proc.poll() is None
+            threading.Event().wait(0.05)
+        link = noted.read_text()
+        assert link.startswith(server.url + "/?token=")
+        signed_in = server.get(link.removeprefix(server.url))
+        assert (signed_in.status, signed_in.headers.get("location")) == (303, "/"), signed_in.body
+
+
 def test_an_unknown_task_status_is_a_400_as_in_every_face(server, api):
     """A misspelt status lists nothing: that is a wrong answer, not an empty one (the CLI and MCP refuse it)."""
     from git_lanes.errors import UserError

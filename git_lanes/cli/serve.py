@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from urllib.parse import quote
 
 import click
 
@@ -54,7 +55,8 @@ def serve(host: str, port: int, token: str | None, token_file: str | None, open_
     except LanesError as exc:
         fail(exc, as_json)
         return
-    link = bound.url(f"/?token={chosen}")
+    # quoted: a given token may hold `+`, `&`, `#` or `%`, which a query string would read otherwise
+    link = bound.url(f"/?token={quote(chosen, safe='')}")
     record = {"url": bound.url(), "host": bound.host, "port": bound.port, "loopback": is_loopback(host),
               "token_generated": generated, **({"token": chosen, "link": link} if generated else {})}
     if as_json:
