@@ -93,3 +93,21 @@ def test_an_undo_given_no_operation_stops_at_a_released_workspace(api, repo):
     api.release_worktree("coder-1")
     refused_at(repo, "worktree.release")
     assert git("rev-parse", "refs/lanes/heads/feature", cwd=repo) == committed
+
+
+def test_an_undo_named_explicitly_refuses_an_operation_it_cannot_wholly_reverse(api, repo):
+    """`git lanes undo OP` of a `task done` sent back for review reversed nothing of the review, and said the
+    operation was undone. Named or not, an operation undo cannot reverse is refused, and nothing moves."""
+    one, ws1 = claimed_task(api, "coder-1", "one", "Session store")
+    two, ws2 = claimed_task(api, "coder-2", "two", "Login form")
+    work(api, "coder-1", ws1, {"src/app.py": "session\n"})
+    work(api, "coder-2", ws2, {"src/app.py": "form\n"})
+    assert api.task_done(one, "coder-1")["integrated"]["status"] == "accepted"
+    assert run_cli("task", "done", two[:8], "--agent", "coder-2", cwd=repo).code == 3  # collided: sent back
+    newest = run_cli("op", "log", "--json", cwd=repo).json[0]
+    before = git("for-each-ref", cwd=repo) + git("rev-parse", "refs/lanes/ledger", cwd=repo)
+    result = run_cli("undo", newest["id"][:8], "--json", cwd=repo)
+    assert (result.code, result.json["error"]) == (1, "not_undoable"), result.out + result.err
+    assert "task.review" in result.json["message"] and "op show" in result.json["hint"]
+    assert git("for-each-ref", cwd=repo) + git("rev-parse", "refs/lanes/ledger", cwd=repo) == before
+    assert api.task_show(two)["status"] == "needs_review"

@@ -124,6 +124,8 @@ class OplogApi:
             op = newest[0]["id"]
         kind, found, entries = self._find_operation(op)
         who = actor or self.ctx.store.signature().name
+        if kind != "ledger":
+            self._refuse_irreversible(found)
         if kind == "ledger":
             return self._undo_ledger_op(found, entries, who, dry_run) | ({"finished": finished} if finished else {})
         later = entries[:entries.index(found)]
@@ -165,6 +167,18 @@ class OplogApi:
         if entry is not None and step is not None:
             raise self._not_undoable(f"the newest operation, {entry.id[:8]} ({entry.description}), cannot be undone: "
                                      f"undo cannot reverse its {step.type} {step.id[:8]}")
+
+    def _refuse_irreversible(self, entry: OpEntry) -> None:
+        """Refuse an undo of an operation that appended an op undo cannot reverse (a handoff, a review, a
+        publication): undoing the rest would leave that op standing and report the operation undone. What a
+        sync brought is other machines' work, left out as the implicit undo leaves it out."""
+        from git_lanes.domain import ledger_undo
+
+        step = next((s for s in entry.ledger if ledger_undo.stops_undo(s.type)), None)
+        if step is not None:
+            raise Refused(f"operation {entry.id[:8]} ({entry.description}) cannot be undone: undo cannot reverse "
+                          f"its {step.type} {step.id[:8]}", code="not_undoable",
+                          hint=f"see what it did with {command('op show', entry.id[:8])}")
 
     @staticmethod
     def _not_undoable(message: str) -> Refused:

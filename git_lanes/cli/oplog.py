@@ -90,6 +90,8 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
     its ledger ops are reversed by inverse ops (a claim by a release, a post by a retraction), after
     checking that nothing depends on them since: a ref that moved again, a record changed again, a lane or
     proposal built on a state OP made. If anything does, nothing moves and the exit code is 3, naming it.
+    An operation that appended an op undo cannot reverse (a handoff, a task sent back for review, a
+    publication) is refused, exit 1, naming that op.
     Workspaces follow their lanes file by file; a file with unsaved edits is left as typed and reported.
     What the undo replaces is kept under refs/lanes/backups/-undo/, and the undo is itself an operation:
     undoing it redoes OP. An undo cut short after its refs moved (killed, say) is finished by the next
