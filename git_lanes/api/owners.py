@@ -68,6 +68,7 @@ OWNERS = {
     "_operation": "oplog",
     "_push": "publishing",
     "_read": "supervise",
+    "_refuse_irreversible": "oplog",
     "_release": "worktrees",
     "_release_ports": "lane_setup",
     "_remote": "sync",
