@@ -40,15 +40,22 @@ def test_every_op_type_undo_cannot_reverse_stops_it_but_bookkeeping(monkeypatch)
         assert ledger_undo.stops_undo(op_type), op_type
 
 
-def test_an_undo_given_no_operation_stops_at_a_task_sent_back_for_review(api, repo):
-    """task.review: a task whose integration collided goes back to its owner. `undo` undid the operation
-    before it (the other task's integration) without a word."""
+def sent_back_for_review(api, repo) -> tuple[str, str]:
+    """Two tasks changing one file: the first integrates, the second's `task done` collides and is sent back
+    to its owner (a task.review op). Returns (first, second)."""
     one, ws1 = claimed_task(api, "coder-1", "one", "Session store")
     two, ws2 = claimed_task(api, "coder-2", "two", "Login form")
     work(api, "coder-1", ws1, {"src/app.py": "session\n"})
     work(api, "coder-2", ws2, {"src/app.py": "form\n"})
     assert api.task_done(one, "coder-1")["integrated"]["status"] == "accepted"
     assert run_cli("task", "done", two[:8], "--agent", "coder-2", cwd=repo).code == 3  # collided: sent back
+    return one, two
+
+
+def test_an_undo_given_no_operation_stops_at_a_task_sent_back_for_review(api, repo):
+    """task.review: a task whose integration collided goes back to its owner. `undo` undid the operation
+    before it (the other task's integration) without a word."""
+    one, two = sent_back_for_review(api, repo)
     assert api.task_show(two)["status"] == "needs_review"
     refused_at(repo, "task.review")
     assert api.task_show(one)["status"] == "done"
@@ -98,12 +105,7 @@ def test_an_undo_given_no_operation_stops_at_a_released_workspace(api, repo):
 def test_an_undo_named_explicitly_refuses_an_operation_it_cannot_wholly_reverse(api, repo):
     """`git lanes undo OP` of a `task done` sent back for review reversed nothing of the review, and said the
     operation was undone. Named or not, an operation undo cannot reverse is refused, and nothing moves."""
-    one, ws1 = claimed_task(api, "coder-1", "one", "Session store")
-    two, ws2 = claimed_task(api, "coder-2", "two", "Login form")
-    work(api, "coder-1", ws1, {"src/app.py": "session\n"})
-    work(api, "coder-2", ws2, {"src/app.py": "form\n"})
-    assert api.task_done(one, "coder-1")["integrated"]["status"] == "accepted"
-    assert run_cli("task", "done", two[:8], "--agent", "coder-2", cwd=repo).code == 3  # collided: sent back
+    one, two = sent_back_for_review(api, repo)
     newest = run_cli("op", "log", "--json", cwd=repo).json[0]
     before = git("for-each-ref", cwd=repo) + git("rev-parse", "refs/lanes/ledger", cwd=repo)
     result = run_cli("undo", newest["id"][:8], "--json", cwd=repo)
