@@ -250,7 +250,8 @@ def context(event: HookEvent, now: float) -> HookContext:
 
 def ended(state: RunState | None) -> bool:
     """Whether the run has ended: its hooks then record no more work (tool calls, prompts, turns), only the
-    usage its session still spends (`spent_after_end`)."""
+    usage its session still spends, as `usage_events` reads it: the daily limit (all runs, from their logs)
+    must count money a session bound to an ended run goes on spending."""
     return state is not None and state.status == "ended"
 
 
@@ -271,12 +272,6 @@ def run_agent(hc: HookContext) -> str:
     if hc.event.agent is not None:
         return AgentId(hc.event.agent)
     return hc.event.session if AgentId.problem(hc.event.session) is None else f"{hc.event.cli}-{hc.run[:8]}"
-
-
-def spent_after_end(hc: HookContext, state: RunState) -> list[RunEvent]:
-    """What an ended run's session spent since its last record: a session bound to an ended run still costs
-    money each turn it ends, and the daily limit (all runs, from their logs) must count it."""
-    return usage_events(hc, state)
 
 
 def usage_events(hc: HookContext, state: RunState | None) -> list[RunEvent]:

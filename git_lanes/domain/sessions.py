@@ -33,7 +33,7 @@ def record(event: HookEvent, now: float, kind: str, data: dict[str, Any], *, wit
 
     def step(head: str | None, state: RunState | None) -> list[RunEvent]:
         if state is not None and control.ended(state):
-            return control.spent_after_end(hc, state) if with_usage else []
+            return control.usage_events(hc, state) if with_usage else []
         events = control.implicit_start(hc, state)
         if with_usage:
             events += control.usage_events(hc, state or runs.fold(None, hc.run, events[0]))
@@ -132,7 +132,7 @@ def stop(event: HookEvent, now: float, snapshot: Callable[[control.LightRepo, Ru
 
     def usage_step(head: str | None, state: RunState | None) -> list[RunEvent]:
         if state is not None and control.ended(state):
-            return control.spent_after_end(hc, state)
+            return control.usage_events(hc, state)
         events = control.implicit_start(hc, state)
         delivered, told[0] = steering.deliver(state, "stop", now)
         events += control.usage_events(hc, state or runs.fold(None, hc.run, events[0])) + delivered
