@@ -83,6 +83,33 @@ def test_the_holder_applies_queued_ops_each_its_own_commit_in_one_move(repo):
     fsck_clean(repo)
 
 
+def test_ops_applied_while_writers_wait_are_a_burst_whatever_each_writers_pace(repo, monkeypatch):
+    from git_lanes.ledger import log
+
+    monkeypatch.setattr(log, "BURST", 0.0)  # no process appends twice within a burst's time
+    api = Lanes(repo)
+    api.board_post("first", "holder")  # the first op: a checkpoint
+    checkpoint_tree = git_tree(repo, "refs/lanes/ledger")
+    api.board_post("apart", "holder")  # alone: its delta's tree is the whole state
+    assert git_tree(repo, "refs/lanes/ledger") != checkpoint_tree
+    head = ledger_head(repo)
+    for agent in ("x", "y"):
+        queue_op(api, "board.post", agent, {"text": f"from {agent}", "kind": "note", "to": None})
+    api.board_post("contended", "holder")
+    # the holder's own op and the two it served each wrote its commit alone: their trees are the checkpoint's
+    commits = subprocess.run(["git", "rev-list", f"{head}..refs/lanes/ledger"], cwd=repo, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert len(commits) == 3 and {git_tree(repo, commit) for commit in commits} == {checkpoint_tree}
+    texts = [op.args["text"] for op in ledger.ops_between(api.ctx.store, head, ledger_head(repo))]
+    assert texts == ["contended", "from x", "from y"]
+    assert [post["text"] for post in api.board_read("reader", limit=5)["posts"]][-3:] == texts
+
+
+def git_tree(repo: Path, commit: str) -> str:
+    return subprocess.run(["git", "rev-parse", f"{commit}^{{tree}}"], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
 def test_a_queued_op_the_fold_refuses_gets_the_error_its_writer_would_have_raised(repo):
     api = Lanes(repo)
     task = api.task_create("taken", actor="lead")["task"]
@@ -268,10 +295,10 @@ def test_a_holder_whose_serving_fails_still_returns_its_own_op(repo, monkeypatch
     name = queue_op(api, "board.post", "waiter", {"text": "queued", "kind": "note", "to": None})
     plain = combine._round
 
-    def failing(store, queue, fold, ops):
+    def failing(store, queue, fold, ops, contended=False):
         if any(each_name for each_name, _, _ in ops):
             raise OSError(28, "No space left on device")
-        return plain(store, queue, fold, ops)
+        return plain(store, queue, fold, ops, contended)
 
     monkeypatch.setattr(combine, "_round", failing)
     assert api.board_post("the holder's", "holder")["post"] == 2

@@ -258,7 +258,8 @@ def _build(store: Store, base: str | None, op: Op, fold: Fold, signed: Signature
 # Seconds between two appends of one process that make them a burst (a script or a bench appending in a
 # loop), whose deltas keep their checkpoint's tree: the whole tree costs five to eight objects an op, which
 # halved a loop's appends. An agent's appends (a CLI process each, an MCP tool call, a hook) come further
-# apart, so what they write plain git shows.
+# apart, so what they write plain git shows. Writers waiting for one another's lock make a burst too
+# (ledger/combine.py `_round`).
 BURST = 0.05
 _last_append = -1.0  # time.monotonic() of this process's last local append
 
