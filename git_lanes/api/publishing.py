@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, NotFound, Refused, UserError, command
+from git_lanes.errors import Conflict, NotFound, Refused, StaleState, UserError, command
 from git_lanes.model import refs
 from git_lanes.model.ids import Actor, random_hex
 from git_lanes.store.stale import alive
@@ -106,9 +106,17 @@ class PublishingApi:
             shared = None
         state = self._state()
         record = tickets.view(state, tickets.get_ticket(state, ticket_id))
+        if record["status"] == "closed":
+            # Closed means merged (only `publish sync` closes a ticket): past publishing, a stale read (exit 3),
+            # as `close_ticket_on_merge` says of the same ticket; finishing tasks is not the way on.
+            url = (record.get("publication") or {}).get("url")
+            raise StaleState(f"ticket {ticket_id[:8]} is closed: its pull request{f' {url}' if url else ''} "
+                             "was merged", code="ticket_closed",
+                             hint=f"{command('publish status')} lists it among the merged; new work goes in a "
+                                  f"new ticket ({command('ticket open')})")
         if record["status"] not in PUBLISHABLE:
             raise Refused(f"ticket {ticket_id[:8]} is {record['status']}: {record['done']} of {record['total']} "
-                          "tasks done", code="ticket_not_ready" if record["status"] == "open" else "ticket_closed",
+                          "tasks done", code="ticket_not_ready",
                           hint=f"{command('ticket show')} lists its tasks; {command('task done')} integrates each")
         previous = record.get("publication") or {}
         settings = publishing.settings(self.ctx)

@@ -1,0 +1,41 @@
+"""A ticket whose pull request was merged is closed for good: `publish sync` deleted its integration lane and
+released its claims. Publishing it again is asking for a state it is past (exit 3, `ticket_closed`, as the man page lists "a closed
+ticket")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli
+from integration_helpers import claimed_task, work
+
+from git_lanes.api import Lanes
+
+
+@pytest.fixture
+def closed(tmp_path: Path, repo: Path) -> tuple[Lanes, str]:
+    """A ticket published to a bare forge, merged there by a fast-forward, and closed by `publish sync`."""
+    forge = tmp_path / "forge.git"
+    git("init", "-q", "--bare", str(forge), cwd=tmp_path)
+    git("remote", "add", "origin", str(forge), cwd=repo)
+    git("push", "-q", "origin", "main", cwd=repo)
+    api = Lanes(repo)
+    ticket = api.ticket_open("Login")["ticket"]
+    task, ws = claimed_task(api, "coder-1", "one", "Login", ticket)
+    work(api, "coder-1", ws, {"login.py": "login\n"})
+    api.task_done(task, "coder-1")
+    assert api.publish(ticket)["status"] == "pr_opened"
+    git("push", "-q", str(forge), f"refs/lanes/heads/tickets/{ticket[:8]}:refs/heads/main", cwd=repo)
+    assert [m["ticket"] for m in api.publish_sync()["merged"]] == [ticket]
+    assert api.ticket_show(ticket)["status"] == "closed"
+    return api, ticket
+
+
+def test_publishing_a_closed_ticket_says_it_is_closed_with_exit_3(closed, repo):
+    api, ticket = closed
+    again = run_cli("publish", ticket[:6], "--json", cwd=repo)
+    assert again.code == 3, again.err
+    assert again.json["error"] == "ticket_closed"
+    assert "task done" not in again.json["hint"]  # every task is done: that is not the way on
+
