@@ -1,6 +1,7 @@
 """A ticket whose pull request was merged is closed for good: `publish sync` deleted its integration lane and
-released its claims. Publishing it again is asking for a state it is past (exit 3, `ticket_closed`, as the man page lists "a closed
-ticket")."""
+released its claims. Publishing it again, or giving it another task, is asking for a state it is past (exit 3,
+`ticket_closed`, as the man page lists "a closed ticket"), never a half-kept promise: a task let into it was
+integrated into a lane nobody would publish, and the next `publish sync` deleted that lane again."""
 
 from __future__ import annotations
 
@@ -39,3 +40,17 @@ def test_publishing_a_closed_ticket_says_it_is_closed_with_exit_3(closed, repo):
     assert again.json["error"] == "ticket_closed"
     assert "task done" not in again.json["hint"]  # every task is done: that is not the way on
 
+
+def test_a_closed_ticket_takes_no_new_task(closed, repo):
+    api, ticket = closed
+    before = git("rev-parse", "refs/lanes/ledger", cwd=repo)
+    created = run_cli("task", "create", "Late fix", "--ticket", ticket[:6], "--json", cwd=repo)
+    assert created.code == 3, created.err
+    assert created.json["error"] == "ticket_closed" and "ticket open" in created.json["hint"]
+    loose = api.task_create("Late fix")["task"]
+    linked = run_cli("ticket", "link", ticket[:6], loose[:8], "--json", cwd=repo)
+    assert linked.code == 3, linked.err
+    assert linked.json["error"] == "ticket_closed"
+    assert api.task_show(loose)["ticket"] is None
+    assert len(api.ticket_show(ticket)["tasks"]) == 1
+    assert git("rev-list", "--count", f"{before.strip()}..refs/lanes/ledger", cwd=repo).strip() == "1"

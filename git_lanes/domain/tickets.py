@@ -8,6 +8,7 @@ from git_lanes.domain.agents import SYSTEM, Reader
 from git_lanes.domain.board import add_post
 from git_lanes.domain.task_records import (get_task, get_ticket, readable, resolve_ticket, save_task, task_path,
                                            ticket_ids, ticket_path, validate_title)
+from git_lanes.errors import StaleState, command
 from git_lanes.ledger import Op, Tx
 
 __all__ = ["attach", "get_ticket", "link", "list_tickets", "open_ticket", "recheck", "resolve_ticket",
@@ -27,6 +28,11 @@ def attach(tx: Tx, op: Op, ticket_id: str, task: dict) -> None:
     ticket = get_ticket(tx, ticket_id)
     if previous == ticket_id:
         return
+    if ticket["status"] == "closed":
+        # Its pull request was merged and its integration lane deleted: a task let in would integrate into a
+        # lane nobody publishes, and the next `publish sync` would delete that lane again.
+        raise StaleState(f"ticket {ticket_id[:8]} is closed: its pull request was merged", code="ticket_closed",
+                         hint=f"put the task in a new ticket ({command('ticket open')})")
     if previous:
         old = get_ticket(tx, previous)
         old["tasks"] = [t for t in old["tasks"] if t != task["id"]]
