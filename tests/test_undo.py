@@ -591,3 +591,73 @@ def test_an_undo_of_a_lane_create_killed_at_its_workspace_never_leaves_the_lane_
     assert "interrupted_undos" not in run_cli("status", "--json", cwd=repo).json
     assert run_cli("doctor", "--check", "workspaces", cwd=repo).code == 0
     fsck_clean(repo)
+
+
+# `git lanes undo OP`, stopped just before its refs move (its mark made): it tells the test (a file in the
+# spool) and waits to be killed.
+HELD_BEFORE_MOVING = """
+import os, pathlib, sys, time
+from git_lanes.store import ref_moves
+spool, marks = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+moving = ref_moves.RefMoves._update_refs
+
+def held(self, updates):
+    if marks.is_dir() and os.listdir(marks):  # the undo's own moves, not a recovery before it
+        (spool / "held").write_text("")
+        time.sleep(120)  # killed long before
+    return moving(self, updates)
+
+ref_moves.RefMoves._update_refs = held
+sys.argv = ["git-lanes", "undo", sys.argv[3]]
+from git_lanes.__main__ import main
+main()
+"""
+
+
+def test_an_undo_of_a_named_operation_killed_before_its_refs_moved_is_finished_by_the_next_undo(
+        api, repo, tmp_path):
+    """`undo OP` killed after it made its mark, before any ref moved, left a mark status named as an undo to
+    finish with `git lanes undo`: that undo dropped the mark and undid the newest operation instead, which
+    nobody asked for. It now undoes OP, the operation that was named, and only that."""
+    from kill_helpers import children_ended
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    land(api, repo, "a", {"a.txt": "a\n"}, prompt="first")
+    first = head(repo, "refs/lanes/heads/a")
+    named = op_id(repo, "commit on a: first")
+    land(api, repo, "b", {"b.txt": "b\n"}, prompt="later")
+    newest = ops(repo)[0]
+    assert newest["description"] == "commit on b: later"
+    later = head(repo, "refs/lanes/heads/b")
+    doomed = subprocess.Popen([sys.executable, "-c", HELD_BEFORE_MOVING, str(spool),
+                               str(repo / ".git" / "lanes-undo"), named[:8]], cwd=repo, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while not (spool / "held").exists():
+        assert doomed.poll() is None, doomed.communicate()
+        time.sleep(0.01)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
+    children_ended(doomed.pid)
+    assert head(repo, "refs/lanes/heads/a") == first  # the kill came before any ref moved
+    assert ops(repo)[0]["id"] == newest["id"]
+
+    [interrupted] = run_cli("status", "--json", cwd=repo).json["interrupted_undos"]
+    assert interrupted["undoes"] == named and "git lanes undo" in interrupted["hint"], interrupted
+    assert named[:8] in interrupted["message"] + interrupted["hint"], interrupted
+    doctor = run_cli("doctor", "--check", "oplog", "--fix", "--json", cwd=repo)
+    [warned] = [c for c in doctor.json["checks"] if c["status"] != "ok"]
+    assert warned["status"] == "warn" and named[:8] in warned["message"], warned  # --fix undoes nothing itself
+    assert head(repo, "refs/lanes/heads/a") == first
+    dry = run_cli("undo", "--dry-run", cwd=repo)
+    assert dry.code == 0 and f"would undo {named[:8]}: commit on a: first" in dry.out, dry.out + dry.err
+
+    finished = undo(repo)
+    assert finished["undone"] == named and finished["interrupted"], finished
+    assert head(repo, "refs/lanes/heads/b") == later  # the newest operation stands
+    assert head(repo, "refs/lanes/heads/a") != first
+    assert (workspace(repo, "b") / "b.txt").read_text() == "b\n"
+    assert "interrupted_undos" not in run_cli("status", "--json", cwd=repo).json
+    again = undo(repo)  # nothing left unfinished: the next undo redoes, as after any undo
+    assert again["undone"] == finished["op"] and head(repo, "refs/lanes/heads/a") == first
+    fsck_clean(repo)

@@ -217,6 +217,10 @@ def _oplog(api: Any, where: Where) -> list[dict[str, Any]]:
 
     cut_short = [finding("warn", f"{u['message']}: {u['hint']}", "its refs may have moved without its workspaces "
                          "following them", repair=api._finish_undos, undo=u["undo"], undoes=u["undoes"])
+                 if u["started"] else
+                 # Finishing it is undoing an operation, which is for the person who asked, not for a repair.
+                 finding("warn", f"{u['message']}: {u['hint']}", "nothing moved yet; --fix leaves it, since "
+                         "finishing it undoes an operation", undo=u["undo"], undoes=u["undoes"])
                  for u in undo_marks.interrupted(api.ctx)]
     return cut_short + _oplog_chain(api)
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the domain loads inside the methods that use it
     from git_lanes.domain.context import Context
     from git_lanes.model.oplog import LedgerStep, OpEntry
 
-# How far back `op log` and `undo OP` look, in each of the two logs.
+# How far back `op log` and `undo OP` look, in each of the two logs (domain/undo_marks.py's LOOK too).
 WINDOW = 500
 
 
@@ -55,9 +55,9 @@ class OplogApi:
         return rows[:limit]
 
     def _entry_row(self, entry: OpEntry, later: list[OpEntry], steps: tuple[LedgerStep, ...]) -> dict[str, Any]:
-        from git_lanes.domain import undo
+        from git_lanes.domain import oplog
 
-        undone_by = getattr(undo.active_undo(entry.id, later), "id", None)
+        undone_by = getattr(oplog.active_undo(entry.id, later), "id", None)
         return {"id": entry.id, "kind": "lanes", "time": entry.time, "actor": entry.actor,
                 "description": entry.description, "undoes": entry.undoes, "undone_by": undone_by,
                 "refs": len(entry.moves), "notes": len(entry.notes), "ledger": [s.id for s in steps],
@@ -65,11 +65,11 @@ class OplogApi:
 
     @staticmethod
     def _ledger_row(commit: str, op: ledger.Op, entries: list[OpEntry]) -> dict[str, Any]:
-        from git_lanes.domain import ledger_undo, undo
+        from git_lanes.domain import ledger_undo, oplog
         from git_lanes.domain.coordination import FOLD
 
         summary = FOLD.summary(op, op.result or {})
-        undone_by = getattr(undo.active_undo(op.id, entries), "id", None)
+        undone_by = getattr(oplog.active_undo(op.id, entries), "id", None)
         return {"id": op.id, "kind": "ledger", "time": op.time, "actor": op.actor, "description": summary,
                 "type": op.type, "commit": commit, "undoes": (op.args or {}).get("undoes") if op.type ==
                 ledger_undo.TYPE else None, "undone_by": undone_by}
@@ -116,6 +116,17 @@ class OplogApi:
             # The newest operation is the undo that was cut short: finishing it is what was asked for, and
             # undoing it would redo what it undid.
             return {"finished": finished, "undone": None}
+        waiting = undo.unfinished(self.ctx, oplog.entries(self.ctx, WINDOW)) if op is None else None
+        if waiting is not None:
+            # An undo cut short before it moved anything: finishing it is undoing what it was asked to undo,
+            # which need not be the newest operation.
+            return self._undo(waiting["undoes"], actor, dry_run, finished) | {"interrupted": waiting["undo"]}
+        return self._undo(op, actor, dry_run, finished)
+
+    def _undo(self, op: str | None, actor: str | None, dry_run: bool, finished: list[dict[str, Any]]
+              ) -> dict[str, Any]:
+        from git_lanes.domain import undo
+
         if op is None:
             newest = self.op_log(1)
             self._stop_at_irreversible(newest[0] if newest else None)
@@ -124,16 +135,25 @@ class OplogApi:
             op = newest[0]["id"]
         kind, found, entries = self._find_operation(op)
         who = actor or self.ctx.store.signature().name
-        if kind != "ledger":
-            self._refuse_irreversible(found)
         if kind == "ledger":
             return self._undo_ledger_op(found, entries, who, dry_run) | ({"finished": finished} if finished else {})
+        try:
+            self._refuse_irreversible(found)
+        except Refused:
+            if not dry_run:
+                undo.abandon(self.ctx, found.id)  # an undo of it cut short waits no longer: it cannot be done
+            raise
         later = entries[:entries.index(found)]
         with self._operation(f"undo {found.id[:8]}: {found.description}"[:200], who) as recorder:
             with self._writing() as ctx:
-                plan = undo.check(ctx, found, later, who)
-                if plan.blockers:
-                    raise undo.blocked(ctx, plan)
+                try:
+                    plan = undo.check(ctx, found, later, who)
+                    if plan.blockers:
+                        raise undo.blocked(ctx, plan)
+                except (Conflict, StaleState):
+                    if not dry_run:
+                        undo.abandon(ctx, found.id)
+                    raise
                 if dry_run:
                     return {"undone": found.id, "description": found.description, "dry_run": True,
                             "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in found.moves
@@ -197,14 +217,14 @@ class OplogApi:
     def _undo_ledger_op(self, found: tuple[str, ledger.Op], entries: list[OpEntry], actor: str,
                         dry_run: bool) -> dict[str, Any]:
         from git_lanes import ledger
-        from git_lanes.domain import ledger_undo, undo
+        from git_lanes.domain import ledger_undo, oplog, undo
         from git_lanes.domain.coordination import FOLD
         from git_lanes.model.oplog import OpEntry
         from git_lanes.model.refs import LEDGER
         from git_lanes.store import RefUpdate
 
         commit, original = found
-        redone = undo.active_undo(original.id, entries)
+        redone = oplog.active_undo(original.id, entries)
         if redone is not None:
             raise StaleState(f"ledger op {original.id[:8]} is already undone (by {redone.id[:8]})",
                                  code="already_undone", hint=f"{command('undo', redone.id[:8])} redoes it")

@@ -102,6 +102,7 @@ OWNERS = {
     "_tell_others": "publishing",
     "_tidy": "publishing",
     "_unanswered": "board",
+    "_undo": "oplog",
     "_undo_ledger_op": "oplog",
     "_verify": "pipeline",
     "_watch": "supervise",

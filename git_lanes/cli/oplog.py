@@ -95,7 +95,9 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
     Workspaces follow their lanes file by file; a file with unsaved edits is left as typed and reported.
     What the undo replaces is kept under refs/lanes/backups/-undo/, and the undo is itself an operation:
     undoing it redoes OP. An undo cut short after its refs moved (killed, say) is finished by the next
-    `git lanes undo`, which brings the workspaces along and, given no OP, does nothing else.
+    `git lanes undo`, which brings the workspaces along and, given no OP, does nothing else; one cut short
+    before anything moved is finished by the next `git lanes undo` given no OP, which undoes the OP it
+    was given rather than the newest operation.
 
     \b
     Example:
@@ -109,6 +111,9 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
             lines += workspace_lines(f["workspaces"])
         if r["undone"] is None:
             return "\n".join(lines)
+        if r.get("interrupted"):
+            doing = "would finish" if r.get("dry_run") else "finishing"
+            lines.append(f"the interrupted undo of {short(r['undone'])} had moved nothing yet: {doing} it")
         verb = "would undo" if r.get("dry_run") else "undid"
         lines.append(f"{verb} {short(r['undone'])}: {r['description']}")
         lines += [f"  {m['ref']}: {short(m['from'])} -> {short(m['to'])}" for m in r.get("moves", [])]

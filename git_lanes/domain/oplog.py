@@ -161,6 +161,14 @@ class Recorder:
         return RefMove(ref, old, new, introduced, lane in self.files)
 
 
+def active_undo(target: str, later: list[OpEntry]) -> OpEntry | None:
+    """The entry among `later` (newest first) that undid operation `target` and was not itself undone."""
+    for index, entry in enumerate(later):
+        if entry.undoes == target and active_undo(entry.id, later[:index]) is None:
+            return entry
+    return None
+
+
 def _lane_heads(ctx: Context) -> dict[str, str]:
     """Every lane's head commit. A head that is no commit (a broken lane sync refuses and reports) has no
     history to compare with, so it is left out rather than failing the operation being recorded."""

@@ -11,7 +11,9 @@ as typed and reported as needing attention (as a promotion does)."""
 
 from __future__ import annotations
 
+import os
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from git_lanes import ledger
@@ -50,7 +52,7 @@ def describe_ref(ref: str, trunk: str) -> str:
 def check(ctx: Context, entry: OpEntry, later: list[OpEntry], actor: str) -> Plan:
     """Everything that stops undoing `entry` (`later`: the entries after it, newest first). Reads only,
     except the inverse ledger commits it prepares (objects no ref points to until the undo moves)."""
-    undone_by = active_undo(entry.id, later)
+    undone_by = oplog.active_undo(entry.id, later)
     if undone_by is not None:
         raise StaleState(f"operation {entry.id[:8]} is already undone (by {undone_by.id[:8]})",
                          code="already_undone", hint=f"{command('undo', undone_by.id[:8])} redoes it")
@@ -89,14 +91,6 @@ def check(ctx: Context, entry: OpEntry, later: list[OpEntry], actor: str) -> Pla
                                   "reason": "it has unsnapshotted edits, and undoing would remove it"})
     _prepare_ledger(ctx, entry, actor, plan)
     return plan
-
-
-def active_undo(target: str, later: list[OpEntry]) -> OpEntry | None:
-    """The entry among `later` (newest first) that undid operation `target` and was not itself undone."""
-    for index, entry in enumerate(later):
-        if entry.undoes == target and active_undo(entry.id, later[:index]) is None:
-            return entry
-    return None
 
 
 def _moved_by(later: list[OpEntry], ref: str, current: str | None) -> dict:
@@ -192,6 +186,7 @@ def perform(ctx: Context, plan: Plan, recorder: oplog.Recorder) -> dict:
     and bringing the workspaces along (`finish_interrupted`)."""
     marker = journal.Journal(_markers(ctx), recorder.id)
     marker.write({"undo": recorder.id, "undoes": plan.entry.id, "time": ctx.now()})
+    abandon(ctx, plan.entry.id)  # an undo of it cut short before moving anything: this one is it, marked anew
     try:
         result = _perform(ctx, plan, recorder)
     except BaseException:
@@ -270,11 +265,16 @@ def finish_interrupted(ctx: Context, entries: list[OpEntry]) -> list[dict]:
     processes' log entries recovered, `entries` the log newest first): each lane the undo moved back gets
     its workspace along, path by path, leaving unsaved edits as typed; a lane whose ref did not move keeps
     its files (what the undo noted for it is dropped as the next snapshot there would). The undo itself
-    stays as recorded: undoing it redoes."""
+    stays as recorded: undoing it redoes. An undo that died before moving anything keeps its mark: it is
+    still to do (`unfinished`)."""
     finished = []
+    unmoved = {str(m.get("undo")) for m in undo_marks.waiting(ctx, undo_marks.headers(ctx), entries)}
     for path, records, fd in journal.orphans(_markers(ctx)):
+        header = next((r for r in records if r.get("undoes")), None)
+        if header is not None and header.get("undo") in unmoved:
+            os.close(fd)
+            continue
         try:
-            header = next((r for r in records if r.get("undoes")), None)
             target = next((e for e in entries if header and e.id == header["undoes"]), None)
             if header is None or target is None:
                 continue  # nothing announced, or an operation past the log's window: nothing to follow
@@ -286,6 +286,28 @@ def finish_interrupted(ctx: Context, entries: list[OpEntry]) -> list[dict]:
         finally:
             journal.finish(path, fd)
     return finished
+
+
+def unfinished(ctx: Context, entries: Iterable[OpEntry]) -> dict | None:
+    """The newest undo cut short before it moved any ref (`entries`: the log newest first, the dead processes'
+    entries recovered): {"undo": its id, "undoes": the operation it was asked to undo}. Finishing it is
+    undoing that operation, not the newest one."""
+    if not interrupted(ctx):
+        return None
+    found = undo_marks.waiting(ctx, undo_marks.headers(ctx), entries)
+    return found[0] if found else None
+
+
+def abandon(ctx: Context, target: str) -> None:
+    """Drop the marks of undos of operation `target` that died before moving anything (those that moved refs
+    were finished first, `finish_interrupted`): it is being undone again under a mark of its own, or its undo
+    was refused, so it no longer waits to be finished."""
+    for path, records, fd in journal.orphans(_markers(ctx)):
+        header = next((r for r in records if r.get("undoes")), None)
+        if header is not None and header.get("undoes") == target:
+            journal.finish(path, fd)
+        else:
+            os.close(fd)
 
 
 def _resume(ctx: Context, entry: OpEntry) -> list[dict] | None:

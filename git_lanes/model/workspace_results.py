@@ -67,12 +67,14 @@ class DirtyWorkspace(Record):
 
 class InterruptedUndo(Record):
     """An undo whose process was killed before it finished (its refs may have moved and its workspaces not
-    followed): the next `undo` finishes it."""
+    followed, or nothing moved yet): the next `undo` finishes it."""
 
     undo: str | None
     undoes: str | None
     message: str
     hint: str
+    started: bool = meta(default=True, doc="false when it moved nothing before it stopped: the next `undo` "
+                                           "undoes `undoes`, as was asked")
 
 
 class RepositoryStatus(Record):
