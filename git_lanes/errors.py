@@ -88,6 +88,10 @@ class LanesError(Exception):
 
     exit_code = EXIT_USER
     code = "error"
+    # Whether the text (`str(exc)`) carries the hint on a line of its own after the message, as the CLI prints
+    # them: set by a face that hands the error itself on to its user's code (the SDK), where printing it shows
+    # the text alone. `message` and `hint` stay apart either way.
+    hint_in_text = False
 
     def __init__(self, message: str, *, hint: str | None = None, code: str | None = None,
                  details: dict[str, Any] | None = None) -> None:
@@ -97,6 +101,10 @@ class LanesError(Exception):
         if code:
             self.code = code
         self.details = details or {}
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text}\nhint: {self.hint}" if self.hint_in_text and self.hint else text
 
     def to_dict(self) -> dict[str, Any]:
         record = {"error": self.code, "message": self.message}

@@ -2,12 +2,13 @@
 advice). The lower layers name a command with `errors.command`; here every such reference, found in the source
 (so new ones are covered as they land), must name a real CLI command with real options, no hint may spell a
 command by hand, and each face's table of equivalents must name real CLI commands on one side and real MCP
-tools or REST routes on the other. Then the faces themselves: the MCP server names its tools, REST its routes,
-the CLI keeps its words."""
+tools, REST routes or SDK methods on the other. Then the faces themselves: the MCP server names its tools, REST its
+routes, the SDK its calls, the CLI keeps its words."""
 
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 import anyio
@@ -18,13 +19,15 @@ from http_helpers import Server
 from mcp_helpers import fails, mcp_session
 
 from git_lanes.cli import cli
-from git_lanes.errors import COMMAND_PREFIX, command
+from git_lanes.errors import COMMAND_PREFIX, NotARepository, NotFound, command
 from git_lanes.http import advice as rest_advice
 from git_lanes.http import routes
 from git_lanes.mcp import advice as mcp_advice
 from git_lanes.mcp.binding import Binding
 from git_lanes.mcp.server import argument_names, catalog
 from git_lanes.model.advice import CLI_LABEL, Equivalent, references
+from git_lanes.sdk import AgentSession
+from git_lanes.sdk import advice as sdk_advice
 
 PACKAGE = Path(__file__).resolve().parent.parent / "git_lanes"
 LOWER = [path for layer in ("domain", "api", "ledger", "model") for path in sorted((PACKAGE / layer).rglob("*.py"))]
@@ -156,18 +159,58 @@ def test_each_rest_equivalent_is_a_real_command_and_a_real_route_with_its_parame
         assert named <= takes, f"{key}: {equivalent.name} takes no {named - takes}"
 
 
+def test_each_sdk_equivalent_is_a_real_command_and_a_real_method_with_its_parameters():
+    _check_cli_side(sdk_advice.METHODS)
+    for key, equivalent in sdk_advice.METHODS.items():
+        owner = sdk_advice.owner_of(equivalent.name)
+        method = getattr(owner, equivalent.name.rpartition(".")[2], None)
+        assert callable(method), f"{key}: {owner.__name__} has no method {equivalent.name}"
+        takes = set(inspect.signature(method).parameters)
+        named = parameters(equivalent)
+        assert named <= takes, f"{key}: {equivalent.name} takes no {named - takes}"
+
+
+def reference_words(call: ast.Call) -> tuple[str, ...]:
+    """The words of the command an `errors.command` call in the source names, its values filled in (`X`)."""
+    words = call.args[0].value.split() + ["X"] * (len(call.args) - 1)
+    for keyword in call.keywords:
+        name = keyword.arg.rstrip("_")
+        words.append(("-" if len(name) == 1 else "--") + name.replace("_", "-"))
+        if not (isinstance(keyword.value, ast.Constant) and keyword.value.value is True):
+            words.append("X")
+    return tuple(words)
+
+
+def test_every_sdk_call_a_hint_can_name_is_python_that_the_method_takes():
+    """Each reference in the source, rendered by the SDK face: whatever call it names parses as Python and
+    binds to the real method's signature (every required parameter given, none it lacks), so a user can paste
+    it."""
+    named = set()
+    for where, call in CALLS:
+        rendered = sdk_advice.method_call(reference_words(call))
+        if rendered is None:
+            continue
+        expression = ast.parse(rendered.strip("`"), mode="eval").body
+        assert isinstance(expression, ast.Call), where
+        name = ast.unparse(expression.func)
+        method = getattr(sdk_advice.owner_of(name), name.rpartition(".")[2])
+        signature = inspect.signature(method)
+        if "self" in signature.parameters:
+            expression.args.insert(0, ast.Constant(None))
+        values = [ast.unparse(arg) for arg in expression.args]
+        signature.bind(*values, **{k.arg: ast.unparse(k.value) for k in expression.keywords})  # raises if not
+        named.add(name)
+    assert {"session.api.show", "session.api.task_list", "session.api.commit", "session.claim_task",
+            "session.post", "Lanes.init"} <= named
+
+
 def test_every_tool_a_hint_can_name_is_one_the_server_lists(repo):
     """Each reference in the source, its arguments filled in, rendered by the MCP face with every tool set
     on: whatever tool it names is in the server's tool list (and a tool not offered is never named)."""
     listed = {spec.fn.__name__ for spec in catalog(Binding(repo, None))}
     named = set()
     for where, call in CALLS:
-        words = call.args[0].value.split() + ["X"] * (len(call.args) - 1)
-        for keyword in call.keywords:
-            name = keyword.arg.rstrip("_")
-            words.append(("-" if len(name) == 1 else "--") + name.replace("_", "-"))
-            if not (isinstance(keyword.value, ast.Constant) and keyword.value.value is True):
-                words.append("X")
+        words = reference_words(call)
         rendered = mcp_advice.tool_call(tuple(words), listed)
         if rendered is not None:
             named.add(rendered.strip("`").split("(")[0])
@@ -184,6 +227,9 @@ def test_a_face_without_an_equivalent_keeps_the_clis_words_labelled():
         f"`git lanes lane reset feat --onto main`{CLI_LABEL}, or `git lanes task list --ready`{CLI_LABEL}"
     assert rest_advice.advise(hint) == \
         '`POST /api/v1/lanes/feat/reset {"onto": "main"}`, or `GET /api/v1/tasks?ready_only=true`'
+    assert sdk_advice.advise(hint) == \
+        '`session.api.lane_reset("feat", "main")`, or `session.api.task_list(ready=True)`'
+    assert sdk_advice.advise(f"see {command('install', 'claude')}") == f"see `git lanes install claude`{CLI_LABEL}"
     assert mcp_advice.advise("no command here", set()) == "no command here"
 
 
@@ -246,3 +292,16 @@ def test_a_subcommand_is_never_read_as_the_argument_of_its_group():
                 if " ".join(words) not in mcp_advice.TOOLS:
                     assert mcp_advice.tool_call(words, offered | {e.name for e in mcp_advice.TOOLS.values()}) \
                         is None, words
+
+
+def test_the_sdk_names_its_calls_in_the_hints_of_the_errors_it_raises(repo, tmp_path):
+    """A session's errors carried the CLI's commands (`git lanes task list`), which a script cannot run."""
+    session = AgentSession(repo, agent_id="coder-1")
+    with pytest.raises(NotFound) as unknown:
+        session.claim_task("feedbeef")
+    assert unknown.value.hint == "see `session.api.task_list()`"
+    with pytest.raises(NotARepository) as not_set_up:
+        AgentSession(tmp_path, agent_id="coder-1")
+    assert not_set_up.value.hint == "run `Lanes.init(PATH)` first"
+    # A hint is translated once, however many of the session's calls it is raised through.
+    assert sdk_advice.advised_error(unknown.value).hint == "see `session.api.task_list()`"

@@ -4,6 +4,7 @@ re-raised, a failing gate), the agent-bound coordination calls, and the package'
 from __future__ import annotations
 
 import json
+import pickle
 import os
 import subprocess
 import sys
@@ -344,3 +345,21 @@ def test_a_version_that_is_no_whole_number_is_refused_not_a_lost_race(repo, vers
         session.claim_task(task, version=version)
     assert refused.value.code == "invalid_version" and not isinstance(refused.value, Conflict), refused.value
     assert session.api.task_show(task)["status"] == "open"
+
+
+def test_an_error_prints_its_hint_and_keeps_it_apart(session, repo):
+    """Printing an SDK error showed its message alone: a script's user never saw what to do next."""
+    with pytest.raises(NotFound) as unknown:
+        session.done("feedbeef")
+    error = unknown.value
+    assert str(error) == "no task matches 'feedbeef'\nhint: see `session.api.task_list()`"
+    assert (error.message, error.hint, error.code) == ("no task matches 'feedbeef'",
+                                                       "see `session.api.task_list()`", "unknown_task")
+    assert repr(error) == "NotFound(\"no task matches 'feedbeef'\")"
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.message, copy.hint, copy.code) == \
+        (NotFound, str(error), error.message, error.hint, error.code)
+    # The API's own errors, raised to the other faces, keep their text as it was.
+    with pytest.raises(NotFound) as direct:
+        Lanes(repo).task_show("feedbeef")
+    assert str(direct.value) == "no task matches 'feedbeef'"

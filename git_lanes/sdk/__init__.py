@@ -7,14 +7,16 @@
         w.record_tokens(tokens_in=2000, tokens_out=1200, cost_usd=0.03)
 
 Like every face it only translates: each call is one call of the `Lanes` API, and errors are the API's own
-(`Conflict`, `GateFailed`, `NotFound`, `UserError`, all `LanesError`s, importable from `git_lanes`)."""
+(`Conflict`, `GateFailed`, `NotFound`, `UserError`, all `LanesError`s, importable from `git_lanes`), their hints
+naming the SDK's calls (git_lanes/sdk/advice.py)."""
 
 from __future__ import annotations
 
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -22,6 +24,7 @@ from typing import Any
 from git_lanes.api import Lanes
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
 from git_lanes.errors import GateFailed, LanesError, UserError, take_notices
+from git_lanes.sdk.advice import advised_error
 from git_lanes.model.ledger_results import (AgentRegistered, BoardRead, ClaimsAdded, Heartbeat, Posted, TaskClaimed,
                                             TaskDone, WaitResult)
 from git_lanes.model.records import Cost, Intent, Transition
@@ -38,11 +41,23 @@ class LanesWarning(UserWarning):
     given to Python's `warnings` so that a script sees them once and can filter or raise them."""
 
 
+@contextmanager
+def advising() -> Iterator[None]:
+    """Raises what its block raises, a LanesError with its hints naming the SDK's calls."""
+    try:
+        yield
+    except LanesError as exc:
+        advised_error(exc)
+        raise
+
+
 def told(call: Callable[[], Any]) -> Any:
     """`call()`, then each notice it gave (errors.notice) as a LanesWarning pointing at the caller's line,
-    whether the call returned or raised, so none waits for a later call."""
+    whether the call returned or raised, so none waits for a later call. An error it raises advises the SDK's
+    calls."""
     try:
-        return call()
+        with advising():
+            return call()
     finally:
         for message in take_notices():
             warnings.warn(message, LanesWarning, stacklevel=3)
@@ -65,14 +80,15 @@ class AgentSession:
                  agent_type: str | None = None, lane: str | None = None, model: str | None = None) -> None:
         if agent_id is None:  # an empty one is refused below, as the CLI refuses `--agent ""`
             agent_id = os.environ.get("GIT_LANES_AGENT") or None  # set empty is unset, as for the CLI
-        if agent_id is None:
-            raise UserError("no agent_id given, and GIT_LANES_AGENT is not set", code="no_agent",
-                            hint="pass agent_id, e.g. AgentSession(path, agent_id=\"coder-1\")")
-        self.agent_id = validate_agent_id(agent_id)
-        self._lane = validate_lane_name(lane) if lane is not None else None  # refused now, not at first use
+        with advising():
+            if agent_id is None:
+                raise UserError("no agent_id given, and GIT_LANES_AGENT is not set", code="no_agent",
+                                hint="pass agent_id, e.g. AgentSession(path, agent_id=\"coder-1\")")
+            self.agent_id = validate_agent_id(agent_id)
+            self._lane = validate_lane_name(lane) if lane is not None else None  # refused now, not at first use
+            self.api = Lanes(repo_path)
         self.agent_type = agent_type
         self.model = model
-        self.api = Lanes(repo_path)
         self._made = False  # whether this session has made (or found) its lane and workspace yet
 
     def close(self) -> None:
@@ -109,8 +125,9 @@ class AgentSession:
         the block snapshots the attempt, rejects it with the exception as the reason, puts the workspace back
         to the lane head (`restore` the attempt's id to see it again) and propagates. An intent the model
         refuses (tags given as one string, a prompt that is not text) is refused here, before the work."""
-        intent = Intent(prompt=prompt, agent_id=self.agent_id, agent_type=self.agent_type, model=self.model,
-                        tags=tags)
+        with advising():
+            intent = Intent(prompt=prompt, agent_id=self.agent_id, agent_type=self.agent_type, model=self.model,
+                            tags=tags)
         return Work(self, intent.prompt, intent.tags, auto_accept)
 
     # -- coordination, bound to the session's agent ---------------------------------------------------
@@ -221,7 +238,9 @@ class Work:
         try:
             attempt = self._record(False)
             if attempt.get("status") == "proposed":
-                reason = as_reason(f"{type(error).__name__}: {error}")  # whatever the exception's text holds
+                # Whatever the exception's text holds; a LanesError's message without the hint it shows here.
+                text = error.message if isinstance(error, LanesError) else error
+                reason = as_reason(f"{type(error).__name__}: {text}")
                 attempt = told(lambda: self.session.api.reject(attempt["id"], reason, actor=self.session.agent_id))
                 # The next block starts from the lane head; the attempt stays under refs/lanes/rejected/.
                 told(lambda: self.session.api.restore(self.session.lane, lane=self.session.lane,
