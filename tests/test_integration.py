@@ -198,3 +198,21 @@ def test_a_collision_on_a_file_name_that_is_not_utf8_still_sends_the_task_back(a
     assert "changed on both sides: caf\\xe9.txt" in post["text"]  # the bytes named as `quoted` names them
     cli = run_cli("task", "show", second, "--json", cwd=repo)
     assert cli.code == 0 and cli.json["review"]["paths"] == ["caf\\xe9.txt"]
+
+
+def test_claiming_a_task_one_holds_with_another_lane_moves_its_work_there(api: Lanes, repo: Path):
+    """`task claim TASK --lane late` by the task's own owner said "already holds" and kept the lane the first
+    claim took; `task done` then integrated that lane, not the one the work was in."""
+    task = api.task_create("Late fix")["task"]
+    api.lane_create("first")
+    api.task_claim(task, "coder-1", lane="first")
+    api.lane_create("late")
+    again = run_cli("task", "claim", task[:8], "--agent", "coder-1", "--lane", "late", "--json", cwd=repo)
+    assert again.code == 0, again.err
+    assert again.json["already"] is True and again.json["version"] == 3
+    assert api.task_show(task)["lane"] == "late"
+    assert run_cli("task", "claim", task[:8], "--agent", "coder-1", "--lane", "late", "--json",
+                   cwd=repo).json["version"] == 3  # the same lane again changes nothing
+    work(api, "coder-1", repo / ".lanes" / "workspaces" / "late", {"late.py": "late\n"})
+    assert api.task_done(task, "coder-1")["integrated"]["lane"] == "late"
+    assert tree_file(repo, "main", "late.py") == "late\n"

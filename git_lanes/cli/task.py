@@ -136,7 +136,8 @@ def _old_version_spelling(command: Callable[..., Any]) -> Callable[..., Any]:
 @agent_option()
 @click.option("--expect-version", "version", type=int, metavar="V",
               help="Claim only if the task is still at this version.")
-@click.option("--lane", metavar="LANE", help="The lane the work happens in (default: the agent's lane).")
+@click.option("--lane", metavar="LANE", help="The lane the work happens in (default: the agent's lane); the owner "
+              "claiming its task again with another lane moves the task there.")
 @click.option("--ahead/--ready-only", default=True,
               help="A task whose dependencies are not done is claimed ahead of them (the default), and `git "
                    "lanes wait` wakes you when they are; --ready-only refuses it instead (exit 1, naming them).")

@@ -121,6 +121,12 @@ def claim(tx: Tx, op: Op) -> dict:
                        hint=f"take another task: {command('task list', ready=True)}")
     if holder == agent and task["status"] in ("claimed", *HELD):
         touch(tx, agent, op.time)
+        # The owner naming another lane moves the task's work there: `task done` integrates the task's lane,
+        # so a lane given and dropped would integrate work from the wrong one.
+        lane = validate_lane_name(op.args["lane"]) if op.args.get("lane") else None
+        if lane and lane != task.get("lane"):
+            task.update(lane=lane)
+            save_task(tx, op, task)
         return {"task": task["id"], "owner": agent, "version": task["version"], "already": True,
                 "ready": is_ready(tx, task), "overlaps": []}
     # A task whose dependencies are not done is claimed ahead of them (its owner is woken when they are
