@@ -86,3 +86,49 @@ def test_gc_prunes_a_stopped_spawned_run_with_its_output(repo: Path, tmp_path: P
     assert not any(folder.exists() for folder in files)
     assert git("for-each-ref", "--format=%(refname)", "refs/lanes/runs/", cwd=repo).split() == \
         [f"refs/lanes/runs/{kept}"]
+
+
+def test_gc_prunes_a_spawned_run_whose_agent_exited_or_died_and_never_a_live_one(repo: Path, tmp_path: Path):
+    """A spawned run whose agent exited with an error (non-zero) never ends (only an agent that finished ends
+    its run), and one whose agent and supervisor were killed outright records no exit at all: gc, which
+    pruned only ended and stopped runs, kept both logs and their agents' output for good. Nothing of them
+    runs, so they go on the same terms as a stopped run; a run whose agent still runs stays."""
+    import os
+    import signal
+
+    from spawn_helpers import finished, journal, show, use_fake_agent, wait_for
+
+    from git_lanes.store import processes
+
+    path = use_fake_agent(repo, tmp_path, {"default": [{"exit": 3}], "hang": [{"hang": {}}]})
+
+    def spawn(stage: str) -> str:
+        result = run_cli("spawn", "--prompt", f"Stage: {stage}", "--json", cwd=repo)
+        assert result.code == 0, result.err
+        return result.json["run"]
+
+    failed = spawn("default")
+    wait_for(lambda: finished(repo, failed), "the failed agent's supervisor to end")
+    assert (show(repo, failed)["state"], show(repo, failed)["exit"]["code"]) == ("exited", 3)
+    killed, live = spawn("hang"), spawn("hang")
+    for run in (killed, live):
+        wait_for(lambda: journal(path, run, "hanging"), "the agent to hang")
+    state = show(repo, killed)
+    os.kill(state["supervisor"]["pid"], signal.SIGKILL)
+    os.killpg(state["process"]["pgid"], signal.SIGKILL)
+    wait_for(lambda: not processes.running(state["supervisor"]["pid"])
+             and not processes.group_members(state["process"]["pgid"]), "the killed run's processes to go")
+    shown = show(repo, killed)
+    assert shown["process"] and not shown["exit"] and shown["status"] == "active", shown  # died, said nothing
+    files = {run: repo / ".git" / "lanes-runs" / run for run in (failed, killed, live)}
+    assert all((folder / "agent.log").is_file() for folder in files.values())
+
+    assert run_cli("gc", "--json", cwd=repo).json["removed"]["runs"] == []  # younger than 30 days: kept
+    report = run_cli("gc", "--older-than", "0", "--json", cwd=repo)
+    assert report.code == 0, report.err
+    assert sorted(r["run"] for r in report.json["removed"]["runs"]) == sorted([failed, killed])
+    assert not files[failed].exists() and not files[killed].exists()
+    assert (files[live] / "agent.log").is_file() and show(repo, live)["state"] == "running"
+    assert git("for-each-ref", "--format=%(refname)", "refs/lanes/runs/", cwd=repo).split() == \
+        [f"refs/lanes/runs/{live}"]
+    assert run_cli("stop", live, "--json", cwd=repo).json["stopped"] is True

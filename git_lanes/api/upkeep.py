@@ -30,7 +30,8 @@ class UpkeepApi:
 
     def gc(self, *, older_than: float | str = "30d", dry_run: bool = False) -> dict[str, Any]:
         """Remove rejected states (superseded proposals among them), backups, the logs (and agents' output) of
-        ended runs and of stopped spawned runs, and workspaces whose lane was deleted, once older than `older_than` seconds; record tombstones for what travels;
+        ended runs and of spawned runs stopped or whose agent exited or died, and workspaces whose lane was
+        deleted, once older than `older_than` seconds; record tombstones for what travels;
         then `git gc` drops the objects nothing reaches. Lane heads, pending proposals, deletion markers and
         open tasks' lanes, and all they reach, stay. `dry_run` reports and changes nothing. `older_than` is
         seconds, or an age as `30d`, `12h`, `90m`, `2w`, `45s`."""
@@ -64,9 +65,10 @@ class UpkeepApi:
         after = housekeeping.object_bytes(self.ctx.store)
         return report | {"bytes_after": after, "bytes_freed": max(0, report["bytes_before"] - after)}
 
-    def _ended_runs(self) -> dict[str, float]:
-        """Each run that is done with and since when: ended, or stopped with nothing of it running (a stopped
-        spawned run never ends by itself). A run log that cannot be read is left alone (doctor reports it)."""
+    def _ended_runs(self) -> dict[str, tuple[str, float]]:
+        """Each run that is done with, the head of its log read, and since when: ended, or a spawned run that
+        was stopped or whose agent exited or died, with nothing of it running (spawning.done_at). A run log
+        that cannot be read is left alone (doctor reports it)."""
         from git_lanes.domain import control, spawning
         from git_lanes.store import processes
 
@@ -76,12 +78,12 @@ class UpkeepApi:
         for ref in self.ctx.store.list_refs(refs.RUNS):
             run = ref[len(refs.RUNS):]
             try:
-                _, state = control.read_state(repo, run)
+                head, state = control.read_state(repo, run)
             except (LanesError, ValueError):
                 continue
             done = spawning.done_at(state, host, processes.running) if state is not None else None
-            if done is not None:
-                ended[run] = done
+            if head is not None and done is not None:
+                ended[run] = (head, done)
         return ended
 
     def _remove(self, ctx: Context, found: upkeep.Candidates) -> tuple[dict[str, Any], int]:

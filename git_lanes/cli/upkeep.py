@@ -25,10 +25,12 @@ def _size(count: int | None) -> str:
 @json_option
 def gc(dry_run: bool, older_than: str, as_json: bool) -> None:
     """Remove rejected states, superseded proposals, backups, the logs and agent output of ended runs and of
-    stopped spawned runs, and workspaces of deleted lanes older than AGE, then run `git gc`; report what went
-    and the bytes freed.
+    spawned runs whose agent was stopped, exited or died, and workspaces of deleted lanes older than AGE,
+    then run `git gc`; report what went and the bytes freed.
 
-    Lane heads, pending proposals, deletion markers and open tasks' lanes, and everything they reach, stay.
+    Lane heads, pending proposals, deletion markers and open tasks' lanes, and everything they reach, stay;
+    so does a run while anything of it runs here, and a spawned run whose agent or supervisor is recorded on
+    another machine and has not ended there.
     Pruned refs that travel (rejected states, run logs) leave a tombstone in the ledger, so the next sync
     deletes them on the remote too instead of bringing them back. A workspace holding edits no state holds is
     kept and listed. `--older-than 0` prunes unreferenced objects at once: do not run it while agents write.

@@ -112,11 +112,20 @@ def condition(state: RunState, host: str, running: Any) -> str:
 
 def done_at(state: RunState, host: str, running: Any) -> float | None:
     """When the run was done with, for gc: when it ended, or when `git lanes stop` stopped its agent, if
-    nothing of it runs now (no supervisor takes a stopped run up again by itself); None while it may go on."""
+    nothing of it runs now (no supervisor takes a stopped run up again by itself); for a spawned run whose
+    agent exited, whatever its exit status, or died with its supervisor, when it was last heard of, since
+    nothing takes it up again either (`run resume --spawn` is a person's call, as after a stop). None while it
+    may go on, and for a run a process on another machine may still drive."""
     if state.status == "ended":
         return float(state.ended_at or 0.0)
-    if condition(state, host, running) == "stopped":
+    shown = condition(state, host, running)
+    if shown == "stopped":
         return float(state.stop.get("time") or state.updated_at)
+    if state.launch and shown in ("exited", "active") and (state.exit or state.process or state.supervisor) \
+            and all(not record or record.get("host") == host for record in (state.process, state.supervisor)):
+        # A process recorded here and not running is gone; one recorded elsewhere cannot be told from here.
+        # A spawn with none recorded yet (its supervisor about to say so) has not got going.
+        return float(state.updated_at)
     return None
 
 

@@ -73,8 +73,9 @@ class Candidates:
                 "runs": self.runs, "workspaces": self.workspaces}
 
 
-def find(ctx: Context, cutoff: float, ended_runs: dict[str, float]) -> Candidates:
-    """Everything older than `cutoff` that gc removes. `ended_runs` maps each ended run to when it ended."""
+def find(ctx: Context, cutoff: float, ended_runs: dict[str, tuple[str, float]]) -> Candidates:
+    """Everything older than `cutoff` that gc removes. `ended_runs` maps each run done with to the head of its
+    log that said so and when it was done with: a log that moved since (a run taken up again) stays."""
     found = Candidates()
     store = ctx.store
     for ref, oid in sorted(store.list_refs(refs.REJECTED).items()):
@@ -100,8 +101,9 @@ def find(ctx: Context, cutoff: float, ended_runs: dict[str, float]) -> Candidate
             found.backups.append({"ref": ref, "oid": oid, "time": when})
     for ref, oid in sorted(store.list_refs(refs.RUNS).items()):
         run = ref[len(refs.RUNS):]
-        if run in ended_runs and ended_runs[run] <= cutoff:
-            found.runs.append({"ref": ref, "oid": oid, "run": run, "time": ended_runs[run]})
+        head, when = ended_runs.get(run, (None, cutoff + 1))
+        if head == oid and when <= cutoff:
+            found.runs.append({"ref": ref, "oid": oid, "run": run, "time": when})
     orphan_workspaces(ctx, cutoff, found)
     return found
 
