@@ -353,8 +353,14 @@ def _identity(fold: Fold) -> str:
     The file alone does not tell releases apart: an install upgraded in place keeps its paths, while a
     long-lived face (an MCP server) still runs the release it started with."""
     kind = type(fold)
-    file = getattr(sys.modules.get(kind.__module__), "__file__", "")
-    return f"{kind.__module__}.{kind.__qualname__}@{file}#{OUTCOME_FORMAT}"
+    found = _IDENTITIES.get(kind)
+    if found is None:  # asked for every op put and every entry served: worked out once a fold class
+        file = getattr(sys.modules.get(kind.__module__), "__file__", "")
+        found = _IDENTITIES[kind] = f"{kind.__module__}.{kind.__qualname__}@{file}#{OUTCOME_FORMAT}"
+    return found
+
+
+_IDENTITIES: dict[type, str] = {}
 
 
 def _reflog_message(applied: list[Op]) -> str:

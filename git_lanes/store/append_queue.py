@@ -92,6 +92,7 @@ class Listener:
 class AppendQueue:
     def __init__(self, common_dir: str | os.PathLike[str]) -> None:
         self.folder = os.path.join(os.fspath(common_dir), FOLDER)
+        self._base = self.folder + os.sep  # names here are the queue's own, never a path: joined by hand
         prefix = _PREFIXES.get(self.folder)
         if prefix is None:
             digest = hashlib.sha1(os.fsencode(os.path.realpath(self.folder))).hexdigest()[:24]
@@ -104,7 +105,7 @@ class AppendQueue:
 
     # -- files -------------------------------------------------------------------------------------------
     def _path(self, name: str, suffix: str = "") -> str:
-        return os.path.join(self.folder, name + suffix)
+        return self._base + name + suffix
 
     # Plain descriptors rather than open(): a file object with its buffer and text layer cost more than
     # the write itself, and each queued op writes two files and reads three.
