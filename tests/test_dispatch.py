@@ -203,11 +203,15 @@ def test_bad_plans_are_one_clear_line(repo, tmp_path):
         'depends = ["c"]\n': "depends on 'c', which the plan lacks",
         'ticket = "x"\n[foundation]\ntitle = "f"\nowns = ["../up"]\n': "outside the repository",
         'ticket = "x"\nfoundaton = 1\n': "unknown key(s) foundaton",
+        # a string where a list belongs was blamed on .lanes.toml, a file the user never touched
+        'ticket = "x"\n[foundation]\ntitle = "f"\nowns = "src/**"\n': "the plan: [foundation] owns must be a list",
+        'ticket = "x"\n[foundation]\ntitle = "f"\nowns = ["a"]\n[[feature]]\nname = "b"\ntitle = "b"\nowns = ["b"]\n'
+        'depends = "a"\n': "the plan: feature 'b' depends must be a list",
     }
     for text, problem in cases.items():
         (tmp_path / "p.toml").write_text(text)
         result = run_cli("dispatch", str(tmp_path / "p.toml"), cwd=repo)
-        assert result.code == 1 and problem in result.err, (text, result.err)
+        assert result.code == 1 and problem in result.err and ".lanes.toml" not in result.err, (text, result.err)
     missing = run_cli("dispatch", str(tmp_path / "none.toml"), cwd=repo)
     assert missing.code == 1 and "cannot read plan" in missing.err
     assert run_cli("dispatch", cwd=repo).code == 2

@@ -90,6 +90,11 @@ def invalid(message: str) -> UserError:
     return UserError(message, code="invalid_plan", hint=f"{command('dispatch', example=True)} prints a commented plan")
 
 
+def _in_plan(message: str) -> UserError:
+    """`invalid` for a message from the shared .lanes.toml reader, which names that file: the plan is another."""
+    return invalid(message.replace(config.CONFIG, "the plan"))
+
+
 class PlanTask(Frozen):
     key: str
     title: str
@@ -133,7 +138,7 @@ class DispatchPlan(Frozen):
 
     @classmethod
     def parse(cls, text: str | bytes) -> DispatchPlan:
-        return cls.from_toml(config.parse(text, lambda message: invalid(message.replace(config.CONFIG, "the plan"))))
+        return cls.from_toml(config.parse(text, _in_plan))
 
     @classmethod
     def from_toml(cls, data: dict[str, Any]) -> DispatchPlan:
@@ -184,7 +189,7 @@ def _task(data: dict[str, Any], key: Any, prefix: Any, *, foundation: bool) -> P
     if not foundation and (not isinstance(key, str) or not _KEY.fullmatch(key) or key == FOUNDATION):
         raise invalid(f"each [[feature]] needs a name of lowercase letters, digits, . _ - (not {key!r})")
     title = _line(data.get("title"), f"{where} title")
-    owns = config.string_list(data.get("owns", []), f"{where} owns", invalid)
+    owns = config.string_list(data.get("owns", []), f"{where} owns", _in_plan)
     if not owns:
         raise invalid(f"{where} must own at least one path (owns = [\"src/x/**\"])")
     lane = data.get("lane", f"{prefix}/{key}")
@@ -192,7 +197,7 @@ def _task(data: dict[str, Any], key: Any, prefix: Any, *, foundation: bool) -> P
         validate_lane_name(lane)
     except UserError as exc:
         raise invalid(f"{where}: {exc.message}") from None
-    depends = config.string_list(data.get("depends", []), f"{where} depends", invalid)
+    depends = config.string_list(data.get("depends", []), f"{where} depends", _in_plan)
     agent = data.get("agent")
     if agent is not None and not isinstance(agent, str):
         raise invalid(f"{where}: agent must be an agent id")
