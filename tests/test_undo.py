@@ -661,3 +661,18 @@ def test_an_undo_of_a_named_operation_killed_before_its_refs_moved_is_finished_b
     again = undo(repo)  # nothing left unfinished: the next undo redoes, as after any undo
     assert again["undone"] == finished["op"] and head(repo, "refs/lanes/heads/a") == first
     fsck_clean(repo)
+
+
+def test_undo_and_dispatch_record_the_agent_acting_as_every_other_writer_does(api, repo):
+    """Every other command that writes records `--agent` (or $GIT_LANES_AGENT) in the operation log; `undo`
+    and `dispatch` took neither and recorded the git user, so an agent's undo read as a person's."""
+    land(api, repo, "a", {"a.txt": "a\n"})
+    assert run_cli("undo", "--json", cwd=repo, env=AGENT).code == 0
+    assert ops(repo)[0]["actor"] == "coder"
+    assert run_cli("undo", "--agent", "lead", "--json", cwd=repo, env=AGENT).code == 0
+    assert ops(repo)[0]["actor"] == "lead"
+    plan = repo.parent / "plan.toml"
+    plan.write_text('ticket = "Login"\n[foundation]\ntitle = "Session"\nowns = ["src/**"]\n')
+    dispatched = run_cli("dispatch", str(plan), "--json", cwd=repo, env=AGENT)
+    assert dispatched.code == 0, dispatched.err
+    assert [r["actor"] for r in ops(repo) if r["description"].startswith("dispatch")] == ["coder"]

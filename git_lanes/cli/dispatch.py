@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import OperandGroup
+from git_lanes.cli.options import ACTING, agent_option
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
 PLAN_KEY = "lanes_plan"
@@ -26,10 +27,11 @@ class PlanGroup(OperandGroup):
                    "dependencies are done (see `git lanes spawn --pipeline`).")
 @click.option("--cli", "agent_cli", type=click.Choice(["claude", "codex", "gemini", "custom"]),
               help="With --spawn: which agent CLI ([agent] cli; default claude).")
+@agent_option(required=False, help_text=ACTING)
 @json_option
 @click.pass_context
 def dispatch(ctx: click.Context, dry_run: bool, example: bool, spawn_agents: bool, agent_cli: str | None,
-             as_json: bool) -> None:
+             agent: str | None, as_json: bool) -> None:
     """Dispatch a foundation-first plan: a ticket, a foundation task and feature tasks, each owning its paths.
 
     One ledger op creates the ticket, the tasks (features depend on the foundation and on the features they
@@ -75,7 +77,7 @@ def dispatch(ctx: click.Context, dry_run: bool, example: bool, spawn_agents: boo
             raise UserError(f"cannot read plan {plan}: {exc.strerror}", code="no_plan",
                             hint="`git lanes dispatch --example > plan.toml` writes one to start from") from None
         api = open_api()
-        result = api.dispatch(text, source=plan, dry_run=dry_run)
+        result = api.dispatch(text, source=plan, dry_run=dry_run, actor=agent)
         if spawn_agents and not dry_run:
             from git_lanes.cli import supervise
             from git_lanes.cli.spawn import hook_prefix

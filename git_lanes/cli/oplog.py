@@ -7,7 +7,7 @@ import time
 import click
 
 from git_lanes.cli import Command, SuggestingGroup
-from git_lanes.cli.options import limit_option
+from git_lanes.cli.options import ACTING, agent_option, limit_option
 from git_lanes.cli.output import json_option, open_api, run, short, table
 
 
@@ -82,8 +82,9 @@ def show(operation: str, as_json: bool) -> None:
 @click.command(cls=Command)
 @click.argument("operation", metavar="[OP]", required=False)
 @click.option("--dry-run", is_flag=True, help="Check that OP can be undone and say what would move; move nothing.")
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
+def undo(operation: str | None, dry_run: bool, agent: str | None, as_json: bool) -> None:
     """Undo operation OP (default: the newest in `git lanes op log`).
 
     Every ref OP moved goes back by compare-and-swap, its transition records get their old text back and
@@ -126,7 +127,7 @@ def undo(operation: str | None, dry_run: bool, as_json: bool) -> None:
             lines.append(f"redo with `git lanes undo {short(r['op'])}`")
         return "\n".join(lines)
 
-    run(lambda: open_api().undo(operation, dry_run=dry_run), as_json, render)
+    run(lambda: open_api().undo(operation, actor=agent, dry_run=dry_run), as_json, render)
 
 
 def workspace_lines(workspaces: list[dict]) -> list[str]:
