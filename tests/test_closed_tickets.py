@@ -54,3 +54,28 @@ def test_a_closed_ticket_takes_no_new_task(closed, repo):
     assert api.task_show(loose)["ticket"] is None
     assert len(api.ticket_show(ticket)["tasks"]) == 1
     assert git("rev-list", "--count", f"{before.strip()}..refs/lanes/ledger", cwd=repo).strip() == "1"
+
+
+def test_a_ready_ticket_that_integrated_nothing_is_not_sent_back_to_finish_its_done_tasks(tmp_path, repo):
+    """Its tasks were done with no lane: `task done` said "ticket is ready: `git lanes publish`", and publish
+    then answered "finish its tasks with `git lanes task done`", though every one was done."""
+    forge = tmp_path / "forge.git"
+    git("init", "-q", "--bare", str(forge), cwd=tmp_path)
+    git("remote", "add", "origin", str(forge), cwd=repo)
+    git("push", "-q", "origin", "main", cwd=repo)
+    api = Lanes(repo)
+    ticket = api.ticket_open("Docs")["ticket"]
+    api.task_done(api.task_create("Write it", ticket=ticket)["task"])
+    refused = run_cli("publish", ticket[:6], "--json", cwd=repo)
+    assert refused.code == 1 and refused.json["error"] == "nothing_integrated", refused.err
+    assert "task done" not in refused.json["hint"]
+    lane = f"tickets/{ticket[:8]}"
+    assert f"git lanes lane create {lane}" in refused.json["hint"]
+    assert f"git lanes promote LANE --into {lane}" in refused.json["hint"]
+    api.lane_create("docs")
+    (repo / ".lanes" / "workspaces" / "docs" / "docs.md").write_text("docs\n")
+    api.commit("docs", "coder-1", lane="docs", auto_accept=True)
+    assert run_cli("lane", "create", lane, cwd=repo).code == 0  # the hint, followed
+    assert run_cli("promote", "docs", "--into", lane, "--auto-accept", cwd=repo).code == 0
+    again = run_cli("publish", ticket[:6], "--json", cwd=repo)
+    assert again.code == 0 and again.json["pushed"], again.err

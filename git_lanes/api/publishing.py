@@ -132,7 +132,11 @@ class PublishingApi:
             head = lanes.lane_head(self.ctx, lane)
         except NotFound:
             raise Refused(f"ticket {ticket_id[:8]} has no integration lane {lane}: none of its tasks integrated",
-                          code="nothing_integrated", hint=f"finish its tasks with {command('task done')}") from None
+                          code="nothing_integrated",
+                          # Its tasks are done (it is ready): done with no lane, or with --no-integrate.
+                          hint=f"its tasks were done with no lane to integrate; to publish work, "
+                               f"{command('lane create', lane)}, then {command('promote', 'LANE', into=lane)}"
+                          ) from None
         publishing.require_base(self.ctx, remote, base)
         lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)  # a live publisher: exit 3 first
         wrote = False
