@@ -614,24 +614,15 @@ main()
 """
 
 
-def test_an_undo_of_a_named_operation_killed_before_its_refs_moved_is_finished_by_the_next_undo(
-        api, repo, tmp_path):
-    """`undo OP` killed after it made its mark, before any ref moved, left a mark status named as an undo to
-    finish with `git lanes undo`: that undo dropped the mark and undid the newest operation instead, which
-    nobody asked for. It now undoes OP, the operation that was named, and only that."""
+def kill_undo_before_its_refs_move(repo, tmp_path, operation: str) -> None:
+    """Run `git lanes undo OPERATION` and SIGKILL it once its mark is made, before it moves a ref."""
     from kill_helpers import children_ended
 
     spool = tmp_path / "spool"
-    spool.mkdir()
-    land(api, repo, "a", {"a.txt": "a\n"}, prompt="first")
-    first = head(repo, "refs/lanes/heads/a")
-    named = op_id(repo, "commit on a: first")
-    land(api, repo, "b", {"b.txt": "b\n"}, prompt="later")
-    newest = ops(repo)[0]
-    assert newest["description"] == "commit on b: later"
-    later = head(repo, "refs/lanes/heads/b")
+    spool.mkdir(exist_ok=True)
+    (spool / "held").unlink(missing_ok=True)
     doomed = subprocess.Popen([sys.executable, "-c", HELD_BEFORE_MOVING, str(spool),
-                               str(repo / ".git" / "lanes-undo"), named[:8]], cwd=repo, start_new_session=True,
+                               str(repo / ".git" / "lanes-undo"), operation[:8]], cwd=repo, start_new_session=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     while not (spool / "held").exists():
         assert doomed.poll() is None, doomed.communicate()
@@ -639,6 +630,21 @@ def test_an_undo_of_a_named_operation_killed_before_its_refs_moved_is_finished_b
     doomed.send_signal(signal.SIGKILL)
     doomed.wait()
     children_ended(doomed.pid)
+
+
+def test_an_undo_of_a_named_operation_killed_before_its_refs_moved_is_finished_by_the_next_undo(
+        api, repo, tmp_path):
+    """`undo OP` killed after it made its mark, before any ref moved, left a mark status named as an undo to
+    finish with `git lanes undo`: that undo dropped the mark and undid the newest operation instead, which
+    nobody asked for. It now undoes OP, the operation that was named, and only that."""
+    land(api, repo, "a", {"a.txt": "a\n"}, prompt="first")
+    first = head(repo, "refs/lanes/heads/a")
+    named = op_id(repo, "commit on a: first")
+    land(api, repo, "b", {"b.txt": "b\n"}, prompt="later")
+    newest = ops(repo)[0]
+    assert newest["description"] == "commit on b: later"
+    later = head(repo, "refs/lanes/heads/b")
+    kill_undo_before_its_refs_move(repo, tmp_path, named)
     assert head(repo, "refs/lanes/heads/a") == first  # the kill came before any ref moved
     assert ops(repo)[0]["id"] == newest["id"]
 
@@ -676,3 +682,23 @@ def test_undo_and_dispatch_record_the_agent_acting_as_every_other_writer_does(ap
     dispatched = run_cli("dispatch", str(plan), "--json", cwd=repo, env=AGENT)
     assert dispatched.code == 0, dispatched.err
     assert [r["actor"] for r in ops(repo) if r["description"].startswith("dispatch")] == ["coder"]
+
+
+def test_an_interrupted_undo_that_later_work_now_blocks_is_refused_once_and_then_forgotten(api, repo, tmp_path):
+    """The undo of OP cut short before it moved anything, with work built on OP since: the next `undo` refuses
+    it, naming OP, as `undo OP` would now; the undo asked for cannot happen, so its mark goes, and the undo
+    after that is an undo of the newest operation again rather than the same refusal for ever."""
+    land(api, repo, "a", {"a.txt": "a\n"}, prompt="first")
+    named = op_id(repo, "commit on a: first")
+    kill_undo_before_its_refs_move(repo, tmp_path, named)
+    land(api, repo, "a", {"a.txt": "again\n"}, prompt="on top")
+    on_top = head(repo, "refs/lanes/heads/a")
+    assert run_cli("status", "--json", cwd=repo).json["interrupted_undos"][0]["undoes"] == named
+
+    refused = run_cli("undo", "--json", cwd=repo)
+    assert refused.code == 3 and named[:8] in refused.json["message"], refused.out + refused.err
+    assert head(repo, "refs/lanes/heads/a") == on_top
+    assert "interrupted_undos" not in run_cli("status", "--json", cwd=repo).json
+    newest = undo(repo)
+    assert newest["description"] == "commit on a: on top" and head(repo, "refs/lanes/heads/a") != on_top
+    fsck_clean(repo)
