@@ -507,3 +507,29 @@ def test_a_mistyped_ticket_is_refused_before_publish_reaches_the_shared_ledger(p
     assert typo.code == 1 and typo.json["error"] == "unknown_ticket", typo.out + typo.err
     not_ready = run_cli("publish", ticket[:6], "--json", cwd=machine)  # a real one still asks the remote first
     assert not_ready.code == 5, not_ready.out + not_ready.err
+
+
+def test_a_ticket_published_again_after_its_pull_request_merged_opens_a_new_one(tmp_path, project):
+    """A task joined a published ticket (reopening it) and the pull request was merged meanwhile: `publish
+    sync` passes over an open ticket, and the next publish pushed the follow-up work to the merged branch,
+    ran the update command and posted pr_updated with the merged pull request's address, so no reviewer
+    ever saw it. A merged pull request is not updated: the follow-up opens one of its own."""
+    api, machine, spool, server, url = project
+    ticket, _ = integrated_ticket(api)
+    first = api.publish(ticket)
+    assert first["status"] == "pr_opened"
+    follow_up, ws = claimed_task(api, "coder-4", "four", "Follow-up", ticket)
+    reviewer = reviewer_with(tmp_path, url, first["branch"])
+    git("merge", "--quiet", "--no-edit", "FETCH_HEAD", cwd=reviewer)
+    git("push", "--quiet", "origin", "main", cwd=reviewer)
+    assert api.publish_sync()["merged"] == []  # open again: nothing to close yet
+    work(api, "coder-4", ws, {"four.txt": "four\n"})
+    assert api.task_done(follow_up, "coder-4")["ticket_ready"] == ticket
+    again = run_cli("publish", ticket[:6], "--json", cwd=machine)
+    assert again.code == 0, again.err
+    assert again.json["status"] == "pr_opened" and again.json["pushed"] is True
+    assert again.json["url"] == "https://forge.example/acme/project/pull/2"
+    calls = [json.loads(line) for line in (spool / "calls.jsonl").read_text().splitlines()]
+    assert calls == [[first["branch"], "main"]] * 2  # the PR command both times, never an update
+    assert [p["kind"] for p in api.board_read(None, limit=100)["posts"] if p["kind"].startswith("pr_")] == \
+        ["pr_opened", "pr_opened"]

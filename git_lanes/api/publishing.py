@@ -153,6 +153,10 @@ class PublishingApi:
                         "remote": remote, "head": head, "url": previous.get("url"), "pushed": False,
                         "command": None, "post": None}
             update = publishing.updates(previous, remote, branch)
+            # A pull request merged since (a task joined the ticket after it was published, reopening it) is
+            # not updated: the work that followed opens one of its own, or no reviewer would see it.
+            merged = update and self._merged(previous)
+            update = update and not merged
             to_run = None if pr not in (None, publishing.NEW_PR) else \
                 settings.update_command if update else settings.pr_command
             token = None
@@ -160,7 +164,8 @@ class PublishingApi:
                 token = random_hex(8)
                 self._append("publish.intent", self._actor(actor), {
                     "ticket": ticket_id, "token": token, "remote": remote, "branch": branch, "base": base,
-                    "head": head, "update": update, "host": socket.gethostname(), "pid": os.getpid(),
+                    "head": head, "update": update, **({"merged": previous["head"]} if merged else {}),
+                    "host": socket.gethostname(), "pid": os.getpid(),
                     "replaces": pending["token"] if pending is not None else None})
                 wrote = True
                 if shared is not None:
@@ -172,7 +177,7 @@ class PublishingApi:
             found = publishing.url_in(ran.output_tail) if ran else pr if pr != publishing.NEW_PR else None
             result = self._append("ticket.publish", self._actor(actor), {
                 "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found,
-                "token": token})
+                "token": token, **({"merged": previous["head"]} if merged else {})})
             wrote = True
         finally:
             self._let_go(ticket_id, lock["token"], actor)
@@ -183,6 +188,14 @@ class PublishingApi:
                 "command": {"argv": publishing.command_line(to_run, values), "exit_code": ran.exit_code,
                             "output": ran.output_tail} if to_run and ran else None,
                 **({} if to_run or found else {"hint": publishing.compare_hint(url, branch, base)})}
+
+    def _merged(self, publication: dict[str, Any]) -> bool:
+        """Whether the head `publication` pushed reached the base it was to merge into, on its remote."""
+        from git_lanes.domain import publishing
+        from git_lanes.store import branches
+
+        base_head = branches.fetch_branch(self.ctx.store, publication["remote"], publication["base"])
+        return base_head is not None and publishing.merged_how(self.ctx, publication["head"], base_head) is not None
 
     def _claim(self, shared: str, ticket_id: str, token: str, remote: str, branch: str,
                actor: str | None) -> dict[str, Any] | None:

@@ -59,8 +59,8 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
     Pushes the integration lane tickets/<short-id> as an ordinary branch (default lanes/ticket/<short-id>)
     with a fast-forward-only push, then runs `[publish] pr_command` from .lanes.toml at the trunk's head
     ({branch}, {base}, {remote}, {ticket}, {title} are filled in) and posts pr_opened with the URL it printed
-    (pr_updated on a re-publish of the same branch, which runs `update_command` if set; another --branch opens
-    a pull request of its own). With no command it prints where to open the pull request. A ticket's
+    (pr_updated on a re-publish of the same branch, which runs `update_command` if set; another --branch, or
+    a pull request merged since, opens a pull request of its own). With no command it prints where to open the pull request. A ticket's
     publishers take turns under a lock in the ledger (TTL `[publish] lock_ttl`, default 300 s): a second one
     exits 3 naming the holder; the lock of a holder that died lapses. The command runs only after the
     ledger says it will: a publish that stopped after running it, before recording the pull request, makes

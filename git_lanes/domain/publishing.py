@@ -282,7 +282,7 @@ def intend(tx: Tx, op: Op) -> dict:
     if pending is not None and pending["token"] not in (token, op.args.get("replaces")):
         raise interrupted(pending)
     previous = ticket.get("publication") or {}
-    if not op.args.get("update") and updates(previous, remote, branch):
+    if not op.args.get("update") and updates(previous, remote, branch) and not merged_since(op, previous):
         raise Conflict(f"ticket {ticket['id'][:8]}: {previous.get('by')} opened the pull request from {branch} "
                        "already" + (f": {previous['url']}" if previous.get("url") else ""),
                        code="already_published", details={"ticket": ticket["id"], "publication": previous},
@@ -313,6 +313,13 @@ def updates(previous: dict, remote: str | None, branch: str | None) -> bool:
     return bool(previous) and (previous.get("remote"), previous.get("branch")) == (remote, branch)
 
 
+def merged_since(op: Op, previous: dict) -> bool:
+    """Whether the publisher saw `previous`'s pull request merged (`merged`: the head it pushed) and so
+    opens a new one: a merged pull request is not updated. Another publication recorded meanwhile is not
+    the one it saw."""
+    return bool(op.args.get("merged")) and op.args.get("merged") == previous.get("head")
+
+
 def publish(tx: Tx, op: Op) -> dict:
     """`ticket.publish`: the integration lane was pushed as `branch`; the ticket is published, and a
     `pr_opened` post (`pr_updated` on a re-publish of the same branch) records it with the pull request's
@@ -321,6 +328,8 @@ def publish(tx: Tx, op: Op) -> dict:
     if ticket["status"] == "closed":
         raise StaleState(f"ticket {ticket['id'][:8]} is closed", code="ticket_closed")
     previous = ticket.get("publication") or {}
+    if merged_since(op, previous):
+        previous = {}
     update = updates(previous, op.args.get("remote"), op.args.get("branch"))
     url = op.args.get("url") or (previous.get("url") if update else None)
     kind = "pr_updated" if update else "pr_opened"
