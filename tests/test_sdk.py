@@ -363,3 +363,11 @@ def test_an_error_prints_its_hint_and_keeps_it_apart(session, repo):
     with pytest.raises(NotFound) as direct:
         Lanes(repo).task_show("feedbeef")
     assert str(direct.value) == "no task matches 'feedbeef'"
+
+
+def test_the_api_a_session_holds_answers_in_the_sdks_words_too(session):
+    """Hints name `session.api` calls, whose own errors still named the CLI's commands (`git lanes history`)."""
+    with pytest.raises(NotFound) as unknown:
+        session.api.show("feedbeef")
+    assert str(unknown.value) == "no transition matches 'feedbeef'\nhint: list them with `session.api.history()`"
+    assert session.api.task_list() == Lanes(session.api.lanes.root).task_list() == []

@@ -12,6 +12,7 @@ naming the SDK's calls (git_lanes/sdk/advice.py)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import warnings
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from git_lanes.api import Lanes
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
@@ -49,6 +50,30 @@ def advising() -> Iterator[None]:
     except LanesError as exc:
         advised_error(exc)
         raise
+
+
+class AdvisedApi:
+    """`session.api`: the `Lanes` API the session holds, each call's errors naming the SDK's calls as the
+    session's own do (those hints name `session.api` calls: what they raise must read alike). The calls are
+    the API's, unchanged; the API itself is `.lanes`."""
+
+    def __init__(self, lanes: Lanes) -> None:
+        self.lanes = lanes
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.lanes, name)
+        if name.startswith("_") or not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def advised(*args: Any, **kwargs: Any) -> Any:
+            with advising():
+                return value(*args, **kwargs)
+
+        return advised
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} of {self.lanes!r}>"
 
 
 def told(call: Callable[[], Any]) -> Any:
@@ -86,7 +111,8 @@ class AgentSession:
                                 hint="pass agent_id, e.g. AgentSession(path, agent_id=\"coder-1\")")
             self.agent_id = validate_agent_id(agent_id)
             self._lane = validate_lane_name(lane) if lane is not None else None  # refused now, not at first use
-            self.api = Lanes(repo_path)
+            # Typed as what it answers like, for the reader's editor and checker: each call is the API's own.
+            self.api = cast(Lanes, AdvisedApi(Lanes(repo_path)))
         self.agent_type = agent_type
         self.model = model
         self._made = False  # whether this session has made (or found) its lane and workspace yet
