@@ -49,7 +49,8 @@ def _pending() -> list[str]:
 # the hint as the CLI spells it, in backticks (`git lanes task list --ready`): the CLI shows hints as they
 # are, and each other face translates every such reference into its own control (the MCP server into the
 # tool it offers, REST into its route: git_lanes/model/advice.py), keeping the CLI's words, labelled as
-# such, where it has none. A test holds every reference to a real command and its real options.
+# such, where it has none. A test holds every reference to a real command and its real options. An option of
+# the command being answered (`pass --force`) is named the same way, with `option("force")`.
 COMMAND_PREFIX = "git lanes"
 # What a shell reads as one plain word (shlex.quote's set: shlex itself is not loaded on the hook path).
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
@@ -68,13 +69,23 @@ def command_line(path: str, *arguments: object, **options: object) -> str:
     collision's ways on); a hint quoting it puts the backticks back, so that every face can translate it."""
     words = path.split() + [str(a) for a in arguments]
     for name, value in options.items():
-        if value is None or value is False:
-            continue
-        name = name.rstrip("_")  # `from_`: a Python keyword
-        words.append(("-" if len(name) == 1 else "--") + name.replace("_", "-"))
-        if value is not True:
-            words.append(str(value))
+        words += _option_words(name, value)
     return f"{COMMAND_PREFIX} {' '.join(map(_word, words))}"
+
+
+def option(name: str, value: object = True) -> str:
+    """An option of the command the hint answers (the one that was run), as `command` spells one (`force` is
+    `--force`, `("branch", "NAME")` is `--branch NAME`), in backticks: each other face names its own
+    parameter of that name instead (`force=true`). A long name only: that is what the faces translate."""
+    return f"`{' '.join(map(_word, _option_words(name, value)))}`"
+
+
+def _option_words(name: str, value: object) -> list[str]:
+    if value is None or value is False:
+        return []
+    name = name.rstrip("_")  # `from_`: a Python keyword
+    flag = ("-" if len(name) == 1 else "--") + name.replace("_", "-")
+    return [flag] if value is True else [flag, str(value)]
 
 
 def _word(text: str) -> str:

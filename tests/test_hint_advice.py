@@ -14,12 +14,12 @@ from pathlib import Path
 import anyio
 import click
 import pytest
-from conftest import run_cli
+from conftest import run_cli, workspace
 from http_helpers import Server
 from mcp_helpers import fails, mcp_session
 
 from git_lanes.cli import cli
-from git_lanes.errors import COMMAND_PREFIX, NotARepository, NotFound, command
+from git_lanes.errors import COMMAND_PREFIX, NotARepository, NotFound, Refused, command, option
 from git_lanes.http import advice as rest_advice
 from git_lanes.http import routes
 from git_lanes.mcp import advice as mcp_advice
@@ -62,6 +62,15 @@ def command_calls() -> list[tuple[str, ast.Call]]:
 
 
 CALLS = command_calls()
+
+
+def option_calls() -> list[tuple[str, ast.Call]]:
+    return [(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}", node) for path in LOWER[:-1]
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "option"]
+
+
+OPTIONS = option_calls()
 
 
 def test_the_walk_finds_the_hints_command_references():
@@ -109,6 +118,77 @@ def test_no_hint_spells_a_command_by_hand():
                for line, text in _literal_strings(ast.parse(path.read_text())) if f"`{COMMAND_PREFIX} " in text
                and not any(where == file and text.startswith(start) for file, start in NO_HINT)]
     assert by_hand == [], "name these with errors.command(...):\n" + "\n".join(by_hand)
+
+
+def test_no_hint_spells_an_option_by_hand():
+    """`pass --force` written out reached every face in the CLI's words: an MCP client has no --force."""
+    by_hand = [f"{where}:{line}: {text.strip()[:80]}" for path in LOWER
+               for where in [str(path.relative_to(PACKAGE.parent))]
+               for line, text in _literal_strings(ast.parse(path.read_text())) if ("pass --" in text or "`--" in text)
+               and not any(where == file and text.startswith(start) for file, start in NO_HINT)]
+    assert by_hand == [], "name these with errors.option(...):\n" + "\n".join(by_hand)
+
+
+@pytest.mark.parametrize("where,call", OPTIONS, ids=[where for where, _ in OPTIONS])
+def test_every_option_a_hint_names_is_a_real_option_and_a_real_keyword(where, call):
+    """An option is named by the parameter every face calls it (`force`): some command takes it as a long
+    option, and some SDK call as a keyword (MCP and REST name theirs the same)."""
+    assert call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str), \
+        f"{where}: name the option as a literal, so it can be checked"
+    name = call.args[0].value.rstrip("_")
+    assert len(name) > 1, f"{where}: a long option: a face translates only those"
+    flag = "--" + name.replace("_", "-")
+    given_a_value = len(call.args) > 1
+    commands = [sub for sub in cli_commands(cli) if flag in options_of(sub)]
+    assert any(options_of(sub)[flag].is_flag != given_a_value for sub in commands), \
+        f"{where}: no command has {flag}{' VALUE' if given_a_value else ''}"
+    from git_lanes.api import Lanes
+    calls = [method for key, method in inspect.getmembers(Lanes, inspect.isroutine) if not key.startswith("_")]
+    assert any(name in inspect.signature(method).parameters for method in calls), f"{where}: no SDK call takes {name}="
+
+
+def cli_commands(group: click.Group) -> list[click.Command]:
+    ctx = click.Context(group)
+    found: list[click.Command] = []
+    for name in group.list_commands(ctx):
+        sub = group.get_command(ctx, name)
+        found += [sub] + (cli_commands(sub) if isinstance(sub, click.Group) else [])
+    return found
+
+
+def test_an_option_of_the_command_answered_is_each_faces_parameter():
+    hint = f"snapshot them with {command('commit')}, or pass {option('force')}; or {option('branch', 'NAME')}"
+    assert hint == "snapshot them with `git lanes commit`, or pass `--force`; or `--branch NAME`"
+    assert mcp_advice.advise(hint, {"commit"}) == "snapshot them with `commit`, or pass `force=true`; or `branch=NAME`"
+    assert rest_advice.advise(hint) == \
+        f'snapshot them with `git lanes commit`{CLI_LABEL}, or pass `"force": true`; or `"branch": NAME`'
+    assert sdk_advice.advise(hint) == \
+        "snapshot them with `session.api.commit(PROMPT, session.agent_id)`, or pass `force=True`; or `branch=NAME`"
+    assert sdk_advice.advise(f"{option('agent', 'coder-2')} or {option('no_setup')}") == \
+        '`agent="coder-2"` or `setup=False`'
+
+
+def test_a_refusal_a_flag_overrides_names_it_in_each_faces_words(repo, api):
+    """Deleting a lane with unsnapshotted edits: each face says how to force it with its own control."""
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "draft.txt").write_text("unsaved\n")
+    cli_hint = run_cli("lane", "delete", "feat", "--json", cwd=repo).json["hint"]
+    assert cli_hint == "snapshot them with `git lanes commit`, or pass `--force` (they are kept in a backup ref)"
+    with Server(repo) as server:
+        rest = server.request("DELETE", "/api/v1/lanes/feat", token=server.token)
+    assert rest.json["hint"] == \
+        f'snapshot them with `git lanes commit`{CLI_LABEL}, or pass `"force": true` (they are kept in a backup ref)'
+    with pytest.raises(Refused) as refused:
+        AgentSession(repo, agent_id="coder-1").api.lane_delete("feat")
+    assert refused.value.hint == ("snapshot them with `session.api.commit(PROMPT, session.agent_id)`, or pass "
+                                  "`force=True` (they are kept in a backup ref)")
+
+    async def scenario():
+        async with mcp_session(repo) as session:
+            return await fails(session, "restore", state="main", lane="feat")
+
+    assert anyio.run(scenario)["hint"] == ("snapshot them with `commit`, or pass `force=true` to keep them in a "
+                                           "backup ref and restore anyway")
 
 
 def test_a_command_reads_as_the_cli_spells_it():

@@ -316,9 +316,9 @@ def test_publish_takes_a_full_branch_ref_and_a_new_base_on_a_re_publish(tmp_path
 
 
 def test_publishing_under_another_branch_opens_a_new_pull_request(tmp_path, project):
-    """The refusal of a branch someone pushed to says "or publish under another --branch"; doing so ran the
-    update command (here none), posted pr_updated and recorded the first branch's pull request as the new
-    branch's. A pull request belongs to its branch: another branch (or remote) opens one of its own."""
+    """The refusal of a branch someone pushed to says to publish under another branch (`--branch NAME`); doing
+    so ran the update command (here none), posted pr_updated and recorded the first branch's pull request as
+    the new branch's. A pull request belongs to its branch: another branch (or remote) opens one of its own."""
     api, machine, spool, server, url = project
     ticket, _ = integrated_ticket(api)
     first = run_cli("publish", ticket[:6], "--json", cwd=machine)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from git_lanes.api.held import held, needs_no_repository
 from git_lanes.api.recording import first_line, recorded
 from git_lanes.domain.context import Context
-from git_lanes.errors import NotARepository, Refused, UserError, command
+from git_lanes.errors import NotARepository, Refused, UserError, command, option
 from git_lanes.model.ids import AgentId
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
@@ -188,8 +188,8 @@ class CoreApi:
             if pending and not force and name != ctx.trunk:
                 raise Refused(f"lane {name!r} has {len(pending)} pending proposal(s) "
                               f"({', '.join(t.id[:8] for t in pending)})", code="pending_proposals",
-                              hint="accept or reject them first, or pass --force (they are rejected and kept "
-                                   "under refs/lanes/rejected/)")
+                              hint=f"accept or reject them first, or pass {option('force')} (they are rejected and "
+                                   "kept under refs/lanes/rejected/)")
             if path is not None:
                 lanes.require_removable(ctx, name, path)
             unsaved = path is not None and restore.has_unsaved(ctx, name, path)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, NotFound, Refused, StaleState, UserError, command
+from git_lanes.errors import Conflict, NotFound, Refused, StaleState, UserError, command, option
 from git_lanes.model import refs
 from git_lanes.model.ids import Actor, random_hex
 from git_lanes.store.stale import alive
@@ -265,7 +265,7 @@ class PublishingApi:
                                   f"{command('lane create', theirs, from_=branches.copy_ref(remote, branch))}, "
                                   f"{command('promote', theirs, into=lane, auto_accept=True)}, "
                                   f"{command('lane delete', theirs)}), then publish again; or "
-                                  "publish under another --branch")
+                                  f"publish under another branch ({option('branch', 'NAME')})")
                 raise error
         pushed = branches.push_branch(store, remote, branch, head, there)
         if not pushed.ok:
@@ -277,7 +277,7 @@ class PublishingApi:
         return Conflict(f"{remote} refused to move {branch} to {head[:8]}: {why}", code="publish_rejected",
                         details={"branch": branch, "remote": remote, "head": head, "remote_head": there},
                         hint=f"publishing only fast-forwards {branch}; someone pushed to it: bring their commits "
-                             "into the integration lane, or publish under another --branch")
+                             f"into the integration lane, or publish under another branch ({option('branch', 'NAME')})")
 
     def _run_pr_command(self, argv_template: tuple[str, ...], values: dict[str, str], timeout: float, ticket_id: str,
                         token: str, actor: str | None) -> scratch.CommandResult:

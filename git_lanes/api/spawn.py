@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.api.held import held
 from git_lanes.api.running import AGENT_LOG, POLL_SECONDS, current_state
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, LanesError, Refused, StaleState, UserError, command
+from git_lanes.errors import Conflict, LanesError, Refused, StaleState, UserError, command, option
 from git_lanes.model.ids import random_hex
 from git_lanes.model.text import quoted
 
@@ -97,7 +97,7 @@ class SpawnApi:
         if record is not None and record.get("owner") not in (None, agent) and \
                 tasks.owner_alive(state, record, self.ctx.now()):
             raise Conflict(f"task {record['id'][:8]} is {record['status']} by {record['owner']}, whose lease is alive",
-                           code="task_claimed", hint=f"spawn as its owner with --agent {record['owner']}, or "
+                           code="task_claimed", hint=f"spawn as its owner ({option('agent', record['owner'])}), or "
                                                      f"hand it over with {command('task handoff')}")
         if not queue:
             spawning.check_slot(launch, len(self._live_runs(repo)))

@@ -7,7 +7,7 @@ import os
 from git_lanes.api.held import held
 from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
-from git_lanes.errors import NotARepository, UserError, command
+from git_lanes.errors import NotARepository, UserError, command, option
 from git_lanes.model import refs
 from git_lanes.store.remote import DEFAULT_REMOTE
 
@@ -84,7 +84,7 @@ class SyncApi:
         if not branch or store.read_ref(f"refs/heads/{branch}") is None:
             # A remote whose HEAD names no branch leaves a clone on an unborn branch with nothing checked out.
             known = store.remote_branches(remote)
-            hint = (f"name the trunk: `--trunk {known[0] if len(known) == 1 else 'NAME'}`"
+            hint = (f"name the trunk: {option('trunk', known[0] if len(known) == 1 else 'NAME')}"
                     + (f" ({remote} has {', '.join(known[:10])})" if len(known) > 1 else "")
                     if known else f"nothing to pull: {remote} has no branches here yet (fetch it first); to start "
                                   f"the project, commit and run {command('init')}, then {command('push')}")

@@ -6,7 +6,7 @@ import os
 
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Conflict, LanesError, NotFound, Refused, StaleState, UserError, command
+from git_lanes.errors import Conflict, LanesError, NotFound, Refused, StaleState, UserError, command, option
 from git_lanes.model import refs
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.ids import LaneName, random_hex
@@ -329,11 +329,11 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
     if not force:
         if unsaved:
             raise Refused(f"lane {name!r} has unsnapshotted edits in {path}", code="dirty_workspace",
-                          hint=f"snapshot them with {command('commit')}, or pass --force (they are kept in a "
+                          hint=f"snapshot them with {command('commit')}, or pass {option('force')} (they are kept in a "
                                "backup ref)")
         if unpromoted(ctx, name):
             raise Refused(f"lane {name!r} has work not promoted into any other lane", code="unpromoted",
-                          hint=f"promote it with {command('promote', name)}, or pass --force")
+                          hint=f"promote it with {command('promote', name)}, or pass {option('force')}")
     if path is None:  # its folder was removed by hand; git's record of it may still hold submodules
         require_no_histories(ctx, name, default_workspace(ctx, name), [])
     graveyard = refs.deleted_ref(name)

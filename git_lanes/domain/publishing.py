@@ -25,7 +25,7 @@ from git_lanes.domain.agents import SYSTEM, Reader
 from git_lanes.domain.board import add_post
 from git_lanes.domain.claims import claims_path
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, NotFound, StaleState, UserError, command
+from git_lanes.errors import Conflict, NotFound, StaleState, UserError, command, option
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import config
 from git_lanes.model.names import validate_lane_name
@@ -94,8 +94,8 @@ def require_base(ctx: Context, remote: str, base: str) -> None:
     request could merge into it, and `publish sync` would call the ticket "not merged yet" for good."""
     if branches.remote_head(ctx.store, remote, base) is None:
         raise UserError(f"{remote} has no branch {base!r} for the pull request to merge into", code="unknown_base",
-                        hint=f"give --base a branch {remote} has, or push {base} there first ({command('sync')} "
-                             "pushes the trunk)")
+                        hint=f"name a base branch {remote} has ({option('base', 'BRANCH')}), or push {base} there "
+                             f"first ({command('sync')} pushes the trunk)")
 
 
 def validate_branch(name: str) -> str:

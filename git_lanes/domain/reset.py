@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from git_lanes.domain import attention, lanes, oplog, restore, transitions
 from git_lanes.domain.context import Context
-from git_lanes.errors import Refused, command
+from git_lanes.errors import Refused, command, option
 from git_lanes.model import refs
 from git_lanes.model.ids import LaneName
 from git_lanes.model.records import Intent, ResetExtra, Transition
@@ -29,7 +29,7 @@ def reset(ctx: Context, lane: str, onto: str, *, force: bool, reason: str | None
         unsaved = restore.has_unsaved(ctx, lane, path)
         if unsaved and not force:
             raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
-                          hint=f"snapshot them with {command('commit')}, or pass --force to keep them in a "
+                          hint=f"snapshot them with {command('commit')}, or pass {option('force')} to keep them in a "
                                "backup ref and reset anyway")
         # Planned before anything moves: a refusal leaves the lane, its refs and every file as they were.
         checkout = restore.planned_checkout(ctx, lane, path, new, force=force, what=f"resetting onto {onto}")

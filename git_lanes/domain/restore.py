@@ -7,7 +7,7 @@ from pathlib import Path
 from git_lanes.domain import lanes, transitions
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import some
-from git_lanes.errors import Refused, command
+from git_lanes.errors import Refused, command, option
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
 from git_lanes.model.entries import GITLINK
@@ -77,13 +77,13 @@ def planned_checkout(ctx: Context, lane: str, path: Path, state: str, *, force: 
                       f"{'each holds' if len(plan.nested) > 1 else 'it holds'} a git repository of its own "
                       "(a .git), which git-lanes never deletes", code="nested_repository",
                       details={"nested": sorted(plan.nested)},
-                      hint="move it out of the workspace first; or pass --force to leave it in place (it is "
+                      hint=f"move it out of the workspace first; or pass {option('force')} to leave it in place (it is "
                            "reported, never deleted)")
     if plan.ignored_overwritten and not force:
         raise Refused(f"{what} would overwrite {some(sorted(plan.ignored_overwritten))} in the workspace of {lane!r}: "
                       "ignored, so no state holds what it says now; nothing was changed", code="in_the_way",
                       details={"paths": {p: "an ignored file is in the way" for p in plan.ignored_overwritten}},
-                      hint="move it away first; or pass --force to keep it in a backup ref and go ahead")
+                      hint=f"move it away first; or pass {option('force')} to keep it in a backup ref and go ahead")
     if plan.refusals:
         where, why = sorted(plan.refusals.items())[0]
         raise Refused(f"{what} stops at {where}: {why}; nothing was changed", code="in_the_way",
@@ -99,7 +99,7 @@ def restore(ctx: Context, lane: str, path: Path, state: str, *, force: bool) -> 
     unsaved = has_unsaved(ctx, lane, path)
     if unsaved and not force:
         raise Refused(f"workspace of {lane!r} has unsnapshotted edits", code="dirty_workspace",
-                      hint=f"snapshot them with {command('commit')}, or pass --force to keep them in a "
+                      hint=f"snapshot them with {command('commit')}, or pass {option('force')} to keep them in a "
                            "backup ref and restore anyway")
     plan = planned_checkout(ctx, lane, path, state, force=force, what=f"restoring {state[:8]}")
     kept = keep_before(ctx, lane, path, plan, unsaved, f"restore to {state[:8]}")

@@ -10,7 +10,7 @@ from typing import Any
 from git_lanes.domain import hook_settings, lanes
 from git_lanes.domain.context import Context
 from git_lanes.domain.wording import dollars
-from git_lanes.errors import Conflict, Refused, command
+from git_lanes.errors import Conflict, Refused, command, option
 from git_lanes.model import config
 from git_lanes.model.launch import Launch, invalid
 from git_lanes.model.policy import Policy
@@ -150,7 +150,8 @@ def check_slot(launch: Launch, live: int) -> None:
 def no_slot(live: int, max_parallel: int) -> Conflict:
     return Conflict(f"{live} agents run already, [agent] max_parallel is {max_parallel}",
                     code="max_parallel", details={"live": live, "max_parallel": max_parallel},
-                    hint=f"wait for one to finish ({command('ps')}), or spawn with --queue to wait for a slot")
+                    hint=f"wait for one to finish ({command('ps')}), or spawn with {option('queue')} to wait for a "
+                         "slot")
 
 
 def refused_slot(state: RunState) -> Conflict | None:

@@ -1,6 +1,7 @@
 """Hints in the REST API's words: a command a hint advises (`git lanes task show ab12cd34`) becomes the route
-doing it (`GET /api/v1/tasks/ab12cd34`) where this API has one, else stays the CLI's command, labelled as such
-(see git_lanes/model/advice.py)."""
+doing it (`GET /api/v1/tasks/ab12cd34`) where this API has one, else stays the CLI's command, labelled as such;
+an option of the command answered (`--force`) becomes the request's field (`"force": true`) (see
+git_lanes/model/advice.py)."""
 
 from __future__ import annotations
 
@@ -92,7 +93,12 @@ def _query_value(value: Any) -> str:
 
 def advise(hint: str | None) -> str | None:
     """`hint` naming this API's routes for the commands it advises."""
-    return translated(hint, route_call) if hint else hint
+    return translated(hint, route_call, parameter) if hint else hint
+
+
+def parameter(name: str, value: Any) -> str:
+    """A field of the request that was made, set (`"force": true`), as a hint names one."""
+    return f'`"{name}": {value_text(value)}`'
 
 
 def advised_result(data: Any) -> Any:

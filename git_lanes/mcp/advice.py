@@ -1,6 +1,7 @@
 """Hints in the MCP server's words: a command a hint advises (`git lanes task list --ready`) becomes the tool
 that does it here (`list_tasks(ready_only=true)`) when this server offers that tool, else stays the CLI's
-command, labelled as such (see git_lanes/model/advice.py)."""
+command, labelled as such; an option of the command answered (`--force`) becomes the parameter (`force=true`)
+(see git_lanes/model/advice.py)."""
 
 from __future__ import annotations
 
@@ -76,7 +77,12 @@ def tool_call(words: tuple[str, ...], offered: Container[str]) -> str | None:
 
 def advise(hint: str | None, offered: Container[str]) -> str | None:
     """`hint` naming this server's tools (those in `offered`) for the commands it advises."""
-    return translated(hint, lambda words: tool_call(words, offered)) if hint else hint
+    return translated(hint, lambda words: tool_call(words, offered), parameter) if hint else hint
+
+
+def parameter(name: str, value: Any) -> str:
+    """A parameter of the tool that was called, set (`force=true`), as a hint names one."""
+    return f"`{name}={value_text(value)}`"
 
 
 def advised_result(data: Any, offered: Container[str]) -> Any:

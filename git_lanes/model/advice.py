@@ -1,8 +1,9 @@
 """Command advice in each face's own words. The lower layers name a command a hint advises with
 `errors.command` (a command path and its arguments), written as the CLI spells it, in backticks; a face with
 controls of its own (the MCP server's tools, the REST routes) reads each such reference back here and names
-its own equivalent instead, or keeps the CLI's words, labelled as such, where it has none. `hint` stays a
-plain string in every face's output."""
+its own equivalent instead, or keeps the CLI's words, labelled as such, where it has none; an option of the
+command the hint answers (`errors.option`: `--force`) becomes the face's parameter of that name (`force=true`).
+`hint` stays a plain string in every face's output."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import Any
 from git_lanes.errors import COMMAND_PREFIX
 
 REFERENCE = re.compile(rf"`{re.escape(COMMAND_PREFIX)} ([^`]*)`")
+# An option of the command a hint answers, as `errors.option` writes it (`--force`, `--branch NAME`).
+OPTION = re.compile(r"`(--[a-z][a-z0-9-]*)(?: ([^`]+))?`")
 # What a face without an equivalent adds to the CLI's words, so a reader with no shell knows what they are.
 CLI_LABEL = " (CLI)"
 
@@ -45,6 +48,24 @@ def references(text: str) -> list[tuple[re.Match[str], tuple[str, ...]]]:
             found.append((match, tuple(shlex.split(match.group(1)))))
         except ValueError:
             continue
+    return found
+
+
+def options(text: str) -> list[tuple[re.Match[str], str, Any]]:
+    """Each option reference in `text`, with the name of the parameter it sets in every face and its value
+    (`--no-setup` sets `setup` false)."""
+    found: list[tuple[re.Match[str], str, Any]] = []
+    for match in OPTION.finditer(text):
+        name = match.group(1)[2:].replace("-", "_")
+        if match.group(2) is None:
+            found.append((match, *((name[3:], False) if name.startswith("no_") else (name, True))))
+            continue
+        try:
+            words = shlex.split(match.group(2))
+        except ValueError:
+            continue
+        if len(words) == 1:
+            found.append((match, name, words[0]))
     return found
 
 
@@ -87,15 +108,20 @@ def value_text(value: Any) -> str:
     return value if isinstance(value, str) and is_placeholder(value) else json.dumps(value)
 
 
-def translated(text: str, render: Callable[[tuple[str, ...]], str | None]) -> str:
+def translated(text: str, render: Callable[[tuple[str, ...]], str | None],
+               parameter: Callable[[str, Any], str]) -> str:
     """`text` with each command reference that `render` gives words for (the face's equivalent, in
-    backticks) replaced by them, and each other labelled as the CLI's."""
-    out, at = [], 0
+    backticks) replaced by them, and each other labelled as the CLI's; and each option of the command it
+    answers replaced by the face's `parameter` of that name set to its value (in backticks)."""
+    spans = []
     for match, words in references(text):
-        out.append(text[at:match.start()])
         rendered = render(words)
-        out.append(rendered if rendered is not None else match.group(0) + CLI_LABEL)
-        at = match.end()
+        spans.append((match.start(), match.end(), rendered if rendered is not None else match.group(0) + CLI_LABEL))
+    spans += [(match.start(), match.end(), parameter(name, value)) for match, name, value in options(text)]
+    out, at = [], 0
+    for start, end, replacement in sorted(spans):
+        out += [text[at:start], replacement]
+        at = end
     return "".join(out) + text[at:] if out else text
 
 

@@ -1,6 +1,7 @@
 """Hints in the Python SDK's words: a command a hint advises (`git lanes task show ab12cd34`) becomes the call
 doing it from a session (`session.api.task_show("ab12cd34")`, `session.claim_task("ab12cd34", ahead=True)`)
-where the SDK has one, else stays the CLI's command, labelled as such (see git_lanes/model/advice.py)."""
+where the SDK has one, else stays the CLI's command, labelled as such; an option of the command answered
+(`--force`) becomes the call's keyword (`force=True`) (see git_lanes/model/advice.py)."""
 
 from __future__ import annotations
 
@@ -155,7 +156,12 @@ def method_call(words: tuple[str, ...]) -> str | None:
 
 def advise(hint: str | None) -> str | None:
     """`hint` naming the SDK's calls for the commands it advises."""
-    return translated(hint, method_call) if hint else hint
+    return translated(hint, method_call, keyword) if hint else hint
+
+
+def keyword(name: str, value: Any) -> str:
+    """A keyword of the call that was made, set (`force=True`), as a hint names one."""
+    return f"`{name}={python_text(value)}`"
 
 
 def advised_error(exc: LanesError) -> LanesError:
