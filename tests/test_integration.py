@@ -216,3 +216,19 @@ def test_claiming_a_task_one_holds_with_another_lane_moves_its_work_there(api: L
     work(api, "coder-1", repo / ".lanes" / "workspaces" / "late", {"late.py": "late\n"})
     assert api.task_done(task, "coder-1")["integrated"]["lane"] == "late"
     assert tree_file(repo, "main", "late.py") == "late\n"
+
+
+def test_task_done_whose_lane_is_gone_changes_nothing_and_says_how_to_finish_it(api: Lanes, repo: Path):
+    """A task whose lane does not exist (deleted, or a dispatched feature's not made yet) failed `task done`
+    with "no lane named ..." after making its ticket's integration lane and logging a refused operation:
+    a partial write for bad input."""
+    ticket = api.ticket_open("Login")["ticket"]
+    task, _ = claimed_task(api, "coder-1", "gone", "Login", ticket)
+    api.lane_delete("gone", force=True)
+    before = git("for-each-ref", "refs/lanes/heads", "refs/lanes/oplog", cwd=repo)
+    result = run_cli("task", "done", task[:8], "--agent", "coder-1", "--json", cwd=repo)
+    assert result.code == 1, result.err
+    assert result.json["error"] == "unknown_lane" and "gone" in result.json["message"]
+    assert f"git lanes task done {task[:8]} --no-integrate" in result.json["hint"]
+    assert git("for-each-ref", "refs/lanes/heads", "refs/lanes/oplog", cwd=repo) == before
+    assert api.task_show(task)["status"] == "claimed"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from git_lanes.api.held import held
 from git_lanes.api.tasks import TasksApi
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, LanesError, Refused, command
+from git_lanes.errors import Conflict, GateFailed, LanesError, NotFound, Refused, command
 from git_lanes.model import refs
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class IntegrationApi(TasksApi):
     def _integrate_and_finish(self, task: str, actor: str | None, integrate: bool) -> results.TaskDone:
         # Loaded here, not at start-up: most commands never finish a task (see test_startup_imports).
         from git_lanes import ledger
-        from git_lanes.domain import integration, promotion, tasks
+        from git_lanes.domain import integration, lanes, promotion, tasks
         from git_lanes.model import ledger_results as results
 
         state = self._state()
@@ -68,6 +68,14 @@ class IntegrationApi(TasksApi):
         lane, target = record["lane"], integration.target_for(self.ctx, record)
         if lane == target:
             return self._task_op(results.TaskDone, "task.done", task_id, actor)
+        try:  # before the integration lane is made: a refused task done leaves nothing behind
+            lanes.lane_head(self.ctx, lane)
+        except NotFound as exc:
+            raise NotFound(f"task {task_id[:8]}'s lane {lane!r} does not exist: nothing to integrate",
+                           code=exc.code, details={"task": task_id, "lane": lane},
+                           hint=f"{command('lane create', lane)} and commit the work there, or "
+                                f"{command('task done', task_id[:8], no_integrate=True)} marks it done as it is"
+                           ) from None
         with self._writing() as ctx:
             created = integration.ensure_lane(ctx, target)
         try:
