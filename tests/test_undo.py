@@ -548,18 +548,12 @@ main()
 """
 
 
-@pytest.mark.parametrize("when", ["before", "after"])
-def test_an_undo_of_a_lane_create_killed_at_its_workspace_never_leaves_the_lane_without_one(repo, tmp_path, when):
-    """The undo of `lane create` removed the lane's workspace first and moved its ref after: killed in
-    between, the lane stayed with no workspace, and `status` said nothing of the undo cut short. The ref moves
-    first now; the workspace a kill leaves behind (clean, its lane gone) goes with the next `undo`, which
-    finishes the interrupted one rather than undoing anything else, and `status` says so until then."""
+def kill_undo_at_removal(repo, tmp_path, when: str) -> None:
+    """Run `git lanes undo` (HELD_AT_REMOVAL) and SIGKILL it where it removes a workspace."""
     from kill_helpers import children_ended
 
     spool = tmp_path / "spool"
     spool.mkdir()
-    assert run_cli("lane", "create", "a", cwd=repo).code == 0
-    assert workspace(repo, "a").is_dir()
     doomed = subprocess.Popen([sys.executable, "-c", HELD_AT_REMOVAL, str(spool), when], cwd=repo,
                               start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     while not (spool / "held").exists():
@@ -568,6 +562,17 @@ def test_an_undo_of_a_lane_create_killed_at_its_workspace_never_leaves_the_lane_
     doomed.send_signal(signal.SIGKILL)
     doomed.wait()
     children_ended(doomed.pid)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_an_undo_of_a_lane_create_killed_at_its_workspace_never_leaves_the_lane_without_one(repo, tmp_path, when):
+    """The undo of `lane create` removed the lane's workspace first and moved its ref after: killed in
+    between, the lane stayed with no workspace, and `status` said nothing of the undo cut short. The ref moves
+    first now; the workspace a kill leaves behind (clean, its lane gone) goes with the next `undo`, which
+    finishes the interrupted one rather than undoing anything else, and `status` says so until then."""
+    assert run_cli("lane", "create", "a", cwd=repo).code == 0
+    assert workspace(repo, "a").is_dir()
+    kill_undo_at_removal(repo, tmp_path, when)
     lane = git("for-each-ref", "refs/lanes/heads/a", cwd=repo)
     assert not lane or workspace(repo, "a").is_dir(), "the lane was left without its workspace"
     assert not lane  # the ref moved before the workspace went
@@ -590,6 +595,42 @@ def test_an_undo_of_a_lane_create_killed_at_its_workspace_never_leaves_the_lane_
     assert not git("for-each-ref", "refs/lanes/heads/a", cwd=repo)
     assert "interrupted_undos" not in run_cli("status", "--json", cwd=repo).json
     assert run_cli("doctor", "--check", "workspaces", cwd=repo).code == 0
+    fsck_clean(repo)
+
+
+def test_a_dry_run_of_undo_says_it_would_finish_an_undo_killed_after_its_refs_moved(api, repo, tmp_path):
+    """The undo of `lane create` killed after the lane's ref went, before its workspace did: `undo` finishes
+    it and does nothing else, but `undo --dry-run` said it would undo the newest operation, the killed undo
+    itself (bringing the lane back). A dry run now says what the undo would do, and does none of it; given
+    OP, that it would finish the interrupted undo and then undo OP."""
+    assert run_cli("lane", "create", "b", cwd=repo).code == 0
+    other = ops(repo)[0]["id"]
+    assert run_cli("lane", "create", "a", cwd=repo).code == 0
+    created = ops(repo)[0]["id"]
+    kill_undo_at_removal(repo, tmp_path, "before")
+    assert not git("for-each-ref", "refs/lanes/heads/a", cwd=repo)  # the kill came after the ref moved
+    assert workspace(repo, "a").is_dir()  # and before the workspace went
+
+    dry = undo(repo, "--dry-run")
+    assert dry["undone"] is None and dry["dry_run"], dry
+    [would] = dry["finished"]
+    assert would["undone"] == created and would["description"] == "create lane a", would
+    text = run_cli("undo", "--dry-run", cwd=repo)
+    assert text.code == 0, text.err
+    assert text.out.splitlines() == [f"would finish the interrupted undo of {created[:8]}: create lane a"], text.out
+    assert api.undo(dry_run=True)["finished"] == [would]
+    named = undo(repo, other[:8], "--dry-run")
+    assert named["undone"] == other and named["finished"] == [would], named
+    text = run_cli("undo", other[:8], "--dry-run", cwd=repo)
+    assert text.out.splitlines()[:2] == [f"would finish the interrupted undo of {created[:8]}: create lane a",
+                                         f"would undo {other[:8]}: create lane b"], text.out + text.err
+    assert workspace(repo, "a").is_dir()  # nothing finished
+    assert run_cli("status", "--json", cwd=repo).json["interrupted_undos"]
+
+    finished = undo(repo)
+    assert finished["undone"] is None and [f["undone"] for f in finished["finished"]] == [created], finished
+    assert not workspace(repo, "a").exists()
+    assert not git("for-each-ref", "refs/lanes/heads/a", cwd=repo)
     fsck_clean(repo)
 
 

@@ -107,15 +107,19 @@ class OplogApi:
         """Undo operation `op` (default: the newest in `op log`). Refs move back by compare-and-swap after
         checking nothing depends on them since (else Conflict, exit 3, naming what does); what the undo
         replaces is kept under refs/lanes/backups/-undo/; ledger ops are reversed by inverse ops. The undo is
-        itself an operation, so undoing it redoes."""
+        itself an operation, so undoing it redoes. `dry_run` says what the undo would do (finishing an undo cut
+        short included: `finished`, each with the lanes whose workspaces would follow) and moves nothing."""
         from git_lanes.domain import oplog, undo
 
         oplog.recover_unlocked(self.ctx)
-        finished = self._finish_undos() if not dry_run and undo.interrupted(self.ctx) else []
+        finished: list[dict[str, Any]] = []
+        if undo.interrupted(self.ctx):  # a dry run says what finishing would do, and does none of it
+            finished = undo.to_finish(self.ctx, list(oplog.entries(self.ctx, WINDOW))) if dry_run \
+                else self._finish_undos()
         if finished and op is None:
             # The newest operation is the undo that was cut short: finishing it is what was asked for, and
             # undoing it would redo what it undid.
-            return {"finished": finished, "undone": None}
+            return {"finished": finished, "undone": None} | ({"dry_run": True} if dry_run else {})
         waiting = undo.unfinished(self.ctx, oplog.entries(self.ctx, WINDOW)) if op is None else None
         if waiting is not None:
             # An undo cut short before it moved anything: finishing it is undoing what it was asked to undo,
@@ -158,7 +162,8 @@ class OplogApi:
                     return {"undone": found.id, "description": found.description, "dry_run": True,
                             "moves": [{"ref": m.ref, "from": m.new, "to": m.old} for m in found.moves
                                       if m.ref not in plan.gone], "gone": plan.gone,
-                            "notes": len(found.notes), "ledger": plan.ledger_ops}
+                            "notes": len(found.notes), "ledger": plan.ledger_ops} | (
+                        {"finished": finished} if finished else {})
                 result = undo.perform(ctx, plan, recorder)
         return result | {"op": self._newest_id()} | ({"finished": finished} if finished else {})
 

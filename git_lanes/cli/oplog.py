@@ -108,6 +108,9 @@ def undo(operation: str | None, dry_run: bool, agent: str | None, as_json: bool)
     def render(r: dict) -> str:
         lines = []
         for f in r.get("finished", []):
+            if r.get("dry_run"):  # what finishing would bring along is known only once it is done
+                lines.append(f"would finish the interrupted undo of {short(f['undone'])}: {f['description']}")
+                continue
             lines.append(f"finished the interrupted undo of {short(f['undone'])}: {f['description']}")
             lines += workspace_lines(f["workspaces"])
         if r["undone"] is None:

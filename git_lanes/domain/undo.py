@@ -281,11 +281,31 @@ def finish_interrupted(ctx: Context, entries: list[OpEntry]) -> list[dict]:
             done = next((e for e in entries if e.id == header.get("undo")), None)
             workspaces = _resume(ctx, target)
             if workspaces is not None:
-                    finished.append({"undo": done.id if done else None, "undone": target.id,
+                finished.append({"undo": done.id if done else None, "undone": target.id,
                                  "description": target.description, "workspaces": workspaces})
         finally:
             journal.finish(path, fd)
     return finished
+
+
+def to_finish(ctx: Context, entries: list[OpEntry]) -> list[dict]:
+    """What `finish_interrupted` would finish, found by looking only (a dry run's answer; `entries` the log
+    newest first, the dead processes' entries recovered): each undo cut short after a lane's ref of it moved
+    back, with the lanes whose workspaces would follow."""
+    marks = undo_marks.headers(ctx)
+    unmoved = {str(m.get("undo")) for m in undo_marks.waiting(ctx, marks, entries)}
+    found = []
+    for header in marks:
+        target = next((e for e in entries if e.id == header.get("undoes")), None)
+        if target is None or header.get("undo") in unmoved:
+            continue
+        back = _moved_back(ctx, target)
+        if back:
+            done = next((e for e in entries if e.id == header.get("undo")), None)
+            found.append({"undo": done.id if done else None, "undone": target.id, "description": target.description,
+                          "lanes": [oplog.lane_of(m.ref, ctx.trunk) for m in _lane_moves(ctx, target)
+                                    if m.ref in back]})
+    return found
 
 
 def unfinished(ctx: Context, entries: Iterable[OpEntry]) -> dict | None:
@@ -313,7 +333,7 @@ def abandon(ctx: Context, target: str) -> None:
 def _resume(ctx: Context, entry: OpEntry) -> list[dict] | None:
     """The workspaces of an undo of `entry` cut short, brought along; None when none of its lanes moved."""
     store = ctx.store
-    back = {m.ref for m in _lane_moves(ctx, entry) if store.read_ref(m.ref) == m.old}
+    back = _moved_back(ctx, entry)
     prepared = {}
     for move in _lane_moves(ctx, entry):
         lane = oplog.lane_of(move.ref, ctx.trunk) or ""
@@ -329,6 +349,11 @@ def _resume(ctx: Context, entry: OpEntry) -> list[dict] | None:
             store.apply_checkout(path, store.plan_checkout(path, change.before, force=True))
             reports.append({"lane": change.lane, "path": str(path), "restored": change.before})
     return reports
+
+
+def _moved_back(ctx: Context, entry: OpEntry) -> set[str]:
+    """The lanes' refs `entry` moved that an undo of it has moved back."""
+    return {m.ref for m in _lane_moves(ctx, entry) if ctx.store.read_ref(m.ref) == m.old}
 
 
 def _left_behind(ctx: Context, entry: OpEntry, back: set[str]) -> list[str]:
