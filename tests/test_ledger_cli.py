@@ -169,3 +169,26 @@ def test_an_unknown_or_ambiguous_post_is_one_line_and_exit_1(repo, monkeypatch):
         assert "Traceback" not in result.err
     assert ok("board", "resolve", "abc0000000000002", "--agent", "b", cwd=repo)["post"] == 2
     assert git("rev-parse", "refs/lanes/ledger", cwd=repo) != head
+
+
+def test_a_heartbeat_says_when_it_registered_the_agent_so_a_mistyped_name_shows(repo):
+    """A heartbeat of an agent never registered registers it (agents may start with any call), but said
+    nothing of it: a mistyped name made a ghost agent, silently, while the real one's lease lapsed. The
+    heartbeat now says it registered the agent (`registered: true`), and only on that first call."""
+    ok("agent", "register", "coder-1", cwd=repo)
+    assert "registered" not in ok("agent", "heartbeat", "coder-1", cwd=repo)
+    ghost = ok("agent", "heartbeat", "coder-l", cwd=repo)
+    assert ghost["agent"] == "coder-l" and ghost["registered"] is True, ghost
+    assert "registered" not in ok("agent", "heartbeat", "coder-l", cwd=repo)
+    text = run_cli("agent", "heartbeat", "coder-2", cwd=repo)
+    assert text.code == 0, text.err
+    assert text.out.splitlines()[0] == "registered coder-2 (first call): no agent had that name", text.out
+    again = run_cli("agent", "heartbeat", "coder-2", cwd=repo)
+    assert "registered" not in again.out, again.out
+    log = git("log", "--format=%s", "refs/lanes/ledger", cwd=repo).splitlines()
+    assert [line for line in log if "heartbeat coder-l" in line] == ["coder-l: heartbeat coder-l",
+                                                                     "coder-l: heartbeat coder-l (registering it)"]
+    from git_lanes.api import Lanes
+
+    api = Lanes(repo)
+    assert api.agent_heartbeat("coder-3").registered and not api.agent_heartbeat("coder-3").registered

@@ -75,14 +75,18 @@ def register(agent_id: str | None, kind: str | None, lane: str | None, agent: st
 def heartbeat(agent_id: str | None, agent: str | None, as_json: bool) -> None:
     """Extend agent ID's lease; report unread posts, pending wakes and refused ops; refresh its dirty set.
 
-    The dirty set is computed from git (the agent's lane workspace against its lane head).
+    The dirty set is computed from git (the agent's lane workspace against its lane head). An agent never
+    registered is registered by its first heartbeat, which says so (`registered` in --json): a mistyped ID
+    shows there rather than leaving the real agent's lease to lapse.
 
     \b
     Example:
       git lanes agent heartbeat coder-1 --json
     """
     def render(r: dict) -> str:
-        lines = [f"{r['agent']}: lease until {ago(r['lease_until'])}, {r['unread']} unread posts, "
+        # A first call registers the agent: said first, since a mistyped name makes a ghost agent.
+        lines = [f"registered {r['agent']} (first call): no agent had that name"] if r.get("registered") else []
+        lines += [f"{r['agent']}: lease until {ago(r['lease_until'])}, {r['unread']} unread posts, "
                  f"{len(r['wakes'])} pending wakes"]
         lines += [f"wake: {w['kind']} {w.get('task', '')[:8] if w.get('task') else ''}".rstrip() for w in r["wakes"]]
         lines += [f"refused: your {w['original']['type']} {w['original']['id'][:8]}: {w.get('message')}"

@@ -58,6 +58,12 @@ def lease_needs_extending(record: dict | None, now: float) -> bool:
     return float(record.get("lease_until") or 0) < now + LEASE_SECONDS - TOUCH_INTERVAL
 
 
+def first_call(tx: Tx, agent: str) -> bool:
+    """Whether a call of `agent` now is its first (no record of it yet): `touch` registers it. A heartbeat
+    says so, since a mistyped name registers a ghost agent while the real one's lease lapses."""
+    return not tx.peek(agent_path(agent))  # as `touch` judges it
+
+
 def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | None = None,
           lane: str | None = None) -> dict:
     """The agent's record after it acted at `time`, created on its first call. Its board cursor starts

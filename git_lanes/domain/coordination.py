@@ -19,8 +19,10 @@ Handler = Callable[[Tx, Op], dict]
 
 def heartbeat(tx: Tx, op: Op) -> dict:
     """Extend the lease, refresh the dirty set when the caller computed one, report unread posts and pending
-    wakes, and deliver (once) the notices of this agent's ops that a sync refused."""
+    wakes, and deliver (once) the notices of this agent's ops that a sync refused. The first call of an agent
+    registers it, and says so (`registered`)."""
     agent = agents.validate_agent_id(op.args.get("agent"))
+    first = agents.first_call(tx, agent)
     record = agents.touch(tx, agent, op.time)
     dirty = None
     if op.args.get("files") is not None:
@@ -29,7 +31,8 @@ def heartbeat(tx: Tx, op: Op) -> dict:
     refused = [w for w in pending if w["kind"] == "refused"]
     agents.take_wakes(tx, agent, {w["id"] for w in refused})
     return {"agent": agent, "lease_until": record["lease_until"], "unread": board.unread_count(tx, agent),
-            "wakes": [w for w in pending if w["kind"] != "refused"], "refused": refused, "dirty": dirty}
+            "wakes": [w for w in pending if w["kind"] != "refused"], "refused": refused, "dirty": dirty} | (
+        {"registered": True} if first else {})  # absent otherwise, as in the results recorded before it
 
 
 def take(tx: Tx, op: Op) -> dict:
@@ -108,7 +111,8 @@ def _short(value: Any) -> str:
 
 SUMMARIES: dict[str, Callable[[Op, dict], str]] = {
     "agent.register": lambda op, r: f"register {r.get('agent')} (kind {r.get('kind')}, lane {r.get('lane') or '-'})",
-    "agent.heartbeat": lambda op, r: f"heartbeat {r.get('agent')}",
+    "agent.heartbeat": lambda op, r: f"heartbeat {r.get('agent')}" + (" (registering it)" if r.get("registered")
+                                                                       else ""),
     "agent.touch": lambda op, r: f"touch {r.get('agent')}",
     "task.create": lambda op, r: f"create task {_short(r.get('task'))} \"{op.args.get('title')}\"",
     "task.dep_add": lambda op, r: f"task {_short(r.get('task'))} depends on {_short(r.get('depends_on'))}",

@@ -47,6 +47,8 @@ class Heartbeat(Record):
     wakes: tuple[Wake, ...]
     refused: tuple[Wake, ...]
     dirty: DirtyPublished | None
+    registered: bool = meta(omit="empty", default=False,
+                            doc="true when this call registered the agent: no agent had that name before")
     op: LedgerId | None = _op()
 
 
