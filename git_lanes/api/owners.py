@@ -61,6 +61,7 @@ OWNERS = {
     "_let_go": "publishing",
     "_live_runs": "running",
     "_make_lane": "dispatch",
+    "_merged": "publishing",
     "_newest_id": "oplog",
     "_not_forward": "publishing",
     "_not_undoable": "oplog",
