@@ -193,3 +193,20 @@ def test_the_session_start_hook_puts_the_lanes_variables_into_the_agents_environ
     assert env_file.read_text() == "export DB=app_feature_a\nexport PORT=36001\n"
     sourced = subprocess.run(["bash", "-c", f"source {env_file}; echo $PORT"], capture_output=True, text=True)
     assert sourced.stdout.strip() == "36001"
+
+
+def test_the_session_start_hooks_shell_line_works_for_a_lane_name_the_shell_would_split(api, repo, tmp_path):
+    """The briefing's `eval "$(git lanes lane env LANE --shell)"` named the lane bare: a lane git allows,
+    such as feat/o'q, made a line the shell cannot run."""
+    from hook_helpers import claude, hook
+
+    declare(api, repo, '[setup]\nenv = { WHERE = "{lane}" }\n')
+    lane = "feat/o'q"
+    api.lane_create(lane)
+    result = hook("claude", "SessionStart", claude("SessionStart", workspace(repo, lane), source="startup"))
+    context = json.loads(result.out)["hookSpecificOutput"]["additionalContext"]
+    line = context.split("(`", 1)[1].split("` sets them", 1)[0]
+    as_git = f'git() {{ if [ "$1" = lanes ]; then shift; {sys.executable} -m git_lanes "$@"; else command git "$@"; fi; }}'
+    shell = subprocess.run(["bash", "-c", f'{as_git}; {line}; echo "$WHERE"'], capture_output=True, text=True,
+                           cwd=repo)
+    assert shell.stdout.strip() == lane, (line, shell.stderr)

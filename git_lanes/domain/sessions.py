@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from git_lanes.domain import control, runs, steering
-from git_lanes.errors import command
+from git_lanes.errors import command, command_line
 from git_lanes.model.calls import HookEvent, Verdict, bounded
 from git_lanes.model.policy import CONFIG
 from git_lanes.model.refs import flat_name
@@ -79,7 +79,7 @@ def session_start(event: HookEvent, now: float, brief: Callable[[control.LightRe
     if variables:
         shown = ", ".join(f"{name}={value}" for name, value in variables)
         text += (f"\nLane {state.lane}'s variables (its own ports): {shown}. Use them for servers and tests "
-                 f"(`eval \"$(git lanes lane env {state.lane} --shell)\"` sets them in a shell).")
+                 f"(`eval \"$({command_line('lane env', state.lane, shell=True)})\"` sets them in a shell).")
     return Verdict(context=text + (f"\n\n{told}" if told else ""), env=variables)
 
 
