@@ -14,13 +14,19 @@ from integration_helpers import claimed_task, work
 from git_lanes.api import Lanes
 
 
-@pytest.fixture
-def closed(tmp_path: Path, repo: Path) -> tuple[Lanes, str]:
-    """A ticket published to a bare forge, merged there by a fast-forward, and closed by `publish sync`."""
+def with_forge(tmp_path: Path, repo: Path) -> Path:
+    """A bare repository as `origin`, holding main."""
     forge = tmp_path / "forge.git"
     git("init", "-q", "--bare", str(forge), cwd=tmp_path)
     git("remote", "add", "origin", str(forge), cwd=repo)
     git("push", "-q", "origin", "main", cwd=repo)
+    return forge
+
+
+@pytest.fixture
+def closed(tmp_path: Path, repo: Path) -> tuple[Lanes, str]:
+    """A ticket published to a bare forge, merged there by a fast-forward, and closed by `publish sync`."""
+    forge = with_forge(tmp_path, repo)
     api = Lanes(repo)
     ticket = api.ticket_open("Login")["ticket"]
     task, ws = claimed_task(api, "coder-1", "one", "Login", ticket)
@@ -59,10 +65,7 @@ def test_a_closed_ticket_takes_no_new_task(closed, repo):
 def test_a_ready_ticket_that_integrated_nothing_is_not_sent_back_to_finish_its_done_tasks(tmp_path, repo):
     """Its tasks were done with no lane: `task done` said "ticket is ready: `git lanes publish`", and publish
     then answered "finish its tasks with `git lanes task done`", though every one was done."""
-    forge = tmp_path / "forge.git"
-    git("init", "-q", "--bare", str(forge), cwd=tmp_path)
-    git("remote", "add", "origin", str(forge), cwd=repo)
-    git("push", "-q", "origin", "main", cwd=repo)
+    with_forge(tmp_path, repo)
     api = Lanes(repo)
     ticket = api.ticket_open("Docs")["ticket"]
     api.task_done(api.task_create("Write it", ticket=ticket)["task"])

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -362,11 +363,7 @@ def kill_undo_while_smudging(repo, spool) -> None:
     (spool / "block").write_text("")
     doomed = subprocess.Popen([sys.executable, "-m", "git_lanes", "undo"], cwd=repo, start_new_session=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    while not (spool / "smudging").exists():
-        assert doomed.poll() is None, doomed.communicate()
-        time.sleep(0.01)
-    doomed.send_signal(signal.SIGKILL)
-    doomed.wait()
+    killed_at(doomed, spool / "smudging")
     (spool / "release").write_text("")
     children_ended(doomed.pid)
     (spool / "block").unlink()
@@ -556,11 +553,7 @@ def kill_undo_at_removal(repo, tmp_path, when: str) -> None:
     spool.mkdir()
     doomed = subprocess.Popen([sys.executable, "-c", HELD_AT_REMOVAL, str(spool), when], cwd=repo,
                               start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    while not (spool / "held").exists():
-        assert doomed.poll() is None, doomed.communicate()
-        time.sleep(0.01)
-    doomed.send_signal(signal.SIGKILL)
-    doomed.wait()
+    killed_at(doomed, spool / "held")
     children_ended(doomed.pid)
 
 
@@ -665,11 +658,7 @@ def kill_undo_before_its_refs_move(repo, tmp_path, operation: str) -> None:
     doomed = subprocess.Popen([sys.executable, "-c", HELD_BEFORE_MOVING, str(spool),
                                str(repo / ".git" / "lanes-undo"), operation[:8]], cwd=repo, start_new_session=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    while not (spool / "held").exists():
-        assert doomed.poll() is None, doomed.communicate()
-        time.sleep(0.01)
-    doomed.send_signal(signal.SIGKILL)
-    doomed.wait()
+    killed_at(doomed, spool / "held")
     children_ended(doomed.pid)
 
 
@@ -743,3 +732,12 @@ def test_an_interrupted_undo_that_later_work_now_blocks_is_refused_once_and_then
     newest = undo(repo)
     assert newest["description"] == "commit on a: on top" and head(repo, "refs/lanes/heads/a") != on_top
     fsck_clean(repo)
+
+
+def killed_at(doomed: subprocess.Popen, marker: Path) -> None:
+    """Kill `doomed` once it has made `marker` (where the code under test is held), and reap it."""
+    while not marker.exists():
+        assert doomed.poll() is None, doomed.communicate()
+        time.sleep(0.01)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
