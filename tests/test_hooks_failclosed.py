@@ -226,3 +226,31 @@ def test_a_transcript_that_cannot_be_read_denies_the_call_naming_it(repo, tmp_pa
     assert missed == []
     assert decision(hook_in_process("claude", "PreToolUse", bash(ws, "ls", "t9") | {
         "transcript_path": str(tmp_path / "not-yet.jsonl")}))[0] == "allow"
+
+
+def _strict(text: str):
+    def refuse(constant: str):
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_numbers_json_has_not_are_refused_and_never_reach_the_log(repo):
+    """NaN and Infinity are no JSON (no CLI can send them: JavaScript writes null, serde and Go refuse), yet
+    Python reads them. Taken in, a `duration_ms` of NaN sat in the run's log, so `run events --json` printed
+    `NaN` (no JSON reader takes it) and the REST API's run events answered 500 for that run forever."""
+    ws = lane(repo)
+    nan_input = json.dumps(bash(ws, "ls", "t1")).replace('"timeout": 120000', '"timeout": NaN')
+    verdict, reason = decision(hook("claude", "PreToolUse", nan_input))
+    assert verdict == "deny" and "NaN" in reason and "not JSON" in reason
+    assert decision(hook_in_process("claude", "PreToolUse", bash(ws, "ls", "t2")))[0] == "allow"
+    done = claude("PostToolUse", ws, tool_name="Bash", tool_input={"command": "ls"}, tool_use_id="t2",
+                  tool_response={"stdout": ""}, duration_ms=7)
+    for duration in ("NaN", "Infinity", "-Infinity", "1e400", "-5"):
+        sent = json.dumps(done).replace('"duration_ms": 7', f'"duration_ms": {duration}')
+        assert f'"duration_ms": {duration}' in sent
+        assert hook_in_process("claude", "PostToolUse", sent).code == 0
+    events = _strict(run_cli("run", "events", run_id(ws), "--json", cwd=ws).out)
+    durations = [e.get("duration") for e in events if e["type"] == "tool_completed"]
+    # 1e400 and -5 paired, with the time between the calls instead of a duration no clock gives
+    assert len(durations) == 2 and all(d is not None and 0 <= d < 3600 for d in durations), durations

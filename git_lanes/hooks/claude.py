@@ -49,13 +49,12 @@ def to_event(name: str, payload: dict[str, Any], env: dict[str, str]) -> HookEve
     canonical = EVENTS.get(name, "other")
     call = tool_call(payload) if canonical in ("pre_tool", "post_tool", "tool_failed") else None
     source = {"session_start": "source", "session_end": "reason", "pre_compact": "trigger"}.get(canonical)
-    duration = payload.get("duration_ms")
     return protocol.event(
         CLI, canonical, payload, env, call,
         source=protocol.text(payload, source) if source else None,
         prompt=protocol.text(payload, "prompt"),
         error=protocol.text(payload, "error"),
-        duration=duration / 1000 if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
+        duration=protocol.seconds(payload.get("duration_ms")),
         subagent=protocol.text(payload, "agent_type"))
 
 

@@ -33,7 +33,7 @@ def load_payload(raw: bytes) -> dict[str, Any]:
     if len(raw) > MAX_PAYLOAD_BYTES:
         raise Malformed(f"the hook payload on stdin is larger than {MAX_PAYLOAD_BYTES >> 20} MiB")
     try:
-        payload = json.loads(raw.decode("utf-8"))
+        payload = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise Malformed("the hook payload on stdin is not UTF-8") from None
     except ValueError as exc:
@@ -51,6 +51,20 @@ def load_payload(raw: bytes) -> dict[str, Any]:
             raise Malformed(f"the hook payload on stdin is not valid Unicode: {where or 'a key'} holds a lone "
                             "surrogate (a \\uD800-\\uDFFF escape without its pair)")
     return payload
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity, which Python's json reads but JSON has not (no CLI sends them: JavaScript writes null):
+    taken in, one would reach the run's log and make every JSON answer that holds it unreadable."""
+    raise ValueError(f"{name} is no JSON number")
+
+
+def seconds(milliseconds: Any) -> float | None:
+    """A duration the CLI measured in milliseconds, in seconds; None for what no clock gives (negative, or
+    past any float, as 1e400 reads)."""
+    if isinstance(milliseconds, bool) or not isinstance(milliseconds, (int, float)):
+        return None
+    return milliseconds / 1000 if 0 <= milliseconds < float("inf") else None
 
 
 def _lone_surrogate(value: Any, where: str) -> str | None:
