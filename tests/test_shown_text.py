@@ -6,6 +6,7 @@ while --json keeps the text exactly. The model accepts such text as before (old 
 from __future__ import annotations
 
 import json
+import sys
 
 from conftest import run_cli, workspace
 
@@ -57,3 +58,26 @@ def test_an_error_naming_such_text_is_escaped_too(api, repo):
 
 def test_the_escape_is_the_same_as_the_dashboard_shows():
     assert shown_text(f"a{RLO}b\rc\x1bd\te\nf\u200dg") == "a\\u202eb\\x0dc\\x1bd\te\nf\u200dg"
+
+
+# What a terminal would act on if an agent printed it: clear the screen, set the window title, write the
+# clipboard (OSC 52), a link (OSC 8), a C1 CSI, a bell.
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\x9b2J done"
+
+
+def test_a_spawned_agents_output_reaches_the_terminal_escaped_followed_or_not(repo):
+    from hook_helpers import set_policy
+    from spawn_helpers import PATIENCE
+
+    agent = f"import sys; sys.stdout.write({HOSTILE!r} + chr(10))"
+    set_policy(repo, f"[agent.custom]\ncommand = {json.dumps([sys.executable, '-c', agent])}\n")
+    started = run_cli("spawn", "--prompt", "Say hi", "--cli", "custom", "--wait", "--json", cwd=repo, timeout=PATIENCE)
+    assert started.code == 0, started.err
+    run = started.json["run"]
+    exact = run_cli("logs", run[:8], "--json", cwd=repo)
+    assert exact.code == 0 and HOSTILE in exact.json["log"]  # the precondition: the agent's bytes are held
+    for args in (["logs", run[:8]], ["logs", run[:8], "--follow"]):
+        text = run_cli(*args, cwd=repo, timeout=PATIENCE)
+        assert text.code == 0, (args, text.err)
+        assert not any(char in text.out for char in "\x1b\x07\x9b"), (args, text.out)
+        assert "\\x1b[2J\\x1b]0;pwned\\x07" in text.out and "\\x9b2J done" in text.out, (args, text.out)

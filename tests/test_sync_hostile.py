@@ -368,3 +368,16 @@ def test_the_text_report_lists_a_bounded_number_of_refused_refs():
               "ledger": {"came_in": 0, "went_out": 0, "replayed": 0, "refused": 0}}
     text = render(report)
     assert text.count("\n  refused refs/") == LISTED and "and 5 more refs (see --json)" in text
+
+
+def test_a_peers_ref_names_reach_the_terminal_escaped(pair):
+    """A ref name is what a peer chose: a bidirectional override or a C1 control (U+009B, a CSI to some
+    terminals) in one is printed as its escape by the light sync too, as by every other command."""
+    machine, bare = pair
+    head = git("rev-parse", "main", cwd=bare).strip()
+    for ref in ("refs/lanes/heads/feat/\u202eevil", "refs/lanes/heads/c1\u009b2J"):
+        plant(bare, ref, head)
+    text = run_cli("sync", cwd=machine)
+    assert text.code in (0, 3) and "Traceback" not in text.err, text.err
+    assert "feat/\\u202eevil" in text.out and "c1\\x9b2J" in text.out, text.out
+    assert not any(char in text.out + text.err for char in "\u202e\u009b"), text.out

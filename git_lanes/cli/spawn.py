@@ -10,7 +10,7 @@ import click
 
 from git_lanes.cli import Command
 from git_lanes.cli.options import Finite
-from git_lanes.cli.output import fail, json_option, open_api, run, table
+from git_lanes.cli.output import fail, json_option, open_api, run, shown, table
 from git_lanes.errors import LanesError
 
 CLIS = ["claude", "codex", "gemini", "custom"]
@@ -196,7 +196,7 @@ def logs(run_id: str, follow: bool, as_json: bool) -> None:
             if as_json:
                 click.echo(json.dumps(chunk))
             else:
-                click.echo(chunk["text"], nl=False)
+                click.echo(shown(chunk["text"]), nl=False)  # the agent's bytes, as `logs` without -f shows them
     except LanesError as exc:
         fail(exc, as_json)
     except KeyboardInterrupt:

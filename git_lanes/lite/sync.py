@@ -38,7 +38,9 @@ def main(args: list[str]) -> int | None:
 
         text = json.dumps(result, indent=2, sort_keys=True, default=str)
     else:
-        text = render(result)
+        from git_lanes.model.text import shown_text  # the click face's `shown`: ref names are what a peer chose
+
+        text = shown_text(render(result))
     sys.stdout.write(text + "\n")
     found = result.get("problem")
     return found["exit_code"] if found else 0
