@@ -371,3 +371,15 @@ def test_the_api_a_session_holds_answers_in_the_sdks_words_too(session):
         session.api.show("feedbeef")
     assert str(unknown.value) == "no transition matches 'feedbeef'\nhint: list them with `session.api.history()`"
     assert session.api.task_list() == Lanes(session.api.lanes.root).task_list() == []
+
+
+def test_the_readme_s_python_example_runs_as_written(repo):
+    """The README's SDK example is what a user pastes first: it ran until its last line, which claimed a
+    task id made up for the page (`3fa2`) and ended in a NotFound traceback."""
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    blocks = [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+    assert blocks, "the README has no Python example"
+    for block in blocks:
+        ran = subprocess.run([sys.executable, "-c", block], cwd=repo.parent, capture_output=True, text=True,
+                             timeout=300)
+        assert ran.returncode == 0 and "Traceback" not in ran.stderr, (block, ran.stdout, ran.stderr)
