@@ -32,7 +32,7 @@ def closed(tmp_path: Path, repo: Path) -> tuple[Lanes, str]:
     task, ws = claimed_task(api, "coder-1", "one", "Login", ticket)
     work(api, "coder-1", ws, {"login.py": "login\n"})
     api.task_done(task, "coder-1")
-    assert api.publish(ticket)["status"] == "pr_opened"
+    assert api.publish(ticket)["status"] == "branch_published"  # no [publish] pr_command here
     git("push", "-q", str(forge), f"refs/lanes/heads/tickets/{ticket[:8]}:refs/heads/main", cwd=repo)
     assert [m["ticket"] for m in api.publish_sync()["merged"]] == [ticket]
     assert api.ticket_show(ticket)["status"] == "closed"

@@ -288,7 +288,7 @@ def test_publish_takes_a_full_branch_ref_and_a_new_base_on_a_re_publish(tmp_path
     """`--branch refs/heads/feature/login` pushed a branch literally named `refs/heads/feature/login`
     (refs/heads/refs/heads/… on the forge, and that name in the PR command), and a re-publish with another
     `--base` said "already at" and kept the old base. The first is the branch feature/login; the second
-    records the new base and updates the pull request."""
+    records the new base. (No `[publish] pr_command` here: the branch is published with no pull request.)"""
     from integration_helpers import claimed_task, work
 
     forge = tmp_path / "forge.git"
@@ -303,12 +303,12 @@ def test_publish_takes_a_full_branch_ref_and_a_new_base_on_a_re_publish(tmp_path
 
     first = run_cli("publish", ticket[:6], "--branch", "refs/heads/feature/login", "--json", cwd=repo)
     assert first.code == 0, first.err
-    assert (first.json["branch"], first.json["status"]) == ("feature/login", "pr_opened")
+    assert (first.json["branch"], first.json["status"]) == ("feature/login", "branch_published")
     assert git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=forge).split() == \
         ["refs/heads/feature/login", "refs/heads/main", "refs/heads/release"]
     again = run_cli("publish", ticket[:6], "--base", "release", "--json", cwd=repo)
     assert again.code == 0, again.err
-    assert (again.json["status"], again.json["base"]) == ("pr_updated", "release")
+    assert (again.json["status"], again.json["base"], again.json["pushed"]) == ("branch_published", "release", False)
     assert api.publish_status()["published"][0]["publication"]["base"] == "release"
     assert run_cli("publish", ticket[:6], "--json", cwd=repo).json["status"] == "unchanged"
     tag = run_cli("publish", ticket[:6], "--branch", "refs/tags/v1", cwd=repo)

@@ -81,7 +81,9 @@ class PublishingApi:
                 base: str | None = None, actor: str | None = None, pr: str | None = None) -> dict[str, Any]:
         """Push `ticket`'s integration lane to `remote` as `branch` (default lanes/ticket/<short-id>) with a
         fast-forward-only push, then run `[publish] pr_command` (`update_command` on a re-publish of the same
-        branch) and record the pull request with a `pr_opened` (`pr_updated`) post. Refused for a ticket whose
+        branch) and record the pull request with a `pr_opened` (`pr_updated`) post; with no command set, a
+        `branch_published` post says no pull request was opened (`pull_request: false`, and a `hint` says
+        where to open one). Publishing again once the command is set opens it. Refused for a ticket whose
         tasks are not all done; exit 3 when another publisher holds the ticket or the remote branch has commits
         the lane lacks. The command runs only after a `publish.intent` says it will: a publish that stopped
         after running it without recording its pull request refuses the next one (exit 3), since the forge
@@ -147,11 +149,14 @@ class PublishingApi:
             pushed = self._push(remote, branch, head, lane)
             values = {"branch": branch, "base": base, "remote": remote, "ticket": ticket_id,
                       "title": record["title"]}
+            # A branch pushed with no pull request is not done with while there is a command to open one now.
             if not pushed and pr is None and (previous.get("head"), previous.get("branch"), previous.get("base")) \
-                    == (head, branch, base):
+                    == (head, branch, base) and (publishing.has_pull_request(previous) or not settings.pr_command):
                 return {"ticket": ticket_id, "status": "unchanged", "branch": branch, "base": base,
                         "remote": remote, "head": head, "url": previous.get("url"), "pushed": False,
-                        "command": None, "post": None}
+                        "pull_request": publishing.has_pull_request(previous), "command": None, "post": None,
+                        **({} if publishing.has_pull_request(previous) else
+                           {"hint": publishing.compare_hint(url, branch, base)})}
             update = publishing.updates(previous, remote, branch)
             # A pull request merged since (a task joined the ticket after it was published, reopening it) is
             # not updated: the work that followed opens one of its own, or no reviewer would see it.
@@ -177,17 +182,19 @@ class PublishingApi:
             found = publishing.url_in(ran.output_tail) if ran else pr if pr != publishing.NEW_PR else None
             result = self._append("ticket.publish", self._actor(actor), {
                 "ticket": ticket_id, "remote": remote, "branch": branch, "base": base, "head": head, "url": found,
-                "token": token, **({"merged": previous["head"]} if merged else {})})
+                "opened": ran is not None or found is not None, "token": token,
+                **({"merged": previous["head"]} if merged else {})})
             wrote = True
         finally:
             self._let_go(ticket_id, lock["token"], actor)
             if shared is not None and wrote:
                 self._tell_others(shared)
+        opened = result["publication"]["pull_request"]
         return {"ticket": ticket_id, "status": result["kind"], "branch": branch, "base": base, "remote": remote,
-                "head": head, "url": result["url"], "pushed": pushed, "post": result["post"],
+                "head": head, "url": result["url"], "pushed": pushed, "pull_request": opened, "post": result["post"],
                 "command": {"argv": publishing.command_line(to_run, values), "exit_code": ran.exit_code,
                             "output": ran.output_tail} if to_run and ran else None,
-                **({} if to_run or found else {"hint": publishing.compare_hint(url, branch, base)})}
+                **({} if opened else {"hint": publishing.compare_hint(url, branch, base)})}
 
     def _merged(self, publication: dict[str, Any]) -> bool:
         """Whether the head `publication` pushed reached the base it was to merge into, on its remote."""
@@ -220,7 +227,8 @@ class PublishingApi:
         publication = tickets.get_ticket(state, ticket_id).get("publication") or {}
         if publishing.updates(publication, remote, branch):
             return {"ticket": ticket_id, "status": "unchanged", "branch": branch, "remote": remote,
-                    "url": publication.get("url"), "command": None, "post": None, "joined": publication.get("by")}
+                    "url": publication.get("url"), "pull_request": True, "command": None, "post": None,
+                    "joined": publication.get("by")}
         raise Conflict(f"ticket {ticket_id[:8]}: {shared}'s ledger refused this publish's intent", code="publish_raced",
                        hint="publish again: it decides on what that ledger holds now")
 

@@ -60,7 +60,8 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
     with a fast-forward-only push, then runs `[publish] pr_command` from .lanes.toml at the trunk's head
     ({branch}, {base}, {remote}, {ticket}, {title} are filled in) and posts pr_opened with the URL it printed
     (pr_updated on a re-publish of the same branch, which runs `update_command` if set; another --branch, or
-    a pull request merged since, opens a pull request of its own). With no command it prints where to open the pull request. A ticket's
+    a pull request merged since, opens a pull request of its own). With no command it posts branch_published
+    and prints where to open the pull request; publishing again once the command is set opens it. A ticket's
     publishers take turns under a lock in the ledger (TTL `[publish] lock_ttl`, default 300 s): a second one
     exits 3 naming the holder; the lock of a holder that died lapses. The command runs only after the
     ledger says it will: a publish that stopped after running it, before recording the pull request, makes
@@ -96,10 +97,14 @@ def publish(ctx: click.Context, remote: str | None, branch: str | None, base: st
     def render(r: dict) -> str:
         if r["status"] == "unchanged":
             return f"{r['branch']} on {r['remote']} is already at {short(r['head'])}" + \
-                (f": {r['url']}" if r["url"] else "")
+                (f": {r['url']}" if r["url"] else "" if r["pull_request"] else "; no pull request opened") + \
+                (f"\n{r['hint']}" if r.get("hint") else "")
         pushed = f"pushed {r['branch']} to {r['remote']} at {short(r['head'])}" if r["pushed"] else \
             f"{r['branch']} on {r['remote']} was already at {short(r['head'])}"
-        lines = [pushed, f"{r['status']}: {r['url'] or 'no pull request address printed'}"]
+        if not r["pull_request"]:
+            lines = [pushed, "no pull request opened: no [publish] pr_command is set"]
+        else:
+            lines = [pushed, f"{r['status']}: {r['url'] or 'no pull request address printed'}"]
         if r.get("hint"):
             lines.append(r["hint"])
         return "\n".join(lines)
@@ -133,7 +138,8 @@ def status(as_json: bool) -> None:
                 if t.get("intent"):
                     held = ", ".join(filter(None, [held, f"PR command of {t['intent']['by']} for "
                                                           f"{t['intent']['branch']} not recorded (--pr)"]))
-                rows.append([short(t["ticket"]), group, pub.get("branch") or "-", pub.get("url") or "-", held,
+                pull = pub.get("url") or ("no pull request" if pub.get("pull_request") is False else "-")
+                rows.append([short(t["ticket"]), group, pub.get("branch") or "-", pull, held,
                              t["title"]])
         return "\n".join(lines + ([table(rows)] if rows else []))
 

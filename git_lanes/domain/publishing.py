@@ -35,7 +35,8 @@ BRANCH_PREFIX = "lanes/ticket/"
 DEFAULT_TTL = 300.0
 MAX_TTL = 24 * 3600.0
 DEFAULT_TIMEOUT = 300.0
-POST_KINDS = ("pr_opened", "pr_updated", "pr_merged")
+# `branch_published`: the branch is on the remote for review and no pull request was opened (no command set).
+POST_KINDS = ("pr_opened", "pr_updated", "branch_published", "pr_merged")
 NEW_PR = "new"
 MERGE_CHECKS = ("ancestry", "tree", "patch_id")
 _KEYS = {"pr_command", "update_command", "timeout", "lock_ttl"}
@@ -132,11 +133,16 @@ def compare_hint(url: str, branch: str, base: str) -> str:
     """Where a person opens the pull request by hand when no command is configured."""
     match = re.match(r"(?:https://|git@|ssh://git@)(github\.com|gitlab\.com)[:/](.+?)(?:\.git)?/?$", url)
     if match and match.group(1) == "github.com":
-        return f"open the pull request at https://github.com/{match.group(2)}/compare/{base}...{branch}?expand=1"
+        return (f"open the pull request from {branch} into {base} at "
+                f"https://github.com/{match.group(2)}/compare/{base}...{branch}?expand=1{_OR_SET}")
     if match:
-        return (f"open the merge request at https://gitlab.com/{match.group(2)}/-/merge_requests/new?"
-                f"merge_request[source_branch]={branch}&merge_request[target_branch]={base}")
-    return f"open a pull request from {branch} into {base} (or set [publish] pr_command in {config.CONFIG})"
+        return (f"open the merge request from {branch} into {base} at https://gitlab.com/{match.group(2)}/-/"
+                f"merge_requests/new?merge_request[source_branch]={branch}&merge_request[target_branch]={base}"
+                f"{_OR_SET}")
+    return f"open a pull request from {branch} into {base}{_OR_SET}"
+
+
+_OR_SET = f", or set [publish] pr_command in {config.CONFIG} on the trunk and publish again to have it opened"
 
 
 # -- merged? ----------------------------------------------------------------------------------------------
@@ -309,8 +315,15 @@ def failed(tx: Tx, op: Op) -> dict:
 def updates(previous: dict, remote: str | None, branch: str | None) -> bool:
     """Whether publishing `branch` to `remote` updates the pull request the ticket's `previous` publication
     opened. A pull request belongs to its branch: another branch, or another remote, opens one of its own
-    (the way on when someone pushed to the first branch); another base only retargets it."""
-    return bool(previous) and (previous.get("remote"), previous.get("branch")) == (remote, branch)
+    (the way on when someone pushed to the first branch); another base only retargets it. A branch pushed
+    with no pull request opened has none to update."""
+    return has_pull_request(previous) and (previous.get("remote"), previous.get("branch")) == (remote, branch)
+
+
+def has_pull_request(publication: dict) -> bool:
+    """Whether the ticket's `publication` has a pull request: one its command opened, or one recorded with its
+    address. A publication recorded before pushes without one were told apart was recorded as one."""
+    return bool(publication) and publication.get("pull_request", True) is not False
 
 
 def merged_since(op: Op, previous: dict) -> bool:
@@ -323,7 +336,9 @@ def merged_since(op: Op, previous: dict) -> bool:
 def publish(tx: Tx, op: Op) -> dict:
     """`ticket.publish`: the integration lane was pushed as `branch`; the ticket is published, and a
     `pr_opened` post (`pr_updated` on a re-publish of the same branch) records it with the pull request's
-    address."""
+    address. With no pull request opened (`opened` false: no command configured, no address given) and none
+    to update, a `branch_published` post says the branch is there for review and no pull request was
+    opened. An op from before `opened` was recorded counts as one that opened its pull request."""
     ticket = tickets.get_ticket(tx, op.args.get("ticket"))
     if ticket["status"] == "closed":
         raise StaleState(f"ticket {ticket['id'][:8]} is closed", code="ticket_closed")
@@ -332,19 +347,22 @@ def publish(tx: Tx, op: Op) -> dict:
         previous = {}
     update = updates(previous, op.args.get("remote"), op.args.get("branch"))
     url = op.args.get("url") or (previous.get("url") if update else None)
-    kind = "pr_updated" if update else "pr_opened"
+    opened = op.args.get("opened", True) is not False
+    kind = "pr_updated" if update else "pr_opened" if opened else "branch_published"
     publication = {key: op.args.get(key) for key in ("remote", "branch", "base", "head")}
-    publication.update(url=url, published_at=previous.get("published_at", op.time), updated_at=op.time,
-                       by=op.actor, times=int(previous.get("times", 0)) + 1)
+    publication.update(url=url, pull_request=update or opened, published_at=previous.get("published_at", op.time),
+                       updated_at=op.time, by=op.actor, times=int(previous.get("times", 0)) + 1)
     ticket.update(status="published", publication=publication)
     tx.put(tickets.ticket_path(ticket["id"]), ticket)
     pending = pending_intent(tx, ticket["id"])
     if pending is not None and (pending["token"] == op.args.get("token") or
                                 (pending["remote"], pending["branch"]) == (publication["remote"], publication["branch"])):
         tx.delete(intent_path(ticket["id"]))  # the pull request it announced is the one recorded now
-    verb = "updated" if update else "opened"
-    text = (f"ticket {ticket['id'][:8]} \"{ticket['title']}\": pull request {verb} from {publication['branch']} "
-            f"into {publication['base']} at {str(publication['head'])[:8]}" + (f": {url}" if url else ""))
+    where = f"from {publication['branch']} into {publication['base']} at {str(publication['head'])[:8]}"
+    text = f"ticket {ticket['id'][:8]} \"{ticket['title']}\": " + (
+        f"pull request {'updated' if update else 'opened'} {where}" + (f": {url}" if url else "") if update or opened
+        else f"branch {publication['branch']} on {publication['remote']} at {str(publication['head'])[:8]}, for "
+             f"review into {publication['base']}; no pull request opened (no [publish] pr_command is set)")
     post = add_post(tx, op, SYSTEM, kind, text, None)
     return {"ticket": ticket["id"], "kind": kind, "url": url, "post": post, "publication": publication}
 

@@ -32,7 +32,9 @@ def tools(face: Binding) -> list[ToolSpec]:
                                                                "`new` when none was opened.")] = None,
                        agent_id: AgentId = None) -> dict:
         """Push a ready ticket's integration lane as a branch (fast-forward only) and open its pull request
-        with the configured command (pr_opened; pr_updated on a re-publish of the same branch). Another
+        with the configured command (pr_opened; pr_updated on a re-publish of the same branch). With no
+        command configured, no pull request is opened: status branch_published, pull_request false, and a
+        hint says where to open one. Another
         publisher at work on the ticket is `conflict` (reason publish_locked); one that stopped after running
         the command without recording its pull request is `conflict` (reason publish_interrupted) until `pr`
         says what the forge has."""

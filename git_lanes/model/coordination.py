@@ -37,7 +37,8 @@ Time = Annotated[float, Range(0, MAX_TIME)]
 TaskStatus = Literal["open", "claimed", "blocked", "needs_review", "done"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 TicketStatus = Literal["open", "ready", "published", "closed"]
-PostKind = Literal["note", "question", "handoff", "ticket_ready", "pr_opened", "pr_updated", "pr_merged"]
+PostKind = Literal["note", "question", "handoff", "ticket_ready", "pr_opened", "pr_updated", "branch_published",
+                   "pr_merged"]
 
 
 class Task(Record):
