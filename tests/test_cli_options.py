@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, workspace
+from conftest import git, run_cli, workspace
+from gitserver import clone, make_origin
+
+from git_lanes.api import Lanes
 
 from git_lanes.errors import UserError
 
@@ -40,7 +43,8 @@ def test_one_agent_id_rule_for_every_command(repo: Path, agent: str):
     task = ok("task", "create", "t", cwd=repo)["task"]
     env = {"GIT_LANES_AGENT": agent}
     for args, cwd in ((["commit", "-m", "a"], ws), (["task", "claim", task], repo),
-                      (["board", "post", "hi"], repo), (["lane", "reset", "l1"], repo)):
+                      (["board", "post", "hi"], repo), (["lane", "reset", "l1"], repo), (["pull"], repo),
+                      (["sync"], repo), (["gc", "--dry-run"], repo)):
         result = run_cli(*args, "--json", cwd=cwd, env=env)
         assert (result.code, result.json["error"]) == (1, "invalid_agent"), (args, result.err)
 
@@ -135,3 +139,32 @@ def test_every_count_takes_zero_and_refuses_a_negative_one(repo: Path, api):
         with pytest.raises(UserError) as refused:
             read()
         assert refused.value.code == "invalid_limit"
+
+
+def test_pull_sync_and_gc_record_the_agent_acting(tmp_path: Path):
+    """They took no --agent and ignored GIT_LANES_AGENT: what an agent's pull brought in and what its gc
+    pruned were recorded as git's user, in the operation log and on the tombstones."""
+    remote = tmp_path / "remote.git"
+    git("init", "--quiet", "--bare", "--initial-branch=main", str(remote), cwd=tmp_path)
+    origin = make_origin(tmp_path, f"file://{remote}")
+    api = Lanes(origin)
+    api.lane_create("feat")
+    (workspace(origin, "feat") / "a.txt").write_text("a\n")
+    api.reject(api.commit("a", "coder-1", lane="feat")["id"], "no")
+    api.sync()
+    other = clone(tmp_path, f"file://{remote}", "other")
+
+    ok("pull", "--agent", "puller", cwd=other)
+    newest = ok("op", "log", "-n", "1", cwd=other)[0]
+    assert (newest["description"], newest["actor"]) == ("pull", "puller")
+    api.lane_create("feat2")
+    api.sync()
+    ok("sync", cwd=other, env={"GIT_LANES_AGENT": "syncer"})  # a lane came in: the ordinary sync
+    newest = ok("op", "log", "-n", "1", cwd=other)[0]
+    assert (newest["description"], newest["actor"]) == ("sync", "syncer")
+
+    swept = ok("gc", "--older-than", "0", "--agent", "sweeper", cwd=other)
+    assert swept["tombstones"] == 1 and len(swept["removed"]["rejected"]) == 1
+    assert ok("op", "log", "-n", "1", cwd=other)[0]["actor"] == "sweeper"
+    tombstones = [e for e in Lanes(other).ledger_log(5) if e.type == "gc.prune"]
+    assert [e.actor for e in tombstones] == ["sweeper"]

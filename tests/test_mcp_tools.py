@@ -303,6 +303,30 @@ def test_accept_and_reject_record_the_agent_the_call_names(repo):
     assert actors[f"reject {first[:8]}"] == "reviewer" and actors[f"accept {second[:8]}"] == "reviewer-2", log
 
 
+def test_gc_records_the_agent_the_call_names_or_the_servers(repo):
+    """gc took no agent_id, as the CLI's gc took no --agent: what an agent's gc pruned was recorded as the
+    git user."""
+    def rejected(lane: str) -> None:
+        assert run_cli("lane", "create", lane, cwd=repo).code == 0
+        (workspace(repo, lane) / "a.txt").write_text("a\n")
+        result = run_cli("propose", "-w", lane, "-m", "a", "--agent", "coder", "--json", cwd=repo)
+        assert result.code == 0, result.err
+        assert run_cli("reject", result.json["id"], "--reason", "no", cwd=repo).code == 0
+
+    async def scenario():
+        async with mcp_session(repo, "--agent", "keeper", "--toolsets", "core,maintenance") as session:
+            rejected("a")
+            named = await call(session, "gc", older_than="0", agent_id="sweeper")
+            first = (await call(session, "op_log", limit=1))[0]
+            rejected("b")
+            await call(session, "gc", older_than="0")
+            return named, first, (await call(session, "op_log", limit=1))[0]
+
+    named, first, second = anyio.run(scenario)
+    assert len(named["removed"]["rejected"]) == 1
+    assert (first["actor"], second["actor"]) == ("sweeper", "keeper"), (first, second)
+
+
 def test_releasing_with_no_lane_says_there_is_none_to_give_back(repo):
     """release_worktree takes no lane, yet an agent holding none was told "no lane was named" and to "name
     the lane"; and commit's hint named a placeholder for the very agent that called."""

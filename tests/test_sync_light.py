@@ -234,3 +234,20 @@ def test_a_repository_this_user_cannot_write_is_said_so_not_blamed_on_the_remote
     assert "git push" not in proc.stdout + proc.stderr
     assert every_ref(clone) == before
     assert run_cli("sync", "--json", cwd=clone).json["ledger"]["came_in"] >= 40  # writable again: it syncs
+
+
+def test_the_light_sync_records_the_agent_the_environment_names_and_refuses_a_bad_one(behind):
+    """`sync` took no agent: a sync GIT_LANES_AGENT=syncer ran was recorded as git's user, in the operation
+    log the light path writes as in the one the ordinary path writes."""
+    clone, where = behind
+    light, full = twin(clone, where, "light"), twin(clone, where, "full")
+    before = every_ref(light)
+    refused = run_cli("sync", "--json", cwd=light, env={"GIT_LANES_AGENT": "Jane Doe"})
+    assert (refused.code, refused.json["error"]) == (1, "invalid_agent"), refused.err
+    assert every_ref(light) == before  # refused before the fetch
+    _, loaded = probe(["sync", "--json"], light, {"GIT_LANES_AGENT": "syncer"})
+    assert "git_lanes.api.sync_light" in loaded and "pygit2" not in loaded, "the probe did not take the light path"
+    assert last_entry(light)["actor"] == "syncer"
+    ordinary = run_cli("sync", "--agent", "syncer", "--json", cwd=full, env=ORDINARY)
+    assert ordinary.code == 0, ordinary.err
+    assert last_entry(full) == last_entry(light)

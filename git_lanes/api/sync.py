@@ -33,8 +33,9 @@ class SyncApi:
     ctx: Context
 
     @recorded(lambda a: f"pull {a['remote'] or ''}".strip())
-    def pull(self, remote: str | None = None) -> SyncReport:
-        """Fetch the remote's lane state and merge it here; nothing is pushed."""
+    def pull(self, remote: str | None = None, *, actor: str | None = None) -> SyncReport:
+        """Fetch the remote's lane state and merge it here; nothing is pushed. `actor`: the agent acting,
+        recorded in the operation log (default: git's user name)."""
         from git_lanes.domain import sync
         from git_lanes.model.sync_results import SyncReport
 
@@ -42,17 +43,19 @@ class SyncApi:
 
     @recorded(lambda a: f"push {a['remote'] or ''}".strip())
     def push(self, remote: str | None = None) -> SyncReport:
-        """Push what is strictly ahead here, under a lease; what needs a merge is held back for `sync`."""
+        """Push what is strictly ahead here, under a lease; what needs a merge is held back for `sync`.
+        Nothing here moves, so there is no agent to record: it takes none."""
         from git_lanes.domain import sync
         from git_lanes.model.sync_results import SyncReport
 
         return SyncReport.from_dict(sync.run(self.ctx, self._remote(remote), "push"))
 
     @recorded(_sync_line)
-    def sync(self, remote: str | None = None) -> SyncReport:
+    def sync(self, remote: str | None = None, *, actor: str | None = None) -> SyncReport:
         """Pull, merge, push; retried after a fresh merge when another machine pushed first. Lane heads only
         fast-forward (a diverged lane is reported, nothing overwritten); notes merge per record; local ledger
-        ops are replayed on the remote's head, and one that no longer holds is reported refused."""
+        ops are replayed on the remote's head, and one that no longer holds is reported refused. `actor`: as
+        for `pull`; the replayed ops keep their own actors."""
         from git_lanes.domain import sync
         from git_lanes.model.sync_results import SyncReport
 

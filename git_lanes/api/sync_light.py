@@ -47,18 +47,23 @@ class LightSync:
         if self.trunk:  # a clone not yet set up for lanes is set up by the ordinary path
             self.store = store
 
-    def run(self, remote: str | None = None) -> SyncReport | None:
-        """`Lanes.sync(remote)`, or None when the light store cannot do it (nothing has moved then)."""
-        found = self.report(remote)
+    def run(self, remote: str | None = None, actor: str | None = None) -> SyncReport | None:
+        """`Lanes.sync(remote, actor=actor)`, or None when the light store cannot do it (nothing has moved
+        then)."""
+        found = self.report(remote, actor)
         if found is None:
             return None
         from git_lanes.model.sync_results import SyncReport
 
         return SyncReport.from_dict(found)
 
-    def report(self, remote: str | None = None) -> dict[str, object] | None:
+    def report(self, remote: str | None = None, actor: str | None = None) -> dict[str, object] | None:
         """`run`'s report as the domain gives it, before the record checks it (what the CLI prints: the record
         machinery reads its types through `typing`, which this path does not otherwise load)."""
+        if actor is not None:  # refused as the ordinary sync refuses it, before anything moves
+            from git_lanes.model.ids import AgentId
+
+            actor = AgentId(actor)
         if self.store is None or self.trunk is None:
             return None
         store, trunk = self.store, self.trunk
@@ -77,7 +82,7 @@ class LightSync:
             fetching.then = lambda: _read_ledger_ahead(store, chosen)
 
             ctx = _context(store, trunk)
-            with oplog.operation(ctx, sync.describe(remote)[:200]):
+            with oplog.operation(ctx, sync.describe(remote)[:200], actor):
                 return sync.run(ctx, chosen, "sync", gate=gate)
         except NeedsFullStore as exc:
             if gate.passed:  # never: after the gate the light store only does what it can

@@ -28,17 +28,21 @@ class UpkeepApi:
     _writing: Callable[[], AbstractContextManager[Context]]
     _append: Callable[[str, str, dict[str, Any]], dict[str, Any]]
 
-    def gc(self, *, older_than: float | str = "30d", dry_run: bool = False) -> dict[str, Any]:
+    def gc(self, *, older_than: float | str = "30d", dry_run: bool = False, actor: str | None = None) \
+            -> dict[str, Any]:
         """Remove rejected states (superseded proposals among them), backups, the logs (and agents' output) of
         ended runs and of spawned runs stopped or whose agent exited or died, and workspaces whose lane was
         deleted, once older than `older_than` seconds; record tombstones for what travels;
         then `git gc` drops the objects nothing reaches. Lane heads, pending proposals, deletion markers and
         open tasks' lanes, and all they reach, stay. `dry_run` reports and changes nothing. `older_than` is
-        seconds, or an age as `30d`, `12h`, `90m`, `2w`, `45s`."""
-        from git_lanes.domain import upkeep
+        seconds, or an age as `30d`, `12h`, `90m`, `2w`, `45s`. `actor`: the agent acting, recorded on the
+        tombstones and in the operation log (default: git's user name)."""
+        from git_lanes.domain import oplog, upkeep
+        from git_lanes.model.ids import AgentId
         from git_lanes.store import housekeeping
         from git_lanes.store.runlog import LOCK_FILE as RUNS_LOCK
 
+        actor = AgentId(actor) if actor is not None else None
         given = older_than
         older_than = upkeep.parse_age(older_than) if isinstance(older_than, str) else older_than
         older_than = upkeep.check_age(older_than, self.ctx.now(), given)
@@ -53,9 +57,9 @@ class UpkeepApi:
         travelling = [{"ref": e["ref"], "oid": e["oid"]} for e in found.refs() if e["ref"].startswith(upkeep.TRAVELLING)]
         if travelling:
             # first, so a gc killed after it only leaves refs that the next sync or gc removes
-            report["tombstones"] = self._append("gc.prune", self.ctx.store.signature().name or "git-lanes",
+            report["tombstones"] = self._append("gc.prune", actor or self.ctx.store.signature().name or "git-lanes",
                                                 {"refs": travelling})["pruned"]
-        with self._writing() as ctx:
+        with oplog.operation(self.ctx, None, actor), self._writing() as ctx:
             report["removed"], report["notes_removed"] = self._remove(ctx, found)
         report["queue"] = clear_queue(self.ctx.store)
         with ExitStack() as held:

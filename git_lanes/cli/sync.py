@@ -5,16 +5,19 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import Command
+from git_lanes.cli.options import ACTING, agent_option
 from git_lanes.cli.output import json_option, run
 from git_lanes.lite.sync import render
 
 
-def _command(mode: str, remote: str | None, trunk: str | None, as_json: bool) -> None:
+def _command(mode: str, remote: str | None, trunk: str | None, agent: str | None, as_json: bool) -> None:
     def action() -> dict:
         from git_lanes.api import Lanes
+        from git_lanes.model.ids import AgentId
 
+        acting = {"actor": AgentId(agent)} if agent is not None else {}  # refused before a clone is set up
         api, initialized = Lanes.open_for_sync(None, trunk, remote)
-        report = getattr(api, mode)(remote).to_dict()
+        report = getattr(api, mode)(remote, **acting).to_dict()
         report["initialized"] = initialized is not None
         report["trunk"] = api.trunk
         return report
@@ -30,8 +33,9 @@ _trunk_option = click.option("--trunk", metavar="NAME", help=_TRUNK_HELP)
 @click.command(cls=Command)
 @_remote_argument
 @_trunk_option
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def sync(remote: str | None, trunk: str | None, as_json: bool) -> None:
+def sync(remote: str | None, trunk: str | None, agent: str | None, as_json: bool) -> None:
     """Pull, merge and push all lane state with REMOTE (default: lanes.remote, else origin).
 
     Lane heads only fast-forward (a diverged lane is reported, nothing is overwritten); transition notes
@@ -45,14 +49,15 @@ def sync(remote: str | None, trunk: str | None, as_json: bool) -> None:
       git lanes sync origin
       git lanes sync --json
     """
-    _command("sync", remote, trunk, as_json)
+    _command("sync", remote, trunk, agent, as_json)
 
 
 @click.command(cls=Command)
 @_remote_argument
 @_trunk_option
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def pull(remote: str | None, trunk: str | None, as_json: bool) -> None:
+def pull(remote: str | None, trunk: str | None, agent: str | None, as_json: bool) -> None:
     """Fetch REMOTE's lane state and merge it here, pushing nothing.
 
     Works in a plain `git clone` not yet set up for lanes: it is set up first. Exits 3 when a lane diverged
@@ -63,7 +68,7 @@ def pull(remote: str | None, trunk: str | None, as_json: bool) -> None:
       git clone https://example.com/project.git && cd project
       git lanes pull
     """
-    _command("pull", remote, trunk, as_json)
+    _command("pull", remote, trunk, agent, as_json)
 
 
 @click.command(cls=Command)
@@ -80,4 +85,4 @@ def push(remote: str | None, trunk: str | None, as_json: bool) -> None:
     Example:
       git lanes push origin
     """
-    _command("push", remote, trunk, as_json)
+    _command("push", remote, trunk, None, as_json)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from git_lanes.cli import Command
+from git_lanes.cli.options import ACTING, agent_option
 from git_lanes.cli.output import json_option, open_api, run, short
 
 
@@ -22,8 +23,9 @@ def _size(count: int | None) -> str:
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 @click.option("--older-than", "older_than", default="30d", show_default=True, metavar="AGE",
               help="Prune only what is older than this: 30d, 12h, 90m, 2w, 45s; 0 for everything eligible.")
+@agent_option(required=False, help_text=ACTING)
 @json_option
-def gc(dry_run: bool, older_than: str, as_json: bool) -> None:
+def gc(dry_run: bool, older_than: str, agent: str | None, as_json: bool) -> None:
     """Remove rejected states, superseded proposals, backups, the logs and agent output of ended runs and of
     spawned runs whose agent was stopped, exited or died, and workspaces of deleted lanes older than AGE,
     then run `git gc`; report what went and the bytes freed.
@@ -65,4 +67,4 @@ def gc(dry_run: bool, older_than: str, as_json: bool) -> None:
             lines.append(f"freed {_size(r['bytes_freed'])} ({_size(r['bytes_before'])} -> {_size(r['bytes_after'])})")
         return "\n".join(lines)
 
-    run(lambda: open_api().gc(older_than=older_than, dry_run=dry_run), as_json, render)
+    run(lambda: open_api().gc(older_than=older_than, dry_run=dry_run, actor=agent), as_json, render)

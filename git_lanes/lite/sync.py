@@ -17,11 +17,14 @@ def main(args: list[str]) -> int | None:
     positional = [arg for arg in args if arg != "--json"]
     if args.count("--json") > 1 or len(positional) > 1 or any(arg.startswith("-") for arg in positional):
         return None
+    import os
+
     from git_lanes.api.sync_light import LightSync
 
     try:
         api = LightSync()
-        report = api.report(positional[0] if positional else None)
+        # as the click command's --agent reads it: an empty variable names no agent
+        report = api.report(positional[0] if positional else None, os.environ.get("GIT_LANES_AGENT") or None)
         if report is None:
             return None
         result = report | {"initialized": False, "trunk": api.trunk}

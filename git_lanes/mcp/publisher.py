@@ -80,11 +80,12 @@ def tools(face: Binding) -> list[ToolSpec]:
 
     def gc(older_than: Annotated[str, Field(description="Prune only what is older than this: 30d, 12h, 90m, 2w, "
                                                          "45s; 0 for everything eligible.")] = "30d",
-           dry_run: Annotated[bool, Field(description="Only list what would be removed.")] = False) -> dict:
+           dry_run: Annotated[bool, Field(description="Only list what would be removed.")] = False,
+           agent_id: AgentId = None) -> dict:
         """Remove rejected states, superseded proposals, backups, ended runs' logs and workspaces of deleted
         lanes older than the age, then run git gc; report what went and the bytes freed. Lane heads, pending
         proposals and open tasks' lanes, and all they reach, stay."""
-        return face.api.gc(older_than=older_than, dry_run=dry_run)
+        return face.api.gc(older_than=older_than, dry_run=dry_run, actor=face.actor(agent_id))
 
     publisher = [publisher_status, publish_ticket, acquire_publish_lock, release_publish_lock,
                  close_ticket_on_merge, clear_integration_branch, release_ticket_claims]
