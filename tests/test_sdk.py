@@ -383,3 +383,14 @@ def test_the_readme_s_python_example_runs_as_written(repo):
         ran = subprocess.run([sys.executable, "-c", block], cwd=repo.parent, capture_output=True, text=True,
                              timeout=300)
         assert ran.returncode == 0 and "Traceback" not in ran.stderr, (block, ran.stdout, ran.stderr)
+
+
+def test_the_sdk_is_type_checked_as_strictly_as_the_api_it_wraps():
+    """The SDK was not among mypy's files: its calls returned Any to a script's checker, and `work` passed a
+    list of tags where the record's annotation promises a tuple, unseen."""
+    import tomli
+
+    mypy = tomli.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert "git_lanes/sdk" in mypy["files"]
+    strict = next(o for o in mypy["overrides"] if o.get("disallow_untyped_defs"))
+    assert {"git_lanes.sdk", "git_lanes.sdk.*"} <= set(strict["module"])

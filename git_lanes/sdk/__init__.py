@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from git_lanes.api import Lanes
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
@@ -31,6 +31,8 @@ from git_lanes.model.ledger_results import (AgentRegistered, BoardRead, ClaimsAd
 from git_lanes.model.records import Cost, Intent, Transition
 from git_lanes.model.text import as_reason
 from git_lanes.model.workspace_results import Decided, Unchanged
+
+T = TypeVar("T")
 
 WAIT_SECONDS = 60.0  # how long `wait` waits when not told
 # Metadata names that are fields of the intent itself rather than free-form metadata.
@@ -76,7 +78,7 @@ class AdvisedApi:
         return f"<{type(self).__name__} of {self.lanes!r}>"
 
 
-def told(call: Callable[[], Any]) -> Any:
+def told(call: Callable[[], T]) -> T:
     """`call()`, then each notice it gave (errors.notice) as a LanesWarning pointing at the caller's line,
     whether the call returned or raised, so none waits for a later call. An error it raises advises the SDK's
     calls."""
@@ -101,7 +103,7 @@ class AgentSession:
     `lane` (default: the lane assigned to the agent, else `agent/<agent_id>`, created on first use). The
     repository is opened once and held: each call costs what the API costs."""
 
-    def __init__(self, repo_path: str | os.PathLike = ".", agent_id: str | None = None, *,
+    def __init__(self, repo_path: str | os.PathLike[str] = ".", agent_id: str | None = None, *,
                  agent_type: str | None = None, lane: str | None = None, model: str | None = None) -> None:
         if agent_id is None:  # an empty one is refused below, as the CLI refuses `--agent ""`
             agent_id = os.environ.get("GIT_LANES_AGENT") or None  # set empty is unset, as for the CLI
@@ -152,12 +154,13 @@ class AgentSession:
         to the lane head (`restore` the attempt's id to see it again) and propagates. An intent the model
         refuses (tags given as one string, a prompt that is not text) is refused here, before the work."""
         with advising():
-            intent = Intent(prompt=prompt, agent_id=self.agent_id, agent_type=self.agent_type, model=self.model,
-                            tags=tags)
+            # from_dict, as a face reads what a caller sent: a list of tags is taken, a string refused
+            intent = Intent.from_dict({"prompt": prompt, "agent_id": self.agent_id, "agent_type": self.agent_type,
+                                       "model": self.model, "tags": tags})
         return Work(self, intent.prompt, intent.tags, auto_accept)
 
     # -- coordination, bound to the session's agent ---------------------------------------------------
-    def _acting(self, call: Callable[[], Any]) -> Any:
+    def _acting(self, call: Callable[[], T]) -> T:
         """`call()` as the session's agent, its lease extended first (at most one ledger write a minute), as
         the MCP server does on any call an agent makes: calls whose own op does not extend it (a post, a
         read, a wait, a commit) would otherwise let a busy agent lapse, its lane free for another to take."""
@@ -262,7 +265,7 @@ class Work:
         if not isinstance(error, Exception):
             return  # KeyboardInterrupt, SystemExit: leave the workspace as it is and let it through
         try:
-            attempt = self._record(False)
+            attempt: Transition | Unchanged = self._record(False)
             if attempt.get("status") == "proposed":
                 # Whatever the exception's text holds; a LanesError's message without the hint it shows here.
                 text = error.message if isinstance(error, LanesError) else error
