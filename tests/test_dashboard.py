@@ -360,3 +360,36 @@ def test_off_loopback_without_the_token_the_page_says_so_rather_than_show_an_emp
         page.wait_for_selector("#board .post.open", timeout=WAIT_MS)
         assert page.locator("#lanes .refused").count() == 0
     assert page.problems == []
+
+
+def test_long_names_wrap_in_their_cells_and_leave_the_actions_in_sight(api, repo, server, page):
+    """A lane name may be 250 bytes and an agent id 64 characters, and each was drawn on one line: one such
+    lane widened the lanes table past its card at 1440 pixels, so every lane's pending proposals, with
+    their Accept and Reject buttons, and the history's prompts, were scrolled out of sight."""
+    seed(api, repo)
+    lane = "team/" + "-".join(["very-long-lane-name"] * 12)
+    agent = "agent-" + "z" * 58
+    api.lane_create(lane)
+    api.agent_register(agent, lane=lane)
+    (workspace(repo, lane) / "overlap.py").write_text("x\n")
+    api.commit("Overlap on the long lane", agent, lane=lane, auto_accept=True)
+    (workspace(repo, "feature/auth") / "overlap.py").write_text("y\n")
+    api.commit("Overlap on auth", "coder-1", lane="feature/auth", auto_accept=True)
+    (workspace(repo, lane) / "more.py").write_text("x\n")
+    proposal = api.commit("A proposal from a long-named agent", agent, lane=lane)
+    page.goto(server.url + f"/?token={server.token}")
+    page.wait_for_selector(f'[data-proposal="{proposal["id"]}"]', timeout=WAIT_MS)
+    page.wait_for_selector('[data-pair*="very-long-lane-name"]', timeout=WAIT_MS)
+    page.wait_for_selector(f'tr[data-transition="{proposal["id"]}"]', timeout=WAIT_MS)
+    wider = page.evaluate("""() => [...document.querySelectorAll('.card')]
+        .filter((card) => card.scrollWidth > card.clientWidth).map((card) => card.id)""")
+    assert wider == []
+    for proposal_id in (proposal["id"], api.history(status="proposed")["transitions"][-1]["id"]):
+        for button in ("accept", "reject"):
+            box = page.locator(f'[data-proposal="{proposal_id}"] button.{button}').bounding_box()
+            card = page.locator("#lanes-card").bounding_box()
+            assert box is not None and box["x"] + box["width"] <= card["x"] + card["width"], (proposal_id, button)
+    # the names are whole on the page, for anyone to read or copy
+    assert page.locator(f'tr[data-lane="{lane}"] td.name').inner_text().startswith(lane)
+    assert page.locator(f'[data-proposal="{proposal["id"]}"] .agent').get_attribute("title") == agent
+    assert page.problems == []

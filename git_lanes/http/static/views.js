@@ -1,10 +1,16 @@
 // One function per section: data in, elements out. Every string from the repository is text, never markup.
 import { h, short, firstLine, ago, when, money, count, chip, empty, colour } from "./dom.js";
 
+// An agent id may be 64 characters: cut short on the page (style.css), whole in the title.
 function agentTag(id) {
-  const tag = h("span", { class: "agent" }, h("i", { class: "dot" }), id);
+  const tag = h("span", { class: "agent", title: id }, h("i", { class: "dot" }), h("span", { class: "id" }, id));
   tag.firstChild.style.setProperty("background", colour(id));
   return tag;
+}
+
+// A lane name may be 250 bytes: it wraps within a bounded width (style.css) rather than widen its table.
+function laneName(name) {
+  return h("span", { class: "lane-name" }, name);
 }
 
 // `key` names the button across redraws, so the keyboard's focus stays on it (app.js, render).
@@ -60,7 +66,7 @@ export function lanesView(s, ctx) {
     const edits = dirty.get(lane.name);
     const paths = Object.entries(edits?.paths || {});
     return h("tr", { "data-lane": lane.name, class: lane.trunk ? "trunk" : "" },
-      h("td", { class: "name" }, lane.name, lane.trunk ? chip("trunk") : null,
+      h("td", { class: "name" }, laneName(lane.name), lane.trunk ? chip("trunk") : null,
         overlapping.has(lane.name) ? chip("overlap", "warn") : null),
       h("td", {}, h("code", { title: lane.head }, short(lane.head))),
       h("td", {}, agentsOf(lane.name).map((a) => agentTag(a.id))),
@@ -85,8 +91,8 @@ export function radarView(s) {
   const cell = new Map(overlaps.flatMap((o) => [[`${o.a}|${o.b}`, o], [`${o.b}|${o.a}`, o]]));
   const max = Math.max(...overlaps.map((o) => o.count));
   const matrix = h("table", { class: "matrix" },
-    h("tr", {}, h("th", {}), names.map((n) => h("th", { class: "col" }, h("span", {}, n)))),
-    names.map((row) => h("tr", {}, h("th", { class: "rowname" }, row), names.map((col) => {
+    h("tr", {}, h("th", {}), names.map((n) => h("th", { class: "col", title: n }, h("span", {}, n)))),
+    names.map((row) => h("tr", {}, h("th", { class: "rowname", title: row }, row), names.map((col) => {
       const o = cell.get(`${row}|${col}`);
       const td = h("td", { class: o ? "hit" : row === col ? "self" : "", title: o ? `${o.a} ⇄ ${o.b}: ${o.count} path(s)` : "" },
         o ? String(o.count) : "");
@@ -94,7 +100,7 @@ export function radarView(s) {
       return td;
     }))));
   const list = h("ul", { class: "pairs" }, overlaps.map((o) => h("li", { "data-pair": `${o.a}|${o.b}` },
-    h("div", {}, h("b", {}, o.a), " ⇄ ", h("b", {}, o.b), " ", chip(`${o.count} path${o.count === 1 ? "" : "s"}`,
+    h("div", { class: "pair" }, h("b", {}, o.a), " ⇄ ", h("b", {}, o.b), " ", chip(`${o.count} path${o.count === 1 ? "" : "s"}`,
       o.with_trunk ? "warn" : "hot")),
     h("ul", { class: "paths" }, o.paths.slice(0, 6).map((p) => h("li", {}, h("code", {}, p.path),
       h("span", { class: "muted" }, ` ${o.b} ${p.lane} · ${o.a} ${p.target}`))),
@@ -127,9 +133,9 @@ export function agentsView(s) {
       return h("tr", { "data-agent": a.id, class: kind },
         h("td", {}, agentTag(a.id), a.kind && a.kind !== "agent" ? h("span", { class: "muted" }, ` ${a.kind}`) : null),
         h("td", {}, chip(label, kind), question ? h("div", { class: "ask" }, question.text) : null),
-        h("td", {}, a.lane || h("span", { class: "muted" }, "–")),
+        h("td", {}, a.lane ? laneName(a.lane) : h("span", { class: "muted" }, "–")),
         h("td", {}, (a.tasks || []).map((t) => h("div", { class: "small" }, titles.get(t) || short(t)))),
-        h("td", { class: "small" }, (a.claims || []).join(" ")),
+        h("td", { class: "small claims" }, (a.claims || []).join(" ")),
         h("td", {}, a.dirty ? String(a.dirty) : ""),
         h("td", { class: "muted small", title: when(a.last_seen) }, ago(a.last_seen)));
     })));
@@ -159,7 +165,7 @@ export function runsView(s) {
       return h("tr", { "data-run": r.id, class: r.awaiting_input ? "needs" : r.status },
         h("td", {}, h("code", { title: r.goal || "" }, short(r.id)), " ", state,
           r.goal ? h("div", { class: "small muted" }, r.goal) : null),
-        h("td", {}, agentTag(r.agent), r.lane ? h("div", { class: "small muted" }, r.lane) : null),
+        h("td", {}, agentTag(r.agent), r.lane ? h("div", { class: "small muted" }, laneName(r.lane)) : null),
         h("td", {}, h("div", { class: "small" }, r.phase), budgetBars(r.budget, r.phase)),
         h("td", { class: r.blocked ? "alert" : "" }, String(r.blocked || 0)),
         h("td", {}, (r.in_flight || []).map((c) => h("div", { class: "small", title: c.input || "" }, c.tool || c.id))),
@@ -218,7 +224,7 @@ export function historyView(s) {
         h("td", { class: "muted small", title: when(t.created_at) }, ago(t.created_at)),
         h("td", {}, h("code", {}, short(t.id))),
         h("td", {}, chip(t.status), t.kind !== "commit" ? chip(t.kind, "kind") : null),
-        h("td", {}, t.lane),
+        h("td", {}, laneName(t.lane)),
         h("td", {}, agentTag(t.intent.agent_id)),
         h("td", { class: "prompt" }, h("div", { title: t.intent.prompt }, firstLine(t.intent.prompt)),
           t.reason ? h("div", { class: "reason" }, t.reason) : null,
