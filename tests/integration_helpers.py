@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import workspace
+from conftest import git, workspace
 
 from git_lanes.api import Lanes
 
@@ -25,3 +25,12 @@ def work(api: Lanes, agent: str, ws: Path, files: dict[str, str]) -> None:
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
     api.commit(f"edit {', '.join(files)}", agent, cwd=ws, auto_accept=True)
+
+
+def with_forge(tmp_path: Path, repo: Path) -> Path:
+    """A bare repository as `origin`, holding main."""
+    forge = tmp_path / "forge.git"
+    git("init", "-q", "--bare", str(forge), cwd=tmp_path)
+    git("remote", "add", "origin", str(forge), cwd=repo)
+    git("push", "-q", "origin", "main", cwd=repo)
+    return forge

@@ -9,18 +9,9 @@ from pathlib import Path
 
 import pytest
 from conftest import git, run_cli
-from integration_helpers import claimed_task, work
+from integration_helpers import claimed_task, with_forge, work
 
 from git_lanes.api import Lanes
-
-
-def with_forge(tmp_path: Path, repo: Path) -> Path:
-    """A bare repository as `origin`, holding main."""
-    forge = tmp_path / "forge.git"
-    git("init", "-q", "--bare", str(forge), cwd=tmp_path)
-    git("remote", "add", "origin", str(forge), cwd=repo)
-    git("push", "-q", "origin", "main", cwd=repo)
-    return forge
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from conftest import git, run_cli
-from integration_helpers import claimed_task, work
+from integration_helpers import claimed_task, with_forge, work
 
 from git_lanes.api import Lanes
 
@@ -19,10 +19,7 @@ PR_SCRIPT = "import sys\nprint('https://forge.example/acme/app/pull/7')\n"
 
 def ready_ticket(tmp_path: Path, repo: Path) -> tuple[Lanes, str, Path]:
     """A ticket whose one task integrated a change, and a bare forge holding the trunk as `origin`."""
-    forge = tmp_path / "forge.git"
-    git("init", "-q", "--bare", str(forge), cwd=tmp_path)
-    git("remote", "add", "origin", str(forge), cwd=repo)
-    git("push", "-q", "origin", "main", cwd=repo)
+    forge = with_forge(tmp_path, repo)
     api = Lanes(repo)
     ticket = api.ticket_open("Login")["ticket"]
     task, ws = claimed_task(api, "coder-1", "one", "Login", ticket)

@@ -66,6 +66,7 @@ OWNERS = {
     "_not_forward": "publishing",
     "_not_undoable": "oplog",
     "_nothing": "board",
+    "_nothing_to_publish": "integration",
     "_operation": "oplog",
     "_push": "publishing",
     "_read": "supervise",

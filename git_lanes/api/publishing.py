@@ -129,16 +129,11 @@ class PublishingApi:
         branch = publishing.validate_branch(branch if branch is not None else
                                             previous.get("branch") or publishing.default_branch(ticket_id))
         base = publishing.validate_branch(base if base is not None else previous.get("base") or self.ctx.trunk)
+        refusal = integration.nothing_integrated(self.ctx, record)
+        if refusal is not None:
+            raise refusal
         lane = integration.integration_lane(ticket_id)
-        try:
-            head = lanes.lane_head(self.ctx, lane)
-        except NotFound:
-            raise Refused(f"ticket {ticket_id[:8]} has no integration lane {lane}: none of its tasks integrated",
-                          code="nothing_integrated",
-                          # Its tasks are done (it is ready): done with no lane, or with --no-integrate.
-                          hint=f"its tasks were done with no lane to integrate; to publish work, "
-                               f"{command('lane create', lane)}, then {command('promote', 'LANE', into=lane)}"
-                          ) from None
+        head = lanes.lane_head(self.ctx, lane)
         publishing.require_base(self.ctx, remote, base)
         lock = self.acquire_publish_lock(ticket_id, actor, settings.lock_ttl)  # a live publisher: exit 3 first
         wrote = False

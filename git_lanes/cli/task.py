@@ -194,7 +194,11 @@ def done(task_id: str, no_integrate: bool, agent: str | None, as_json: bool) -> 
         lines.append(f"task {short(r['task'])} done")
         lines += [f"now ready: {short(t)}" for t in r["now_ready"]]
         lines += [f"woke {w['agent']} for {short(w['task'])}" for w in r["woken"]]
-        if r["ticket_ready"]:
+        unpublishable = r.get("ticket_unpublishable")
+        if r["ticket_ready"] and unpublishable:
+            lines += [f"ticket {short(r['ticket_ready'])} is ready (every task done) but has nothing to publish: "
+                      f"{unpublishable['message']}", f"hint: {unpublishable['hint']}"]
+        elif r["ticket_ready"]:
             lines.append(f"ticket {short(r['ticket_ready'])} is ready: `git lanes publish {short(r['ticket_ready'])}`")
         return "\n".join(lines)
 

@@ -10,7 +10,7 @@ from git_lanes.domain import lanes, tasks
 from git_lanes.domain.agents import SYSTEM, add_wake, validate_agent_id
 from git_lanes.domain.board import add_post
 from git_lanes.domain.context import Context
-from git_lanes.errors import Refused, StaleState, UserError, command, command_line
+from git_lanes.errors import NotFound, Refused, StaleState, UserError, command, command_line
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import refs
 from git_lanes.store import RefUpdate
@@ -46,6 +46,29 @@ def ensure_lane(ctx: Context, name: str) -> bool:
     head = lanes.lane_head(ctx, ctx.trunk)
     ctx.store.update_refs([RefUpdate(ref, head, None, f"lanes: create integration lane {name}")])
     return True
+
+
+def nothing_integrated(ctx: Context, ticket: dict) -> Refused | None:
+    """Why `ticket` (a ready one: every task done) has no work to publish, or None when it has some: none of
+    its tasks integrated anything. Its integration lane is missing (its tasks were done with no lane, or
+    with --no-integrate), or, before it was ever published, holds nothing the trunk lacks (its tasks' lanes
+    held no change): a pushed branch would have no commit to review. `publish` refuses with it, and `task
+    done` reports it with the ticket that became ready, so the two never disagree."""
+    lane = integration_lane(ticket["id"])
+    short = ticket["id"][:SHORT]
+    try:
+        head = lanes.lane_head(ctx, lane)
+    except NotFound:
+        return Refused(f"ticket {short} has no integration lane {lane}: none of its tasks integrated",
+                       code="nothing_integrated", details={"ticket": ticket["id"], "lane": lane},
+                       hint=f"its tasks were done with no lane to integrate; to publish work, "
+                            f"{command('lane create', lane)}, then {command('promote', 'LANE', into=lane)}")
+    if ticket.get("publication") or not ctx.store.is_ancestor(head, lanes.lane_head(ctx, ctx.trunk)):
+        return None
+    return Refused(f"ticket {short}'s integration lane {lane} holds nothing the trunk lacks: none of its tasks "
+                   "integrated a change", code="nothing_integrated", details={"ticket": ticket["id"], "lane": lane},
+                   hint=f"its tasks' lanes held no change; to publish work, commit it in a lane, then "
+                        f"{command('promote', 'LANE', into=lane)}")
 
 
 def review(tx: Tx, op: Op) -> dict:

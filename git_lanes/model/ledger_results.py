@@ -109,6 +109,9 @@ class TaskDone(Record):
     integrated: dict[str, Any] | None = meta(omit="none", default=None,
                                              doc="where its lane was integrated first (task done without "
                                                  "--no-integrate): into, lane, status, transition, state")
+    ticket_unpublishable: dict[str, Any] | None = meta(
+        omit="none", default=None, doc="the ticket that became ready has nothing to publish (none of its tasks "
+                                       "integrated a change): publish's refusal, as code, message and hint")
 
 
 class TaskStatusChanged(Record):
