@@ -215,3 +215,27 @@ def test_the_policy_as_the_issue_writes_it_holds(repo, ws):
     assert run_cli("run", "show", run_id(ws), "--json", cwd=ws).json["budget"]["plan"]["spent"] == 1.0
     doctor = run_cli("doctor", "--check", "hooks.policy", "--json", cwd=repo).json
     assert [c["status"] for c in doctor["checks"]] == ["ok"], doctor
+
+
+def test_a_session_with_no_agent_named_works_as_the_live_agent_holding_its_lane(repo, monkeypatch):
+    """`git lanes install claude` starts the MCP server as `${GIT_LANES_AGENT:-claude}`, and the hooks took the
+    session id where GIT_LANES_AGENT is unset: an agent that took its lane and claimed its files through MCP
+    (as `claude`) was told by its own hooks that the files were claimed by claude, another agent, to
+    coordinate with on the board, and was denied them under `foreign_writes = "deny"`. A run a hook starts
+    works, as `run start` does, as the one live agent holding its lane; elsewhere as the session."""
+    from pathlib import Path
+
+    from git_lanes.api import Lanes
+
+    monkeypatch.delenv("GIT_LANES_AGENT", raising=False)
+    set_policy(repo, '[phases]\nread_only = []\n[claims]\nforeign_writes = "deny"\n')
+    api = Lanes(repo)
+    ws = Path(api.assign_worktree("claude")["workspace"])  # MCP's assign_worktree and claim_files, as `claude`
+    api.claim_add(["src/**"], "claude")
+    verdict, reason = decision(hook("claude", "PreToolUse", write(ws, ws / "src" / "a.py", session="sess-9")))
+    assert verdict == "allow", reason
+    assert run_cli("run", "list", "--json", cwd=ws).json[0]["agent"] == "claude"
+    held_by_none = lane(repo, "loose")  # no live agent holds it: the session is the agent, as before
+    assert decision(hook("claude", "PreToolUse", bash(held_by_none, "ls", session="sess-10")))[0] == "allow"
+    agents = {row["lane"]: row["agent"] for row in run_cli("run", "list", "--json", cwd=repo).json}
+    assert agents == {"agent/claude": "claude", "loose": "sess-10"}

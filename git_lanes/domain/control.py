@@ -259,19 +259,43 @@ def implicit_start(hc: HookContext, state: RunState | None) -> list[RunEvent]:
     if state is not None:
         return []
     lane, _ = lane_at(hc.repo, hc.event.cwd)
-    return [start_event(hc.repo, hc.now, agent=run_agent(hc), lane=lane, cli=hc.event.cli,
+    return [start_event(hc.repo, hc.now, agent=run_agent(hc, lane), lane=lane, cli=hc.event.cli,
                         session=hc.event.session)]
 
 
-def run_agent(hc: HookContext) -> str:
+def run_agent(hc: HookContext, lane: str | None) -> str:
     """The agent of a run a hook starts. One named by GIT_LANES_AGENT must be an agent id, as on every command
     (refused, so the call is denied, rather than a run whose every turn's snapshot fails); without one, the
-    session id, or where that is no agent id, `<cli>-<run>` as spawn names an agent."""
+    one live agent holding the run's lane, as `run start` takes it (the agent that took the lane through the
+    MCP server beside the hooks: its claims are the run's own, not another agent's); else the session id, or
+    where that is no agent id, `<cli>-<run>` as spawn names an agent."""
     from git_lanes.model.ids import AgentId  # once per session: the hook path does not load it otherwise
 
     if hc.event.agent is not None:
         return AgentId(hc.event.agent)
+    holder = lane_holder(hc.repo, lane, hc.now) if lane is not None else None
+    if holder is not None:
+        return holder
     return hc.event.session if AgentId.problem(hc.event.session) is None else f"{hc.event.cli}-{hc.run[:8]}"
+
+
+def lane_holder(repo: LightRepo, lane: str, now: float) -> str | None:
+    """The one live agent whose assigned lane is `lane` (`agents/<id>.json` in the ledger's state, as
+    domain/worktrees.py `holders` reads it), or None where none or several are."""
+    from git_lanes.model.ids import AgentId
+
+    ledger = steering.LedgerReader(repo)
+    found = []
+    for name in ledger.names("agents"):
+        record = ledger.record(f"agents/{name}") if name.endswith(".json") else None
+        if not isinstance(record, dict) or record.get("lane") != lane:
+            continue
+        agent, until = record.get("id"), record.get("lease_until")
+        # a record a peer wrote malformed is passed over, as read_claims passes it over
+        if isinstance(agent, str) and AgentId.problem(agent) is None and isinstance(until, (int, float)) \
+                and not isinstance(until, bool) and until >= now:
+            found.append(agent)
+    return found[0] if len(found) == 1 else None
 
 
 def usage_events(hc: HookContext, state: RunState | None) -> list[RunEvent]:
