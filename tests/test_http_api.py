@@ -117,6 +117,20 @@ def test_errors_map_to_statuses_with_the_cli_codes(server, repo, seeded):
     assert server.request("PUT", "/api/v1/lanes", {}, token=server.token).status == 405
 
 
+def test_a_wrong_method_names_every_method_the_path_takes(server):
+    """`PUT /api/v1/tasks` answered "this path takes GET", though it takes POST too (each method is a route
+    of its own, and only the first one found was asked), and no 405 carried the `Allow` header HTTP
+    requires of it."""
+    for method, path, allowed in (("PUT", "/api/v1/tasks", "GET, POST"), ("PATCH", "/api/v1/lanes/feat", "GET, DELETE"),
+                                  ("DELETE", "/api/v1/tasks/abc", "GET"), ("GET", "/api/v1/board/read", "POST")):
+        reply = server.request(method, path, {}, token=server.token)
+        assert (reply.status, reply.json["error"]) == (405, "method_not_allowed"), (method, path, reply.body)
+        assert reply.json["hint"] == f"this path takes {allowed}", (method, path)
+        headers = {name.lower(): value for name, value in reply.headers.items()}
+        # HEAD is answered wherever GET is, as HTTP has it
+        assert headers["allow"] == allowed.replace("GET", "GET, HEAD"), (method, path, headers)
+
+
 def test_a_failing_required_gate_is_422(server, api, repo):
     (repo / ".lanes.toml").write_text('[[gate]]\nname = "no"\ncommand = "exit 1"\n')
     api.accept(api.commit("declare gates", "lead", cwd=repo, auto_accept=True)["id"])

@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
+from starlette.routing import Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -277,10 +277,12 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         if status == 405:
-            allowed = [m.strip() for m in (getattr(exc, "headers", None) or {}).get("Allow", "").split(",")]
-            taken = [m for m in allowed if m and m != "HEAD"] or allowed
-            return error(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}",
-                         f"this path takes {', '.join(taken)}" if any(taken) else None)
+            allowed = _methods_of(request)
+            taken = [m for m in allowed if m != "HEAD"] or allowed
+            refused = error(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}",
+                            f"this path takes {', '.join(taken)}" if taken else None)
+            refused.headers["Allow"] = ", ".join(allowed)  # HTTP requires it of a 405
+            return refused
         return error(status, "not_found" if status == 404 else "http_error", f"no route {request.url.path}",
                      hint=f"see {request.base_url}api/openapi.json")
 
@@ -302,6 +304,19 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
     app.state.service = service
     app.add_middleware(Headers, guard=guard)
     return app
+
+
+METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _methods_of(request: Request) -> list[str]:
+    """Every method some route takes on the request's path. Each method is a route of its own, and the router
+    names only the first route whose path matched: `PUT /tasks` was told "this path takes GET" alone."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods, key=lambda m: (METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER), m))
 
 
 def _unknown_query(request: Request, takes: list[str]) -> UserError | None:
