@@ -207,6 +207,21 @@ def test_a_session_id_that_is_no_agent_id_still_records_its_turns(repo):
     assert run_cli("run", "show", run, "--json", cwd=ws).json["agent"] == f"claude-{run[:8]}"
 
 
+def test_a_prompt_holding_terminal_colours_still_becomes_the_turn_s_intent(repo):
+    """A prompt is whatever the person pasted: test output with its colours (`\x1b[31m`), a bell. Taken as the
+    intent as it was, the turn's snapshot failed ("the prompt contains a control character"), so the turn's
+    work never became a transition. The control characters are written as their escapes instead."""
+    ws = lane(repo)
+    prompt = "Fix this:\n\x1b[31mFAILED\x1b[0m tests/test_x.py\x07"
+    hook("claude", "UserPromptSubmit", claude("UserPromptSubmit", ws, prompt=prompt))
+    (ws / "fix.py").write_text("x = 1\n")
+    result = hook("claude", "Stop", claude("Stop", ws, stop_hook_active=False))
+    assert result.code == 0 and "failed" not in result.out, result.out
+    turn = run_cli("history", "--lane", "feature", "--json", cwd=repo).json["transitions"][0]
+    assert turn["intent"]["prompt"] == "Fix this: ⏎ \\x1b[31mFAILED\\x1b[0m tests/test_x.py\\x07"
+    assert git("show", "-s", "--format=%s", turn["to"], cwd=repo).strip() == "Fix this: ⏎ \\x1b[31mFAILED\\x1b[0m tests/test_x.py\\x07"
+
+
 def test_an_agent_id_from_the_environment_that_is_no_agent_id_denies_before_anything_runs(repo):
     """GIT_LANES_AGENT="Jane Doe" passed the hooks (their run started with it) while every command refuses it:
     the tools ran and each turn's snapshot failed. The wall holds instead, saying why."""

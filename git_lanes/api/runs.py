@@ -236,6 +236,7 @@ class RunsApi:
         from git_lanes.domain import lanes
         from git_lanes.model.records import Cost
         from git_lanes.model.runs import Usage
+        from git_lanes.model.text import as_reason
 
         if not state.lane:
             return {"status": "skipped", "reason": "the run has no lane"}
@@ -245,7 +246,9 @@ class RunsApi:
         if state.transitions and self._same_as_last(path, state.transitions[-1]):
             return {"status": "unchanged", "reason": "the workspace still holds the run's last proposal"}
         turn = state.turn or {}
-        prompt = (turn.get("prompt") or "").strip() or f"agent turn of run {state.id[:8]}"
+        # the prompt is whatever the person pasted (test output in its colours): written with escapes for its
+        # control characters, or the intent would refuse it and the turn's work become no transition
+        prompt = as_reason((turn.get("prompt") or "").strip()) or f"agent turn of run {state.id[:8]}"
         try:
             spent = state.usage.minus(Usage.from_dict(turn.get("usage")))
             now = self.ctx.now()
