@@ -235,6 +235,27 @@ def test_openapi_documents_every_route(server):
     assert "/api/v1/events" in document["paths"]
 
 
+def test_the_document_describes_the_errors_and_the_cookie_as_they_are(server, repo):
+    """The document said an error's `hint` is a string, and every error without advice sends null, so a
+    client that validates answers against the document refused them; it named no 410 (the repository
+    gone), which any route may answer; and it named the session cookie `git_lanes_session`, where each
+    server sets its own, named after its port."""
+    import jsonschema
+
+    document = server.get("/api/openapi.json").json
+    refused = server.post("/api/v1/tasks", {"title": ""})
+    assert (refused.status, refused.json["hint"]) == (400, None)
+    jsonschema.validate(refused.json, document["components"]["schemas"]["Error"])
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if path.endswith(("/events", "/session")):
+                continue
+            assert "410" in operation["responses"], (method, path)
+    signed_in = server.get(f"/?token={server.token}")
+    cookie = signed_in.headers.get("set-cookie") or signed_in.headers["Set-Cookie"]
+    assert cookie.startswith(document["components"]["securitySchemes"]["cookie"]["name"] + "=")
+
+
 def listen(server) -> tuple[list[dict], threading.Thread]:
     """Open /api/v1/events; returns what arrives (a final {"kind": "end"} when the stream closes)."""
     received: list[dict] = []

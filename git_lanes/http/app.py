@@ -217,7 +217,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
     guard = Guard(token, host, port)
     broadcaster = Broadcaster(service.poll, service.dirty)
     served = routes.available(type(service.reader))
-    document = openapi.document(served, API, __version__, type(service.reader))
+    document = openapi.document(served, API, __version__, type(service.reader), guard.cookie_name)
 
     def refused(request: Request) -> JSON | None:
         verdict = guard.check(request.method, dict(request.headers), request.cookies, request.url.scheme)

@@ -13,19 +13,23 @@ import sys
 from typing import Any
 
 from git_lanes.http.routes import Route
+from git_lanes.http.security import COOKIE
 from git_lanes.model.schema import result_schema
 
 ERROR_STATUSES = {"400": "user error or bad request (code `usage` for a malformed one)", "401": "token required",
                   "403": "wrong origin or host", "404": "not found", "409": "conflict: something moved, or a collision",
+                  "410": "the repository was removed or moved while the server ran (`repository_gone`)",
                   "422": "a required gate failed", "500": "an internal error (a bug)",
                   "502": "the git remote was unreachable or refused",
                   "507": "the server's file system refused a write: full, read-only, or no permission"}
 
 
 def _error_schema() -> dict:
-    return {"type": "object", "required": ["error", "message"],
+    # Every error sends all three; `hint` is null where there is no advice.
+    return {"type": "object", "required": ["error", "message", "hint"],
             "properties": {"error": {"type": "string", "description": "the stable error code"},
-                           "message": {"type": "string"}, "hint": {"type": "string"}}}
+                           "message": {"type": "string"},
+                           "hint": {"type": ["string", "null"], "description": "what to do next, or null"}}}
 
 
 def response_schema(route: Route, api_class: type) -> dict[str, Any]:
@@ -107,7 +111,8 @@ def _operation(route: Route, api_class: type) -> dict[str, Any]:
     return operation
 
 
-def document(routes: tuple[Route, ...], prefix: str, version: str, api_class: type) -> dict:
+def document(routes: tuple[Route, ...], prefix: str, version: str, api_class: type, cookie: str = COOKIE) -> dict:
+    """The document of `routes` under `prefix`; `cookie` is the session cookie's name on this server."""
     paths: dict[str, dict] = {}
     for route in routes:
         path = prefix + route.documented_path
@@ -116,7 +121,9 @@ def document(routes: tuple[Route, ...], prefix: str, version: str, api_class: ty
         "operationId": "get_events", "summary": "Server-sent events of what changed (a ref moved, ops appended)",
         "tags": ["events"], "responses": {"200": {"description": "text/event-stream of `change` events, each "
                                                                  "`{\"events\": [...]}`",
-                                                  "content": {"text/event-stream": {"schema": {"type": "string"}}}}}}}
+                                                  "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                                          "410": {"description": ERROR_STATUSES["410"], "content": {"application/json": {
+                                              "schema": {"$ref": "#/components/schemas/Error"}}}}}}}
     paths[prefix + "/session"] = {"get": {
         "operationId": "get_session", "summary": "Whether this client holds the token, and what it serves",
         "tags": ["events"], "responses": {"200": {"description": "the session",
@@ -128,8 +135,7 @@ def document(routes: tuple[Route, ...], prefix: str, version: str, api_class: ty
         "paths": paths,
         "components": {"schemas": {"Error": _error_schema()},
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"},
-                                           "cookie": {"type": "apiKey", "in": "cookie",
-                                                      "name": "git_lanes_session"}}},
+                                           "cookie": {"type": "apiKey", "in": "cookie", "name": cookie}}},
     }
 
 
