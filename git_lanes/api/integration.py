@@ -117,7 +117,8 @@ class IntegrationApi(TasksApi):
                       "transition": transition.get("id"), "state": transition.get("to")}
         done = self._task_op(results.TaskDone, "task.done", task_id, actor, integrated=integrated)
         return results.TaskDone.from_dict(done.to_dict() | {"integrated": integrated | {
-            "created_lane": created, "left_pending": report.get("left_pending", [])}})
+            "created_lane": created, "left_pending": report.get("left_pending", []),
+            "unsnapshotted": report.get("unsnapshotted")}})
 
     def _sent_back(self, exc: LanesError, task_id: str, actor: str, lane: str, target: str, reason: str, *,
                    paths: list[str] | None = None, gates: list[str] | None = None,

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from git_lanes.api.held import held
 from git_lanes.api.recording import recorded
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, GateFailed, StaleState, command, problem
+from git_lanes.errors import Conflict, GateFailed, StaleState, command, notice, problem
 from git_lanes.model.ids import Actor, AgentId
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class PromotionApi:
             stops = plan.comparison.collisions and not force
             return PromotionPreview.from_dict(
                 {"status": status, "dry_run": True, **plan.to_dict(), "left_pending": self._left_pending(lane),
+                 "unsnapshotted": _unsnapshotted(self.ctx, lane, target, auto_accept=auto_accept),
                  **({"ways": promotion.ways_on(lane, target)} if plan.comparison.collisions else {}),
                  "problem": problem(promotion.collision_error(plan)) if stops else None})
         with merge_gate.serialized(self.ctx.store.common_dir, target):
@@ -71,7 +72,9 @@ class PromotionApi:
                 # The cost was spent once, whatever number of attempts a moving target forces.
                 report = self._attempt(lane, target, intent, cost if attempt == 1 else Cost(), force, auto_accept)
                 if report is not None:
-                    result = report | {"attempts": attempt, "left_pending": self._left_pending(lane)}
+                    result = report | {"attempts": attempt, "left_pending": self._left_pending(lane),
+                                       "unsnapshotted": _unsnapshotted(self.ctx, lane, target,
+                                                                       auto_accept=auto_accept)}
                     return UpToDate.from_dict(result) if result["transition"] is None else Promoted.from_dict(result)
         raise Conflict(f"{target} moved under each of {MAX_ATTEMPTS} attempts to promote {lane}",
                        code="target_busy", hint="retry when the target is quieter")
@@ -175,6 +178,25 @@ class PromotionApi:
     def _human(self) -> str:
         """Who promotes when no agent id is given: the person in git's configured identity."""
         return self.ctx.store.signature().name
+
+
+def _unsnapshotted(ctx: Context, lane: str, target: str, *, auto_accept: bool) -> dict[str, Any] | None:
+    """The edits in `lane`'s workspace that no state holds, which promoting the lane leaves behind (it takes
+    the accepted head only), told as a notice too (the CLI's `warning:` line): silence would let the user take
+    their latest edits for promoted. Never included, never discarded."""
+    from git_lanes.domain import inspect
+    from git_lanes.model.text import shown_path
+
+    into = None if target == ctx.trunk else target
+    again = command("promote", lane, into=into, auto_accept=True) if auto_accept else \
+        command("promote", lane, into=into)
+    found = inspect.left_unsnapshotted(ctx, lane, f"promote again: {again}")
+    if found is not None:
+        count, paths = found["count"], found["paths"]
+        named = ", ".join(shown_path(p) for p in paths[:3]) + (", ..." if count > 3 else "")
+        notice(f"{lane}'s workspace has {count} unsnapshotted path{'' if count == 1 else 's'} ({named}), not "
+               f"promoted (a promotion takes the lane's snapshots only): {found['hint']}")
+    return found
 
 
 def _report(plan: promotion.Plan, record: Transition) -> dict[str, Any]:

@@ -34,6 +34,23 @@ def unsnapshotted(ctx: Context, lane: str, path: Path, proposals: list[Transitio
     return {**committed, **unstaged}
 
 
+def left_unsnapshotted(ctx: Context, lane: str, then: str) -> dict | None:
+    """What `lane`'s workspace holds that no state does (as `status` counts it: a stat-cache walk), which a
+    promotion of the lane does not take: the paths, and a hint naming the command that snapshots them and
+    `then`, the command that takes them on (quoted with `command`). None when the workspace holds nothing
+    of the kind, or the lane has no workspace here or a broken one (`status` reports those)."""
+    try:
+        path = lanes.workspace_path(ctx, lane)
+        changed = unsnapshotted(ctx, lane, path) if path is not None else {}
+    except LanesError:
+        return None
+    if not changed or path is None:
+        return None
+    snapshot = command("commit", w=lane, m="PROMPT", auto_accept=True)
+    return {"lane": lane, "workspace": str(path), "count": len(changed), "paths": sorted(changed),
+            "hint": f"snapshot them with {snapshot}, then {then}"}
+
+
 def _committed_off_lane(ctx: Context, lane: str, path: Path) -> dict[str, str]:
     """What plain `git commit` (or `git checkout`) moved the workspace's HEAD to beyond the lane head: no
     state holds it yet, though `git status` there shows nothing."""

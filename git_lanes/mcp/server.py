@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from git_lanes import __version__
 from git_lanes.errors import EXIT_INTERNAL, EXIT_USAGE, EXIT_USER, LanesError, take_notices, write_failed
 from git_lanes.mcp import INSTRUCTIONS, NAME, coordination, planning, publisher, workspaces
-from git_lanes.mcp.advice import advised_result
+from git_lanes.mcp.advice import advise, advised_result
 from git_lanes.mcp.binding import Binding, ToolSpec, cli_json, error_payload
 from git_lanes.model.schema import result_schema
 
@@ -180,6 +180,7 @@ def result_of(value: Any, notices: Sequence[str] = (), offered: Container[str] =
     structured = data if isinstance(data, dict) else {"result": data}
     if isinstance(value, list) and getattr(value, "unreadable", ()):  # a listing that left records out
         structured["unreadable"] = [u.to_dict() for u in value.unreadable]  # type: ignore[attr-defined]
+    notices = [advise(message, offered) or message for message in notices]  # a notice may advise a command
     if notices:
         structured["warnings"] = list(notices)
     warned = [TextContent(type="text", text=f"warning: {message}") for message in notices]

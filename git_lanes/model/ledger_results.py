@@ -108,7 +108,9 @@ class TaskDone(Record):
     op: LedgerId | None = _op()
     integrated: dict[str, Any] | None = meta(omit="none", default=None,
                                              doc="where its lane was integrated first (task done without "
-                                                 "--no-integrate): into, lane, status, transition, state")
+                                                 "--no-integrate): into, lane, status, transition, state, and "
+                                                 "`unsnapshotted`, the lane's workspace edits no state holds, "
+                                                 "left out (null when none)")
     ticket_unpublishable: dict[str, Any] | None = meta(
         omit="none", default=None, doc="the ticket that became ready has nothing to publish (none of its tasks "
                                        "integrated a change): publish's refusal, as code, message and hint")

@@ -30,6 +30,21 @@ class Way(Record):
     what: str
 
 
+class Unsnapshotted(Record):
+    """Edits in the promoted lane's workspace that no state holds, so the promotion did not take them (it takes
+    the lane's accepted head only): how many paths, which, and how to snapshot them and promote again. Never
+    included, never discarded: they stay in the workspace."""
+
+    lane: str
+    workspace: str
+    count: int
+    paths: tuple[str, ...]
+    hint: str
+
+
+UNSNAPSHOTTED_DOC = "edits in the lane's workspace that no state holds, not promoted; null when there are none"
+
+
 class PromotionPlan(Record):
     """Promoting `lane` into `target`: their heads, their merge base, what changed on one side only, what
     changed identically on both, and the collisions (changed differently on both)."""
@@ -57,6 +72,7 @@ class PromotionPreview(PromotionPlan):
                           "would not stop")
     dry_run: bool = True
     ways: tuple[Way, ...] = meta(omit="empty", default=())
+    unsnapshotted: Unsnapshotted | None = meta(default=None, doc=UNSNAPSHOTTED_DOC)
 
 
 class UpToDate(PromotionPlan):
@@ -66,6 +82,7 @@ class UpToDate(PromotionPlan):
     transition: None
     attempts: int
     left_pending: tuple[str, ...]
+    unsnapshotted: Unsnapshotted | None = meta(default=None, doc=UNSNAPSHOTTED_DOC)
 
 
 class Promoted(PromotionPlan):
@@ -81,6 +98,7 @@ class Promoted(PromotionPlan):
     worktree: WorktreeUpdate | None
     attempts: int
     left_pending: tuple[str, ...]
+    unsnapshotted: Unsnapshotted | None = meta(default=None, doc=UNSNAPSHOTTED_DOC)
 
 
 class Evaluated(Transition):

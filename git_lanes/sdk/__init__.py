@@ -12,6 +12,7 @@ naming the SDK's calls (git_lanes/sdk/advice.py)."""
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 import time
@@ -25,7 +26,7 @@ from typing import Any, TypeVar, cast
 from git_lanes.api import Lanes
 from git_lanes.model.ids import validate_agent_id, validate_lane_name
 from git_lanes.errors import GateFailed, LanesError, UserError, take_notices
-from git_lanes.sdk.advice import advised_error
+from git_lanes.sdk.advice import advise, advised_error
 from git_lanes.model.ledger_results import (AgentRegistered, BoardRead, ClaimsAdded, Heartbeat, Posted, TaskClaimed,
                                             TaskDone, WaitResult)
 from git_lanes.model.records import Cost, Intent, Transition
@@ -34,6 +35,8 @@ from git_lanes.model.workspace_results import Decided, Unchanged
 
 T = TypeVar("T")
 
+# Whether a `told` call is running in this context: the outermost one tells the notices.
+_TELLING: contextvars.ContextVar[bool] = contextvars.ContextVar("git_lanes_sdk_telling", default=False)
 WAIT_SECONDS = 60.0  # how long `wait` waits when not told
 # Metadata names that are fields of the intent itself rather than free-form metadata.
 INTENT_FIELDS = ("model", "agent_type")
@@ -56,8 +59,9 @@ def advising() -> Iterator[None]:
 
 class AdvisedApi:
     """`session.api`: the `Lanes` API the session holds, each call's errors naming the SDK's calls as the
-    session's own do (those hints name `session.api` calls: what they raise must read alike). The calls are
-    the API's, unchanged; the API itself is `.lanes`."""
+    session's own do (those hints name `session.api` calls: what they raise must read alike), and what each
+    went on past told as a LanesWarning, as the session's own calls tell it. The calls are the API's,
+    unchanged; the API itself is `.lanes`."""
 
     def __init__(self, lanes: Lanes) -> None:
         self.lanes = lanes
@@ -69,8 +73,7 @@ class AdvisedApi:
 
         @functools.wraps(value)
         def advised(*args: Any, **kwargs: Any) -> Any:
-            with advising():
-                return value(*args, **kwargs)
+            return told(lambda: value(*args, **kwargs))
 
         return advised
 
@@ -80,14 +83,18 @@ class AdvisedApi:
 
 def told(call: Callable[[], T]) -> T:
     """`call()`, then each notice it gave (errors.notice) as a LanesWarning pointing at the caller's line,
-    whether the call returned or raised, so none waits for a later call. An error it raises advises the SDK's
-    calls."""
+    whether the call returned or raised, so none waits for a later call; a `told` inside another leaves its
+    notices to the outer one, the caller's own call. An error it raises, and a command a notice advises, name
+    the SDK's calls."""
+    outer = not _TELLING.get()
+    token = _TELLING.set(True)
     try:
         with advising():
             return call()
     finally:
-        for message in take_notices():
-            warnings.warn(message, LanesWarning, stacklevel=3)
+        _TELLING.reset(token)
+        for message in take_notices() if outer else ():
+            warnings.warn(advise(message) or message, LanesWarning, stacklevel=3)
 
 
 def one_of(name: str, value: Any, former: str, given: Any) -> Any:
