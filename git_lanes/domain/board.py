@@ -255,11 +255,20 @@ def resolve(tx: Tx, op: Op) -> dict:
 
 def answer(tx: Tx, op: Op) -> dict:
     """Answer question #post: a post to its asker that names the question, and the question resolved, in one
-    op, so nobody sees the answer without the question being settled or the other way round."""
+    op, so nobody sees the answer without the question being settled or the other way round. A post of
+    another kind (a note, a handoff, a record of the system's) is no question and is refused
+    (`not_a_question`), by every face alike: a reply to it is a post, and `board resolve` settles it."""
     seq = op.args.get("post")
     question = stored.read(tx, post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
     if question is None:
         raise NotFound(f"no post #{seq}", code="unknown_post", hint=f"see {command('board read', all=True)}")
+    if question.get("kind") != "question":
+        # Answering resolves the post as a question answered, and its asker would find an "answer" to a note.
+        raise Refused(f"post #{seq} is a {question.get('kind')}, not a question: only a question is answered",
+                      code="not_a_question", details={"post": seq, "kind": question.get("kind")},
+                      hint=f"reply with {command('board post', 'TEXT', to=question['from'])}"
+                           if question.get("kind") in AGENT_KINDS else
+                           f"see {command('board read', unanswered=True)} for the open questions")
     if question.get("resolved"):
         raise StaleState(f"post #{seq} was already resolved by {question['resolved']['by']}",
                          code="already_resolved")

@@ -1,0 +1,61 @@
+"""Only a question is answered. Answering a note (REST `POST /board/{post}/answer`, the dashboard's route, or
+the SDK's `board_answer`) used to post the "answer" to its sender and mark the note resolved as a question
+answered. The domain's fold refuses it (`not_a_question`, a user error: exit 1, HTTP 400) before anything is
+written, so every face refuses it alike."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import git
+from http_helpers import Server
+
+from git_lanes import AgentSession
+from git_lanes.api import Lanes
+from git_lanes.errors import Refused
+
+
+def ledger_head(repo) -> str:
+    return git("rev-parse", "refs/lanes/ledger", cwd=repo).strip()
+
+
+def test_the_sdk_refuses_to_answer_a_note_a_handoff_or_a_system_record(repo):
+    api = Lanes(repo)
+    note = api.board_post("Schema is in docs/api.md", "coder-1")["post"]
+    handoff = api.board_post("yours now", "coder-1", kind="handoff", to="coder-2")["post"]
+    ticket = api.ticket_open("Docs")["ticket"]
+    api.task_done(api.task_create("Write it", ticket=ticket)["task"])
+    ready = [p["seq"] for p in api.board_read(None, limit=100)["posts"] if p["kind"] == "ticket_ready"][0]
+    before = ledger_head(repo)
+    with AgentSession(repo, "lead") as session:
+        for post, kind in ((note, "note"), (handoff, "handoff"), (ready, "ticket_ready")):
+            with pytest.raises(Refused) as refused:
+                session.api.board_answer(post, "thanks", "lead")
+            assert refused.value.code == "not_a_question" and refused.value.exit_code == 1
+            assert f"post #{post} is a {kind}, not a question" in refused.value.message
+    assert ledger_head(repo) == before  # nothing written
+    assert "git lanes board post TEXT --to coder-1" in str(_hint(api, note))
+    assert "board read --unanswered" in str(_hint(api, ready))
+    assert all(p["resolved"] is None for p in api.board_read(None, limit=100)["posts"])
+
+
+def _hint(api: Lanes, post: int) -> str | None:
+    with pytest.raises(Refused) as refused:
+        api.board_answer(post, "thanks", "lead")
+    return refused.value.hint
+
+
+def test_rest_refuses_to_answer_a_note_with_400_and_the_code(repo):
+    api = Lanes(repo)
+    note = api.board_post("Schema is in docs/api.md", "coder-1")["post"]
+    question = api.board_post("Size or age?", "coder-1", kind="question")["post"]
+    before = ledger_head(repo)
+    with Server(repo) as server:
+        refused = server.post(f"/api/v1/board/{note}/answer", {"text": "thanks", "agent_id": "lead"})
+        assert (refused.status, refused.json["error"]) == (400, "not_a_question"), refused.json
+        assert refused.json["kind"] == "note" and "not a question" in refused.json["message"]
+        assert "POST /api/v1/board" in refused.json["hint"], refused.json["hint"]  # in REST's words
+        assert ledger_head(repo) == before
+        answered = server.post(f"/api/v1/board/{question}/answer", {"text": "By size", "agent_id": "lead"})
+        assert answered.status == 200 and answered.json["answers"] == question, answered.json
+    note_post = [p for p in api.board_read(None, limit=100)["posts"] if p["seq"] == note][0]
+    assert note_post["resolved"] is None
