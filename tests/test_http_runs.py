@@ -80,3 +80,7 @@ def test_run_stats_names_its_groups_in_the_api_words(repo):
         refused = server.get("/api/v1/runs/stats?by=model")
         assert refused.status == 400 and "--by" not in refused.json["message"], refused.json
         assert "agent, lane, run, task, day" in refused.json["message"]
+        # `since` as the CLI's --since takes it (it took only YYYY-MM-DD): a moment with its offset, its UTC day
+        assert server.get("/api/v1/runs/stats?since=2026-12-01T01:00%2B02:00").json["since"] == "2026-11-30"
+        bad = server.get("/api/v1/runs/stats?since=soonish")
+        assert (bad.status, bad.json["error"]) == (400, "invalid_date"), bad.json

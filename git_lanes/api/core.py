@@ -308,15 +308,15 @@ class CoreApi:
                 model: str | None = None) -> History:
         """Transitions newest first (filtered by lane, status and agent, at most `limit`) with totals of their cost
         over all that match and counts per status; `grep` (a regular expression over the prompt), `tag`, `since`
-        (a date or `3d`) and `model` (part of the model's name) narrow them down."""
-        from git_lanes.domain import inspect
+        (a moment as git's `--since` takes it, model/moments.py: `2.hours.ago`, `2026-12-01`, `@1700000000`…) and
+        `model` (part of the model's name) narrow them down."""
+        from git_lanes.domain import inspect, trace
+        from git_lanes.model.moments import parse_moment
         from git_lanes.model.results import History
 
-        from git_lanes.domain import trace
-
         filters = (grep, tag, since, model)
-        matches = trace.matcher(grep, tag, trace.parse_since(since, self.ctx.now()) if since is not None else None, model) \
-            if any(f is not None for f in filters) else None
+        moment = parse_moment(since, self.ctx.now()) if since is not None else None
+        matches = trace.matcher(grep, tag, moment, model) if any(f is not None for f in filters) else None
         return History.from_dict(inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit,
                                                  matches=matches))
 

@@ -201,7 +201,8 @@ class RunsApi:
         return briefing.build(self.ctx, state, repo.policy(), self.ctx.now())
 
     def run_stats(self, *, by: str = "agent", since: str | None = None) -> dict[str, Any]:
-        """Usage per day summed by agent, lane or run (`by`), since a date, with totals."""
+        """Usage per UTC day summed by agent, lane or run (`by`), with totals; with `since` (a moment as git's
+        `--since` takes it, model/moments.py), only the days from the one it falls in on."""
         from git_lanes.domain import control, runs
         from git_lanes.model.runs import STATS_GROUPS
 
@@ -209,7 +210,9 @@ class RunsApi:
             raise UserError(f"runs are grouped by one of {', '.join(STATS_GROUPS)}, not {quoted(by)}",
                             code="invalid_group")
         if since is not None:
-            since = _day(since)
+            from git_lanes.model.moments import parse_moment
+
+            since = runs.day_of(parse_moment(since, self.ctx.now()))
         repo = self._runs()
         states = [s for s in (control.read_state(repo, run)[1] for run in repo.log.runs()) if s is not None]
         rows = runs.stats(states, by, since)
@@ -272,13 +275,6 @@ def _event_of(commit: str, message: str) -> RunEvent:
     except ValueError:
         raise UnsupportedFormat(f"run commit {commit[:8]} holds no event",
                                 hint="the run log was written by something else") from None
-
-
-def _day(text: str) -> str:
-    try:
-        return time.strftime("%Y-%m-%d", time.strptime(text.strip(), "%Y-%m-%d"))
-    except ValueError:
-        raise UserError(f"invalid date {quoted(text)}", code="invalid_date", hint="write it as YYYY-MM-DD") from None
 
 
 def _shown(state: RunState, policy: Policy | None) -> dict[str, Any]:

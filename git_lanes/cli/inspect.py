@@ -65,8 +65,9 @@ def _counts(lane: dict) -> str:
 @click.option("--agent", metavar="AGENT", help="Only this agent's transitions.")
 @click.option("--grep", metavar="TEXT", help="Only prompts matching this regular expression (any case).")
 @click.option("--tag", metavar="TAG", help="Only transitions tagged TAG.")
-@click.option("--since", metavar="DATE", help="Only transitions made since DATE (YYYY-MM-DD[THH:MM], UTC) or "
-                                              "for the last 3d, 12h, 30m, 2w.")
+@click.option("--since", metavar="DATE", help="Only transitions made since DATE, as git's --since takes it: "
+                                              "2.hours.ago, 3 days ago, 2w, yesterday, 2026-12-01 13:00 (UTC "
+                                              "unless it names an offset), @1700000000.")
 @click.option("--model", metavar="MODEL", help="Only transitions whose model's name contains MODEL (any case).")
 @limit_option("Show at most N (totals count all).", type=click.IntRange(min=0))
 @json_option
@@ -78,6 +79,7 @@ def history(lane: str | None, status_: str | None, agent: str | None, grep: str 
     Example:
       git lanes history --lane feature/auth --status rejected -n 20
       git lanes history --grep "login|session" --tag auth --since 3d --model sonnet
+      git lanes history --since 2.hours.ago
     """
     def render(r: dict) -> str:
         rows = [[short(t["id"]), t["status"], t["lane"], t["intent"]["agent_id"],

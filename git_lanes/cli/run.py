@@ -226,7 +226,9 @@ def resume(run_id: str, respawn: bool, as_json: bool) -> None:
 @run_group.command()
 @click.option("--by", "by", type=click.Choice(["agent", "lane", "run", "task", "day"]), default="agent",
               show_default=True, help="How to group.")
-@click.option("--since", metavar="DATE", help="Count only days from DATE (YYYY-MM-DD, UTC) on.")
+@click.option("--since", metavar="DATE", help="Count only the UTC days from the one DATE falls in on; DATE as "
+                                              "git's --since takes it: 2026-11-01, yesterday, 1.week.ago, "
+                                              "@1700000000.")
 @json_option
 def stats(by: str, since: str | None, as_json: bool) -> None:
     """Calls, blocked calls, tokens, cost and wall time of runs, grouped.
@@ -234,6 +236,7 @@ def stats(by: str, since: str | None, as_json: bool) -> None:
     \b
     Example:
       git lanes run stats --by day --since 2026-11-01
+      git lanes run stats --by lane --since 1.week.ago
     """
     def render(r: dict) -> str:
         rows = [[by, "runs", "calls", "blocked", "tokens", "cost", "wall"]] + [

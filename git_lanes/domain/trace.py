@@ -4,7 +4,6 @@ prompts and cost behind each; and the filters people use to find things in histo
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 
 from git_lanes.domain import inspect, transitions
 from git_lanes.domain.context import Context
@@ -12,32 +11,6 @@ from git_lanes.domain.wording import checked_limit
 from git_lanes.errors import UserError
 from git_lanes.model.records import CostTotals, Transition
 from git_lanes.model.text import quoted
-
-RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?)(\s+ago)?")
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-SINCE_HINT = "write it as YYYY-MM-DD, YYYY-MM-DDTHH:MM, or relative: 3d, 12h, 30m, 2w"
-
-
-def parse_since(text: str, now: float) -> float:
-    """A moment from `2026-11-01`, `2026-11-01T09:30[:00]` (UTC unless it names an offset), or `3d`, `12h`,
-    `30m`, `2w` (that long before now, `ago` optional)."""
-    value = text.strip()
-    match = RELATIVE.fullmatch(value)
-    if match:
-        moment = now - float(match.group(1)) * UNITS[match.group(2)[0]]
-        if not moment >= 0:  # -inf from a number too long for a float too
-            # nothing in a repository predates 1970: such a moment is a typo, and would quietly list everything
-            raise UserError(f"invalid date {quoted(text)}: it reaches back before 1970", code="invalid_date",
-                            hint=SINCE_HINT)
-        return moment
-    try:
-        # "" is no date: `--since ""` (an unset variable) must not pass as if no --since were given
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise UserError(f"invalid date {quoted(text)}", code="invalid_date", hint=SINCE_HINT) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
 
 
 def matcher(grep: str | None, tag: str | None, since: float | None, model: str | None):

@@ -321,7 +321,8 @@ RUN_ROUTES: tuple[Route, ...] = (
     Route("GET", "/runs/stats", "Calls, blocked calls, tokens, cost and wall time, per agent, lane, run, task or day",
           "run_stats", lambda m, p: m(by=p.get("by", "agent"), since=p.get("since")), "runs",
           query=(S("by", help="how to group (default agent)", choices=STATS_GROUPS),
-                 S("since", help="count only days from this one on (YYYY-MM-DD, UTC)"))),
+                 S("since", help="count only the UTC days from the one this moment falls in on, as git's --since "
+                                "takes it (2026-11-01, yesterday, 1.week.ago, @1700000000)"))),
     Route("GET", "/runs/{run}", "One run", "run_show", lambda m, p: m(p["run"]), "runs"),
     Route("GET", "/runs/{run}/events", "One run's event log", "run_events", lambda m, p: m(p["run"]), "runs",
           returns="array"),
