@@ -239,3 +239,17 @@ def test_a_session_with_no_agent_named_works_as_the_live_agent_holding_its_lane(
     assert decision(hook("claude", "PreToolUse", bash(held_by_none, "ls", session="sess-10")))[0] == "allow"
     agents = {row["lane"]: row["agent"] for row in run_cli("run", "list", "--json", cwd=repo).json}
     assert agents == {"agent/claude": "claude", "loose": "sess-10"}
+
+
+def test_a_write_refused_outside_the_lane_says_which_place_it_is(repo, ws):
+    """Each refused write names where it is: a path in `.lanes` beside the workspaces (`ws/../../x.py`) was
+    said to be "in another lane's workspace", sending the agent to look for a lane that is not there."""
+    assert run_cli("run", "phase", _start(ws), "execute", cwd=ws).code == 0
+    places = {repo / "README.md": "in the main worktree",
+              lane(repo, "other") / "x.py": "in another lane's workspace",
+              repo / ".lanes" / "x.py": "in git-lanes' own folder .lanes"}
+    said = {}
+    for number, (path, where) in enumerate(places.items()):
+        verdict, reason = decision(hook("claude", "PreToolUse", write(ws, path, f"t{number}")))
+        said[where] = verdict == "deny" and f"{path} is {where}, outside this run's lane workspace" in reason
+    assert said == dict.fromkeys(places.values(), True)

@@ -15,6 +15,7 @@ from git_lanes.domain.wording import dollars
 from git_lanes.errors import LanesError, command
 from git_lanes.model.calls import ToolCall
 from git_lanes.model.policy import Policy
+from git_lanes.model.refs import LANES_DIR, WORKSPACES_DIR
 from git_lanes.model.runs import RunState
 
 TYPE_CHECKING = False  # not `from typing import …`: the hook path never loads typing
@@ -43,7 +44,11 @@ class Place:
 
     @property
     def lanes_dir(self) -> str:
-        return os.path.join(self.root, ".lanes")
+        return os.path.join(self.root, LANES_DIR)
+
+    @property
+    def workspaces_dir(self) -> str:
+        return os.path.join(self.root, WORKSPACES_DIR)
 
 
 class Decision:
@@ -169,6 +174,7 @@ def _writes(check: _Check, line: ShellLine | None) -> str | None:
     place, state, policy = check.place, check.state, check.policy
     workspace = _real(place.workspace) if place.workspace else None
     root, git_dir, lanes_dir = _real(place.root), _real(place.common_dir), _real(place.lanes_dir)
+    workspaces_dir = _real(place.workspaces_dir)
     for path in targets:
         if _inside(path, git_dir) or (workspace and _inside(path, os.path.join(workspace, ".git"))) or \
                 (_inside(path, root) and ".git" in os.path.relpath(path, root).split(os.sep)):
@@ -177,7 +183,8 @@ def _writes(check: _Check, line: ShellLine | None) -> str | None:
         mine = workspace is not None and _inside(path, workspace) and \
             (workspace != root or not _inside(path, lanes_dir))
         if not mine and _inside(path, root):
-            where = "another lane's workspace" if _inside(path, lanes_dir) else "the main worktree"
+            where = "another lane's workspace" if _inside(path, workspaces_dir) else \
+                f"git-lanes' own folder {LANES_DIR}" if _inside(path, lanes_dir) else "the main worktree"
             if workspace is None and place.broken:
                 return (f"{path} is in {where}, and the workspace of run {state.id[:8]}'s lane {state.lane} is "
                         f"broken: {place.broken}; {command('doctor')} shows the repair")
