@@ -290,6 +290,7 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
     left_behind = {old for _, old in moved}
     found += _moved_away(api, records, base)
     broken = _broken(api, {path for path, _ in moved}, found)
+    missing: list[dict[str, Any]] = []
     for record in records[1:]:
         path = Path(record.path)
         if record.locked:
@@ -297,9 +298,9 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                                  f"a person (or git-lanes, as the reason says) locked it; `git worktree unlock "
                                  f"{path}` when it may go"))
         elif (record.prunable or not path.exists()) and path.resolve() not in left_behind and path not in broken:
-            found.append(finding("warn", f"workspace {path} is missing (deleted by hand)",
-                                 "--fix forgets it (`git worktree prune`); the lane and its states stay",
-                                 repair=lambda: housekeeping.prune_worktrees(store)))
+            missing.append(_missing(api, where, record))
+    # Reconnected first: --fix's `git worktree prune` forgets every record whose folder is gone.
+    found += sorted(missing, key=lambda f: "moved_to" not in f)
     orphans = upkeep.Candidates()
     upkeep.orphan_workspaces(ctx, float("inf"), orphans)
     for entry in orphans.workspaces:
@@ -317,6 +318,28 @@ def _workspaces(api: Any, where: Where) -> list[dict[str, Any]]:
                              "--fix removes those no process holds",
                              repair=lambda: _clear_locks(api, [str(p) for p in index_locks])))
     return found or [finding("ok", f"{len(records) - 1} workspaces where git expects them")]
+
+
+def _missing(api: Any, where: Where, record: housekeeping.GitWorktree) -> dict[str, Any]:
+    """A workspace git records at a place that is gone. git cannot tell a folder deleted from one moved with
+    `mv` (it says "prunable"), nor can we in general; a move next to where it stood, next to the repository or
+    into the home folder is found (one listing each) and reconnected by --fix, never forgotten. Anything else
+    is told as either, with the way back for a move: forgetting it takes no file of a moved one, but leaves it
+    no longer a worktree."""
+    store = api.ctx.store
+    path = Path(record.path)
+    near = [path.parent, store.root, store.root.parent, where.home]
+    moved = housekeeping.moved_to(store, path, near)
+    if moved is not None:
+        return finding("warn", f"workspace {path} was moved to {moved} by hand (not with `git worktree move`): git "
+                               "still looks for it where it was",
+                       f"--fix reconnects it (`git worktree repair {moved}`), unsaved edits and all",
+                       repair=partial(housekeeping.repair_worktree, store, str(moved)), moved_to=str(moved))
+    why = f" (git: {record.prunable})" if record.prunable and record.prunable != "prunable" else ""
+    return finding("warn", f"workspace {path} is missing: deleted, or moved by hand{why}",
+                   f"if it was moved, `git worktree repair NEW_PATH` (in {store.root}) reconnects it, unsaved edits "
+                   "and all; if it was deleted, --fix forgets it (`git worktree prune`); the lane and its states "
+                   "stay", repair=lambda: housekeeping.prune_worktrees(store))
 
 
 def _broken(api: Any, moved: set[Path], found: list[dict[str, Any]]) -> set[Path]:

@@ -113,6 +113,46 @@ def reconnectable(store: Store, path: Path) -> Path | None:
     return recorded.parent
 
 
+# How many entries of one folder `moved_to` looks at: a look around, never a search of the disk.
+LOOKED_AT = 2000
+
+
+def moved_to(store: Store, path: Path, near: list[Path]) -> Path | None:
+    """Where the worktree git records at `path`, a folder that is gone, was moved by hand (`mv`, not `git
+    worktree move`), when it stands in one of the folders `near`: a folder there whose .git names that
+    worktree's record. Each folder is listed once, one level deep (at most LOOKED_AT entries), so a workspace
+    moved anywhere else is not found: it is then as git sees it, missing. None when not found."""
+    admins = store.common_dir / "worktrees"
+    pointer = Path(path) / ".git"
+    if os.path.lexists(path) or not admins.is_dir():
+        return None
+    admin = next((a for a in admins.iterdir() if recorded_worktree(a) == pointer), None)
+    if admin is None:
+        return None
+    for folder in dict.fromkeys(near):
+        try:
+            with os.scandir(folder) as entries:
+                children = [Path(e.path) for _, e in zip(range(LOOKED_AT), entries)
+                            if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for child in children:
+            named = _gitdir_of(child)
+            if named is not None and os.path.realpath(os.path.join(child, named)) == os.path.realpath(admin):
+                return child
+    return None
+
+
+def _gitdir_of(folder: Path) -> str | None:
+    """The private git dir a linked worktree's .git file names, or None (no such file, or not one)."""
+    try:
+        with open(folder / ".git", encoding="utf-8", errors="replace") as pointer:
+            text = pointer.read(4096)
+    except OSError:  # none, or a folder: a repository of its own
+        return None
+    return text[len("gitdir:"):].strip() if text.startswith("gitdir:") else None
+
+
 def repair_worktree(store: Store, path: str) -> None:
     """`git worktree repair PATH`: reconnect a worktree moved by hand with its record in the repository."""
     run_git(["worktree", "repair", path], cwd=store.root)
