@@ -59,3 +59,37 @@ def test_rest_refuses_to_answer_a_note_with_400_and_the_code(repo):
         assert answered.status == 200 and answered.json["answers"] == question, answered.json
     note_post = [p for p in api.board_read(None, limit=100)["posts"] if p["seq"] == note][0]
     assert note_post["resolved"] is None
+
+
+def test_the_cli_and_the_mcp_tool_answer_a_question_and_refuse_a_note_as_rest_does(repo):
+    import anyio
+    from conftest import run_cli
+    from mcp_helpers import call, fails, mcp_session
+
+    api = Lanes(repo)
+    note = api.board_post("Schema is in docs/api.md", "coder-1")["post"]
+    first = api.board_post("Size or age?", "coder-1", kind="question")["post"]
+    second = api.board_post("Which port?", "coder-2", kind="question")["post"]
+    before = ledger_head(repo)
+
+    refused = run_cli("board", "answer", str(note), "thanks", "--agent", "lead", "--json", cwd=repo)
+    assert refused.code == 1 and refused.json["error"] == "not_a_question", refused.err
+    assert refused.json["kind"] == "note" and "Traceback" not in refused.err
+    text = run_cli("board", "answer", f"#{note}", "thanks", "--agent", "lead", cwd=repo)
+    assert text.code == 1 and f"post #{note} is a note, not a question" in text.err, text.err
+    assert ledger_head(repo) == before
+
+    answered = run_cli("board", "answer", f"#{first}", "By size", "--agent", "lead", cwd=repo)
+    assert answered.code == 0, answered.err
+    assert answered.out.strip() == f"answered #{first} with #{first + 2} (to coder-1); question resolved"
+
+    async def scenario() -> tuple[dict, dict]:
+        async with mcp_session(repo, "--agent", "lead") as session:
+            return (await fails(session, "answer_question", post=note, text="thanks"),
+                    await call(session, "answer_question", post=f"#{second}", text="8080"))
+
+    error, done = anyio.run(scenario)
+    assert (error["reason"], error["exit_code"]) == ("not_a_question", 1) and error["message"] == refused.json["message"]
+    assert "post_board(" in error["hint"], error["hint"]  # in the tool's words
+    assert (done["answers"], done["to"]) == (second, "coder-2")
+    assert api.board_read(None, unanswered=True)["posts"] == []

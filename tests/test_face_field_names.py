@@ -35,6 +35,7 @@ SAME_AS = {
     "GET /board": ("read_board", set()),
     "POST /board/read": ("read_board", set()),
     "POST /board/{post}/resolve": ("resolve_question", set()),
+    "POST /board/{post}/answer": ("answer_question", set()),
     "GET /transitions": ("history", set()),
     "POST /transitions/{id}/reject": ("reject", set()),
     # the intent and cost of the promotion's merge commit, which the tool leaves at their defaults

@@ -12,7 +12,8 @@ CORE = {
     "register_agent", "heartbeat", "create_task", "list_tasks", "get_task", "claim_task", "add_dependency",
     "task_done", "block_task", "resume_task", "handoff_task", "open_ticket", "link_task_to_ticket", "list_tickets",
     "assign_worktree", "list_worktrees", "release_worktree", "claim_files", "release_files", "list_claims",
-    "publish_dirty", "list_dirty", "post_board", "read_board", "resolve_question", "wait_for_unblock",
+    "publish_dirty", "list_dirty", "post_board", "read_board", "resolve_question", "answer_question",
+    "wait_for_unblock",
     "commit", "propose", "accept", "reject", "history", "show", "diff", "status", "promote", "restore",
     "lane_env", "dispatch_status", "op_log",
 }

@@ -105,6 +105,24 @@ def resolve(post_id: str, agent: str | None, as_json: bool) -> None:
         lambda r: f"post #{r['post']} resolved by {r['resolved_by']}")
 
 
+@board.command()
+@click.argument("post_id", metavar="POST")
+@click.argument("text")
+@agent_option()
+@json_option
+def answer(post_id: str, text: str, agent: str, as_json: bool) -> None:
+    """Answer question POST with TEXT: a post to its asker that names the question, and the question
+    resolved, in one step. POST is the question's number as the board shows it (12 or #12), or a unique
+    prefix of its id; a post that is not a question is refused (exit 1).
+
+    \b
+    Example:
+      git lanes board answer 12 "By size: the cache evicts the largest first" --agent lead
+    """
+    run(lambda: open_api().board_answer(post_id, text, agent), as_json,
+        lambda r: f"answered #{r['answers']} with #{r['post']} (to {r['to'] or 'everyone'}); question resolved")
+
+
 @click.command(cls=Command)
 @agent_option()
 @click.option("--timeout", type=Finite(min=0, max=86400), default=60.0, show_default=True,

@@ -26,6 +26,7 @@ ROUTES: dict[str, Equivalent] = {
     # GET /board is the whole board, read by no one in particular: every post, whoever it was sent to.
     "board read": Equivalent("GET /board", (), {"-n": "limit", "--limit": "limit"}, {"--all": "", "--json": ""}),
     "board resolve": Equivalent("POST /board/{post}/resolve", ("post",)),
+    "board answer": Equivalent("POST /board/{post}/answer", ("post", "text")),
     "claim list": Equivalent("GET /claims", (), {"--agent": "agent"}),
     "diff": Equivalent("GET /diff", ("from", "to")),
     "dirty list": Equivalent("GET /dirty"),

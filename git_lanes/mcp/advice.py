@@ -24,6 +24,7 @@ TOOLS: dict[str, Equivalent] = {
     "board read": Equivalent("read_board", (), _LIMIT, {"--all": "all_posts", "--unread": "unread_only",
                                                          "--unanswered": "unanswered_only", "--json": ""}),
     "board resolve": Equivalent("resolve_question", ("post",)),
+    "board answer": Equivalent("answer_question", ("post", "text")),
     "claim list": Equivalent("list_claims", (), {"--agent": "agent"}),
     "commit": Equivalent("commit", (), {**_WORKSPACE, **_PROMPT}, {"--auto-accept": "auto_accept"}),
     "diff": Equivalent("diff", ("a", "b")),

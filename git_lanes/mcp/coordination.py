@@ -181,6 +181,14 @@ def tools(face: Binding) -> list[ToolSpec]:
         """Mark a post (a question, say) resolved."""
         return face.api.board_resolve(post, face.actor(agent_id))
 
+    def answer_question(post: Annotated[int | str, Field(description="The question: its number (12 or \"#12\") "
+                                                                   "or a unique prefix of its id.")],
+                        text: Annotated[str, Field(description="The answer (at most 16 KiB).")],
+                        agent_id: AgentId = None) -> dict:
+        """Answer a question: a post to its asker naming it, and the question resolved, in one step. A post
+        that is not a question is refused (reason not_a_question)."""
+        return face.api.board_answer(post, text, face.agent(agent_id))
+
     async def wait_for_unblock(ctx: Context,
                                timeout_s: Annotated[float, Field(ge=0, le=86400, description="Return after this "
                                                                  "many seconds even if nothing happened.")] = 60.0,
@@ -227,7 +235,7 @@ def tools(face: Binding) -> list[ToolSpec]:
         ToolSpec(list_tickets, read_only=True), ToolSpec(claim_files, touches=False),
         ToolSpec(release_files), ToolSpec(list_claims, read_only=True),
         ToolSpec(publish_dirty, touches=False), ToolSpec(list_dirty, read_only=True),
-        ToolSpec(post_board), ToolSpec(read_board), ToolSpec(resolve_question),
+        ToolSpec(post_board), ToolSpec(read_board), ToolSpec(resolve_question), ToolSpec(answer_question),
         ToolSpec(wait_for_unblock, touches=False),
     ]
 

@@ -33,6 +33,7 @@ METHODS: dict[str, Equivalent] = {
                              {"--all": "everything", "--unread": "unread_only", "--unanswered": "unanswered",
                               **_JSON}),
     "board resolve": Equivalent("session.api.board_resolve", ("post",), {}, _JSON),
+    "board answer": Equivalent("session.api.board_answer", ("post", "text"), {}, _JSON),
     "budget clear": Equivalent("session.api.budget_clear", (), {"--lane": "lane", "--task": "task",
                                                                 "--ticket": "ticket"}, _JSON),
     "budget set": Equivalent("session.api.budget_set", (), {"--lane": "lane", "--task": "task", "--ticket": "ticket",
