@@ -8,9 +8,11 @@ function agentTag(id) {
   return tag;
 }
 
-// A lane name may be 250 bytes: it wraps within a bounded width (style.css) rather than widen its table.
-function laneName(name) {
-  return h("span", { class: "lane-name" }, name);
+// A lane name may be 250 bytes, a glob as long: a long one wraps within a bounded width (style.css) rather
+// than widen its table; a short one never breaks, however narrow its column.
+const LONG_NAME = 20;
+function nameText(name) {
+  return h("span", { class: String(name).length > LONG_NAME ? "name-text long" : "name-text" }, name);
 }
 
 // `key` names the button across redraws, so the keyboard's focus stays on it (app.js, render).
@@ -66,7 +68,7 @@ export function lanesView(s, ctx) {
     const edits = dirty.get(lane.name);
     const paths = Object.entries(edits?.paths || {});
     return h("tr", { "data-lane": lane.name, class: lane.trunk ? "trunk" : "" },
-      h("td", { class: "name" }, laneName(lane.name), lane.trunk ? chip("trunk") : null,
+      h("td", { class: "name" }, nameText(lane.name), lane.trunk ? chip("trunk") : null,
         overlapping.has(lane.name) ? chip("overlap", "warn") : null),
       h("td", {}, h("code", { title: lane.head }, short(lane.head))),
       h("td", {}, agentsOf(lane.name).map((a) => agentTag(a.id))),
@@ -133,9 +135,9 @@ export function agentsView(s) {
       return h("tr", { "data-agent": a.id, class: kind },
         h("td", {}, agentTag(a.id), a.kind && a.kind !== "agent" ? h("span", { class: "muted" }, ` ${a.kind}`) : null),
         h("td", {}, chip(label, kind), question ? h("div", { class: "ask" }, question.text) : null),
-        h("td", {}, a.lane ? laneName(a.lane) : h("span", { class: "muted" }, "–")),
+        h("td", {}, a.lane ? nameText(a.lane) : h("span", { class: "muted" }, "–")),
         h("td", {}, (a.tasks || []).map((t) => h("div", { class: "small" }, titles.get(t) || short(t)))),
-        h("td", { class: "small claims" }, (a.claims || []).join(" ")),
+        h("td", { class: "small" }, (a.claims || []).map((glob) => [nameText(glob), " "])),
         h("td", {}, a.dirty ? String(a.dirty) : ""),
         h("td", { class: "muted small", title: when(a.last_seen) }, ago(a.last_seen)));
     })));
@@ -165,7 +167,7 @@ export function runsView(s) {
       return h("tr", { "data-run": r.id, class: r.awaiting_input ? "needs" : r.status },
         h("td", {}, h("code", { title: r.goal || "" }, short(r.id)), " ", state,
           r.goal ? h("div", { class: "small muted" }, r.goal) : null),
-        h("td", {}, agentTag(r.agent), r.lane ? h("div", { class: "small muted" }, laneName(r.lane)) : null),
+        h("td", {}, agentTag(r.agent), r.lane ? h("div", { class: "small muted" }, nameText(r.lane)) : null),
         h("td", {}, h("div", { class: "small" }, r.phase), budgetBars(r.budget, r.phase)),
         h("td", { class: r.blocked ? "alert" : "" }, String(r.blocked || 0)),
         h("td", {}, (r.in_flight || []).map((c) => h("div", { class: "small", title: c.input || "" }, c.tool || c.id))),
@@ -224,7 +226,7 @@ export function historyView(s) {
         h("td", { class: "muted small", title: when(t.created_at) }, ago(t.created_at)),
         h("td", {}, h("code", {}, short(t.id))),
         h("td", {}, chip(t.status), t.kind !== "commit" ? chip(t.kind, "kind") : null),
-        h("td", {}, laneName(t.lane)),
+        h("td", {}, nameText(t.lane)),
         h("td", {}, agentTag(t.intent.agent_id)),
         h("td", { class: "prompt" }, h("div", { title: t.intent.prompt }, firstLine(t.intent.prompt)),
           t.reason ? h("div", { class: "reason" }, t.reason) : null,
