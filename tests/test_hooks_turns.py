@@ -42,6 +42,30 @@ def test_a_killed_session_is_briefed_with_its_in_flight_call_and_the_file_it_cha
     assert [f["path"] for f in briefing["disk"]["files"]] == ["src/greet.py"]
 
 
+def test_a_briefing_says_when_the_lane_or_its_workspace_is_gone_rather_than_that_nothing_changed(repo):
+    """A run whose lane was deleted, or whose workspace was removed, while its session was down was briefed
+    "On disk: the workspace matches its lane head": the model was told its work was safe and unchanged when
+    there was no workspace at all to look in."""
+    import shutil
+
+    ws, other = lane(repo), lane(repo, "other")
+    briefings = {}
+    for name, where in (("feature", ws), ("other", other)):
+        env = {"GIT_LANES_RUN": run_cli("run", "start", "--agent", f"coder-{name}", cwd=where).out.strip()}
+        assert hook("claude", "SessionStart", claude("SessionStart", where, source="startup"), env=env).code == 0
+        assert decision(hook("claude", "PreToolUse", bash(where, "ls", "toolu_ls"), env=env))[0] == "allow"
+        if name == "feature":
+            assert run_cli("lane", "delete", "feature", "--force", cwd=repo).code == 0
+        else:
+            shutil.rmtree(other)
+        resumed = hook("claude", "SessionStart", claude("SessionStart", repo, "sess-2", source="resume"), env=env)
+        assert resumed.code == 0, resumed.err
+        briefings[name] = json.loads(resumed.out)["hookSpecificOutput"]["additionalContext"]
+    assert not any("matches its lane head" in text for text in briefings.values()), briefings
+    assert "On disk: lane feature no longer exists" in briefings["feature"], briefings["feature"]
+    assert "On disk: lane other has no workspace" in briefings["other"], briefings["other"]
+
+
 def test_a_session_resumed_on_an_ended_run_is_told_the_run_ended_not_to_move_on(repo):
     """Every tool call of an ended run is denied; its briefing told the resumed session to carry on (`Move on
     with git lanes run phase`, the calls in flight to reconcile), so the model set off into a wall."""

@@ -53,18 +53,30 @@ def _task(ctx: Context, state: RunState, now: float) -> dict | None:
 
 
 def _disk(ctx: Context, state: RunState) -> dict:
-    """`git diff` of the workspace against its lane head, new files included, bounded."""
+    """`git diff` of the workspace against its lane head, new files included, bounded; where there is no
+    workspace to look in, why (`problem`): a briefing must not say that nothing changed there."""
     if not state.lane:
-        return {"workspace": None, "diff": "", "more_lines": 0, "files": []}
-    path, _ = lanes.workspace_state(ctx, state.lane)
+        return _no_disk("the run works in no lane, so there is no workspace to look in")
+    try:
+        head = lanes.lane_head(ctx, state.lane)
+    except LanesError:
+        return _no_disk(f"lane {state.lane} no longer exists, so there is no workspace to look in "
+                        f"({command('lane list')} shows the lanes; a deleted one is kept under refs/lanes/deleted/)")
+    path, broken = lanes.workspace_state(ctx, state.lane)
     if path is None:
-        return {"workspace": None, "diff": "", "more_lines": 0, "files": []}
-    head_tree = ctx.store.tree_of(lanes.lane_head(ctx, state.lane))
+        return _no_disk(f"the workspace of lane {state.lane} is broken: {broken}" if broken else
+                        f"lane {state.lane} has no workspace here ({command('lane create', state.lane)} makes it "
+                        f"again from the lane head; what was not snapshotted is not in it)")
+    head_tree = ctx.store.tree_of(head)
     now_tree = ctx.store.content_tree(path)
     files = [{"path": c.path, "kind": c.kind} for c in ctx.store.diff_trees(head_tree, now_tree)]
     lines = ctx.store.patch(head_tree, now_tree).splitlines()
     return {"workspace": str(path), "diff": "\n".join(lines[:DIFF_LINES]),
-            "more_lines": max(0, len(lines) - DIFF_LINES), "files": files}
+            "more_lines": max(0, len(lines) - DIFF_LINES), "files": files, "problem": None}
+
+
+def _no_disk(problem: str) -> dict:
+    return {"workspace": None, "diff": "", "more_lines": 0, "files": [], "problem": problem}
 
 
 def _ledger_state(ctx: Context) -> ledger.State:
@@ -137,6 +149,8 @@ def render(record: dict[str, Any]) -> str:
         lines += ["```diff", disk["diff"], "```"]
         if disk["more_lines"]:
             lines.append(f"… {disk['more_lines']} more lines")
+    elif disk.get("problem"):
+        lines.append(f"On disk: {disk['problem']}.")
     else:
         lines.append("On disk: the workspace matches its lane head.")
     for post in record["posts"]:
