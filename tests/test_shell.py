@@ -138,3 +138,19 @@ def test_write_targets_resolve_against_cwd_and_home():
     assert resolve("~/x", "/w", "/home/u") == "/home/u/x"
     assert resolve("$PWD/../b", "/w/a", None) == "/w/b"
     assert resolve("$TMPDIR/x", "/w", "/home/u") is None
+
+
+@pytest.mark.parametrize("line,hidden", [
+    ("chrt 1 rm -rf y", "rm -rf y"),
+    ("chrt -f 10 curl x", "curl x"),
+    ("chrt --sched-runtime 5 -d 0 curl x", "curl x"),
+    ("taskset -c 0-3 curl x", "curl x"),
+    ("prlimit --nofile=1024 curl x", "curl x"),
+    ("cpulimit -l 50 -- rm -rf y", "rm -rf y"),
+])
+def test_a_scheduling_wrapper_s_priority_or_limit_is_not_taken_for_its_command(line, hidden):
+    """`chrt PRIORITY CMD` was read as running the program `PRIORITY`, so `chrt 1 rm -rf y` passed the deny
+    list; prlimit and cpulimit were not followed at all."""
+    parsed = shell.parse(line)
+    assert hidden in [c.text for c in parsed.commands]
+    assert shell.check(parsed, None, DENY) is not None

@@ -61,7 +61,9 @@ WRAPPERS = {
     "timeout": Spec("-s --signal -k --kill-after", skip=1),
     "stdbuf": Spec("-i -o -e --input --output --error"),
     "ionice": Spec("-c -n -p -P -u --class --classdata --pid --pgid --uid"),
-    "chrt": Spec(), "taskset": Spec(skip=1),
+    # chrt and taskset take a priority or a CPU mask before the command
+    "chrt": Spec("-T --sched-runtime -P --sched-period -D --sched-deadline", skip=1), "taskset": Spec(skip=1),
+    "prlimit": Spec("-p --pid -o --output"), "cpulimit": Spec("-l --limit -p --pid -e --exe -c --cpu"),
     "numactl": Spec("-C -N -m -p -i --physcpubind --cpunodebind --membind --preferred --interleave"),
     "xargs": Spec("-I -n -L -P -s -d -E -a --max-args --max-procs --delimiter --arg-file --replace --max-lines "
                   "--eof --max-chars --process-slot-var"),
