@@ -407,3 +407,30 @@ def test_long_names_wrap_in_their_cells_and_leave_the_actions_in_sight(api, repo
     assert page.locator(f'[data-proposal="{proposal["id"]}"] .agent').get_attribute("title") == agent
     assert page.problems == []
 
+
+def test_a_long_question_or_reason_is_cut_to_a_few_lines_with_the_whole_in_its_title(api, repo, server, page):
+    """A question may be 16 KiB, and the agents table showed it whole under its asker: one long question
+    stretched the card thousands of pixels down, pushing every other agent and the runs out of sight; a
+    rejection's reason did the same to its row in the history. Each shows its first lines; the board
+    holds the question whole, the title the reason."""
+    paragraph = "Which eviction policy should the cache use, and how large may it grow? " * 6
+    question = "\n".join([paragraph] * 30)
+    api.board_post(question, "coder-2", kind="question")
+    api.lane_create("feat")
+    (workspace(repo, "feat") / "f.txt").write_text("f\n")
+    rejected = api.commit("Add f", "coder-1", lane="feat")
+    api.reject(rejected["id"], "\n".join([paragraph] * 20))
+    page.goto(server.url + "/")
+    ask = '[data-agent="coder-2"] .ask'
+    reason = f'tr[data-transition="{rejected["id"]}"] .reason'
+    page.wait_for_selector(ask, timeout=WAIT_MS)
+    page.wait_for_selector(reason, timeout=WAIT_MS)
+    # one look at both (a redraw replaces them): each at most a few lines high, whole in its title
+    shown = page.evaluate("""(selectors) => selectors.map((selector) => {
+        const el = document.querySelector(selector);
+        return [el.getBoundingClientRect().height / parseFloat(getComputedStyle(el).lineHeight), el.title];
+    })""", [ask, reason])
+    for (lines, title), whole in zip(shown, (question, "\n".join([paragraph] * 20))):
+        assert lines <= 4 and title == whole, lines
+    assert question in page.locator("#board .post.open .text").inner_text()
+    assert page.problems == []

@@ -134,7 +134,8 @@ export function agentsView(s) {
       const question = (s.openQuestions || []).find((p) => p.from === a.id);
       return h("tr", { "data-agent": a.id, class: kind },
         h("td", {}, agentTag(a.id), a.kind && a.kind !== "agent" ? h("span", { class: "muted" }, ` ${a.kind}`) : null),
-        h("td", {}, chip(label, kind), question ? h("div", { class: "ask" }, question.text) : null),
+        h("td", {}, chip(label, kind),
+          question ? h("div", { class: "ask clamp", title: question.text }, question.text) : null),
         h("td", {}, a.lane ? nameText(a.lane) : h("span", { class: "muted" }, "–")),
         h("td", {}, (a.tasks || []).map((t) => h("div", { class: "small" }, titles.get(t) || short(t)))),
         h("td", { class: "small" }, (a.claims || []).map((glob) => [nameText(glob), " "])),
@@ -166,7 +167,7 @@ export function runsView(s) {
       const state = r.awaiting_input ? chip("needs input", "needs") : chip(r.status, r.status === "active" ? "working" : "gone");
       return h("tr", { "data-run": r.id, class: r.awaiting_input ? "needs" : r.status },
         h("td", {}, h("code", { title: r.goal || "" }, short(r.id)), " ", state,
-          r.goal ? h("div", { class: "small muted" }, r.goal) : null),
+          r.goal ? h("div", { class: "small muted clamp", title: r.goal }, r.goal) : null),
         h("td", {}, agentTag(r.agent), r.lane ? h("div", { class: "small muted" }, nameText(r.lane)) : null),
         h("td", {}, h("div", { class: "small" }, r.phase), budgetBars(r.budget, r.phase)),
         h("td", { class: r.blocked ? "alert" : "" }, String(r.blocked || 0)),
@@ -229,7 +230,7 @@ export function historyView(s) {
         h("td", {}, nameText(t.lane)),
         h("td", {}, agentTag(t.intent.agent_id)),
         h("td", { class: "prompt" }, h("div", { title: t.intent.prompt }, firstLine(t.intent.prompt)),
-          t.reason ? h("div", { class: "reason" }, t.reason) : null,
+          t.reason ? h("div", { class: "reason clamp", title: t.reason }, t.reason) : null,
           (t.intent.tags || []).map((tag) => chip(tag, "tag"))),
         h("td", {}, gates(t)),
         h("td", { class: "small" }, costLine(t.cost)))))));
