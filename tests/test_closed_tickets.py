@@ -12,11 +12,11 @@ from conftest import git, run_cli
 from integration_helpers import claimed_task, with_forge, work
 
 from git_lanes.api import Lanes
+from git_lanes.errors import Refused
 
 
-@pytest.fixture
-def closed(tmp_path: Path, repo: Path) -> tuple[Lanes, str]:
-    """A ticket published to a bare forge, merged there by a fast-forward, and closed by `publish sync`."""
+def merged_ticket(tmp_path: Path, repo: Path) -> tuple[Lanes, str]:
+    """A ticket published to a bare forge and merged there by a fast-forward, not closed yet."""
     forge = with_forge(tmp_path, repo)
     api = Lanes(repo)
     ticket = api.ticket_open("Login")["ticket"]
@@ -25,6 +25,13 @@ def closed(tmp_path: Path, repo: Path) -> tuple[Lanes, str]:
     api.task_done(task, "coder-1")
     assert api.publish(ticket)["status"] == "branch_published"  # no [publish] pr_command here
     git("push", "-q", str(forge), f"refs/lanes/heads/tickets/{ticket[:8]}:refs/heads/main", cwd=repo)
+    return api, ticket
+
+
+@pytest.fixture
+def closed(tmp_path: Path, repo: Path) -> tuple[Lanes, str]:
+    """A ticket published to a bare forge, merged there by a fast-forward, and closed by `publish sync`."""
+    api, ticket = merged_ticket(tmp_path, repo)
     assert [m["ticket"] for m in api.publish_sync()["merged"]] == [ticket]
     assert api.ticket_show(ticket)["status"] == "closed"
     return api, ticket
@@ -73,3 +80,31 @@ def test_a_ready_ticket_that_integrated_nothing_is_not_sent_back_to_finish_its_d
     assert run_cli("promote", "docs", "--into", lane, "--auto-accept", cwd=repo).code == 0
     again = run_cli("publish", ticket[:6], "--json", cwd=repo)
     assert again.code == 0 and again.json["pushed"], again.err
+
+
+def test_a_ticket_a_task_joined_after_publishing_is_not_closed_by_any_face(tmp_path, repo):
+    """`publish sync` left a ticket reopened by a late task alone, but the MCP tool `close_ticket_on_merge` (and
+    the SDK's call) closed it once its first branch merged, with the late task still open in it. The domain's
+    `ticket.close` now refuses any ticket that is not published, and both faces ask it."""
+    import anyio
+    from mcp_helpers import fails, mcp_session
+
+    api, ticket = merged_ticket(tmp_path, repo)
+    late = api.task_create("Late fix", ticket=ticket)["task"]
+    assert api.ticket_show(ticket)["status"] == "open"
+
+    synced = run_cli("publish", "sync", "--json", cwd=repo)
+    assert synced.code == 0 and synced.json["merged"] == [], synced.out
+    before = git("rev-parse", "refs/lanes/ledger", cwd=repo)
+    with pytest.raises(Refused) as refused:
+        api.close_ticket_on_merge(ticket)
+    assert refused.value.code == "ticket_reopened" and "1 of 2 tasks done" in refused.value.message
+
+    async def scenario() -> dict:
+        async with mcp_session(repo, "--agent", "pub-1", "--toolsets", "publisher") as session:
+            return await fails(session, "close_ticket_on_merge", ticket_id=ticket)
+
+    error = anyio.run(scenario)
+    assert (error["reason"], error["exit_code"]) == ("ticket_reopened", 1), error
+    assert git("rev-parse", "refs/lanes/ledger", cwd=repo) == before
+    assert api.ticket_show(ticket)["status"] == "open" and api.task_show(late)["status"] == "open"

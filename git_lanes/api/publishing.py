@@ -344,7 +344,7 @@ class PublishingApi:
         bases: dict[tuple[str, str], str | None] = {}
         for row in tickets.list_tickets(state):
             publication = row.get("publication") or {}
-            if row["status"] != "published" or (remote and publication.get("remote") != remote):
+            if publishing.not_closable(row) is not None or (remote and publication.get("remote") != remote):
                 continue
             where = (publication["remote"], publication["base"])
             if where not in bases:
@@ -371,10 +371,11 @@ class PublishingApi:
 
         state = self._state()
         ticket_id = tickets.resolve_ticket(state, ticket)
-        publication = tickets.get_ticket(state, ticket_id).get("publication")
-        if not publication:
-            raise Refused(f"ticket {ticket_id[:8]} was never published", code="not_published",
-                          hint=f"{command('publish', ticket_id[:8])}")
+        record = tickets.view(state, tickets.get_ticket(state, ticket_id))
+        refusal = publishing.not_closable(record)  # as the close itself would refuse, before the fetch
+        if refusal is not None:
+            raise refusal
+        publication = record["publication"]
         base_head = branches.fetch_branch(self.ctx.store, remote or publication["remote"], publication["base"])
         how = publishing.merged_how(self.ctx, publication["head"], base_head) if base_head else None
         if how is None:

@@ -25,7 +25,7 @@ from git_lanes.domain.agents import SYSTEM, Reader
 from git_lanes.domain.board import add_post
 from git_lanes.domain.claims import claims_path
 from git_lanes.domain.context import Context
-from git_lanes.errors import Conflict, NotFound, StaleState, UserError, command, option
+from git_lanes.errors import Conflict, LanesError, NotFound, Refused, StaleState, UserError, command, option
 from git_lanes.ledger import Op, Tx
 from git_lanes.model import config
 from git_lanes.model.names import validate_lane_name
@@ -367,14 +367,35 @@ def publish(tx: Tx, op: Op) -> dict:
     return {"ticket": ticket["id"], "kind": kind, "url": url, "post": post, "publication": publication}
 
 
+def not_closable(ticket: dict) -> LanesError | None:
+    """Why `ticket` (a viewed record, with `done` and `total`) cannot be closed on its branch's merge, or None.
+    Only a published ticket is: one a task joined after it was published (open again, or ready with that
+    task done) holds work its merged branch lacks, and closing it would end that work unreviewed (and `publish
+    sync` would delete its integration lane). Every face's closing goes through this rule."""
+    short = ticket["id"][:8]
+    if ticket["status"] == "closed":
+        return StaleState(f"ticket {short} is already closed", code="ticket_closed")
+    if ticket["status"] == "published":
+        return None
+    if not ticket.get("publication"):
+        return Refused(f"ticket {short} was never published", code="not_published",
+                       hint=f"{command('publish', short)}")
+    return Refused(f"ticket {short} is {ticket['status']} ({ticket['done']} of {ticket['total']} tasks done): a task "
+                   "joined it after it was published, and its published branch lacks that work", code="ticket_reopened",
+                   details={"ticket": ticket["id"], "status": ticket["status"]},
+                   hint=f"finish its tasks, then {command('publish', short)} opens a pull request for what followed")
+
+
 def close(tx: Tx, op: Op) -> dict:
-    """`ticket.close`: the published branch reached the base; a `pr_merged` post says how it was seen."""
+    """`ticket.close`: the published branch reached the base; a `pr_merged` post says how it was seen. Refused
+    for a ticket that is not published (`not_closable`)."""
     ticket = tickets.get_ticket(tx, op.args.get("ticket"))
     how = op.args.get("how")
     if how not in MERGE_CHECKS:
         raise UserError(f"unknown merge check {how!r}", code="invalid_merge")
-    if ticket["status"] == "closed":
-        raise StaleState(f"ticket {ticket['id'][:8]} is already closed", code="ticket_closed")
+    refusal = not_closable(tickets.view(tx, ticket))
+    if refusal is not None:
+        raise refusal
     publication = dict(ticket.get("publication") or {})
     publication.update(merged_at=op.time, merged_by=how, merged_into=op.args.get("base_head"))
     ticket.update(status="closed", publication=publication, closed_at=op.time)
