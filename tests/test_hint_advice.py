@@ -176,8 +176,16 @@ def test_a_refusal_a_flag_overrides_names_it_in_each_faces_words(repo, api):
     assert cli_hint == "snapshot them with `git lanes commit`, or pass `--force` (they are kept in a backup ref)"
     with Server(repo) as server:
         rest = server.request("DELETE", "/api/v1/lanes/feat", token=server.token)
-    assert rest.json["hint"] == \
-        f'snapshot them with `git lanes commit`{CLI_LABEL}, or pass `"force": true` (they are kept in a backup ref)'
+        # DELETE takes `force` in its query: a body field of that name is refused as unknown, so the hint
+        # that said `"force": true` here sent the reader to a second refusal
+        assert rest.json["hint"] == \
+            f'snapshot them with `git lanes commit`{CLI_LABEL}, or pass `?force=true` (they are kept in a backup ref)'
+        api.lane_create("other")
+        (workspace(repo, "other") / "draft.txt").write_text("unsaved\n")
+        reset = server.post("/api/v1/lanes/other/reset", {"onto": "main"})  # a POST takes it in its body
+        assert reset.json["error"] == "dirty_workspace", reset.json
+        assert '`"force": true`' in reset.json["hint"], reset.json
+        assert server.request("DELETE", "/api/v1/lanes/other?force=true", token=server.token).status == 200
     with pytest.raises(Refused) as refused:
         AgentSession(repo, agent_id="coder-1").api.lane_delete("feat")
     assert refused.value.hint == ("snapshot them with `session.api.commit(PROMPT, session.agent_id)`, or pass "

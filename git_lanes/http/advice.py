@@ -6,6 +6,7 @@ git_lanes/model/advice.py)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import quote
 
@@ -89,19 +90,24 @@ def route_call(words: tuple[str, ...]) -> str | None:
 
 
 def _query_value(value: Any) -> str:
-    return "true" if value is True else quote(str(value), safe="/@:+,")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return quote(str(value), safe="/@:+,")
 
 
-def advise(hint: str | None) -> str | None:
-    """`hint` naming this API's routes for the commands it advises."""
-    return translated(hint, route_call, parameter) if hint else hint
+def advise(hint: str | None, query: Collection[str] = ()) -> str | None:
+    """`hint` naming this API's routes for the commands it advises; `query`: the parameters the request
+    answered takes in its query string rather than its body."""
+    return translated(hint, route_call, lambda name, value: parameter(name, value, name in query)) if hint else hint
 
 
-def parameter(name: str, value: Any) -> str:
-    """A field of the request that was made, set (`"force": true`), as a hint names one."""
-    return f'`"{name}": {value_text(value)}`'
+def parameter(name: str, value: Any, in_query: bool = False) -> str:
+    """A parameter of the request that was made, set, as a hint names one: a field of its body
+    (`"force": true`), or of its query string (`?force=true`) where the route takes it there."""
+    return f"`?{name}={_query_value(value)}`" if in_query else f'`"{name}": {value_text(value)}`'
 
 
-def advised_result(data: Any) -> Any:
-    """A result or error record (JSON-shaped) with the hints it carries in this API's words."""
-    return advised(data, lambda hint: advise(hint) or hint)
+def advised_result(data: Any, query: Collection[str] = ()) -> Any:
+    """A result or error record (JSON-shaped) with the hints it carries in this API's words; `query` as
+    for `advise`."""
+    return advised(data, lambda hint: advise(hint, query) or hint)

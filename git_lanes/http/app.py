@@ -8,7 +8,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +151,12 @@ def error(status: int, code: str, message: str, hint: str | None = None, **detai
     return JSON(render(body), status_code=status)
 
 
-def lanes_error(exc: LanesError) -> JSON:
-    """The error's record, its hints naming this API's routes for the commands they advise."""
+def lanes_error(exc: LanesError, query: Collection[str] = ()) -> JSON:
+    """The error's record, its hints naming this API's routes for the commands they advise (and a flag
+    that overrides it as a parameter of the request's `query` string where the route takes it there)."""
     record = render(exc.to_dict())
     ordered = {key: record.pop(key, None) for key in ("error", "message", "hint")}
-    return JSON(advised_result(ordered | record), status_code=status_of(exc))
+    return JSON(advised_result(ordered | record, query), status_code=status_of(exc))
 
 
 def route_doc(method: str, path: str) -> str:
@@ -190,10 +191,10 @@ class Headers:
         await self.app(scope, receive, send_with_headers)
 
 
-def failed(exc: Exception, request: Request) -> JSON:
-    """The answer to a request whose action raised `exc`."""
+def failed(exc: Exception, request: Request, query: Collection[str] = ()) -> JSON:
+    """The answer to a request whose action raised `exc`; `query` as for `lanes_error`."""
     if isinstance(exc, LanesError):
-        return lanes_error(exc)
+        return lanes_error(exc, query)
     unwritable = write_failed(exc)  # a full disk, no permission: the user's to fix, not a bug
     if unwritable is not None:
         return lanes_error(unwritable)
@@ -234,7 +235,7 @@ def create_app(open_api: Callable[[], Any], token: str, host: str, port: int | N
                                                      lambda api: route.call(getattr(api, route.api), params))
             except Exception as exc:
                 usage_hinted(exc, route.method, API + route.documented_path)
-                return warned(failed(exc, request), getattr(exc, "notices", []))
+                return warned(failed(exc, request, [p.name for p in route.query]), getattr(exc, "notices", []))
             # A listing (an array) that left records out says so where an array has room: a header.
             set_aside = getattr(result, "unreadable", ()) if isinstance(result, list) else ()
             headers = {UNREADABLE_HEADER: json.dumps(render(list(set_aside)))} if set_aside else None
