@@ -107,3 +107,22 @@ def test_the_mcp_task_done_says_the_ticket_has_nothing_to_publish_in_its_own_wor
     done = anyio.run(scenario)
     assert done["ticket_ready"] == ticket and done["ticket_unpublishable"]["code"] == "nothing_integrated"
     assert "promote(" in done["ticket_unpublishable"]["hint"], done["ticket_unpublishable"]["hint"]
+
+
+def test_publish_status_tells_a_ready_ticket_with_nothing_to_publish_from_one_ready_to_publish(tmp_path, repo):
+    """`publish status` counted both as "ready" and said no more, though publish refuses the first."""
+    with_forge(tmp_path, repo)
+    api, worked, task = worked_ticket(repo)
+    api.task_done(task, "coder-1")
+    empty = api.ticket_open("Docs")["ticket"]
+    api.task_done(api.task_create("Write it", ticket=empty)["task"])
+    status = run_cli("publish", "status", "--json", cwd=repo)
+    assert status.code == 0, status.err
+    rows = {row["ticket"]: row for row in status.json["ready"]}
+    assert rows[worked]["unpublishable"] is None
+    assert rows[empty]["unpublishable"] == {key: publish_refusal(repo, empty)[name] for key, name in
+                                            (("code", "error"), ("message", "message"), ("hint", "hint"))}
+    text = run_cli("publish", "status", cwd=repo).out
+    [line] = [line for line in text.splitlines() if line.startswith(empty[:8])]
+    assert "nothing to publish" in line, text
+    assert "nothing to publish" not in [line for line in text.splitlines() if line.startswith(worked[:8])][0]

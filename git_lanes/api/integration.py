@@ -52,16 +52,15 @@ class IntegrationApi(TasksApi):
         extra: dict[str, Any] = {"lanes_created": created} if created else {}
         if done.ticket_ready is not None:
             # Ready by the ticket's rule (every task done); whether there is work to publish is publish's rule.
-            refusal = self._nothing_to_publish(done.ticket_ready)
-            if refusal is not None:
-                extra["ticket_unpublishable"] = {"code": refusal.code, "message": refusal.message,
-                                                 "hint": refusal.hint}
+            unpublishable = self._nothing_to_publish(done.ticket_ready)
+            if unpublishable is not None:
+                extra["ticket_unpublishable"] = unpublishable
         return results.TaskDone.from_dict(done.to_dict() | extra) if extra else done
 
-    def _nothing_to_publish(self, ticket_id: str) -> Refused | None:
+    def _nothing_to_publish(self, ticket_id: str) -> dict[str, Any] | None:
         from git_lanes.domain import integration, tickets
 
-        return integration.nothing_integrated(self.ctx, tickets.get_ticket(self._state(), ticket_id))
+        return integration.unpublishable(self.ctx, tickets.get_ticket(self._state(), ticket_id))
 
     def _integrate_and_finish(self, task: str, actor: str | None, integrate: bool) -> results.TaskDone:
         # Loaded here, not at start-up: most commands never finish a task (see test_startup_imports).

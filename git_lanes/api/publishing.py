@@ -309,8 +309,9 @@ class PublishingApi:
     def publish_status(self) -> dict[str, Any]:
         """Tickets ready to publish, published (with their pull requests) and merged, and the locks held (a lock
         whose holder's process on this host is gone says `lapsed`: the next publisher takes it over), and the
-        publishes that ran the pull request command without recording a pull request (`intent`)."""
-        from git_lanes.domain import publishing, tickets
+        publishes that ran the pull request command without recording a pull request (`intent`). A ready
+        ticket none of whose tasks integrated a change says so in `unpublishable`, as publish would refuse it."""
+        from git_lanes.domain import integration, publishing, tickets
 
         state = self._state()
         now = self.ctx.now()
@@ -326,7 +327,8 @@ class PublishingApi:
                 "lock": {**{k: lock[k] for k in ("holder", "until", "host", "pid")}, "lapsed": _dead_here(lock)}
                 if lock else None,
                 "intent": {k: intent.get(k) for k in ("by", "time", "remote", "branch", "host", "pid")}
-                if intent else None})
+                if intent else None,
+                "unpublishable": integration.unpublishable(self.ctx, row) if group == "ready" else None})
         return {"counts": {name: len(found) for name, found in groups.items()}, **groups}
 
     def publish_sync(self, remote: str | None = None, actor: str | None = None) -> dict[str, Any]:

@@ -135,6 +135,8 @@ def status(as_json: bool) -> None:
                 lock = t["lock"]
                 held = "" if not lock else f"lock of {lock['holder']} lapsed (its process is gone)" \
                     if lock.get("lapsed") else f"locked by {lock['holder']}"
+                if t.get("unpublishable"):
+                    held = ", ".join(filter(None, [held, "nothing to publish: none of its tasks integrated a change"]))
                 if t.get("intent"):
                     held = ", ".join(filter(None, [held, f"PR command of {t['intent']['by']} for "
                                                           f"{t['intent']['branch']} not recorded (--pr)"]))

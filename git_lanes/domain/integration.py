@@ -71,6 +71,12 @@ def nothing_integrated(ctx: Context, ticket: dict) -> Refused | None:
                         f"{command('promote', 'LANE', into=lane)}")
 
 
+def unpublishable(ctx: Context, ticket: dict) -> dict | None:
+    """`nothing_integrated` as a record a result carries (code, message, hint), for a ready ticket's row."""
+    refusal = nothing_integrated(ctx, ticket)
+    return None if refusal is None else {"code": refusal.code, "message": refusal.message, "hint": refusal.hint}
+
+
 def review(tx: Tx, op: Op) -> dict:
     """`task.review`: integrating the task failed (a collision, or a required gate), so nothing moved and the
     task goes back to its owner: status `needs_review`, a handoff post naming the paths and the ways on, and a
