@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import run_cli
-from hook_helpers import bash, claude, decision, hook, lane
+from hook_helpers import bash, claude, decision, hook, lane, write
 from http_helpers import Server
 from test_dashboard import CHROMIUM, WAIT_MS, browser, page  # noqa: F401  (fixtures)
 
@@ -64,6 +64,29 @@ def test_the_dashboard_shows_runs_and_the_one_waiting_for_input(api, repo, page)
         assert row.locator(".budget").count() >= 4  # one bar per phase of the default policy
         assert row.locator("td.alert").inner_text() == "1"  # the blocked call
         assert page.locator('[data-agent="coder-1"] .chip.needs').inner_text() == "needs input"
+    assert page.problems == []
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install -y chromium)")
+def test_a_call_a_dead_session_left_unfinished_is_shown_as_interrupted(api, repo, page):  # noqa: F811
+    """A session that died inside a Write left the call unfinished, and `run show` lists it under
+    "interrupted (previous session)"; the dashboard's runs said nothing of it, as if the run were clean."""
+    ws = lane(repo)
+    run = run_cli("run", "start", "--agent", "coder-1", "--goal", "Add a greeting", "--phase", "execute",
+                  cwd=ws).out.strip()
+    env = {"GIT_LANES_RUN": run}
+    assert hook("claude", "SessionStart", claude("SessionStart", ws, source="startup"), env=env).code == 0
+    target = ws / "greet.py"
+    assert decision(hook("claude", "PreToolUse", write(ws, target, "toolu_01KILLED"), env=env))[0] == "allow"
+    assert hook("claude", "SessionStart", claude("SessionStart", ws, "sess-2", source="resume"), env=env).code == 0
+    [row] = api.run_list()
+    assert [c["id"] for c in row["interrupted"]] == ["toolu_01KILLED"] and row["in_flight"] == []
+    with Server(repo) as server:
+        page.goto(server.url + "/")
+        call = page.locator(f'tr[data-run="{run}"] .interrupted')
+        call.wait_for(timeout=WAIT_MS)
+        assert call.inner_text() == "interrupted Write"
+        assert str(target) in call.get_attribute("title")
     assert page.problems == []
 
 

@@ -171,7 +171,10 @@ export function runsView(s) {
         h("td", {}, agentTag(r.agent), r.lane ? h("div", { class: "small muted" }, nameText(r.lane)) : null),
         h("td", {}, h("div", { class: "small" }, r.phase), budgetBars(r.budget, r.phase)),
         h("td", { class: r.blocked ? "alert" : "" }, String(r.blocked || 0)),
-        h("td", {}, (r.in_flight || []).map((c) => h("div", { class: "small", title: c.input || "" }, c.tool || c.id))),
+        h("td", {}, (r.in_flight || []).map((c) => h("div", { class: "small", title: c.input || "" }, c.tool || c.id)),
+          // a call its session died in (as `run show` lists them): it may have half happened
+          (r.interrupted || []).map((c) => h("div", { class: "small interrupted",
+            title: `interrupted in an earlier session: ${c.input || c.id}` }, chip("interrupted", "warn"), " ", c.tool || c.id))),
         h("td", {}, count(tokens)),
         h("td", {}, money(r.cost_usd)));
     }))));
