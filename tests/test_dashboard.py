@@ -434,3 +434,15 @@ def test_a_long_question_or_reason_is_cut_to_a_few_lines_with_the_whole_in_its_t
         assert lines <= 4 and title == whole, lines
     assert question in page.locator("#board .post.open .text").inner_text()
     assert page.problems == []
+
+
+def test_the_tab_names_the_repository_and_counts_who_needs_input(api, repo, server, page):
+    """Every dashboard's tab read "git lanes": with two repositories served, or the page in a background tab,
+    nothing told them apart, nor that an agent was waiting for an answer until the tab was opened."""
+    page.goto(server.url + "/")
+    page.wait_for_function(f"() => document.title === '{repo.name} · git lanes'", timeout=WAIT_MS)
+    page.wait_for_selector("#live.on", timeout=WAIT_MS)
+    asked = run_cli("board", "post", "Size or age?", "--kind", "question", "--agent-id", "coder-2", "--json", cwd=repo)
+    assert asked.code == 0, asked.err
+    page.wait_for_function(f"() => document.title === '(1) {repo.name} · git lanes'", timeout=WAIT_MS)
+    assert page.problems == []

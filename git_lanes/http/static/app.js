@@ -93,8 +93,12 @@ function showGone(error) {
   clearTimeout(toast.timer);  // it stays: nothing on the page will change any more
 }
 
+function needingInput() {
+  return (state.agents || []).filter((a) => agentState(a, state)[1] === "needs").length;
+}
+
 function tiles() {
-  const needs = (state.agents || []).filter((a) => agentState(a, state)[1] === "needs").length;
+  const needs = needingInput();
   const tile = (label, value, kind) => h("div", { class: `tile ${kind || ""}` }, h("b", {}, value), h("span", {}, label));
   const total = state.cost?.total || {};
   return [
@@ -115,6 +119,9 @@ function render() {
   const caret = "selectionStart" in (document.activeElement || {}) && document.activeElement.selectionStart !== null
     ? [document.activeElement.selectionStart, document.activeElement.selectionEnd] : null;
   $("repo").textContent = state.session ? visible(`${state.session.repository} · trunk ${state.session.trunk}`) : "";
+  // The tab tells dashboards apart, and says from the background that someone waits for an answer.
+  const needs = state.refused ? 0 : needingInput();
+  document.title = visible(`${needs ? `(${needs}) ` : ""}${state.session ? state.session.repository + " · " : ""}git lanes`);
   const auth = $("auth");
   auth.textContent = ctx.canWrite ? "can act" : "read-only";
   auth.className = `chip ${ctx.canWrite ? "pass" : "gone"}`;
