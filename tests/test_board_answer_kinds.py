@@ -93,3 +93,29 @@ def test_the_cli_and_the_mcp_tool_answer_a_question_and_refuse_a_note_as_rest_do
     assert "post_board(" in error["hint"], error["hint"]  # in the tool's words
     assert (done["answers"], done["to"]) == (second, "coder-2")
     assert api.board_read(None, unanswered=True)["posts"] == []
+
+
+def test_a_withdrawn_question_is_neither_answered_nor_resolved_until_it_is_back(repo):
+    """A question whose post was undone is shown to nobody, yet `board answer` sent its asker an answer to it
+    (a reply to a post no reader sees) and `board resolve` marked it, so a redo of the post was refused. Both
+    now exit 3 (`post_retracted`) in every face; after the redo it is answered as any question."""
+    from conftest import run_cli
+
+    api = Lanes(repo)
+    asked = api.board_post("Which port?", "coder-1", kind="question")
+    undo = api.undo(asked["op"])
+    assert api.board_read(None, unanswered=True)["posts"] == []
+    before = ledger_head(repo)
+    answered = run_cli("board", "answer", str(asked["post"]), "8080", "--agent", "lead", "--json", cwd=repo)
+    assert (answered.code, answered.json["error"]) == (3, "post_retracted"), answered.out
+    assert f"post #{asked['post']} was withdrawn" in answered.json["message"]
+    resolved = run_cli("board", "resolve", str(asked["post"]), "--agent", "lead", "--json", cwd=repo)
+    assert (resolved.code, resolved.json["error"]) == (3, "post_retracted"), resolved.out
+    with Server(repo) as server:
+        rest = server.post(f"/api/v1/board/{asked['post']}/answer", {"text": "8080", "agent_id": "lead"})
+        assert (rest.status, rest.json["error"]) == (409, "post_retracted"), rest.json
+    assert ledger_head(repo) == before
+
+    api.undo(undo["ledger"][0])  # the redo: the question is back
+    assert [p["seq"] for p in api.board_read(None, unanswered=True)["posts"]] == [asked["post"]]
+    assert api.board_answer(asked["post"], "8080", "lead")["answers"] == asked["post"]

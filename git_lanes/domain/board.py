@@ -237,14 +237,34 @@ def _every_post(state: Reader) -> list[dict]:
     return [post for post in posts if post is not None]
 
 
-def resolve(tx: Tx, op: Op) -> dict:
-    seq = op.args.get("post")
+def _to_settle(tx: Tx, seq: object, *, question: bool = False) -> dict:
+    """Post #seq as resolving it (or, with `question`, answering it) needs it: there, a question if it is to
+    be answered, not withdrawn by an undo, and not resolved yet. A withdrawn post is shown to nobody: an
+    answer to it would reach its sender about a post it took back."""
     record = stored.read(tx, post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
     if record is None:
         raise NotFound(f"no post #{seq}", code="unknown_post", hint=f"see {command('board read', all=True)}")
+    if question and record.get("kind") != "question":
+        # Answering resolves the post as a question answered, and its asker would find an "answer" to a note.
+        raise Refused(f"post #{seq} is a {record.get('kind')}, not a question: only a question is answered",
+                      code="not_a_question", details={"post": seq, "kind": record.get("kind")},
+                      hint=f"reply with {command('board post', 'TEXT', to=record['from'])}"
+                           if record.get("kind") in AGENT_KINDS else
+                           f"see {command('board read', unanswered=True)} for the open questions")
+    if record.get("retracted"):
+        # taken back since: past the state the request needs, as a resolved post is
+        raise StaleState(f"post #{seq} was withdrawn: {record['retracted'].get('by')} undid it",
+                         code="post_retracted", details={"post": seq},
+                         hint=f"see {command('board read', unanswered=True)} for the open questions")
     if record.get("resolved"):
         # like a task already done: someone else got there first, a lost race rather than bad input
         raise StaleState(f"post #{seq} was already resolved by {record['resolved']['by']}", code="already_resolved")
+    return record
+
+
+def resolve(tx: Tx, op: Op) -> dict:
+    seq = op.args.get("post")
+    record = _to_settle(tx, seq)
     record["resolved"] = {"by": op.actor, "time": op.time}
     tx.put(post_path(seq), record)
     questions.note_closed(tx, seq)
@@ -259,19 +279,7 @@ def answer(tx: Tx, op: Op) -> dict:
     another kind (a note, a handoff, a record of the system's) is no question and is refused
     (`not_a_question`), by every face alike: a reply to it is a post, and `board resolve` settles it."""
     seq = op.args.get("post")
-    question = stored.read(tx, post_path(seq)) if isinstance(seq, int) and 0 < seq <= MAX_SEQ else None
-    if question is None:
-        raise NotFound(f"no post #{seq}", code="unknown_post", hint=f"see {command('board read', all=True)}")
-    if question.get("kind") != "question":
-        # Answering resolves the post as a question answered, and its asker would find an "answer" to a note.
-        raise Refused(f"post #{seq} is a {question.get('kind')}, not a question: only a question is answered",
-                      code="not_a_question", details={"post": seq, "kind": question.get("kind")},
-                      hint=f"reply with {command('board post', 'TEXT', to=question['from'])}"
-                           if question.get("kind") in AGENT_KINDS else
-                           f"see {command('board read', unanswered=True)} for the open questions")
-    if question.get("resolved"):
-        raise StaleState(f"post #{seq} was already resolved by {question['resolved']['by']}",
-                         code="already_resolved")
+    question = _to_settle(tx, seq, question=True)
     sender = validate_agent_id(op.actor)
     text = validate_text(op.args.get("text"))
     to = question["from"] if question["from"] != sender else None
