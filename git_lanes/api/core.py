@@ -175,11 +175,11 @@ class CoreApi:
 
     @recorded(lambda a: f"delete lane {a['name']}" + (" --force" if a["force"] else ""))
     def lane_delete(self, name: str, *, force: bool = False, actor: str | None = None) -> LaneDeleted:
-        """Delete lane `name` and remove its workspace. Refused (Refused) while it has unsnapshotted edits,
-        unpromoted work or pending proposals, unless `force`: then edits are kept in a backup ref and
-        proposals are rejected and kept. The last head stays at refs/lanes/deleted/. `actor`: as for
+        """Delete lane `name` and remove its workspace. Refused (Refused) while it has unsnapshotted edits (or
+        files its `[setup]` copied there, changed since), unpromoted work or pending proposals, unless `force`:
+        then edits are kept in a backup ref and proposals are rejected and kept. The last head stays at refs/lanes/deleted/. `actor`: as for
         `lane_create`."""
-        from git_lanes.domain import lanes, restore, transitions
+        from git_lanes.domain import lane_setup, lanes, restore, transitions
         from git_lanes.model.workspace_results import LaneDeleted
 
         with self._writing() as ctx:
@@ -193,10 +193,11 @@ class CoreApi:
             if path is not None:
                 lanes.require_removable(ctx, name, path)
             unsaved = path is not None and restore.has_unsaved(ctx, name, path)
+            copies = lane_setup.changed_copies(ctx, path) if path is not None else []
             kept = None
-            if unsaved and force and path is not None:
-                kept = restore.backup(ctx, name, path, ctx.store.content_tree(path), f"deleting lane {name}")
-            result = lanes.delete(ctx, name, force=force, unsaved=unsaved, backup=kept)
+            if (unsaved or copies) and force and path is not None:
+                kept = restore.backup(ctx, name, path, ctx.store.content_tree(path, copies), f"deleting lane {name}")
+            result = lanes.delete(ctx, name, force=force, unsaved=unsaved, backup=kept, setup_copies=copies)
             if path is not None:
                 from git_lanes.domain import oplog
 

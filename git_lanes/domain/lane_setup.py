@@ -52,8 +52,18 @@ def apply(ctx: Context, setup: Setup, lane: str, workspace: Path, ports: tuple[i
             why = f"timed out after {setup.timeout:g}s" if result.timed_out else \
                 f"exited {result.exit_code}" if result.exit_code is not None else "could not start"
             problems.append(f"the setup command {why}; its output is in {log}")
+    try:  # as the setup left them (its command may fill them in), so that a removal can tell them from edits
+        lane_files.remember_copies(workspace, copied.copied)
+    except OSError as exc:
+        problems.append(f"recording the copies failed: {exc}")
     return SetupReport(lane, "failed" if problems else "ok", ports, env, tuple(copied.copied), tuple(copied.absent),
                        tuple(copied.present), run, "; ".join(problems) or None, tracked(ctx, lane, copied.present))
+
+
+def changed_copies(ctx: Context, workspace: Path) -> list[str]:
+    """The ignored files `[setup] copy` put in `workspace` that were changed there since (work no state
+    holds, which removing the workspace would lose)."""
+    return lane_files.changed_copies(workspace)
 
 
 def tracked(ctx: Context, lane: str, paths: list[str]) -> tuple[str, ...]:

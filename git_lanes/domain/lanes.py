@@ -318,9 +318,11 @@ def require_not_deleted(ctx: Context, name: str) -> None:
                          hint=f"its last head is kept at {refs.deleted_ref(name)}")
 
 
-def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str | None) -> dict:
+def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str | None,
+           setup_copies: list[str] | None = None) -> dict:
     """Remove the lane's ref and workspace. The last head stays reachable from `refs.deleted_ref(lane)`,
-    whose reflog remembers every lane of that name ever deleted."""
+    whose reflog remembers every lane of that name ever deleted. `setup_copies`: ignored files the trunk's
+    `[setup]` copied into the workspace and changed there since, refused as edits are (no state holds them)."""
     if name == ctx.trunk:
         raise Refused("the trunk lane cannot be deleted", code="trunk")
     require_not_deleted(ctx, name)
@@ -331,6 +333,14 @@ def delete(ctx: Context, name: str, *, force: bool, unsaved: bool, backup: str |
             raise Refused(f"lane {name!r} has unsnapshotted edits in {path}", code="dirty_workspace",
                           hint=f"snapshot them with {command('commit')}, or pass {option('force')} (they are kept in a "
                                "backup ref)")
+        if setup_copies:
+            count = len(setup_copies)
+            raise Refused(f"lane {name!r} has {count} file{'' if count == 1 else 's'} the trunk's [setup] copied into "
+                          f"{path} and changed there since: {some(setup_copies)}", code="dirty_workspace",
+                          details={"setup_copies": setup_copies},
+                          hint=f"git ignores them, so no state holds them: copy what you need out of the workspace "
+                               f"(the main worktree keeps the originals), or pass {option('force')} (they are kept "
+                               "in a backup ref)")
         if unpromoted(ctx, name):
             raise Refused(f"lane {name!r} has work not promoted into any other lane", code="unpromoted",
                           hint=f"promote it with {command('promote', name)}, or pass {option('force')}")

@@ -123,7 +123,8 @@ def orphans(state: State, now: float) -> list[dict]:
 
 def removable(ctx: Context, lane: str) -> tuple[Path | None, str | None]:
     """(the lane's workspace, why it must stay or None). The trunk's is the main worktree and always stays;
-    a workspace holding content no state holds (unsnapshotted edits, plain git commits) stays too."""
+    a workspace holding content no state holds (unsnapshotted edits, plain git commits, files its `[setup]`
+    copied there and changed since) stays too."""
     if ctx.store.read_ref(refs.lane_ref(lane, ctx.trunk)) is None:  # a lane deleted meanwhile
         return None, None
     path = lanes.workspace_path(ctx, lane)
@@ -131,7 +132,9 @@ def removable(ctx: Context, lane: str) -> tuple[Path | None, str | None]:
         return None, None
     if lane == ctx.trunk:
         return path, "trunk"
-    if restore.has_unsaved(ctx, lane, path):
+    from git_lanes.domain import lane_setup  # with the first removal, not at start-up
+
+    if restore.has_unsaved(ctx, lane, path) or lane_setup.changed_copies(ctx, path):
         return path, "unsaved"
     if ctx.store.nested_repositories(path) or ctx.store.submodule_histories(path):
         return path, "nested"
