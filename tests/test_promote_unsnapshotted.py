@@ -112,3 +112,15 @@ def test_the_sdk_warns_of_the_edits_left_behind_at_the_callers_line(repo: Path):
     assert len(ours) == 1 and "2 unsnapshotted paths" in str(ours[0].message), [str(w.message) for w in caught]
     assert '`session.api.commit(PROMPT, session.agent_id, lane="feature/a", auto_accept=True)`' in str(ours[0].message)
     assert ours[0].filename == __file__
+
+
+def test_what_a_direct_api_call_left_on_the_thread_is_not_told_by_a_later_sdk_call(repo: Path):
+    """The `Lanes` API called directly has no face to take its notices: a later SDK call must not tell them as
+    its own."""
+    _lane_with_edits_beyond_its_snapshot(repo)
+    Lanes(repo).promote("feature/a", auto_accept=True)  # its notice stays on this thread
+    session = AgentSession(repo, agent_id="coder-1", lane="feature/b")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        session.api.status()
+    assert not [w for w in caught if issubclass(w.category, LanesWarning)]

@@ -87,6 +87,8 @@ def told(call: Callable[[], T]) -> T:
     notices to the outer one, the caller's own call. An error it raises, and a command a notice advises, name
     the SDK's calls."""
     outer = not _TELLING.get()
+    if outer:
+        take_notices()  # what an earlier call on this thread left (the `Lanes` API called directly) is not this one's
     token = _TELLING.set(True)
     try:
         with advising():
