@@ -185,6 +185,7 @@ JOURNEY: list[tuple[str, dict]] = [
     ("git lanes board post \"Who owns the session cache?\" --kind question --agent coder-1", {}),
     ("git lanes board read --agent coder-2 --unread", {}),
     ("git lanes board read --unanswered", {}),
+    ("git lanes board answer 12 \"By size: the cache evicts the largest first\" --agent lead", {}),
     ("git lanes board post \"Schema is in docs/api.md\" --agent coder-1 --to coder-2", {}),
     ("git lanes board resolve 12 --agent coder-2", {}),
     ("git lanes wait --agent coder-2 --timeout 300 --json", {}),
@@ -232,9 +233,10 @@ def test_every_example_of_the_coordination_commands_runs_as_typed(tmp_path, repo
         if how.get("in") == "clone":
             where = tmp_path / "clone"
             git("clone", "--quiet", bare.as_uri(), str(where), cwd=tmp_path)
-        if "board resolve" in line:
+        if "board answer" in line or "board resolve" in line:  # the question is answered, a note resolved
             posts = run_cli("board", "read", "--agent", "coder-1", "--all", "--json", cwd=repo).json["posts"]
-            ids["12"] = str(next(p["seq"] for p in posts if p["kind"] == "question"))
+            kind = "question" if "board answer" in line else "note"
+            ids["12"] = str(next(p["seq"] for p in posts if p["kind"] == kind and not p["resolved"]))
         args = [how.get(word, ids.get(word, word)) for word in shlex.split(line)[2:]]
         args = [ids.get(word, word) for word in args]
         result = run_cli(*args, cwd=where, timeout=60)
