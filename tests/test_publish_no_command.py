@@ -127,3 +127,23 @@ def test_the_mcp_tool_reports_a_publish_with_no_pr_command_as_the_cli_does(tmp_p
     published = anyio.run(scenario)
     assert (published["status"], published["pull_request"], published["url"]) == ("branch_published", False, None)
     assert "pr_command" in published["hint"]
+
+
+def test_a_branch_published_with_no_pull_request_is_closed_as_a_branch_merged_not_a_pull_request(tmp_path, repo):
+    """`publish sync` posted `pr_merged` for it, a pull request nobody opened; one recorded with `--pr` is."""
+    api, ticket, forge = ready_ticket(tmp_path, repo)
+    api.publish(ticket)
+    other = api.ticket_open("Other")["ticket"]
+    task, ws = claimed_task(api, "coder-2", "two", "Other", other)
+    work(api, "coder-2", ws, {"other.py": "other\n"})
+    api.task_done(task, "coder-2")
+    api.publish(other)
+    api.publish(other, pr="https://forge.example/acme/app/pull/3")
+    git("push", "-q", str(forge), f"refs/lanes/heads/tickets/{ticket[:8]}:refs/heads/main", cwd=repo)
+    git("push", "-q", str(forge), f"refs/lanes/heads/tickets/{other[:8]}:refs/heads/release", cwd=repo)
+    api.publish(other, base="release")
+    synced = run_cli("publish", "sync", "--json", cwd=repo)
+    assert synced.code == 0, synced.err
+    assert {m["ticket"]: m["kind"] for m in synced.json["merged"]} == {ticket: "branch_merged", other: "pr_merged"}
+    kinds = {p["text"].split()[1]: p["kind"] for p in publish_posts(api) if p["kind"].endswith("_merged")}
+    assert kinds == {ticket[:8]: "branch_merged", other[:8]: "pr_merged"}

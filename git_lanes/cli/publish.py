@@ -157,8 +157,9 @@ def sync_(remote: str | None, agent: str | None, as_json: bool) -> None:
 
     A branch counts as merged when the base holds it (a merge or fast-forward), when every path it changed
     holds its version on the base (a rebase or squash merge), or when one commit of the base carries its
-    patch (by git's patch id). Each merged ticket gets a pr_merged post and is closed; then every closed
-    ticket's integration lane is deleted (the deletion travels on sync) and its tasks' claims released.
+    patch (by git's patch id). Each merged ticket gets a pr_merged post (branch_merged when it was published
+    with no pull request) and is closed; then every closed ticket's integration lane is deleted (the deletion
+    travels on sync) and its tasks' claims released.
 
     \b
     Example:

@@ -18,7 +18,7 @@ from git_lanes.ledger import Op, Tx
 from git_lanes.model.text import check_text
 
 # Records of what the system did: shown on the board, never counted unread, never a wake.
-SYSTEM_KINDS = ("ticket_ready", "pr_opened", "pr_updated", "branch_published", "pr_merged")
+SYSTEM_KINDS = ("ticket_ready", "pr_opened", "pr_updated", "branch_published", "pr_merged", "branch_merged")
 MAX_TEXT = 16 * 1024
 # A reader lists its last OWN_LISTED own broadcasts since its cursor (`own`) and only counts the ones before
 # them (`own_before`). Every broadcast rewrites its sender's read position, which rides in the op's commit:

@@ -36,7 +36,7 @@ DEFAULT_TTL = 300.0
 MAX_TTL = 24 * 3600.0
 DEFAULT_TIMEOUT = 300.0
 # `branch_published`: the branch is on the remote for review and no pull request was opened (no command set).
-POST_KINDS = ("pr_opened", "pr_updated", "branch_published", "pr_merged")
+POST_KINDS = ("pr_opened", "pr_updated", "branch_published", "pr_merged", "branch_merged")
 NEW_PR = "new"
 MERGE_CHECKS = ("ancestry", "tree", "patch_id")
 _KEYS = {"pr_command", "update_command", "timeout", "lock_ttl"}
@@ -387,8 +387,9 @@ def not_closable(ticket: dict) -> LanesError | None:
 
 
 def close(tx: Tx, op: Op) -> dict:
-    """`ticket.close`: the published branch reached the base; a `pr_merged` post says how it was seen. Refused
-    for a ticket that is not published (`not_closable`)."""
+    """`ticket.close`: the published branch reached the base; a `pr_merged` post says how it was seen
+    (`branch_merged` for a branch published with no pull request). Refused for a ticket that is not published
+    (`not_closable`)."""
     ticket = tickets.get_ticket(tx, op.args.get("ticket"))
     how = op.args.get("how")
     if how not in MERGE_CHECKS:
@@ -403,8 +404,11 @@ def close(tx: Tx, op: Op) -> dict:
     text = (f"ticket {ticket['id'][:8]} \"{ticket['title']}\": {publication.get('branch')} reached "
             f"{publication.get('base')} (seen by {how.replace('_', ' ')}); ticket closed"
             + (f": {publication['url']}" if publication.get("url") else ""))
-    post = add_post(tx, op, SYSTEM, "pr_merged", text, None)
-    return {"ticket": ticket["id"], "status": "closed", "how": how, "post": post, "url": publication.get("url")}
+    # A branch published with no pull request merged as it is (by hand, or a pull request nobody recorded).
+    kind = "pr_merged" if has_pull_request(publication) else "branch_merged"
+    post = add_post(tx, op, SYSTEM, kind, text, None)
+    return {"ticket": ticket["id"], "status": "closed", "how": how, "post": post, "kind": kind,
+            "url": publication.get("url")}
 
 
 def release_claims(tx: Tx, op: Op) -> dict:

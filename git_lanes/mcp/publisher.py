@@ -61,7 +61,8 @@ def tools(face: Binding) -> list[ToolSpec]:
 
     def close_ticket_on_merge(ticket_id: TicketId, remote: Remote = None, agent_id: AgentId = None) -> dict:
         """Close a published ticket if its branch reached its base on the remote (a merge, fast-forward,
-        rebase or squash: seen by ancestry, tree or patch id), posting pr_merged; `merged: false` otherwise."""
+        rebase or squash: seen by ancestry, tree or patch id), posting pr_merged (branch_merged for a branch published with no pull request); `merged: false`
+        otherwise."""
         return face.api.close_ticket_on_merge(ticket_id, remote, face.actor(agent_id))
 
     def clear_integration_branch(ticket_id: TicketId) -> dict:

@@ -38,7 +38,7 @@ TaskStatus = Literal["open", "claimed", "blocked", "needs_review", "done"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 TicketStatus = Literal["open", "ready", "published", "closed"]
 PostKind = Literal["note", "question", "handoff", "ticket_ready", "pr_opened", "pr_updated", "branch_published",
-                   "pr_merged"]
+                   "pr_merged", "branch_merged"]
 
 
 class Task(Record):
