@@ -446,3 +446,20 @@ def test_the_tab_names_the_repository_and_counts_who_needs_input(api, repo, serv
     assert asked.code == 0, asked.err
     page.wait_for_function(f"() => document.title === '(1) {repo.name} · git lanes'", timeout=WAIT_MS)
     assert page.problems == []
+
+
+def test_the_filters_say_which_one_is_on_to_assistive_technology(api, repo, server, page):
+    """The history filter and the cost unit showed the chosen button only by its colour: read aloud, every
+    button was the same, and a keyboard user with a screen reader could not tell which filter was on."""
+    page.goto(server.url + "/")
+    page.wait_for_selector("#live.on", timeout=WAIT_MS)
+    assert page.get_by_role("button", name="all", exact=True, pressed=True).count() == 1
+    assert page.get_by_role("button", name="$", exact=True, pressed=True).count() == 1
+    page.get_by_role("button", name="rejected", exact=True).focus()
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="rejected", exact=True, pressed=True).wait_for(timeout=WAIT_MS)
+    assert page.get_by_role("button", name="all", exact=True, pressed=False).count() == 1
+    page.get_by_role("button", name="tokens", exact=True).click()
+    page.get_by_role("button", name="tokens", exact=True, pressed=True).wait_for(timeout=WAIT_MS)
+    assert page.get_by_role("button", name="$", exact=True, pressed=False).count() == 1
+    assert page.problems == []

@@ -182,18 +182,26 @@ function live() {
   stream.addEventListener("gone", (event) => { stream.close(); showGone(JSON.parse(event.data).events[0]); });
 }
 
+// The chosen button of a toggle, in colour and, for assistive technology, as pressed.
+function choose(group, chosen) {
+  $(group).querySelectorAll("button").forEach((b) => {
+    b.classList.toggle("on", b === chosen);
+    b.setAttribute("aria-pressed", String(b === chosen));
+  });
+}
+
 function toggles() {
   $("cost-unit").addEventListener("click", (e) => {
     const unit = e.target.dataset?.unit;
     if (!unit) return;
     state.costUnit = unit;
-    $("cost-unit").querySelectorAll("button").forEach((b) => b.classList.toggle("on", b.dataset.unit === unit));
+    choose("cost-unit", e.target);
     render();
   });
   $("history-filter").addEventListener("click", (e) => {
     if (e.target.dataset?.status === undefined) return;
     state.historyStatus = e.target.dataset.status;
-    $("history-filter").querySelectorAll("button").forEach((b) => b.classList.toggle("on", b === e.target));
+    choose("history-filter", e.target);
     refresh();
   });
   const input = $("actor");
