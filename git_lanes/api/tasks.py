@@ -138,7 +138,9 @@ class TasksApi(LedgerApi):
         return self._append_as(results.TicketOpened, "ticket.open", self._actor(actor), {"title": title})
 
     def ticket_link(self, ticket: str, task: str, actor: str | None = None) -> results.TicketLinked:
-        """Make `task` part of `ticket` (leaving any ticket it was in); both take unique id prefixes."""
+        """Make `task` part of `ticket` (leaving any ticket it was in); both take unique id prefixes. The
+        result names the tickets this made ready (`ready`) and the ready or published ones it opened again
+        (`reopened`)."""
         from git_lanes.domain import tasks, tickets
         from git_lanes.model import ledger_results as results
 

@@ -43,14 +43,21 @@ def open_(title: str, agent: str | None, as_json: bool) -> None:
 @agent_option(required=False, help_text="Who links them.")
 @json_option
 def link(ticket_id: str, task_id: str, agent: str | None, as_json: bool) -> None:
-    """Make TASK part of TICKET (leaving any ticket it was in).
+    """Make TASK part of TICKET (leaving any ticket it was in), and say which ticket that made ready or
+    opened again (a task not done joining a ready or published ticket: publish it again once it is done).
 
     \b
     Example:
       git lanes ticket link 91c0 3fa2
     """
-    run(lambda: open_api().ticket_link(ticket_id, task_id, agent), as_json,
-        lambda r: f"task {short(r['task'])} is in ticket {short(r['ticket'])}")
+    def render(r: dict) -> str:
+        lines = [f"task {short(r['task'])} is in ticket {short(r['ticket'])}"]
+        lines += [f"ticket {short(t)} is ready: all its tasks are done" for t in r.get("ready", ())]
+        lines += [f"ticket {short(t)} is open again: " + (f"task {short(r['task'])} is not done" if t == r["ticket"]
+                                                          else "it has no task left") for t in r.get("reopened", ())]
+        return "\n".join(lines)
+
+    run(lambda: open_api().ticket_link(ticket_id, task_id, agent), as_json, render)
 
 
 @ticket.command(name="list")

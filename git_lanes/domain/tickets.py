@@ -68,10 +68,16 @@ def link(tx: Tx, op: Op) -> dict:
     ticket = get_ticket(tx, op.args.get("ticket"))
     task = get_task(tx, op.args.get("task"))
     previous = task.get("ticket")
+    involved = [ticket["id"]] + ([previous] if previous and previous != ticket["id"] else [])
+    before = {ticket_id: get_ticket(tx, ticket_id)["status"] for ticket_id in involved}
     attach(tx, op, ticket["id"], task)
     if previous != ticket["id"]:
         save_task(tx, op, get_task(tx, task["id"]))
-    return {"ticket": ticket["id"], "task": task["id"], "previous": previous, "linked": previous != ticket["id"]}
+    after = {ticket_id: get_ticket(tx, ticket_id)["status"] for ticket_id in involved}
+    # What the move did to either ticket, as the board's ticket_ready post says it: the person linking sees it.
+    return {"ticket": ticket["id"], "task": task["id"], "previous": previous, "linked": previous != ticket["id"],
+            "ready": [t for t in involved if after[t] == "ready" != before[t]],
+            "reopened": [t for t in involved if before[t] in ("ready", "published") and after[t] == "open"]}
 
 
 def view(state: Reader, ticket: dict) -> dict:

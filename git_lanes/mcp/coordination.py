@@ -118,7 +118,8 @@ def tools(face: Binding) -> list[ToolSpec]:
         return face.api.ticket_open(title, face.actor(agent_id))
 
     def link_task_to_ticket(ticket_id: TicketId, task_id: TaskId, agent_id: AgentId = None) -> dict:
-        """Make a task part of a ticket (leaving any ticket it was in)."""
+        """Make a task part of a ticket (leaving any ticket it was in). `ready` names the tickets this made
+        ready, `reopened` the ready or published ones it opened again."""
         return face.api.ticket_link(ticket_id, task_id, face.actor(agent_id))
 
     def list_tickets() -> list[dict]:

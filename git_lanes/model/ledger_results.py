@@ -152,6 +152,11 @@ class TicketLinked(Record):
     task: LedgerId
     previous: LedgerId | None
     linked: bool
+    ready: tuple[LedgerId, ...] = meta(omit="empty", default=(),
+                                       doc="the tickets the link made ready (every task of theirs done)")
+    reopened: tuple[LedgerId, ...] = meta(omit="empty", default=(),
+                                          doc="the ready or published tickets the link opened again (a task not "
+                                              "done joined)")
     op: LedgerId | None = _op()
 
 
