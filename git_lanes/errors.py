@@ -23,10 +23,14 @@ EXIT_INTERNAL = 6
 # CLI writes each on stderr). Per thread: the long-lived faces run each call on a pooled worker thread, and
 # one call's notices must neither wait for the next call nor reach another caller.
 _LOCAL = _local()
+# A caller of `Lanes` itself (a script, a test) may never take them: the newest are kept, not all.
+NOTICES_KEPT = 100
 
 
 def notice(message: str) -> None:
-    _pending().append(message)
+    pending = _pending()
+    pending.append(message)
+    del pending[:-NOTICES_KEPT]
 
 
 def take_notices() -> list[str]:

@@ -51,6 +51,16 @@ def test_notices_are_per_thread_and_taken_once():
     assert take_notices() == []
 
 
+def test_notices_nobody_takes_keep_only_the_newest():
+    from git_lanes.errors import NOTICES_KEPT
+
+    take_notices()
+    for number in range(NOTICES_KEPT + 5):
+        notice(f"notice {number}")
+    kept = take_notices()
+    assert len(kept) == NOTICES_KEPT and kept[-1] == f"notice {NOTICES_KEPT + 4}" and kept[0] == "notice 5"
+
+
 def test_mcp_results_carry_the_notices_of_their_own_call(repo: Path):
     expected = _lose_log_head(repo)
 

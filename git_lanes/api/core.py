@@ -312,11 +312,14 @@ class CoreApi:
         (a moment as git's `--since` takes it, model/moments.py: `2.hours.ago`, `2026-12-01`, `@1700000000`…) and
         `model` (part of the model's name) narrow them down."""
         from git_lanes.domain import inspect, trace
-        from git_lanes.model.moments import parse_moment
         from git_lanes.model.results import History
 
         filters = (grep, tag, since, model)
-        moment = parse_moment(since, self.ctx.now()) if since is not None else None
+        moment = None
+        if since is not None:  # its parser's patterns cost start-up that a plain `history` does not pay
+            from git_lanes.model.moments import parse_moment
+
+            moment = parse_moment(since, self.ctx.now())
         matches = trace.matcher(grep, tag, moment, model) if any(f is not None for f in filters) else None
         return History.from_dict(inspect.history(self.ctx, lane=lane, status=status, agent=agent, limit=limit,
                                                  matches=matches))
