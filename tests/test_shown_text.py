@@ -1,7 +1,8 @@
 """Text an agent wrote reaches a person's terminal as text: a bidirectional override (U+202E makes "exe.txt"
-read "txt.exe"), a carriage return (it rewrites the line) or an escape sequence in a title, a post, a lane
-name or a prompt is printed as its escape ("\\u202e", "\\x0d", "\\x1b"), in every command's text output,
-while --json keeps the text exactly. The model accepts such text as before (old ops replay as they did)."""
+read "txt.exe"), a carriage return (it rewrites the line) or an escape sequence in a title, a post or a
+prompt is printed as its escape ("\\u202e", "\\x0d", "\\x1b"), in every command's text output, while
+--json keeps the text exactly. The model accepts such text as before (old ops replay as they did); a name
+(a lane's, an actor's) refuses it (tests/test_names_unseen.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from git_lanes.model.text import shown_text
 RLO = "\u202e"
 TITLE = f"fix {RLO}txt.exe"
 POST = f"done\rEVERYTHING IS FINE {RLO}gnp.exe"  # a post may hold a carriage return (it is multiline)
-LANE = f"feat/{RLO}evil"
+LANE = "feat/login"
 PROMPT = f"Add login {RLO}ti kool\nsecond line\r!"
 
 
@@ -39,7 +40,7 @@ def test_text_output_escapes_what_a_terminal_would_act_on_and_json_keeps_it(api,
     commands = {
         ("task", "list"): TITLE, ("task", "show", ids["task"][:8]): TITLE, ("ticket", "list"): TITLE,
         ("ticket", "show", ids["ticket"][:8]): TITLE, ("board", "read", "--all"): POST,
-        ("lane", "list"): LANE, ("lane", "show", LANE): LANE, ("status",): LANE, ("history",): PROMPT,
+        ("history",): PROMPT,
         ("show", ids["transition"][:8]): PROMPT,
     }
     for args, written in commands.items():

@@ -375,9 +375,15 @@ def test_a_peers_ref_names_reach_the_terminal_escaped(pair):
     terminals) in one is printed as its escape by the light sync too, as by every other command."""
     machine, bare = pair
     head = git("rev-parse", "main", cwd=bare).strip()
-    for ref in ("refs/lanes/heads/feat/\u202eevil", "refs/lanes/heads/c1\u009b2J"):
+    names = ["refs/lanes/heads/c1\u009b2J", "refs/lanes/heads/feat/\u202eevil"]
+    for ref in names:
         plant(bare, ref, head)
     text = run_cli("sync", cwd=machine)
-    assert text.code in (0, 3) and "Traceback" not in text.err, text.err
+    assert text.code == 3 and "Traceback" not in text.err, text.err
     assert "feat/\\u202eevil" in text.out and "c1\\x9b2J" in text.out, text.out
     assert not any(char in text.out + text.err for char in "\u202e\u009b"), text.out
+    # no lane may be named so (tests/test_names_unseen.py): each is refused, on the remote alone
+    code, report = sync(machine)
+    assert code == 3 and [(i["ref"], i["side"]) for i in report["invalid"]] == [(ref, "remote") for ref in names]
+    assert "U+202E" in report["invalid"][1]["reason"]
+    assert not git("for-each-ref", "refs/lanes/heads/", cwd=machine).strip()

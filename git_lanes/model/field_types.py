@@ -18,7 +18,7 @@ from typing import Any, Literal, Union
 from git_lanes.errors import UserError
 from git_lanes.model.frozen import Frozen
 from git_lanes.model.ids import ValidatedStr
-from git_lanes.model.text import check_text
+from git_lanes.model.text import check_text, name_problem
 
 
 class Range(Frozen):
@@ -30,7 +30,8 @@ class Range(Frozen):
 
 class Text(Frozen):
     """A text field: `check_text`'s rules (valid Unicode, no control characters, one line unless
-    `multiline`), at most `max_chars` characters or `max_bytes` bytes, refused with `code`."""
+    `multiline`, a name's characters if `name`), at most `max_chars` characters or `max_bytes` bytes,
+    refused with `code`."""
 
     code: str = "invalid_text"
     what: str | None = None
@@ -39,6 +40,7 @@ class Text(Frozen):
     max_bytes: int | None = None
     nonblank: bool = False
     blank_code: str | None = None
+    name: bool = False
 
 
 # How a value of a field type is checked and coerced: (value, where, owner) -> the field's value. Built from
@@ -84,7 +86,7 @@ def coercer(tp: Any) -> Coercer:
                 if extra.nonblank and not value.strip():
                     raise UserError(f"{what} must not be empty", code=extra.blank_code or extra.code)
                 check_text(value, what, code=extra.code, multiline=extra.multiline,
-                           max_chars=extra.max_chars, max_bytes=extra.max_bytes)
+                           max_chars=extra.max_chars, max_bytes=extra.max_bytes, name=extra.name)
         return value
 
     return _passing(coerce_base, checks, checked) or checked
@@ -114,12 +116,12 @@ def _passing(coerce_base: Coercer, checks: tuple[Range | Text, ...], checked: Co
         # a character is at most four bytes in UTF-8: a text this short is within `max_bytes` whatever it holds
         short = sys.maxsize if extra.max_bytes is None else extra.max_bytes // 4
         limit = min(chars, short)
-        nonblank = extra.nonblank
+        nonblank, name = extra.nonblank, extra.name
 
         def printable(value: Any, where: str, owner: type) -> Any:
             # printable: no control character, no lone surrogate, no line break (check_text's own first test)
             if type(value) is str and len(value) <= limit and value.isprintable() \
-                    and (not nonblank or value.strip()):
+                    and (not nonblank or value.strip()) and (not name or name_problem(value) is None):
                 return value
             return checked(value, where, owner)
 

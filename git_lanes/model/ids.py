@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from git_lanes.errors import UserError
-from git_lanes.model.text import quoted, text_problem
+from git_lanes.model.text import name_problem, quoted, text_problem
 
 TYPE_CHECKING = False  # not `from typing import …`: the light sync loads no typing
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ _KNOWN_MAX = 1024
 
 
 class LaneName(ValidatedStr):
-    """A lane name: the tail of a ref under git check-ref-format's rules, short enough for a file name."""
+    """A lane name: the tail of a ref under git check-ref-format's rules, short enough for a file name, with
+    no character that makes it read as another (`name_problem`: git takes those)."""
 
     JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string", "minLength": 1, "maxLength": MAX_LANE_BYTES,
                                              "description": "a lane name (git branch-name rules), e.g. feature/auth"}
@@ -107,6 +108,9 @@ class LaneName(ValidatedStr):
             return "starts with '-'"
         if not _LANE_FORBIDDEN.isdisjoint(value):
             return "contains a space, control character or one of ~ ^ : ? * [ \\"
+        unseen = name_problem(value)
+        if unseen is not None:
+            return unseen
         if ".." in value or "@{" in value:
             return "contains '..' or '@{'"
         if value.endswith("/") or value.startswith("/") or "//" in value:
@@ -131,7 +135,7 @@ class LaneName(ValidatedStr):
 
 class Actor(ValidatedStr):
     """Who acted: an agent id, or a person's name from git's identity. One line of at most 100 characters,
-    without < or > (it becomes a commit's author name)."""
+    without < or > (it becomes a commit's author name), nor a character that makes it read as another."""
 
     MAX = 100
     JSON_SCHEMA: ClassVar[dict[str, Any]] = {"type": "string", "minLength": 1, "maxLength": MAX,
@@ -145,7 +149,7 @@ class Actor(ValidatedStr):
         assert isinstance(value, str)
         if not value.strip() or len(value) > cls.MAX or "<" in value or ">" in value or "\t" in value:
             return f"must be 1-{cls.MAX} characters without < > or tabs"
-        return None
+        return name_problem(value)
 
     @classmethod
     def error(cls, value: object, problem: str) -> UserError:

@@ -24,7 +24,7 @@ MAX_LABEL = 200
 
 Tokens = Annotated[int, Range(0, MAX_TOKENS)]
 T = TypeVar("T", bound="Transition")
-Label = Annotated[str, Text(code="invalid_intent", max_chars=MAX_LABEL)]
+Label = Annotated[str, Text(code="invalid_intent", max_chars=MAX_LABEL, name=True)]
 
 __all__ = ["FORMAT_VERSION", "MAX_CALLS", "MAX_SECONDS", "MAX_TOKENS", "MAX_USD", "STATUSES", "Cost", "CostTotals",
            "Evaluation", "HeldExtra", "Hold", "Intent",
@@ -40,7 +40,8 @@ class Intent(Record):
     agent_id: Actor
     agent_type: Label | None = None
     model: Label | None = None
-    tags: tuple[Annotated[str, Text(code="invalid_tag", what="a tag", max_chars=MAX_LABEL, nonblank=True)], ...] = ()
+    tags: tuple[Annotated[str, Text(code="invalid_tag", what="a tag", max_chars=MAX_LABEL, nonblank=True,
+                                         name=True)], ...] = ()
     # Anything else the caller wants kept with the intent (the SDK's `add_metadata`); JSON values.
     metadata: dict[str, Any] = meta(omit="empty", default_factory=dict)
 

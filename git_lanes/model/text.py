@@ -39,9 +39,12 @@ def text_problem(value: object, *, multiline: bool = False) -> str | None:
 
 
 def check_text(value: object, what: str, *, code: str, multiline: bool = False, max_chars: int | None = None,
-               max_bytes: int | None = None, hint: str | None = None) -> str:
-    """Return `value` when it is acceptable text for `what`, else raise UserError(`code`)."""
+               max_bytes: int | None = None, hint: str | None = None, name: bool = False) -> str:
+    """Return `value` when it is acceptable text for `what` (a name's characters alone if `name`: see
+    `name_problem`), else raise UserError(`code`)."""
     problem = text_problem(value, multiline=multiline)
+    if problem is None and name and isinstance(value, str):
+        problem = name_problem(value)
     if problem is not None:
         raise UserError(f"{what} {problem}", code=code, hint=hint)
     assert isinstance(value, str)
@@ -138,6 +141,43 @@ def shown_text(value: str) -> str:
 
 def _escape(code: int) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"  # as the dashboard shows it (dom.js)
+
+
+# What a name (a lane, an actor, a tag) may not hold, as Unicode's identifier rules (UAX #31, UTS #39) leave
+# them out: controls, format characters (the bidirectional controls, zero-width spaces, joiners, the BOM),
+# spaces but ASCII's own and the line and paragraph separators (categories Cc, Cf, Cs, Zs, Zl, Zp), and the
+# default-ignorable characters a terminal draws as nothing (Hangul fillers, variation selectors, tag
+# characters). Each lets a name read as another: "main\u00a0" and "main\u200b" look like "main", and
+# "feat/\u202elive" like "feat/evil". Listed rather than asked of `unicodedata`, so every machine of a
+# repository, whatever its Python's Unicode, refuses the same names; tests/test_names_unseen.py checks the
+# list against the running Python's character database.
+_NOT_IN_NAMES = (r"[\x00-\x1f\x7f-\xa0\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+                 r"\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164"
+                 r"\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\ud800-\udfff\U000110bd\U000110cd\U00013430-\U0001343f"
+                 r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+# The ones of them `str.isprintable` passes (combining marks and letters that show nothing), so a name all
+# of whose characters are printable and none of these needs no regular expression; with the variation
+# selectors U+FE00-FE0F and U+E0100-E01EF (ranges, not a set: a set of them costs every start ~50 µs).
+_PRINTABLE_UNSEEN = "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0"
+
+
+def _printable_unseen(value: str) -> bool:
+    return any(char in _PRINTABLE_UNSEEN or "\ufe00" <= char <= "\ufe0f" or "\U000e0100" <= char <= "\U000e01ef"
+               for char in value)
+
+
+def name_problem(value: str) -> str | None:
+    """Why `value` may not be a name people tell apart by eye (it holds a character of `_NOT_IN_NAMES`), or
+    None. Free text (a title, a post, a prompt) keeps such characters; text output shows them escaped."""
+    if value.isprintable() and (value.isascii() or not _printable_unseen(value)):
+        return None
+    import re
+
+    found = re.search(_NOT_IN_NAMES, value)
+    if found is None:
+        return None
+    return f"contains U+{ord(found.group()):04X}, which shows as nothing, as a space or by reordering the " \
+           "text around it"
 
 
 def is_text(value: object) -> bool:
