@@ -82,3 +82,26 @@ def test_a_spawned_agents_output_reaches_the_terminal_escaped_followed_or_not(re
         assert text.code == 0, (args, text.err)
         assert not any(char in text.out for char in "\x1b\x07\x9b"), (args, text.out)
         assert "\\x1b[2J\\x1b]0;pwned\\x07" in text.out and "\\x9b2J done" in text.out, (args, text.out)
+
+
+def test_what_the_hooks_recorded_of_an_agents_calls_reaches_the_terminal_escaped(repo):
+    """A run's events hold what the agent CLI sent: the command, a failed call's error (a tool's own
+    colours, or an escape sequence the agent wrote to be printed). `run events` (followed or not) and
+    `run show` print them escaped; --json keeps them, escaped by JSON itself."""
+    from hook_helpers import bash, claude, hook, lane, run_id
+
+    ws = lane(repo)
+    assert hook("claude", "PreToolUse", bash(ws, f"printf '{HOSTILE}'", "toolu_A")).code == 0
+    failed = claude("PostToolUseFailure", ws, tool_name="Bash", tool_input={"command": f"printf '{HOSTILE}'"},
+                    tool_use_id="toolu_A", error=HOSTILE, is_interrupt=False, duration_ms=4)
+    assert hook("claude", "PostToolUseFailure", failed).code == 0
+    run = run_id(ws)
+    exact = run_cli("run", "events", run, "--json", cwd=repo)
+    assert exact.code == 0 and HOSTILE in [e.get("error") for e in exact.json]  # the precondition
+    assert "\x1b" not in exact.out and "\\u001b" in exact.out
+    assert run_cli("run", "end", run, cwd=repo).code == 0
+    for args in (["run", "events", run], ["run", "events", run, "--follow"], ["run", "show", run]):
+        text = run_cli(*args, cwd=repo)
+        assert text.code == 0, (args, text.err)
+        assert not any(char in text.out + text.err for char in "\x1b\x07\x9b"), (args, text.out)
+    assert "\\x1b[2J" in run_cli("run", "events", run, cwd=repo).out
