@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import git, run_cli, workspace
 from gitserver import clone, make_origin
+from http_helpers import Server
 
 from git_lanes.api import Lanes
 
@@ -162,6 +163,16 @@ def test_pull_sync_and_gc_record_the_agent_acting(tmp_path: Path):
     ok("sync", cwd=other, env={"GIT_LANES_AGENT": "syncer"})  # a lane came in: the ordinary sync
     newest = ok("op", "log", "-n", "1", cwd=other)[0]
     assert (newest["description"], newest["actor"]) == ("sync", "syncer")
+
+    api.lane_create("feat3")
+    api.sync()
+    with Server(other) as server:  # REST's sync, as the CLI's
+        synced = server.post("/api/v1/sync", {"agent_id": "rest-syncer"})
+        refused = server.post("/api/v1/pull", {"agent_id": "Jane Doe"})
+    assert synced.status == 200 and synced.json["came_in"], synced.body
+    assert (refused.status, refused.json["error"]) == (400, "invalid_agent"), refused.body
+    newest = ok("op", "log", "-n", "1", cwd=other)[0]
+    assert (newest["description"], newest["actor"]) == ("sync", "rest-syncer")
 
     swept = ok("gc", "--older-than", "0", "--agent", "sweeper", cwd=other)
     assert swept["tombstones"] == 1 and len(swept["removed"]["rejected"]) == 1

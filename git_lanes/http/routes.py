@@ -307,10 +307,13 @@ ROUTES: tuple[Route, ...] = (
     # -- the ledger and sync
     Route("GET", "/ledger", "The coordination log's latest ops", "ledger_log", lambda m, p: m(p.get("limit", 20)),
           "ledger", query=(I("limit", maximum=10000),), returns="array"),
-    *(Route("POST", f"/{verb}", what, verb, lambda m, p: m(p.get("remote")), "ledger", body=(S("remote"),))
+    *(Route("POST", f"/{verb}", what, verb, lambda m, p: m(p.get("remote"), actor=p.get("agent_id")), "ledger",
+            body=(S("remote"), ACTOR))
       for verb, what in (("pull", "Fetch a remote's lane state and merge it here"),
-                         ("push", "Push what is strictly ahead here, under a lease"),
                          ("sync", "Pull, merge and push lane state with a remote"))),
+    # push moves nothing here: no one to record
+    Route("POST", "/push", "Push what is strictly ahead here, under a lease", "push", lambda m, p: m(p.get("remote")),
+          "ledger", body=(S("remote"),)),
 )
 
 # The control plane's runs: served once the API has them.
