@@ -86,6 +86,7 @@ def test_task_done_warns_of_the_edits_its_integration_left_in_the_workspace(repo
 
 def test_mcp_promote_carries_the_edits_left_behind_in_its_own_words(repo: Path):
     _lane_with_edits_beyond_its_snapshot(repo)
+    assert run_cli("agent", "register", "coder-1", cwd=repo).code == 0  # its first call says nothing of that
 
     async def scenario():
         async with mcp_session(repo, "--agent", "coder-1") as session:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from git_lanes.api.held import held
 from git_lanes.domain.context import Context
-from git_lanes.errors import UnsupportedFormat, UserError, command
+from git_lanes.errors import UnsupportedFormat, UserError, command, notice
 from git_lanes.model.ids import Actor, AgentId
 
 if TYPE_CHECKING:
@@ -60,7 +60,15 @@ class LedgerApi:
         ledger, fold = _WRITING or _load_writing()
         op = ledger.make_op(op_type, actor, args, self.ctx.now())
         appended = ledger.append(self.ctx.store, op, fold)
-        return {**(appended.op.result or {}), "op": op.id}
+        result = {**(appended.op.result or {}), "op": op.id}
+        created = result.pop("new_agents", None)  # domain/agents.py NEW_AGENTS, loaded only when present
+        if created:
+            from git_lanes.domain import agents
+
+            known = self._state().names("agents")
+            for agent in created:
+                notice(agents.first_seen_notice(agent, [name[:-len(".json")] for name in known]))
+        return result
 
     def _append_as(self, result: type[R], op_type: str, actor: str, args: dict[str, Any]) -> R:
         """`_append`, its result as the record `result`."""

@@ -64,6 +64,30 @@ def first_call(tx: Tx, agent: str) -> bool:
     return not tx.peek(agent_path(agent))  # as `touch` judges it
 
 
+# The result key naming the agents an op registered without being asked to (CoordinationFold): the API turns
+# it into a notice and takes it out of the record it returns. The ops that register on purpose, or that say
+# so in their own result (`registered`), give none.
+NEW_AGENTS = "new_agents"
+SAY_REGISTERED = frozenset({"agent.register", "agent.heartbeat"})
+
+
+def new_agents(state: State, edits: dict[str, Any]) -> list[str]:
+    """The agents whose record an op's `edits` create: names `state` did not know."""
+    return sorted(path[len("agents/"):-len(".json")] for path, record in edits.items()
+                  if record is not None and path.startswith("agents/") and path.endswith(".json")
+                  and state.peek(path) is None)
+
+
+def first_seen_notice(agent: str, known: list[str]) -> str:
+    """What a face tells the caller whose op registered `agent` unasked: a mistyped name (GIT_LANES_AGENT,
+    --agent, agent_id) would otherwise make a second agent that then holds claims and tasks in silence."""
+    import difflib
+
+    like = difflib.get_close_matches(agent, [k for k in known if k != agent], n=1)
+    return (f"agent {quoted(agent)} was not known here: this call registered it"
+            + (f" (did you mean {quoted(like[0])}?)" if like else ""))
+
+
 def touch(tx: Tx, agent: str, time: float, *, extend: bool = True, kind: str | None = None,
           lane: str | None = None) -> dict:
     """The agent's record after it acted at `time`, created on its first call. Its board cursor starts

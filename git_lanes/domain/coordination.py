@@ -173,6 +173,10 @@ class CoordinationFold:
             raise UserError(f"unknown ledger op {op.type!r}", code="unknown_op", hint="upgrade git-lanes")
         tx = Tx(state)
         result = handler(tx, op)
+        if op.type not in agents.SAY_REGISTERED:
+            created = agents.new_agents(state, tx.edits)
+            if created:
+                result = {**result, agents.NEW_AGENTS: created}
         return tx.edits, result
 
     def summary(self, op: Op, result: dict[str, Any]) -> str:
