@@ -44,6 +44,11 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     # The light sync hands an unexpected error met before anything moved to the ordinary sync; tests want
     # to see it (api/sync_light.py).
     monkeypatch.setenv("GIT_LANES_LIGHT_STRICT", "1")
+    # What an earlier test's in-process calls were told and nobody took (an agent's first call registers it,
+    # errors.notice) is not this test's to be told.
+    from git_lanes.errors import take_notices
+
+    take_notices()
     return home
 
 

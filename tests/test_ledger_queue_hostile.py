@@ -23,6 +23,15 @@ from git_lanes.ledger import combine
 from git_lanes.ledger.log import AGENT_EMAIL
 from git_lanes.store.append_queue import FOLDER, JOURNAL, STALE_SECONDS, AppendQueue
 
+
+@pytest.fixture(autouse=True)
+def known_writers(repo: Path) -> None:
+    """The agents these tests write as are registered: an agent's first call would say so on stderr, and
+    these tests hold an append's stderr to be empty (test_first_seen_agents)."""
+    with Lanes(repo) as api:
+        for agent in ("a", "w"):
+            api.agent_register(agent)
+
 NAME = "00000000000000000001-0123456789abcdef"
 
 
@@ -195,6 +204,7 @@ def test_a_writer_interrupted_whose_holder_died_before_the_ledger_took_its_op_is
     api = Lanes(repo)
     store = api.ctx.store
     queue = store.append_queue()
+    before = ledger_head(repo)
     with store.locked():
         waiter, listed = queued_post(repo, queue, "never")
         assert queue.take(listed[0][0])  # taken, and then this "holder" lets the lock go without a round
@@ -202,7 +212,7 @@ def test_a_writer_interrupted_whose_holder_died_before_the_ledger_took_its_op_is
         time.sleep(0.3)
     waiter.communicate(timeout=60)
     assert waiter.returncode == 130
-    assert ledger.ops_between(store, None, ledger_head(repo)) == []
+    assert ledger.ops_between(store, before, ledger_head(repo)) == []
     assert entries_left(repo) == []
 
 

@@ -104,6 +104,7 @@ def test_mcp_promote_carries_the_edits_left_behind_in_its_own_words(repo: Path):
 
 def test_the_sdk_warns_of_the_edits_left_behind_at_the_callers_line(repo: Path):
     _lane_with_edits_beyond_its_snapshot(repo)
+    assert run_cli("agent", "register", "coder-1", cwd=repo).code == 0  # its first call says nothing of that
     session = AgentSession(repo, agent_id="coder-1", lane="feature/a")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
