@@ -463,3 +463,20 @@ def test_the_filters_say_which_one_is_on_to_assistive_technology(api, repo, serv
     page.get_by_role("button", name="tokens", exact=True, pressed=True).wait_for(timeout=WAIT_MS)
     assert page.get_by_role("button", name="$", exact=True, pressed=False).count() == 1
     assert page.problems == []
+
+
+def test_posting_or_answering_nothing_says_so(api, repo, server, page):
+    """Post and Answer with an empty box did nothing at all: no post, and no word of why the click was not
+    taken, so the person clicked again, or thought the board broken."""
+    asked = api.board_post("Size or age?", "coder-2", kind="question")
+    page.goto(server.url + f"/?token={server.token}")
+    page.wait_for_selector("#auth.pass", timeout=WAIT_MS)
+    for box, button in (('[data-key="compose"]', '[data-key="post-button"]'),
+                        (f'[data-post="{asked["post"]}"] textarea', f'[data-post="{asked["post"]}"] button.accept')):
+        page.locator(box).fill("   ")
+        page.evaluate("document.getElementById('toast').hidden = true")
+        page.locator(button).click()
+        page.wait_for_selector("#toast.error:not([hidden])", timeout=WAIT_MS)
+        assert page.locator("#toast").inner_text() == "nothing to send: write the text first"
+    assert len(api.board_read(None)["posts"]) == 1
+    assert page.problems == []

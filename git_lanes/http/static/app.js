@@ -112,7 +112,7 @@ function tiles() {
 }
 
 function render() {
-  const ctx = { canWrite: !!state.session?.can_write, act, actor, drafts };
+  const ctx = { canWrite: !!state.session?.can_write, act, actor, drafts, refuse: (text) => toast(text, "error") };
   // A redraw replaces every element: the one holding the keyboard's focus (a draft, a button) is found
   // again by its key, else the focus would fall back to the top of the page on every change.
   const focused = document.activeElement?.dataset?.key;

@@ -180,6 +180,9 @@ export function runsView(s) {
     }))));
 }
 
+// A click with an empty box is answered, not ignored: else it reads as a board that does not work.
+const NOTHING_TO_SEND = "nothing to send: write the text first";
+
 export function boardView(s, ctx) {
   const posts = s.board?.posts || [];
   const open = (s.openQuestions || []);
@@ -191,7 +194,7 @@ export function boardView(s, ctx) {
       value: ctx.drafts.get(key) || "", oninput: (e) => ctx.drafts.set(key, e.target.value) });
     return h("div", { class: "answer" }, input, actButton("Answer", "accept", ctx, `answer-button-${p.seq}`, () => {
       const text = input.value.trim();
-      if (!text) return;
+      if (!text) return ctx.refuse(NOTHING_TO_SEND);
       ctx.act(`/board/${p.seq}/answer`, { text, agent_id: ctx.actor() }, `answered #${p.seq}`)
         .then((ok) => ok && ctx.drafts.delete(key));
     }));
@@ -211,7 +214,7 @@ export function boardView(s, ctx) {
       : h("p", { class: "ok" }, "✓ No unanswered questions."),
     h("div", { class: "compose" }, compose, actButton("Post", "accept", ctx, "post-button", () => {
       const text = compose.value.trim();
-      if (!text) return;
+      if (!text) return ctx.refuse(NOTHING_TO_SEND);
       ctx.act("/board", { text, agent_id: ctx.actor() }, "posted").then((ok) => ok && ctx.drafts.delete(composeKey));
     })),
     rest.length ? h("ul", { class: "posts" }, rest.map((p) => post(p, false)))
